@@ -1,0 +1,236 @@
+//! Queue configuration: the builder and the policies it carries.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::clock::{Clock, SystemClock};
+use crate::error::{Error, Result};
+use crate::format::frame::DATA_HEADER_LEN;
+use crate::queue::Queue;
+
+/// Smallest data file allowed: a header and room for real messages.
+pub const MIN_FILE_SIZE: u64 = 64 * 1024;
+/// Largest data file: offsets in key-index positions have 40 bits.
+pub const MAX_FILE_SIZE: u64 = 1 << 40;
+
+/// A calendar period (UTC) after which the writer starts a new data file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RollPeriod {
+    Minutely,
+    Hourly,
+    Daily,
+}
+
+impl RollPeriod {
+    /// Length of the period in microseconds.
+    pub fn micros(self) -> u64 {
+        match self {
+            RollPeriod::Minutely => 60_000_000,
+            RollPeriod::Hourly => 3_600_000_000,
+            RollPeriod::Daily => 86_400_000_000,
+        }
+    }
+}
+
+/// When to start a new data file. A file is also rolled whenever the next
+/// frame does not fit, whatever the strategy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RollStrategy {
+    /// Roll once the file holds this many bytes (header included).
+    Size(u64),
+    /// Roll when a message's timestamp falls in a later UTC period than the
+    /// file's first message.
+    Period(RollPeriod),
+    /// Roll after this many messages.
+    Count(u64),
+    /// Roll when any of these would.
+    Any(Vec<RollStrategy>),
+}
+
+impl RollStrategy {
+    fn validate(&self) -> Result<()> {
+        match self {
+            RollStrategy::Size(n) if *n <= DATA_HEADER_LEN as u64 => Err(Error::InvalidConfig(
+                format!("roll size {n} must exceed the {DATA_HEADER_LEN}-byte file header"),
+            )),
+            RollStrategy::Count(0) => {
+                Err(Error::InvalidConfig("roll count must be at least 1".into()))
+            }
+            RollStrategy::Any(v) => v.iter().try_for_each(RollStrategy::validate),
+            _ => Ok(()),
+        }
+    }
+
+    /// Visits every leaf strategy.
+    pub(crate) fn leaves(&self, f: &mut dyn FnMut(&RollStrategy)) {
+        match self {
+            RollStrategy::Any(v) => v.iter().for_each(|s| s.leaves(f)),
+            s => f(s),
+        }
+    }
+}
+
+/// When written bytes are forced to disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlushMode {
+    /// The OS writes pages back when it likes; `flush()` forces it.
+    Async,
+    /// An append returns only once its bytes are msync'd. Appends waiting at
+    /// the same time share one msync (group commit).
+    Sync,
+    /// msync once this many bytes are pending or this much time has passed.
+    Batch { bytes: u64, interval: Duration },
+}
+
+/// How a blocking read waits for the next message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WaitStrategy {
+    /// Spin briefly, then yield, then sleep with backoff up to 1 ms: low
+    /// latency while messages flow, little CPU when they don't.
+    #[default]
+    Default,
+    /// Spin on the mapping without ever sleeping: lowest latency, one core busy.
+    BusySpin,
+}
+
+/// Everything a queue is opened with. Built by [`QueueBuilder`].
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub path: PathBuf,
+    pub file_size: u64,
+    pub roll: RollStrategy,
+    pub flush: FlushMode,
+    pub index_interval: u32,
+    pub verify_on_startup: bool,
+    pub channel_capacity: usize,
+    pub read_only: bool,
+    pub wait: WaitStrategy,
+    pub clock: Arc<dyn Clock>,
+}
+
+/// Opens a queue with options; every option has a documented default.
+///
+/// ```no_run
+/// use litemq::{FlushMode, QueueBuilder, RollPeriod, RollStrategy};
+/// use std::time::Duration;
+/// let queue = QueueBuilder::new("/tmp/trades")
+///     .file_size(256 << 20)
+///     .roll(RollStrategy::Any(vec![
+///         RollStrategy::Period(RollPeriod::Hourly),
+///         RollStrategy::Count(1_000_000),
+///     ]))
+///     .flush_mode(FlushMode::Batch { bytes: 1 << 20, interval: Duration::from_millis(10) })
+///     .open()?;
+/// # Ok::<(), litemq::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct QueueBuilder {
+    config: Config,
+}
+
+impl QueueBuilder {
+    /// Starts a builder for the queue at `path` (created when missing).
+    pub fn new(path: impl AsRef<Path>) -> Self {
+        QueueBuilder {
+            config: Config {
+                path: path.as_ref().to_path_buf(),
+                file_size: 1 << 30,
+                roll: RollStrategy::Period(RollPeriod::Daily),
+                flush: FlushMode::Async,
+                index_interval: 1024,
+                verify_on_startup: false,
+                channel_capacity: 4096,
+                read_only: false,
+                wait: WaitStrategy::Default,
+                clock: Arc::new(SystemClock),
+            },
+        }
+    }
+
+    /// Size each data file is preallocated to. Default 1 GiB, at least 64 KiB.
+    pub fn file_size(mut self, bytes: u64) -> Self {
+        self.config.file_size = bytes;
+        self
+    }
+    /// When to start a new file. Default: daily (UTC), and whenever a file is full.
+    pub fn roll(mut self, roll: RollStrategy) -> Self {
+        self.config.roll = roll;
+        self
+    }
+    /// When bytes are forced to disk. Default [`FlushMode::Async`].
+    pub fn flush_mode(mut self, flush: FlushMode) -> Self {
+        self.config.flush = flush;
+        self
+    }
+    /// One sparse-index entry every this many messages. Default 1024.
+    pub fn index_interval(mut self, interval: u32) -> Self {
+        self.config.index_interval = interval;
+        self
+    }
+    /// Check the CRC of every frame of every file when opening. Default false.
+    pub fn verify_on_startup(mut self, verify: bool) -> Self {
+        self.config.verify_on_startup = verify;
+        self
+    }
+    /// Commands the appender may queue ahead of the I/O thread. Default 4096.
+    pub fn channel_capacity(mut self, capacity: usize) -> Self {
+        self.config.channel_capacity = capacity;
+        self
+    }
+    /// Open for reading only: no lock, no I/O thread, no repair. Default false.
+    pub fn read_only(mut self, read_only: bool) -> Self {
+        self.config.read_only = read_only;
+        self
+    }
+    /// How blocking reads wait. Default [`WaitStrategy::Default`].
+    pub fn wait_strategy(mut self, wait: WaitStrategy) -> Self {
+        self.config.wait = wait;
+        self
+    }
+    /// Where timestamps come from. Default [`SystemClock`].
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.config.clock = clock;
+        self
+    }
+
+    /// Checks the options and opens (or creates) the queue.
+    pub fn open(self) -> Result<Queue> {
+        self.validate()?;
+        Queue::open(self.config)
+    }
+
+    fn validate(&self) -> Result<()> {
+        let c = &self.config;
+        if !(MIN_FILE_SIZE..=MAX_FILE_SIZE).contains(&c.file_size) {
+            return Err(Error::InvalidConfig(format!(
+                "file_size {} must be between {MIN_FILE_SIZE} and {MAX_FILE_SIZE} bytes",
+                c.file_size
+            )));
+        }
+        if !c.file_size.is_multiple_of(8) {
+            return Err(Error::InvalidConfig(format!(
+                "file_size {} must be a multiple of 8",
+                c.file_size
+            )));
+        }
+        if c.index_interval == 0 {
+            return Err(Error::InvalidConfig(
+                "index_interval must be at least 1".into(),
+            ));
+        }
+        if c.channel_capacity == 0 {
+            return Err(Error::InvalidConfig(
+                "channel_capacity must be at least 1".into(),
+            ));
+        }
+        if let FlushMode::Batch { bytes, interval } = c.flush {
+            if bytes == 0 && interval.is_zero() {
+                return Err(Error::InvalidConfig(
+                    "batch flush needs bytes > 0 or an interval > 0".into(),
+                ));
+            }
+        }
+        c.roll.validate()
+    }
+}

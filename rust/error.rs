@@ -1,0 +1,103 @@
+//! The one error type of the engine.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Result alias used throughout litemq.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong, with the context a user needs to act on it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An operating-system call failed (`op` names it, `path` the file).
+    #[error("{op} {}: {source}", path.display())]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// Bytes on disk do not decode: a CRC mismatch, a bad length, a bad header.
+    #[error("corrupted data in {} at offset {offset}{}: {reason}", path.display(), seq.map(|s| format!(" (seq {s})")).unwrap_or_default())]
+    Corrupted {
+        path: PathBuf,
+        offset: u64,
+        seq: Option<u64>,
+        reason: String,
+    },
+
+    /// Another process holds the writer lock of this queue.
+    #[error("queue {} is locked by {}", path.display(), pid.map(|p| format!("process {p}")).unwrap_or_else(|| "another process".into()))]
+    Locked { path: PathBuf, pid: Option<u32> },
+
+    /// The queue (or the handle) was used after `close`.
+    #[error("queue is closed")]
+    Closed,
+
+    /// An earlier write failed on the I/O thread; nothing after it was written.
+    #[error("writer is poisoned by an earlier failure: {cause}")]
+    Poisoned { cause: Arc<Error> },
+
+    /// A configuration value is out of range or inconsistent.
+    #[error("invalid configuration: {0}")]
+    InvalidConfig(String),
+
+    /// A value passed to a call is out of range (too large a payload, a bad key).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+
+    /// The file was written by a newer (or unknown) format version.
+    #[error("{} has format version {found}; this litemq reads version {supported}", path.display())]
+    UnsupportedVersion {
+        path: PathBuf,
+        found: u32,
+        supported: u32,
+    },
+
+    /// A write was attempted on a queue opened read-only.
+    #[error("queue is opened read-only")]
+    ReadOnly,
+
+    /// The sequence is outside the range the queue holds.
+    #[error("sequence {seq} is not in the queue (it holds {first}..{next})")]
+    NotFound { seq: u64, first: u64, next: u64 },
+
+    /// The queue was opened in a parent process; its I/O thread did not survive `fork()`.
+    #[error("queue was opened before fork(); open it again in the child process")]
+    Forked,
+}
+
+impl Error {
+    /// The OS error number behind an [`Error::Io`] (or its poisoning cause).
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            Error::Io { source, .. } => source.raw_os_error(),
+            Error::Poisoned { cause } => cause.errno(),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn corrupted(
+        path: impl Into<PathBuf>,
+        offset: u64,
+        seq: Option<u64>,
+        reason: impl Into<String>,
+    ) -> Self {
+        Error::Corrupted {
+            path: path.into(),
+            offset,
+            seq,
+            reason: reason.into(),
+        }
+    }
+}

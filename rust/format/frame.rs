@@ -1,0 +1,154 @@
+//! Frames: `length:u32 | record | crc:u64`, padded with zeros to 8 bytes.
+//!
+//! The length counts the record only. It is never 0 for a real frame (a
+//! record has at least a flags byte and a timestamp), so 0 means "not written
+//! yet"; `u32::MAX` is the end-of-file marker. The CRC covers the four length
+//! bytes and the record.
+
+use super::crc::crc64;
+use super::{le_u32, le_u64};
+
+/// Bytes of the data-file header; the first frame starts here.
+pub const DATA_HEADER_LEN: usize = 4096;
+/// Length-field value that seals a file: the next message is in the next file.
+pub const END_OF_FILE: u32 = u32::MAX;
+/// Frame overhead around the record: length and CRC.
+pub const FRAME_OVERHEAD: usize = 4 + 8;
+/// Frames start on multiples of this.
+pub const FRAME_ALIGN: usize = 8;
+
+/// Total bytes a frame with a `record_len`-byte record occupies, padding included.
+#[inline]
+pub fn frame_size(record_len: usize) -> usize {
+    (record_len + FRAME_OVERHEAD + FRAME_ALIGN - 1) & !(FRAME_ALIGN - 1)
+}
+
+/// Largest record a file of `file_size` bytes can hold: the header, the
+/// frame and room for an end-of-file marker after it.
+pub fn max_record_len(file_size: u64) -> usize {
+    let room = file_size as usize - DATA_HEADER_LEN - FRAME_ALIGN;
+    (room & !(FRAME_ALIGN - 1)) - FRAME_OVERHEAD
+}
+
+/// What the bytes at a frame position hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameAt {
+    /// Zero length: nothing published here yet.
+    Empty,
+    /// The end-of-file marker.
+    EndOfFile,
+    /// A complete frame whose CRC matches; the record is at
+    /// `offset + 4 .. offset + 4 + record_len`.
+    Frame { record_len: usize, next: usize },
+}
+
+/// Why a frame did not decode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FrameError {
+    /// The length runs past the end of the file.
+    BadLength(u32),
+    /// The stored CRC does not match the bytes.
+    BadCrc { stored: u64, computed: u64 },
+}
+
+impl std::fmt::Display for FrameError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FrameError::BadLength(l) => write!(f, "frame length {l} runs past the end of the file"),
+            FrameError::BadCrc { stored, computed } => {
+                write!(
+                    f,
+                    "CRC mismatch: stored {stored:#018x}, computed {computed:#018x}"
+                )
+            }
+        }
+    }
+}
+
+/// Decodes the frame whose length field (already loaded, with acquire
+/// ordering, by the caller) is `len`, at `offset` of `file`.
+pub fn decode(file: &[u8], offset: usize, len: u32) -> Result<FrameAt, FrameError> {
+    match len {
+        0 => return Ok(FrameAt::Empty),
+        END_OF_FILE => return Ok(FrameAt::EndOfFile),
+        _ => {}
+    }
+    let record_len = len as usize;
+    let record_end = offset
+        .checked_add(4 + record_len)
+        .filter(|&e| e.checked_add(8).is_some_and(|c| c <= file.len()))
+        .ok_or(FrameError::BadLength(len))?;
+    let stored = le_u64(file, record_end).ok_or(FrameError::BadLength(len))?;
+    let computed = crc64(&[&file[offset..record_end]]);
+    if stored != computed {
+        return Err(FrameError::BadCrc { stored, computed });
+    }
+    Ok(FrameAt::Frame {
+        record_len,
+        next: offset + frame_size(record_len),
+    })
+}
+
+/// Reads the length field at `offset` without atomics (for recovery and
+/// tools that hold the file exclusively). `None` past the end.
+pub fn plain_len(file: &[u8], offset: usize) -> Option<u32> {
+    le_u32(file, offset)
+}
+
+/// The CRC stored after a record written in pieces: length bytes, then `parts`.
+pub fn frame_crc(len: u32, parts: &[&[u8]]) -> u64 {
+    let mut digest = crc64fast::Digest::new();
+    digest.write(&len.to_le_bytes());
+    for p in parts {
+        digest.write(p);
+    }
+    digest.sum64()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encode(record: &[u8]) -> Vec<u8> {
+        let len = record.len() as u32;
+        let mut v = len.to_le_bytes().to_vec();
+        v.extend_from_slice(record);
+        v.extend_from_slice(&frame_crc(len, &[record]).to_le_bytes());
+        v.resize(frame_size(record.len()), 0);
+        v
+    }
+
+    #[test]
+    fn round_trip_and_damage() {
+        let mut buf = encode(b"hello world");
+        buf.extend_from_slice(&[0; 16]);
+        let len = plain_len(&buf, 0).unwrap();
+        assert_eq!(
+            decode(&buf, 0, len),
+            Ok(FrameAt::Frame {
+                record_len: 11,
+                next: 24
+            })
+        );
+        assert_eq!(decode(&buf, 24, 0), Ok(FrameAt::Empty));
+        buf[5] ^= 1;
+        assert!(matches!(
+            decode(&buf, 0, len),
+            Err(FrameError::BadCrc { .. })
+        ));
+        assert_eq!(
+            decode(&buf, 0, 1 << 30),
+            Err(FrameError::BadLength(1 << 30))
+        );
+        assert_eq!(decode(&buf, 0, END_OF_FILE), Ok(FrameAt::EndOfFile));
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(frame_size(9), 24);
+        assert_eq!(frame_size(12), 24);
+        assert_eq!(frame_size(13), 32);
+        let max = max_record_len(65536);
+        assert!(DATA_HEADER_LEN + frame_size(max) + 8 <= 65536);
+    }
+}

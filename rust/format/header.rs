@@ -1,0 +1,195 @@
+//! Fixed headers at the start of data files and sparse-index files.
+
+use super::crc::crc64;
+use super::{le_u32, le_u64, FORMAT_VERSION};
+
+/// First eight bytes of every data file.
+pub const DATA_MAGIC: [u8; 8] = *b"LMQDATA\0";
+/// First eight bytes of every sparse-index file.
+pub const INDEX_MAGIC: [u8; 8] = *b"LMQSIDX\0";
+/// Bytes before the first sparse-index entry.
+pub const INDEX_HEADER_LEN: usize = 256;
+/// Bytes of one sparse-index entry: seq, timestamp, offset.
+pub const INDEX_ENTRY_LEN: usize = 24;
+
+/// Why a header was rejected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HeaderError {
+    Truncated,
+    BadMagic,
+    BadCrc,
+    /// Written by a format version this build does not read.
+    Version(u32),
+    /// A field is out of its range.
+    Invalid(&'static str),
+}
+
+impl std::fmt::Display for HeaderError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HeaderError::Truncated => f.write_str("header truncated"),
+            HeaderError::BadMagic => f.write_str("bad magic number"),
+            HeaderError::BadCrc => f.write_str("header CRC mismatch"),
+            HeaderError::Version(v) => write!(f, "unsupported format version {v}"),
+            HeaderError::Invalid(what) => write!(f, "invalid header field: {what}"),
+        }
+    }
+}
+
+/// The 4 KiB header of a data file (the first 64 bytes are used).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DataHeader {
+    /// Sequence of the file's first message.
+    pub first_seq: u64,
+    /// When the file was created, µs since the Unix epoch.
+    pub created_us: u64,
+    /// Position of the file in the queue: 1, 2, 3, … across days.
+    pub file_number: u64,
+    /// Preallocated size of the file in bytes.
+    pub file_size: u64,
+    /// Sparse-index interval the file was written with.
+    pub index_interval: u32,
+}
+
+const DATA_CRC_AT: usize = 56;
+
+impl DataHeader {
+    pub fn encode(&self) -> [u8; 64] {
+        let mut b = [0u8; 64];
+        b[0..8].copy_from_slice(&DATA_MAGIC);
+        b[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        b[12..16].copy_from_slice(&(super::frame::DATA_HEADER_LEN as u32).to_le_bytes());
+        b[16..24].copy_from_slice(&self.first_seq.to_le_bytes());
+        b[24..32].copy_from_slice(&self.created_us.to_le_bytes());
+        b[32..40].copy_from_slice(&self.file_number.to_le_bytes());
+        b[40..48].copy_from_slice(&self.file_size.to_le_bytes());
+        b[48..52].copy_from_slice(&self.index_interval.to_le_bytes());
+        let crc = crc64(&[&b[..DATA_CRC_AT]]);
+        b[DATA_CRC_AT..64].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    pub fn decode(b: &[u8]) -> Result<Self, HeaderError> {
+        let head = b.get(..64).ok_or(HeaderError::Truncated)?;
+        if head[0..8] != DATA_MAGIC {
+            return Err(HeaderError::BadMagic);
+        }
+        let stored = le_u64(head, DATA_CRC_AT).ok_or(HeaderError::Truncated)?;
+        if crc64(&[&head[..DATA_CRC_AT]]) != stored {
+            return Err(HeaderError::BadCrc);
+        }
+        let version = le_u32(head, 8).ok_or(HeaderError::Truncated)?;
+        if version != FORMAT_VERSION {
+            return Err(HeaderError::Version(version));
+        }
+        if le_u32(head, 12) != Some(super::frame::DATA_HEADER_LEN as u32) {
+            return Err(HeaderError::Invalid("header length"));
+        }
+        let h = DataHeader {
+            first_seq: le_u64(head, 16).ok_or(HeaderError::Truncated)?,
+            created_us: le_u64(head, 24).ok_or(HeaderError::Truncated)?,
+            file_number: le_u64(head, 32).ok_or(HeaderError::Truncated)?,
+            file_size: le_u64(head, 40).ok_or(HeaderError::Truncated)?,
+            index_interval: le_u32(head, 48).ok_or(HeaderError::Truncated)?,
+        };
+        if h.index_interval == 0 {
+            return Err(HeaderError::Invalid("index interval"));
+        }
+        Ok(h)
+    }
+}
+
+/// The 256-byte header of a sparse-index file (the first 48 bytes are used).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexHeader {
+    pub interval: u32,
+    /// First sequence of the data file this index belongs to.
+    pub first_seq: u64,
+    /// File number of that data file.
+    pub file_number: u64,
+    /// Entries the file has room for.
+    pub capacity: u64,
+}
+
+const INDEX_CRC_AT: usize = 40;
+
+impl IndexHeader {
+    pub fn encode(&self) -> [u8; 48] {
+        let mut b = [0u8; 48];
+        b[0..8].copy_from_slice(&INDEX_MAGIC);
+        b[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        b[12..16].copy_from_slice(&self.interval.to_le_bytes());
+        b[16..24].copy_from_slice(&self.first_seq.to_le_bytes());
+        b[24..32].copy_from_slice(&self.file_number.to_le_bytes());
+        b[32..40].copy_from_slice(&self.capacity.to_le_bytes());
+        let crc = crc64(&[&b[..INDEX_CRC_AT]]);
+        b[INDEX_CRC_AT..48].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    pub fn decode(b: &[u8]) -> Result<Self, HeaderError> {
+        let head = b.get(..48).ok_or(HeaderError::Truncated)?;
+        if head[0..8] != INDEX_MAGIC {
+            return Err(HeaderError::BadMagic);
+        }
+        let stored = le_u64(head, INDEX_CRC_AT).ok_or(HeaderError::Truncated)?;
+        if crc64(&[&head[..INDEX_CRC_AT]]) != stored {
+            return Err(HeaderError::BadCrc);
+        }
+        let version = le_u32(head, 8).ok_or(HeaderError::Truncated)?;
+        if version != FORMAT_VERSION {
+            return Err(HeaderError::Version(version));
+        }
+        let h = IndexHeader {
+            interval: le_u32(head, 12).ok_or(HeaderError::Truncated)?,
+            first_seq: le_u64(head, 16).ok_or(HeaderError::Truncated)?,
+            file_number: le_u64(head, 24).ok_or(HeaderError::Truncated)?,
+            capacity: le_u64(head, 32).ok_or(HeaderError::Truncated)?,
+        };
+        if h.interval == 0 {
+            return Err(HeaderError::Invalid("index interval"));
+        }
+        Ok(h)
+    }
+
+    /// Bytes of an index file with this many entries.
+    pub fn file_len(capacity: u64) -> u64 {
+        INDEX_HEADER_LEN as u64 + capacity * INDEX_ENTRY_LEN as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_header_round_trip_and_damage() {
+        let h = DataHeader {
+            first_seq: 42,
+            created_us: 7,
+            file_number: 3,
+            file_size: 65536,
+            index_interval: 16,
+        };
+        let mut b = h.encode().to_vec();
+        assert_eq!(DataHeader::decode(&b), Ok(h));
+        b[20] ^= 0xff;
+        assert_eq!(DataHeader::decode(&b), Err(HeaderError::BadCrc));
+        assert_eq!(DataHeader::decode(&b[..10]), Err(HeaderError::Truncated));
+    }
+
+    #[test]
+    fn newer_version_is_reported() {
+        let h = IndexHeader {
+            interval: 4,
+            first_seq: 0,
+            file_number: 1,
+            capacity: 10,
+        };
+        let mut b = h.encode();
+        b[8] = 9;
+        let crc = crc64(&[&b[..INDEX_CRC_AT]]);
+        b[INDEX_CRC_AT..48].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(IndexHeader::decode(&b), Err(HeaderError::Version(9)));
+    }
+}

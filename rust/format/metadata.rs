@@ -1,0 +1,24 @@
+//! `metadata.json`: queue-wide settings and the clean-shutdown mark.
+
+use serde::{Deserialize, Serialize};
+
+/// Contents of `base/metadata.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Metadata {
+    /// Format version of the queue's files.
+    pub format_version: u32,
+    /// When the queue was created, µs since the Unix epoch.
+    pub created_us: u64,
+    /// Size new data files are preallocated to.
+    pub file_size: u64,
+    /// Sparse-index interval new files are written with.
+    pub index_interval: u32,
+    /// True only between a clean close and the next writer open: recovery
+    /// may then skip zeroing the tail of the last file.
+    pub clean_shutdown: bool,
+    /// Next sequence at the last clean close (informational; the data files
+    /// are the truth).
+    pub next_seq: u64,
+    /// Process id of the last writer.
+    pub writer_pid: u32,
+}

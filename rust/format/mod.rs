@@ -1,0 +1,31 @@
+//! Pure encoding and decoding of litemq's bytes. No I/O happens here, and no
+//! decoder panics or reads past its slice on bad input: it returns an error.
+//! `docs/FORMAT.md` is the byte-level contract these functions implement.
+
+pub mod crc;
+pub mod frame;
+pub mod header;
+pub mod metadata;
+pub mod record;
+
+/// Version of the on-disk format written by this build.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Reads a little-endian `u16` at `at`, or `None` past the end.
+pub(crate) fn le_u16(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(
+        b.get(at..at.checked_add(2)?)?.try_into().ok()?,
+    ))
+}
+/// Reads a little-endian `u32` at `at`, or `None` past the end.
+pub(crate) fn le_u32(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(
+        b.get(at..at.checked_add(4)?)?.try_into().ok()?,
+    ))
+}
+/// Reads a little-endian `u64` at `at`, or `None` past the end.
+pub(crate) fn le_u64(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(
+        b.get(at..at.checked_add(8)?)?.try_into().ok()?,
+    ))
+}

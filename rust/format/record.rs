@@ -1,0 +1,338 @@
+//! Records: what a frame carries.
+//!
+//! ```text
+//! flags:u8 | timestamp:u64 | [key] | [headers] | payload
+//! key     = len:u16 | bytes                      (flag KEY)
+//! headers = count:u8 | count × (name_len:u8 | name | kind:u8 | value_len:u16 | value)
+//! ```
+//! Flags announce optional fields; a message without them costs nine bytes
+//! of record overhead. Bits not listed in [`KNOWN_FLAGS`] are reserved for
+//! later versions (topic and tags, expiry, priority, compression); a reader
+//! that meets one reports the frame as unsupported instead of guessing.
+
+use super::{le_u16, le_u64};
+
+/// The record has a key.
+pub const FLAG_KEY: u8 = 0x01;
+/// The record has headers.
+pub const FLAG_HEADERS: u8 = 0x02;
+/// The key was given as text (UTF-8) and is returned as text.
+pub const FLAG_KEY_TEXT: u8 = 0x04;
+/// Flags this version understands.
+pub const KNOWN_FLAGS: u8 = FLAG_KEY | FLAG_HEADERS | FLAG_KEY_TEXT;
+
+/// Flags byte and timestamp.
+pub const RECORD_FIXED_LEN: usize = 9;
+/// Longest key, in bytes.
+pub const MAX_KEY_LEN: usize = u16::MAX as usize;
+/// Most headers on one message.
+pub const MAX_HEADERS: usize = u8::MAX as usize;
+/// Longest header name, in bytes (UTF-8).
+pub const MAX_HEADER_NAME_LEN: usize = u8::MAX as usize;
+/// Longest header value, in bytes.
+pub const MAX_HEADER_VALUE_LEN: usize = u16::MAX as usize;
+
+const KIND_BYTES: u8 = 0;
+const KIND_TEXT: u8 = 1;
+
+/// One header on a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeaderField<'a> {
+    pub name: &'a str,
+    pub value: &'a [u8],
+    /// The value was given as text and is returned as text.
+    pub value_is_text: bool,
+}
+
+/// A message to append: payload plus optional key and headers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Record<'a> {
+    pub payload: &'a [u8],
+    pub key: Option<&'a [u8]>,
+    pub key_is_text: bool,
+    pub headers: &'a [HeaderField<'a>],
+}
+
+impl<'a> Record<'a> {
+    /// A record with just a payload.
+    pub fn new(payload: &'a [u8]) -> Self {
+        Record {
+            payload,
+            ..Default::default()
+        }
+    }
+
+    /// Checks the limits on key and headers; the message says which one broke.
+    pub fn validate(&self) -> Result<(), String> {
+        if let Some(k) = self.key {
+            if k.len() > MAX_KEY_LEN {
+                return Err(format!(
+                    "key is {} bytes; the limit is {MAX_KEY_LEN}",
+                    k.len()
+                ));
+            }
+        }
+        if self.headers.len() > MAX_HEADERS {
+            return Err(format!(
+                "{} headers; the limit is {MAX_HEADERS}",
+                self.headers.len()
+            ));
+        }
+        for h in self.headers {
+            if h.name.is_empty() || h.name.len() > MAX_HEADER_NAME_LEN {
+                return Err(format!(
+                    "header name {:?} must be 1 to {MAX_HEADER_NAME_LEN} bytes",
+                    h.name
+                ));
+            }
+            if h.value.len() > MAX_HEADER_VALUE_LEN {
+                return Err(format!(
+                    "header {:?} value is {} bytes; the limit is {MAX_HEADER_VALUE_LEN}",
+                    h.name,
+                    h.value.len()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Flags byte announcing this record's optional fields.
+    pub fn flags(&self) -> u8 {
+        let mut f = 0;
+        if self.key.is_some() {
+            f |= FLAG_KEY;
+            if self.key_is_text {
+                f |= FLAG_KEY_TEXT;
+            }
+        }
+        if !self.headers.is_empty() {
+            f |= FLAG_HEADERS;
+        }
+        f
+    }
+
+    /// Appends the optional fields (what lies between timestamp and payload).
+    /// Call [`Record::validate`] first.
+    pub fn encode_fields(&self, out: &mut Vec<u8>) {
+        if let Some(k) = self.key {
+            out.extend_from_slice(&(k.len() as u16).to_le_bytes());
+            out.extend_from_slice(k);
+        }
+        if !self.headers.is_empty() {
+            out.push(self.headers.len() as u8);
+            for h in self.headers {
+                out.push(h.name.len() as u8);
+                out.extend_from_slice(h.name.as_bytes());
+                out.push(if h.value_is_text {
+                    KIND_TEXT
+                } else {
+                    KIND_BYTES
+                });
+                out.extend_from_slice(&(h.value.len() as u16).to_le_bytes());
+                out.extend_from_slice(h.value);
+            }
+        }
+    }
+}
+
+/// A decoded record borrowing the bytes it came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordView<'a> {
+    pub flags: u8,
+    pub timestamp: u64,
+    pub key: Option<&'a [u8]>,
+    headers: &'a [u8],
+    /// Offset of the payload inside the record.
+    pub payload_at: usize,
+    pub payload: &'a [u8],
+}
+
+impl<'a> RecordView<'a> {
+    /// The key was stored as text.
+    pub fn key_is_text(&self) -> bool {
+        self.flags & FLAG_KEY_TEXT != 0
+    }
+    /// The headers, in the order they were given.
+    pub fn headers(&self) -> HeaderIter<'a> {
+        HeaderIter {
+            rest: self.headers.get(1..).unwrap_or(&[]),
+            left: self.headers.first().copied().unwrap_or(0),
+        }
+    }
+}
+
+/// Iterates a record's headers. The block was validated when the record was
+/// decoded, so iteration cannot fail.
+#[derive(Debug, Clone)]
+pub struct HeaderIter<'a> {
+    rest: &'a [u8],
+    left: u8,
+}
+
+impl<'a> Iterator for HeaderIter<'a> {
+    type Item = HeaderField<'a>;
+
+    fn next(&mut self) -> Option<HeaderField<'a>> {
+        if self.left == 0 {
+            return None;
+        }
+        let (field, used) = parse_header(self.rest)?;
+        self.rest = &self.rest[used..];
+        self.left -= 1;
+        Some(field)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left as usize, Some(self.left as usize))
+    }
+}
+
+/// Parses one header; `None` when the bytes are malformed.
+fn parse_header(b: &[u8]) -> Option<(HeaderField<'_>, usize)> {
+    let name_len = *b.first()? as usize;
+    let name = std::str::from_utf8(b.get(1..1 + name_len)?).ok()?;
+    let kind = *b.get(1 + name_len)?;
+    if kind > KIND_TEXT || name.is_empty() {
+        return None;
+    }
+    let value_len = le_u16(b, 2 + name_len)? as usize;
+    let start = 4 + name_len;
+    let value = b.get(start..start + value_len)?;
+    if kind == KIND_TEXT && std::str::from_utf8(value).is_err() {
+        return None;
+    }
+    Some((
+        HeaderField {
+            name,
+            value,
+            value_is_text: kind == KIND_TEXT,
+        },
+        start + value_len,
+    ))
+}
+
+/// Decodes a record; the error says what is malformed.
+pub fn decode(record: &[u8]) -> Result<RecordView<'_>, &'static str> {
+    let flags = *record
+        .first()
+        .ok_or("record shorter than its fixed fields")?;
+    if flags & !KNOWN_FLAGS != 0 {
+        return Err("record uses flags this version does not support");
+    }
+    if flags & FLAG_KEY_TEXT != 0 && flags & FLAG_KEY == 0 {
+        return Err("text-key flag without a key");
+    }
+    let timestamp = le_u64(record, 1).ok_or("record shorter than its fixed fields")?;
+    let mut at = RECORD_FIXED_LEN;
+    let mut key = None;
+    if flags & FLAG_KEY != 0 {
+        let len = le_u16(record, at).ok_or("key length past the end")? as usize;
+        let k = record.get(at + 2..at + 2 + len).ok_or("key past the end")?;
+        if flags & FLAG_KEY_TEXT != 0 && std::str::from_utf8(k).is_err() {
+            return Err("text key is not UTF-8");
+        }
+        key = Some(k);
+        at += 2 + len;
+    }
+    let mut headers: &[u8] = &[];
+    if flags & FLAG_HEADERS != 0 {
+        let count = *record.get(at).ok_or("header count past the end")?;
+        let mut end = at + 1;
+        for _ in 0..count {
+            let rest = record.get(end..).ok_or("headers past the end")?;
+            let (_, used) = parse_header(rest).ok_or("malformed header")?;
+            end += used;
+        }
+        headers = &record[at..end];
+        at = end;
+    }
+    Ok(RecordView {
+        flags,
+        timestamp,
+        key,
+        headers,
+        payload_at: at,
+        payload: &record[at..],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encode(r: &Record<'_>, ts: u64) -> Vec<u8> {
+        let mut v = vec![r.flags()];
+        v.extend_from_slice(&ts.to_le_bytes());
+        r.encode_fields(&mut v);
+        v.extend_from_slice(r.payload);
+        v
+    }
+
+    #[test]
+    fn plain_record_costs_nine_bytes() {
+        let v = encode(&Record::new(b"abc"), 5);
+        assert_eq!(v.len(), 9 + 3);
+        let d = decode(&v).unwrap();
+        assert_eq!((d.timestamp, d.key, d.payload), (5, None, &b"abc"[..]));
+        assert_eq!(d.headers().count(), 0);
+    }
+
+    #[test]
+    fn key_and_headers_round_trip() {
+        let headers = [
+            HeaderField {
+                name: "région",
+                value: "été".as_bytes(),
+                value_is_text: true,
+            },
+            HeaderField {
+                name: "raw",
+                value: &[0, 255, 1],
+                value_is_text: false,
+            },
+        ];
+        let r = Record {
+            payload: b"",
+            key: Some("clé".as_bytes()),
+            key_is_text: true,
+            headers: &headers,
+        };
+        r.validate().unwrap();
+        let v = encode(&r, 9);
+        let d = decode(&v).unwrap();
+        assert_eq!(d.key, Some("clé".as_bytes()));
+        assert!(d.key_is_text());
+        assert_eq!(d.headers().collect::<Vec<_>>(), headers.to_vec());
+        assert_eq!(d.payload, b"");
+    }
+
+    #[test]
+    fn malformed_records_are_errors_not_panics() {
+        assert!(decode(&[]).is_err());
+        assert!(decode(&[0x80, 0, 0, 0, 0, 0, 0, 0, 0]).is_err());
+        assert!(decode(&[FLAG_KEY, 0, 0, 0, 0, 0, 0, 0, 0, 9, 0]).is_err());
+        assert!(decode(&[FLAG_HEADERS, 0, 0, 0, 0, 0, 0, 0, 0, 1, 5, b'a']).is_err());
+    }
+
+    #[test]
+    fn limits() {
+        let big = vec![0u8; MAX_KEY_LEN + 1];
+        assert!(Record {
+            key: Some(&big),
+            ..Record::new(b"")
+        }
+        .validate()
+        .is_err());
+        let h = [HeaderField {
+            name: "",
+            value: b"",
+            value_is_text: false,
+        }];
+        assert!(Record {
+            headers: &h,
+            ..Record::new(b"")
+        }
+        .validate()
+        .is_err());
+    }
+}

@@ -1,0 +1,216 @@
+//! The sparse index: one entry every `interval` messages of a data file.
+//!
+//! Entry `i` describes the message `first_seq + i * interval`: its sequence,
+//! timestamp and frame offset. The offset is stored last with release
+//! ordering and is never 0 for a real entry (frames start at 4096), so a
+//! zero offset means "not written". Entries are written in order, so the
+//! valid ones form a prefix. An entry is a hint: readers still check the
+//! frame it points at, and an entry that does not fit is ignored.
+
+use std::path::Path;
+
+use crate::error::Result;
+use crate::format::frame::{frame_size, DATA_HEADER_LEN, FRAME_ALIGN};
+use crate::format::header::{IndexHeader, INDEX_ENTRY_LEN, INDEX_HEADER_LEN};
+use crate::format::le_u64;
+use crate::format::record::RECORD_FIXED_LEN;
+use crate::storage::mapped::{Mapping, WritableMapping};
+
+/// A sparse-index entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    pub seq: u64,
+    pub timestamp: u64,
+    pub offset: u64,
+}
+
+/// Entries an index for a `file_size`-byte data file needs at most.
+pub fn capacity(file_size: u64, interval: u32) -> u64 {
+    let max_frames = (file_size - DATA_HEADER_LEN as u64) / frame_size(RECORD_FIXED_LEN) as u64;
+    max_frames / interval as u64 + 2
+}
+
+fn entry_at(i: u64) -> usize {
+    INDEX_HEADER_LEN + i as usize * INDEX_ENTRY_LEN
+}
+
+fn plausible(e: &Entry, h: &IndexHeader, i: u64, data_len: u64) -> bool {
+    e.offset >= DATA_HEADER_LEN as u64
+        && e.offset < data_len
+        && e.offset.is_multiple_of(FRAME_ALIGN as u64)
+        && e.seq == h.first_seq + i * h.interval as u64
+}
+
+/// The writer's side: owned by the I/O thread.
+#[derive(Debug)]
+pub struct SparseIndexWriter {
+    map: WritableMapping,
+    header: IndexHeader,
+}
+
+impl SparseIndexWriter {
+    /// Creates the index file for a new data file.
+    pub fn create(path: &Path, header: IndexHeader) -> Result<SparseIndexWriter> {
+        let _ = std::fs::remove_file(path);
+        let mut map = WritableMapping::create(path, IndexHeader::file_len(header.capacity))?;
+        map.write(0, &header.encode());
+        Ok(SparseIndexWriter { map, header })
+    }
+
+    /// Opens the index of an existing data file; a missing or damaged index
+    /// (or one made for another file) is recreated empty, to be refilled by
+    /// the caller's scan.
+    pub fn open_or_rebuild(path: &Path, header: IndexHeader) -> Result<(SparseIndexWriter, bool)> {
+        if let Ok(map) = WritableMapping::open(path) {
+            let ok = IndexHeader::decode(map.as_slice()).is_ok_and(|h| h == header)
+                && map.len() as u64 == IndexHeader::file_len(header.capacity);
+            if ok {
+                return Ok((SparseIndexWriter { map, header }, false));
+            }
+        }
+        Ok((Self::create(path, header)?, true))
+    }
+
+    /// Writes entry `i`, publishing its offset last.
+    pub fn put(&mut self, i: u64, e: Entry) {
+        if i >= self.header.capacity {
+            return; // cannot happen with `capacity()`; an index is only a hint
+        }
+        let at = entry_at(i);
+        self.map.write(at, &e.seq.to_le_bytes());
+        self.map.write(at + 8, &e.timestamp.to_le_bytes());
+        self.map.store_u64(at + 16, e.offset);
+    }
+
+    /// The valid entries, in order, as read back from the file.
+    pub fn entries(&self, data_len: u64) -> Vec<Entry> {
+        valid_entries(self.map.as_slice(), &self.header, data_len)
+    }
+
+    /// Zeroes entries `i..` (after recovery cut the data they described).
+    pub fn truncate_from(&mut self, i: u64) {
+        if i < self.header.capacity {
+            let at = entry_at(i);
+            let len = self.map.len() - at;
+            self.map.zero(at, len);
+        }
+    }
+
+    pub fn sync(&self) -> Result<()> {
+        self.map.sync_range(0, self.map.len())
+    }
+}
+
+fn read_entry(b: &[u8], i: u64) -> Option<Entry> {
+    let at = entry_at(i);
+    Some(Entry {
+        seq: le_u64(b, at)?,
+        timestamp: le_u64(b, at + 8)?,
+        offset: le_u64(b, at + 16)?,
+    })
+}
+
+fn valid_entries(b: &[u8], h: &IndexHeader, data_len: u64) -> Vec<Entry> {
+    let mut out = Vec::new();
+    for i in 0..h.capacity {
+        match read_entry(b, i) {
+            Some(e) if plausible(&e, h, i, data_len) => out.push(e),
+            _ => break,
+        }
+    }
+    out
+}
+
+/// The reader's side: a read-only mapping of one index file.
+#[derive(Debug)]
+pub struct SparseIndex {
+    map: Mapping,
+    header: IndexHeader,
+    data_len: u64,
+}
+
+impl SparseIndex {
+    /// Opens the index; `None` when it is missing or its header is bad (the
+    /// reader then scans from the start of the data file).
+    pub fn open(path: &Path, first_seq: u64, data_len: u64) -> Option<SparseIndex> {
+        let map = Mapping::open(path).ok()?;
+        let header = IndexHeader::decode(map.as_slice()).ok()?;
+        if header.first_seq != first_seq
+            || (map.len() as u64) < IndexHeader::file_len(header.capacity)
+        {
+            return None;
+        }
+        Some(SparseIndex {
+            map,
+            header,
+            data_len,
+        })
+    }
+
+    fn entry(&self, i: u64) -> Option<Entry> {
+        if i >= self.header.capacity {
+            return None;
+        }
+        let at = entry_at(i);
+        let offset = self.map.load_u64(at + 16);
+        if offset == 0 {
+            return None;
+        }
+        let b = self.map.as_slice();
+        let e = Entry {
+            seq: le_u64(b, at)?,
+            timestamp: le_u64(b, at + 8)?,
+            offset,
+        };
+        plausible(&e, &self.header, i, self.data_len).then_some(e)
+    }
+
+    /// Number of published entries (they form a prefix).
+    fn count(&self) -> u64 {
+        let (mut lo, mut hi) = (0u64, self.header.capacity);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.entry(mid).is_some() {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// The last entry at or before `seq`.
+    pub fn floor_seq(&self, seq: u64) -> Option<Entry> {
+        if seq < self.header.first_seq {
+            return None;
+        }
+        let want = (seq - self.header.first_seq) / self.header.interval as u64;
+        let last = self.count().checked_sub(1)?;
+        self.entry(want.min(last))
+    }
+
+    /// The last entry whose timestamp is before `micros`: a scan from it
+    /// reaches the first message at or after `micros`.
+    pub fn floor_time(&self, micros: u64) -> Option<Entry> {
+        let n = self.count();
+        let (mut lo, mut hi) = (0u64, n);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.entry(mid) {
+                Some(e) if e.timestamp < micros => lo = mid + 1,
+                _ => hi = mid,
+            }
+        }
+        lo.checked_sub(1).and_then(|i| self.entry(i))
+    }
+
+    /// The last published entry.
+    pub fn last(&self) -> Option<Entry> {
+        self.count().checked_sub(1).and_then(|i| self.entry(i))
+    }
+}
+
+/// Convenience for recovery: opens an index read-only and returns its last entry.
+pub fn last_entry(path: &Path, first_seq: u64, data_len: u64) -> Option<Entry> {
+    SparseIndex::open(path, first_seq, data_len)?.last()
+}

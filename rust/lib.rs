@@ -1,0 +1,47 @@
+//! litemq: an embedded, persistent, append-only message queue (a journal).
+//!
+//! An [`Appender`] hands messages over a bounded channel to the queue's I/O
+//! thread, which writes CRC-64 framed records into preallocated, memory-mapped
+//! data files. [`Tailer`]s in this or other processes read them back straight
+//! from the mapping, seek by sequence or time, and never see a torn frame.
+//!
+//! ```no_run
+//! let queue = litemq::QueueBuilder::new("/tmp/orders").open()?;
+//! let appender = queue.appender()?;
+//! let seq = appender.append(b"order 1")?;
+//! let mut tailer = queue.tailer(litemq::Start::Seq(seq))?;
+//! let msg = tailer.read_next()?.expect("written above");
+//! assert_eq!(msg.payload, b"order 1");
+//! # Ok::<(), litemq::Error>(())
+//! ```
+//!
+//! Layout: `format/` encodes and decodes bytes (no I/O), `storage/` owns the
+//! mapped files (the only `unsafe` in the engine), `index/` the sparse and key
+//! indexes, `writer/` the appender and I/O thread, `reader/` tailers, and
+//! `queue.rs` ties them together. `docs/FORMAT.md` and `docs/DESIGN.md` explain
+//! the bytes and the threads.
+
+mod clock;
+mod config;
+mod error;
+pub mod format;
+mod index;
+mod queue;
+mod reader;
+mod recovery;
+mod storage;
+mod writer;
+
+#[cfg(feature = "python")]
+mod python;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use config::{FlushMode, QueueBuilder, RollPeriod, RollStrategy, WaitStrategy};
+pub use error::{Error, Result};
+pub use format::record::{HeaderIter, Record};
+pub use queue::{writer_pid, Queue, Stats};
+pub use reader::batch::Batch;
+pub use reader::tailer::{Message, OwnedMessage, Start, Tailer};
+pub use recovery::RecoveryReport;
+pub use storage::mapped::Mapping;
+pub use writer::appender::Appender;

@@ -1,0 +1,146 @@
+//! The list of a queue's data files with their headers.
+//!
+//! Shared by the queue's tailers. The writer in this process adds files as
+//! it creates them; readers in other processes refresh from the directory
+//! when they reach an end-of-file marker whose successor they don't know.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use crate::error::{Error, Result};
+use crate::format::header::{DataHeader, HeaderError};
+use crate::storage::layout::{list_data_files, FileId};
+
+/// A data file and its decoded header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileInfo {
+    pub id: FileId,
+    pub header: DataHeader,
+}
+
+#[derive(Debug)]
+pub struct Catalog {
+    base: PathBuf,
+    files: RwLock<Arc<Vec<FileInfo>>>,
+}
+
+/// Reads and checks the header of data file `path`.
+pub fn read_header(path: &Path) -> Result<DataHeader> {
+    let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
+    let mut buf = [0u8; 64];
+    file.read_exact_at(&mut buf, 0)
+        .map_err(|e| Error::io("read", path, e))?;
+    let header = DataHeader::decode(&buf).map_err(|e| header_error(path, e))?;
+    let len = file
+        .metadata()
+        .map_err(|e| Error::io("stat", path, e))?
+        .len();
+    if len != header.file_size {
+        return Err(Error::corrupted(
+            path,
+            0,
+            None,
+            format!("file is {len} bytes; its header says {}", header.file_size),
+        ));
+    }
+    Ok(header)
+}
+
+/// Turns a header decoding failure into the crate error.
+pub fn header_error(path: &Path, e: HeaderError) -> Error {
+    match e {
+        HeaderError::Version(found) => Error::UnsupportedVersion {
+            path: path.to_path_buf(),
+            found,
+            supported: crate::format::FORMAT_VERSION,
+        },
+        other => Error::corrupted(path, 0, None, other.to_string()),
+    }
+}
+
+impl Catalog {
+    /// Lists the files under `base` and reads their headers.
+    pub fn load(base: &Path) -> Result<Catalog> {
+        let c = Catalog {
+            base: base.to_path_buf(),
+            files: RwLock::new(Arc::new(Vec::new())),
+        };
+        c.refresh()?;
+        Ok(c)
+    }
+
+    pub fn base(&self) -> &Path {
+        &self.base
+    }
+
+    /// Rereads the directory: new files are added, removed ones dropped.
+    pub fn refresh(&self) -> Result<()> {
+        // Hold the lock across the listing so a file the writer adds
+        // meanwhile is not lost when the listing replaces the list.
+        let mut guard = self.files.write().unwrap_or_else(|e| e.into_inner());
+        let ids = list_data_files(&self.base)?;
+        let known = guard.clone();
+        let mut files = Vec::with_capacity(ids.len());
+        for id in ids {
+            match known.iter().find(|f| f.id == id) {
+                Some(f) => files.push(*f),
+                None => {
+                    let path = id.data_path(&self.base);
+                    match read_header(&path) {
+                        Ok(header) => files.push(FileInfo { id, header }),
+                        // Removed by retention between listing and opening.
+                        Err(Error::Io { source, .. })
+                            if source.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+        }
+        *guard = Arc::new(files);
+        Ok(())
+    }
+
+    /// The files as last seen, oldest first.
+    pub fn snapshot(&self) -> Arc<Vec<FileInfo>> {
+        self.files.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Called by the writer after it creates a file.
+    pub fn add(&self, id: FileId, header: DataHeader) {
+        let mut guard = self.files.write().unwrap_or_else(|e| e.into_inner());
+        let mut files = (**guard).clone();
+        if !files.iter().any(|f| f.id == id) {
+            files.push(FileInfo { id, header });
+        }
+        *guard = Arc::new(files);
+    }
+
+    /// The file that holds (or would hold) `seq`: the last one starting at
+    /// or before it.
+    pub fn locate(&self, seq: u64) -> Option<FileInfo> {
+        let files = self.snapshot();
+        let i = files.partition_point(|f| f.header.first_seq <= seq);
+        i.checked_sub(1).map(|i| files[i])
+    }
+
+    /// The file after `id`, if known.
+    pub fn successor(&self, id: FileId) -> Option<FileInfo> {
+        let files = self.snapshot();
+        let i = files.partition_point(|f| f.id <= id);
+        files.get(i).copied()
+    }
+
+    pub fn first(&self) -> Option<FileInfo> {
+        self.snapshot().first().copied()
+    }
+
+    pub fn last(&self) -> Option<FileInfo> {
+        self.snapshot().last().copied()
+    }
+
+    pub fn data_path(&self, id: FileId) -> PathBuf {
+        id.data_path(&self.base)
+    }
+}

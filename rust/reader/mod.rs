@@ -1,0 +1,7 @@
+//! The read path: the [`catalog::Catalog`] of data files, [`tailer::Tailer`]s
+//! that walk frames, and columnar [`batch::Batch`] reads.
+
+pub mod batch;
+pub mod catalog;
+pub mod tailer;
+pub mod wait;

@@ -1,0 +1,473 @@
+//! Tailers: readers that walk the frames of a queue in sequence order.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::catalog::{Catalog, FileInfo};
+use super::wait::Waiter;
+use crate::config::WaitStrategy;
+use crate::error::{Error, Result};
+use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN};
+use crate::format::record::{self, HeaderIter, RecordView};
+use crate::index::sparse::SparseIndex;
+use crate::storage::mapped::Mapping;
+
+/// Where a new tailer starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// The oldest message still in the queue.
+    Beginning,
+    /// After the last message published so far.
+    End,
+    /// At this sequence.
+    Seq(u64),
+}
+
+/// A message borrowed from a data file's mapping.
+#[derive(Debug, Clone)]
+pub struct Message<'a> {
+    pub seq: u64,
+    /// µs since the Unix epoch (UTC), assigned when the message was written.
+    pub timestamp: u64,
+    pub key: Option<&'a [u8]>,
+    pub payload: &'a [u8],
+    view: RecordView<'a>,
+    mapping: &'a Arc<Mapping>,
+    payload_at: usize,
+}
+
+impl<'a> Message<'a> {
+    /// The key was given as text.
+    pub fn key_is_text(&self) -> bool {
+        self.view.key_is_text()
+    }
+    /// The message's headers, in the order given.
+    pub fn headers(&self) -> HeaderIter<'a> {
+        self.view.headers()
+    }
+    /// The file mapping the payload lives in; holding it keeps it mapped.
+    pub fn mapping(&self) -> &Arc<Mapping> {
+        self.mapping
+    }
+    /// Where the payload lies inside `mapping().as_slice()`.
+    pub fn payload_range(&self) -> Range<usize> {
+        self.payload_at..self.payload_at + self.payload.len()
+    }
+    /// Copies the message out of the mapping.
+    pub fn to_owned(&self) -> OwnedMessage {
+        OwnedMessage {
+            seq: self.seq,
+            timestamp: self.timestamp,
+            key: self.key.map(<[u8]>::to_vec),
+            key_is_text: self.key_is_text(),
+            headers: self
+                .headers()
+                .map(|h| (h.name.to_string(), h.value.to_vec(), h.value_is_text))
+                .collect(),
+            payload: self.payload.to_vec(),
+        }
+    }
+}
+
+/// A message copied out of the queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnedMessage {
+    pub seq: u64,
+    pub timestamp: u64,
+    pub key: Option<Vec<u8>>,
+    pub key_is_text: bool,
+    /// `(name, value, value_is_text)`.
+    pub headers: Vec<(String, Vec<u8>, bool)>,
+    pub payload: Vec<u8>,
+}
+
+#[derive(Debug)]
+struct Cursor {
+    info: FileInfo,
+    map: Arc<Mapping>,
+    offset: usize,
+}
+
+/// A record located by [`Tailer::advance`], not yet decoded.
+#[derive(Debug, Clone, Copy)]
+struct Located {
+    seq: u64,
+    record_at: usize,
+    record_len: usize,
+}
+
+/// Reads a queue in sequence order, from any starting point. Every read
+/// checks the frame's CRC; a tailer moves to the next file only after the
+/// end-of-file marker.
+///
+/// ```no_run
+/// # let queue = litemq::QueueBuilder::new("/tmp/q").open()?;
+/// let mut tailer = queue.tailer(litemq::Start::Beginning)?;
+/// while let Some(msg) = tailer.read_next()? {
+///     println!("{} {:?}", msg.seq, msg.payload);
+/// }
+/// # Ok::<(), litemq::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Tailer {
+    catalog: Arc<Catalog>,
+    wait: WaitStrategy,
+    cursor: Option<Cursor>,
+    /// Sequence the next read returns.
+    seq: u64,
+}
+
+impl Tailer {
+    pub(crate) fn new(catalog: Arc<Catalog>, wait: WaitStrategy) -> Tailer {
+        let seq = catalog.first().map_or(0, |f| f.header.first_seq);
+        Tailer {
+            catalog,
+            wait,
+            cursor: None,
+            seq,
+        }
+    }
+
+    /// Sequence the next read returns.
+    pub fn next_seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Reads the next message, or `None` when none is published yet.
+    pub fn read_next(&mut self) -> Result<Option<Message<'_>>> {
+        match self.advance()? {
+            Some(loc) => self.message(loc).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Reads the next message, waiting up to `timeout` for one.
+    pub fn read_next_timeout(&mut self, timeout: Duration) -> Result<Option<Message<'_>>> {
+        self.read_next_until(timeout, &mut || false)
+    }
+
+    /// As [`Tailer::read_next_timeout`], also returning `None` early when
+    /// `interrupt` (polled about every 50 ms) says so.
+    pub fn read_next_until(
+        &mut self,
+        timeout: Duration,
+        interrupt: &mut dyn FnMut() -> bool,
+    ) -> Result<Option<Message<'_>>> {
+        let start = Instant::now();
+        let mut last_poll = start;
+        let mut waiter = Waiter::new(self.wait);
+        let loc = loop {
+            if let Some(loc) = self.advance()? {
+                break loc;
+            }
+            let now = Instant::now();
+            if now.duration_since(start) >= timeout {
+                return Ok(None);
+            }
+            if now.duration_since(last_poll) >= Duration::from_millis(50) {
+                last_poll = now;
+                if interrupt() {
+                    return Ok(None);
+                }
+            }
+            waiter.wait();
+        };
+        self.message(loc).map(Some)
+    }
+
+    /// Moves to `seq`: the next read returns it. A sequence past the last
+    /// published one, or before the first kept one, is an error.
+    pub fn seek(&mut self, seq: u64) -> Result<()> {
+        let mut info = self.catalog.locate(seq);
+        if info.is_none()
+            || self
+                .catalog
+                .last()
+                .is_some_and(|l| l.header.first_seq <= seq)
+        {
+            self.catalog.refresh()?;
+            info = self.catalog.locate(seq);
+        }
+        let first = self.catalog.first().map_or(0, |f| f.header.first_seq);
+        let Some(info) = info else {
+            if seq == first {
+                self.cursor = None;
+                self.seq = seq;
+                return Ok(());
+            }
+            return Err(Error::NotFound {
+                seq,
+                first,
+                next: first,
+            });
+        };
+        let map = Arc::new(Mapping::open(&self.catalog.data_path(info.id))?);
+        let (mut at_seq, mut offset) = (info.header.first_seq, DATA_HEADER_LEN);
+        if let Some(e) = SparseIndex::open(
+            &self.catalog.data_path(info.id).with_extension("index"),
+            info.header.first_seq,
+            map.len() as u64,
+        )
+        .and_then(|ix| ix.floor_seq(seq))
+        {
+            (at_seq, offset) = (e.seq, e.offset as usize);
+        }
+        self.cursor = Some(Cursor { info, map, offset });
+        self.seq = at_seq;
+        while self.seq < seq {
+            if self.advance()?.is_none() {
+                let next = self.seq;
+                return Err(Error::NotFound { seq, first, next });
+            }
+        }
+        if seq < first {
+            return Err(Error::NotFound {
+                seq,
+                first,
+                next: self.seq,
+            });
+        }
+        Ok(())
+    }
+
+    /// Moves to the first message whose timestamp is at or after `micros`
+    /// (or to the end when there is none yet).
+    pub fn seek_time(&mut self, micros: u64) -> Result<()> {
+        self.catalog.refresh()?;
+        let files = self.catalog.snapshot();
+        // The last file whose first message is before `micros` holds the
+        // answer, or the answer is the first message of the file after it.
+        let mut chosen: Option<(FileInfo, Arc<Mapping>, u64, usize)> = None;
+        let (mut lo, mut hi) = (0usize, files.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let info = files[mid];
+            let map = Arc::new(Mapping::open(&self.catalog.data_path(info.id))?);
+            let first_ts = first_timestamp(&map);
+            match first_ts {
+                Some(ts) if ts < micros => {
+                    chosen = Some((info, map, info.header.first_seq, DATA_HEADER_LEN));
+                    lo = mid + 1;
+                }
+                _ => hi = mid,
+            }
+        }
+        let Some((info, map, mut at_seq, mut offset)) = chosen else {
+            return self.seek_to_start();
+        };
+        let index_path = self.catalog.data_path(info.id).with_extension("index");
+        if let Some(e) = SparseIndex::open(&index_path, info.header.first_seq, map.len() as u64)
+            .and_then(|ix| ix.floor_time(micros))
+        {
+            (at_seq, offset) = (e.seq, e.offset as usize);
+        }
+        self.cursor = Some(Cursor { info, map, offset });
+        self.seq = at_seq;
+        loop {
+            let before = (
+                self.cursor_offset(),
+                self.seq,
+                self.cursor.as_ref().map(|c| c.info.id),
+            );
+            match self.advance()? {
+                None => return Ok(()),
+                Some(loc) => {
+                    let ts = self.message(loc)?.timestamp;
+                    if ts >= micros {
+                        // Step back onto this message.
+                        let c = self.cursor.as_mut().expect("advance keeps a cursor");
+                        if before.2 == Some(c.info.id) {
+                            c.offset = before.0;
+                            self.seq = before.1;
+                        } else {
+                            self.seek(loc.seq)?;
+                        }
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    fn seek_to_start(&mut self) -> Result<()> {
+        self.cursor = None;
+        self.seq = self.catalog.first().map_or(0, |f| f.header.first_seq);
+        Ok(())
+    }
+
+    /// Moves after the last published message.
+    pub fn seek_end(&mut self) -> Result<()> {
+        self.catalog.refresh()?;
+        if let Some(last) = self.catalog.last() {
+            self.seek(last.header.first_seq)?;
+        }
+        while self.advance()?.is_some() {}
+        Ok(())
+    }
+
+    /// Skips the frame at the current position when its length is intact
+    /// but its contents are damaged. Returns false when the length itself is
+    /// unusable (the rest of the file can't be walked).
+    pub fn skip_damaged(&mut self) -> Result<bool> {
+        self.ensure_cursor()?;
+        let Some(c) = self.cursor.as_mut() else {
+            return Ok(false);
+        };
+        let len = c.map.load_u32(c.offset);
+        if len == 0 || len == frame::END_OF_FILE {
+            return Ok(false);
+        }
+        let next = c.offset + frame::frame_size(len as usize);
+        if next + 4 > c.map.len() {
+            return Ok(false);
+        }
+        c.offset = next;
+        self.seq += 1;
+        Ok(true)
+    }
+
+    fn cursor_offset(&self) -> usize {
+        self.cursor.as_ref().map_or(0, |c| c.offset)
+    }
+
+    /// Opens the file holding `self.seq` when no file is open. Returns false
+    /// when there is none yet.
+    fn ensure_cursor(&mut self) -> Result<bool> {
+        if self.cursor.is_some() {
+            return Ok(true);
+        }
+        let seq = self.seq;
+        if self.catalog.locate(seq).is_none() {
+            self.catalog.refresh()?;
+        }
+        match self.catalog.locate(seq) {
+            None => Ok(false),
+            Some(_) => {
+                self.seek(seq)?;
+                Ok(self.cursor.is_some())
+            }
+        }
+    }
+
+    /// Finds the next complete frame and steps past it.
+    fn advance(&mut self) -> Result<Option<Located>> {
+        if !self.ensure_cursor()? {
+            return Ok(None);
+        }
+        loop {
+            let c = self.cursor.as_mut().expect("ensure_cursor opened one");
+            if c.offset + 4 > c.map.len() {
+                return Err(Error::corrupted(
+                    c.map.path(),
+                    c.offset as u64,
+                    Some(self.seq),
+                    "frames run to the end of the file without an end-of-file marker",
+                ));
+            }
+            let len = c.map.load_u32(c.offset);
+            match frame::decode(c.map.as_slice(), c.offset, len) {
+                Ok(FrameAt::Empty) => return Ok(None),
+                Ok(FrameAt::EndOfFile) => {
+                    if !self.next_file()? {
+                        return Ok(None);
+                    }
+                }
+                Ok(FrameAt::Frame { record_len, next }) => {
+                    let record_at = c.offset + 4;
+                    let rec = &c.map.as_slice()[record_at..record_at + record_len];
+                    if let Err(reason) = record::decode(rec) {
+                        return Err(Error::corrupted(
+                            c.map.path(),
+                            c.offset as u64,
+                            Some(self.seq),
+                            reason,
+                        ));
+                    }
+                    c.offset = next;
+                    let seq = self.seq;
+                    self.seq += 1;
+                    return Ok(Some(Located {
+                        seq,
+                        record_at,
+                        record_len,
+                    }));
+                }
+                Err(e) => {
+                    return Err(Error::corrupted(
+                        c.map.path(),
+                        c.offset as u64,
+                        Some(self.seq),
+                        e.to_string(),
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Moves from a sealed file to its successor. False when the successor
+    /// does not exist yet.
+    fn next_file(&mut self) -> Result<bool> {
+        let c = self.cursor.as_ref().expect("called with a cursor");
+        let id = c.info.id;
+        let next = match self.catalog.successor(id) {
+            Some(n) => n,
+            None => {
+                self.catalog.refresh()?;
+                match self.catalog.successor(id) {
+                    Some(n) => n,
+                    None => return Ok(false),
+                }
+            }
+        };
+        let path = self.catalog.data_path(next.id);
+        if next.header.first_seq != self.seq {
+            return Err(Error::corrupted(
+                &path,
+                0,
+                Some(self.seq),
+                format!(
+                    "file starts at seq {} but the previous file ended before {}",
+                    next.header.first_seq, self.seq
+                ),
+            ));
+        }
+        let map = Arc::new(Mapping::open(&path)?);
+        map.advise_sequential();
+        self.cursor = Some(Cursor {
+            info: next,
+            map,
+            offset: DATA_HEADER_LEN,
+        });
+        Ok(true)
+    }
+
+    fn message(&self, loc: Located) -> Result<Message<'_>> {
+        let c = self.cursor.as_ref().expect("a located record has a cursor");
+        let rec = &c.map.as_slice()[loc.record_at..loc.record_at + loc.record_len];
+        let view = record::decode(rec).map_err(|r| {
+            Error::corrupted(c.map.path(), (loc.record_at - 4) as u64, Some(loc.seq), r)
+        })?;
+        Ok(Message {
+            seq: loc.seq,
+            timestamp: view.timestamp,
+            key: view.key,
+            payload: view.payload,
+            payload_at: loc.record_at + view.payload_at,
+            view,
+            mapping: &c.map,
+        })
+    }
+}
+
+/// Timestamp of a file's first message, if it has one that decodes.
+fn first_timestamp(map: &Mapping) -> Option<u64> {
+    let len = map.load_u32(DATA_HEADER_LEN);
+    match frame::decode(map.as_slice(), DATA_HEADER_LEN, len) {
+        Ok(FrameAt::Frame { record_len, .. }) => {
+            let rec = &map.as_slice()[DATA_HEADER_LEN + 4..DATA_HEADER_LEN + 4 + record_len];
+            record::decode(rec).ok().map(|v| v.timestamp)
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,340 @@
+//! Recovery on open: find where the writer left off and repair the tail.
+//!
+//! Only the last data file can hold a torn tail, because a file is sealed
+//! with an end-of-file marker before the next one exists. Recovery scans it
+//! from its last sparse-index entry (so the cost follows the tail, not the
+//! queue), cuts off the first frame that does not check out, zeroes what
+//! lies after the cut, drops index entries past it and refills missing ones.
+
+use std::path::Path;
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
+use crate::format::header::IndexHeader;
+use crate::format::record;
+use crate::index::sparse::{self, Entry, SparseIndexWriter};
+use crate::reader::catalog::{Catalog, FileInfo};
+use crate::storage::layout::list_temp_files;
+use crate::storage::mapped::{Mapping, WritableMapping};
+use crate::writer::active::ActiveFile;
+use crate::writer::io_thread::Resume;
+
+/// What recovery found and changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// Bytes of a torn or invalid tail that were zeroed.
+    pub cut_bytes: u64,
+    /// Offset in the last file where the tail was cut, if it was.
+    pub cut_at: Option<u64>,
+    /// Why the tail was cut.
+    pub cut_reason: Option<String>,
+    /// A missing end-of-file marker was written into the previous file.
+    pub repaired_end_marker: bool,
+    /// Sparse-index entries rewritten.
+    pub index_entries_rebuilt: u64,
+    /// Frames checked by `verify_on_startup`.
+    pub frames_verified: u64,
+}
+
+/// End of a frame walk over one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum WalkEnd {
+    /// A zero length: nothing written past here.
+    Empty,
+    /// The end-of-file marker.
+    Sealed,
+    /// A frame that does not check out.
+    Bad(String),
+}
+
+struct Walk {
+    seq: u64,
+    offset: usize,
+    last_ts: u64,
+    end: WalkEnd,
+    frames: u64,
+}
+
+/// Walks frames of `file` from `(seq, offset)`, calling `on_frame` for each.
+fn walk(
+    file: &[u8],
+    mut seq: u64,
+    mut offset: usize,
+    mut on_frame: impl FnMut(u64, usize, u64),
+) -> Walk {
+    let mut last_ts = 0;
+    let mut frames = 0;
+    let end = loop {
+        let Some(len) = frame::plain_len(file, offset) else {
+            break WalkEnd::Bad("frames run to the end of the file".into());
+        };
+        match frame::decode(file, offset, len) {
+            Ok(FrameAt::Empty) => break WalkEnd::Empty,
+            Ok(FrameAt::EndOfFile) => break WalkEnd::Sealed,
+            Ok(FrameAt::Frame { record_len, next }) => {
+                match record::decode(&file[offset + 4..offset + 4 + record_len]) {
+                    Ok(view) => {
+                        last_ts = view.timestamp;
+                        on_frame(seq, offset, view.timestamp);
+                    }
+                    Err(reason) => break WalkEnd::Bad(reason.to_string()),
+                }
+                if next + 4 > file.len() {
+                    break WalkEnd::Bad("frames run to the end of the file".into());
+                }
+                offset = next;
+                seq += 1;
+                frames += 1;
+            }
+            Err(e) => break WalkEnd::Bad(e.to_string()),
+        }
+    };
+    Walk {
+        seq,
+        offset,
+        last_ts,
+        end,
+        frames,
+    }
+}
+
+/// Checks every frame of a sealed file; returns the sequence after its last.
+fn verify_sealed(path: &Path, info: &FileInfo) -> Result<Walk> {
+    let map = Mapping::open(path)?;
+    let w = walk(
+        map.as_slice(),
+        info.header.first_seq,
+        DATA_HEADER_LEN,
+        |_, _, _| {},
+    );
+    match &w.end {
+        WalkEnd::Sealed => Ok(w),
+        WalkEnd::Empty => Err(Error::corrupted(
+            path,
+            w.offset as u64,
+            Some(w.seq),
+            "file is followed by another but has no end-of-file marker",
+        )),
+        WalkEnd::Bad(reason) => Err(Error::corrupted(
+            path,
+            w.offset as u64,
+            Some(w.seq),
+            reason.clone(),
+        )),
+    }
+}
+
+/// Zeroes every non-zero byte of `map` from `from` to its end; returns how
+/// many bytes were in non-zero chunks.
+fn zero_tail(map: &mut WritableMapping, from: usize) -> u64 {
+    const CHUNK: usize = 64 * 1024;
+    let mut cleared = 0u64;
+    let mut at = from;
+    while at < map.len() {
+        let end = (at - at % CHUNK + CHUNK).min(map.len());
+        if map.as_slice()[at..end].iter().any(|&b| b != 0) {
+            map.zero(at, end - at);
+            cleared += (end - at) as u64;
+        }
+        at = end;
+    }
+    cleared
+}
+
+/// Opens the writer side of the queue: returns where to resume.
+pub fn recover(
+    config: &Config,
+    catalog: &Catalog,
+    clean: bool,
+) -> Result<(Resume, RecoveryReport)> {
+    let base = &config.path;
+    for tmp in list_temp_files(base)? {
+        std::fs::remove_file(&tmp).map_err(|e| Error::io("remove", &tmp, e))?;
+    }
+    let mut report = RecoveryReport::default();
+    let files = catalog.snapshot();
+    let Some(last) = files.last().copied() else {
+        let resume = Resume {
+            active: None,
+            last_id: None,
+            next_file_number: 1,
+            next_seq: 0,
+            last_timestamp: 0,
+        };
+        return Ok((resume, report));
+    };
+
+    if config.verify_on_startup {
+        for pair in files.windows(2) {
+            let path = catalog.data_path(pair[0].id);
+            let w = verify_sealed(&path, &pair[0])?;
+            report.frames_verified += w.frames;
+            if w.seq != pair[1].header.first_seq {
+                return Err(Error::corrupted(
+                    catalog.data_path(pair[1].id),
+                    0,
+                    Some(w.seq),
+                    format!(
+                        "file starts at seq {}, previous file ends before {}",
+                        pair[1].header.first_seq, w.seq
+                    ),
+                ));
+            }
+        }
+    }
+    if files.len() >= 2 {
+        report.repaired_end_marker = repair_end_marker(catalog, &files[files.len() - 2], &last)?;
+    }
+
+    let path = catalog.data_path(last.id);
+    let mut map = WritableMapping::open(&path)?;
+    let index_header = IndexHeader {
+        interval: last.header.index_interval,
+        first_seq: last.header.first_seq,
+        file_number: last.header.file_number,
+        capacity: sparse::capacity(last.header.file_size, last.header.index_interval),
+    };
+    let (mut index, rebuilt) =
+        SparseIndexWriter::open_or_rebuild(&last.id.index_path(base), index_header)?;
+    let start = if config.verify_on_startup || rebuilt {
+        None
+    } else {
+        index.entries(map.len() as u64).last().copied().filter(|e| {
+            let off = e.offset as usize;
+            frame::plain_len(map.as_slice(), off).is_some_and(|len| {
+                matches!(
+                    frame::decode(map.as_slice(), off, len),
+                    Ok(FrameAt::Frame { .. })
+                )
+            })
+        })
+    };
+    let (seq0, off0) = start.map_or((last.header.first_seq, DATA_HEADER_LEN), |e| {
+        (e.seq, e.offset as usize)
+    });
+    let interval = last.header.index_interval as u64;
+    let first_seq = last.header.first_seq;
+    let mut entries = Vec::new();
+    let w = walk(map.as_slice(), seq0, off0, |seq, offset, timestamp| {
+        if (seq - first_seq) % interval == 0 {
+            entries.push((
+                (seq - first_seq) / interval,
+                Entry {
+                    seq,
+                    timestamp,
+                    offset: offset as u64,
+                },
+            ));
+        }
+    });
+    report.frames_verified += if config.verify_on_startup {
+        w.frames
+    } else {
+        0
+    };
+    report.index_entries_rebuilt = entries.len() as u64;
+    for (i, e) in entries {
+        index.put(i, e);
+    }
+    let next_index = (w.seq - first_seq).div_ceil(interval);
+    index.truncate_from(next_index);
+
+    let sealed = w.end == WalkEnd::Sealed;
+    if let WalkEnd::Bad(reason) = &w.end {
+        report.cut_reason = Some(reason.clone());
+        report.cut_at = Some(w.offset as u64);
+    }
+    if !sealed && (!clean || report.cut_at.is_some()) {
+        report.cut_bytes = zero_tail(&mut map, w.offset);
+        if report.cut_bytes > 0 && report.cut_at.is_none() {
+            report.cut_at = Some(w.offset as u64);
+            report.cut_reason = Some("bytes after the last complete frame".into());
+        }
+    }
+    map.sync_range(0, map.len())?;
+    index.sync()?;
+
+    // The last timestamp must be known even when the walk started at the
+    // end of the data (a file whose last frame is an index entry's).
+    let last_ts = if w.frames > 0 {
+        w.last_ts
+    } else {
+        start.map_or(last.header.created_us, |e| e.timestamp)
+    };
+    let active = (!sealed).then(|| ActiveFile {
+        header: last.header,
+        map,
+        index,
+        write_pos: w.offset,
+        next_seq: w.seq,
+        synced_pos: w.offset,
+        first_ts: (w.seq > first_seq).then_some(last.header.created_us),
+    });
+    let mut active = active;
+    if let Some(a) = active.as_mut() {
+        if a.count() > 0 {
+            a.first_ts = first_message_ts(a.map.as_slice());
+        }
+    }
+    let resume = Resume {
+        active,
+        last_id: Some(last.id),
+        next_file_number: last.header.file_number + 1,
+        next_seq: w.seq,
+        last_timestamp: last_ts.max(last.header.created_us),
+    };
+    Ok((resume, report))
+}
+
+fn first_message_ts(file: &[u8]) -> Option<u64> {
+    let len = frame::plain_len(file, DATA_HEADER_LEN)?;
+    match frame::decode(file, DATA_HEADER_LEN, len) {
+        Ok(FrameAt::Frame { record_len, .. }) => {
+            record::decode(&file[DATA_HEADER_LEN + 4..DATA_HEADER_LEN + 4 + record_len])
+                .ok()
+                .map(|v| v.timestamp)
+        }
+        _ => None,
+    }
+}
+
+/// A file followed by another must end with an end-of-file marker. After a
+/// machine crash the marker may not have reached the disk; when the frames
+/// before it are all there, write it again.
+fn repair_end_marker(catalog: &Catalog, prev: &FileInfo, last: &FileInfo) -> Result<bool> {
+    let path = catalog.data_path(prev.id);
+    let mut map = WritableMapping::open(&path)?;
+    let start = sparse::last_entry(
+        &prev.id.index_path(catalog.base()),
+        prev.header.first_seq,
+        map.len() as u64,
+    );
+    let (seq, off) = start.map_or((prev.header.first_seq, DATA_HEADER_LEN), |e| {
+        (e.seq, e.offset as usize)
+    });
+    let w = walk(map.as_slice(), seq, off, |_, _, _| {});
+    match w.end {
+        WalkEnd::Sealed => Ok(false),
+        WalkEnd::Empty if w.seq == last.header.first_seq && w.offset + FRAME_ALIGN <= map.len() => {
+            map.store_u32(w.offset, END_OF_FILE);
+            map.sync_range(w.offset & !4095, FRAME_ALIGN)?;
+            Ok(true)
+        }
+        WalkEnd::Empty => Err(Error::corrupted(
+            &path,
+            w.offset as u64,
+            Some(w.seq),
+            format!(
+                "file ends before seq {} where the next file starts",
+                last.header.first_seq
+            ),
+        )),
+        WalkEnd::Bad(reason) => Err(Error::corrupted(
+            &path,
+            w.offset as u64,
+            Some(w.seq),
+            reason,
+        )),
+    }
+}

@@ -1,0 +1,334 @@
+//! Memory-mapped files: the one place in the engine that uses `unsafe`.
+//!
+//! Two types, two roles:
+//! - [`Mapping`]: a read-only shared mapping. Readers hand out `&[u8]`
+//!   slices of *published* bytes only; published bytes are never written
+//!   again (the journal is append-only, and recovery only zeroes bytes past
+//!   the last complete frame, which no reader has been given). Lengths are
+//!   loaded with acquire ordering.
+//! - [`WritableMapping`]: a read-write shared mapping owned by the single
+//!   I/O thread (`&mut self` for every write). It writes a frame's record and
+//!   CRC first, then stores the length with release ordering.
+//!
+//! The two never alias in Rust's sense: a tailer maps the file itself, even
+//! in the writer's process. Bytes shared between them live in the page cache
+//! and are coordinated by the length word only. `docs/DESIGN.md` explains
+//! why that is sound across processes and what is assumed of other writers
+//! (none may modify published bytes; none may truncate a file).
+#![allow(unsafe_code)]
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use memmap2::{MmapOptions, MmapRaw};
+
+use crate::error::{Error, Result};
+
+/// Loads an aligned little-endian word at `ptr` with acquire ordering.
+///
+/// # Safety
+/// `ptr` must be valid for reads of 4 bytes for the duration of the call and
+/// aligned to 4.
+unsafe fn load_u32(ptr: *const u8) -> u32 {
+    // SAFETY: the caller guarantees alignment and validity; AtomicU32 has the
+    // same layout as u32, and an atomic load on shared file memory is a
+    // plain aligned load (x86-64: mov; aarch64: ldar), valid on read-only
+    // mappings too.
+    u32::from_le(unsafe { (*ptr.cast::<AtomicU32>()).load(Ordering::Acquire) })
+}
+
+/// Loads an aligned little-endian u64 at `ptr` with acquire ordering.
+///
+/// # Safety
+/// As [`load_u32`], with 8 bytes and alignment 8.
+unsafe fn load_u64(ptr: *const u8) -> u64 {
+    // SAFETY: as in `load_u32`; 64-bit targets load 8 aligned bytes in one
+    // instruction, so this is valid on read-only memory.
+    u64::from_le(unsafe { (*ptr.cast::<AtomicU64>()).load(Ordering::Acquire) })
+}
+
+fn check_word(len: usize, offset: usize, size: usize) {
+    assert!(
+        offset.is_multiple_of(size) && offset.checked_add(size).is_some_and(|e| e <= len),
+        "word at {offset} (size {size}) outside a {len}-byte mapping or unaligned"
+    );
+}
+
+/// A read-only shared mapping of a whole file.
+///
+/// Invariant: `raw` maps `len` bytes of the file at `path` and lives as long
+/// as `self`; the file is never truncated below `len` by litemq.
+#[derive(Debug)]
+pub struct Mapping {
+    raw: MmapRaw,
+    len: usize,
+    path: PathBuf,
+}
+
+impl Mapping {
+    /// Maps the whole of `path` read-only.
+    pub fn open(path: &Path) -> Result<Mapping> {
+        let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io("stat", path, e))?
+            .len() as usize;
+        let raw = MmapOptions::new()
+            .len(len)
+            .map_raw_read_only(&file)
+            .map_err(|e| Error::io("mmap", path, e))?;
+        Ok(Mapping {
+            raw,
+            len,
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The whole mapping. Bytes not yet published by a writer may change
+    /// under this slice; callers only interpret bytes behind a length word
+    /// loaded with [`Mapping::load_u32`].
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: `raw` is a live mapping of `len` readable bytes (invariant).
+        // Bytes a reader interprets are published and never written again;
+        // unpublished bytes may change, but they are only inspected through
+        // atomic loads or as opaque `u8`s whose every bit pattern is valid.
+        unsafe { std::slice::from_raw_parts(self.raw.as_ptr(), self.len) }
+    }
+
+    /// Acquire-load of the u32 at `offset` (aligned to 4, in bounds).
+    pub fn load_u32(&self, offset: usize) -> u32 {
+        check_word(self.len, offset, 4);
+        // SAFETY: bounds and alignment were checked above; the mapping is live.
+        unsafe { load_u32(self.raw.as_ptr().add(offset)) }
+    }
+
+    /// Acquire-load of the u64 at `offset` (aligned to 8, in bounds).
+    pub fn load_u64(&self, offset: usize) -> u64 {
+        check_word(self.len, offset, 8);
+        // SAFETY: bounds and alignment were checked above; the mapping is live.
+        unsafe { load_u64(self.raw.as_ptr().add(offset)) }
+    }
+
+    /// Tells the kernel we read front to back.
+    pub fn advise_sequential(&self) {
+        let _ = self.raw.advise(memmap2::Advice::Sequential);
+    }
+}
+
+/// A read-write shared mapping of a whole file, owned by one writer.
+///
+/// Invariant: as [`Mapping`]; additionally only this value writes through
+/// `raw` while it lives.
+#[derive(Debug)]
+pub struct WritableMapping {
+    raw: MmapRaw,
+    len: usize,
+    path: PathBuf,
+    file: File,
+}
+
+impl WritableMapping {
+    /// Maps an existing file read-write.
+    pub fn open(path: &Path) -> Result<WritableMapping> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| Error::io("open", path, e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io("stat", path, e))?
+            .len() as usize;
+        Self::map(file, len, path)
+    }
+
+    /// Creates `path` (which must not exist), preallocates `size` zeroed
+    /// bytes on disk, and maps it. The file is never mapped past what was
+    /// allocated, so a full disk fails here instead of with SIGBUS later.
+    pub fn create(path: &Path, size: u64) -> Result<WritableMapping> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| Error::io("create", path, e))?;
+        if let Err(e) = preallocate(&file, size) {
+            drop(file);
+            let _ = std::fs::remove_file(path);
+            return Err(Error::io("preallocate", path, e));
+        }
+        Self::map(file, size as usize, path)
+    }
+
+    fn map(file: File, len: usize, path: &Path) -> Result<WritableMapping> {
+        let raw = MmapOptions::new()
+            .len(len)
+            .map_raw(&file)
+            .map_err(|e| Error::io("mmap", path, e))?;
+        Ok(WritableMapping {
+            raw,
+            len,
+            path: path.to_path_buf(),
+            file,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Records that the file was renamed (the mapping itself is unaffected).
+    pub fn set_path(&mut self, path: &Path) {
+        self.path = path.to_path_buf();
+    }
+
+    /// The whole mapping, for reading back what this writer wrote.
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: `raw` maps `len` bytes (invariant); only `&mut self`
+        // methods write, so nothing changes while this borrow lives, except
+        // by other processes, which litemq never lets write (the lock).
+        unsafe { std::slice::from_raw_parts(self.raw.as_ptr(), self.len) }
+    }
+
+    /// Copies `data` to `offset`. Panics when out of bounds (a bug, not bad data).
+    pub fn write(&mut self, offset: usize, data: &[u8]) {
+        assert!(
+            offset
+                .checked_add(data.len())
+                .is_some_and(|e| e <= self.len),
+            "write of {} bytes at {offset} past a {}-byte mapping",
+            data.len(),
+            self.len
+        );
+        // SAFETY: bounds checked above; `&mut self` makes this the only
+        // writer in the process; the target range is not published, so no
+        // reader has a slice of it.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                data.as_ptr(),
+                self.raw.as_mut_ptr().add(offset),
+                data.len(),
+            )
+        }
+    }
+
+    /// Sets `len` bytes at `offset` to zero.
+    pub fn zero(&mut self, offset: usize, len: usize) {
+        assert!(offset.checked_add(len).is_some_and(|e| e <= self.len));
+        // SAFETY: bounds checked above; as in `write`.
+        unsafe { std::ptr::write_bytes(self.raw.as_mut_ptr().add(offset), 0, len) }
+    }
+
+    /// Publishes a length word: a release store, after the bytes it covers.
+    pub fn store_u32(&mut self, offset: usize, value: u32) {
+        check_word(self.len, offset, 4);
+        // SAFETY: bounds and alignment checked; AtomicU32 has u32's layout;
+        // the release store orders every earlier write of this thread before it.
+        unsafe {
+            (*self.raw.as_mut_ptr().add(offset).cast::<AtomicU32>())
+                .store(value.to_le(), Ordering::Release)
+        }
+    }
+
+    /// Publishes a u64 word with a release store.
+    pub fn store_u64(&mut self, offset: usize, value: u64) {
+        check_word(self.len, offset, 8);
+        // SAFETY: as in `store_u32`, for 8 aligned bytes.
+        unsafe {
+            (*self.raw.as_mut_ptr().add(offset).cast::<AtomicU64>())
+                .store(value.to_le(), Ordering::Release)
+        }
+    }
+
+    /// Forces `len` bytes at `offset` to disk (msync, MS_SYNC).
+    pub fn sync_range(&self, offset: usize, len: usize) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        self.raw
+            .flush_range(offset, len)
+            .map_err(|e| Error::io("msync", &self.path, e))
+    }
+
+    /// Starts writing `len` bytes at `offset` back without waiting (MS_ASYNC).
+    pub fn sync_range_async(&self, offset: usize, len: usize) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        self.raw
+            .flush_async_range(offset, len)
+            .map_err(|e| Error::io("msync", &self.path, e))
+    }
+}
+
+/// Allocates `size` bytes of disk for `file`: fallocate where the file system
+/// supports it, otherwise by writing zeros.
+fn preallocate(file: &File, size: u64) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let len =
+        libc::off_t::try_from(size).map_err(|_| std::io::Error::from_raw_os_error(libc::EFBIG))?;
+    // SAFETY: `file` is an open descriptor for the duration of the call;
+    // fallocate only reads its arguments.
+    let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = std::io::Error::last_os_error();
+    match err.raw_os_error() {
+        Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => write_zeros(file, size),
+        _ => Err(err),
+    }
+}
+
+fn write_zeros(file: &File, size: u64) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let chunk = vec![0u8; 1 << 20];
+    let mut at = 0u64;
+    while at < size {
+        let n = chunk.len().min((size - at) as usize);
+        file.write_all_at(&chunk[..n], at)?;
+        at += n as u64;
+    }
+    file.sync_data()
+}
+
+static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
+static FORK_HOOK: std::sync::Once = std::sync::Once::new();
+
+extern "C" fn after_fork_in_child() {
+    FORK_GENERATION.fetch_add(1, Ordering::SeqCst);
+}
+
+/// Counts `fork()`s this process came out of as a child. An I/O thread does
+/// not survive a fork, so writers compare the generation they were made in.
+pub fn fork_generation() -> u64 {
+    FORK_HOOK.call_once(|| {
+        // SAFETY: registers a handler that only touches an atomic, which is
+        // async-signal-safe as fork's child handlers must be.
+        unsafe {
+            libc::pthread_atfork(None, None, Some(after_fork_in_child));
+        }
+    });
+    FORK_GENERATION.load(Ordering::Relaxed)
+}

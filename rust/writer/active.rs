@@ -1,0 +1,153 @@
+//! The data file being written, with its sparse index.
+
+use std::path::Path;
+
+use crate::config::{RollPeriod, RollStrategy};
+use crate::error::Result;
+use crate::format::frame::{frame_crc, frame_size, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
+use crate::format::header::{DataHeader, IndexHeader};
+use crate::format::record::RECORD_FIXED_LEN;
+use crate::index::sparse::{self, Entry, SparseIndexWriter};
+use crate::storage::fsutil::sync_dir;
+use crate::storage::layout::FileId;
+use crate::storage::mapped::WritableMapping;
+
+/// The file the I/O thread appends to.
+#[derive(Debug)]
+pub struct ActiveFile {
+    pub header: DataHeader,
+    pub map: WritableMapping,
+    pub index: SparseIndexWriter,
+    /// Offset of the next frame.
+    pub write_pos: usize,
+    /// Sequence of the next frame.
+    pub next_seq: u64,
+    /// Offset up to which the file is msync'd.
+    pub synced_pos: usize,
+    /// Timestamp of the file's first message, if it has one.
+    pub first_ts: Option<u64>,
+}
+
+impl ActiveFile {
+    /// Creates data file `id` and its index. The data file appears under its
+    /// final name only once its header is written (temp file, then rename),
+    /// so a reader never sees a file without a valid header.
+    pub fn create(
+        base: &Path,
+        id: FileId,
+        header: DataHeader,
+        durable_dirs: bool,
+    ) -> Result<ActiveFile> {
+        let dir = id.parent(base);
+        std::fs::create_dir_all(&dir).map_err(|e| crate::Error::io("create directory", &dir, e))?;
+        let index_header = IndexHeader {
+            interval: header.index_interval,
+            first_seq: header.first_seq,
+            file_number: header.file_number,
+            capacity: sparse::capacity(header.file_size, header.index_interval),
+        };
+        let index = SparseIndexWriter::create(&id.index_path(base), index_header)?;
+        let path = id.data_path(base);
+        let tmp = path.with_extension("data.tmp");
+        let _ = std::fs::remove_file(&tmp);
+        let mut map = WritableMapping::create(&tmp, header.file_size)?;
+        map.write(0, &header.encode());
+        map.sync_range(0, DATA_HEADER_LEN)?;
+        std::fs::rename(&tmp, &path).map_err(|e| crate::Error::io("rename", &path, e))?;
+        map.set_path(&path);
+        if durable_dirs {
+            sync_dir(&dir)?;
+        }
+        Ok(ActiveFile {
+            header,
+            map,
+            index,
+            write_pos: DATA_HEADER_LEN,
+            next_seq: header.first_seq,
+            synced_pos: 0,
+            first_ts: None,
+        })
+    }
+
+    /// Messages in this file.
+    pub fn count(&self) -> u64 {
+        self.next_seq - self.header.first_seq
+    }
+
+    /// True when a frame with a `record_len`-byte record must go to a new file.
+    pub fn must_roll(&self, record_len: usize, timestamp: u64, roll: &RollStrategy) -> bool {
+        let end = self.write_pos + frame_size(record_len);
+        if end + FRAME_ALIGN > self.map.len() {
+            return true; // no room for the frame and an end-of-file marker
+        }
+        if self.count() == 0 {
+            return false;
+        }
+        let mut roll_now = false;
+        roll.leaves(&mut |s| {
+            roll_now |= match *s {
+                RollStrategy::Size(limit) => end as u64 > limit,
+                RollStrategy::Count(n) => self.count() >= n,
+                RollStrategy::Period(p) => self
+                    .first_ts
+                    .is_some_and(|t| period(t, p) != period(timestamp, p)),
+                RollStrategy::Any(_) => false,
+            }
+        });
+        roll_now
+    }
+
+    /// Writes one frame: record fields and CRC first, then the length with
+    /// release ordering, which publishes it to readers.
+    pub fn write_frame(&mut self, flags: u8, timestamp: u64, body: &[u8]) {
+        let record_len = RECORD_FIXED_LEN + body.len();
+        let len = record_len as u32;
+        let at = self.write_pos;
+        let mut fixed = [0u8; RECORD_FIXED_LEN];
+        fixed[0] = flags;
+        fixed[1..].copy_from_slice(&timestamp.to_le_bytes());
+        self.map.write(at + 4, &fixed);
+        self.map.write(at + 4 + RECORD_FIXED_LEN, body);
+        let crc = frame_crc(len, &[&fixed, body]);
+        self.map.write(at + 4 + record_len, &crc.to_le_bytes());
+        self.map.store_u32(at, len);
+
+        let i = self.count();
+        if i.is_multiple_of(self.header.index_interval as u64) {
+            let entry = Entry {
+                seq: self.next_seq,
+                timestamp,
+                offset: at as u64,
+            };
+            self.index.put(i / self.header.index_interval as u64, entry);
+        }
+        self.first_ts.get_or_insert(timestamp);
+        self.write_pos = at + frame_size(record_len);
+        self.next_seq += 1;
+    }
+
+    /// Seals the file with the end-of-file marker.
+    pub fn seal(&mut self) {
+        self.map.store_u32(self.write_pos, END_OF_FILE);
+    }
+
+    /// msyncs everything written since the last sync (and the marker after it).
+    pub fn sync(&mut self) -> Result<()> {
+        let end = (self.write_pos + FRAME_ALIGN).min(self.map.len());
+        if end > self.synced_pos {
+            let start = self.synced_pos & !4095;
+            self.map.sync_range(start, end - start)?;
+            self.synced_pos = end;
+        }
+        Ok(())
+    }
+
+    /// Bytes written but not yet msync'd.
+    pub fn unsynced(&self) -> usize {
+        self.write_pos.saturating_sub(self.synced_pos)
+    }
+}
+
+fn period(micros: u64, p: RollPeriod) -> u64 {
+    micros / p.micros()
+}
