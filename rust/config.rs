@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::format::frame::DATA_HEADER_LEN;
+use crate::index::key_index::KeyIndexConfig;
 use crate::queue::Queue;
 
 /// Smallest data file allowed: a header and room for real messages.
@@ -107,6 +108,7 @@ pub(crate) struct Config {
     pub read_only: bool,
     pub wait: WaitStrategy,
     pub clock: Arc<dyn Clock>,
+    pub key_index: KeyIndexConfig,
 }
 
 /// Opens a queue with options; every option has a documented default.
@@ -140,10 +142,11 @@ impl QueueBuilder {
                 flush: FlushMode::Async,
                 index_interval: 1024,
                 verify_on_startup: false,
-                channel_capacity: 4096,
+                channel_capacity: 256,
                 read_only: false,
                 wait: WaitStrategy::Default,
                 clock: Arc::new(SystemClock),
+                key_index: KeyIndexConfig::default(),
             },
         }
     }
@@ -173,7 +176,7 @@ impl QueueBuilder {
         self.config.verify_on_startup = verify;
         self
     }
-    /// Commands the appender may queue ahead of the I/O thread. Default 4096.
+    /// Batches (of up to 1024 messages or 64 KiB) the appenders may queue ahead of the I/O thread. Default 256 (about 16 MiB).
     pub fn channel_capacity(mut self, capacity: usize) -> Self {
         self.config.channel_capacity = capacity;
         self
@@ -191,6 +194,12 @@ impl QueueBuilder {
     /// Where timestamps come from. Default [`SystemClock`].
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.config.clock = clock;
+        self
+    }
+
+    /// Geometry of new key-index files. Default 2^20 slots, 2^21 items.
+    pub fn key_index(mut self, config: KeyIndexConfig) -> Self {
+        self.config.key_index = config;
         self
     }
 
@@ -231,6 +240,7 @@ impl QueueBuilder {
                 ));
             }
         }
+        c.key_index.validate()?;
         c.roll.validate()
     }
 }

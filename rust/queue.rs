@@ -5,19 +5,22 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use crate::config::Config;
+use crate::config::{Config, WaitStrategy};
 use crate::error::{Error, Result};
 use crate::format::frame::max_record_len;
 use crate::format::metadata::Metadata;
+use crate::format::position;
 use crate::format::FORMAT_VERSION;
+use crate::index::key_index::{KeyIndexConfig, KeyIndexReader, KeyIndexWriter};
 use crate::reader::batch::Batch;
 use crate::reader::catalog::Catalog;
 use crate::reader::tailer::{OwnedMessage, Start, Tailer};
 use crate::recovery::{recover, RecoveryReport};
 use crate::storage::fsutil::write_atomic;
-use crate::storage::layout::{LOCK_FILE, METADATA_FILE};
+use crate::storage::layout::{KEY_INDEX_DIR, LOCK_FILE, METADATA_FILE};
 use crate::storage::lock::WriterLock;
 use crate::writer::appender::Appender;
+use crate::writer::handoff::Handoff;
 use crate::writer::io_thread::IoThread;
 use crate::writer::shared::WriterShared;
 
@@ -56,6 +59,9 @@ struct Inner {
     recovery: RecoveryReport,
     /// Reader reused by `get`.
     getter: Mutex<Option<Tailer>>,
+    /// Key-index lookups: the writer's (shares its mappings) or, read-only,
+    /// opened on first use.
+    key_reader: Mutex<Option<KeyIndexReader>>,
     closed: std::sync::atomic::AtomicBool,
 }
 
@@ -151,9 +157,23 @@ impl Queue {
             clean_shutdown: false,
             next_seq: 0,
             writer_pid: 0,
+            key_index_upto: 0,
+            key_index_last: None,
         });
         let catalog = Arc::new(Catalog::load(&base)?);
         let (resume, report) = recover(&config, &catalog, clean)?;
+        let data_end = match &resume.active {
+            Some(a) => a.end_position(),
+            None => position::encode(resume.next_file_number, 0),
+        };
+        let key_index = open_key_index(
+            &config,
+            &catalog,
+            meta.key_index_upto,
+            meta.key_index_last,
+            data_end,
+        )?;
+        let key_reader = key_index.reader();
         meta.clean_shutdown = false;
         meta.writer_pid = std::process::id();
         meta.file_size = config.file_size;
@@ -163,14 +183,22 @@ impl Queue {
         let next_seq = resume.next_seq;
         let shared = WriterShared::new(next_seq);
         let (tx, rx) = crossbeam_channel::bounded(config.channel_capacity);
-        let io = IoThread::new(config.clone(), rx, shared.clone(), catalog.clone(), resume);
+        let handoff = Arc::new(Handoff::new(tx, next_seq));
+        let io = IoThread::new(
+            config.clone(),
+            rx,
+            handoff.clone(),
+            shared.clone(),
+            catalog.clone(),
+            resume,
+            key_index,
+        );
         let thread = std::thread::Builder::new()
             .name("litemq-io".into())
             .spawn(move || io.run())
             .map_err(|e| Error::io("spawn I/O thread", &base, e))?;
         let appender = Appender::new(
-            tx,
-            next_seq,
+            handoff,
             shared.clone(),
             config.flush,
             max_record_len(config.file_size),
@@ -181,7 +209,9 @@ impl Queue {
             thread: Mutex::new(Some(thread)),
             lock: Mutex::new(Some(lock)),
         };
-        Ok(Queue::assemble(config, catalog, Some(writer), meta, report))
+        let q = Queue::assemble(config, catalog, Some(writer), meta, report);
+        *q.inner.key_reader.lock().unwrap_or_else(|e| e.into_inner()) = Some(key_reader);
+        Ok(q)
     }
 
     fn assemble(
@@ -199,6 +229,7 @@ impl Queue {
                 metadata: Mutex::new(meta),
                 recovery,
                 getter: Mutex::new(None),
+                key_reader: Mutex::new(None),
                 closed: std::sync::atomic::AtomicBool::new(false),
             }),
         }
@@ -273,6 +304,55 @@ impl Queue {
         let mut t = Tailer::new(self.inner.catalog.clone(), self.inner.config.wait);
         t.seek(start.max(first))?;
         Batch::read(&mut t, end, max_rows)
+    }
+
+    /// Messages whose key is exactly `key`, in sequence order, stored in
+    /// `[start_us, end_us)` when given, at most `limit` of them. Answered
+    /// from the key index: only files whose time range can match are read.
+    pub fn find(
+        &self,
+        key: &[u8],
+        start_us: Option<u64>,
+        end_us: Option<u64>,
+        limit: Option<usize>,
+    ) -> Result<Vec<OwnedMessage>> {
+        self.check_open()?;
+        let mut positions = Vec::new();
+        {
+            let mut guard = self
+                .inner
+                .key_reader
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let reader = match guard.as_mut() {
+                Some(r) => r,
+                None => {
+                    let dir = self.path().join(KEY_INDEX_DIR);
+                    if !dir.is_dir() {
+                        return Ok(Vec::new());
+                    }
+                    guard.insert(KeyIndexReader::open(&dir)?)
+                }
+            };
+            reader.lookup_into(key, start_us, end_us, &mut positions)?;
+        }
+        let limit = limit.unwrap_or(usize::MAX);
+        let mut out = Vec::new();
+        let mut t = Tailer::new(self.inner.catalog.clone(), self.inner.config.wait);
+        for pos in positions {
+            if out.len() >= limit {
+                break;
+            }
+            t.seek_position(pos)?;
+            let Some(m) = t.read_next()? else { continue };
+            // Hash collisions and files removed by retention fall out here.
+            let in_range =
+                start_us.is_none_or(|s| m.timestamp >= s) && end_us.is_none_or(|e| m.timestamp < e);
+            if m.position() == pos && m.key == Some(key) && in_range {
+                out.push(m.to_owned());
+            }
+        }
+        Ok(out)
     }
 
     /// Sequence of the oldest message kept.
@@ -362,10 +442,92 @@ impl Queue {
             .unwrap_or_else(|e| e.into_inner());
         meta.clean_shutdown = true;
         meta.next_seq = w.shared.written();
+        meta.key_index_upto = w.shared.indexed_upto();
+        meta.key_index_last = w.shared.key_index_last();
         write_metadata(&self.inner.config.path.join(METADATA_FILE), &meta)?;
         drop(w.lock.lock().unwrap_or_else(|e| e.into_inner()).take());
         Ok(())
     }
+}
+
+/// Opens the key index for writing and brings it level with the data: items
+/// past the data's end are dropped (the data was cut by recovery), and keyed
+/// messages the index lacks (a crash came between data and index) are added.
+fn open_key_index(
+    config: &Config,
+    catalog: &Arc<Catalog>,
+    upto: u64,
+    last_at_close: Option<u64>,
+    data_end: u64,
+) -> Result<KeyIndexWriter> {
+    let dir = config.path.join(KEY_INDEX_DIR);
+    let (mut writer, removed) = KeyIndexWriter::open_or_repair(&dir, config.key_index)?;
+    writer.truncate_after(data_end.saturating_sub(1))?;
+    // `upto` holds only for the index as it was at that close: if files were
+    // removed (failed checks, deleted) or items added since, start from the
+    // index's own last position instead.
+    let upto = if removed.is_empty() && writer.last_position() == last_at_close {
+        upto
+    } else {
+        0
+    };
+    let from = writer.last_position().map_or(0, |p| p + 1).max(upto);
+    if from < data_end {
+        index_keys_from(catalog, &mut writer, from, &mut |_| {})?;
+    }
+    Ok(writer)
+}
+
+/// Adds every keyed message at or after position `from` to `writer`.
+fn index_keys_from(
+    catalog: &Arc<Catalog>,
+    writer: &mut KeyIndexWriter,
+    from: u64,
+    progress: &mut dyn FnMut(u64),
+) -> Result<u64> {
+    let mut t = Tailer::new(catalog.clone(), WaitStrategy::Default);
+    t.seek_position(from)?;
+    let mut keys = 0;
+    while let Some(m) = t.read_next()? {
+        if let Some(key) = m.key {
+            if m.position() >= from {
+                writer.add(key, m.position(), m.timestamp)?;
+                keys += 1;
+            }
+        }
+        if m.seq % 4096 == 0 {
+            progress(m.seq);
+        }
+    }
+    Ok(keys)
+}
+
+/// Rebuilds every key-index file of the queue at `path` from its data files.
+/// The queue must not be open for writing (this takes the writer lock).
+/// `progress` gets sequences as the scan passes them; returns the number of
+/// keys indexed. The files equal those the writer built live.
+pub fn reindex(path: &Path, config: KeyIndexConfig, progress: &mut dyn FnMut(u64)) -> Result<u64> {
+    let _lock = WriterLock::acquire(&path.join(LOCK_FILE), path)?;
+    if read_metadata(&path.join(METADATA_FILE))?.is_none() {
+        return Err(Error::io(
+            "open queue",
+            path,
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no litemq queue here (metadata.json missing)",
+            ),
+        ));
+    }
+    let catalog = Arc::new(Catalog::load(path)?);
+    let mut writer =
+        KeyIndexWriter::open_or_create(&path.join(KEY_INDEX_DIR), config).or_else(|_| {
+            KeyIndexWriter::remove_all(&path.join(KEY_INDEX_DIR))?;
+            KeyIndexWriter::open_or_create(&path.join(KEY_INDEX_DIR), config)
+        })?;
+    writer.clear()?;
+    let keys = index_keys_from(&catalog, &mut writer, 0, progress)?;
+    writer.close()?;
+    Ok(keys)
 }
 
 /// Pid of the process holding the writer lock of the queue at `path`, if any.

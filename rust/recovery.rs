@@ -242,6 +242,16 @@ pub fn recover(
 
     let sealed = w.end == WalkEnd::Sealed;
     if let WalkEnd::Bad(reason) = &w.end {
+        if valid_frame_follows(map.as_slice(), w.offset) {
+            // Damage in the middle of the data, not a torn tail: cutting
+            // here would destroy good messages, so refuse and say where.
+            return Err(Error::corrupted(
+                &path,
+                w.offset as u64,
+                Some(w.seq),
+                reason.clone(),
+            ));
+        }
         report.cut_reason = Some(reason.clone());
         report.cut_at = Some(w.offset as u64);
     }
@@ -285,6 +295,25 @@ pub fn recover(
         last_timestamp: last_ts.max(last.header.created_us),
     };
     Ok((resume, report))
+}
+
+/// True when the frame at `offset` has a usable length and a valid frame
+/// follows it: the sign of a damaged frame rather than a torn tail.
+fn valid_frame_follows(file: &[u8], offset: usize) -> bool {
+    let Some(len) = frame::plain_len(file, offset) else {
+        return false;
+    };
+    if len == 0 || len == END_OF_FILE {
+        return false;
+    }
+    let next = offset.saturating_add(frame::frame_size(len as usize));
+    match frame::plain_len(file, next) {
+        Some(next_len) => matches!(
+            frame::decode(file, next, next_len),
+            Ok(FrameAt::Frame { .. })
+        ),
+        None => false,
+    }
 }
 
 fn first_message_ts(file: &[u8]) -> Option<u64> {

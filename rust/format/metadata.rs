@@ -21,4 +21,12 @@ pub struct Metadata {
     pub next_seq: u64,
     /// Process id of the last writer.
     pub writer_pid: u32,
+    /// Every message at a position below this was in the key index at the
+    /// last clean close: re-indexing after a crash starts here at the latest.
+    #[serde(default)]
+    pub key_index_upto: u64,
+    /// The key index's last position at that close; if the index on disk
+    /// ends elsewhere (files lost or rebuilt), `key_index_upto` is not trusted.
+    #[serde(default)]
+    pub key_index_last: Option<u64>,
 }

@@ -6,6 +6,7 @@ pub mod crc;
 pub mod frame;
 pub mod header;
 pub mod metadata;
+pub mod position;
 pub mod record;
 
 /// Version of the on-disk format written by this build.

@@ -96,6 +96,22 @@ impl<'a> Record<'a> {
         Ok(())
     }
 
+    /// Bytes of the optional fields and payload (the record minus flags
+    /// and timestamp).
+    pub fn body_len(&self) -> usize {
+        let key = self.key.map_or(0, |k| 2 + k.len());
+        let headers = if self.headers.is_empty() {
+            0
+        } else {
+            1 + self
+                .headers
+                .iter()
+                .map(|h| 4 + h.name.len() + h.value.len())
+                .sum::<usize>()
+        };
+        key + headers + self.payload.len()
+    }
+
     /// Flags byte announcing this record's optional fields.
     pub fn flags(&self) -> u8 {
         let mut f = 0;
@@ -209,6 +225,13 @@ fn parse_header(b: &[u8]) -> Option<(HeaderField<'_>, usize)> {
         },
         start + value_len,
     ))
+}
+
+/// The key at the start of a record body (the record after flags and
+/// timestamp) whose flags say it has one.
+pub fn key_of_body(body: &[u8]) -> Option<&[u8]> {
+    let len = le_u16(body, 0)? as usize;
+    body.get(2..2 + len)
 }
 
 /// Decodes a record; the error says what is malformed.

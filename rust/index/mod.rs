@@ -1,4 +1,5 @@
 //! Indexes over the data files: the sparse index (sequence and time to file
 //! offset, one per data file) and the key index (message key to position).
 
+pub mod key_index;
 pub mod sparse;

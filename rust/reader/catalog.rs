@@ -132,6 +132,13 @@ impl Catalog {
         files.get(i).copied()
     }
 
+    /// The file whose header carries `file_number`, or else the first after it.
+    pub fn at_or_after_number(&self, file_number: u64) -> Option<FileInfo> {
+        let files = self.snapshot();
+        let i = files.partition_point(|f| f.header.file_number < file_number);
+        files.get(i).copied()
+    }
+
     pub fn first(&self) -> Option<FileInfo> {
         self.snapshot().first().copied()
     }

@@ -9,6 +9,7 @@ use super::wait::Waiter;
 use crate::config::WaitStrategy;
 use crate::error::{Error, Result};
 use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN};
+use crate::format::position;
 use crate::format::record::{self, HeaderIter, RecordView};
 use crate::index::sparse::SparseIndex;
 use crate::storage::mapped::Mapping;
@@ -35,6 +36,7 @@ pub struct Message<'a> {
     view: RecordView<'a>,
     mapping: &'a Arc<Mapping>,
     payload_at: usize,
+    position: u64,
 }
 
 impl<'a> Message<'a> {
@@ -53,6 +55,10 @@ impl<'a> Message<'a> {
     /// Where the payload lies inside `mapping().as_slice()`.
     pub fn payload_range(&self) -> Range<usize> {
         self.payload_at..self.payload_at + self.payload.len()
+    }
+    /// Where the frame is: `(data file number << 40) | offset` (see FORMAT.md).
+    pub fn position(&self) -> u64 {
+        self.position
     }
     /// Copies the message out of the mapping.
     pub fn to_owned(&self) -> OwnedMessage {
@@ -87,6 +93,33 @@ struct Cursor {
     info: FileInfo,
     map: Arc<Mapping>,
     offset: usize,
+    /// The file's sparse index, opened on first use (`Some(None)`: unusable).
+    index: Option<Option<SparseIndex>>,
+}
+
+impl Cursor {
+    fn open(catalog: &Catalog, info: FileInfo) -> Result<Cursor> {
+        let map = Arc::new(Mapping::open(&catalog.data_path(info.id))?);
+        Ok(Cursor {
+            info,
+            map,
+            offset: DATA_HEADER_LEN,
+            index: None,
+        })
+    }
+
+    fn index(&mut self, catalog: &Catalog) -> Option<&SparseIndex> {
+        let (info, len) = (self.info, self.map.len() as u64);
+        self.index
+            .get_or_insert_with(|| {
+                SparseIndex::open(
+                    &info.id.index_path(catalog.base()),
+                    info.header.first_seq,
+                    len,
+                )
+            })
+            .as_ref()
+    }
 }
 
 /// A record located by [`Tailer::advance`], not yet decoded.
@@ -180,12 +213,7 @@ impl Tailer {
     /// published one, or before the first kept one, is an error.
     pub fn seek(&mut self, seq: u64) -> Result<()> {
         let mut info = self.catalog.locate(seq);
-        if info.is_none()
-            || self
-                .catalog
-                .last()
-                .is_some_and(|l| l.header.first_seq <= seq)
-        {
+        if info.is_none() {
             self.catalog.refresh()?;
             info = self.catalog.locate(seq);
         }
@@ -202,31 +230,28 @@ impl Tailer {
                 next: first,
             });
         };
-        let map = Arc::new(Mapping::open(&self.catalog.data_path(info.id))?);
+        // Reuse the open file when the target is in it.
+        let (mut cursor, reused) = match self.cursor.take() {
+            Some(c) if c.info.id == info.id => (c, true),
+            _ => (Cursor::open(&self.catalog, info)?, false),
+        };
         let (mut at_seq, mut offset) = (info.header.first_seq, DATA_HEADER_LEN);
-        if let Some(e) = SparseIndex::open(
-            &self.catalog.data_path(info.id).with_extension("index"),
-            info.header.first_seq,
-            map.len() as u64,
-        )
-        .and_then(|ix| ix.floor_seq(seq))
-        {
-            (at_seq, offset) = (e.seq, e.offset as usize);
+        if reused && self.seq <= seq {
+            (at_seq, offset) = (self.seq, cursor.offset); // never a longer scan than from the file start
         }
-        self.cursor = Some(Cursor { info, map, offset });
+        if let Some(e) = cursor.index(&self.catalog).and_then(|ix| ix.floor_seq(seq)) {
+            if e.seq > at_seq {
+                (at_seq, offset) = (e.seq, e.offset as usize);
+            }
+        }
+        cursor.offset = offset;
+        self.cursor = Some(cursor);
         self.seq = at_seq;
         while self.seq < seq {
             if self.advance()?.is_none() {
                 let next = self.seq;
                 return Err(Error::NotFound { seq, first, next });
             }
-        }
-        if seq < first {
-            return Err(Error::NotFound {
-                seq,
-                first,
-                next: self.seq,
-            });
         }
         Ok(())
     }
@@ -256,13 +281,20 @@ impl Tailer {
         let Some((info, map, mut at_seq, mut offset)) = chosen else {
             return self.seek_to_start();
         };
-        let index_path = self.catalog.data_path(info.id).with_extension("index");
-        if let Some(e) = SparseIndex::open(&index_path, info.header.first_seq, map.len() as u64)
+        let mut cursor = Cursor {
+            info,
+            map,
+            offset,
+            index: None,
+        };
+        if let Some(e) = cursor
+            .index(&self.catalog)
             .and_then(|ix| ix.floor_time(micros))
         {
             (at_seq, offset) = (e.seq, e.offset as usize);
         }
-        self.cursor = Some(Cursor { info, map, offset });
+        cursor.offset = offset;
+        self.cursor = Some(cursor);
         self.seq = at_seq;
         loop {
             let before = (
@@ -288,6 +320,50 @@ impl Tailer {
                 }
             }
         }
+    }
+
+    /// Moves to the first frame at or after `position` (see
+    /// [`Message::position`]); used to re-index the data after a crash.
+    pub fn seek_position(&mut self, pos: u64) -> Result<()> {
+        let (number, offset) = position::decode(pos);
+        let Some(info) = self.catalog.at_or_after_number(number) else {
+            return self.seek_end();
+        };
+        let mut cursor = match self.cursor.take() {
+            Some(c) if c.info.id == info.id => c,
+            _ => Cursor::open(&self.catalog, info)?,
+        };
+        let (mut seq, mut at) = (info.header.first_seq, DATA_HEADER_LEN);
+        if info.header.file_number == number {
+            if let Some(e) = cursor
+                .index(&self.catalog)
+                .and_then(|ix| ix.floor_offset(offset))
+            {
+                (seq, at) = (e.seq, e.offset as usize);
+            }
+            // Step over whole frames by their lengths until reaching `offset`.
+            while (at as u64) < offset {
+                let len = cursor.map.load_u32(at);
+                if len == 0 || len == frame::END_OF_FILE {
+                    break;
+                }
+                let next = at + frame::frame_size(len as usize);
+                if next + 4 > cursor.map.len() {
+                    return Err(Error::corrupted(
+                        cursor.map.path(),
+                        at as u64,
+                        Some(seq),
+                        "frame length runs past the end of the file",
+                    ));
+                }
+                at = next;
+                seq += 1;
+            }
+        }
+        cursor.offset = at;
+        self.cursor = Some(cursor);
+        self.seq = seq;
+        Ok(())
     }
 
     fn seek_to_start(&mut self) -> Result<()> {
@@ -432,13 +508,9 @@ impl Tailer {
                 ),
             ));
         }
-        let map = Arc::new(Mapping::open(&path)?);
-        map.advise_sequential();
-        self.cursor = Some(Cursor {
-            info: next,
-            map,
-            offset: DATA_HEADER_LEN,
-        });
+        let cursor = Cursor::open(&self.catalog, next)?;
+        cursor.map.advise_sequential();
+        self.cursor = Some(cursor);
         Ok(true)
     }
 
@@ -454,6 +526,7 @@ impl Tailer {
             key: view.key,
             payload: view.payload,
             payload_at: loc.record_at + view.payload_at,
+            position: position::encode(c.info.header.file_number, (loc.record_at - 4) as u64),
             view,
             mapping: &c.map,
         })

@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 
 pub const METADATA_FILE: &str = "metadata.json";
 pub const LOCK_FILE: &str = ".lock";
+pub const KEY_INDEX_DIR: &str = "index";
 
 /// Names one data file (and its index) within a queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

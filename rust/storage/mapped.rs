@@ -284,7 +284,7 @@ impl WritableMapping {
 
 /// Allocates `size` bytes of disk for `file`: fallocate where the file system
 /// supports it, otherwise by writing zeros.
-fn preallocate(file: &File, size: u64) -> std::io::Result<()> {
+pub fn preallocate(file: &File, size: u64) -> std::io::Result<()> {
     use std::os::fd::AsRawFd;
     let len =
         libc::off_t::try_from(size).map_err(|_| std::io::Error::from_raw_os_error(libc::EFBIG))?;
@@ -311,6 +311,64 @@ fn write_zeros(file: &File, size: u64) -> std::io::Result<()> {
         at += n as u64;
     }
     file.sync_data()
+}
+
+/// A key-index file mapping viewed as atomic words (used by `index::key_index`).
+/// A shared file mapping whose length is a multiple of 4 bytes (at least 32) and whose base
+/// is page-aligned. Invariant: every access to the mapped bytes goes through the atomic
+/// views below; the first 32 bytes (the header's four u64 fields) are only ever accessed
+/// as `AtomicU64`, every other byte only as `AtomicU32`, so no two accesses of different
+/// sizes overlap.
+pub struct MappedWords {
+    map: MmapRaw,
+}
+
+impl MappedWords {
+    /// Wraps a mapping after checking the length and alignment the views rely on.
+    pub fn new(map: MmapRaw, min_len: usize) -> std::result::Result<Self, String> {
+        if map.len() < min_len.max(32) || !map.len().is_multiple_of(4) {
+            return Err(format!(
+                "mapping length {} is not a valid index length",
+                map.len()
+            ));
+        }
+        if !(map.as_ptr() as usize).is_multiple_of(8) {
+            return Err("mapping is not 8-byte aligned".to_owned());
+        }
+        Ok(Self { map })
+    }
+
+    /// All bytes from offset 32 on, as u32 words; word `w` covers bytes `32 + 4w ..`.
+    pub fn u32s(&self) -> &[AtomicU32] {
+        let len = (self.map.len() - 32) / 4;
+        // SAFETY: the pointer is the base of a live mapping of `map.len()` bytes that is
+        // owned by `self` and unmapped only when `self` drops, so it outlives the returned
+        // borrow; `new` checked the base is 8-aligned and the length covers 32 + 4*len
+        // bytes. `AtomicU32` has the size and alignment of `u32` and no invalid bit
+        // patterns. All in-process accesses are atomic (type invariant), so there is no
+        // data race with the writer. Another process writing the same file is outside the
+        // Rust memory model; the words it can change are re-validated on every read (see
+        // DESIGN.md, "Reading a mapping another process writes").
+        unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(32).cast::<AtomicU32>(), len) }
+    }
+
+    /// The header's first 32 bytes as four u64 words.
+    pub fn header_u64s(&self) -> &[AtomicU64] {
+        // SAFETY: as for `u32s`: live owned mapping, base 8-aligned (checked in `new`),
+        // at least 32 bytes long; `AtomicU64` has the layout of `u64`; bytes 0..32 are
+        // only ever accessed through this view.
+        unsafe { std::slice::from_raw_parts(self.map.as_ptr().cast::<AtomicU64>(), 4) }
+    }
+
+    /// msync of the whole mapping.
+    pub fn flush(&self) -> std::io::Result<()> {
+        self.map.flush()
+    }
+
+    /// msync of a byte range.
+    pub fn flush_range(&self, offset: usize, len: usize) -> std::io::Result<()> {
+        self.map.flush_range(offset, len)
+    }
 }
 
 static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);

@@ -6,6 +6,7 @@ use crate::config::{RollPeriod, RollStrategy};
 use crate::error::Result;
 use crate::format::frame::{frame_crc, frame_size, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
 use crate::format::header::{DataHeader, IndexHeader};
+use crate::format::position;
 use crate::format::record::RECORD_FIXED_LEN;
 use crate::index::sparse::{self, Entry, SparseIndexWriter};
 use crate::storage::fsutil::sync_dir;
@@ -99,7 +100,8 @@ impl ActiveFile {
 
     /// Writes one frame: record fields and CRC first, then the length with
     /// release ordering, which publishes it to readers.
-    pub fn write_frame(&mut self, flags: u8, timestamp: u64, body: &[u8]) {
+    /// Returns the frame's offset.
+    pub fn write_frame(&mut self, flags: u8, timestamp: u64, body: &[u8]) -> usize {
         let record_len = RECORD_FIXED_LEN + body.len();
         let len = record_len as u32;
         let at = self.write_pos;
@@ -124,6 +126,12 @@ impl ActiveFile {
         self.first_ts.get_or_insert(timestamp);
         self.write_pos = at + frame_size(record_len);
         self.next_seq += 1;
+        at
+    }
+
+    /// Position just past the last frame: every message below it is written.
+    pub fn end_position(&self) -> u64 {
+        position::encode(self.header.file_number, self.write_pos as u64)
     }
 
     /// Seals the file with the end-of-file marker.

@@ -1,12 +1,10 @@
-//! The appender: assigns sequences on the caller's thread and hands
-//! messages to the I/O thread.
+//! The appender: the handle callers append through.
 
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use crossbeam_channel::Sender;
-
-use super::command::{Command, Encoded, EncodedBatch};
+use super::command::EncodedBatch;
+use super::handoff::{Handoff, SendError};
 use super::shared::WriterShared;
 use crate::config::FlushMode;
 use crate::error::{Error, Result};
@@ -14,16 +12,8 @@ use crate::format::record::{Record, RECORD_FIXED_LEN};
 use crate::storage::mapped::fork_generation;
 
 #[derive(Debug)]
-struct SendState {
-    next_seq: u64,
-    tx: Option<Sender<Command>>,
-}
-
-#[derive(Debug)]
 pub(crate) struct AppenderInner {
-    /// Sequence assignment and sending happen under one lock, so sequences
-    /// reach the I/O thread in order even with many appending threads.
-    send: Mutex<SendState>,
+    handoff: Arc<Handoff>,
     shared: Arc<WriterShared>,
     flush: FlushMode,
     max_record_len: usize,
@@ -31,6 +21,7 @@ pub(crate) struct AppenderInner {
 }
 
 /// Appends messages to a queue. Cheap to clone; share it between threads.
+/// Sequences are 0-based, dense, and assigned when `append` is called.
 ///
 /// ```no_run
 /// # let queue = litemq::QueueBuilder::new("/tmp/q").open()?;
@@ -48,18 +39,14 @@ pub struct Appender {
 
 impl Appender {
     pub(crate) fn new(
-        tx: Sender<Command>,
-        next_seq: u64,
+        handoff: Arc<Handoff>,
         shared: Arc<WriterShared>,
         flush: FlushMode,
         max_record_len: usize,
     ) -> Appender {
         Appender {
             inner: Arc::new(AppenderInner {
-                send: Mutex::new(SendState {
-                    next_seq,
-                    tx: Some(tx),
-                }),
+                handoff,
                 shared,
                 flush,
                 max_record_len,
@@ -71,25 +58,17 @@ impl Appender {
     /// Appends one message with just a payload; returns its sequence.
     pub fn append(&self, payload: &[u8]) -> Result<u64> {
         self.check_size(payload.len())?;
-        let msg = Encoded {
-            flags: 0,
-            body: payload.to_vec(),
-        };
-        self.send(1, |seq| Command::Append { seq, msg })
+        self.push(0, |out| out.extend_from_slice(payload))
     }
 
     /// Appends one message with key and headers; returns its sequence.
     pub fn append_record(&self, record: &Record<'_>) -> Result<u64> {
         record.validate().map_err(Error::InvalidArgument)?;
-        let mut body = Vec::new();
-        record.encode_fields(&mut body);
-        body.extend_from_slice(record.payload);
-        self.check_size(body.len())?;
-        let msg = Encoded {
-            flags: record.flags(),
-            body,
-        };
-        self.send(1, |seq| Command::Append { seq, msg })
+        self.check_size(record.body_len())?;
+        self.push(record.flags(), |out| {
+            record.encode_fields(out);
+            out.extend_from_slice(record.payload);
+        })
     }
 
     /// Appends payloads in one command; returns their sequences.
@@ -111,55 +90,26 @@ impl Appender {
         let mut batch = EncodedBatch::default();
         for r in records {
             r.validate().map_err(Error::InvalidArgument)?;
+            self.check_size(r.body_len())?;
             let start = batch.bodies.len();
             r.encode_fields(&mut batch.bodies);
             batch.bodies.extend_from_slice(r.payload);
-            let len = batch.bodies.len() - start;
-            self.check_size(len)?;
-            batch.entries.push((r.flags(), len as u32));
+            batch
+                .entries
+                .push((r.flags(), (batch.bodies.len() - start) as u32));
         }
         self.send_batch(batch)
-    }
-
-    /// Appends an already encoded batch (the Python bindings build one
-    /// while walking a list, without an intermediate `Vec<&[u8]>`).
-    pub fn append_encoded(&self, batch: EncodedBatch) -> Result<Range<u64>> {
-        for &(_, len) in &batch.entries {
-            self.check_size(len as usize)?;
-        }
-        self.send_batch(batch)
-    }
-
-    fn send_batch(&self, batch: EncodedBatch) -> Result<Range<u64>> {
-        let n = batch.entries.len() as u64;
-        if n == 0 {
-            let next = self
-                .inner
-                .send
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .next_seq;
-            return Ok(next..next);
-        }
-        let first = self.send(n, |first_seq| Command::Batch { first_seq, batch })?;
-        Ok(first..first + n)
     }
 
     /// Returns once every message appended before this call is written and
     /// msync'd, or the error that stopped the writer.
     pub fn flush(&self) -> Result<()> {
         self.check_alive()?;
-        let target = {
-            let state = self.inner.send.lock().unwrap_or_else(|e| e.into_inner());
-            let target = state.next_seq;
-            if self.inner.shared.durable() >= target {
-                return Ok(());
-            }
-            let tx = state.tx.as_ref().ok_or(Error::Closed)?;
-            tx.send(Command::Flush)
-                .map_err(|_| self.inner.shared.poison_error())?;
-            target
-        };
+        let target = self
+            .inner
+            .handoff
+            .request_flush()
+            .map_err(|e| self.send_error(e))?;
         self.inner.shared.wait_durable(target)
     }
 
@@ -179,40 +129,50 @@ impl Appender {
     }
 
     fn check_alive(&self) -> Result<()> {
-        if fork_generation() != self.inner.fork_gen {
+        if self.forked() {
             return Err(Error::Forked);
         }
         self.inner.shared.check()
     }
 
-    fn send(&self, count: u64, make: impl FnOnce(u64) -> Command) -> Result<u64> {
+    fn send_error(&self, e: SendError) -> Error {
+        match e {
+            SendError::Closed => Error::Closed,
+            SendError::Disconnected => self.inner.shared.poison_error(),
+        }
+    }
+
+    fn push(&self, flags: u8, encode: impl FnOnce(&mut Vec<u8>)) -> Result<u64> {
         self.check_alive()?;
-        let seq = {
-            let mut state = self.inner.send.lock().unwrap_or_else(|e| e.into_inner());
-            let seq = state.next_seq;
-            let tx = state.tx.as_ref().ok_or(Error::Closed)?;
-            tx.send(make(seq))
-                .map_err(|_| self.inner.shared.poison_error())?;
-            state.next_seq += count;
-            seq
-        };
-        if self.inner.flush == FlushMode::Sync {
-            self.inner.shared.wait_durable(seq + count)?;
+        let sync = self.inner.flush == FlushMode::Sync;
+        let seq = self
+            .inner
+            .handoff
+            .push(flags, sync, encode)
+            .map_err(|e| self.send_error(e))?;
+        if sync {
+            self.inner.shared.wait_durable(seq + 1)?;
         }
         Ok(seq)
+    }
+
+    fn send_batch(&self, batch: EncodedBatch) -> Result<Range<u64>> {
+        self.check_alive()?;
+        let range = self
+            .inner
+            .handoff
+            .push_batch(batch)
+            .map_err(|e| self.send_error(e))?;
+        if self.inner.flush == FlushMode::Sync && !range.is_empty() {
+            self.inner.shared.wait_durable(range.end)?;
+        }
+        Ok(range)
     }
 
     /// Stops accepting appends and tells the I/O thread to finish. Returns
     /// false when it was already closed.
     pub(crate) fn shut(&self) -> bool {
-        let mut state = self.inner.send.lock().unwrap_or_else(|e| e.into_inner());
-        match state.tx.take() {
-            Some(tx) => {
-                let _ = tx.send(Command::Shutdown { done: None });
-                true
-            }
-            None => false,
-        }
+        self.inner.handoff.shutdown()
     }
 
     pub(crate) fn forked(&self) -> bool {

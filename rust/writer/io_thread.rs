@@ -10,21 +10,28 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError};
+use std::sync::atomic::Ordering::Relaxed;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 
 use super::active::ActiveFile;
 use super::command::{Command, EncodedBatch};
+use super::handoff::{Handoff, Sleep};
 use super::shared::WriterShared;
 use crate::clock::Clock;
 use crate::config::{Config, FlushMode};
 use crate::error::{Error, Result};
 use crate::format::header::DataHeader;
-use crate::format::record::RECORD_FIXED_LEN;
+use crate::format::position;
+use crate::format::record::{self, FLAG_KEY, RECORD_FIXED_LEN};
+use crate::index::key_index::KeyIndexWriter;
 use crate::reader::catalog::Catalog;
 use crate::storage::layout::FileId;
 
-/// Most commands handled before the I/O thread syncs and publishes progress.
+/// In `Sync` mode, most commands handled before a sync even when more keep coming.
 const DRAIN_LIMIT: usize = 4096;
+/// Polls of channel and pending batch before the I/O thread blocks.
+const IDLE_SPINS: u32 = 2_000;
 /// Sealed files whose pages may still be dirty (async mode) kept for the next
 /// flush; beyond this the oldest is synced at once.
 const MAX_UNSYNCED_SEALED: usize = 4;
@@ -44,6 +51,7 @@ pub struct IoThread {
     config: Config,
     clock: Arc<dyn Clock>,
     rx: Receiver<Command>,
+    handoff: Arc<Handoff>,
     shared: Arc<WriterShared>,
     catalog: Arc<Catalog>,
     active: Option<ActiveFile>,
@@ -52,8 +60,7 @@ pub struct IoThread {
     next_seq: u64,
     last_ts: u64,
     sealed_unsynced: Vec<(PathBuf, File)>,
-    /// A flush was requested in the current group.
-    flush_requested: bool,
+    key_index: KeyIndexWriter,
     last_sync: Instant,
 }
 
@@ -61,15 +68,18 @@ impl IoThread {
     pub fn new(
         config: Config,
         rx: Receiver<Command>,
+        handoff: Arc<Handoff>,
         shared: Arc<WriterShared>,
         catalog: Arc<Catalog>,
         resume: Resume,
+        key_index: KeyIndexWriter,
     ) -> IoThread {
         IoThread {
             base: config.path.clone(),
             clock: config.clock.clone(),
             config,
             rx,
+            handoff,
             shared,
             catalog,
             active: resume.active,
@@ -78,7 +88,7 @@ impl IoThread {
             next_seq: resume.next_seq,
             last_ts: resume.last_timestamp,
             sealed_unsynced: Vec::new(),
-            flush_requested: false,
+            key_index,
             last_sync: Instant::now(),
         }
     }
@@ -95,38 +105,80 @@ impl IoThread {
     }
 
     fn serve(&mut self) -> Result<()> {
+        let mut since_sync = 0usize;
         loop {
-            let cmd = match self.rx.recv_timeout(self.idle_timeout()) {
-                Ok(cmd) => cmd,
-                Err(RecvTimeoutError::Timeout) => {
-                    self.maybe_sync()?;
-                    continue;
+            // Work first: queued commands, then whatever appenders have
+            // pending. Only when both are empty does the thread wait.
+            match self.rx.try_recv() {
+                Ok(Command::Shutdown) => return self.shutdown(),
+                Ok(cmd) => {
+                    self.handle(cmd)?;
+                    since_sync += 1;
                 }
-                Err(RecvTimeoutError::Disconnected) => return self.shutdown(None),
-            };
-            let mut next = Some(cmd);
-            let mut handled = 0;
-            while let Some(cmd) = next.take() {
-                match cmd {
-                    Command::Append { seq, msg } => {
-                        self.expect_seq(seq)?;
-                        let ts = self.timestamp();
-                        self.write(msg.flags, ts, &msg.body)?;
+                Err(TryRecvError::Disconnected) => return self.shutdown(),
+                Err(TryRecvError::Empty) => match self.handoff.take_pending() {
+                    Some((first, batch)) => {
+                        self.write_batch(first, batch)?;
+                        since_sync += 1;
                     }
-                    Command::Batch { first_seq, batch } => {
-                        self.expect_seq(first_seq)?;
-                        self.write_batch(&batch)?;
+                    None => {
+                        self.sync_if_due(true)?;
+                        since_sync = 0;
+                        if let Some(cmd) = self.idle()? {
+                            if matches!(cmd, Command::Shutdown) {
+                                return self.shutdown();
+                            }
+                            self.handle(cmd)?;
+                            since_sync += 1;
+                        }
+                        continue;
                     }
-                    Command::Flush => self.flush_requested = true,
-                    Command::Shutdown { done } => return self.shutdown(done),
-                }
-                handled += 1;
-                if handled < DRAIN_LIMIT {
-                    next = self.rx.try_recv().ok();
-                }
+                },
             }
-            self.shared.set_written(self.next_seq);
-            self.maybe_sync()?;
+            if since_sync >= DRAIN_LIMIT {
+                self.sync_if_due(true)?;
+                since_sync = 0;
+            } else {
+                self.sync_if_due(false)?;
+            }
+        }
+    }
+
+    /// Waits for work: spins a little (work usually follows work), then
+    /// blocks on the channel after telling appenders to send directly.
+    fn idle(&mut self) -> Result<Option<Command>> {
+        for round in 0..IDLE_SPINS {
+            if !self.rx.is_empty() || self.handoff.has_pending() {
+                return Ok(None);
+            }
+            if round < IDLE_SPINS / 2 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        match self.handoff.prepare_sleep() {
+            Sleep::Ok => {}
+            Sleep::Work(first, batch) => {
+                self.write_batch(first, batch)?;
+                return Ok(None);
+            }
+            Sleep::Busy => return Ok(None),
+        }
+        let got = self.rx.recv_timeout(self.idle_timeout());
+        self.handoff.woke();
+        match got {
+            Ok(cmd) => Ok(Some(cmd)),
+            Err(RecvTimeoutError::Timeout) => Ok(None),
+            Err(RecvTimeoutError::Disconnected) => Ok(Some(Command::Shutdown)),
+        }
+    }
+
+    fn handle(&mut self, cmd: Command) -> Result<()> {
+        match cmd {
+            Command::Batch { first_seq, batch } => self.write_batch(first_seq, batch),
+            Command::Flush => self.sync_all(),
+            Command::Shutdown => Ok(()),
         }
     }
 
@@ -160,15 +212,20 @@ impl IoThread {
         self.last_ts
     }
 
-    fn write_batch(&mut self, batch: &EncodedBatch) -> Result<()> {
+    fn write_batch(&mut self, first_seq: u64, batch: EncodedBatch) -> Result<()> {
+        self.expect_seq(first_seq)?;
         let ts = self.timestamp();
         let mut at = 0usize;
+        let mut bytes = 0u64;
         for &(flags, len) in &batch.entries {
             let body = &batch.bodies[at..at + len as usize];
             at += len as usize;
             self.write(flags, ts, body)?;
+            bytes += (RECORD_FIXED_LEN + body.len()) as u64;
         }
         self.shared.set_written(self.next_seq);
+        self.shared.counters.bytes_written.fetch_add(bytes, Relaxed);
+        self.handoff.recycle(batch);
         Ok(())
     }
 
@@ -182,12 +239,14 @@ impl IoThread {
             self.roll(ts)?;
         }
         let active = self.active.as_mut().expect("roll leaves an active file");
-        active.write_frame(flags, ts, body);
+        let offset = active.write_frame(flags, ts, body);
         self.next_seq += 1;
-        self.shared
-            .counters
-            .bytes_written
-            .fetch_add(record_len as u64, std::sync::atomic::Ordering::Relaxed);
+        if flags & FLAG_KEY != 0 {
+            // Written after the frame: the key index never gets ahead of the data.
+            let key = record::key_of_body(body).expect("appender encoded the key");
+            let pos = position::encode(active.header.file_number, offset as u64);
+            self.key_index.add(key, pos, ts)?;
+        }
         Ok(())
     }
 
@@ -240,17 +299,19 @@ impl IoThread {
         Ok(())
     }
 
-    fn maybe_sync(&mut self) -> Result<()> {
+    /// Syncs when the flush mode says so. `Sync` syncs once per drained
+    /// group (`group_done`): every append that waited meanwhile shares it.
+    fn sync_if_due(&mut self, group_done: bool) -> Result<()> {
         let due = match self.config.flush {
             FlushMode::Async => false,
-            FlushMode::Sync => true,
+            FlushMode::Sync => group_done && self.shared.durable() < self.next_seq,
             FlushMode::Batch { bytes, interval } => {
                 let pending = self.active.as_ref().map_or(0, |a| a.unsynced()) as u64;
                 pending > 0
                     && ((bytes > 0 && pending >= bytes) || self.last_sync.elapsed() >= interval)
             }
         };
-        if due || self.flush_requested {
+        if due {
             self.sync_all()?;
         }
         Ok(())
@@ -259,7 +320,6 @@ impl IoThread {
     /// msyncs the active file and any sealed file still dirty, then raises
     /// the durable mark to everything written.
     fn sync_all(&mut self) -> Result<()> {
-        self.flush_requested = false;
         for (path, f) in self.sealed_unsynced.drain(..) {
             f.sync_data().map_err(|e| Error::io("fdatasync", path, e))?;
         }
@@ -278,27 +338,22 @@ impl IoThread {
         Ok(())
     }
 
-    fn shutdown(&mut self, done: Option<std::sync::mpsc::SyncSender<()>>) -> Result<()> {
+    fn shutdown(&mut self) -> Result<()> {
         // Whatever is still queued was sent before Shutdown: write it too.
         while let Ok(cmd) = self.rx.try_recv() {
-            match cmd {
-                Command::Append { seq, msg } => {
-                    self.expect_seq(seq)?;
-                    let ts = self.timestamp();
-                    self.write(msg.flags, ts, &msg.body)?;
-                }
-                Command::Batch { first_seq, batch } => {
-                    self.expect_seq(first_seq)?;
-                    self.write_batch(&batch)?;
-                }
-                Command::Flush | Command::Shutdown { .. } => {}
-            }
+            self.handle(cmd)?;
         }
-        self.shared.set_written(self.next_seq);
+        if let Some((first, batch)) = self.handoff.take_pending() {
+            self.write_batch(first, batch)?;
+        }
         self.sync_all()?;
-        if let Some(done) = done {
-            let _ = done.send(());
-        }
+        self.key_index.close()?;
+        let upto = match &self.active {
+            Some(a) => a.end_position(),
+            None => position::encode(self.next_file_number, 0),
+        };
+        self.shared
+            .set_indexed_upto(upto, self.key_index.last_position());
         Ok(())
     }
 }

@@ -5,5 +5,6 @@
 pub mod active;
 pub mod appender;
 pub mod command;
+pub mod handoff;
 pub mod io_thread;
 pub mod shared;

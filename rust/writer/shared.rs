@@ -30,6 +30,9 @@ pub struct WriterShared {
     poisoned: AtomicBool,
     /// Every sequence below this is written and visible to readers.
     written: AtomicU64,
+    /// Key-index coverage recorded at shutdown (see `Metadata::key_index_upto`).
+    indexed_upto: AtomicU64,
+    key_index_last: AtomicU64,
     pub counters: Counters,
 }
 
@@ -47,6 +50,21 @@ impl WriterShared {
 
     pub fn set_written(&self, next: u64) {
         self.written.store(next, Ordering::Release);
+    }
+
+    pub fn set_indexed_upto(&self, pos: u64, last: Option<u64>) {
+        self.indexed_upto.store(pos, Ordering::Release);
+        self.key_index_last
+            .store(last.unwrap_or(0), Ordering::Release);
+    }
+
+    /// The key index's last position at shutdown (0: none).
+    pub fn key_index_last(&self) -> Option<u64> {
+        Some(self.key_index_last.load(Ordering::Acquire)).filter(|&p| p != 0)
+    }
+
+    pub fn indexed_upto(&self) -> u64 {
+        self.indexed_upto.load(Ordering::Acquire)
     }
 
     pub fn durable(&self) -> u64 {

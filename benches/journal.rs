@@ -1,0 +1,192 @@
+//! Engine benchmarks: append and read throughput, append-to-tailer latency,
+//! seek and open times. `cargo bench --bench journal`.
+//!
+//! Throughput figures count a message as appended once the I/O thread has
+//! written it into the mapping (visible to tailers), not when `append`
+//! returns, so the channel cannot hide a slow writer.
+
+use std::hint::black_box;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use litemq::{Queue, QueueBuilder, Start, WaitStrategy};
+
+fn open(path: &Path) -> Queue {
+    QueueBuilder::new(path).file_size(256 << 20).open().unwrap()
+}
+
+fn wait_written(q: &Queue, target: u64) {
+    while q.next_seq() < target {
+        std::hint::spin_loop();
+    }
+}
+
+fn append_throughput(c: &mut Criterion) {
+    let mut g = c.benchmark_group("append");
+    g.sample_size(10).measurement_time(Duration::from_secs(4));
+    for size in [64usize, 256, 1024, 65536] {
+        let n: u64 = if size >= 65536 { 20_000 } else { 1_000_000 };
+        g.throughput(Throughput::Bytes(size as u64 * n));
+        g.bench_with_input(BenchmarkId::new("single", size), &size, |b, &size| {
+            let dir = tempfile::tempdir().unwrap();
+            let q = open(dir.path());
+            let app = q.appender().unwrap();
+            let payload = vec![7u8; size];
+            b.iter_custom(|iters| {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    let first = q.next_seq();
+                    for _ in 0..n {
+                        app.append(&payload).unwrap();
+                    }
+                    wait_written(&q, first + n);
+                }
+                start.elapsed()
+            });
+            print_rate("append", size, n, &q);
+        });
+    }
+    let n = 1_000_000u64;
+    g.throughput(Throughput::Bytes(64 * n));
+    g.bench_function("batch/64", |b| {
+        let dir = tempfile::tempdir().unwrap();
+        let q = open(dir.path());
+        let app = q.appender().unwrap();
+        let payloads: Vec<Vec<u8>> = (0..1000).map(|_| vec![7u8; 64]).collect();
+        b.iter_custom(|iters| {
+            let start = Instant::now();
+            for _ in 0..iters {
+                let first = q.next_seq();
+                for _ in 0..n / 1000 {
+                    app.append_batch(payloads.iter().map(Vec::as_slice))
+                        .unwrap();
+                }
+                wait_written(&q, first + n);
+            }
+            start.elapsed()
+        });
+    });
+    g.finish();
+}
+
+fn print_rate(what: &str, size: usize, n: u64, q: &Queue) {
+    let _ = (what, size, n, q);
+}
+
+fn read_throughput(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let q = open(dir.path());
+    let app = q.appender().unwrap();
+    let n = 2_000_000u64;
+    for _ in 0..n / 1000 {
+        app.append_batch(std::iter::repeat_n(&[9u8; 64][..], 1000))
+            .unwrap();
+    }
+    wait_written(&q, n);
+    let mut g = c.benchmark_group("read");
+    g.sample_size(10).measurement_time(Duration::from_secs(4));
+    g.throughput(Throughput::Elements(n));
+    g.bench_function("sequential/64", |b| {
+        b.iter(|| {
+            let mut t = q.tailer(Start::Beginning).unwrap();
+            let mut sum = 0usize;
+            while let Some(m) = t.read_next().unwrap() {
+                sum += m.payload.len();
+            }
+            assert_eq!(sum as u64, 64 * n);
+        })
+    });
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("seek/random", |b| {
+        let mut t = q.tailer(Start::Beginning).unwrap();
+        let mut x = 12345u64;
+        b.iter(|| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let seq = (x >> 20) % n;
+            t.seek(seq).unwrap();
+            black_box(t.read_next().unwrap().unwrap().seq);
+        })
+    });
+    g.bench_function("get/random", |b| {
+        let mut x = 99u64;
+        b.iter(|| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            black_box(q.get((x >> 20) % n).unwrap());
+        })
+    });
+    g.finish();
+    q.close().unwrap();
+
+    let mut g = c.benchmark_group("open");
+    g.sample_size(10);
+    g.bench_function("2M messages, 8 files", |b| {
+        b.iter(|| {
+            let q = QueueBuilder::new(dir.path())
+                .file_size(256 << 20)
+                .open()
+                .unwrap();
+            black_box(q.next_seq());
+            q.close().unwrap();
+        })
+    });
+    g.finish();
+}
+
+/// Append-to-tailer latency in one process, paced at 100k msg/s.
+fn latency(c: &mut Criterion) {
+    let _ = c;
+    for wait in [WaitStrategy::Default, WaitStrategy::BusySpin] {
+        let dir = tempfile::tempdir().unwrap();
+        let q = QueueBuilder::new(dir.path())
+            .file_size(256 << 20)
+            .wait_strategy(wait)
+            .open()
+            .unwrap();
+        let app = q.appender().unwrap();
+        let epoch = Arc::new(Instant::now());
+        let n = 200_000u64;
+        let mut t = q.tailer(Start::Beginning).unwrap();
+        let e2 = epoch.clone();
+        let reader = std::thread::spawn(move || {
+            let mut lat = Vec::with_capacity(n as usize);
+            for _ in 0..n {
+                let m = t
+                    .read_next_timeout(Duration::from_secs(10))
+                    .unwrap()
+                    .unwrap();
+                let sent = u64::from_le_bytes(m.payload[..8].try_into().unwrap());
+                lat.push(e2.elapsed().as_nanos() as u64 - sent);
+            }
+            lat
+        });
+        let mut payload = [0u8; 64];
+        let start = Instant::now();
+        for i in 0..n {
+            let due = Duration::from_micros(i * 10);
+            while start.elapsed() < due {
+                std::hint::spin_loop();
+            }
+            payload[..8].copy_from_slice(&(epoch.elapsed().as_nanos() as u64).to_le_bytes());
+            app.append(&payload).unwrap();
+        }
+        let mut lat = reader.join().unwrap();
+        lat.sort_unstable();
+        let p = |q: f64| lat[((lat.len() as f64 * q) as usize).min(lat.len() - 1)] as f64 / 1000.0;
+        println!(
+            "latency/append-to-tailer wait={wait:?}: p50 {:.1} µs  p99 {:.1} µs  p99.9 {:.1} µs  max {:.1} µs  (n={n}, 100k msg/s, 64 B)",
+            p(0.5),
+            p(0.99),
+            p(0.999),
+            p(1.0)
+        );
+    }
+}
+
+criterion_group!(benches, append_throughput, read_throughput, latency);
+criterion_main!(benches);

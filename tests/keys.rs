@@ -1,0 +1,216 @@
+//! Finding messages by key through the queue: exact results, time ranges,
+//! recovery of an index that lags the data, and rebuilds.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::*;
+use litemq::format::record::HeaderField;
+use litemq::{KeyIndexConfig, QueueBuilder, Record};
+
+/// Tiny key index: 4 slots force long collision chains, 50 items per file
+/// force many files.
+fn tiny(path: &Path) -> QueueBuilder {
+    small(path).key_index(KeyIndexConfig {
+        slots: 4,
+        items: 50,
+    })
+}
+
+fn keyed<'a>(payload: &'a [u8], key: &'a [u8]) -> Record<'a> {
+    Record {
+        payload,
+        key: Some(key),
+        ..Record::new(payload)
+    }
+}
+
+fn key_of(i: u64) -> Vec<u8> {
+    format!("k{}", i % 17).into_bytes()
+}
+
+/// Appends 600 messages, 17 distinct keys, every third without a key.
+fn fill(q: &litemq::Queue, clock: &litemq::ManualClock) {
+    let app = q.appender().unwrap();
+    for i in 0..600u64 {
+        let p = payload(i);
+        if i % 3 == 2 {
+            app.append(&p).unwrap();
+        } else {
+            app.append_record(&keyed(&p, &key_of(i))).unwrap();
+        }
+        // The I/O thread stamps messages when it writes them: flush so each
+        // one is written before the clock moves.
+        app.flush().unwrap();
+        clock.advance(Duration::from_millis(3));
+    }
+}
+
+fn expected(key: &[u8], range: std::ops::Range<u64>) -> Vec<u64> {
+    (0..600u64)
+        .filter(|i| i % 3 != 2 && key_of(*i) == key && range.contains(i))
+        .collect()
+}
+
+fn seqs(v: &[litemq::OwnedMessage]) -> Vec<u64> {
+    v.iter().map(|m| m.seq).collect()
+}
+
+#[test]
+fn find_returns_exactly_the_messages_with_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock_at(1_000_000_000);
+    let q = tiny(dir.path()).clock(clock.clone()).open().unwrap();
+    fill(&q, &clock);
+    assert!(
+        std::fs::read_dir(dir.path().join("index")).unwrap().count() > 3,
+        "keys must span several index files"
+    );
+    assert!(q.stats().rolls > 0, "and several data files");
+    for k in 0..17u64 {
+        let key = key_of(k);
+        let found = q.find(&key, None, None, None).unwrap();
+        assert_eq!(seqs(&found), expected(&key, 0..600), "key {k}");
+        assert!(found
+            .iter()
+            .all(|m| m.key.as_deref() == Some(&key[..]) && m.payload == payload(m.seq)));
+    }
+    assert!(q.find(b"absent", None, None, None).unwrap().is_empty());
+    assert_eq!(q.find(b"k1", None, None, Some(3)).unwrap().len(), 3);
+}
+
+#[test]
+fn time_range_is_inclusive_start_exclusive_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = 1_000_000_000u64;
+    let clock = clock_at(start);
+    let q = tiny(dir.path()).clock(clock.clone()).open().unwrap();
+    fill(&q, &clock);
+    // Message i was written at start + 3 ms * i.
+    let ts = |i: u64| start + i * 3000;
+    let key = key_of(5);
+    let from = ts(100);
+    let to = ts(400);
+    let found = q.find(&key, Some(from), Some(to), None).unwrap();
+    assert_eq!(seqs(&found), expected(&key, 100..400));
+    // One microsecond either side moves the boundary messages.
+    let found = q.find(&key, Some(from + 1), Some(to + 1), None).unwrap();
+    assert_eq!(seqs(&found), expected(&key, 101..401));
+}
+
+#[test]
+fn text_keys_non_ascii_and_binary_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).open().unwrap();
+    let app = q.appender().unwrap();
+    let text = "ключ-🔑";
+    let bin = [0u8, 255, 0, 10];
+    let h = [HeaderField {
+        name: "größe",
+        value: "∞".as_bytes(),
+        value_is_text: true,
+    }];
+    app.append_record(&Record {
+        payload: b"t",
+        key: Some(text.as_bytes()),
+        key_is_text: true,
+        headers: &h,
+    })
+    .unwrap();
+    app.append_record(&keyed(b"b", &bin)).unwrap();
+    app.flush().unwrap();
+    let t = q.find(text.as_bytes(), None, None, None).unwrap();
+    assert_eq!(t.len(), 1);
+    assert!(t[0].key_is_text);
+    assert_eq!(
+        t[0].headers,
+        vec![("größe".to_string(), "∞".as_bytes().to_vec(), true)]
+    );
+    assert_eq!(q.find(&bin, None, None, None).unwrap()[0].payload, b"b");
+}
+
+#[test]
+fn index_lagging_the_data_is_caught_up_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock_at(1_000_000_000);
+    let q = tiny(dir.path()).clock(clock.clone()).open().unwrap();
+    fill(&q, &clock);
+    q.close().unwrap();
+    // A crash between data and index: the newest index files never made it.
+    let mut idx: Vec<_> = std::fs::read_dir(dir.path().join("index"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    idx.sort();
+    for p in &idx[idx.len() / 2..] {
+        std::fs::remove_file(p).unwrap();
+    }
+    let q = tiny(dir.path()).clock(clock.clone()).open().unwrap();
+    for k in 0..17u64 {
+        let key = key_of(k);
+        assert_eq!(
+            seqs(&q.find(&key, None, None, None).unwrap()),
+            expected(&key, 0..600),
+            "key {k}"
+        );
+    }
+    // And with the index gone entirely, read-only readers still see nothing wrong after reopen.
+    q.close().unwrap();
+    std::fs::remove_dir_all(dir.path().join("index")).unwrap();
+    let q = tiny(dir.path()).clock(clock).open().unwrap();
+    assert_eq!(
+        seqs(&q.find(b"k3", None, None, None).unwrap()),
+        expected(b"k3", 0..600)
+    );
+}
+
+#[test]
+fn reindex_produces_files_equal_to_the_live_built_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock_at(1_000_000_000);
+    let q = tiny(dir.path()).clock(clock.clone()).open().unwrap();
+    fill(&q, &clock);
+    q.close().unwrap();
+    drop(q);
+    let read = |d: &Path| {
+        let mut v: Vec<_> = std::fs::read_dir(d.join("index"))
+            .unwrap()
+            .map(|e| {
+                let p = e.unwrap().path();
+                (
+                    p.file_name().unwrap().to_owned(),
+                    std::fs::read(&p).unwrap(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let live = read(dir.path());
+    let keys = litemq::reindex(
+        dir.path(),
+        KeyIndexConfig {
+            slots: 4,
+            items: 50,
+        },
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(keys, 400);
+    assert_eq!(read(dir.path()), live);
+}
+
+#[test]
+fn read_only_queue_finds_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock_at(1_000_000_000);
+    let q = tiny(dir.path()).clock(clock.clone()).open().unwrap();
+    fill(&q, &clock);
+    let r = tiny(dir.path()).read_only(true).open().unwrap();
+    assert_eq!(
+        seqs(&r.find(b"k7", None, None, None).unwrap()),
+        expected(b"k7", 0..600)
+    );
+}
