@@ -247,13 +247,48 @@ impl Tailer {
         cursor.offset = offset;
         self.cursor = Some(cursor);
         self.seq = at_seq;
-        while self.seq < seq {
-            if self.advance()?.is_none() {
-                let next = self.seq;
-                return Err(Error::NotFound { seq, first, next });
-            }
+        if !self.skip_while(|s, _, _| s < seq)? {
+            let next = self.seq;
+            return Err(Error::NotFound { seq, first, next });
         }
         Ok(())
+    }
+
+    /// Steps over published frames by their lengths alone (no CRC: the
+    /// frame finally read is checked) while `more(seq, file_number, offset)` holds,
+    /// crossing into later files at end-of-file markers. Returns false when
+    /// it ran out of published frames first.
+    fn skip_while(&mut self, mut more: impl FnMut(u64, u64, usize) -> bool) -> Result<bool> {
+        loop {
+            let Some(c) = self.cursor.as_mut() else {
+                return Ok(false);
+            };
+            if !more(self.seq, c.info.header.file_number, c.offset) {
+                return Ok(true);
+            }
+            let len = c.map.load_u32(c.offset);
+            match len {
+                0 => return Ok(false),
+                frame::END_OF_FILE => {
+                    if !self.next_file()? {
+                        return Ok(false);
+                    }
+                }
+                _ => {
+                    let next = c.offset.saturating_add(frame::frame_size(len as usize));
+                    if next + 4 > c.map.len() {
+                        return Err(Error::corrupted(
+                            c.map.path(),
+                            c.offset as u64,
+                            Some(self.seq),
+                            "frame length runs past the end of the file",
+                        ));
+                    }
+                    c.offset = next;
+                    self.seq += 1;
+                }
+            }
+        }
     }
 
     /// Moves to the first message whose timestamp is at or after `micros`
@@ -341,28 +376,12 @@ impl Tailer {
             {
                 (seq, at) = (e.seq, e.offset as usize);
             }
-            // Step over whole frames by their lengths until reaching `offset`.
-            while (at as u64) < offset {
-                let len = cursor.map.load_u32(at);
-                if len == 0 || len == frame::END_OF_FILE {
-                    break;
-                }
-                let next = at + frame::frame_size(len as usize);
-                if next + 4 > cursor.map.len() {
-                    return Err(Error::corrupted(
-                        cursor.map.path(),
-                        at as u64,
-                        Some(seq),
-                        "frame length runs past the end of the file",
-                    ));
-                }
-                at = next;
-                seq += 1;
-            }
         }
         cursor.offset = at;
         self.cursor = Some(cursor);
         self.seq = seq;
+        let target = offset as usize;
+        self.skip_while(|_, file, at| file == number && at < target)?;
         Ok(())
     }
 

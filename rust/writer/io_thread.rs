@@ -17,6 +17,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 use super::active::ActiveFile;
 use super::command::{Command, EncodedBatch};
 use super::handoff::{Handoff, Sleep};
+use super::prefault::PrefaultThread;
 use super::shared::WriterShared;
 use crate::clock::Clock;
 use crate::config::{Config, FlushMode};
@@ -61,6 +62,7 @@ pub struct IoThread {
     last_ts: u64,
     sealed_unsynced: Vec<(PathBuf, File)>,
     key_index: KeyIndexWriter,
+    prefault: PrefaultThread,
     last_sync: Instant,
 }
 
@@ -74,6 +76,10 @@ impl IoThread {
         resume: Resume,
         key_index: KeyIndexWriter,
     ) -> IoThread {
+        let mut prefault = PrefaultThread::start();
+        if let Some(a) = &resume.active {
+            prefault.set_file(a.map.prefaulter(), a.write_pos);
+        }
         IoThread {
             base: config.path.clone(),
             clock: config.clock.clone(),
@@ -89,6 +95,7 @@ impl IoThread {
             last_ts: resume.last_timestamp,
             sealed_unsynced: Vec::new(),
             key_index,
+            prefault,
             last_sync: Instant::now(),
         }
     }
@@ -225,6 +232,9 @@ impl IoThread {
         }
         self.shared.set_written(self.next_seq);
         self.shared.counters.bytes_written.fetch_add(bytes, Relaxed);
+        if let Some(a) = &self.active {
+            self.prefault.advance(a.write_pos);
+        }
         self.handoff.recycle(batch);
         Ok(())
     }
@@ -292,6 +302,8 @@ impl IoThread {
             index_interval: self.config.index_interval,
         };
         let active = ActiveFile::create(&self.base, id, header, durable)?;
+        self.prefault
+            .set_file(active.map.prefaulter(), active.write_pos);
         self.catalog.add(id, header);
         self.last_id = Some(id);
         self.next_file_number += 1;

@@ -7,4 +7,5 @@ pub mod appender;
 pub mod command;
 pub mod handoff;
 pub mod io_thread;
+pub mod prefault;
 pub mod shared;
