@@ -40,7 +40,7 @@ pub use config::{FlushMode, QueueBuilder, RollPeriod, RollStrategy, WaitStrategy
 pub use error::{Error, Result};
 pub use format::record::{HeaderIter, Record};
 pub use index::key_index::KeyIndexConfig;
-pub use queue::{reindex, writer_pid, Queue, Stats};
+pub use queue::{reindex, writer_pid, DataFileInfo, Queue, Stats};
 pub use reader::batch::Batch;
 pub use reader::tailer::{Message, OwnedMessage, Start, Tailer};
 pub use recovery::RecoveryReport;

@@ -24,6 +24,20 @@ use crate::writer::handoff::Handoff;
 use crate::writer::io_thread::IoThread;
 use crate::writer::shared::WriterShared;
 
+/// One data file of a queue, for planning parallel reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataFileInfo {
+    pub path: std::path::PathBuf,
+    pub file_number: u64,
+    /// Sequence of the file's first message.
+    pub first_seq: u64,
+    /// One past its last message (the next file's first, or the queue's end).
+    pub end_seq: u64,
+    pub created_us: u64,
+    /// Preallocated size in bytes.
+    pub size: u64,
+}
+
 /// Figures describing a queue, for monitoring.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -353,6 +367,26 @@ impl Queue {
             }
         }
         Ok(out)
+    }
+
+    /// The data files, oldest first, with the sequences each holds.
+    pub fn data_files(&self) -> Result<Vec<DataFileInfo>> {
+        self.check_open()?;
+        self.inner.catalog.refresh()?;
+        let files = self.inner.catalog.snapshot();
+        let end = self.next_seq();
+        Ok(files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| DataFileInfo {
+                path: self.inner.catalog.data_path(f.id),
+                file_number: f.header.file_number,
+                first_seq: f.header.first_seq,
+                end_seq: files.get(i + 1).map_or(end, |n| n.header.first_seq),
+                created_us: f.header.created_us,
+                size: f.header.file_size,
+            })
+            .collect())
     }
 
     /// Sequence of the oldest message kept.

@@ -203,6 +203,8 @@ impl<'a> Iterator for HeaderIter<'a> {
     }
 }
 
+impl ExactSizeIterator for HeaderIter<'_> {}
+
 /// Parses one header; `None` when the bytes are malformed.
 fn parse_header(b: &[u8]) -> Option<(HeaderField<'_>, usize)> {
     let name_len = *b.first()? as usize;

@@ -52,10 +52,19 @@ impl Batch {
             payload_offsets: vec![0],
             ..Batch::default()
         };
+        let hint = max_rows
+            .min(end.saturating_sub(tailer.next_seq()) as usize)
+            .min(1 << 20);
+        b.seq.reserve(hint);
+        b.timestamp.reserve(hint);
+        b.payload_offsets.reserve(hint);
         while b.rows < max_rows && tailer.next_seq() < end {
             let Some(m) = tailer.read_next()? else { break };
             let key_len = m.key.map_or(0, <[u8]>::len);
-            let header_bytes: usize = m.headers().map(|h| h.name.len() + h.value.len()).sum();
+            let header_bytes: usize = match m.headers().len() {
+                0 => 0,
+                _ => m.headers().map(|h| h.name.len() + h.value.len()).sum(),
+            };
             if b.payload_data.len() + m.payload.len() > LIMIT
                 || b.key_data.len() + key_len > LIMIT
                 || b.header_value_data.len() + header_bytes > LIMIT

@@ -392,12 +392,28 @@ impl Tailer {
     }
 
     /// Moves after the last published message.
+    /// Costs a directory listing and a walk over at most one sparse-index
+    /// interval of frames, by their lengths.
     pub fn seek_end(&mut self) -> Result<()> {
         self.catalog.refresh()?;
-        if let Some(last) = self.catalog.last() {
-            self.seek(last.header.first_seq)?;
+        let Some(last) = self.catalog.last() else {
+            return self.seek_to_start();
+        };
+        let (mut cursor, reused) = match self.cursor.take() {
+            Some(c) if c.info.id == last.id => (c, true),
+            _ => (Cursor::open(&self.catalog, last)?, false),
+        };
+        let (mut seq, mut at) = (last.header.first_seq, DATA_HEADER_LEN);
+        if let Some(e) = cursor.index(&self.catalog).and_then(|ix| ix.last()) {
+            (seq, at) = (e.seq, e.offset as usize);
         }
-        while self.advance()?.is_some() {}
+        if reused && self.seq > seq {
+            (seq, at) = (self.seq, cursor.offset);
+        }
+        cursor.offset = at;
+        self.cursor = Some(cursor);
+        self.seq = seq;
+        self.skip_while(|_, _, _| true)?;
         Ok(())
     }
 

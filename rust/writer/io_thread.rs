@@ -337,8 +337,10 @@ impl IoThread {
         }
         if let Some(a) = self.active.as_mut() {
             if a.unsynced() > 0 || self.shared.durable() < self.next_seq {
+                // Only the data: recovery rebuilds sparse-index entries from
+                // it, so syncing the index too would double the disk writes
+                // of every group commit for nothing.
                 a.sync()?;
-                a.index.sync()?;
                 self.shared
                     .counters
                     .syncs

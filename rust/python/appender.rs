@@ -1,0 +1,340 @@
+//! `Appender`: writes messages to a queue.
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyRange, PyString, PyTuple};
+
+use super::buffer::{bytes_arg, BytesArg};
+use super::fork::ForkSafe;
+use crate::format::record::HeaderField;
+use crate::Record;
+
+/// Writes messages to a queue; get one from `Queue.appender()`.
+///
+/// Safe to share between threads. Appends return once the message is handed
+/// to the queue's I/O thread (or, with `flush="sync"`, once it is on disk).
+///
+/// >>> app = q.appender()
+/// >>> app.append(b"order 1")
+/// 0
+/// >>> app.append_batch([b"a", b"b"])
+/// range(1, 3)
+/// >>> app.flush()
+#[pyclass(frozen, module = "litemq", name = "Appender")]
+pub(crate) struct Appender {
+    inner: ForkSafe<crate::Appender>,
+    /// Appends wait for the disk (flush="sync"): release the GIL for them.
+    blocking: bool,
+    path: String,
+}
+
+impl Appender {
+    pub(crate) fn new(inner: crate::Appender, blocking: bool, path: String) -> Self {
+        Appender {
+            inner: ForkSafe::new(inner),
+            blocking,
+            path,
+        }
+    }
+}
+
+/// A key argument: `str` (stored as text) or bytes-like.
+enum KeyArg<'py> {
+    Text(Bound<'py, PyString>),
+    Bytes(BytesArg<'py>),
+}
+
+impl KeyArg<'_> {
+    fn parse<'py>(key: &Bound<'py, PyAny>) -> PyResult<KeyArg<'py>> {
+        if let Ok(s) = key.cast::<PyString>() {
+            return Ok(KeyArg::Text(s.clone()));
+        }
+        bytes_arg(key, "key").map(KeyArg::Bytes).map_err(|_| {
+            PyTypeError::new_err(format!(
+                "key must be str or bytes-like, not {}",
+                type_name(key)
+            ))
+        })
+    }
+
+    fn as_bytes(&self) -> PyResult<&[u8]> {
+        Ok(match self {
+            KeyArg::Text(s) => s.to_str()?.as_bytes(),
+            KeyArg::Bytes(b) => b.as_slice(),
+        })
+    }
+
+    fn is_text(&self) -> bool {
+        matches!(self, KeyArg::Text(_))
+    }
+}
+
+/// Header names and values, kept alive while the record borrows them.
+struct HeadersArg<'py> {
+    fields: Vec<(Bound<'py, PyString>, KeyArg<'py>)>,
+}
+
+impl<'py> HeadersArg<'py> {
+    fn parse(headers: &Bound<'py, PyAny>) -> PyResult<Self> {
+        let items = if let Ok(d) = headers.cast::<PyDict>() {
+            d.items().into_any()
+        } else if headers.hasattr("items")? {
+            headers.call_method0("items")?
+        } else {
+            return Err(PyTypeError::new_err(format!(
+                "headers must be a mapping of str to str or bytes, not {}",
+                type_name(headers)
+            )));
+        };
+        let mut fields = Vec::new();
+        for item in items.try_iter()? {
+            let (name, value): (Bound<'py, PyAny>, Bound<'py, PyAny>) = item?.extract()?;
+            let name = name.cast_into::<PyString>().map_err(|e| {
+                PyTypeError::new_err(format!(
+                    "header names must be str, not {}",
+                    type_name(e.into_inner().as_any())
+                ))
+            })?;
+            let value = KeyArg::parse(&value).map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "header {name} must have a str or bytes value, not {}",
+                    type_name(&value)
+                ))
+            })?;
+            fields.push((name, value));
+        }
+        Ok(HeadersArg { fields })
+    }
+
+    fn borrow(&self) -> PyResult<Vec<HeaderField<'_>>> {
+        self.fields
+            .iter()
+            .map(|(name, value)| {
+                Ok(HeaderField {
+                    name: name.to_str()?,
+                    value: value.as_bytes()?,
+                    value_is_text: value.is_text(),
+                })
+            })
+            .collect()
+    }
+}
+
+/// One item of `append_batch`, parsed but still borrowing Python objects.
+struct ItemArg<'py> {
+    payload: BytesArg<'py>,
+    key: Option<KeyArg<'py>>,
+    headers: Option<HeadersArg<'py>>,
+}
+
+impl<'py> ItemArg<'py> {
+    fn parse(item: &Bound<'py, PyAny>, index: usize) -> PyResult<Self> {
+        let context = |e: PyErr| {
+            let py = item.py();
+            let new = if e.is_instance_of::<PyTypeError>(py) {
+                PyTypeError::new_err(format!("append_batch item {index}: {}", e.value(py)))
+            } else if e.is_instance_of::<PyValueError>(py) {
+                PyValueError::new_err(format!("append_batch item {index}: {}", e.value(py)))
+            } else {
+                return e;
+            };
+            new.set_cause(py, Some(e));
+            new
+        };
+        if let Ok(t) = item.cast::<PyTuple>() {
+            let (payload, key, headers) = match t.len() {
+                2 => (t.get_item(0)?, Some(t.get_item(1)?), None),
+                3 => (t.get_item(0)?, Some(t.get_item(1)?), Some(t.get_item(2)?)),
+                n => {
+                    return Err(PyTypeError::new_err(format!(
+                        "append_batch item {index}: a tuple must be (payload, key) or \
+                         (payload, key, headers), got {n} items"
+                    )))
+                }
+            };
+            return Self::from_parts(&payload, key.as_ref(), headers.as_ref()).map_err(context);
+        }
+        if let Ok(d) = item.cast::<PyDict>() {
+            let Some(payload) = d.get_item("payload")? else {
+                return Err(PyTypeError::new_err(format!(
+                    "append_batch item {index}: a dict needs a 'payload' entry"
+                )));
+            };
+            for k in d.keys() {
+                let k: String = k.extract().unwrap_or_default();
+                if !matches!(k.as_str(), "payload" | "key" | "headers") {
+                    return Err(PyTypeError::new_err(format!(
+                        "append_batch item {index}: unexpected dict entry {k:?} \
+                         (expected payload, key, headers)"
+                    )));
+                }
+            }
+            let key = d.get_item("key")?;
+            let headers = d.get_item("headers")?;
+            return Self::from_parts(&payload, key.as_ref(), headers.as_ref()).map_err(context);
+        }
+        Self::from_parts(item, None, None).map_err(context)
+    }
+
+    fn from_parts(
+        payload: &Bound<'py, PyAny>,
+        key: Option<&Bound<'py, PyAny>>,
+        headers: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Self> {
+        Ok(ItemArg {
+            payload: bytes_arg(payload, "payload")?,
+            key: key
+                .filter(|k| !k.is_none())
+                .map(KeyArg::parse)
+                .transpose()?,
+            headers: headers
+                .filter(|h| !h.is_none())
+                .map(HeadersArg::parse)
+                .transpose()?,
+        })
+    }
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+#[pymethods]
+impl Appender {
+    /// Appends one message and returns its sequence number.
+    ///
+    /// `payload` is any bytes-like object; `key` a `str` or bytes (returned
+    /// as given, and searchable with `Queue.find`); `headers` a mapping of
+    /// `str` to `str` or bytes.
+    ///
+    /// >>> app.append(b"order 1", key="customer-7", headers={"source": "web"})
+    /// 0
+    #[pyo3(signature = (payload, key=None, headers=None))]
+    fn append(
+        &self,
+        py: Python<'_>,
+        payload: &Bound<'_, PyAny>,
+        key: Option<&Bound<'_, PyAny>>,
+        headers: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<u64> {
+        let app = self.inner.get()?;
+        let payload = bytes_arg(payload, "payload")?;
+        if key.is_none() && headers.is_none() {
+            let bytes = payload.as_slice();
+            if self.blocking {
+                return Ok(py.detach(|| app.append(bytes))?);
+            }
+            return Ok(app.append(bytes)?);
+        }
+        let key = key.map(KeyArg::parse).transpose()?;
+        let headers = headers.map(HeadersArg::parse).transpose()?;
+        let fields = match &headers {
+            Some(h) => h.borrow()?,
+            None => Vec::new(),
+        };
+        let record = Record {
+            payload: payload.as_slice(),
+            key: key.as_ref().map(KeyArg::as_bytes).transpose()?,
+            key_is_text: key.as_ref().is_some_and(KeyArg::is_text),
+            headers: &fields,
+        };
+        if self.blocking {
+            return Ok(py.detach(|| app.append_record(&record))?);
+        }
+        Ok(app.append_record(&record)?)
+    }
+
+    /// Appends many messages in one call and returns the range of their
+    /// sequence numbers.
+    ///
+    /// Items are bytes-like payloads, `(payload, key)` or
+    /// `(payload, key, headers)` tuples, or dicts with `payload` and optional
+    /// `key` and `headers` entries.
+    ///
+    /// >>> app.append_batch([b"a", (b"b", "key-b"), {"payload": b"c", "headers": {"h": "v"}}])
+    /// range(1, 4)
+    fn append_batch<'py>(
+        &self,
+        py: Python<'py>,
+        items: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyRange>> {
+        let app = self.inner.get()?;
+        if items.is_instance_of::<PyBytes>() || items.is_instance_of::<PyString>() {
+            return Err(PyTypeError::new_err(
+                "append_batch takes an iterable of messages, not a single bytes or str; \
+                 use append() for one message",
+            ));
+        }
+        let objects: Vec<Bound<'py, PyAny>> = if let Ok(list) = items.cast::<PyList>() {
+            list.iter().collect()
+        } else if let Ok(tuple) = items.cast::<PyTuple>() {
+            tuple.iter().collect()
+        } else {
+            items
+                .try_iter()
+                .map_err(|_| {
+                    PyTypeError::new_err(format!(
+                        "append_batch takes an iterable of messages, not {}",
+                        type_name(items)
+                    ))
+                })?
+                .collect::<PyResult<_>>()?
+        };
+        // Fast path: every item is `bytes`.
+        let mut plain: Vec<&[u8]> = Vec::with_capacity(objects.len());
+        for obj in &objects {
+            match obj.cast::<PyBytes>() {
+                Ok(b) => plain.push(b.as_bytes()),
+                Err(_) => break,
+            }
+        }
+        let range = if plain.len() == objects.len() {
+            py.detach(|| app.append_batch(plain.iter().copied()))?
+        } else {
+            drop(plain);
+            let parsed = objects
+                .iter()
+                .enumerate()
+                .map(|(i, obj)| ItemArg::parse(obj, i))
+                .collect::<PyResult<Vec<_>>>()?;
+            let fields = parsed
+                .iter()
+                .map(|item| match &item.headers {
+                    Some(h) => h.borrow(),
+                    None => Ok(Vec::new()),
+                })
+                .collect::<PyResult<Vec<_>>>()?;
+            let records = parsed
+                .iter()
+                .zip(&fields)
+                .map(|(item, fields)| {
+                    Ok(Record {
+                        payload: item.payload.as_slice(),
+                        key: item.key.as_ref().map(KeyArg::as_bytes).transpose()?,
+                        key_is_text: item.key.as_ref().is_some_and(KeyArg::is_text),
+                        headers: fields,
+                    })
+                })
+                .collect::<PyResult<Vec<_>>>()?;
+            py.detach(|| app.append_records(&records))?
+        };
+        PyRange::new(py, range.start as isize, range.end as isize)
+    }
+
+    /// Blocks until every earlier append is written and on disk (msync).
+    ///
+    /// >>> app.append(b"important")
+    /// 7
+    /// >>> app.flush()   # durable from here on
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        let app = self.inner.get()?;
+        Ok(py.detach(|| app.flush())?)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<litemq.Appender for {:?}>", self.path)
+    }
+}

@@ -1,0 +1,79 @@
+//! Plain-data conversions for `Queue.stats()` and `Queue.read_arrow()`:
+//! engine structs become dicts of ints and `bytes` buffers.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+/// Little-endian bytes of an `i64` column, written straight into a `bytes`.
+fn i64_column<'py>(py: Python<'py>, v: &[i64]) -> PyResult<Bound<'py, PyBytes>> {
+    PyBytes::new_with(py, v.len() * 8, |buf| {
+        for (out, x) in buf.chunks_exact_mut(8).zip(v) {
+            out.copy_from_slice(&x.to_le_bytes());
+        }
+        Ok(())
+    })
+}
+
+/// Little-endian bytes of an `i32` column.
+fn i32_column<'py>(py: Python<'py>, v: &[i32]) -> PyResult<Bound<'py, PyBytes>> {
+    PyBytes::new_with(py, v.len() * 4, |buf| {
+        for (out, x) in buf.chunks_exact_mut(4).zip(v) {
+            out.copy_from_slice(&x.to_le_bytes());
+        }
+        Ok(())
+    })
+}
+
+/// Fills `d` with the statistics' fields.
+pub(crate) fn fill_stats(d: &Bound<'_, PyDict>, s: &crate::Stats) -> PyResult<()> {
+    let py = d.py();
+    d.set_item("first_seq", s.first_seq)?;
+    d.set_item("next_seq", s.next_seq)?;
+    d.set_item("messages", s.next_seq - s.first_seq)?;
+    d.set_item("files", s.files)?;
+    d.set_item("disk_bytes", s.disk_bytes)?;
+    d.set_item("durable_seq", s.durable_seq)?;
+    d.set_item("syncs", s.syncs)?;
+    d.set_item("rolls", s.rolls)?;
+    d.set_item("bytes_written", s.bytes_written)?;
+    d.set_item("read_only", s.read_only)?;
+    let r = &s.recovery;
+    let recovery = PyDict::new(py);
+    recovery.set_item("cut_bytes", r.cut_bytes)?;
+    recovery.set_item("cut_at", r.cut_at)?;
+    recovery.set_item("cut_reason", r.cut_reason.as_deref())?;
+    recovery.set_item("repaired_end_marker", r.repaired_end_marker)?;
+    recovery.set_item("index_entries_rebuilt", r.index_entries_rebuilt)?;
+    recovery.set_item("frames_verified", r.frames_verified)?;
+    d.set_item("recovery", recovery)?;
+    Ok(())
+}
+
+/// Fills `d` with the columns of `b`: buffers as `bytes` (Arrow layout,
+/// little-endian), counts as ints.
+pub(crate) fn fill_batch(d: &Bound<'_, PyDict>, b: crate::Batch) -> PyResult<()> {
+    let py = d.py();
+    d.set_item("rows", b.rows)?;
+    d.set_item("seq", i64_column(py, &b.seq)?)?;
+    d.set_item("timestamp", i64_column(py, &b.timestamp)?)?;
+    d.set_item("key_valid", PyBytes::new(py, &b.key_valid))?;
+    d.set_item("key_nulls", b.key_nulls)?;
+    d.set_item("key_offsets", i32_column(py, &b.key_offsets)?)?;
+    d.set_item("key_data", PyBytes::new(py, &b.key_data))?;
+    d.set_item("headers_valid", PyBytes::new(py, &b.headers_valid))?;
+    d.set_item("headers_nulls", b.headers_nulls)?;
+    d.set_item("headers_offsets", i32_column(py, &b.headers_offsets)?)?;
+    d.set_item(
+        "header_name_offsets",
+        i32_column(py, &b.header_name_offsets)?,
+    )?;
+    d.set_item("header_name_data", PyBytes::new(py, &b.header_name_data))?;
+    d.set_item(
+        "header_value_offsets",
+        i32_column(py, &b.header_value_offsets)?,
+    )?;
+    d.set_item("header_value_data", PyBytes::new(py, &b.header_value_data))?;
+    d.set_item("payload_offsets", i32_column(py, &b.payload_offsets)?)?;
+    d.set_item("payload_data", PyBytes::new(py, &b.payload_data))?;
+    Ok(())
+}

@@ -1,0 +1,135 @@
+//! Bytes across the boundary: bytes-like arguments in, zero-copy payload
+//! views out.
+
+use std::ffi::{c_int, c_void};
+use std::ops::Range;
+use std::sync::Arc;
+
+use pyo3::exceptions::{PyBufferError, PyTypeError};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyString};
+
+use crate::Mapping;
+
+/// The bytes of a bytes-like argument: borrowed from a `bytes` object, or
+/// copied once out of anything else that has the buffer protocol.
+pub(crate) enum BytesArg<'py> {
+    Bytes(Bound<'py, PyBytes>),
+    Owned(Vec<u8>),
+}
+
+impl BytesArg<'_> {
+    #[inline]
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        match self {
+            BytesArg::Bytes(b) => b.as_bytes(),
+            BytesArg::Owned(v) => v,
+        }
+    }
+}
+
+/// Reads a bytes-like object (`bytes`, `bytearray`, `memoryview`, numpy
+/// arrays, `array.array`, ...). `what` names the argument in the TypeError.
+#[inline]
+pub(crate) fn bytes_arg<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<BytesArg<'py>> {
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        return Ok(BytesArg::Bytes(b.clone()));
+    }
+    bytes_arg_slow(obj, what)
+}
+
+#[cold]
+fn bytes_arg_slow<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<BytesArg<'py>> {
+    if let Ok(b) = obj.cast::<PyByteArray>() {
+        return Ok(BytesArg::Owned(b.to_vec()));
+    }
+    let type_error = || {
+        let type_name = obj
+            .get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_else(|_| "?".into());
+        let hint = if obj.is_instance_of::<PyString>() {
+            " (encode str first, e.g. s.encode())"
+        } else {
+            ""
+        };
+        PyTypeError::new_err(format!(
+            "{what} must be a bytes-like object (bytes, bytearray, memoryview, ...), not {type_name}{hint}"
+        ))
+    };
+    if obj.is_instance_of::<PyString>() {
+        return Err(type_error());
+    }
+    let view = PyMemoryView::from(obj).map_err(|_| type_error())?;
+    // tobytes() copies in C order, so non-contiguous views work too.
+    let bytes = view.call_method0("tobytes")?.cast_into::<PyBytes>()?;
+    Ok(BytesArg::Bytes(bytes))
+}
+
+/// Read-only buffer over a payload inside a mapped data file. Holding it (or
+/// a memoryview made from it) keeps the file mapped.
+#[pyclass(frozen, module = "litemq._litemq")]
+pub(crate) struct PayloadView {
+    mapping: Arc<Mapping>,
+    range: Range<usize>,
+}
+
+impl PayloadView {
+    /// A view of `mapping.as_slice()[range]`; panics if the range is outside.
+    pub(crate) fn new(mapping: Arc<Mapping>, range: Range<usize>) -> Self {
+        assert!(range.start <= range.end && range.end <= mapping.as_slice().len());
+        PayloadView { mapping, range }
+    }
+
+    pub(crate) fn memoryview<'py>(self, py: Python<'py>) -> PyResult<Bound<'py, PyMemoryView>> {
+        let owner = Bound::new(py, self)?;
+        PyMemoryView::from(owner.as_any())
+    }
+}
+
+#[pymethods]
+impl PayloadView {
+    /// Exports the payload bytes read-only (the buffer protocol).
+    ///
+    /// # Safety
+    /// Called by CPython with a valid `view` to fill, as the buffer protocol
+    /// requires.
+    #[allow(unsafe_code)]
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut ffi::Py_buffer,
+        flags: c_int,
+    ) -> PyResult<()> {
+        if flags & ffi::PyBUF_WRITABLE == ffi::PyBUF_WRITABLE {
+            return Err(PyBufferError::new_err("payload views are read-only"));
+        }
+        let this = slf.get();
+        let bytes = &this.mapping.as_slice()[this.range.clone()];
+        // SAFETY: `view` is valid per the protocol. The exported pointer stays
+        // valid for as long as the buffer is held: PyBuffer_FillInfo stores a
+        // new reference to `slf` in `view.obj`, `slf` owns an Arc of the
+        // mapping, and a mapping is unmapped only when its last Arc drops.
+        // The bytes are published payload bytes, which nobody writes again
+        // (see docs/DESIGN.md), and the view is read-only (readonly = 1).
+        let rc = unsafe {
+            ffi::PyBuffer_FillInfo(
+                view,
+                slf.as_ptr(),
+                bytes.as_ptr() as *mut c_void,
+                bytes.len() as ffi::Py_ssize_t,
+                1,
+                flags,
+            )
+        };
+        if rc == -1 {
+            return Err(PyErr::fetch(slf.py()));
+        }
+        Ok(())
+    }
+
+    fn __len__(&self) -> usize {
+        self.range.len()
+    }
+}

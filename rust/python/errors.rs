@@ -1,0 +1,319 @@
+//! The Python exception tree, and the one conversion from engine errors.
+//!
+//! ```text
+//! LiteMQError
+//! ├── CorruptedError            .file .offset .seq .reason
+//! ├── LockedError               .file .pid
+//! ├── ClosedError
+//! ├── PoisonedError             .cause (the original exception, also __cause__)
+//! ├── ConfigError               also a ValueError
+//! ├── UnsupportedVersionError   .file .found .supported
+//! ├── ReadOnlyError
+//! ├── NotFoundError             also an IndexError; .seq .first .next
+//! └── ForkedError
+//! ```
+//! I/O failures are not in the tree: they become `OSError` built from
+//! `(errno, message, filename)`, so Python picks `FileNotFoundError`,
+//! `PermissionError`, ... as it does for its own calls. Bad argument values
+//! are `ValueError`, bad types `TypeError`.
+//!
+//! The classes are created with `type(name, bases, namespace)` because some
+//! have two bases, which `create_exception!` cannot express.
+
+use pyo3::exceptions::{PyException, PyIndexError, PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyTuple, PyType};
+
+use crate::Error;
+
+struct Types {
+    base: Py<PyType>,
+    corrupted: Py<PyType>,
+    locked: Py<PyType>,
+    closed: Py<PyType>,
+    poisoned: Py<PyType>,
+    config: Py<PyType>,
+    unsupported_version: Py<PyType>,
+    read_only: Py<PyType>,
+    not_found: Py<PyType>,
+    forked: Py<PyType>,
+}
+
+static TYPES: PyOnceLock<Types> = PyOnceLock::new();
+
+fn new_type(
+    py: Python<'_>,
+    name: &str,
+    bases: &[&Bound<'_, PyType>],
+    doc: &str,
+    attrs: &[&str],
+) -> PyResult<Py<PyType>> {
+    let namespace = PyDict::new(py);
+    namespace.set_item("__module__", "litemq")?;
+    namespace.set_item("__doc__", doc)?;
+    for attr in attrs {
+        namespace.set_item(*attr, py.None())?;
+    }
+    let bases = PyTuple::new(py, bases)?;
+    let class = py.get_type::<PyType>().call1((name, bases, namespace))?;
+    Ok(class.cast_into::<PyType>()?.unbind())
+}
+
+fn create(py: Python<'_>) -> PyResult<Types> {
+    let base = new_type(
+        py,
+        "LiteMQError",
+        &[&py.get_type::<PyException>()],
+        "Base class of every error litemq raises itself (OS failures are OSError).",
+        &[],
+    )?;
+    let b = base.bind(py);
+    let value_error = py.get_type::<PyValueError>();
+    let index_error = py.get_type::<PyIndexError>();
+    Ok(Types {
+        corrupted: new_type(
+            py,
+            "CorruptedError",
+            &[b],
+            "Bytes on disk do not decode (bad CRC, bad length, bad header).\n\n\
+             Attributes: file (str), offset (int), seq (int or None), reason (str).",
+            &["file", "offset", "seq", "reason"],
+        )?,
+        locked: new_type(
+            py,
+            "LockedError",
+            &[b],
+            "Another process holds this queue's writer lock.\n\n\
+             Attributes: file (str), pid (int or None): the process that holds it.",
+            &["file", "pid"],
+        )?,
+        closed: new_type(
+            py,
+            "ClosedError",
+            &[b],
+            "The queue, appender or tailer was used after close().",
+            &[],
+        )?,
+        poisoned: new_type(
+            py,
+            "PoisonedError",
+            &[b],
+            "An earlier write failed; the writer refuses further work.\n\n\
+             Attribute: cause, the original exception (also set as __cause__).",
+            &["cause"],
+        )?,
+        config: new_type(
+            py,
+            "ConfigError",
+            &[b, &value_error],
+            "An option passed to Queue() is invalid (also a ValueError).",
+            &[],
+        )?,
+        unsupported_version: new_type(
+            py,
+            "UnsupportedVersionError",
+            &[b],
+            "A file was written by a format version this litemq cannot read.\n\n\
+             Attributes: file (str), found (int), supported (int).",
+            &["file", "found", "supported"],
+        )?,
+        read_only: new_type(
+            py,
+            "ReadOnlyError",
+            &[b],
+            "A write was attempted on a queue opened with read_only=True.",
+            &[],
+        )?,
+        not_found: new_type(
+            py,
+            "NotFoundError",
+            &[b, &index_error],
+            "The sequence is not in the queue (also an IndexError).\n\n\
+             Attributes: seq (int), first (int), next (int): the queue holds [first, next).",
+            &["seq", "first", "next"],
+        )?,
+        forked: new_type(
+            py,
+            "ForkedError",
+            &[b],
+            "A queue, appender or tailer opened before os.fork() was used in the child.\n\n\
+             Open the queue again in the child process.",
+            &[],
+        )?,
+        base,
+    })
+}
+
+fn types(py: Python<'_>) -> PyResult<&'static Types> {
+    TYPES.get_or_try_init(py, || create(py))
+}
+
+/// Creates the classes and adds them to the module.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    let t = types(py)?;
+    for class in [
+        &t.base,
+        &t.corrupted,
+        &t.locked,
+        &t.closed,
+        &t.poisoned,
+        &t.config,
+        &t.unsupported_version,
+        &t.read_only,
+        &t.not_found,
+        &t.forked,
+    ] {
+        let class = class.bind(py);
+        m.add(class.name()?, class)?;
+    }
+    Ok(())
+}
+
+/// Instantiates `class(message)` and sets `attrs` on the instance.
+fn raise(
+    py: Python<'_>,
+    class: &Py<PyType>,
+    message: String,
+    attrs: &[(&str, Bound<'_, PyAny>)],
+) -> PyErr {
+    let build = || -> PyResult<PyErr> {
+        let value = class.bind(py).call1((message,))?;
+        for (name, attr) in attrs {
+            value.setattr(*name, attr)?;
+        }
+        Ok(PyErr::from_value(value))
+    };
+    build().unwrap_or_else(|e| e)
+}
+
+/// Strips std's " (os error N)" suffix: Python prints the errno itself.
+fn strerror(source: &std::io::Error) -> String {
+    let text = source.to_string();
+    match text.rfind(" (os error ") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
+}
+
+/// An errno for I/O errors the engine made itself (no OS call behind them),
+/// so that Python still picks the matching OSError subclass.
+fn kind_errno(kind: std::io::ErrorKind) -> Option<i32> {
+    use std::io::ErrorKind as K;
+    Some(match kind {
+        K::NotFound => libc::ENOENT,
+        K::PermissionDenied => libc::EACCES,
+        K::AlreadyExists => libc::EEXIST,
+        K::NotADirectory => libc::ENOTDIR,
+        K::IsADirectory => libc::EISDIR,
+        K::StorageFull => libc::ENOSPC,
+        K::TimedOut => libc::ETIMEDOUT,
+        K::Interrupted => libc::EINTR,
+        K::WouldBlock => libc::EAGAIN,
+        K::InvalidInput => libc::EINVAL,
+        _ => return None,
+    })
+}
+
+/// The Python exception for an engine error.
+pub(crate) fn to_pyerr(py: Python<'_>, err: &Error) -> PyErr {
+    let t = match types(py) {
+        Ok(t) => t,
+        Err(e) => return e,
+    };
+    let message = err.to_string();
+    let path_str = |p: &std::path::Path| p.display().to_string();
+    match err {
+        Error::Io { op, path, source } => {
+            let text = format!("{op} failed: {}", strerror(source));
+            match source.raw_os_error().or_else(|| kind_errno(source.kind())) {
+                Some(errno) => PyOSError::new_err((errno, text, path_str(path))),
+                None => PyOSError::new_err(format!("{text}: {}", path.display())),
+            }
+        }
+        Error::Corrupted {
+            path,
+            offset,
+            seq,
+            reason,
+        } => raise(
+            py,
+            &t.corrupted,
+            message,
+            &[
+                ("file", path_str(path).into_pyobject(py).unwrap().into_any()),
+                ("offset", offset.into_pyobject(py).unwrap().into_any()),
+                ("seq", seq.into_pyobject(py).unwrap().into_any()),
+                ("reason", reason.into_pyobject(py).unwrap().into_any()),
+            ],
+        ),
+        Error::Locked { path, pid } => raise(
+            py,
+            &t.locked,
+            message,
+            &[
+                ("file", path_str(path).into_pyobject(py).unwrap().into_any()),
+                ("pid", pid.into_pyobject(py).unwrap().into_any()),
+            ],
+        ),
+        Error::Closed => raise(py, &t.closed, message, &[]),
+        Error::Poisoned { cause } => {
+            let cause = to_pyerr(py, cause);
+            let err = raise(
+                py,
+                &t.poisoned,
+                message,
+                &[("cause", cause.value(py).clone().into_any())],
+            );
+            err.set_cause(py, Some(cause));
+            err
+        }
+        Error::InvalidConfig(_) => raise(py, &t.config, message, &[]),
+        Error::InvalidArgument(what) => PyValueError::new_err(what.clone()),
+        Error::UnsupportedVersion {
+            path,
+            found,
+            supported,
+        } => raise(
+            py,
+            &t.unsupported_version,
+            message,
+            &[
+                ("file", path_str(path).into_pyobject(py).unwrap().into_any()),
+                ("found", found.into_pyobject(py).unwrap().into_any()),
+                ("supported", supported.into_pyobject(py).unwrap().into_any()),
+            ],
+        ),
+        Error::ReadOnly => raise(py, &t.read_only, message, &[]),
+        Error::NotFound { seq, first, next } => raise(
+            py,
+            &t.not_found,
+            message,
+            &[
+                ("seq", seq.into_pyobject(py).unwrap().into_any()),
+                ("first", first.into_pyobject(py).unwrap().into_any()),
+                ("next", next.into_pyobject(py).unwrap().into_any()),
+            ],
+        ),
+        Error::Forked => raise(py, &t.forked, message, &[]),
+        #[allow(unreachable_patterns)]
+        _ => raise(py, &t.base, message, &[]),
+    }
+}
+
+impl From<Error> for PyErr {
+    fn from(err: Error) -> PyErr {
+        Python::attach(|py| to_pyerr(py, &err))
+    }
+}
+
+/// `ForkedError`, for handles used in a child process.
+pub(crate) fn forked() -> PyErr {
+    Error::Forked.into()
+}
+
+/// `ClosedError`, for handles closed on the Python side.
+pub(crate) fn closed() -> PyErr {
+    Error::Closed.into()
+}

@@ -1,0 +1,201 @@
+//! `Message`: one message read from a queue.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use pyo3::basic::CompareOp;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyMemoryView, PyString};
+
+use super::buffer::PayloadView;
+use super::time;
+use crate::Mapping;
+
+/// One message: its sequence, timestamp (µs since the epoch, UTC), payload,
+/// and optional key and headers.
+///
+/// >>> msg = q.get(0)
+/// >>> msg.seq, msg.payload, msg.datetime.year
+/// (0, b'order 1', 2026)
+#[pyclass(frozen, module = "litemq", name = "Message")]
+pub(crate) struct Message {
+    /// Sequence number, 0-based and dense within the queue.
+    #[pyo3(get)]
+    seq: u64,
+    /// When the message was written: µs since the Unix epoch, UTC.
+    #[pyo3(get)]
+    timestamp: u64,
+    payload: Py<PyBytes>,
+    key: Option<Py<PyAny>>,
+    headers: Option<Py<PyDict>>,
+    view: Option<(Arc<Mapping>, Range<usize>)>,
+}
+
+fn key_object(py: Python<'_>, key: Option<&[u8]>, is_text: bool) -> PyResult<Option<Py<PyAny>>> {
+    Ok(match key {
+        None => None,
+        Some(k) if is_text => Some(PyString::new(py, utf8(k)?).into_any().unbind()),
+        Some(k) => Some(PyBytes::new(py, k).into_any().unbind()),
+    })
+}
+
+fn utf8(b: &[u8]) -> PyResult<&str> {
+    std::str::from_utf8(b)
+        .map_err(|e| PyValueError::new_err(format!("stored text is not UTF-8: {e}")))
+}
+
+impl Message {
+    /// Copies a message borrowed from a tailer; the payload view keeps its
+    /// file mapped instead of copying.
+    #[inline]
+    pub(crate) fn from_borrowed(py: Python<'_>, m: &crate::Message<'_>) -> PyResult<Self> {
+        let headers = if m.headers().size_hint().1 == Some(0) {
+            None
+        } else {
+            let dict = PyDict::new(py);
+            for h in m.headers() {
+                if h.value_is_text {
+                    dict.set_item(h.name, utf8(h.value)?)?;
+                } else {
+                    dict.set_item(h.name, PyBytes::new(py, h.value))?;
+                }
+            }
+            Some(dict.unbind())
+        };
+        Ok(Message {
+            seq: m.seq,
+            timestamp: m.timestamp,
+            payload: PyBytes::new(py, m.payload).unbind(),
+            key: key_object(py, m.key, m.key_is_text())?,
+            headers,
+            view: Some((m.mapping().clone(), m.payload_range())),
+        })
+    }
+
+    /// Converts an owned message (from `get` and `find`).
+    pub(crate) fn from_owned(py: Python<'_>, m: crate::OwnedMessage) -> PyResult<Self> {
+        let headers = if m.headers.is_empty() {
+            None
+        } else {
+            let dict = PyDict::new(py);
+            for (name, value, is_text) in &m.headers {
+                if *is_text {
+                    dict.set_item(name, utf8(value)?)?;
+                } else {
+                    dict.set_item(name, PyBytes::new(py, value))?;
+                }
+            }
+            Some(dict.unbind())
+        };
+        Ok(Message {
+            seq: m.seq,
+            timestamp: m.timestamp,
+            payload: PyBytes::new(py, &m.payload).unbind(),
+            key: key_object(py, m.key.as_deref(), m.key_is_text)?,
+            headers,
+            view: None,
+        })
+    }
+}
+
+#[pymethods]
+impl Message {
+    /// The payload as `bytes`.
+    #[getter]
+    fn payload(&self, py: Python<'_>) -> Py<PyBytes> {
+        self.payload.clone_ref(py)
+    }
+
+    /// The key: `str` if it was given as text, `bytes` if as bytes, or None.
+    #[getter]
+    fn key(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.key.as_ref().map(|k| k.clone_ref(py))
+    }
+
+    /// The headers as a new dict (`str` names; `str` or `bytes` values).
+    #[getter]
+    fn headers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        match &self.headers {
+            Some(h) => h.bind(py).copy(),
+            None => Ok(PyDict::new(py)),
+        }
+    }
+
+    /// The timestamp as a timezone-aware `datetime` in UTC.
+    #[getter]
+    fn datetime<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        time::to_datetime(py, self.timestamp)
+    }
+
+    /// A read-only `memoryview` of the payload without copying it: it points
+    /// into the mapped data file and keeps the file mapped while it lives.
+    ///
+    /// >>> view = msg.payload_view()
+    /// >>> bytes(view[:5])
+    /// b'order'
+    fn payload_view<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyMemoryView>> {
+        match &self.view {
+            Some((mapping, range)) => {
+                PayloadView::new(mapping.clone(), range.clone()).memoryview(py)
+            }
+            None => PyMemoryView::from(self.payload.bind(py).as_any()),
+        }
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let payload = self.payload.bind(py);
+        let shown = if payload.as_bytes().len() > 32 {
+            format!(
+                "{}... ({} bytes)",
+                PyBytes::new(py, &payload.as_bytes()[..32]).repr()?,
+                payload.as_bytes().len()
+            )
+        } else {
+            payload.repr()?.to_string()
+        };
+        let mut out = format!(
+            "Message(seq={}, timestamp={}, payload={shown}",
+            self.seq, self.timestamp
+        );
+        if let Some(k) = &self.key {
+            out.push_str(&format!(", key={}", k.bind(py).repr()?));
+        }
+        if let Some(h) = &self.headers {
+            out.push_str(&format!(", headers={}", h.bind(py).repr()?));
+        }
+        out.push(')');
+        Ok(out)
+    }
+
+    fn __richcmp__(
+        &self,
+        other: &Bound<'_, PyAny>,
+        op: CompareOp,
+        py: Python<'_>,
+    ) -> PyResult<Py<PyAny>> {
+        let Ok(other) = other.cast::<Message>() else {
+            return Ok(py.NotImplemented());
+        };
+        let other = other.get();
+        let equal = self.seq == other.seq
+            && self.timestamp == other.timestamp
+            && self.payload.bind(py).as_bytes() == other.payload.bind(py).as_bytes()
+            && match (&self.key, &other.key) {
+                (None, None) => true,
+                (Some(a), Some(b)) => a.bind(py).eq(b.bind(py))?,
+                _ => false,
+            }
+            && self.headers(py)?.eq(other.headers(py)?)?;
+        Ok(match op {
+            CompareOp::Eq => equal.into_pyobject(py)?.to_owned().into_any().unbind(),
+            CompareOp::Ne => (!equal).into_pyobject(py)?.to_owned().into_any().unbind(),
+            _ => py.NotImplemented(),
+        })
+    }
+
+    fn __hash__(&self) -> u64 {
+        // Messages are values; two equal messages share seq and timestamp.
+        self.seq.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ self.timestamp
+    }
+}

@@ -1,0 +1,43 @@
+//! Python bindings: the private native module `litemq._litemq`.
+//!
+//! Thin on purpose: these files convert types and errors and release the
+//! GIL around blocking calls; behaviour lives in the engine, and the
+//! Pythonic surface (option parsing, Arrow, the CLI) in `python/litemq/`.
+//! One file per concept: `queue.rs`, `appender.rs`, `tailer.rs`,
+//! `message.rs`, `errors.rs` (the exception tree), `buffer.rs` (bytes in,
+//! zero-copy views out), `time.rs` (datetimes), `batch.rs` (stats and
+//! Arrow buffers), `fork.rs` (handles used after `fork()`).
+
+mod appender;
+mod batch;
+mod buffer;
+mod errors;
+mod fork;
+mod message;
+mod queue;
+mod tailer;
+mod time;
+
+use pyo3::prelude::*;
+
+use crate::format::record::{MAX_HEADERS, MAX_HEADER_NAME_LEN, MAX_HEADER_VALUE_LEN, MAX_KEY_LEN};
+
+#[pymodule]
+#[pyo3(name = "_litemq")]
+fn litemq_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("MAX_KEY_LEN", MAX_KEY_LEN)?;
+    m.add("MAX_HEADERS", MAX_HEADERS)?;
+    m.add("MAX_HEADER_NAME_LEN", MAX_HEADER_NAME_LEN)?;
+    m.add("MAX_HEADER_VALUE_LEN", MAX_HEADER_VALUE_LEN)?;
+    errors::register(m)?;
+    m.add_function(wrap_pyfunction!(queue::writer_pid, m)?)?;
+    m.add_function(wrap_pyfunction!(queue::reindex, m)?)?;
+    m.add_class::<queue::Queue>()?;
+    m.add_class::<appender::Appender>()?;
+    m.add_class::<tailer::Tailer>()?;
+    m.add_class::<tailer::Follow>()?;
+    m.add_class::<message::Message>()?;
+    m.add_class::<buffer::PayloadView>()?;
+    Ok(())
+}

@@ -1,0 +1,353 @@
+//! `Queue` (native part): opens a queue and hands out appenders and tailers.
+//! The Python class `litemq.Queue` subclasses it and parses the options.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+
+use super::appender::Appender;
+use super::fork::ForkSafe;
+use super::message::Message;
+use super::tailer::{start_arg, Tailer};
+use super::time;
+use crate::{FlushMode, KeyIndexConfig, QueueBuilder, RollPeriod, RollStrategy, WaitStrategy};
+
+/// The native queue. Use `litemq.Queue`, which takes friendlier options.
+#[pyclass(frozen, subclass, module = "litemq._litemq", name = "Queue")]
+pub(crate) struct Queue {
+    inner: ForkSafe<crate::Queue>,
+    path: String,
+    read_only: bool,
+    sync_flush: bool,
+}
+
+fn config_error(msg: String) -> PyErr {
+    crate::Error::InvalidConfig(msg).into()
+}
+
+/// `[(kind, value), ...]` with kinds size, count, minutely, hourly, daily.
+fn roll_arg(parts: Vec<(String, u64)>) -> PyResult<RollStrategy> {
+    let mut leaves = Vec::with_capacity(parts.len());
+    for (kind, value) in parts {
+        leaves.push(match kind.as_str() {
+            "size" => RollStrategy::Size(value),
+            "count" => RollStrategy::Count(value),
+            "minutely" => RollStrategy::Period(RollPeriod::Minutely),
+            "hourly" => RollStrategy::Period(RollPeriod::Hourly),
+            "daily" => RollStrategy::Period(RollPeriod::Daily),
+            other => return Err(config_error(format!("unknown roll kind {other:?}"))),
+        });
+    }
+    match leaves.len() {
+        0 => Err(config_error("roll needs at least one rule".into())),
+        1 => Ok(leaves.remove(0)),
+        _ => Ok(RollStrategy::Any(leaves)),
+    }
+}
+
+/// `(mode, bytes, interval_seconds)` with modes async, sync, batch.
+fn flush_arg(mode: &str, bytes: u64, interval: f64) -> PyResult<FlushMode> {
+    match mode {
+        "async" => Ok(FlushMode::Async),
+        "sync" => Ok(FlushMode::Sync),
+        "batch" => {
+            if !(interval.is_finite() && interval >= 0.0) {
+                return Err(config_error(format!(
+                    "flush interval must be a number of seconds >= 0, got {interval}"
+                )));
+            }
+            Ok(FlushMode::Batch {
+                bytes,
+                interval: Duration::from_secs_f64(interval),
+            })
+        }
+        other => Err(config_error(format!(
+            "flush must be \"async\", \"sync\" or litemq.Batch(...), got {other:?}"
+        ))),
+    }
+}
+
+fn wait_arg(wait: &str) -> PyResult<WaitStrategy> {
+    match wait {
+        "default" => Ok(WaitStrategy::Default),
+        "busy-spin" => Ok(WaitStrategy::BusySpin),
+        other => Err(config_error(format!(
+            "wait must be \"default\" or \"busy-spin\", got {other:?}"
+        ))),
+    }
+}
+
+/// The bytes of a key argument for `find` (`str` is encoded UTF-8).
+fn key_bytes(key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    if let Ok(s) = key.cast::<PyString>() {
+        return Ok(s.to_str()?.as_bytes().to_vec());
+    }
+    super::buffer::bytes_arg(key, "key")
+        .map(|b| b.as_slice().to_vec())
+        .map_err(|_| {
+            PyTypeError::new_err(format!(
+                "key must be str or bytes-like, not {}",
+                key.get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            ))
+        })
+}
+
+impl Queue {
+    fn queue(&self) -> PyResult<&crate::Queue> {
+        self.inner.get()
+    }
+}
+
+#[pymethods]
+impl Queue {
+    #[new]
+    #[pyo3(signature = (
+        path, *, file_size=None, roll=None, flush=None, index_interval=None,
+        verify_on_startup=false, read_only=false, channel_capacity=None, wait=None,
+        key_index=None,
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        file_size: Option<u64>,
+        roll: Option<Vec<(String, u64)>>,
+        flush: Option<(String, u64, f64)>,
+        index_interval: Option<u32>,
+        verify_on_startup: bool,
+        read_only: bool,
+        channel_capacity: Option<usize>,
+        wait: Option<String>,
+        key_index: Option<(u32, u32)>,
+    ) -> PyResult<Self> {
+        let mut builder = QueueBuilder::new(&path)
+            .verify_on_startup(verify_on_startup)
+            .read_only(read_only);
+        if let Some(n) = file_size {
+            builder = builder.file_size(n);
+        }
+        if let Some(parts) = roll {
+            builder = builder.roll(roll_arg(parts)?);
+        }
+        let mut sync_flush = false;
+        if let Some((mode, bytes, interval)) = flush {
+            let mode = flush_arg(&mode, bytes, interval)?;
+            sync_flush = mode == FlushMode::Sync;
+            builder = builder.flush_mode(mode);
+        }
+        if let Some(n) = index_interval {
+            builder = builder.index_interval(n);
+        }
+        if let Some(n) = channel_capacity {
+            builder = builder.channel_capacity(n);
+        }
+        if let Some(w) = wait {
+            builder = builder.wait_strategy(wait_arg(&w)?);
+        }
+        if let Some((slots, items)) = key_index {
+            builder = builder.key_index(KeyIndexConfig { slots, items });
+        }
+        let queue = py.detach(|| builder.open())?;
+        Ok(Queue {
+            inner: ForkSafe::new(queue),
+            path: path.display().to_string(),
+            read_only,
+            sync_flush,
+        })
+    }
+
+    /// An appender for writing messages (raises ReadOnlyError when read-only).
+    ///
+    /// >>> app = q.appender()
+    fn appender(&self) -> PyResult<Appender> {
+        let app = self.queue()?.appender()?;
+        Ok(Appender::new(app, self.sync_flush, self.path.clone()))
+    }
+
+    /// A tailer starting at `start`: "start" (the first message, default),
+    /// "end" (only messages written from now on) or a sequence number.
+    ///
+    /// >>> t = q.tailer(start=100)
+    #[pyo3(signature = (start=None))]
+    fn tailer(&self, start: Option<&Bound<'_, PyAny>>) -> PyResult<Tailer> {
+        let start = start_arg(start)?;
+        let tailer = self.queue()?.tailer(start)?;
+        Ok(Tailer::new(tailer, self.path.clone()))
+    }
+
+    /// The message with sequence `seq` (NotFoundError, an IndexError, if the
+    /// queue does not hold it).
+    ///
+    /// >>> q.get(42).seq
+    /// 42
+    fn get(&self, py: Python<'_>, seq: u64) -> PyResult<Message> {
+        let msg = self.queue()?.get(seq)?;
+        Message::from_owned(py, msg)
+    }
+
+    /// Messages whose key is exactly `key`, in sequence order, written in
+    /// `[start, end)` (aware datetimes or µs since the epoch), at most
+    /// `limit`. Answered from the key index. A `str` key matches the same
+    /// messages as its UTF-8 bytes.
+    ///
+    /// >>> [m.seq for m in q.find("customer-7")]
+    /// [0, 12]
+    #[pyo3(signature = (key, start=None, end=None, limit=None))]
+    fn find(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+        limit: Option<usize>,
+    ) -> PyResult<Vec<Message>> {
+        let queue = self.queue()?;
+        let key = key_bytes(key)?;
+        let start = start.map(|s| time::to_micros(s, "start")).transpose()?;
+        let end = end.map(|e| time::to_micros(e, "end")).transpose()?;
+        let found = py.detach(|| queue.find(&key, start, end, limit))?;
+        found
+            .into_iter()
+            .map(|m| Message::from_owned(py, m))
+            .collect()
+    }
+
+    /// Sequence number of the oldest message held.
+    ///
+    /// >>> q.first_seq, q.next_seq, len(q)
+    /// (0, 3, 3)
+    #[getter]
+    fn first_seq(&self) -> PyResult<u64> {
+        Ok(self.queue()?.first_seq())
+    }
+
+    /// Sequence number the next appended message gets.
+    #[getter]
+    fn next_seq(&self) -> PyResult<u64> {
+        Ok(self.queue()?.next_seq())
+    }
+
+    /// The queue's directory.
+    #[getter]
+    fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Whether the queue was opened with read_only=True.
+    #[getter]
+    fn read_only(&self) -> bool {
+        self.read_only
+    }
+
+    fn __len__(&self) -> PyResult<usize> {
+        Ok(self.queue()?.len() as usize)
+    }
+
+    /// Counters and sizes, as a dict.
+    ///
+    /// >>> q.stats()["messages"]
+    /// 3
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.queue()?.stats();
+        let d = PyDict::new(py);
+        super::batch::fill_stats(&d, &s)?;
+        Ok(d)
+    }
+
+    /// Columns of messages `[start, end)` in Arrow layout, at most
+    /// `max_rows`; used by `litemq.Queue.read_arrow`.
+    fn _read_batch<'py>(
+        &self,
+        py: Python<'py>,
+        start: u64,
+        end: u64,
+        max_rows: usize,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let queue = self.queue()?;
+        let b = py.detach(|| queue.read_batch(start, end, max_rows))?;
+        let d = PyDict::new(py);
+        super::batch::fill_batch(&d, b)?;
+        Ok(d)
+    }
+
+    /// Writes and flushes everything, stops the I/O thread and releases the
+    /// writer lock. Idempotent; later calls on the queue raise ClosedError.
+    ///
+    /// >>> q.close()
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let queue = self.queue()?;
+        Ok(py.detach(|| queue.close())?)
+    }
+
+    fn __repr__(&self) -> String {
+        match self.queue() {
+            Ok(q) => format!(
+                "litemq.Queue({:?}, first_seq={}, next_seq={}{})",
+                self.path,
+                q.first_seq(),
+                q.next_seq(),
+                if self.read_only {
+                    ", read_only=True"
+                } else {
+                    ""
+                }
+            ),
+            Err(_) => format!("litemq.Queue({:?}) (from parent process)", self.path),
+        }
+    }
+}
+
+/// Pid of the process holding the writer lock of the queue at `path`, or
+/// None when no live process holds it.
+///
+/// >>> litemq._litemq.writer_pid("/tmp/orders")
+/// 4242
+#[pyfunction]
+pub(crate) fn writer_pid(path: PathBuf) -> Option<u32> {
+    crate::writer_pid(&path)
+}
+
+/// Rebuilds every key-index file of the queue at `path` from its data
+/// files (takes the writer lock). `progress(seq)` is called as the scan
+/// passes sequences. Returns the number of keys indexed.
+///
+/// >>> litemq._litemq.reindex("/tmp/orders")
+/// 1200
+#[pyfunction]
+#[pyo3(signature = (path, progress=None, slots=None, items=None))]
+pub(crate) fn reindex(
+    py: Python<'_>,
+    path: PathBuf,
+    progress: Option<Py<PyAny>>,
+    slots: Option<u32>,
+    items: Option<u32>,
+) -> PyResult<u64> {
+    let mut config = KeyIndexConfig::default();
+    if let Some(n) = slots {
+        config.slots = n;
+    }
+    if let Some(n) = items {
+        config.items = n;
+    }
+    let mut failed: Option<PyErr> = None;
+    let mut report = |seq: u64| {
+        if let (Some(cb), None) = (&progress, &failed) {
+            Python::attach(|py| {
+                if let Err(e) = cb.call1(py, (seq,)).and_then(|_| py.check_signals()) {
+                    failed = Some(e);
+                }
+            });
+        }
+    };
+    let keys = py.detach(|| crate::reindex(&path, config, &mut report));
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    Ok(keys?)
+}

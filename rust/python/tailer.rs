@@ -1,0 +1,297 @@
+//! `Tailer` (a reader position, itself the iterator) and `Follow` (the
+//! blocking iterator from `Tailer.follow()`).
+
+use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::time::Duration;
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+
+use super::errors;
+use super::fork::ForkSafe;
+use super::message::Message;
+use super::time;
+
+/// Longest single wait handed to the engine when waiting "forever"; the loop
+/// around it makes the wait unbounded.
+const FOREVER_CHUNK: Duration = Duration::from_secs(3600);
+
+/// A reader position in a queue; get one from `Queue.tailer()`.
+///
+/// Iterating a tailer yields every message available now, then stops; later
+/// iterations continue where it left off. `read_next(timeout=...)` and
+/// `follow()` wait for new messages. Blocking waits release the GIL and
+/// return within about 100 ms of Ctrl-C (KeyboardInterrupt).
+///
+/// >>> t = q.tailer()
+/// >>> [m.payload for m in t]
+/// [b'a', b'b']
+/// >>> t.read_next(timeout=1.0) is None     # nothing new within 1 s
+/// True
+#[pyclass(frozen, module = "litemq", name = "Tailer")]
+pub(crate) struct Tailer {
+    /// `None` once closed. The mutex makes a tailer usable from several
+    /// threads; it is only ever waited on with the GIL released.
+    inner: ForkSafe<Mutex<Option<crate::Tailer>>>,
+    path: String,
+}
+
+impl Tailer {
+    pub(crate) fn new(inner: crate::Tailer, path: String) -> Self {
+        Tailer {
+            inner: ForkSafe::new(Mutex::new(Some(inner))),
+            path,
+        }
+    }
+
+    /// Locks the tailer without ever blocking while holding the GIL.
+    fn lock<'a>(&'a self, py: Python<'_>) -> PyResult<MutexGuard<'a, Option<crate::Tailer>>> {
+        let mutex = self.inner.get()?;
+        loop {
+            match mutex.try_lock() {
+                Ok(guard) => return Ok(guard),
+                Err(TryLockError::Poisoned(p)) => return Ok(p.into_inner()),
+                Err(TryLockError::WouldBlock) => py.detach(|| drop(mutex.lock())),
+            }
+        }
+    }
+
+    /// Runs `f` on the open tailer.
+    fn with<R>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut crate::Tailer) -> PyResult<R>,
+    ) -> PyResult<R> {
+        let mut guard = self.lock(py)?;
+        let tailer = guard.as_mut().ok_or_else(errors::closed)?;
+        f(tailer)
+    }
+
+    /// The next message, waiting up to `timeout` (`None`: forever) with the
+    /// GIL released, checking for signals (Ctrl-C) about every 50 ms.
+    pub(crate) fn wait(
+        &self,
+        py: Python<'_>,
+        timeout: Option<Duration>,
+    ) -> PyResult<Option<Message>> {
+        self.with(py, |tailer| {
+            let mut interrupted: Option<PyErr> = None;
+            loop {
+                let chunk = timeout.unwrap_or(FOREVER_CHUNK);
+                let mut check = || {
+                    Python::attach(|py| match py.check_signals() {
+                        Ok(()) => false,
+                        Err(e) => {
+                            interrupted = Some(e);
+                            true
+                        }
+                    })
+                };
+                let found = py.detach(|| tailer.read_next_until(chunk, &mut check));
+                if let Some(e) = interrupted.take() {
+                    return Err(e);
+                }
+                match found? {
+                    Some(m) => return Ok(Some(Message::from_borrowed(py, &m)?)),
+                    None if timeout.is_some() => return Ok(None),
+                    None => {}
+                }
+            }
+        })
+    }
+}
+
+/// Seconds (`None`: forever) to a wait; `Some(ZERO)` means "do not wait".
+fn timeout_arg(timeout: Option<f64>, what: &str) -> PyResult<Option<Duration>> {
+    match timeout {
+        None => Ok(None),
+        Some(s) if s.is_nan() || s < 0.0 => Err(PyValueError::new_err(format!(
+            "{what} must be a number of seconds >= 0 or None (wait forever), got {s}"
+        ))),
+        Some(s) if s.is_infinite() => Ok(None),
+        Some(s) => Ok(Some(Duration::from_secs_f64(s))),
+    }
+}
+
+/// Where a new tailer starts: `"start"` (default), `"end"` or a sequence.
+pub(crate) fn start_arg(start: Option<&Bound<'_, PyAny>>) -> PyResult<crate::Start> {
+    let Some(start) = start else {
+        return Ok(crate::Start::Beginning);
+    };
+    if let Ok(s) = start.cast::<PyString>() {
+        return match s.to_str()? {
+            "start" => Ok(crate::Start::Beginning),
+            "end" => Ok(crate::Start::End),
+            other => Err(PyValueError::new_err(format!(
+                "start must be \"start\", \"end\" or a sequence number, got {other:?}"
+            ))),
+        };
+    }
+    if start.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(PyTypeError::new_err(
+            "start must be \"start\", \"end\" or an int, not bool",
+        ));
+    }
+    match start.extract::<i128>() {
+        Ok(seq) => u64::try_from(seq).map(crate::Start::Seq).map_err(|_| {
+            PyValueError::new_err(format!("start must be a sequence number >= 0, got {seq}"))
+        }),
+        Err(_) => Err(PyTypeError::new_err(format!(
+            "start must be \"start\", \"end\" or an int, not {}",
+            start.get_type().name()?
+        ))),
+    }
+}
+
+#[pymethods]
+impl Tailer {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    /// The next available message; stops (StopIteration) when none is
+    /// available right now. Never waits.
+    ///
+    /// >>> next(q.tailer()).seq
+    /// 0
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Message>> {
+        self.with(py, |tailer| match tailer.read_next()? {
+            Some(m) => Ok(Some(Message::from_borrowed(py, &m)?)),
+            None => Ok(None),
+        })
+    }
+
+    /// The next message, or None if none came within `timeout` seconds.
+    ///
+    /// `timeout=0` (the default) does not wait; `timeout=None` waits forever.
+    ///
+    /// >>> msg = t.read_next(timeout=1.0)
+    #[pyo3(signature = (timeout=0.0))]
+    fn read_next(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Message>> {
+        match timeout_arg(timeout, "timeout")? {
+            Some(d) if d.is_zero() => self.__next__(py),
+            wait => self.wait(py, wait),
+        }
+    }
+
+    /// An iterator that waits for each next message, forever, or until no
+    /// message has come for `idle_timeout` seconds.
+    ///
+    /// >>> for msg in t.follow():          # Ctrl-C to stop
+    /// ...     handle(msg)
+    #[pyo3(signature = (idle_timeout=None))]
+    fn follow(slf: Bound<'_, Self>, idle_timeout: Option<f64>) -> PyResult<Follow> {
+        Ok(Follow {
+            tailer: slf.unbind(),
+            idle: timeout_arg(idle_timeout, "idle_timeout")?,
+        })
+    }
+
+    /// Moves to sequence `seq`: the next read returns that message.
+    ///
+    /// >>> t.seek(500); t.read_next().seq
+    /// 500
+    fn seek(&self, py: Python<'_>, seq: u64) -> PyResult<()> {
+        self.with(py, |tailer| Ok(tailer.seek(seq)?))
+    }
+
+    /// Moves to the first message written at or after `when`, an aware
+    /// `datetime` or an int of µs since the epoch.
+    ///
+    /// >>> t.seek_time(datetime(2026, 11, 21, tzinfo=timezone.utc))
+    fn seek_time(&self, py: Python<'_>, when: &Bound<'_, PyAny>) -> PyResult<()> {
+        let micros = time::to_micros(when, "when")?;
+        self.with(py, |tailer| Ok(tailer.seek_time(micros)?))
+    }
+
+    /// Moves past the last message: the next read returns the next one written.
+    ///
+    /// >>> t.seek_end(); t.read_next() is None
+    /// True
+    fn seek_end(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, |tailer| Ok(tailer.seek_end()?))
+    }
+
+    /// The sequence number the next read returns.
+    #[getter]
+    fn next_seq(&self, py: Python<'_>) -> PyResult<u64> {
+        self.with(py, |tailer| Ok(tailer.next_seq()))
+    }
+
+    /// Steps over a damaged frame at the current position (used by
+    /// `litemq verify`). False when the frame's length is unusable too.
+    fn _skip_damaged(&self, py: Python<'_>) -> PyResult<bool> {
+        self.with(py, |tailer| Ok(tailer.skip_damaged()?))
+    }
+
+    /// Releases the tailer's files; later calls raise ClosedError.
+    ///
+    /// >>> t.close(); t.closed
+    /// True
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let mut guard = self.lock(py)?;
+        guard.take();
+        Ok(())
+    }
+
+    /// Whether `close()` was called.
+    #[getter]
+    fn closed(&self, py: Python<'_>) -> PyResult<bool> {
+        Ok(self.lock(py)?.is_none())
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        _exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        self.close(py)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        match self.lock(py) {
+            Ok(guard) => match guard.as_ref() {
+                Some(t) => format!(
+                    "<litemq.Tailer for {:?} at seq {}>",
+                    self.path,
+                    t.next_seq()
+                ),
+                None => format!("<litemq.Tailer for {:?} (closed)>", self.path),
+            },
+            Err(_) => format!("<litemq.Tailer for {:?} (from parent process)>", self.path),
+        }
+    }
+}
+
+/// The iterator returned by `Tailer.follow()`: each step waits for the next
+/// message (Ctrl-C interrupts the wait).
+///
+/// >>> for msg in q.tailer(start="end").follow(idle_timeout=5.0):
+/// ...     print(msg.seq)
+#[pyclass(frozen, module = "litemq", name = "Follow")]
+pub(crate) struct Follow {
+    tailer: Py<Tailer>,
+    idle: Option<Duration>,
+}
+
+#[pymethods]
+impl Follow {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Message>> {
+        self.tailer.get().wait(py, self.idle)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!("<litemq.Follow over {}>", self.tailer.get().__repr__(py))
+    }
+}
