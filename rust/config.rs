@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::format::frame::DATA_HEADER_LEN;
 use crate::index::key_index::KeyIndexConfig;
 use crate::queue::Queue;
+use crate::retention::RetentionPolicy;
 
 /// Smallest data file allowed: a header and room for real messages.
 pub const MIN_FILE_SIZE: u64 = 64 * 1024;
@@ -108,6 +109,8 @@ pub(crate) struct Config {
     pub read_only: bool,
     pub wait: WaitStrategy,
     pub clock: Arc<dyn Clock>,
+    /// Applied at every roll and by `Queue::apply_retention`; `None`: keep everything.
+    pub retention: Option<RetentionPolicy>,
     pub key_index: KeyIndexConfig,
 }
 
@@ -146,6 +149,7 @@ impl QueueBuilder {
                 read_only: false,
                 wait: WaitStrategy::Default,
                 clock: Arc::new(SystemClock),
+                retention: None,
                 key_index: KeyIndexConfig::default(),
             },
         }
@@ -203,6 +207,13 @@ impl QueueBuilder {
         self
     }
 
+    /// Which old data files to delete, at every roll and on
+    /// `Queue::apply_retention`. Default: keep everything.
+    pub fn retention(mut self, policy: RetentionPolicy) -> Self {
+        self.config.retention = Some(policy);
+        self
+    }
+
     /// Checks the options and opens (or creates) the queue.
     pub fn open(self) -> Result<Queue> {
         self.validate()?;
@@ -241,6 +252,9 @@ impl QueueBuilder {
             }
         }
         c.key_index.validate()?;
+        if let Some(r) = &c.retention {
+            r.validate()?;
+        }
         c.roll.validate()
     }
 }

@@ -23,12 +23,14 @@
 
 mod clock;
 mod config;
+mod consumers;
 mod error;
 pub mod format;
 pub mod index;
 mod queue;
 mod reader;
 mod recovery;
+mod retention;
 mod storage;
 mod writer;
 
@@ -37,6 +39,7 @@ mod python;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{FlushMode, QueueBuilder, RollPeriod, RollStrategy, WaitStrategy};
+pub use consumers::{Consumer, ConsumerInfo, ConsumerOptions};
 pub use error::{Error, Result};
 pub use format::record::{HeaderIter, Record};
 pub use index::key_index::KeyIndexConfig;
@@ -44,5 +47,6 @@ pub use queue::{reindex, writer_pid, DataFileInfo, Queue, Stats};
 pub use reader::batch::Batch;
 pub use reader::tailer::{Message, OwnedMessage, Start, Tailer};
 pub use recovery::RecoveryReport;
+pub use retention::{RetentionPolicy, RetentionReport};
 pub use storage::mapped::Mapping;
 pub use writer::appender::Appender;

@@ -5,7 +5,9 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+use crate::clock::Clock;
 use crate::config::{Config, WaitStrategy};
+use crate::consumers::{Consumer, ConsumerInfo, ConsumerOptions};
 use crate::error::{Error, Result};
 use crate::format::frame::max_record_len;
 use crate::format::metadata::Metadata;
@@ -16,6 +18,7 @@ use crate::reader::batch::Batch;
 use crate::reader::catalog::Catalog;
 use crate::reader::tailer::{OwnedMessage, Start, Tailer};
 use crate::recovery::{recover, RecoveryReport};
+use crate::retention::{RetentionPolicy, RetentionReport};
 use crate::storage::fsutil::write_atomic;
 use crate::storage::layout::{KEY_INDEX_DIR, LOCK_FILE, METADATA_FILE};
 use crate::storage::lock::WriterLock;
@@ -278,6 +281,10 @@ impl Queue {
     /// A tailer positioned at `start`.
     pub fn tailer(&self, start: Start) -> Result<Tailer> {
         self.check_open()?;
+        self.wait_visible()?;
+        if start == Start::Beginning {
+            self.first_seq(); // drops files retention removed from the catalog
+        }
         let mut t = Tailer::new(self.inner.catalog.clone(), self.inner.config.wait);
         match start {
             Start::Beginning => {}
@@ -290,6 +297,14 @@ impl Queue {
     /// One message by sequence, copied out.
     pub fn get(&self, seq: u64) -> Result<OwnedMessage> {
         self.check_open()?;
+        let first = self.first_seq();
+        if seq < first {
+            let next = self.next_seq();
+            return Err(Error::NotFound { seq, first, next });
+        }
+        if seq >= self.next_seq() {
+            self.wait_visible()?;
+        }
         let mut guard = self.inner.getter.lock().unwrap_or_else(|e| e.into_inner());
         let t = match guard.as_mut() {
             Some(t) => t,
@@ -311,9 +326,25 @@ impl Queue {
         }
     }
 
+    /// Read-your-writes: returns once every message this process appended
+    /// before the call is visible to readers (written to the mapping; use
+    /// `Appender::flush` for durability). Called by `get` and `tailer`.
+    pub fn wait_visible(&self) -> Result<()> {
+        match &self.inner.writer {
+            Some(w) if !w.appender.forked() => match w.appender.wait_written() {
+                Err(Error::Closed) => Ok(()),
+                other => other,
+            },
+            _ => Ok(()),
+        }
+    }
+
     /// Columns of messages `start..end` (at most `max_rows`), in Arrow layout.
     pub fn read_batch(&self, start: u64, end: u64, max_rows: usize) -> Result<Batch> {
         self.check_open()?;
+        if end > self.next_seq() {
+            self.wait_visible()?;
+        }
         let first = self.first_seq();
         let mut t = Tailer::new(self.inner.catalog.clone(), self.inner.config.wait);
         t.seek(start.max(first))?;
@@ -391,10 +422,82 @@ impl Queue {
 
     /// Sequence of the oldest message kept.
     pub fn first_seq(&self) -> u64 {
-        self.inner
-            .catalog
+        let catalog = &self.inner.catalog;
+        // Retention (in this or another process) may have removed the
+        // oldest files since the catalog last looked: one stat tells.
+        if let Some(f) = catalog.first() {
+            if !catalog.data_path(f.id).exists() {
+                let _ = catalog.refresh();
+            }
+        }
+        catalog
             .first()
             .map_or(self.next_seq(), |f| f.header.first_seq)
+    }
+
+    /// The clock the queue stamps messages (and consumer commits) with.
+    pub(crate) fn clock(&self) -> &Arc<dyn Clock> {
+        &self.inner.config.clock
+    }
+
+    /// A named tailer: resumes at the position `name` last committed (in
+    /// this or an earlier process), or starts at `start_if_new` when the
+    /// name is new. See [`Consumer`].
+    pub fn tailer_named(&self, name: &str, start_if_new: Start) -> Result<Consumer> {
+        self.consumer(
+            name,
+            ConsumerOptions {
+                start_if_new,
+                ..ConsumerOptions::default()
+            },
+        )
+    }
+
+    /// A named tailer with options (auto-commit).
+    pub fn consumer(&self, name: &str, options: ConsumerOptions) -> Result<Consumer> {
+        self.check_open()?;
+        Consumer::open(self, name, options)
+    }
+
+    /// Every named consumer with its committed position and lag. Works on
+    /// read-only queues and takes no lock.
+    pub fn consumers(&self) -> Result<Vec<ConsumerInfo>> {
+        self.check_open()?;
+        let next = self.next_seq();
+        crate::consumers::list(self.path(), &self.inner.catalog, next)
+    }
+
+    /// Forgets consumer `name` (it must not be open anywhere), so that it no
+    /// longer holds back retention. Returns whether it existed.
+    pub fn remove_consumer(&self, name: &str) -> Result<bool> {
+        self.check_open()?;
+        crate::consumers::remove(self.path(), name)
+    }
+
+    /// Applies the queue's retention policy now (it also runs at every
+    /// roll). A queue opened without a policy keeps everything.
+    pub fn apply_retention(&self) -> Result<RetentionReport> {
+        match self.inner.config.retention {
+            Some(policy) => self.apply_retention_with(&policy),
+            None => Ok(RetentionReport {
+                first_seq: self.first_seq(),
+                ..RetentionReport::default()
+            }),
+        }
+    }
+
+    /// Applies `policy` once (for tools such as `litemq retain`). Allowed on
+    /// read-only queues: deleting old sealed files never touches what the
+    /// writer writes.
+    pub fn apply_retention_with(&self, policy: &RetentionPolicy) -> Result<RetentionReport> {
+        self.check_open()?;
+        let now = self.inner.config.clock.now_micros();
+        let report = crate::retention::run(&self.inner.catalog, policy, now)?;
+        if !report.deleted_files.is_empty() {
+            // The cached `get` reader may map a deleted file: let it go.
+            *self.inner.getter.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        }
+        Ok(report)
     }
 
     /// Sequence the next message gets (one past the last published).

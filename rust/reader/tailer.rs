@@ -224,16 +224,24 @@ impl Tailer {
                 self.seq = seq;
                 return Ok(());
             }
-            return Err(Error::NotFound {
-                seq,
-                first,
-                next: first,
-            });
+            return Err(self.not_found(seq));
         };
         // Reuse the open file when the target is in it.
         let (mut cursor, reused) = match self.cursor.take() {
             Some(c) if c.info.id == info.id => (c, true),
-            _ => (Cursor::open(&self.catalog, info)?, false),
+            _ => match Cursor::open(&self.catalog, info) {
+                Ok(c) => (c, false),
+                Err(e) if is_not_found(&e) => {
+                    // Retention removed the file after the catalog listed it.
+                    self.catalog.refresh()?;
+                    let first = self.catalog.first().map_or(0, |f| f.header.first_seq);
+                    if seq < first || self.catalog.locate(seq).is_some_and(|f| f.id == info.id) {
+                        return Err(self.not_found(seq));
+                    }
+                    return self.seek(seq); // the catalog no longer lists the file
+                }
+                Err(e) => return Err(e),
+            },
         };
         let (mut at_seq, mut offset) = (info.header.first_seq, DATA_HEADER_LEN);
         if reused && self.seq <= seq {
@@ -366,7 +374,15 @@ impl Tailer {
         };
         let mut cursor = match self.cursor.take() {
             Some(c) if c.info.id == info.id => c,
-            _ => Cursor::open(&self.catalog, info)?,
+            _ => match Cursor::open(&self.catalog, info) {
+                Ok(c) => c,
+                Err(e) if is_not_found(&e) => {
+                    // Retention removed it: the refreshed catalog no longer lists it.
+                    self.catalog.refresh()?;
+                    return self.seek_position(pos);
+                }
+                Err(e) => return Err(e),
+            },
         };
         let (mut seq, mut at) = (info.header.first_seq, DATA_HEADER_LEN);
         if info.header.file_number == number {
@@ -517,36 +533,57 @@ impl Tailer {
     }
 
     /// Moves from a sealed file to its successor. False when the successor
-    /// does not exist yet.
+    /// does not exist yet. When retention removed this file and the ones
+    /// after it, the next message is gone: [`Error::NotFound`].
     fn next_file(&mut self) -> Result<bool> {
-        let c = self.cursor.as_ref().expect("called with a cursor");
-        let id = c.info.id;
-        let next = match self.catalog.successor(id) {
-            Some(n) => n,
-            None => {
-                self.catalog.refresh()?;
-                match self.catalog.successor(id) {
-                    Some(n) => n,
-                    None => return Ok(false),
+        let id = self.cursor.as_ref().expect("called with a cursor").info.id;
+        for attempt in 0..2 {
+            let next = match self.catalog.successor(id) {
+                Some(n) => n,
+                None => {
+                    self.catalog.refresh()?;
+                    match self.catalog.successor(id) {
+                        Some(n) => n,
+                        None => return Ok(false),
+                    }
                 }
+            };
+            let path = self.catalog.data_path(next.id);
+            if next.header.first_seq != self.seq {
+                if self.catalog.first().is_some_and(|f| f.id > id) {
+                    return Err(self.not_found(self.seq));
+                }
+                return Err(Error::corrupted(
+                    &path,
+                    0,
+                    Some(self.seq),
+                    format!(
+                        "file starts at seq {} but the previous file ended before {}",
+                        next.header.first_seq, self.seq
+                    ),
+                ));
             }
-        };
-        let path = self.catalog.data_path(next.id);
-        if next.header.first_seq != self.seq {
-            return Err(Error::corrupted(
-                &path,
-                0,
-                Some(self.seq),
-                format!(
-                    "file starts at seq {} but the previous file ended before {}",
-                    next.header.first_seq, self.seq
-                ),
-            ));
+            match Cursor::open(&self.catalog, next) {
+                Ok(cursor) => {
+                    cursor.map.advise_sequential();
+                    self.cursor = Some(cursor);
+                    return Ok(true);
+                }
+                Err(e) if attempt == 0 && is_not_found(&e) => self.catalog.refresh()?,
+                Err(e) => return Err(e),
+            }
         }
-        let cursor = Cursor::open(&self.catalog, next)?;
-        cursor.map.advise_sequential();
-        self.cursor = Some(cursor);
-        Ok(true)
+        Err(self.not_found(self.seq))
+    }
+
+    /// The error for a sequence that is not (or no longer) in the queue.
+    fn not_found(&self, seq: u64) -> Error {
+        let first = self.catalog.first().map_or(0, |f| f.header.first_seq);
+        Error::NotFound {
+            seq,
+            first,
+            next: published_end(&self.catalog).max(first),
+        }
     }
 
     fn message(&self, loc: Located) -> Result<Message<'_>> {
@@ -578,4 +615,31 @@ fn first_timestamp(map: &Mapping) -> Option<u64> {
         }
         _ => None,
     }
+}
+
+fn is_not_found(e: &Error) -> bool {
+    matches!(e, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+}
+
+/// Sequence after the last published message, found from the last file's
+/// sparse index plus a walk of at most one index interval of length words.
+fn published_end(catalog: &Catalog) -> u64 {
+    let Some(last) = catalog.last() else { return 0 };
+    let Ok(map) = Mapping::open(&catalog.data_path(last.id)) else {
+        return last.header.first_seq;
+    };
+    let (mut seq, mut off) = (last.header.first_seq, DATA_HEADER_LEN);
+    let index = SparseIndex::open(&last.id.index_path(catalog.base()), seq, map.len() as u64);
+    if let Some(e) = index.and_then(|ix| ix.last()) {
+        (seq, off) = (e.seq, e.offset as usize);
+    }
+    while off + 4 <= map.len() {
+        let len = map.load_u32(off);
+        if len == 0 || len == frame::END_OF_FILE {
+            break;
+        }
+        off = off.saturating_add(frame::frame_size(len as usize));
+        seq += 1;
+    }
+    seq
 }

@@ -175,6 +175,23 @@ impl Appender {
         self.inner.handoff.shutdown()
     }
 
+    /// Returns once every message appended before the call is written to
+    /// the mapping (visible to readers; not necessarily durable).
+    pub(crate) fn wait_written(&self) -> Result<()> {
+        let target = self.inner.handoff.assigned();
+        let mut rounds = 0u32;
+        while self.inner.shared.written() < target {
+            self.check_alive()?;
+            rounds += 1;
+            if rounds < 100 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            }
+        }
+        Ok(())
+    }
+
     pub(crate) fn forked(&self) -> bool {
         fork_generation() != self.inner.fork_gen
     }

@@ -136,6 +136,11 @@ impl Handoff {
         Ok(first..first + n)
     }
 
+    /// Sequence the next message will get: every one below is assigned.
+    pub fn assigned(&self) -> u64 {
+        self.lock().next_seq
+    }
+
     /// Sends what is pending, then `Flush`; returns the sequence every
     /// earlier message is below.
     pub fn request_flush(&self) -> Result<u64, SendError> {
@@ -197,6 +202,12 @@ impl Handoff {
 
     fn take_locked(&self, s: &mut State) -> Option<(u64, EncodedBatch)> {
         if s.pending.entries.is_empty() {
+            return None;
+        }
+        // Batches sent earlier hold earlier sequences: the I/O thread must
+        // drain the channel first. Appenders only send under this lock, so
+        // an empty channel here means nothing older is in flight.
+        if !s.tx.as_ref().is_none_or(|tx| tx.is_empty()) {
             return None;
         }
         let replacement = self.spare_batch();

@@ -282,7 +282,9 @@ impl IoThread {
                     .push((old.map.path().to_path_buf(), file));
                 if self.sealed_unsynced.len() > MAX_UNSYNCED_SEALED {
                     let (path, f) = self.sealed_unsynced.remove(0);
-                    f.sync_data().map_err(|e| Error::io("fdatasync", path, e))?;
+                    if !is_unlinked(&f) {
+                        f.sync_data().map_err(|e| Error::io("fdatasync", path, e))?;
+                    }
                 }
             }
             self.shared
@@ -308,7 +310,33 @@ impl IoThread {
         self.last_id = Some(id);
         self.next_file_number += 1;
         self.active = Some(active);
+        self.apply_retention(ts);
         Ok(())
+    }
+
+    /// Deletes old files per the retention policy, right after a roll (the
+    /// only time a file becomes deletable). A failure does not poison the
+    /// writer: nothing written is at risk; it is counted, and the next
+    /// roll or `Queue::apply_retention` tries again and reports it.
+    fn apply_retention(&mut self, now_us: u64) {
+        let Some(policy) = self.config.retention else {
+            return;
+        };
+        match crate::retention::run_if_idle(&self.catalog, &policy, now_us) {
+            Ok(Some(report)) if !report.deleted_files.is_empty() => {
+                // Don't keep deleted files' space pinned by our dup'd fds.
+                self.sealed_unsynced
+                    .retain(|(path, _)| !report.deleted_files.contains(path));
+                self.shared
+                    .counters
+                    .retention_deleted
+                    .fetch_add(report.deleted_files.len() as u64, Relaxed);
+            }
+            Ok(_) => {}
+            Err(_) => {
+                self.shared.counters.retention_errors.fetch_add(1, Relaxed);
+            }
+        }
     }
 
     /// Syncs when the flush mode says so. `Sync` syncs once per drained
@@ -333,6 +361,9 @@ impl IoThread {
     /// the durable mark to everything written.
     fn sync_all(&mut self) -> Result<()> {
         for (path, f) in self.sealed_unsynced.drain(..) {
+            if is_unlinked(&f) {
+                continue; // deleted by retention elsewhere: nothing to keep
+            }
             f.sync_data().map_err(|e| Error::io("fdatasync", path, e))?;
         }
         if let Some(a) = self.active.as_mut() {
@@ -396,4 +427,11 @@ fn clone_error(e: &Error) -> Error {
         },
         other => Error::InvalidArgument(other.to_string()),
     }
+}
+
+/// True when `f`'s file has no name left (retention in another process or
+/// thread deleted it): syncing it is pointless and holding it pins its space.
+fn is_unlinked(f: &File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    f.metadata().is_ok_and(|m| m.nlink() == 0)
 }

@@ -20,6 +20,10 @@ pub struct Counters {
     pub syncs: AtomicU64,
     pub rolls: AtomicU64,
     pub bytes_written: AtomicU64,
+    /// Data files deleted by retention at roll time.
+    pub retention_deleted: AtomicU64,
+    /// Retention passes at roll time that failed (the writer goes on).
+    pub retention_errors: AtomicU64,
 }
 
 #[derive(Debug, Default)]

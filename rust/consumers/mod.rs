@@ -1,0 +1,417 @@
+//! Named consumers: tailers that remember where they stopped.
+//!
+//! A [`Consumer`] is a [`Tailer`] with a name and a position file
+//! (`base/consumers/<base32(name)>.pos`, see [`position`]). Opening it again,
+//! in this or a later process, resumes at the last committed position.
+//! Delivery is at-least-once: [`Consumer::commit`] records that every
+//! message read so far is done; after a crash the consumer sees again only
+//! what it read after its last commit, and never skips a message.
+//!
+//! ```no_run
+//! # let queue = litemq::QueueBuilder::new("/tmp/orders").open()?;
+//! let mut billing = queue.tailer_named("billing", litemq::Start::Beginning)?;
+//! while let Some(msg) = billing.read_next()? {
+//!     println!("bill order {}", msg.seq);
+//!     // ... once the message is handled:
+//! }
+//! billing.commit()?;
+//! # Ok::<(), litemq::Error>(())
+//! ```
+//!
+//! One handle per name at a time: a second open of the same name, in any
+//! process, fails with [`Error::Locked`] naming the holder's pid.
+
+pub mod name;
+pub mod position;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::clock::Clock;
+use crate::error::{Error, Result};
+use crate::format::frame::{frame_size, DATA_HEADER_LEN, END_OF_FILE};
+use crate::index::sparse::SparseIndex;
+use crate::queue::Queue;
+use crate::reader::catalog::{Catalog, FileInfo};
+use crate::reader::tailer::{Message, Start, Tailer};
+use crate::storage::layout::FileId;
+use crate::storage::mapped::Mapping;
+
+use position::{PositionFile, Snapshot};
+
+/// Directory, under the queue's base, that holds the position files.
+pub const CONSUMERS_DIR: &str = "consumers";
+
+/// How to open a named consumer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConsumerOptions {
+    /// Where a consumer that has never committed starts. Default
+    /// [`Start::Beginning`]. Ignored when the name has a position already.
+    pub start_if_new: Start,
+    /// Commit automatically: each read first commits everything returned
+    /// before it (the caller asking for the next message means it is done
+    /// with the previous ones), and [`Consumer::close`] commits the rest.
+    /// Default false.
+    pub auto_commit: bool,
+}
+
+impl Default for ConsumerOptions {
+    fn default() -> Self {
+        ConsumerOptions {
+            start_if_new: Start::Beginning,
+            auto_commit: false,
+        }
+    }
+}
+
+/// A named consumer as listed by `Queue::consumers`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsumerInfo {
+    pub name: String,
+    /// Committed position: the sequence the consumer reads next.
+    pub next_seq: u64,
+    /// Messages published at or after `next_seq` (`queue.next_seq - next_seq`).
+    pub lag_messages: u64,
+    /// Bytes of the frames of those messages still on disk (headers, CRCs
+    /// and padding included; a consumer behind `first_seq` counts from it).
+    /// Computed from the sparse indexes plus a walk of at most one index
+    /// interval of length words per file: exact for what was published when
+    /// the listing looked.
+    pub lag_bytes: u64,
+    /// When the position was last committed, µs since the Unix epoch.
+    pub committed_at: u64,
+    /// When the consumer was first opened, µs since the Unix epoch.
+    pub created_at: u64,
+}
+
+/// A tailer with a name whose position persists. `Send`.
+#[derive(Debug)]
+pub struct Consumer {
+    name: String,
+    tailer: Tailer,
+    file: PositionFile,
+    clock: Arc<dyn Clock>,
+    auto_commit: bool,
+    /// Position to seek to before the next read (set at open and when a
+    /// seek failed); a failed seek is reported by every read until it works.
+    pending: Option<u64>,
+    /// Opened as new with `Start::Beginning` and not read yet: "beginning"
+    /// means whatever is first when reading starts, even if retention
+    /// removed the first message in between.
+    from_beginning: bool,
+}
+
+impl Consumer {
+    /// Opens (or creates) consumer `name` of `queue`.
+    pub(crate) fn open(queue: &Queue, name: &str, options: ConsumerOptions) -> Result<Consumer> {
+        name::validate(name)?;
+        let tailer = queue.tailer(Start::Beginning)?;
+        let clock = queue.clock().clone();
+        let dir = queue.path().join(CONSUMERS_DIR);
+        let mut initial = || -> Result<u64> {
+            Ok(match options.start_if_new {
+                Start::Beginning => queue.first_seq(),
+                Start::End => queue.next_seq(),
+                Start::Seq(seq) => seq,
+            })
+        };
+        let (file, created) =
+            PositionFile::open_or_create(&dir, name, clock.now_micros(), &mut initial)?;
+        let from_beginning = created && options.start_if_new == Start::Beginning;
+        Ok(Consumer {
+            name: name.to_string(),
+            pending: Some(file.current().next_seq),
+            tailer,
+            file,
+            clock,
+            auto_commit: options.auto_commit,
+            from_beginning,
+        })
+    }
+
+    /// The consumer's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Sequence the next read returns.
+    pub fn next_seq(&self) -> u64 {
+        self.pending.unwrap_or_else(|| self.tailer.next_seq())
+    }
+
+    /// The last committed position (the sequence a reopened consumer reads first).
+    pub fn committed_seq(&self) -> u64 {
+        self.file.current().next_seq
+    }
+
+    /// When the last commit happened, µs since the Unix epoch.
+    pub fn committed_at(&self) -> u64 {
+        self.file.current().committed_us
+    }
+
+    pub fn auto_commit(&self) -> bool {
+        self.auto_commit
+    }
+
+    pub fn set_auto_commit(&mut self, on: bool) {
+        self.auto_commit = on;
+    }
+
+    /// Where the position file lives.
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    /// Records that every message read so far is done: a reopened consumer
+    /// starts at [`Consumer::next_seq`]. Costs one 32-byte store into a
+    /// mapped file; it survives the death of the process at once and a
+    /// machine crash once the kernel writes it back ([`Consumer::commit_durable`]).
+    pub fn commit(&mut self) -> Result<()> {
+        let seq = self.next_seq();
+        if seq != self.file.current().next_seq {
+            self.file.commit(seq, self.clock.now_micros());
+        }
+        Ok(())
+    }
+
+    /// [`Consumer::commit`], then msync: the position survives a machine crash.
+    pub fn commit_durable(&mut self) -> Result<()> {
+        self.commit()?;
+        self.file.sync()
+    }
+
+    /// Moves to `seq` (not committed until the next commit).
+    pub fn seek(&mut self, seq: u64) -> Result<()> {
+        self.tailer.seek(seq)?;
+        self.pending = None;
+        self.from_beginning = false;
+        Ok(())
+    }
+
+    /// Moves to the first message at or after `micros` (not committed).
+    pub fn seek_time(&mut self, micros: u64) -> Result<()> {
+        self.tailer.seek_time(micros)?;
+        self.pending = None;
+        self.from_beginning = false;
+        Ok(())
+    }
+
+    /// Moves after the last published message (not committed).
+    pub fn seek_end(&mut self) -> Result<()> {
+        self.tailer.seek_end()?;
+        self.pending = None;
+        self.from_beginning = false;
+        Ok(())
+    }
+
+    /// Reads the next message, or `None` when none is published yet. With
+    /// auto-commit, first commits everything read before.
+    ///
+    /// When the position was removed by retention, every read fails with
+    /// [`Error::NotFound`] (naming the first sequence still kept) until the
+    /// caller seeks: skipping silently would break at-least-once.
+    pub fn read_next(&mut self) -> Result<Option<Message<'_>>> {
+        self.before_read()?;
+        self.tailer.read_next()
+    }
+
+    /// As [`Consumer::read_next`], waiting up to `timeout` for a message.
+    pub fn read_next_timeout(&mut self, timeout: Duration) -> Result<Option<Message<'_>>> {
+        self.before_read()?;
+        self.tailer.read_next_timeout(timeout)
+    }
+
+    /// As [`Tailer::read_next_until`].
+    pub fn read_next_until(
+        &mut self,
+        timeout: Duration,
+        interrupt: &mut dyn FnMut() -> bool,
+    ) -> Result<Option<Message<'_>>> {
+        self.before_read()?;
+        self.tailer.read_next_until(timeout, interrupt)
+    }
+
+    /// Commits (with auto-commit) and releases the name. Dropping a consumer
+    /// without `close` does not commit: what was read since the last commit
+    /// is delivered again, which is what at-least-once needs when the caller
+    /// failed half way.
+    pub fn close(mut self) -> Result<()> {
+        if self.auto_commit {
+            self.commit()?;
+        }
+        Ok(())
+    }
+
+    fn before_read(&mut self) -> Result<()> {
+        if let Some(seq) = self.pending {
+            match self.tailer.seek(seq) {
+                Ok(()) => self.pending = None,
+                Err(Error::NotFound { first, .. }) if self.from_beginning && seq < first => {
+                    self.tailer.seek(first)?;
+                    self.pending = None;
+                }
+                Err(e) => return Err(e),
+            }
+            self.from_beginning = false;
+        }
+        if self.auto_commit {
+            self.commit()?;
+        }
+        Ok(())
+    }
+}
+
+/// Position files of the queue at `base`, read without locks (any process,
+/// read-only queues included). Sorted by name.
+pub fn snapshots(base: &Path) -> Result<Vec<Snapshot>> {
+    let dir = base.join(CONSUMERS_DIR);
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io("read directory", &dir, e)),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io("read directory", &dir, e))?;
+        let Some(expected) = entry.file_name().to_str().and_then(name::from_file_name) else {
+            continue; // temporary files and strangers
+        };
+        let path = entry.path();
+        match position::read_snapshot(&path) {
+            Ok(s) if s.name == expected => out.push(s),
+            Ok(s) => {
+                return Err(Error::corrupted(
+                    &path,
+                    24,
+                    None,
+                    format!("position file of {expected:?} names consumer {:?}", s.name),
+                ))
+            }
+            // Removed between listing and reading.
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+/// The smallest committed position of the queue's named consumers, if any:
+/// what `protect_unconsumed` retention must keep.
+pub fn min_position(base: &Path) -> Result<Option<u64>> {
+    Ok(snapshots(base)?.iter().map(|s| s.position.next_seq).min())
+}
+
+/// Every named consumer with its lag behind `next_seq` (the queue's end).
+pub fn list(base: &Path, catalog: &Catalog, next_seq: u64) -> Result<Vec<ConsumerInfo>> {
+    let snaps = snapshots(base)?;
+    let files = catalog.snapshot();
+    let mut offsets = FrameOffsets::new(catalog.base(), &files);
+    Ok(snaps
+        .into_iter()
+        .map(|s| {
+            let pos = s.position.next_seq;
+            ConsumerInfo {
+                lag_messages: next_seq.saturating_sub(pos),
+                lag_bytes: offsets.bytes_between(pos, next_seq),
+                name: s.name,
+                next_seq: pos,
+                committed_at: s.position.committed_us,
+                created_at: s.created_us,
+            }
+        })
+        .collect())
+}
+
+/// Removes consumer `name` (it must not be open anywhere). Returns whether
+/// it existed.
+pub fn remove(base: &Path, consumer: &str) -> Result<bool> {
+    name::validate(consumer)?;
+    position::remove(&base.join(CONSUMERS_DIR), consumer)
+}
+
+/// Finds frame offsets by sequence, caching answers within one listing.
+struct FrameOffsets<'a> {
+    base: &'a Path,
+    files: &'a [FileInfo],
+    cache: HashMap<(FileId, u64), u64>,
+}
+
+impl<'a> FrameOffsets<'a> {
+    fn new(base: &'a Path, files: &'a [FileInfo]) -> Self {
+        FrameOffsets {
+            base,
+            files,
+            cache: HashMap::new(),
+        }
+    }
+
+    /// Bytes of frames from sequence `from` up to `to` (exclusive).
+    fn bytes_between(&mut self, from: u64, to: u64) -> u64 {
+        if from >= to || self.files.is_empty() {
+            return 0;
+        }
+        let from = from.max(self.files[0].header.first_seq);
+        let holder = |seq: u64| {
+            self.files
+                .partition_point(|f| f.header.first_seq <= seq)
+                .saturating_sub(1)
+        };
+        let (i, j) = (holder(from), holder(to));
+        let mut total = 0;
+        for k in i..=j {
+            let f = self.files[k];
+            let start = if k == i {
+                self.offset(f, from)
+            } else {
+                DATA_HEADER_LEN as u64
+            };
+            let end = match self.files.get(k + 1) {
+                Some(next) if k < j => self.offset(f, next.header.first_seq),
+                _ => self.offset(f, to),
+            };
+            total += end.saturating_sub(start);
+        }
+        total
+    }
+
+    /// Offset in `f` of the frame of `seq`, or of the end of its frames when
+    /// `seq` is past them. Starts from the sparse index's floor entry, then
+    /// walks length words (at most one index interval of them).
+    fn offset(&mut self, f: FileInfo, seq: u64) -> u64 {
+        if let Some(&o) = self.cache.get(&(f.id, seq)) {
+            return o;
+        }
+        let data = f.id.data_path(self.base);
+        let Ok(map) = Mapping::open(&data) else {
+            return DATA_HEADER_LEN as u64; // removed by retention meanwhile
+        };
+        let (mut at_seq, mut off) = (f.header.first_seq, DATA_HEADER_LEN);
+        let index = SparseIndex::open(
+            &f.id.index_path(self.base),
+            f.header.first_seq,
+            map.len() as u64,
+        );
+        if let Some(e) = index.and_then(|ix| ix.floor_seq(seq)) {
+            if (e.offset as usize) < map.len() {
+                (at_seq, off) = (e.seq, e.offset as usize);
+            }
+        }
+        while at_seq < seq && off + 4 <= map.len() {
+            let len = map.load_u32(off);
+            if len == 0 || len == END_OF_FILE {
+                break;
+            }
+            let next = off.saturating_add(frame_size(len as usize));
+            if next + 4 > map.len() {
+                break;
+            }
+            off = next;
+            at_seq += 1;
+        }
+        self.cache.insert((f.id, seq), off as u64);
+        off as u64
+    }
+}
