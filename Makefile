@@ -1,0 +1,125 @@
+# litemq: one entry point for building, testing, linting and benchmarking.
+#
+#   make demo    build everything into .venv and run the end-to-end demo
+#   make test    every check CI runs (lint, cargo test, pytest)
+#
+# `make venv` creates .venv in the repository with the interpreter found as
+# `python3` (override with PYTHON=...), installs the extras (test, spark, bench)
+# and builds the extension with `maturin develop --release`. Stamp files inside
+# .venv keep reruns fast: dependencies are reinstalled only when pyproject.toml
+# changes, the extension is rebuilt only when a Rust source changes.
+
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(CURDIR)/$(VENV)/bin
+PY := $(BIN)/python
+EXTRAS := test spark bench
+
+# The engine and the bindings; any change rebuilds the extension module.
+RUST_SRC := $(shell find rust -name '*.rs' 2>/dev/null) Cargo.toml $(wildcard Cargo.lock)
+DEPS_STAMP := $(VENV)/.stamp-deps
+BUILD_STAMP := $(VENV)/.stamp-build
+
+# pyo3's build script must see the venv's interpreter, whoever runs cargo.
+export PYO3_PYTHON := $(PY)
+export VIRTUAL_ENV := $(CURDIR)/$(VENV)
+export PATH := $(BIN):$(PATH)
+
+PY_SOURCES := python tests benches $(wildcard examples)
+
+.PHONY: help venv deps build demo test lint rust-test py-test stubtest fmt bench bench-peers fuzz clean
+
+help:
+	@echo "make demo         write 1M messages, follow them live from a second process, print a table"
+	@echo "make test         lint + cargo test + pytest (what .ci/run runs)"
+	@echo "make lint         cargo fmt/clippy, ruff, mypy, stubtest"
+	@echo "make bench        cargo bench + every benches/*_bench.py"
+	@echo "make bench-peers  litemq against other Python queues (benches/peers.py)"
+	@echo "make fuzz         fuzz/run.sh"
+	@echo "make venv         create .venv, install extras, build the extension"
+	@echo "make fmt          apply cargo fmt and ruff format"
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+# Install maturin and every optional dependency named in pyproject.toml
+# (read with tomllib, so the list lives in one place).
+$(DEPS_STAMP): pyproject.toml | $(PY)
+	$(PY) -c 'import tomllib, sys; \
+	  p = tomllib.load(open("pyproject.toml", "rb")); \
+	  reqs = list(p["build-system"]["requires"]); \
+	  extras = p["project"]["optional-dependencies"]; \
+	  [reqs.extend(extras[e]) for e in sys.argv[1:]]; \
+	  print("\n".join(dict.fromkeys(reqs)))' $(EXTRAS) > $(VENV)/requirements.txt
+	$(PY) -m pip install --quiet -r $(VENV)/requirements.txt
+	touch $@
+
+deps: $(DEPS_STAMP)
+
+# `maturin develop` installs litemq in editable mode: python/litemq is used in
+# place, and the compiled module is written next to it as _litemq.abi3.so.
+$(BUILD_STAMP): $(DEPS_STAMP) $(RUST_SRC) pyproject.toml
+	cd $(CURDIR) && $(BIN)/maturin develop --release --quiet
+	touch $@
+
+build venv: $(BUILD_STAMP)
+
+demo: venv
+	$(PY) -m litemq.demo
+
+test: lint rust-test py-test
+
+lint: venv
+	cargo fmt --check
+	cargo clippy --all-targets -- -D warnings
+	cargo clippy --lib --features python -- -D warnings
+	$(BIN)/ruff check $(PY_SOURCES)
+	$(BIN)/ruff format --check $(PY_SOURCES)
+	$(BIN)/mypy
+	$(MAKE) --no-print-directory stubtest
+
+stubtest: venv
+	if [ -f .mypy-stubtest-allowlist ]; then \
+	  $(PY) -m mypy.stubtest litemq._litemq --allowlist .mypy-stubtest-allowlist; \
+	else \
+	  $(PY) -m mypy.stubtest litemq._litemq; \
+	fi
+
+rust-test:
+	cargo test
+
+py-test: venv
+	$(PY) -m pytest
+
+fmt: venv
+	cargo fmt
+	$(BIN)/ruff format $(PY_SOURCES)
+	$(BIN)/ruff check --fix $(PY_SOURCES)
+
+bench: venv
+	cargo bench
+	for f in benches/*_bench.py; do \
+	  echo "== $$f"; \
+	  $(PY) "$$f"; \
+	done
+
+bench-peers: venv
+	$(PY) benches/peers.py
+
+fuzz:
+	if [ -x fuzz/run.sh ]; then \
+	  fuzz/run.sh; \
+	elif [ -f fuzz/run.sh ]; then \
+	  bash fuzz/run.sh; \
+	else \
+	  echo "fuzz/run.sh is not there yet: nothing to fuzz"; \
+	fi
+
+clean:
+	rm -rf $(VENV) python/litemq/*.so
+	cargo clean

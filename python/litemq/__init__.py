@@ -1,0 +1,63 @@
+"""litemq: an embedded, persistent, append-only message queue (a journal).
+
+>>> import litemq
+>>> with litemq.Queue("/tmp/orders") as q:
+...     app = q.appender()
+...     app.append(b"order 1")
+...     for msg in q.tailer():
+...         print(msg.seq, msg.payload)
+0
+0 b'order 1'
+
+Errors form one tree under `LiteMQError`; OS failures are `OSError`
+subclasses (with errno), bad argument types `TypeError`, bad values
+`ValueError`.
+"""
+
+from litemq._litemq import (
+    MAX_HEADER_NAME_LEN,
+    MAX_HEADER_VALUE_LEN,
+    MAX_HEADERS,
+    MAX_KEY_LEN,
+    Appender,
+    ClosedError,
+    ConfigError,
+    CorruptedError,
+    Follow,
+    ForkedError,
+    LiteMQError,
+    LockedError,
+    Message,
+    NotFoundError,
+    PoisonedError,
+    ReadOnlyError,
+    Tailer,
+    UnsupportedVersionError,
+    __version__,
+)
+from litemq.options import Batch
+from litemq.queue import Queue
+
+__all__ = [
+    "MAX_HEADERS",
+    "MAX_HEADER_NAME_LEN",
+    "MAX_HEADER_VALUE_LEN",
+    "MAX_KEY_LEN",
+    "Appender",
+    "Batch",
+    "ClosedError",
+    "ConfigError",
+    "CorruptedError",
+    "Follow",
+    "ForkedError",
+    "LiteMQError",
+    "LockedError",
+    "Message",
+    "NotFoundError",
+    "PoisonedError",
+    "Queue",
+    "ReadOnlyError",
+    "Tailer",
+    "UnsupportedVersionError",
+    "__version__",
+]

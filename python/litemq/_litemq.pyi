@@ -1,0 +1,193 @@
+# Type stubs for the native module litemq._litemq (rust/python/).
+# Checked against the compiled module by `python -m mypy.stubtest litemq._litemq`.
+
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
+from os import PathLike
+from types import TracebackType
+from typing import Any, Literal, Self, final
+
+from typing_extensions import Buffer, disjoint_base
+
+__all__ = [
+    "MAX_HEADERS",
+    "MAX_HEADER_NAME_LEN",
+    "MAX_HEADER_VALUE_LEN",
+    "MAX_KEY_LEN",
+    "Appender",
+    "ClosedError",
+    "ConfigError",
+    "CorruptedError",
+    "Follow",
+    "ForkedError",
+    "LiteMQError",
+    "LockedError",
+    "Message",
+    "NotFoundError",
+    "PayloadView",
+    "PoisonedError",
+    "Queue",
+    "ReadOnlyError",
+    "Tailer",
+    "UnsupportedVersionError",
+    "__version__",
+    "reindex",
+    "writer_pid",
+]
+
+__version__: str
+MAX_KEY_LEN: int
+MAX_HEADERS: int
+MAX_HEADER_NAME_LEN: int
+MAX_HEADER_VALUE_LEN: int
+
+_Key = str | Buffer
+_HeaderValue = str | Buffer
+_BatchItem = (
+    Buffer
+    | tuple[Buffer, _Key | None]
+    | tuple[Buffer, _Key | None, Mapping[str, _HeaderValue] | None]
+    | Mapping[str, Any]
+)
+
+def writer_pid(path: str | PathLike[str]) -> int | None: ...
+def reindex(
+    path: str | PathLike[str],
+    progress: Callable[[int], object] | None = None,
+    slots: int | None = None,
+    items: int | None = None,
+) -> int: ...
+
+class LiteMQError(Exception): ...
+
+class CorruptedError(LiteMQError):
+    file: str | None
+    offset: int | None
+    seq: int | None
+    reason: str | None
+
+class LockedError(LiteMQError):
+    file: str | None
+    pid: int | None
+
+class ClosedError(LiteMQError): ...
+
+class PoisonedError(LiteMQError):
+    cause: BaseException | None
+
+class ConfigError(LiteMQError, ValueError): ...
+
+class UnsupportedVersionError(LiteMQError):
+    file: str | None
+    found: int | None
+    supported: int | None
+
+class ReadOnlyError(LiteMQError): ...
+
+class NotFoundError(LiteMQError, IndexError):
+    seq: int | None
+    first: int | None
+    next: int | None
+
+class ForkedError(LiteMQError): ...
+
+@final
+class Message:
+    @property
+    def seq(self) -> int: ...
+    @property
+    def timestamp(self) -> int: ...
+    @property
+    def payload(self) -> bytes: ...
+    @property
+    def key(self) -> str | bytes | None: ...
+    @property
+    def headers(self) -> dict[str, str | bytes]: ...
+    @property
+    def datetime(self) -> datetime: ...
+    def payload_view(self) -> memoryview: ...
+    def __eq__(self, other: object, /) -> bool: ...
+    def __ne__(self, other: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class PayloadView:
+    def __len__(self) -> int: ...
+
+@final
+class Appender:
+    def append(
+        self,
+        payload: Buffer,
+        key: _Key | None = None,
+        headers: Mapping[str, _HeaderValue] | None = None,
+    ) -> int: ...
+    def append_batch(self, items: Iterable[_BatchItem]) -> range: ...
+    def flush(self) -> None: ...
+
+@final
+class Tailer:
+    def __iter__(self) -> Self: ...
+    def __next__(self) -> Message: ...
+    def read_next(self, timeout: float | None = 0.0) -> Message | None: ...
+    def follow(self, idle_timeout: float | None = None) -> Follow: ...
+    def seek(self, seq: int) -> None: ...
+    def seek_time(self, when: datetime | int) -> None: ...
+    def seek_end(self) -> None: ...
+    def _skip_damaged(self) -> bool: ...
+    @property
+    def next_seq(self) -> int: ...
+    def close(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+@final
+class Follow:
+    def __iter__(self) -> Self: ...
+    def __next__(self) -> Message: ...
+
+@disjoint_base
+class Queue:
+    def __new__(
+        cls,
+        path: str | PathLike[str],
+        *,
+        file_size: int | None = None,
+        roll: list[tuple[str, int]] | None = None,
+        flush: tuple[str, int, float] | None = None,
+        index_interval: int | None = None,
+        verify_on_startup: bool = False,
+        read_only: bool = False,
+        channel_capacity: int | None = None,
+        wait: str | None = None,
+        key_index: tuple[int, int] | None = None,
+    ) -> Self: ...
+    def appender(self) -> Appender: ...
+    def tailer(self, start: int | Literal["start", "end"] | None = None) -> Tailer: ...
+    def get(self, seq: int) -> Message: ...
+    def find(
+        self,
+        key: _Key,
+        start: datetime | int | None = None,
+        end: datetime | int | None = None,
+        limit: int | None = None,
+    ) -> list[Message]: ...
+    @property
+    def first_seq(self) -> int: ...
+    @property
+    def next_seq(self) -> int: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def read_only(self) -> bool: ...
+    def __len__(self) -> int: ...
+    def stats(self) -> dict[str, Any]: ...
+    def _read_batch(self, start: int, end: int, max_rows: int) -> dict[str, Any]: ...
+    def close(self) -> None: ...

@@ -1,0 +1,441 @@
+"""The ``litemq`` command: look into queues from a shell.
+
+    litemq info PATH                      files, sizes, sequence and time range, writer
+    litemq dump PATH [--from SEQ] [--limit N] [--format text|json|hex]
+    litemq tail [-f] [-n N] PATH          the last messages; -f keeps following
+    litemq verify PATH                    check every frame; exit 1 if any is bad
+    litemq get PATH SEQ                   one message
+    litemq find PATH KEY [--start T] [--end T] [--limit N]
+    litemq reindex PATH                   rebuild the key index, with a progress bar
+
+Every command opens the queue read-only, so it runs beside a live writer.
+``--format json`` prints one JSON object per line (JSON Lines) for programs.
+Errors print one line on stderr and exit with status 1 (2 for usage errors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import string
+import sys
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any, NoReturn
+
+from litemq import _litemq
+from litemq._litemq import LiteMQError, Message
+from litemq.queue import Queue
+
+__all__ = ["main"]
+
+_PRINTABLE = set(string.printable.encode()) - set(b"\t\n\r\x0b\x0c")
+
+
+class _Failure(Exception):
+    """An error already phrased for the user."""
+
+
+def _iso(micros: int) -> str:
+    """ISO 8601 UTC with microseconds: 2026-11-21T23:45:12.123456Z."""
+    dt = datetime.fromtimestamp(micros // 1_000_000, tz=UTC).replace(microsecond=micros % 1_000_000)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _time_arg(text: str) -> int:
+    """µs since the epoch from an int or an ISO 8601 time (UTC if no zone)."""
+    text = text.strip()
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a time: use ISO 8601 (2026-11-21T10:00:00Z) or µs since the epoch"
+        ) from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return (dt - datetime(1970, 1, 1, tzinfo=UTC)) // _ONE_US
+
+
+_ONE_US = datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=UTC) - datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _seq_arg(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a sequence number") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"sequence numbers are >= 0, got {n}")
+    return n
+
+
+def _count_arg(text: str) -> int:
+    n = _seq_arg(text)
+    return n
+
+
+def _show_bytes(data: bytes, limit: int | None = 200) -> str:
+    """Text when printable UTF-8, else a bytes literal; long values cut."""
+    shown = data if limit is None else data[:limit]
+    try:
+        text = shown.decode("utf-8")
+        ok = text.isprintable()
+    except UnicodeDecodeError:
+        ok = False
+    out = text if ok else repr(shown)
+    if limit is not None and len(data) > limit:
+        out += f"... ({len(data)} bytes)"
+    return out
+
+
+def _encoded(value: bytes | str) -> tuple[str, str]:
+    """(text, encoding) for JSON: str as is, bytes as UTF-8 when valid, else base64."""
+    if isinstance(value, str):
+        return value, "text"
+    try:
+        return value.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        return base64.b64encode(value).decode("ascii"), "base64"
+
+
+def _json_record(msg: Message) -> dict[str, Any]:
+    payload, payload_encoding = _encoded(msg.payload)
+    record: dict[str, Any] = {
+        "seq": msg.seq,
+        "timestamp": msg.timestamp,
+        "time": _iso(msg.timestamp),
+        "payload": payload,
+        "payload_encoding": payload_encoding,
+        "key": None,
+        "key_encoding": None,
+        "headers": {},
+    }
+    if msg.key is not None:
+        record["key"], record["key_encoding"] = _encoded(msg.key)
+    for name, value in msg.headers.items():
+        text, encoding = _encoded(value)
+        record["headers"][name] = text if encoding == "text" else {encoding: text}
+    return record
+
+
+def _hexdump(data: bytes, out: IO[str]) -> None:
+    for at in range(0, len(data), 16):
+        chunk = data[at : at + 16]
+        hexes = " ".join(f"{b:02x}" for b in chunk)
+        text = "".join(chr(b) if b in _PRINTABLE else "." for b in chunk)
+        out.write(f"  {at:08x}  {hexes:<47}  |{text}|\n")
+
+
+def _print_message(msg: Message, fmt: str, out: IO[str]) -> None:
+    if fmt == "json":
+        out.write(json.dumps(_json_record(msg), ensure_ascii=False) + "\n")
+        return
+    parts = [f"{msg.seq:>10}", _iso(msg.timestamp)]
+    if msg.key is not None:
+        key = msg.key if isinstance(msg.key, str) else _show_bytes(msg.key, 80)
+        parts.append(f"key={key!r}" if isinstance(msg.key, str) else f"key={key}")
+    headers = msg.headers
+    if headers:
+        shown = ", ".join(
+            f"{k}={v!r}" if isinstance(v, str) else f"{k}={_show_bytes(v, 40)}"
+            for k, v in headers.items()
+        )
+        parts.append("{" + shown + "}")
+    if fmt == "hex":
+        parts.append(f"{len(msg.payload)} bytes")
+        out.write("  ".join(parts) + "\n")
+        _hexdump(msg.payload, out)
+        return
+    parts.append(_show_bytes(msg.payload))
+    out.write("  ".join(parts) + "\n")
+
+
+def _open(path: str) -> Queue:
+    if not Path(path).exists():
+        raise _Failure(f"{path}: no such queue (the directory does not exist)")
+    return Queue(path, read_only=True)
+
+
+def _data_files(path: Path) -> list[Path]:
+    return sorted(p for p in path.rglob("*.data") if p.is_file())
+
+
+def cmd_info(args: argparse.Namespace, out: IO[str]) -> int:
+    base = Path(args.path)
+    with _open(args.path) as q:
+        first, nxt = q.first_seq, q.next_seq
+        files = _data_files(base)
+        index_files = sorted(p for p in base.rglob("*.index") if p.is_file())
+        first_time = last_time = None
+        if nxt > first:
+            first_time = q.get(first).timestamp
+            last_time = q.get(nxt - 1).timestamp
+        info: dict[str, Any] = {
+            "path": str(base.resolve()),
+            "messages": nxt - first,
+            "first_seq": first,
+            "next_seq": nxt,
+            "first_time": None if first_time is None else _iso(first_time),
+            "last_time": None if last_time is None else _iso(last_time),
+            "writer_pid": _litemq.writer_pid(base),
+            "data_files": [
+                {"file": str(p.relative_to(base)), "bytes": p.stat().st_size} for p in files
+            ],
+            "index_files": len(index_files),
+            "disk_bytes": sum(p.stat().st_size for p in base.rglob("*") if p.is_file()),
+        }
+    if args.format == "json":
+        out.write(json.dumps(info) + "\n")
+        return 0
+    writer = info["writer_pid"]
+    rows = [
+        ("path", info["path"]),
+        ("messages", f"{info['messages']:,}"),
+        ("sequences", f"{first} .. {nxt - 1}" if nxt > first else f"none (next is {nxt})"),
+        ("time range", f"{info['first_time']} .. {info['last_time']}" if first_time else "-"),
+        ("writer", f"pid {writer}" if writer is not None else "none (not locked)"),
+        ("data files", str(len(files))),
+        ("index files", str(len(index_files))),
+        ("disk usage", _human(info["disk_bytes"])),
+    ]
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        out.write(f"{key:<{width}}  {value}\n")
+    for f in info["data_files"]:
+        out.write(f"  {f['file']}  {_human(f['bytes'])}\n")
+    return 0
+
+
+def _human(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+def _limited(messages: Iterable[Message], limit: int | None) -> Iterable[Message]:
+    if limit is None:
+        yield from messages
+        return
+    for i, msg in enumerate(messages):
+        if i >= limit:
+            return
+        yield msg
+
+
+def cmd_dump(args: argparse.Namespace, out: IO[str]) -> int:
+    with _open(args.path) as q:
+        start = q.first_seq if args.start is None else max(args.start, q.first_seq)
+        with q.tailer(start=start) as t:
+            for msg in _limited(t, args.limit):
+                _print_message(msg, args.format, out)
+    return 0
+
+
+def cmd_tail(args: argparse.Namespace, out: IO[str]) -> int:
+    with _open(args.path) as q:
+        start = max(q.first_seq, q.next_seq - args.lines)
+        with q.tailer(start=start) as t:
+            for msg in t:
+                _print_message(msg, args.format, out)
+            out.flush()
+            if args.follow:
+                for msg in t.follow():
+                    _print_message(msg, args.format, out)
+                    out.flush()
+    return 0
+
+
+def cmd_get(args: argparse.Namespace, out: IO[str]) -> int:
+    with _open(args.path) as q:
+        _print_message(q.get(args.seq), args.format, out)
+    return 0
+
+
+def cmd_find(args: argparse.Namespace, out: IO[str]) -> int:
+    key: str | bytes = args.key
+    if args.hex_key:
+        try:
+            key = bytes.fromhex(args.key)
+        except ValueError:
+            raise _Failure(f"--hex-key: {args.key!r} is not hexadecimal") from None
+    with _open(args.path) as q:
+        for msg in q.find(key, start=args.start, end=args.end, limit=args.limit):
+            _print_message(msg, args.format, out)
+    return 0
+
+
+class _Progress:
+    """A one-line progress bar on stderr, drawn only when it is a terminal."""
+
+    def __init__(self, total: int, label: str = "verifying") -> None:
+        self.label = label
+        self.total = max(total, 1)
+        self.enabled = sys.stderr.isatty()
+        self.last = -1
+
+    def update(self, done: int) -> None:
+        if not self.enabled:
+            return
+        pct = min(100, done * 100 // self.total)
+        if pct != self.last:
+            self.last = pct
+            bar = "#" * (pct // 4)
+            sys.stderr.write(f"\r{self.label} [{bar:<25}] {pct:3d}% ({done:,}/{self.total:,})")
+            sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+
+
+def cmd_verify(args: argparse.Namespace, out: IO[str]) -> int:
+    bad = 0
+    checked = 0
+    with _open(args.path) as q:
+        first, nxt = q.first_seq, q.next_seq
+        progress = _Progress(nxt - first)
+        with q.tailer() as t:
+            while True:
+                try:
+                    msg = t.read_next()
+                except _litemq.CorruptedError as e:
+                    bad += 1
+                    progress.enabled and sys.stderr.write("\n")
+                    out.write(
+                        f"BAD seq={e.seq if e.seq is not None else t.next_seq} "
+                        f"file={e.file} offset={e.offset}: {e.reason}\n"
+                    )
+                    if not t._skip_damaged():
+                        out.write(f"stopped: the rest of {e.file} cannot be walked\n")
+                        break
+                    continue
+                if msg is None:
+                    break
+                checked += 1
+                if checked % 65536 == 0:
+                    progress.update(checked)
+        progress.update(checked)
+        progress.done()
+        expected = nxt - first
+    status = "OK" if bad == 0 and checked == expected else "FAILED"
+    out.write(
+        f"{status}: {checked:,} frames checked, {bad} bad"
+        + ("" if checked + bad >= expected else f", {expected - checked - bad:,} unreachable")
+        + "\n"
+    )
+    return 0 if status == "OK" else 1
+
+
+def cmd_reindex(args: argparse.Namespace, out: IO[str]) -> int:
+    if not Path(args.path).exists():
+        raise _Failure(f"{args.path}: no such queue (the directory does not exist)")
+    with _open(args.path) as q:
+        total = q.next_seq
+    progress = _Progress(total, "reindexing")
+    keys = _litemq.reindex(args.path, progress.update)
+    progress.update(total)
+    progress.done()
+    out.write(f"OK: {keys:,} keys indexed from {total:,} messages\n")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="litemq",
+        description="Look into litemq queues. Every command opens the queue read-only.",
+    )
+    parser.add_argument("--version", action="version", version=f"litemq {_litemq.__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, help: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=help)
+        p.add_argument("path", metavar="PATH", help="the queue's directory")
+        return p
+
+    def with_format(p: argparse.ArgumentParser, choices: Sequence[str]) -> None:
+        p.add_argument(
+            "--format",
+            choices=choices,
+            default="text",
+            help="text for people (default), json (one object per line) for programs",
+        )
+
+    p = command("info", "files, sizes, sequence and time range, writer pid")
+    with_format(p, ("text", "json"))
+    p.set_defaults(run=cmd_info)
+
+    p = command("dump", "print messages in sequence order")
+    p.add_argument("--from", dest="start", type=_seq_arg, metavar="SEQ", help="first sequence")
+    p.add_argument("--limit", type=_count_arg, metavar="N", help="at most N messages")
+    with_format(p, ("text", "json", "hex"))
+    p.set_defaults(run=cmd_dump)
+
+    p = command("tail", "print the last messages; with -f, keep printing new ones")
+    p.add_argument("-f", "--follow", action="store_true", help="wait for new messages")
+    p.add_argument("-n", "--lines", type=_count_arg, default=10, metavar="N", help="default 10")
+    with_format(p, ("text", "json", "hex"))
+    p.set_defaults(run=cmd_tail)
+
+    p = command("verify", "check the CRC of every frame; exit 1 if any is bad")
+    p.set_defaults(run=cmd_verify)
+
+    p = command("reindex", "rebuild the key index from the data files (not beside a writer)")
+    p.set_defaults(run=cmd_reindex)
+
+    p = command("get", "print one message by sequence")
+    p.add_argument("seq", type=_seq_arg, metavar="SEQ")
+    with_format(p, ("text", "json", "hex"))
+    p.set_defaults(run=cmd_get)
+
+    p = command("find", "print the messages with a key, from the key index")
+    p.add_argument("key", metavar="KEY", help="the key (text; see --hex-key)")
+    p.add_argument("--hex-key", action="store_true", help="KEY is hexadecimal bytes")
+    p.add_argument("--start", type=_time_arg, metavar="T", help="written at or after T")
+    p.add_argument("--end", type=_time_arg, metavar="T", help="written before T")
+    p.add_argument("--limit", type=_count_arg, metavar="N", help="at most N messages")
+    with_format(p, ("text", "json", "hex"))
+    p.set_defaults(run=cmd_find)
+    return parser
+
+
+def _fail(message: str) -> NoReturn:
+    sys.stderr.write(f"litemq: error: {message}\n")
+    raise SystemExit(1)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the ``litemq`` command; returns the exit status.
+
+    >>> main(["get", "/tmp/orders", "0"])
+             0  2026-11-21T23:45:12.123456Z  order 1
+    0
+    """
+    args = _parser().parse_args(argv)
+    out = sys.stdout
+    try:
+        status: int = args.run(args, out)
+        out.flush()
+        return status
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # `litemq dump ... | head`: the reader left; that is not an error.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except _Failure as e:
+        _fail(str(e))
+    except (LiteMQError, OSError, ValueError, TypeError) as e:
+        _fail(f"{args.path}: {e}" if str(args.path) not in str(e) else str(e))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,183 @@
+"""`litemq.Queue`: the queue a user opens."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self
+
+from litemq import _litemq, arrow
+from litemq.options import (
+    FlushSpec,
+    RollSpec,
+    WaitSpec,
+    parse_flush,
+    parse_key_index,
+    parse_roll,
+    parse_size,
+    parse_wait,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
+
+__all__ = ["Queue"]
+
+
+def _positive(value: int | None, what: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+    if value <= 0:
+        raise _litemq.ConfigError(f"{what} must be positive, got {value}")
+    return value
+
+
+class Queue(_litemq.Queue):
+    """A persistent, append-only message queue stored in a directory.
+
+    Opens the queue at `path`, creating it when missing. One process at a time
+    may write (a second one gets `LockedError` naming the first one's pid);
+    any number of processes may read, also with ``read_only=True``, which
+    takes no lock.
+
+    Options (keywords; the defaults suit most uses):
+
+    - ``file_size`` (``"1GiB"``): bytes preallocated per data file; an int or a
+      string like ``"64MiB"``; at least 64 KiB. Bounds the largest message.
+    - ``roll`` (``"daily"``): when to start a new data file: ``"daily"``,
+      ``"hourly"``, ``"minutely"`` (UTC), an int or ``"size:64MiB"`` (bytes),
+      ``"count:N"`` (messages), or a dict/list combining them
+      (``{"period": "hourly", "count": 1_000_000}``: whichever comes first).
+      A full file always rolls.
+    - ``flush`` (``"async"``): ``"async"``, ``"sync"`` or
+      ``litemq.Batch(bytes=..., interval=...)``; see `litemq.Batch`.
+    - ``index_interval`` (``1024``): one sparse-index entry per this many
+      messages; seeks scan at most this many.
+    - ``verify_on_startup`` (``False``): check the CRC of every frame on open.
+    - ``read_only`` (``False``): read without taking the writer lock.
+    - ``channel_capacity`` (``4096``): appends queued ahead of the I/O thread
+      before `append` waits (backpressure).
+    - ``wait`` (``"default"``): how blocking reads wait, ``"default"`` or
+      ``"busy-spin"``.
+    - ``key_index`` (``{"slots": 2**20, "items": 2**21}``): geometry of new
+      key-index files (hash slots, items per file); see docs/FORMAT.md.
+
+    >>> with litemq.Queue("/tmp/orders") as q:
+    ...     q.appender().append(b"order 1")
+    ...     [m.payload for m in q.tailer()]
+    0
+    [b'order 1']
+    """
+
+    def __new__(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        file_size: int | str | None = None,
+        roll: RollSpec | None = None,
+        flush: FlushSpec = "async",
+        index_interval: int | None = None,
+        verify_on_startup: bool = False,
+        read_only: bool = False,
+        channel_capacity: int | None = None,
+        wait: WaitSpec = "default",
+        key_index: Mapping[str, int] | None = None,
+    ) -> Self:
+        if not isinstance(path, str | os.PathLike):
+            raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
+        for name, flag in (("verify_on_startup", verify_on_startup), ("read_only", read_only)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be True or False, not {type(flag).__name__}")
+        return super().__new__(
+            cls,
+            os.fspath(path),
+            file_size=None if file_size is None else parse_size(file_size, "file_size"),
+            roll=None if roll is None else parse_roll(roll),
+            flush=parse_flush(flush),
+            index_interval=_positive(index_interval, "index_interval"),
+            verify_on_startup=verify_on_startup,
+            read_only=read_only,
+            channel_capacity=_positive(channel_capacity, "channel_capacity"),
+            wait=parse_wait(wait),
+            key_index=None if key_index is None else parse_key_index(key_index),
+        )
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __iter__(self) -> _litemq.Tailer:
+        """Iterates every message available now (a new tailer from the start).
+
+        >>> [m.seq for m in q]
+        [0, 1, 2]
+        """
+        return self.tailer()
+
+    def read_arrow(
+        self,
+        start: int | None = None,
+        end: int | None = None,
+        max_rows: int | None = None,
+    ) -> pa.RecordBatch:
+        """Messages ``[start, end)`` as one ``pyarrow.RecordBatch``.
+
+        Columns: ``seq`` int64, ``timestamp`` timestamp[us, UTC], ``key``
+        binary (null without a key), ``headers`` map<string, binary> (null
+        without headers), ``payload`` binary. Built from buffers the engine
+        fills, with no Python object per message. Needs pyarrow.
+
+        >>> q.read_arrow(max_rows=2).column("seq").to_pylist()
+        [0, 1]
+        """
+        first, nxt = self.first_seq, self.next_seq
+        lo = first if start is None else _seq_arg(start, "start")
+        hi = nxt if end is None else _seq_arg(end, "end")
+        lo, hi = max(lo, first), min(hi, nxt)
+        remaining = max(hi - lo, 0)
+        if max_rows is not None:
+            remaining = min(remaining, _seq_arg(max_rows, "max_rows"))
+        batches = []
+        while remaining > 0:
+            cols: dict[str, Any] = self._read_batch(lo, hi, remaining)
+            rows = int(cols["rows"])
+            if rows == 0:
+                break
+            batches.append(arrow.record_batch(cols))
+            lo += rows
+            remaining -= rows
+        if not batches:
+            return arrow.empty_batch()
+        return arrow.concat(batches)
+
+    def to_pandas(
+        self,
+        start: int | None = None,
+        end: int | None = None,
+        max_rows: int | None = None,
+    ) -> pd.DataFrame:
+        """`read_arrow` as a pandas DataFrame (needs pyarrow and pandas).
+
+        >>> q.to_pandas().columns.tolist()
+        ['seq', 'timestamp', 'key', 'headers', 'payload']
+        """
+        return self.read_arrow(start, end, max_rows).to_pandas()
+
+
+def _seq_arg(value: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+    if value < 0:
+        raise ValueError(f"{what} must be >= 0, got {value}")
+    return value

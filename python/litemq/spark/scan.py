@@ -1,0 +1,333 @@
+"""Planning and reading: which sequence ranges of which queues each Spark task reads.
+
+No pyspark here: the pyspark classes in ``source.py`` call these functions on the driver
+(planning) and on executors (reading), so they can be tested without a Spark session.
+"""
+
+from __future__ import annotations
+
+import bisect
+import glob
+import itertools
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from .dataset import QueueRef
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = [
+    "COLUMNS",
+    "Bounds",
+    "Chunk",
+    "open_queue",
+    "plan_chunks",
+    "queue_range",
+    "read_chunk",
+    "seq_for_time",
+    "split_range",
+]
+
+#: Columns of a litemq DataFrame, in order: the engine's Arrow columns plus ``queue``.
+COLUMNS = ("seq", "timestamp", "key", "headers", "payload", "queue")
+#: Partition boundaries fall on multiples of this (the engine's default sparse-index
+#: interval), so a task starts reading at an indexed position.
+INDEX_ALIGN = 1024
+#: Bytes to ask the engine for per ``read_arrow`` call while reading a chunk.
+READ_BYTES = 32 * 1024 * 1024
+#: ... and never more rows than this per call.
+MAX_READ_ROWS = 1 << 20
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """What one Spark task reads: ``[start, end)`` of one queue, or one key's messages."""
+
+    name: str
+    path: str
+    start: int
+    end: int
+    keys: tuple[bytes, ...] = ()  # not empty: read these keys' messages through the key index
+    time_start_us: int | None = None
+    time_end_us: int | None = None
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Everything that narrows a read: options and pushed filters, intersected.
+
+    Sequences are ``[seq_lo, seq_hi)``; times ``[time_lo_us, time_hi_us)`` in µs UTC;
+    ``keys`` (if not None) the only keys wanted; ``queues`` (if not None) the only queue names.
+    ``empty`` is set when the bounds contradict each other (nothing can match).
+    """
+
+    seq_lo: int | None = None
+    seq_hi: int | None = None
+    time_lo_us: int | None = None
+    time_hi_us: int | None = None
+    keys: frozenset[bytes] | None = None
+    queues: frozenset[str] | None = None
+    empty: bool = False
+
+    def and_seq(self, lo: int | None = None, hi: int | None = None) -> Bounds:
+        nlo = _max(self.seq_lo, lo)
+        nhi = _min(self.seq_hi, hi)
+        return replace(self, seq_lo=nlo, seq_hi=nhi)
+
+    def and_time(self, lo: int | None = None, hi: int | None = None) -> Bounds:
+        return replace(
+            self, time_lo_us=_max(self.time_lo_us, lo), time_hi_us=_min(self.time_hi_us, hi)
+        )
+
+    def and_keys(self, keys: frozenset[bytes]) -> Bounds:
+        new = keys if self.keys is None else self.keys & keys
+        return replace(self, keys=new, empty=self.empty or not new)
+
+    def and_queues(self, names: frozenset[str]) -> Bounds:
+        new = names if self.queues is None else self.queues & names
+        return replace(self, queues=new, empty=self.empty or not new)
+
+
+def _max(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
+def _min(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def open_queue(path: str) -> Any:
+    """Open a queue for reading. Read-only handles may coexist with a live writer."""
+    import litemq
+
+    return litemq.Queue(path, read_only=True)
+
+
+def queue_range(q: Any) -> tuple[int, int]:
+    return int(q.first_seq), int(q.next_seq)
+
+
+def _us_to_datetime(us: int) -> datetime:
+    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=us)
+
+
+def seq_for_time(q: Any, us: int) -> int:
+    """The first sequence whose timestamp is >= ``us`` (``next_seq`` if none).
+
+    Timestamps never decrease within a queue, so ``[seq_for_time(a), seq_for_time(b))`` is
+    exactly the messages stored in ``[a, b)``. Uses the tailer's O(log n) ``seek_time``.
+    """
+    fast = getattr(q, "seq_for_time", None)
+    if callable(fast):
+        return int(fast(us))
+    t = q.tailer(start=int(q.first_seq))
+    t.seek_time(_us_to_datetime(us))
+    nxt = getattr(t, "next_seq", None)
+    if isinstance(nxt, int):
+        return nxt
+    msg = t.read_next(timeout=0)
+    return int(q.next_seq) if msg is None else int(msg.seq)
+
+
+#: Data-file header fields used for planning (docs/FORMAT.md: "LMQDATA\0" magic, then
+#: little-endian fields; first_seq at byte 16).
+_DATA_MAGIC = b"LMQDATA\0"
+_FIRST_SEQ_AT = 16
+
+
+def file_starts(q: Any, path: str) -> list[int] | None:
+    """First sequence of each data file of the queue at ``path``, sorted, or None.
+
+    Uses the engine's ``Queue.data_files()`` when it has one; otherwise reads the 64-byte
+    header of each ``YYYY/MM/DD/*.data`` file. Only where partitions are cut depends on this,
+    never which rows are read (the ranges stay contiguous), so an unreadable or unknown header
+    just means no cut there.
+    """
+    fn = getattr(q, "data_files", None)
+    if callable(fn):
+        try:
+            return sorted({int(f["first_seq"]) for f in fn()})
+        except (TypeError, KeyError, ValueError):
+            pass
+    starts: set[int] = set()
+    for data in glob.glob(os.path.join(glob.escape(path), "[0-9]" * 4, "*", "*", "*.data")):
+        try:
+            with open(data, "rb") as f:
+                head = f.read(_FIRST_SEQ_AT + 8)
+        except OSError:
+            continue
+        if len(head) == _FIRST_SEQ_AT + 8 and head.startswith(_DATA_MAGIC):
+            starts.add(int.from_bytes(head[_FIRST_SEQ_AT:], "little"))
+    return sorted(starts) or None
+
+
+def split_range(
+    start: int, end: int, rows_per_partition: int, file_starts: Sequence[int] | None = None
+) -> list[tuple[int, int]]:
+    """Split ``[start, end)`` into contiguous ranges for parallel reads.
+
+    Cut at every data-file start (one partition per file), then cut ranges longer than
+    ``rows_per_partition`` at multiples of the sparse-index interval.
+    """
+    if end <= start:
+        return []
+    cuts = {start, end}
+    if file_starts:
+        i = bisect.bisect_right(file_starts, start)
+        while i < len(file_starts) and file_starts[i] < end:
+            cuts.add(file_starts[i])
+            i += 1
+    step = rows_per_partition
+    if step >= INDEX_ALIGN:
+        step -= step % INDEX_ALIGN
+    ordered = sorted(cuts)
+    out: list[tuple[int, int]] = []
+    for lo, hi in itertools.pairwise(ordered):
+        s = lo
+        while hi - s > rows_per_partition:
+            nxt = (s // step + 1) * step
+            out.append((s, nxt))
+            s = nxt
+        out.append((s, hi))
+    return out
+
+
+def plan_chunks(refs: Sequence[QueueRef], bounds: Bounds, rows_per_partition: int) -> list[Chunk]:
+    """The chunks a batch read needs, in queue then sequence order."""
+    if bounds.empty:
+        return []
+    chunks: list[Chunk] = []
+    for ref in refs:
+        if bounds.queues is not None and ref.name not in bounds.queues:
+            continue
+        with open_queue(ref.path) as q:
+            first, nxt = queue_range(q)
+            lo = first if bounds.seq_lo is None else max(first, bounds.seq_lo)
+            hi = nxt if bounds.seq_hi is None else min(nxt, bounds.seq_hi)
+            if bounds.keys is not None:
+                # Keys are answered by the key index: one small task per queue.
+                if lo < hi:
+                    chunks.append(
+                        Chunk(
+                            ref.name,
+                            ref.path,
+                            lo,
+                            hi,
+                            keys=tuple(sorted(bounds.keys)),
+                            time_start_us=bounds.time_lo_us,
+                            time_end_us=bounds.time_hi_us,
+                        )
+                    )
+                continue
+            if bounds.time_lo_us is not None and lo < hi:
+                lo = max(lo, seq_for_time(q, bounds.time_lo_us))
+            if bounds.time_hi_us is not None and lo < hi:
+                hi = min(hi, seq_for_time(q, bounds.time_hi_us))
+            if lo >= hi:
+                continue
+            starts = file_starts(q, ref.path)
+        chunks.extend(
+            Chunk(ref.name, ref.path, s, e)
+            for s, e in split_range(lo, hi, rows_per_partition, starts)
+        )
+    return chunks
+
+
+@dataclass
+class Shaper:
+    """Turns the engine's record batches into the batches Spark expects for ``schema``."""
+
+    columns: list[str]
+    target: pa.Schema
+    _queue_cache: dict[str, Any] = field(default_factory=dict)
+
+    def shape(self, batch: pa.RecordBatch, queue_name: str) -> pa.RecordBatch:
+        import pyarrow as pa
+
+        n = batch.num_rows
+        arrays = []
+        for name, fld in zip(self.columns, self.target, strict=True):
+            if name == "queue":
+                arr = pa.repeat(pa.scalar(queue_name, pa.string()), n)
+            else:
+                arr = batch.column(name)
+            if arr.type != fld.type:
+                arr = arr.cast(fld.type)
+            arrays.append(arr)
+        return pa.RecordBatch.from_arrays(arrays, schema=self.target)
+
+
+def messages_to_batch(messages: Sequence[Any]) -> pa.RecordBatch:
+    """Arrow columns for messages returned by ``Queue.find`` (few rows: a Python loop is fine)."""
+    import pyarrow as pa
+
+    def b(v: Any) -> bytes | None:
+        if v is None:
+            return None
+        return v.encode("utf-8") if isinstance(v, str) else bytes(v)
+
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([m.seq for m in messages], pa.int64()),
+            pa.array([m.timestamp for m in messages], pa.timestamp("us", tz="UTC")),
+            pa.array([b(m.key) for m in messages], pa.binary()),
+            pa.array(
+                [
+                    [(k, b(v)) for k, v in m.headers.items()] if m.headers else None
+                    for m in messages
+                ],
+                pa.map_(pa.string(), pa.binary()),
+            ),
+            pa.array([bytes(m.payload) for m in messages], pa.binary()),
+        ],
+        names=["seq", "timestamp", "key", "headers", "payload"],
+    )
+
+
+def _find(q: Any, key: bytes, time_lo: int | None, time_hi: int | None) -> list[Any]:
+    start = None if time_lo is None else _us_to_datetime(time_lo)
+    end = None if time_hi is None else _us_to_datetime(time_hi)
+    return list(q.find(key, start=start, end=end))
+
+
+def read_chunk(chunk: Chunk, shaper: Shaper, batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """Yield the chunk's rows as record batches of at most ``batch_rows`` rows."""
+    with open_queue(chunk.path) as q:
+        if chunk.keys:
+            lo, hi = chunk.time_start_us, chunk.time_end_us
+            found: dict[int, Any] = {}
+            for key in chunk.keys:
+                for m in _find(q, key, lo, hi):
+                    # The index answers by time; check every bound here as well.
+                    if (
+                        chunk.start <= m.seq < chunk.end
+                        and (lo is None or m.timestamp >= lo)
+                        and (hi is None or m.timestamp < hi)
+                    ):
+                        found[m.seq] = m
+            if found:
+                msgs = [found[s] for s in sorted(found)]
+                for i in range(0, len(msgs), batch_rows):
+                    yield shaper.shape(messages_to_batch(msgs[i : i + batch_rows]), chunk.name)
+            return
+        s = max(chunk.start, int(q.first_seq))
+        # Ask the engine for about READ_BYTES per call (few calls, bounded memory whatever the
+        # message size), and hand Spark slices of batch_rows rows.
+        want = batch_rows
+        while s < chunk.end:
+            batch = q.read_arrow(start=s, end=chunk.end, max_rows=want)
+            n = batch.num_rows
+            if n == 0:
+                raise RuntimeError(
+                    f"litemq: {chunk.path} returned no rows at sequence {s} although "
+                    f"the read was planned up to {chunk.end}"
+                )
+            for i in range(0, n, batch_rows):
+                yield shaper.shape(batch.slice(i, batch_rows), chunk.name)
+            s += n
+            per_row = max(1, batch.nbytes // n)
+            want = max(batch_rows, min(MAX_READ_ROWS, READ_BYTES // per_row))

@@ -1,0 +1,80 @@
+"""`Queue.read_arrow` and `Queue.to_pandas`."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pyarrow as pa
+import pytest
+
+import litemq
+
+
+@pytest.fixture
+def mixed(queue: litemq.Queue) -> litemq.Queue:
+    app = queue.appender()
+    app.append(b"plain")
+    app.append(b"keyed", key="k-text")
+    app.append(b"", key=b"\x00bin", headers={"a": "1", "b": b"\xff"})
+    app.append_batch([f"b{i}".encode() for i in range(97)])
+    app.flush()
+    return queue
+
+
+def test_schema_and_values(mixed: litemq.Queue) -> None:
+    batch = mixed.read_arrow()
+    batch.validate(full=True)
+    assert batch.schema.names == ["seq", "timestamp", "key", "headers", "payload"]
+    assert batch.schema.field("seq").type == pa.int64()
+    assert batch.schema.field("timestamp").type == pa.timestamp("us", tz="UTC")
+    assert batch.schema.field("key").type == pa.binary()
+    assert batch.schema.field("headers").type == pa.map_(pa.string(), pa.binary())
+    assert batch.schema.field("payload").type == pa.binary()
+    assert batch.num_rows == 100
+    rows = batch.to_pylist()
+    assert [r["seq"] for r in rows] == list(range(100))
+    assert rows[0]["key"] is None
+    assert rows[0]["headers"] is None
+    assert rows[1]["key"] == b"k-text"
+    assert rows[2]["key"] == b"\x00bin"
+    assert rows[2]["payload"] == b""
+    assert dict(rows[2]["headers"]) == {"a": b"1", "b": b"\xff"}
+    assert rows[99]["payload"] == b"b96"
+    for r in rows:
+        msg = mixed.get(r["seq"])
+        assert r["payload"] == msg.payload
+        assert r["timestamp"] == msg.datetime
+        assert r["timestamp"].tzinfo is not None
+
+
+def test_ranges_and_limits(mixed: litemq.Queue) -> None:
+    assert mixed.read_arrow(10, 20).column("seq").to_pylist() == list(range(10, 20))
+    assert mixed.read_arrow(start=95).column("seq").to_pylist() == list(range(95, 100))
+    assert mixed.read_arrow(max_rows=3).column("seq").to_pylist() == [0, 1, 2]
+    assert mixed.read_arrow(50, 10).num_rows == 0
+    assert mixed.read_arrow(500).num_rows == 0
+    empty = mixed.read_arrow(max_rows=0)
+    assert empty.num_rows == 0
+    assert empty.schema == mixed.read_arrow().schema
+
+
+def test_empty_queue(queue: litemq.Queue) -> None:
+    batch = queue.read_arrow()
+    assert batch.num_rows == 0
+    assert batch.schema.names == ["seq", "timestamp", "key", "headers", "payload"]
+
+
+def test_to_pandas(mixed: litemq.Queue) -> None:
+    df = mixed.to_pandas(0, 5)
+    assert df.columns.tolist() == ["seq", "timestamp", "key", "headers", "payload"]
+    assert df["seq"].tolist() == [0, 1, 2, 3, 4]
+    assert df["payload"].iloc[1] == b"keyed"
+    assert df["timestamp"].iloc[0].to_pydatetime() == mixed.get(0).datetime
+    assert df["timestamp"].iloc[0].to_pydatetime() <= datetime.now(UTC)
+
+
+def test_bad_arguments(mixed: litemq.Queue) -> None:
+    with pytest.raises(ValueError, match="start"):
+        mixed.read_arrow(start=-1)
+    with pytest.raises(TypeError, match="max_rows"):
+        mixed.read_arrow(max_rows="3")  # type: ignore[arg-type]

@@ -1,0 +1,258 @@
+"""The `litemq` command, run as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import litemq
+from conftest import SMALL_FILE, spawn_python
+
+
+def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "litemq", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.fixture
+def filled(qpath: Path) -> Path:
+    with litemq.Queue(qpath, file_size=SMALL_FILE, roll="count:50") as q:
+        app = q.appender()
+        app.append_batch([f"hello {i}".encode() for i in range(120)])
+        app.append(b"\x00\x01binary\xff", key=b"\xffk", headers={"h": "v", "b": b"\x00"})
+        app.append(b"keyed", key="order-7")
+    return qpath
+
+
+def test_console_script_is_installed(filled: Path) -> None:
+    script = Path(sys.executable).parent / "litemq"
+    assert script.exists()
+    proc = subprocess.run(
+        [str(script), "get", str(filled), "3"], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "hello 3" in proc.stdout
+
+
+def test_info_text_and_json(filled: Path) -> None:
+    proc = cli("info", str(filled))
+    assert proc.returncode == 0, proc.stderr
+    assert "messages     122" in proc.stdout
+    assert "sequences    0 .. 121" in proc.stdout
+    assert "writer       none" in proc.stdout
+    proc = cli("info", str(filled), "--format", "json")
+    info = json.loads(proc.stdout)
+    assert info["messages"] == 122
+    assert (info["first_seq"], info["next_seq"]) == (0, 122)
+    assert info["writer_pid"] is None
+    assert len(info["data_files"]) == 3
+    assert info["first_time"].endswith("Z")
+    assert info["first_time"] <= info["last_time"]
+
+
+def test_info_names_a_live_writer(filled: Path) -> None:
+    holder = spawn_python(
+        """
+        import sys, litemq
+        with litemq.Queue(sys.argv[1]) as q:
+            print("locked", flush=True)
+            sys.stdin.readline()
+        """,
+        str(filled),
+    )
+    assert holder.stdout is not None
+    assert holder.stdin is not None
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        info = json.loads(cli("info", str(filled), "--format", "json").stdout)
+        assert info["writer_pid"] == holder.pid
+        assert f"pid {holder.pid}" in cli("info", str(filled)).stdout
+    finally:
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        holder.communicate(timeout=60)
+
+
+def test_dump_text(filled: Path) -> None:
+    proc = cli("dump", str(filled), "--from", "118")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 4
+    assert lines[0].split()[0] == "118"
+    assert lines[0].endswith("hello 118")
+    assert "key=b'\\xffk'" in lines[2]
+    assert "b'\\x00\\x01binary\\xff'" in lines[2]
+    assert "key='order-7'" in lines[3]
+    assert lines[3].endswith("keyed")
+
+
+def test_dump_limit_and_json(filled: Path) -> None:
+    proc = cli("dump", str(filled), "--from", "119", "--limit", "2", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [r["seq"] for r in records] == [119, 120]
+    assert records[0]["payload"] == "hello 119"
+    assert records[0]["payload_encoding"] == "utf-8"
+    assert records[0]["key"] is None
+    binary = records[1]
+    assert binary["payload_encoding"] == "base64"
+    assert binary["payload"] == "AAFiaW5hcnn/"
+    assert binary["key_encoding"] == "base64"
+    assert binary["headers"] == {"h": "v", "b": {"utf-8": "\u0000"}}
+    assert isinstance(binary["timestamp"], int)
+
+
+def test_dump_hex(filled: Path) -> None:
+    proc = cli("dump", str(filled), "--from", "120", "--limit", "1", "--format", "hex")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "9 bytes" in lines[0]
+    assert lines[1].split("|")[0].split() == [
+        "00000000", "00", "01", "62", "69", "6e", "61", "72", "79", "ff",
+    ]  # fmt: skip
+    assert lines[1].endswith("|..binary.|")
+
+
+def test_get_and_missing_seq(filled: Path) -> None:
+    proc = cli("get", str(filled), "5", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["payload"] == "hello 5"
+    proc = cli("get", str(filled), "500")
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert proc.stderr.startswith("litemq: error: ")
+    assert "500" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in proc.stderr
+
+
+def test_tail_prints_the_last_messages(filled: Path) -> None:
+    proc = cli("tail", "-n", "2", str(filled))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == ["120", "121"]
+
+
+def test_tail_follow_sees_new_messages(filled: Path) -> None:
+    tail = subprocess.Popen(
+        [sys.executable, "-m", "litemq", "tail", "-f", "-n", "1", str(filled)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert tail.stdout is not None
+    try:
+        assert tail.stdout.readline().split()[0] == "121"
+        with litemq.Queue(filled, file_size=SMALL_FILE) as q:
+            q.appender().append(b"brand new")
+        line = tail.stdout.readline()
+        assert line.split()[0] == "122"
+        assert line.strip().endswith("brand new")
+    finally:
+        tail.terminate()
+        tail.communicate(timeout=30)
+
+
+def test_verify_ok(filled: Path) -> None:
+    proc = cli("verify", str(filled))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "OK: 122 frames checked, 0 bad"
+
+
+def test_verify_reports_each_bad_frame(filled: Path) -> None:
+    data = sorted(filled.rglob("*.data"))[0]
+    raw = bytearray(data.read_bytes())
+    for text in (b"hello 7", b"hello 30"):
+        at = raw.find(text)
+        assert at > 0
+        raw[at] ^= 0x20
+    data.write_bytes(bytes(raw))
+    proc = cli("verify", str(filled))
+    assert proc.returncode == 1
+    bad = [line for line in proc.stdout.splitlines() if line.startswith("BAD")]
+    assert len(bad) == 2
+    assert bad[0].startswith("BAD seq=7 ")
+    assert bad[1].startswith("BAD seq=30 ")
+    assert data.name in bad[0]
+    assert proc.stdout.splitlines()[-1] == "FAILED: 120 frames checked, 2 bad"
+    assert "Traceback" not in proc.stderr
+
+
+def test_find_by_key(filled: Path) -> None:
+    proc = cli("find", str(filled), "order-7", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert [json.loads(line)["seq"] for line in proc.stdout.splitlines()] == [121]
+    proc = cli("find", str(filled), "ff6b", "--hex-key")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split()[0] == "120"
+    proc = cli("find", str(filled), "order-7", "--start", "2999-01-01T00:00:00Z")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""
+
+
+def test_reindex_rebuilds_the_key_index(filled: Path) -> None:
+    index_dir = filled / "index"
+    assert index_dir.is_dir()
+    before = {p.name: p.read_bytes() for p in index_dir.iterdir()}
+    for p in index_dir.iterdir():
+        p.unlink()
+    proc = cli("reindex", str(filled))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "OK: 2 keys indexed from 122 messages"
+    assert [
+        json.loads(line)["seq"]
+        for line in cli("find", str(filled), "order-7", "--format", "json").stdout.splitlines()
+    ] == [121]
+    after = {p.name: p.read_bytes() for p in index_dir.iterdir()}
+    assert len(after) == len(before)
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "words"),
+    [
+        (["get"], 2, "required"),
+        (["get", "{q}", "minus"], 2, "not a sequence number"),
+        (["get", "{q}", "-3"], 2, "sequence"),
+        (["dump", "{q}", "--format", "xml"], 2, "invalid choice"),
+        (["find", "{q}", "k", "--start", "yesterday"], 2, "not a time"),
+        (["frobnicate", "{q}"], 2, "invalid choice"),
+        (["info", "{missing}"], 1, "no such queue"),
+        (["dump", "{notaqueue}"], 1, "error"),
+    ],
+)
+def test_errors_are_one_line_without_traceback(
+    filled: Path, tmp_path: Path, args: list[str], code: int, words: str
+) -> None:
+    notaqueue = tmp_path / "plain-dir"
+    notaqueue.mkdir()
+    subst = {"{q}": str(filled), "{missing}": str(tmp_path / "nope"), "{notaqueue}": str(notaqueue)}
+    proc = cli(*[subst.get(a, a) for a in args])
+    assert proc.returncode == code
+    assert words in proc.stderr
+    assert "Traceback" not in proc.stderr
+    if code == 1:
+        assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_dump_into_a_closed_pipe_is_quiet(filled: Path) -> None:
+    proc = subprocess.run(
+        f"{sys.executable} -m litemq dump {filled} | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ},
+    )
+    assert proc.stdout.split()[0] == "0"
+    assert "Traceback" not in proc.stderr
+    assert "BrokenPipe" not in proc.stderr

@@ -1,0 +1,267 @@
+"""Every error path a user can reach, and the exception it raises."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+import litemq
+from conftest import SMALL_FILE
+
+
+def test_get_outside_the_queue_is_not_found(queue: litemq.Queue) -> None:
+    queue.appender().append_batch([b"a", b"b"])
+    queue.appender().flush()
+    with pytest.raises(litemq.NotFoundError) as info:
+        queue.get(5)
+    e = info.value
+    assert (e.seq, e.first, e.next) == (5, 0, 2)
+    assert isinstance(e, IndexError)
+    assert "5" in str(e)
+
+
+def test_seek_past_the_end_is_not_found(queue: litemq.Queue) -> None:
+    queue.appender().append(b"a")
+    queue.appender().flush()
+    t = queue.tailer()
+    with pytest.raises(litemq.NotFoundError):
+        t.seek(10)
+
+
+def test_second_writer_is_refused_with_the_holder_pid(qpath: Path) -> None:
+    # Within one process the OS lock is per open file: a second open is refused too.
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        q.appender().append(b"x")
+        q.appender().flush()
+        with pytest.raises(litemq.LockedError) as info:
+            litemq.Queue(qpath, file_size=SMALL_FILE)
+        assert info.value.pid == os.getpid()
+        assert str(os.getpid()) in str(info.value)
+
+
+def test_use_after_close_is_closed_error(qpath: Path) -> None:
+    q = litemq.Queue(qpath, file_size=SMALL_FILE)
+    app = q.appender()
+    app.append(b"x")
+    q.close()
+    q.close()  # idempotent
+    with pytest.raises(litemq.ClosedError):
+        app.append(b"y")
+    with pytest.raises(litemq.ClosedError):
+        app.append_batch([b"y"])
+    with pytest.raises(litemq.ClosedError):
+        q.appender()
+
+
+def test_write_on_read_only_queue(qpath: Path) -> None:
+    litemq.Queue(qpath, file_size=SMALL_FILE).close()
+    with litemq.Queue(qpath, read_only=True) as q, pytest.raises(litemq.ReadOnlyError):
+        q.appender()
+
+
+def test_read_only_open_of_missing_queue_is_file_not_found(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError) as info:
+        litemq.Queue(tmp_path / "missing", read_only=True)
+    assert info.value.errno == errno.ENOENT
+
+
+def test_permission_denied_is_permission_error(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        # root ignores file modes; sysfs refuses new directories to everyone.
+        target = Path("/sys/litemq-test-queue")
+    else:
+        locked = tmp_path / "locked"
+        locked.mkdir()
+        locked.chmod(stat.S_IRUSR | stat.S_IXUSR)
+        target = locked / "q"
+    with pytest.raises(PermissionError) as info:
+        litemq.Queue(target)
+    assert info.value.errno in (errno.EACCES, errno.EPERM)
+    assert info.value.filename is not None
+
+
+def test_path_that_is_a_file_is_an_os_error(tmp_path: Path) -> None:
+    f = tmp_path / "file"
+    f.write_bytes(b"not a queue")
+    with pytest.raises(OSError, match=str(f.name)) as info:
+        litemq.Queue(f)
+    assert info.value.errno is not None
+    assert not isinstance(info.value, litemq.LiteMQError)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "words"),
+    [
+        ({"file_size": 1000}, litemq.ConfigError, "file_size"),
+        ({"file_size": 0}, litemq.ConfigError, "file_size"),
+        ({"file_size": "lots"}, litemq.ConfigError, "file_size"),
+        ({"file_size": 1.5}, TypeError, "file_size"),
+        ({"roll": "weekly"}, litemq.ConfigError, "weekly"),
+        ({"roll": "count:0"}, litemq.ConfigError, "count"),
+        ({"roll": "count:x"}, litemq.ConfigError, "count"),
+        ({"roll": {"color": "red"}}, litemq.ConfigError, "color"),
+        ({"roll": []}, litemq.ConfigError, "roll"),
+        ({"roll": 3.5}, TypeError, "roll"),
+        ({"roll": True}, TypeError, "roll"),
+        ({"flush": "sometimes"}, litemq.ConfigError, "flush"),
+        ({"flush": 1}, TypeError, "flush"),
+        ({"index_interval": 0}, litemq.ConfigError, "index_interval"),
+        ({"index_interval": "1"}, TypeError, "index_interval"),
+        ({"channel_capacity": -1}, litemq.ConfigError, "channel_capacity"),
+        ({"wait": "nap"}, litemq.ConfigError, "wait"),
+        ({"read_only": "yes"}, TypeError, "read_only"),
+    ],
+)
+def test_bad_options(
+    qpath: Path, kwargs: dict[str, object], exc: type[Exception], words: str
+) -> None:
+    with pytest.raises(exc, match=words):
+        litemq.Queue(qpath, **kwargs)  # type: ignore[arg-type]
+    if exc is litemq.ConfigError:
+        assert issubclass(exc, ValueError)
+
+
+def test_bad_batch_options() -> None:
+    with pytest.raises(litemq.ConfigError):
+        litemq.Batch(bytes=0, interval=0)
+    with pytest.raises(litemq.ConfigError):
+        litemq.Batch(bytes=-1)
+    with pytest.raises(TypeError):
+        litemq.Batch(bytes="1")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        litemq.Batch(interval="soon")  # type: ignore[arg-type]
+
+
+def test_bad_path_type(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="path"):
+        litemq.Queue(42)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("payload", "words"),
+    [
+        ("text", "encode"),
+        (None, "NoneType"),
+        (12, "int"),
+        ([1, 2], "list"),
+    ],
+)
+def test_append_wrong_payload_type(queue: litemq.Queue, payload: object, words: str) -> None:
+    with pytest.raises(TypeError, match=words):
+        queue.appender().append(payload)  # type: ignore[arg-type]
+
+
+def test_append_wrong_key_and_header_types(queue: litemq.Queue) -> None:
+    app = queue.appender()
+    with pytest.raises(TypeError, match="key"):
+        app.append(b"x", key=12)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="headers"):
+        app.append(b"x", headers=[("a", "b")])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="header names"):
+        app.append(b"x", headers={1: "b"})  # type: ignore[dict-item]
+    with pytest.raises(TypeError, match="value"):
+        app.append(b"x", headers={"a": 1})  # type: ignore[dict-item]
+    assert len(queue) == 0
+
+
+def test_limits_are_value_errors(queue: litemq.Queue) -> None:
+    app = queue.appender()
+    with pytest.raises(ValueError, match="key"):
+        app.append(b"x", key=b"k" * (litemq.MAX_KEY_LEN + 1))
+    with pytest.raises(ValueError, match="header"):
+        app.append(b"x", headers={"": "empty name"})
+    with pytest.raises(ValueError, match="header"):
+        app.append(b"x", headers={"n" * (litemq.MAX_HEADER_NAME_LEN + 1): "v"})
+    with pytest.raises(ValueError, match="header"):
+        app.append(b"x", headers={"n": b"v" * (litemq.MAX_HEADER_VALUE_LEN + 1)})
+    with pytest.raises(ValueError, match="headers"):
+        app.append(b"x", headers={f"h{i}": "v" for i in range(litemq.MAX_HEADERS + 1)})
+    with pytest.raises(ValueError, match="exceeds"):
+        app.append(b"x" * SMALL_FILE)
+    with pytest.raises(ValueError, match="exceeds"):
+        app.append_batch([b"ok", b"x" * SMALL_FILE])
+    assert len(queue) == 0
+    assert app.append(b"fine", key=b"k" * 60_000) == 0
+
+
+def test_append_batch_bad_items_name_the_item(queue: litemq.Queue) -> None:
+    app = queue.appender()
+    with pytest.raises(TypeError, match="item 1"):
+        app.append_batch([b"ok", "text"])
+    with pytest.raises(TypeError, match="item 0"):
+        app.append_batch([(b"a", "k", {}, "extra")])
+    with pytest.raises(TypeError, match="payload"):
+        app.append_batch([{"key": "k"}])
+    with pytest.raises(TypeError, match="unexpected"):
+        app.append_batch([{"payload": b"x", "colour": "red"}])
+    with pytest.raises(TypeError, match="iterable"):
+        app.append_batch(b"not a list")
+    with pytest.raises(TypeError, match="iterable"):
+        app.append_batch(5)  # type: ignore[arg-type]
+    assert len(queue) == 0
+
+
+def test_bad_tailer_arguments(queue: litemq.Queue) -> None:
+    with pytest.raises(ValueError, match="start"):
+        queue.tailer(start="middle")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="start"):
+        queue.tailer(start=-1)
+    with pytest.raises(TypeError, match="start"):
+        queue.tailer(start=1.5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="start"):
+        queue.tailer(start=True)
+    t = queue.tailer()
+    with pytest.raises(ValueError, match="timeout"):
+        t.read_next(timeout=-1)
+    with pytest.raises(ValueError, match="timeout"):
+        t.read_next(timeout=float("nan"))
+    with pytest.raises(TypeError):
+        t.read_next(timeout="1")  # type: ignore[arg-type]
+    with pytest.raises(OverflowError):
+        t.seek(-1)
+
+
+def test_bad_seek_time_arguments(queue: litemq.Queue) -> None:
+    t = queue.tailer()
+    with pytest.raises(ValueError, match="timezone-aware"):
+        t.seek_time(datetime(2026, 1, 1))
+    with pytest.raises(TypeError, match="datetime"):
+        t.seek_time("2026-01-01")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="microseconds"):
+        t.seek_time(-5)
+
+
+def test_corrupted_frame_is_reported_with_file_offset_and_seq(qpath: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        q.appender().append_batch([b"A" * 100, b"B" * 100, b"C" * 100])
+        q.appender().flush()
+    data = sorted(qpath.rglob("*.data"))[0]
+    raw = bytearray(data.read_bytes())
+    at = raw.find(b"B" * 100)
+    assert at > 0
+    raw[at + 50] ^= 0xFF
+    data.write_bytes(bytes(raw))
+    with litemq.Queue(qpath, read_only=True) as q:
+        t = q.tailer()
+        assert next(t).payload == b"A" * 100
+        with pytest.raises(litemq.CorruptedError) as info:
+            t.read_next()
+        e = info.value
+        assert e.file is not None
+        assert Path(e.file).name == data.name
+        assert isinstance(e.offset, int)
+        assert 0 < e.offset < at
+        assert e.seq in (1, None)
+        assert e.reason
+
+
+def test_poisoned_error_carries_its_cause() -> None:
+    # The class contract: PoisonedError exposes the original failure as .cause.
+    assert issubclass(litemq.PoisonedError, litemq.LiteMQError)
+    e = litemq.PoisonedError("writer is poisoned")
+    assert e.cause is None
