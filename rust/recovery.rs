@@ -272,6 +272,12 @@ pub fn recover(
     } else {
         start.map_or(last.header.created_us, |e| e.timestamp)
     };
+    // Time rolls compare against the first message's timestamp.
+    let first_ts = if w.seq > first_seq {
+        first_message_ts(map.as_slice())
+    } else {
+        None
+    };
     let active = (!sealed).then(|| ActiveFile {
         header: last.header,
         map,
@@ -279,14 +285,9 @@ pub fn recover(
         write_pos: w.offset,
         next_seq: w.seq,
         synced_pos: w.offset,
-        first_ts: (w.seq > first_seq).then_some(last.header.created_us),
+        first_ts,
+        scratch: Vec::new(),
     });
-    let mut active = active;
-    if let Some(a) = active.as_mut() {
-        if a.count() > 0 {
-            a.first_ts = first_message_ts(a.map.as_slice());
-        }
-    }
     let resume = Resume {
         active,
         last_id: Some(last.id),

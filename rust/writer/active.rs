@@ -4,7 +4,8 @@ use std::path::Path;
 
 use crate::config::{RollPeriod, RollStrategy};
 use crate::error::Result;
-use crate::format::frame::{frame_crc, frame_size, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
+use crate::format::crc::crc64;
+use crate::format::frame::{frame_size, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
 use crate::format::header::{DataHeader, IndexHeader};
 use crate::format::position;
 use crate::format::record::RECORD_FIXED_LEN;
@@ -27,6 +28,8 @@ pub struct ActiveFile {
     pub synced_pos: usize,
     /// Timestamp of the file's first message, if it has one.
     pub first_ts: Option<u64>,
+    /// Reused buffer for assembling a frame.
+    pub scratch: Vec<u8>,
 }
 
 impl ActiveFile {
@@ -67,6 +70,7 @@ impl ActiveFile {
             next_seq: header.first_seq,
             synced_pos: 0,
             first_ts: None,
+            scratch: Vec::new(),
         })
     }
 
@@ -105,13 +109,19 @@ impl ActiveFile {
         let record_len = RECORD_FIXED_LEN + body.len();
         let len = record_len as u32;
         let at = self.write_pos;
-        let mut fixed = [0u8; RECORD_FIXED_LEN];
-        fixed[0] = flags;
-        fixed[1..].copy_from_slice(&timestamp.to_le_bytes());
-        self.map.write(at + 4, &fixed);
-        self.map.write(at + 4 + RECORD_FIXED_LEN, body);
-        let crc = frame_crc(len, &[&fixed, body]);
-        self.map.write(at + 4 + record_len, &crc.to_le_bytes());
+        // Assemble length, record and CRC in one buffer: the CRC then runs
+        // over one contiguous slice (crc64fast's 16-byte table steps, or
+        // SIMD from 128 bytes, instead of byte steps over three pieces), and
+        // record and CRC reach the mapping in one copy.
+        let frame = &mut self.scratch;
+        frame.clear();
+        frame.extend_from_slice(&len.to_le_bytes());
+        frame.push(flags);
+        frame.extend_from_slice(&timestamp.to_le_bytes());
+        frame.extend_from_slice(body);
+        let crc = crc64(&[frame]);
+        frame.extend_from_slice(&crc.to_le_bytes());
+        self.map.write(at + 4, &frame[4..]);
         self.map.store_u32(at, len);
 
         let i = self.count();
