@@ -31,7 +31,7 @@ export PATH := $(BIN):$(PATH)
 
 PY_SOURCES := python tests benches $(wildcard examples)
 
-.PHONY: help venv deps build demo test lint rust-test py-test stubtest fmt bench bench-peers fuzz clean
+.PHONY: help venv deps build demo test lint rust-test py-test stubtest fmt bench bench-peers fuzz fuzz-smoke soak clean
 
 help:
 	@echo "make demo         write 1M messages, follow them live from a second process, print a table"
@@ -72,7 +72,7 @@ build venv: $(BUILD_STAMP)
 demo: venv
 	$(PY) -m litemq.demo
 
-test: lint rust-test py-test
+test: lint rust-test py-test fuzz-smoke
 
 lint: venv
 	cargo fmt --check
@@ -111,14 +111,18 @@ bench: venv
 bench-peers: venv
 	$(PY) benches/peers.py
 
+# Every fuzz target for a few seconds (replaying kept regression inputs first).
+fuzz-smoke:
+	bash fuzz/run.sh 5
+
+# Long fuzzing runs: 60 s per target, or FUZZ_SECONDS.
 fuzz:
-	if [ -x fuzz/run.sh ]; then \
-	  fuzz/run.sh; \
-	elif [ -f fuzz/run.sh ]; then \
-	  bash fuzz/run.sh; \
-	else \
-	  echo "fuzz/run.sh is not there yet: nothing to fuzz"; \
-	fi
+	bash fuzz/run.sh $${FUZZ_SECONDS:-60}
+
+# Thousands of kills, crash images and damaged queues instead of hundreds.
+soak: venv
+	SOAK=1 cargo test --release --test crash --test power_loss --test corruption
+	SOAK=1 $(PY) -m pytest tests/test_crash.py
 
 clean:
 	rm -rf $(VENV) python/litemq/*.so

@@ -331,8 +331,10 @@ impl Queue {
     /// `Appender::flush` for durability). Called by `get` and `tailer`.
     pub fn wait_visible(&self) -> Result<()> {
         match &self.inner.writer {
+            // A poisoned or closed writer writes nothing more: readers
+            // read what is there.
             Some(w) if !w.appender.forked() => match w.appender.wait_written() {
-                Err(Error::Closed) => Ok(()),
+                Err(Error::Closed | Error::Poisoned { .. }) => Ok(()),
                 other => other,
             },
             _ => Ok(()),
@@ -430,9 +432,13 @@ impl Queue {
                 let _ = catalog.refresh();
             }
         }
-        catalog
-            .first()
-            .map_or(self.next_seq(), |f| f.header.first_seq)
+        if let Some(f) = catalog.first() {
+            return f.header.first_seq;
+        }
+        // No file yet; `next_seq` waits for this process's appends, which
+        // may create the first file.
+        let next = self.next_seq();
+        catalog.first().map_or(next, |f| f.header.first_seq)
     }
 
     /// The clock the queue stamps messages (and consumer commits) with.
@@ -501,9 +507,14 @@ impl Queue {
     }
 
     /// Sequence the next message gets (one past the last published).
+    /// In the writing process this includes every message appended before
+    /// the call (it waits for the I/O thread to write them).
     pub fn next_seq(&self) -> u64 {
         match &self.inner.writer {
-            Some(w) => w.shared.written(),
+            Some(w) => {
+                let _ = self.wait_visible();
+                w.shared.written()
+            }
             None => {
                 let mut t = Tailer::new(self.inner.catalog.clone(), self.inner.config.wait);
                 match t.seek_end() {

@@ -197,17 +197,15 @@ pub fn recover(
     };
     let (mut index, rebuilt) =
         SparseIndexWriter::open_or_rebuild(&last.id.index_path(base), index_header)?;
-    let start = if config.verify_on_startup || rebuilt {
+    // After an unclean shutdown, walk the whole last file: a machine crash
+    // can leave a hole (lost pages) before the last index entry, and a walk
+    // starting at the entry would step over it.
+    let start = if config.verify_on_startup || rebuilt || !clean {
         None
     } else {
         index.entries(map.len() as u64).last().copied().filter(|e| {
-            let off = e.offset as usize;
-            frame::plain_len(map.as_slice(), off).is_some_and(|len| {
-                matches!(
-                    frame::decode(map.as_slice(), off, len),
-                    Ok(FrameAt::Frame { .. })
-                )
-            })
+            frame::plain_len(map.as_slice(), e.offset as usize)
+                .is_some_and(|len| e.points_at_frame(map.as_slice(), len))
         })
     };
     let (seq0, off0) = start.map_or((last.header.first_seq, DATA_HEADER_LEN), |e| {

@@ -388,7 +388,11 @@ fn many_single_appends_never_reorder_in_the_handoff() {
     // Full batches go down the channel while the I/O thread may be taking
     // the pending one: it must never take a newer batch before an older one.
     let dir = tempfile::tempdir().unwrap();
-    let q = QueueBuilder::new(dir.path()).file_size(64 << 20).channel_capacity(4).open().unwrap();
+    let q = QueueBuilder::new(dir.path())
+        .file_size(64 << 20)
+        .channel_capacity(4)
+        .open()
+        .unwrap();
     let app = q.appender().unwrap();
     for i in 0..300_000u64 {
         app.append(&i.to_le_bytes()).unwrap();
@@ -407,8 +411,16 @@ fn readers_in_the_writing_process_see_their_own_appends() {
     let app = q.appender().unwrap();
     for i in 0..100u64 {
         let seq = app.append(&payload(i)).unwrap();
-        assert_eq!(q.get(seq).unwrap().payload, payload(i), "get right after append");
+        assert_eq!(
+            q.get(seq).unwrap().payload,
+            payload(i),
+            "get right after append"
+        );
     }
     app.append(b"last").unwrap();
-    assert_eq!(read_all(&q, Start::Beginning).len(), 101, "a new tailer sees every append");
+    assert_eq!(
+        read_all(&q, Start::Beginning).len(),
+        101,
+        "a new tailer sees every append"
+    );
 }

@@ -180,7 +180,7 @@ fn index_entries_beyond_the_data_are_dropped() {
     let index = std::fs::read(last.with_extension("index")).unwrap();
     let entry_of = |i: usize| {
         u64::from_le_bytes(
-            index[256 + i * 24 + 16..256 + i * 24 + 24]
+            index[256 + i * 32 + 24..256 + i * 32 + 32]
                 .try_into()
                 .unwrap(),
         )
@@ -194,7 +194,7 @@ fn index_entries_beyond_the_data_are_dropped() {
     assert!(expected < 10);
     let index = std::fs::read(last.with_extension("index")).unwrap();
     let e2 = u64::from_le_bytes(
-        index[256 + 2 * 24 + 16..256 + 2 * 24 + 24]
+        index[256 + 2 * 32 + 24..256 + 2 * 32 + 32]
             .try_into()
             .unwrap(),
     );
@@ -235,7 +235,7 @@ fn newer_format_version_is_refused() {
     let p = dir.path().join("metadata.json");
     let s = std::fs::read_to_string(&p)
         .unwrap()
-        .replace("\"format_version\": 1", "\"format_version\": 99");
+        .replace("\"format_version\": 2", "\"format_version\": 99");
     std::fs::write(&p, s).unwrap();
     let err = small(dir.path()).open().unwrap_err();
     assert!(
@@ -243,7 +243,7 @@ fn newer_format_version_is_refused() {
             err,
             Error::UnsupportedVersion {
                 found: 99,
-                supported: 1,
+                supported: 2,
                 ..
             }
         ),

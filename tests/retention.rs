@@ -480,3 +480,28 @@ fn find_by_key_skips_retained_files_in_every_process() {
         assert_eq!(seqs, vec![33, 38, 43, 48]);
     }
 }
+
+#[test]
+fn unread_tailer_whose_files_were_retained_away_reports_not_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = litemq::QueueBuilder::new(dir.path())
+        .file_size(64 * 1024)
+        .roll(litemq::RollStrategy::Count(10))
+        .open()
+        .unwrap();
+    let app = q.appender().unwrap();
+    for i in 0..100u64 {
+        app.append(&i.to_le_bytes()).unwrap();
+    }
+    app.flush().unwrap();
+    let mut t = q.tailer(litemq::Start::Beginning).unwrap();
+    q.apply_retention_with(&litemq::RetentionPolicy {
+        max_files: Some(2),
+        ..Default::default()
+    })
+    .unwrap();
+    match t.read_next() {
+        Err(litemq::Error::NotFound { seq: 0, first, .. }) => assert_eq!(first, q.first_seq()),
+        other => panic!("expected NotFound naming the first kept sequence, got {other:?}"),
+    }
+}

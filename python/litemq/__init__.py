@@ -9,6 +9,10 @@
 0
 0 b'order 1'
 
+Named tailers resume where they last committed, in this or a later process
+(``q.tailer(name="billing")``, then ``t.commit()``); ``retention=litemq.Retention(...)``
+bounds disk use (see `litemq.Retention`).
+
 Errors form one tree under `LiteMQError`; OS failures are `OSError`
 subclasses (with errno), bad argument types `TypeError`, bad values
 `ValueError`.
@@ -22,6 +26,7 @@ from litemq._litemq import (
     Appender,
     ClosedError,
     ConfigError,
+    Consumer,
     CorruptedError,
     Follow,
     ForkedError,
@@ -35,8 +40,10 @@ from litemq._litemq import (
     UnsupportedVersionError,
     __version__,
 )
+from litemq.consumers import ConsumerInfo
 from litemq.options import Batch
 from litemq.queue import Queue
+from litemq.retention import Retention, RetentionReport
 
 __all__ = [
     "MAX_HEADERS",
@@ -47,6 +54,8 @@ __all__ = [
     "Batch",
     "ClosedError",
     "ConfigError",
+    "Consumer",
+    "ConsumerInfo",
     "CorruptedError",
     "Follow",
     "ForkedError",
@@ -57,6 +66,8 @@ __all__ = [
     "PoisonedError",
     "Queue",
     "ReadOnlyError",
+    "Retention",
+    "RetentionReport",
     "Tailer",
     "UnsupportedVersionError",
     "__version__",

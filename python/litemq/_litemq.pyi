@@ -5,7 +5,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from os import PathLike
 from types import TracebackType
-from typing import Any, Literal, Self, final
+from typing import Any, Literal, Self, final, overload
 
 from typing_extensions import Buffer, disjoint_base
 
@@ -17,6 +17,7 @@ __all__ = [
     "Appender",
     "ClosedError",
     "ConfigError",
+    "Consumer",
     "CorruptedError",
     "Follow",
     "ForkedError",
@@ -125,7 +126,7 @@ class Appender:
     def append_batch(self, items: Iterable[_BatchItem]) -> range: ...
     def flush(self) -> None: ...
 
-@final
+@disjoint_base
 class Tailer:
     def __iter__(self) -> Self: ...
     def __next__(self) -> Message: ...
@@ -149,6 +150,18 @@ class Tailer:
     ) -> None: ...
 
 @final
+class Consumer(Tailer):
+    def commit(self, *, durable: bool = False) -> None: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def committed_seq(self) -> int: ...
+    @property
+    def committed_at(self) -> datetime: ...
+    @property
+    def auto_commit(self) -> bool: ...
+
+@final
 class Follow:
     def __iter__(self) -> Self: ...
     def __next__(self) -> Message: ...
@@ -168,9 +181,31 @@ class Queue:
         channel_capacity: int | None = None,
         wait: str | None = None,
         key_index: tuple[int, int] | None = None,
+        retention: tuple[int | None, int | None, int | None, bool] | None = None,
     ) -> Self: ...
     def appender(self) -> Appender: ...
-    def tailer(self, start: int | Literal["start", "end"] | None = None) -> Tailer: ...
+    @overload
+    def tailer(
+        self,
+        start: int | Literal["start", "end"] | None = None,
+        *,
+        name: None = None,
+        auto_commit: Literal[False] = False,
+    ) -> Tailer: ...
+    @overload
+    def tailer(
+        self,
+        start: int | Literal["start", "end"] | None = None,
+        *,
+        name: str,
+        auto_commit: bool = False,
+    ) -> Consumer: ...
+    def _consumers(self) -> list[dict[str, Any]]: ...
+    def remove_consumer(self, name: str) -> bool: ...
+    def _apply_retention(
+        self, policy: tuple[int | None, int | None, int | None, bool] | None = None
+    ) -> dict[str, Any]: ...
+    def data_files(self) -> list[dict[str, Any]]: ...
     def get(self, seq: int) -> Message: ...
     def find(
         self,

@@ -7,6 +7,10 @@
     litemq get PATH SEQ                   one message
     litemq find PATH KEY [--start T] [--end T] [--limit N]
     litemq reindex PATH                   rebuild the key index, with a progress bar
+    litemq consumers PATH [--format text|json]
+                                          named tailers: position, lag, last commit
+    litemq retain PATH [--max-age 7d] [--max-bytes 10G] [--max-files N] [--protect-unconsumed]
+                                          delete old data files now (beside a live writer)
 
 Every command opens the queue read-only, so it runs beside a live writer.
 ``--format json`` prints one JSON object per line (JSON Lines) for programs.
@@ -22,13 +26,15 @@ import os
 import string
 import sys
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
 from litemq import _litemq
 from litemq._litemq import LiteMQError, Message
+from litemq.options import parse_size
 from litemq.queue import Queue
+from litemq.retention import Retention, parse_age
 
 __all__ = ["main"]
 
@@ -347,6 +353,97 @@ def cmd_reindex(args: argparse.Namespace, out: IO[str]) -> int:
     return 0
 
 
+def cmd_consumers(args: argparse.Namespace, out: IO[str]) -> int:
+    with _open(args.path) as q:
+        consumers = q.consumers()
+        nxt = q.next_seq
+    if args.format == "json":
+        for c in consumers:
+            record = {
+                "name": c.name,
+                "next_seq": c.next_seq,
+                "lag_messages": c.lag_messages,
+                "lag_bytes": c.lag_bytes,
+                "committed_at": c.committed_at.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                "created_at": c.created_at.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            }
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        return 0
+    if not consumers:
+        out.write(f"no named tailers (queue next_seq {nxt})\n")
+        return 0
+    rows = [("NAME", "NEXT_SEQ", "LAG", "LAG_BYTES", "COMMITTED", "CREATED")]
+    for c in consumers:
+        rows.append(
+            (
+                c.name,
+                str(c.next_seq),
+                f"{c.lag_messages:,}",
+                _human(c.lag_bytes),
+                c.committed_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                c.created_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        out.write("  ".join(f"{v:<{w}}" for v, w in zip(r, widths, strict=True)).rstrip() + "\n")
+    return 0
+
+
+def _age_arg(text: str) -> timedelta:
+    """A duration such as 7d, 12h, 30m, 45s, 2w (a bare number is seconds)."""
+    try:
+        return parse_age(text, "--max-age")
+    except (ValueError, TypeError) as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _size_arg(text: str) -> int:
+    try:
+        return parse_size(text, "--max-bytes")
+    except (ValueError, TypeError) as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _files_arg(text: str) -> int:
+    n = _seq_arg(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(
+            "--max-files must be at least 1 (the file being written stays)"
+        )
+    return n
+
+
+def cmd_retain(args: argparse.Namespace, out: IO[str]) -> int:
+    policy = Retention(
+        max_age=args.max_age,
+        max_bytes=args.max_bytes,
+        max_files=args.max_files,
+        protect_unconsumed=args.protect_unconsumed,
+    )
+    with _open(args.path) as q:
+        report = q.apply_retention(policy)
+    if args.format == "json":
+        record = {
+            "deleted_files": report.deleted_files,
+            "deleted_bytes": report.deleted_bytes,
+            "first_seq": report.first_seq,
+            "protected_files": report.protected_files,
+        }
+        out.write(json.dumps(record) + "\n")
+        return 0
+    for f in report.deleted_files:
+        out.write(f"deleted {f}\n")
+    line = (
+        f"OK: {len(report.deleted_files)} data files deleted ({_human(report.deleted_bytes)}), "
+        f"first_seq now {report.first_seq}"
+    )
+    if report.protected_files:
+        line += f"; {report.protected_files} kept for named tailers that have not consumed them"
+    out.write(line + "\n")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="litemq",
@@ -403,6 +500,25 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=_count_arg, metavar="N", help="at most N messages")
     with_format(p, ("text", "json", "hex"))
     p.set_defaults(run=cmd_find)
+
+    p = command("consumers", "list named tailers: committed position, lag, last commit")
+    with_format(p, ("text", "json"))
+    p.set_defaults(run=cmd_consumers)
+
+    p = command(
+        "retain",
+        "delete old data files now, per the limits given (safe beside a live writer)",
+    )
+    p.add_argument("--max-age", type=_age_arg, metavar="AGE", help="e.g. 7d, 12h, 30m, 45s")
+    p.add_argument("--max-bytes", type=_size_arg, metavar="SIZE", help="e.g. 10G, 512MiB")
+    p.add_argument("--max-files", type=_files_arg, metavar="N", help="keep at most N data files")
+    p.add_argument(
+        "--protect-unconsumed",
+        action="store_true",
+        help="never delete a file a named tailer has not consumed",
+    )
+    with_format(p, ("text", "json"))
+    p.set_defaults(run=cmd_retain, needs_limit=True)
     return parser
 
 
@@ -418,7 +534,12 @@ def main(argv: Sequence[str] | None = None) -> int:
              0  2026-11-21T23:45:12.123456Z  order 1
     0
     """
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "needs_limit", False) and (
+        args.max_age is None and args.max_bytes is None and args.max_files is None
+    ):
+        parser.error("retain needs at least one of --max-age, --max-bytes, --max-files")
     out = sys.stdout
     try:
         status: int = args.run(args, out)

@@ -8,6 +8,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 from litemq import _litemq, arrow
+from litemq.consumers import ConsumerInfo
 from litemq.options import (
     FlushSpec,
     RollSpec,
@@ -18,6 +19,7 @@ from litemq.options import (
     parse_size,
     parse_wait,
 )
+from litemq.retention import Retention, RetentionReport
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -65,6 +67,12 @@ class Queue(_litemq.Queue):
       ``"busy-spin"``.
     - ``key_index`` (``{"slots": 2**20, "items": 2**21}``): geometry of new
       key-index files (hash slots, items per file); see docs/FORMAT.md.
+    - ``retention`` (``None``: keep everything): a `litemq.Retention` saying
+      which old data files to delete when the writer rolls to a new file and
+      on `apply_retention`.
+
+    Named tailers (``q.tailer(name="billing")``) resume where they last
+    committed, in this or a later process; see `litemq.Consumer`.
 
     >>> with litemq.Queue("/tmp/orders") as q:
     ...     q.appender().append(b"order 1")
@@ -86,12 +94,17 @@ class Queue(_litemq.Queue):
         channel_capacity: int | None = None,
         wait: WaitSpec = "default",
         key_index: Mapping[str, int] | None = None,
+        retention: Retention | None = None,
     ) -> Self:
         if not isinstance(path, str | os.PathLike):
             raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
         for name, flag in (("verify_on_startup", verify_on_startup), ("read_only", read_only)):
             if not isinstance(flag, bool):
                 raise TypeError(f"{name} must be True or False, not {type(flag).__name__}")
+        if retention is not None and not isinstance(retention, Retention):
+            raise TypeError(
+                f"retention must be a litemq.Retention(...), not {type(retention).__name__}"
+            )
         return super().__new__(
             cls,
             os.fspath(path),
@@ -104,6 +117,7 @@ class Queue(_litemq.Queue):
             channel_capacity=_positive(channel_capacity, "channel_capacity"),
             wait=parse_wait(wait),
             key_index=None if key_index is None else parse_key_index(key_index),
+            retention=None if retention is None else retention.to_tuple(),
         )
 
     def __enter__(self) -> Self:
@@ -124,6 +138,32 @@ class Queue(_litemq.Queue):
         [0, 1, 2]
         """
         return self.tailer()
+
+    def consumers(self) -> list[ConsumerInfo]:
+        """Every named tailer with its committed position and lag, by name.
+
+        Works on read-only queues and takes no lock.
+
+        >>> [(c.name, c.next_seq, c.lag_messages) for c in q.consumers()]
+        [('billing', 120, 0)]
+        """
+        return [ConsumerInfo(**d) for d in self._consumers()]
+
+    def apply_retention(self, policy: Retention | None = None) -> RetentionReport:
+        """Deletes old data files now, per `policy` or, when None, the queue's
+        ``retention`` option (without one, nothing is deleted).
+
+        Allowed on read-only queues, beside a writer in another process: only
+        sealed files are deleted, never the one being written. A tailer that
+        is reading a deleted file keeps reading it until it moves on.
+
+        >>> q.apply_retention(litemq.Retention(max_files=2)).first_seq
+        100
+        """
+        if policy is not None and not isinstance(policy, Retention):
+            raise TypeError(f"policy must be a litemq.Retention(...), not {type(policy).__name__}")
+        d = self._apply_retention(None if policy is None else policy.to_tuple())
+        return RetentionReport(**d)
 
     def read_arrow(
         self,

@@ -9,8 +9,8 @@ pub const DATA_MAGIC: [u8; 8] = *b"LMQDATA\0";
 pub const INDEX_MAGIC: [u8; 8] = *b"LMQSIDX\0";
 /// Bytes before the first sparse-index entry.
 pub const INDEX_HEADER_LEN: usize = 256;
-/// Bytes of one sparse-index entry: seq, timestamp, offset.
-pub const INDEX_ENTRY_LEN: usize = 24;
+/// Bytes of one sparse-index entry: seq, timestamp, CRC, offset.
+pub const INDEX_ENTRY_LEN: usize = 32;
 
 /// Why a header was rejected.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,9 +10,11 @@
 use std::path::Path;
 
 use crate::error::Result;
-use crate::format::frame::{frame_size, DATA_HEADER_LEN, FRAME_ALIGN};
+use crate::format::crc::crc64;
+use crate::format::frame::{self, frame_size, FrameAt, DATA_HEADER_LEN, FRAME_ALIGN};
 use crate::format::header::{IndexHeader, INDEX_ENTRY_LEN, INDEX_HEADER_LEN};
 use crate::format::le_u64;
+use crate::format::record;
 use crate::format::record::RECORD_FIXED_LEN;
 use crate::storage::mapped::{Mapping, WritableMapping};
 
@@ -22,6 +24,23 @@ pub struct Entry {
     pub seq: u64,
     pub timestamp: u64,
     pub offset: u64,
+}
+
+impl Entry {
+    /// True when the frame this entry points at in `file` (whose length word,
+    /// already loaded, is `len`) is complete, passes its CRC and carries the
+    /// entry's timestamp. Entries are hints; a damaged one must not send a
+    /// reader to the wrong message.
+    pub fn points_at_frame(&self, file: &[u8], len: u32) -> bool {
+        let at = self.offset as usize;
+        match frame::decode(file, at, len) {
+            Ok(FrameAt::Frame { record_len, .. }) => {
+                record::decode(&file[at + 4..at + 4 + record_len])
+                    .is_ok_and(|v| v.timestamp == self.timestamp)
+            }
+            _ => false,
+        }
+    }
 }
 
 /// Entries an index for a `file_size`-byte data file needs at most.
@@ -34,8 +53,24 @@ fn entry_at(i: u64) -> usize {
     INDEX_HEADER_LEN + i as usize * INDEX_ENTRY_LEN
 }
 
-fn plausible(e: &Entry, h: &IndexHeader, i: u64, data_len: u64) -> bool {
-    e.offset >= DATA_HEADER_LEN as u64
+/// Where the CRC and the offset (the publication word) lie in an entry.
+pub const ENTRY_CRC_AT: usize = 16;
+pub const ENTRY_OFFSET_AT: usize = 24;
+
+impl Entry {
+    /// CRC-64 of the entry's seq, timestamp and offset.
+    fn crc(&self) -> u64 {
+        crc64(&[
+            &self.seq.to_le_bytes(),
+            &self.timestamp.to_le_bytes(),
+            &self.offset.to_le_bytes(),
+        ])
+    }
+}
+
+fn plausible(e: &Entry, crc: u64, h: &IndexHeader, i: u64, data_len: u64) -> bool {
+    crc == e.crc()
+        && e.offset >= DATA_HEADER_LEN as u64
         && e.offset < data_len
         && e.offset.is_multiple_of(FRAME_ALIGN as u64)
         && e.seq == h.first_seq + i * h.interval as u64
@@ -79,7 +114,8 @@ impl SparseIndexWriter {
         let at = entry_at(i);
         self.map.write(at, &e.seq.to_le_bytes());
         self.map.write(at + 8, &e.timestamp.to_le_bytes());
-        self.map.store_u64(at + 16, e.offset);
+        self.map.write(at + ENTRY_CRC_AT, &e.crc().to_le_bytes());
+        self.map.store_u64(at + ENTRY_OFFSET_AT, e.offset);
     }
 
     /// The valid entries, in order, as read back from the file.
@@ -101,20 +137,22 @@ impl SparseIndexWriter {
     }
 }
 
-fn read_entry(b: &[u8], i: u64) -> Option<Entry> {
+/// Entry `i` and its stored CRC.
+fn read_entry(b: &[u8], i: u64) -> Option<(Entry, u64)> {
     let at = entry_at(i);
-    Some(Entry {
+    let e = Entry {
         seq: le_u64(b, at)?,
         timestamp: le_u64(b, at + 8)?,
-        offset: le_u64(b, at + 16)?,
-    })
+        offset: le_u64(b, at + ENTRY_OFFSET_AT)?,
+    };
+    Some((e, le_u64(b, at + ENTRY_CRC_AT)?))
 }
 
 fn valid_entries(b: &[u8], h: &IndexHeader, data_len: u64) -> Vec<Entry> {
     let mut out = Vec::new();
     for i in 0..h.capacity {
         match read_entry(b, i) {
-            Some(e) if plausible(&e, h, i, data_len) => out.push(e),
+            Some((e, crc)) if plausible(&e, crc, h, i, data_len) => out.push(e),
             _ => break,
         }
     }
@@ -152,7 +190,7 @@ impl SparseIndex {
             return None;
         }
         let at = entry_at(i);
-        let offset = self.map.load_u64(at + 16);
+        let offset = self.map.load_u64(at + ENTRY_OFFSET_AT);
         if offset == 0 {
             return None;
         }
@@ -162,7 +200,8 @@ impl SparseIndex {
             timestamp: le_u64(b, at + 8)?,
             offset,
         };
-        plausible(&e, &self.header, i, self.data_len).then_some(e)
+        let crc = le_u64(b, at + ENTRY_CRC_AT)?;
+        plausible(&e, crc, &self.header, i, self.data_len).then_some(e)
     }
 
     /// Number of published entries (they form a prefix).

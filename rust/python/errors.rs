@@ -3,7 +3,7 @@
 //! ```text
 //! LiteMQError
 //! ├── CorruptedError            .file .offset .seq .reason
-//! ├── LockedError               .file .pid
+//! ├── LockedError               .file .pid (writer lock or a consumer name)
 //! ├── ClosedError
 //! ├── PoisonedError             .cause (the original exception, also __cause__)
 //! ├── ConfigError               also a ValueError
@@ -84,7 +84,8 @@ fn create(py: Python<'_>) -> PyResult<Types> {
             py,
             "LockedError",
             &[b],
-            "Another process holds this queue's writer lock.\n\n\
+            "Another process (or handle) holds a lock: this queue's writer lock, or\n\
+             the named tailer's name (one open handle per name).\n\n\
              Attributes: file (str), pid (int or None): the process that holds it.",
             &["file", "pid"],
         )?,
@@ -306,6 +307,34 @@ impl From<Error> for PyErr {
     fn from(err: Error) -> PyErr {
         Python::attach(|py| to_pyerr(py, &err))
     }
+}
+
+/// `LockedError` for a named tailer that is open elsewhere, phrased in
+/// terms of the name rather than of its position file.
+pub(crate) fn consumer_busy(py: Python<'_>, name: &str, err: &Error) -> PyErr {
+    let Error::Locked { path, pid } = err else {
+        return to_pyerr(py, err);
+    };
+    let t = match types(py) {
+        Ok(t) => t,
+        Err(e) => return e,
+    };
+    let holder = match pid {
+        Some(pid) => format!("process {pid}"),
+        None => "another handle".to_string(),
+    };
+    raise(
+        py,
+        &t.locked,
+        format!(
+            "named tailer {name:?} is already open in {holder} (one handle per name; position file {})",
+            path.display()
+        ),
+        &[
+            ("file", path.display().to_string().into_pyobject(py).unwrap().into_any()),
+            ("pid", pid.into_pyobject(py).unwrap().into_any()),
+        ],
+    )
 }
 
 /// `ForkedError`, for handles used in a child process.

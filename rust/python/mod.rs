@@ -4,13 +4,14 @@
 //! GIL around blocking calls; behaviour lives in the engine, and the
 //! Pythonic surface (option parsing, Arrow, the CLI) in `python/litemq/`.
 //! One file per concept: `queue.rs`, `appender.rs`, `tailer.rs`,
-//! `message.rs`, `errors.rs` (the exception tree), `buffer.rs` (bytes in,
+//! `consumer.rs` (named tailers, retention), `message.rs`, `errors.rs` (the exception tree), `buffer.rs` (bytes in,
 //! zero-copy views out), `time.rs` (datetimes), `batch.rs` (stats and
 //! Arrow buffers), `fork.rs` (handles used after `fork()`).
 
 mod appender;
 mod batch;
 mod buffer;
+mod consumer;
 mod errors;
 mod fork;
 mod message;
@@ -37,6 +38,7 @@ fn litemq_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<appender::Appender>()?;
     m.add_class::<tailer::Tailer>()?;
     m.add_class::<tailer::Follow>()?;
+    m.add_class::<consumer::Consumer>()?;
     m.add_class::<message::Message>()?;
     m.add_class::<buffer::PayloadView>()?;
     Ok(())

@@ -5,15 +5,21 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyDict, PyList, PyString};
 
 use super::appender::Appender;
+use super::consumer::{self, Consumer, PolicyArg};
+use super::errors;
 use super::fork::ForkSafe;
 use super::message::Message;
-use super::tailer::{start_arg, Tailer};
+use super::tailer::{start_arg, Reader, Tailer};
 use super::time;
-use crate::{FlushMode, KeyIndexConfig, QueueBuilder, RollPeriod, RollStrategy, WaitStrategy};
+use crate::{
+    ConsumerOptions, FlushMode, KeyIndexConfig, QueueBuilder, RollPeriod, RollStrategy,
+    WaitStrategy,
+};
 
 /// The native queue. Use `litemq.Queue`, which takes friendlier options.
 #[pyclass(frozen, subclass, module = "litemq._litemq", name = "Queue")]
@@ -110,7 +116,7 @@ impl Queue {
     #[pyo3(signature = (
         path, *, file_size=None, roll=None, flush=None, index_interval=None,
         verify_on_startup=false, read_only=false, channel_capacity=None, wait=None,
-        key_index=None,
+        key_index=None, retention=None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -125,6 +131,7 @@ impl Queue {
         channel_capacity: Option<usize>,
         wait: Option<String>,
         key_index: Option<(u32, u32)>,
+        retention: Option<PolicyArg>,
     ) -> PyResult<Self> {
         let mut builder = QueueBuilder::new(&path)
             .verify_on_startup(verify_on_startup)
@@ -153,6 +160,9 @@ impl Queue {
         if let Some((slots, items)) = key_index {
             builder = builder.key_index(KeyIndexConfig { slots, items });
         }
+        if let Some(policy) = retention {
+            builder = builder.retention(consumer::policy(policy)?);
+        }
         let queue = py.detach(|| builder.open())?;
         Ok(Queue {
             inner: ForkSafe::new(queue),
@@ -173,12 +183,109 @@ impl Queue {
     /// A tailer starting at `start`: "start" (the first message, default),
     /// "end" (only messages written from now on) or a sequence number.
     ///
+    /// With `name`, a named tailer (`Consumer`) that resumes where that name
+    /// last committed, in this or an earlier process; `start` then only
+    /// says where a new name begins. `auto_commit=True` commits as it reads.
+    ///
     /// >>> t = q.tailer(start=100)
-    #[pyo3(signature = (start=None))]
-    fn tailer(&self, start: Option<&Bound<'_, PyAny>>) -> PyResult<Tailer> {
+    /// >>> billing = q.tailer(name="billing", start="end")
+    #[pyo3(signature = (start=None, *, name=None, auto_commit=false))]
+    fn tailer(
+        &self,
+        py: Python<'_>,
+        start: Option<&Bound<'_, PyAny>>,
+        name: Option<&str>,
+        auto_commit: bool,
+    ) -> PyResult<Py<PyAny>> {
         let start = start_arg(start)?;
-        let tailer = self.queue()?.tailer(start)?;
-        Ok(Tailer::new(tailer, self.path.clone()))
+        let queue = self.queue()?;
+        let Some(name) = name else {
+            if auto_commit {
+                return Err(PyValueError::new_err(
+                    "auto_commit needs a named tailer: q.tailer(name=..., auto_commit=True)",
+                ));
+            }
+            let tailer = queue.tailer(start)?;
+            let t = Tailer::new(Reader::Plain(tailer), self.path.clone());
+            return Ok(Py::new(py, t)?.into_any());
+        };
+        let options = ConsumerOptions {
+            start_if_new: start,
+            auto_commit,
+        };
+        let c = match py.detach(|| queue.consumer(name, options)) {
+            Ok(c) => c,
+            Err(e @ crate::Error::Locked { .. }) => {
+                return Err(errors::consumer_busy(py, name, &e))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        Ok(Consumer::create(py, c, self.path.clone())?.into_any())
+    }
+
+    /// Every named tailer with its committed position and lag, as dicts
+    /// (`litemq.Queue.consumers` wraps them).
+    fn _consumers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let queue = self.queue()?;
+        // Read-your-writes: lag counts what this process appended.
+        let infos = py.detach(|| queue.wait_visible().and_then(|()| queue.consumers()))?;
+        let list = PyList::empty(py);
+        for info in &infos {
+            list.append(consumer::info_dict(py, info)?)?;
+        }
+        Ok(list)
+    }
+
+    /// Forgets the named tailer `name` (it must not be open anywhere), so
+    /// that it no longer holds back retention. Returns whether it existed.
+    ///
+    /// >>> q.remove_consumer("billing")
+    /// True
+    fn remove_consumer(&self, py: Python<'_>, name: &str) -> PyResult<bool> {
+        let queue = self.queue()?;
+        Ok(py.detach(|| queue.remove_consumer(name))?)
+    }
+
+    /// Runs a retention pass with `policy` (None: the queue's own) and
+    /// returns its report as a dict (`litemq.Queue.apply_retention` wraps it).
+    #[pyo3(signature = (policy=None))]
+    fn _apply_retention<'py>(
+        &self,
+        py: Python<'py>,
+        policy: Option<PolicyArg>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let queue = self.queue()?;
+        let report = match policy {
+            Some(p) => {
+                let p = consumer::policy(p)?;
+                py.detach(|| queue.apply_retention_with(&p))?
+            }
+            None => py.detach(|| queue.apply_retention())?,
+        };
+        consumer::report_dict(py, &report)
+    }
+
+    /// The data files, oldest first, as dicts: `path`, `file_number`,
+    /// `first_seq`, `end_seq` (one past the last sequence it holds),
+    /// `created` (UTC datetime) and `size` (preallocated bytes).
+    ///
+    /// >>> [f["first_seq"] for f in q.data_files()]
+    /// [0, 50, 100]
+    fn data_files<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let queue = self.queue()?;
+        let files = py.detach(|| queue.wait_visible().and_then(|()| queue.data_files()))?;
+        let list = PyList::empty(py);
+        for f in &files {
+            let d = PyDict::new(py);
+            d.set_item("path", f.path.display().to_string())?;
+            d.set_item("file_number", f.file_number)?;
+            d.set_item("first_seq", f.first_seq)?;
+            d.set_item("end_seq", f.end_seq)?;
+            d.set_item("created", time::to_datetime(py, f.created_us)?)?;
+            d.set_item("size", f.size)?;
+            list.append(d)?;
+        }
+        Ok(list)
     }
 
     /// The message with sequence `seq` (NotFoundError, an IndexError, if the

@@ -1,5 +1,7 @@
 //! `Tailer` (a reader position, itself the iterator) and `Follow` (the
-//! blocking iterator from `Tailer.follow()`).
+//! blocking iterator from `Tailer.follow()`). A named tailer
+//! (`consumer.rs`) is a Python subclass of `Tailer` whose reader is an
+//! engine `Consumer` instead of a plain `Tailer`: see [`Reader`].
 
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
@@ -12,6 +14,61 @@ use super::errors;
 use super::fork::ForkSafe;
 use super::message::Message;
 use super::time;
+
+/// What a Python tailer reads with: a plain engine tailer, or a named
+/// consumer (a tailer whose position persists).
+pub(crate) enum Reader {
+    Plain(crate::Tailer),
+    Named(crate::Consumer),
+}
+
+impl Reader {
+    fn read_next(&mut self) -> crate::Result<Option<crate::Message<'_>>> {
+        match self {
+            Reader::Plain(t) => t.read_next(),
+            Reader::Named(c) => c.read_next(),
+        }
+    }
+
+    fn read_next_until(
+        &mut self,
+        timeout: Duration,
+        interrupt: &mut dyn FnMut() -> bool,
+    ) -> crate::Result<Option<crate::Message<'_>>> {
+        match self {
+            Reader::Plain(t) => t.read_next_until(timeout, interrupt),
+            Reader::Named(c) => c.read_next_until(timeout, interrupt),
+        }
+    }
+
+    fn seek(&mut self, seq: u64) -> crate::Result<()> {
+        match self {
+            Reader::Plain(t) => t.seek(seq),
+            Reader::Named(c) => c.seek(seq),
+        }
+    }
+
+    fn seek_time(&mut self, micros: u64) -> crate::Result<()> {
+        match self {
+            Reader::Plain(t) => t.seek_time(micros),
+            Reader::Named(c) => c.seek_time(micros),
+        }
+    }
+
+    fn seek_end(&mut self) -> crate::Result<()> {
+        match self {
+            Reader::Plain(t) => t.seek_end(),
+            Reader::Named(c) => c.seek_end(),
+        }
+    }
+
+    fn next_seq(&self) -> u64 {
+        match self {
+            Reader::Plain(t) => t.next_seq(),
+            Reader::Named(c) => c.next_seq(),
+        }
+    }
+}
 
 /// Longest single wait handed to the engine when waiting "forever"; the loop
 /// around it makes the wait unbounded.
@@ -29,24 +86,29 @@ const FOREVER_CHUNK: Duration = Duration::from_secs(3600);
 /// [b'a', b'b']
 /// >>> t.read_next(timeout=1.0) is None     # nothing new within 1 s
 /// True
-#[pyclass(frozen, module = "litemq", name = "Tailer")]
+#[pyclass(frozen, subclass, module = "litemq", name = "Tailer")]
 pub(crate) struct Tailer {
     /// `None` once closed. The mutex makes a tailer usable from several
     /// threads; it is only ever waited on with the GIL released.
-    inner: ForkSafe<Mutex<Option<crate::Tailer>>>,
+    inner: ForkSafe<Mutex<Option<Reader>>>,
     path: String,
 }
 
 impl Tailer {
-    pub(crate) fn new(inner: crate::Tailer, path: String) -> Self {
+    pub(crate) fn new(inner: Reader, path: String) -> Self {
         Tailer {
             inner: ForkSafe::new(Mutex::new(Some(inner))),
             path,
         }
     }
 
+    /// The queue's directory.
+    pub(crate) fn path(&self) -> &str {
+        &self.path
+    }
+
     /// Locks the tailer without ever blocking while holding the GIL.
-    fn lock<'a>(&'a self, py: Python<'_>) -> PyResult<MutexGuard<'a, Option<crate::Tailer>>> {
+    pub(crate) fn lock<'a>(&'a self, py: Python<'_>) -> PyResult<MutexGuard<'a, Option<Reader>>> {
         let mutex = self.inner.get()?;
         loop {
             match mutex.try_lock() {
@@ -58,10 +120,10 @@ impl Tailer {
     }
 
     /// Runs `f` on the open tailer.
-    fn with<R>(
+    pub(crate) fn with<R>(
         &self,
         py: Python<'_>,
-        f: impl FnOnce(&mut crate::Tailer) -> PyResult<R>,
+        f: impl FnOnce(&mut Reader) -> PyResult<R>,
     ) -> PyResult<R> {
         let mut guard = self.lock(py)?;
         let tailer = guard.as_mut().ok_or_else(errors::closed)?;
@@ -222,17 +284,23 @@ impl Tailer {
     /// Steps over a damaged frame at the current position (used by
     /// `litemq verify`). False when the frame's length is unusable too.
     fn _skip_damaged(&self, py: Python<'_>) -> PyResult<bool> {
-        self.with(py, |tailer| Ok(tailer.skip_damaged()?))
+        self.with(py, |reader| match reader {
+            Reader::Plain(tailer) => Ok(tailer.skip_damaged()?),
+            Reader::Named(_) => Ok(false),
+        })
     }
 
-    /// Releases the tailer's files; later calls raise ClosedError.
+    /// Releases the tailer's files; later calls raise ClosedError. A named
+    /// tailer with ``auto_commit=True`` commits what it read first.
     ///
     /// >>> t.close(); t.closed
     /// True
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let mut guard = self.lock(py)?;
-        guard.take();
-        Ok(())
+        let taken = self.lock(py)?.take();
+        match taken {
+            Some(Reader::Named(c)) => Ok(py.detach(|| c.close())?),
+            _ => Ok(()),
+        }
     }
 
     /// Whether `close()` was called.
@@ -245,13 +313,21 @@ impl Tailer {
         slf
     }
 
+    /// Closes the tailer. A named tailer leaving on an exception is dropped
+    /// without committing anything, so what it read since its last commit
+    /// (the message that failed included) is delivered again.
     fn __exit__(
         &self,
         py: Python<'_>,
-        _exc_type: Option<&Bound<'_, PyAny>>,
+        exc_type: Option<&Bound<'_, PyAny>>,
         _exc: Option<&Bound<'_, PyAny>>,
         _tb: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
+        if exc_type.is_some_and(|t| !t.is_none()) {
+            let taken = self.lock(py)?.take();
+            py.detach(|| drop(taken));
+            return Ok(());
+        }
         self.close(py)
     }
 

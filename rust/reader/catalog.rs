@@ -31,7 +31,12 @@ pub fn read_header(path: &Path) -> Result<DataHeader> {
     let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
     let mut buf = [0u8; 64];
     file.read_exact_at(&mut buf, 0)
-        .map_err(|e| Error::io("read", path, e))?;
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => {
+                Error::corrupted(path, 0, None, "file is shorter than its header")
+            }
+            _ => Error::io("read", path, e),
+        })?;
     let header = DataHeader::decode(&buf).map_err(|e| header_error(path, e))?;
     let len = file
         .metadata()
@@ -80,8 +85,16 @@ impl Catalog {
         // Hold the lock across the listing so a file the writer adds
         // meanwhile is not lost when the listing replaces the list.
         let mut guard = self.files.write().unwrap_or_else(|e| e.into_inner());
-        let ids = list_data_files(&self.base)?;
+        let mut ids = list_data_files(&self.base)?;
         let known = guard.clone();
+        // readdir may miss an entry renamed into the directory while it
+        // runs; a known file is dropped only once it is really gone.
+        for f in known.iter() {
+            if !ids.contains(&f.id) && f.id.data_path(&self.base).exists() {
+                ids.push(f.id);
+            }
+        }
+        ids.sort();
         let mut files = Vec::with_capacity(ids.len());
         for id in ids {
             match known.iter().find(|f| f.id == id) {

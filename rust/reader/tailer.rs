@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN};
 use crate::format::position;
 use crate::format::record::{self, HeaderIter, RecordView};
-use crate::index::sparse::SparseIndex;
+use crate::index::sparse::{Entry, SparseIndex};
 use crate::storage::mapped::Mapping;
 
 /// Where a new tailer starts.
@@ -106,6 +106,18 @@ impl Cursor {
             offset: DATA_HEADER_LEN,
             index: None,
         })
+    }
+
+    /// A sparse-index entry chosen by `pick`, if the frame it points at
+    /// checks out. An entry is a hint: a damaged one must not send a reader
+    /// to the wrong message, so it is ignored and the caller scans instead.
+    fn entry(
+        &mut self,
+        catalog: &Catalog,
+        pick: impl FnOnce(&SparseIndex) -> Option<Entry>,
+    ) -> Option<Entry> {
+        let e = self.index(catalog).and_then(pick)?;
+        entry_matches(&self.map, &e).then_some(e)
     }
 
     fn index(&mut self, catalog: &Catalog) -> Option<&SparseIndex> {
@@ -247,7 +259,7 @@ impl Tailer {
         if reused && self.seq <= seq {
             (at_seq, offset) = (self.seq, cursor.offset); // never a longer scan than from the file start
         }
-        if let Some(e) = cursor.index(&self.catalog).and_then(|ix| ix.floor_seq(seq)) {
+        if let Some(e) = cursor.entry(&self.catalog, |ix| ix.floor_seq(seq)) {
             if e.seq > at_seq {
                 (at_seq, offset) = (e.seq, e.offset as usize);
             }
@@ -330,10 +342,7 @@ impl Tailer {
             offset,
             index: None,
         };
-        if let Some(e) = cursor
-            .index(&self.catalog)
-            .and_then(|ix| ix.floor_time(micros))
-        {
+        if let Some(e) = cursor.entry(&self.catalog, |ix| ix.floor_time(micros)) {
             (at_seq, offset) = (e.seq, e.offset as usize);
         }
         cursor.offset = offset;
@@ -386,10 +395,7 @@ impl Tailer {
         };
         let (mut seq, mut at) = (info.header.first_seq, DATA_HEADER_LEN);
         if info.header.file_number == number {
-            if let Some(e) = cursor
-                .index(&self.catalog)
-                .and_then(|ix| ix.floor_offset(offset))
-            {
+            if let Some(e) = cursor.entry(&self.catalog, |ix| ix.floor_offset(offset)) {
                 (seq, at) = (e.seq, e.offset as usize);
             }
         }
@@ -420,7 +426,7 @@ impl Tailer {
             _ => (Cursor::open(&self.catalog, last)?, false),
         };
         let (mut seq, mut at) = (last.header.first_seq, DATA_HEADER_LEN);
-        if let Some(e) = cursor.index(&self.catalog).and_then(|ix| ix.last()) {
+        if let Some(e) = cursor.entry(&self.catalog, SparseIndex::last) {
             (seq, at) = (e.seq, e.offset as usize);
         }
         if reused && self.seq > seq {
@@ -469,6 +475,15 @@ impl Tailer {
             self.catalog.refresh()?;
         }
         match self.catalog.locate(seq) {
+            // Retention removed the files holding `seq`: say so, naming the
+            // first sequence still there, rather than wait forever.
+            None if self
+                .catalog
+                .first()
+                .is_some_and(|f| f.header.first_seq > seq) =>
+            {
+                Err(self.not_found(seq))
+            }
             None => Ok(false),
             Some(_) => {
                 self.seek(seq)?;
@@ -553,6 +568,13 @@ impl Tailer {
                 if self.catalog.first().is_some_and(|f| f.id > id) {
                     return Err(self.not_found(self.seq));
                 }
+                if attempt == 0 {
+                    // A directory listing taken while the writer rolled can
+                    // miss a file that was renamed in meanwhile: look again
+                    // before calling it damage.
+                    self.catalog.refresh()?;
+                    continue;
+                }
                 return Err(Error::corrupted(
                     &path,
                     0,
@@ -605,6 +627,13 @@ impl Tailer {
     }
 }
 
+/// True when the frame an index entry points at is complete, passes its CRC
+/// and carries the entry's timestamp.
+fn entry_matches(map: &Mapping, e: &Entry) -> bool {
+    let at = e.offset as usize;
+    at + 4 <= map.len() && e.points_at_frame(map.as_slice(), map.load_u32(at))
+}
+
 /// Timestamp of a file's first message, if it has one that decodes.
 fn first_timestamp(map: &Mapping) -> Option<u64> {
     let len = map.load_u32(DATA_HEADER_LEN);
@@ -630,7 +659,10 @@ fn published_end(catalog: &Catalog) -> u64 {
     };
     let (mut seq, mut off) = (last.header.first_seq, DATA_HEADER_LEN);
     let index = SparseIndex::open(&last.id.index_path(catalog.base()), seq, map.len() as u64);
-    if let Some(e) = index.and_then(|ix| ix.last()) {
+    if let Some(e) = index
+        .and_then(|ix| ix.last())
+        .filter(|e| entry_matches(&map, e))
+    {
         (seq, off) = (e.seq, e.offset as usize);
     }
     while off + 4 <= map.len() {

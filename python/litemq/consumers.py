@@ -1,0 +1,32 @@
+"""`ConsumerInfo`: a named tailer as `Queue.consumers()` lists it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+__all__ = ["ConsumerInfo"]
+
+
+@dataclass(frozen=True)
+class ConsumerInfo:
+    """A named tailer's committed position and how far it is behind.
+
+    - ``name``: the name given to ``Queue.tailer(name=...)``;
+    - ``next_seq``: committed position, the sequence it reads next;
+    - ``lag_messages``: messages published at or after ``next_seq``;
+    - ``lag_bytes``: bytes of those messages' frames still on disk (exact for
+      what was published when the listing looked);
+    - ``committed_at``: when the position was last committed (UTC);
+    - ``created_at``: when the name was first opened (UTC).
+
+    >>> [(c.name, c.lag_messages) for c in q.consumers()]
+    [('billing', 0), ('audit', 1200)]
+    """
+
+    name: str
+    next_seq: int
+    lag_messages: int
+    lag_bytes: int
+    committed_at: datetime
+    created_at: datetime

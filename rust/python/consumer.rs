@@ -1,0 +1,179 @@
+//! `Consumer`: a named tailer (a `Tailer` subclass) whose position persists
+//! in the queue's `consumers/` directory, and the conversions for
+//! `Queue.consumers()` and retention.
+
+use std::time::Duration;
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use super::tailer::{Reader, Tailer};
+use super::time;
+use crate::{ConsumerInfo, RetentionPolicy, RetentionReport};
+
+/// A named tailer: get one from ``Queue.tailer(name=...)``.
+///
+/// Reads like any `Tailer` (iteration, ``read_next``, ``follow``, seeks).
+/// ``commit()`` records that every message read so far is done; opening the
+/// same name again, in this or a later process, resumes there. Delivery is
+/// at-least-once: after a crash the consumer sees again what it read since
+/// its last commit, never less. With ``auto_commit=True`` each read first
+/// commits the messages read before it, and ``close()`` commits the rest.
+///
+/// As a context manager it closes on a clean exit, and on an exception is
+/// dropped without committing, so the failed message comes back. One handle
+/// per name at a time, across processes: a second open raises
+/// `LockedError` naming the holder's pid.
+///
+/// >>> with q.tailer(name="billing") as t:
+/// ...     for msg in t:
+/// ...         bill(msg)
+/// ...         t.commit()
+#[pyclass(frozen, extends = Tailer, module = "litemq", name = "Consumer")]
+pub(crate) struct Consumer {
+    name: String,
+}
+
+impl Consumer {
+    /// The Python object for an engine consumer.
+    pub(crate) fn create(
+        py: Python<'_>,
+        consumer: crate::Consumer,
+        path: String,
+    ) -> PyResult<Py<Consumer>> {
+        let name = consumer.name().to_string();
+        let init = PyClassInitializer::from(Tailer::new(Reader::Named(consumer), path))
+            .add_subclass(Consumer { name });
+        Py::new(py, init)
+    }
+
+    /// Runs `f` on the open engine consumer.
+    fn with<R>(
+        slf: &PyRef<'_, Self>,
+        py: Python<'_>,
+        f: impl FnOnce(&mut crate::Consumer) -> PyResult<R>,
+    ) -> PyResult<R> {
+        let base: &Tailer = slf.as_super();
+        base.with(py, |reader| match reader {
+            Reader::Named(c) => f(c),
+            Reader::Plain(_) => Err(PyTypeError::new_err("not a named tailer")),
+        })
+    }
+}
+
+#[pymethods]
+impl Consumer {
+    /// Persists the position: every message read so far is done, and a
+    /// reopened consumer starts at ``next_seq``. Cheap (one 32-byte store
+    /// into a mapped file): commit after every message if you like. It
+    /// survives the death of the process at once; with ``durable=True`` it
+    /// is also flushed to disk (msync) and survives a machine crash.
+    ///
+    /// >>> msg = t.read_next(); handle(msg); t.commit()
+    #[pyo3(signature = (*, durable=false))]
+    fn commit(slf: PyRef<'_, Self>, py: Python<'_>, durable: bool) -> PyResult<()> {
+        Self::with(&slf, py, |c| {
+            if durable {
+                Ok(py.detach(|| c.commit_durable())?)
+            } else {
+                Ok(c.commit()?)
+            }
+        })
+    }
+
+    /// The consumer's name.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The last committed position: where a reopened consumer starts.
+    ///
+    /// >>> t.commit(); t.committed_seq == t.next_seq
+    /// True
+    #[getter]
+    fn committed_seq(slf: PyRef<'_, Self>, py: Python<'_>) -> PyResult<u64> {
+        Self::with(&slf, py, |c| Ok(c.committed_seq()))
+    }
+
+    /// When the position was last committed (UTC datetime).
+    #[getter]
+    fn committed_at<'py>(slf: PyRef<'_, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let micros = Self::with(&slf, py, |c| Ok(c.committed_at()))?;
+        time::to_datetime(py, micros)
+    }
+
+    /// Whether reads commit what was read before them.
+    #[getter]
+    fn auto_commit(slf: PyRef<'_, Self>, py: Python<'_>) -> PyResult<bool> {
+        Self::with(&slf, py, |c| Ok(c.auto_commit()))
+    }
+
+    fn __repr__(slf: PyRef<'_, Self>, py: Python<'_>) -> String {
+        let base: &Tailer = slf.as_super();
+        let path = base.path().to_string();
+        match base.lock(py) {
+            Ok(guard) => match guard.as_ref() {
+                Some(Reader::Named(c)) => format!(
+                    "<litemq.Consumer {:?} for {:?} at seq {} (committed {})>",
+                    slf.name,
+                    path,
+                    c.next_seq(),
+                    c.committed_seq()
+                ),
+                _ => format!("<litemq.Consumer {:?} for {:?} (closed)>", slf.name, path),
+            },
+            Err(_) => format!(
+                "<litemq.Consumer {:?} for {:?} (from parent process)>",
+                slf.name, path
+            ),
+        }
+    }
+}
+
+/// A dict for `Queue.consumers()`.
+pub(crate) fn info_dict<'py>(py: Python<'py>, info: &ConsumerInfo) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("name", &info.name)?;
+    d.set_item("next_seq", info.next_seq)?;
+    d.set_item("lag_messages", info.lag_messages)?;
+    d.set_item("lag_bytes", info.lag_bytes)?;
+    d.set_item("committed_at", time::to_datetime(py, info.committed_at)?)?;
+    d.set_item("created_at", time::to_datetime(py, info.created_at)?)?;
+    Ok(d)
+}
+
+/// `(max_age_us, max_bytes, max_files, protect_unconsumed)` from Python.
+pub(crate) type PolicyArg = (Option<u64>, Option<u64>, Option<usize>, bool);
+
+/// The engine policy for a `PolicyArg`.
+pub(crate) fn policy(arg: PolicyArg) -> PyResult<RetentionPolicy> {
+    let (max_age_us, max_bytes, max_files, protect_unconsumed) = arg;
+    let policy = RetentionPolicy {
+        max_age: max_age_us.map(Duration::from_micros),
+        max_bytes,
+        max_files,
+        protect_unconsumed,
+    };
+    policy.validate()?;
+    Ok(policy)
+}
+
+/// A dict for `Queue.apply_retention()`.
+pub(crate) fn report_dict<'py>(
+    py: Python<'py>,
+    report: &RetentionReport,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let files: Vec<String> = report
+        .deleted_files
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    d.set_item("deleted_files", files)?;
+    d.set_item("deleted_bytes", report.deleted_bytes)?;
+    d.set_item("first_seq", report.first_seq)?;
+    d.set_item("protected_files", report.protected_files)?;
+    Ok(d)
+}
