@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::config::{RollPeriod, RollStrategy};
+use crate::config::RollStrategy;
 use crate::error::Result;
 use crate::format::crc::crc64;
 use crate::format::frame::{frame_size, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
@@ -80,7 +80,7 @@ impl ActiveFile {
     }
 
     /// True when a frame with a `record_len`-byte record must go to a new file.
-    pub fn must_roll(&self, record_len: usize, timestamp: u64, roll: &RollStrategy) -> bool {
+    pub fn must_roll(&self, record_len: usize, timestamp: u64, roll: &RollLimits) -> bool {
         let end = self.write_pos + frame_size(record_len);
         if end + FRAME_ALIGN > self.map.len() {
             return true; // no room for the frame and an end-of-file marker
@@ -88,18 +88,11 @@ impl ActiveFile {
         if self.count() == 0 {
             return false;
         }
-        let mut roll_now = false;
-        roll.leaves(&mut |s| {
-            roll_now |= match *s {
-                RollStrategy::Size(limit) => end as u64 > limit,
-                RollStrategy::Count(n) => self.count() >= n,
-                RollStrategy::Period(p) => self
-                    .first_ts
-                    .is_some_and(|t| period(t, p) != period(timestamp, p)),
-                RollStrategy::Any(_) => false,
-            }
-        });
-        roll_now
+        end as u64 > roll.size
+            || self.count() >= roll.count
+            || roll
+                .period_us
+                .is_some_and(|p| self.first_ts.is_some_and(|t| t / p != timestamp / p))
     }
 
     /// Writes one frame: record fields and CRC first, then the length with
@@ -166,6 +159,67 @@ impl ActiveFile {
     }
 }
 
-fn period(micros: u64, p: RollPeriod) -> u64 {
-    micros / p.micros()
+/// A roll strategy flattened for the per-message check: the tightest size
+/// and count, and the shortest period (every longer period's boundary is
+/// also one of the shortest's: UTC days start on hours, hours on minutes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RollLimits {
+    pub size: u64,
+    pub count: u64,
+    pub period_us: Option<u64>,
+}
+
+impl RollLimits {
+    pub fn new(roll: &RollStrategy) -> RollLimits {
+        let mut l = RollLimits {
+            size: u64::MAX,
+            count: u64::MAX,
+            period_us: None,
+        };
+        roll.leaves(&mut |s| match *s {
+            RollStrategy::Size(n) => l.size = l.size.min(n),
+            RollStrategy::Count(n) => l.count = l.count.min(n),
+            RollStrategy::Period(p) => {
+                l.period_us = Some(l.period_us.map_or(p.micros(), |q| q.min(p.micros())))
+            }
+            RollStrategy::Any(_) => {}
+        });
+        l
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::RollPeriod;
+
+    #[test]
+    fn combined_roll_strategy_keeps_the_tightest_limits() {
+        let roll = RollStrategy::Any(vec![
+            RollStrategy::Period(RollPeriod::Daily),
+            RollStrategy::Count(100),
+            RollStrategy::Any(vec![
+                RollStrategy::Period(RollPeriod::Hourly),
+                RollStrategy::Count(50),
+            ]),
+            RollStrategy::Size(1 << 20),
+        ]);
+        let l = RollLimits::new(&roll);
+        assert_eq!(
+            l,
+            RollLimits {
+                size: 1 << 20,
+                count: 50,
+                period_us: Some(3_600_000_000)
+            }
+        );
+        assert_eq!(
+            RollLimits::new(&RollStrategy::Count(7)),
+            RollLimits {
+                size: u64::MAX,
+                count: 7,
+                period_us: None
+            }
+        );
+    }
 }

@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 
-use super::active::ActiveFile;
+use super::active::{ActiveFile, RollLimits};
 use super::command::{Command, EncodedBatch};
 use super::handoff::{Handoff, Sleep};
 use super::prefault::PrefaultThread;
@@ -63,6 +63,7 @@ pub struct IoThread {
     sealed_unsynced: Vec<(PathBuf, File)>,
     key_index: KeyIndexWriter,
     prefault: PrefaultThread,
+    roll: RollLimits,
     last_sync: Instant,
 }
 
@@ -81,6 +82,7 @@ impl IoThread {
             prefault.set_file(a.map.prefaulter(), a.write_pos);
         }
         IoThread {
+            roll: RollLimits::new(&config.roll),
             base: config.path.clone(),
             clock: config.clock.clone(),
             config,
@@ -243,7 +245,7 @@ impl IoThread {
         let record_len = RECORD_FIXED_LEN + body.len();
         let roll = match &self.active {
             None => true,
-            Some(a) => a.must_roll(record_len, ts, &self.config.roll),
+            Some(a) => a.must_roll(record_len, ts, &self.roll),
         };
         if roll {
             self.roll(ts)?;
