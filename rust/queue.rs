@@ -364,6 +364,7 @@ impl Queue {
         limit: Option<usize>,
     ) -> Result<Vec<OwnedMessage>> {
         self.check_open()?;
+        self.wait_visible()?;
         let mut positions = Vec::new();
         {
             let mut guard = self
@@ -385,7 +386,11 @@ impl Queue {
         }
         let limit = limit.unwrap_or(usize::MAX);
         let mut out = Vec::new();
-        let mut t = Tailer::new(self.inner.catalog.clone(), self.inner.config.wait);
+        // The reader `get` keeps: its file stays mapped between calls, so a
+        // lookup costs no mmap.
+        let mut guard = self.inner.getter.lock().unwrap_or_else(|e| e.into_inner());
+        let t = guard
+            .get_or_insert_with(|| Tailer::new(self.inner.catalog.clone(), self.inner.config.wait));
         for pos in positions {
             if out.len() >= limit {
                 break;
