@@ -244,7 +244,8 @@ fn sweep(base: &Path, first_kept: FileId) -> Result<()> {
                 if let Ok(entries) = std::fs::read_dir(&day_dir) {
                     for e in entries.flatten() {
                         let name = e.file_name();
-                        let Some(id) = name.to_str().and_then(parse_index_name) else {
+                        let Some(id) = name.to_str().and_then(|n| FileId::parse_with(n, ".index"))
+                        else {
                             continue;
                         };
                         if id < first_kept && !id.data_path(base).exists() {
@@ -286,25 +287,6 @@ fn numeric_dirs(dir: &Path, width: usize) -> Vec<PathBuf> {
 
 fn number(dir: &Path) -> Option<u32> {
     dir.file_name()?.to_str()?.parse().ok()
-}
-
-/// `YYYYMMDD-NNNN.index` → its file id.
-fn parse_index_name(name: &str) -> Option<FileId> {
-    let stem = name.strip_suffix(".index")?;
-    let (day, counter) = stem.split_once('-')?;
-    if day.len() != 8
-        || counter.len() < 4
-        || !day
-            .bytes()
-            .chain(counter.bytes())
-            .all(|b| b.is_ascii_digit())
-    {
-        return None;
-    }
-    Some(FileId {
-        day: day.parse().ok()?,
-        counter: counter.parse().ok()?,
-    })
 }
 
 /// An exclusive flock on `base/.retention.lock` for one pass. flock locks

@@ -14,6 +14,9 @@
 //!
 //! `SOAK=1` runs thousands of cases; `CRASH_SEED=n` replays a run.
 
+mod common;
+
+use common::{env_u64, mix, Rng};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -21,28 +24,6 @@ use std::time::Duration;
 
 use litemq::format::frame::DATA_HEADER_LEN;
 use litemq::{Error, QueueBuilder, Record, Start};
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        mix(self.0)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
-
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.parse().ok())
-}
 
 const MESSAGES: u64 = 1500;
 

@@ -24,6 +24,9 @@
 //! `CRASH_SEED=n` replays a run (the seed is printed); `CRASH_KILLS=n` and
 //! `LIVE_MESSAGES=n` set the sizes directly.
 
+mod common;
+
+use common::{env_u64, mix, soak, Rng};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -35,36 +38,6 @@ use litemq::{FlushMode, QueueBuilder, Record, RollStrategy, Start};
 
 // ---------------------------------------------------------------------------
 // Small deterministic tools (no rand crate in dev-dependencies).
-
-/// splitmix64: a tiny, good-enough generator for test schedules.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        mix(self.0)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
-
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.parse().ok())
-}
-
-fn soak() -> bool {
-    std::env::var("SOAK").is_ok_and(|v| v == "1")
-}
 
 fn run_seed() -> u64 {
     env_u64("CRASH_SEED").unwrap_or_else(|| {

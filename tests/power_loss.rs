@@ -23,6 +23,9 @@
 //! `SOAK=1` builds thousands of images; `CRASH_SEED=n` replays a run;
 //! `POWER_LOSS_KEEP=dir` copies the first failing image there.
 
+mod common;
+
+use common::{env_u64, mix, soak, Rng};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -31,35 +34,6 @@ use litemq::{FlushMode, Queue, QueueBuilder, RollStrategy, Start};
 
 const PAGE: usize = 4096;
 const SECTOR: usize = 512;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        mix(self.0)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
-
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.parse().ok())
-}
-
-fn soak() -> bool {
-    std::env::var("SOAK").is_ok_and(|v| v == "1")
-}
 
 /// Every regular file under `base` but the lock, by relative path.
 type Snapshot = BTreeMap<PathBuf, Vec<u8>>;

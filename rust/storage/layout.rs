@@ -70,7 +70,12 @@ impl FileId {
     }
 
     fn parse(name: &str) -> Option<FileId> {
-        let stem = name.strip_suffix(".data")?;
+        Self::parse_with(name, ".data")
+    }
+
+    /// The id in a file name `YYYYMMDD-NNNN{suffix}` (`.data` or `.index`).
+    pub fn parse_with(name: &str, suffix: &str) -> Option<FileId> {
+        let stem = name.strip_suffix(suffix)?;
         let (day, counter) = stem.split_once('-')?;
         if day.len() != 8
             || counter.len() < 4
