@@ -59,6 +59,9 @@ __all__ = [
 def register(spark: Any) -> None:
     """Register the ``litemq`` format with a SparkSession (once per session).
 
+    Optional where the litemq wheel is installed: its ``pyspark_litemq``
+    module lets Spark find the format by itself.
+
     Example::
 
         litemq.spark.register(spark)
