@@ -18,7 +18,7 @@ use crate::reader::catalog::{Catalog, FileInfo};
 use crate::storage::layout::list_temp_files;
 use crate::storage::mapped::{Mapping, WritableMapping};
 use crate::writer::active::ActiveFile;
-use crate::writer::io_thread::Resume;
+use crate::writer::io_thread::{Resume, MAX_UNSYNCED_SEALED};
 
 /// What recovery found and changed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -35,6 +35,9 @@ pub struct RecoveryReport {
     pub index_entries_rebuilt: u64,
     /// Frames checked by `verify_on_startup`.
     pub frames_verified: u64,
+    /// Newer data files removed because an older one ends before they start
+    /// (a machine crash lost its unsynced tail; nothing after it was durable).
+    pub dropped_files: Vec<std::path::PathBuf>,
 }
 
 /// End of a frame walk over one file.
@@ -153,7 +156,17 @@ pub fn recover(
         std::fs::remove_file(&tmp).map_err(|e| Error::io("remove", &tmp, e))?;
     }
     let mut report = RecoveryReport::default();
-    let files = catalog.snapshot();
+    let mut files = catalog.snapshot().to_vec();
+    if !clean {
+        cut_at_first_gap(catalog, &mut files, &mut report)?;
+    } else if files.len() >= 2 {
+        let (prev, last) = (&files[files.len() - 2], &files[files.len() - 1]);
+        report.repaired_end_marker = match check_boundary(catalog, prev, last, false)? {
+            Boundary::Sealed => false,
+            Boundary::MissingMarker => repair_end_marker(catalog, prev, last)?,
+            Boundary::Gap(e) => return Err(e),
+        };
+    }
     let Some(last) = files.last().copied() else {
         let resume = Resume {
             active: None,
@@ -182,9 +195,6 @@ pub fn recover(
                 ));
             }
         }
-    }
-    if files.len() >= 2 {
-        report.repaired_end_marker = repair_end_marker(catalog, &files[files.len() - 2], &last)?;
     }
 
     let path = catalog.data_path(last.id);
@@ -240,9 +250,12 @@ pub fn recover(
 
     let sealed = w.end == WalkEnd::Sealed;
     if let WalkEnd::Bad(reason) = &w.end {
-        if valid_frame_follows(map.as_slice(), w.offset) {
-            // Damage in the middle of the data, not a torn tail: cutting
-            // here would destroy good messages, so refuse and say where.
+        if clean && valid_frame_follows(map.as_slice(), w.offset) {
+            // After a clean close nothing can be torn: this is damage in
+            // the middle of the data, and cutting would destroy good
+            // messages, so refuse and say where. After an unclean shutdown
+            // the same picture is what out-of-order write-back leaves, and
+            // the tail is cut (as Kafka truncates its active segment).
             return Err(Error::corrupted(
                 &path,
                 w.offset as u64,
@@ -327,42 +340,154 @@ fn first_message_ts(file: &[u8]) -> Option<u64> {
     }
 }
 
-/// A file followed by another must end with an end-of-file marker. After a
-/// machine crash the marker may not have reached the disk; when the frames
-/// before it are all there, write it again.
-fn repair_end_marker(catalog: &Catalog, prev: &FileInfo, last: &FileInfo) -> Result<bool> {
-    let path = catalog.data_path(prev.id);
-    let mut map = WritableMapping::open(&path)?;
+/// Steps over a whole file's frames by their lengths alone (no CRC): finds
+/// where a lost page left zeros or a runaway length, at the cost of one
+/// read per frame, so that checking the newest files after a crash stays
+/// cheap. Frames are CRC-checked when read.
+fn walk_lengths(file: &[u8], mut seq: u64) -> Walk {
+    let mut offset = DATA_HEADER_LEN;
+    let mut frames = 0;
+    let end = loop {
+        match frame::plain_len(file, offset) {
+            None => break WalkEnd::Bad("frames run to the end of the file".into()),
+            Some(0) => break WalkEnd::Empty,
+            Some(END_OF_FILE) => break WalkEnd::Sealed,
+            Some(len) => {
+                let next = offset.saturating_add(frame::frame_size(len as usize));
+                if next + 4 > file.len() {
+                    break WalkEnd::Bad(format!(
+                        "frame length {len} runs past the end of the file"
+                    ));
+                }
+                offset = next;
+                seq += 1;
+                frames += 1;
+            }
+        }
+    };
+    Walk {
+        seq,
+        offset,
+        last_ts: 0,
+        end,
+        frames,
+    }
+}
+
+/// Walks a file's frames from its last sparse-index entry that checks out,
+/// or, with `whole`, from its start (a machine crash can leave a hole before
+/// the last entry that reached the disk).
+fn walk_tail(catalog: &Catalog, info: &FileInfo, file: &[u8], whole: bool) -> Walk {
+    if whole {
+        return walk_lengths(file, info.header.first_seq);
+    }
     let start = sparse::last_entry(
-        &prev.id.index_path(catalog.base()),
-        prev.header.first_seq,
-        map.len() as u64,
-    );
-    let (seq, off) = start.map_or((prev.header.first_seq, DATA_HEADER_LEN), |e| {
+        &info.id.index_path(catalog.base()),
+        info.header.first_seq,
+        file.len() as u64,
+    )
+    .filter(|e| {
+        frame::plain_len(file, e.offset as usize).is_some_and(|len| e.points_at_frame(file, len))
+    });
+    let (seq, off) = start.map_or((info.header.first_seq, DATA_HEADER_LEN), |e| {
         (e.seq, e.offset as usize)
     });
-    let w = walk(map.as_slice(), seq, off, |_, _, _| {});
-    match w.end {
-        WalkEnd::Sealed => Ok(false),
-        WalkEnd::Empty if w.seq == last.header.first_seq && w.offset + FRAME_ALIGN <= map.len() => {
-            map.store_u32(w.offset, END_OF_FILE);
-            map.sync_range(w.offset & !4095, FRAME_ALIGN)?;
-            Ok(true)
+    walk(file, seq, off, |_, _, _| {})
+}
+
+/// How a file followed by another ends.
+enum Boundary {
+    /// With its end-of-file marker.
+    Sealed,
+    /// Its frames reach exactly where the next file starts, but the marker
+    /// did not reach the disk.
+    MissingMarker,
+    /// Its frames stop before the next file's first sequence.
+    Gap(Error),
+}
+
+fn check_boundary(
+    catalog: &Catalog,
+    prev: &FileInfo,
+    next: &FileInfo,
+    whole: bool,
+) -> Result<Boundary> {
+    let path = catalog.data_path(prev.id);
+    let map = Mapping::open(&path)?;
+    let w = walk_tail(catalog, prev, map.as_slice(), whole);
+    Ok(match w.end {
+        WalkEnd::Sealed if w.seq == next.header.first_seq => Boundary::Sealed,
+        WalkEnd::Empty if w.seq == next.header.first_seq && w.offset + FRAME_ALIGN <= map.len() => {
+            Boundary::MissingMarker
         }
-        WalkEnd::Empty => Err(Error::corrupted(
-            &path,
-            w.offset as u64,
-            Some(w.seq),
-            format!(
-                "file ends before seq {} where the next file starts",
-                last.header.first_seq
-            ),
-        )),
-        WalkEnd::Bad(reason) => Err(Error::corrupted(
+        WalkEnd::Bad(reason) => Boundary::Gap(Error::corrupted(
             &path,
             w.offset as u64,
             Some(w.seq),
             reason,
         )),
+        _ => Boundary::Gap(Error::corrupted(
+            &path,
+            w.offset as u64,
+            Some(w.seq),
+            format!(
+                "file ends before seq {} where the next file starts",
+                next.header.first_seq
+            ),
+        )),
+    })
+}
+
+/// After an unclean shutdown: checks the boundaries between the newest files
+/// (in `Async` mode up to `MAX_UNSYNCED_SEALED` sealed files may not have
+/// been synced) and, at the first file that ends short, removes every newer
+/// file. Nothing in them was durable: a completed flush syncs sealed files
+/// before the active one, so it would have covered the short file too.
+fn cut_at_first_gap(
+    catalog: &Catalog,
+    files: &mut Vec<FileInfo>,
+    report: &mut RecoveryReport,
+) -> Result<()> {
+    let from = files.len().saturating_sub(MAX_UNSYNCED_SEALED + 2);
+    for i in from..files.len().saturating_sub(1) {
+        match check_boundary(catalog, &files[i], &files[i + 1], true)? {
+            Boundary::Sealed => {}
+            Boundary::MissingMarker => {
+                report.repaired_end_marker |= repair_end_marker(catalog, &files[i], &files[i + 1])?;
+            }
+            Boundary::Gap(_) => {
+                for f in files.drain(i + 1..).rev() {
+                    for path in [catalog.data_path(f.id), f.id.index_path(catalog.base())] {
+                        match std::fs::remove_file(&path) {
+                            Ok(()) => {}
+                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                            Err(e) => return Err(Error::io("remove", &path, e)),
+                        }
+                    }
+                    report.dropped_files.push(catalog.data_path(f.id));
+                }
+                report.dropped_files.reverse();
+                catalog.refresh()?;
+                return Ok(());
+            }
+        }
     }
+    Ok(())
+}
+
+/// Writes the end-of-file marker a machine crash lost, after the frames of a
+/// file that reach exactly where the next file starts.
+fn repair_end_marker(catalog: &Catalog, prev: &FileInfo, next: &FileInfo) -> Result<bool> {
+    let path = catalog.data_path(prev.id);
+    let mut map = WritableMapping::open(&path)?;
+    let w = walk_tail(catalog, prev, map.as_slice(), false);
+    if w.end == WalkEnd::Empty
+        && w.seq == next.header.first_seq
+        && w.offset + FRAME_ALIGN <= map.len()
+    {
+        map.store_u32(w.offset, END_OF_FILE);
+        map.sync_range(w.offset & !4095, FRAME_ALIGN)?;
+        return Ok(true);
+    }
+    Ok(false)
 }

@@ -35,7 +35,7 @@ const DRAIN_LIMIT: usize = 4096;
 const IDLE_SPINS: u32 = 2_000;
 /// Sealed files whose pages may still be dirty (async mode) kept for the next
 /// flush; beyond this the oldest is synced at once.
-const MAX_UNSYNCED_SEALED: usize = 4;
+pub(crate) const MAX_UNSYNCED_SEALED: usize = 4;
 
 /// Where the writer resumes, as found by recovery.
 #[derive(Debug)]
