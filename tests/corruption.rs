@@ -16,7 +16,7 @@
 
 mod common;
 
-use common::{env_u64, mix, Rng};
+use common::{data_files, env_u64, mix, Rng};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -247,7 +247,6 @@ fn run_case(pristine: &Path, rng: &mut Rng, firsts: &[u64], problems: &mut Vec<S
     // Only sparse-index files damaged: the data is intact, so every read
     // must still succeed (an index is a hint; a bad one is ignored or rebuilt).
     let index_only = what.iter().all(|w| w.contains(".index:"));
-    let before = problems.len();
 
     if let Ok(q) = builder(dir.path()).read_only(true).open() {
         read_everything(&q, firsts, &ctx, problems);
@@ -314,12 +313,6 @@ fn run_case(pristine: &Path, rng: &mut Rng, firsts: &[u64], problems: &mut Vec<S
                     ));
                 }
             }
-        }
-    }
-    if index_only {
-        // ENGINE BUG 4 (reported): damaged sparse-index entries are trusted.
-        for p in &mut problems[before..] {
-            p.insert_str(0, "KNOWN ENGINE BUG 4: ");
         }
     }
     ctx
@@ -438,13 +431,7 @@ fn random_damage_never_crashes_the_process() {
     for p in problems.iter().take(10) {
         println!("PROBLEM {p}");
     }
-    // Problems of a kind already reported to the lead only fail with
-    // LITEMQ_STRICT=1; anything else always fails.
-    let strict = std::env::var("LITEMQ_STRICT").is_ok_and(|v| v == "1");
-    let fatal: Vec<&String> = problems
-        .iter()
-        .filter(|p| strict || !p.contains("KNOWN ENGINE BUG"))
-        .collect();
+    let fatal: Vec<&String> = problems.iter().collect();
     assert!(
         fatal.is_empty(),
         "{} problems (CRASH_SEED={seed}); first: {}",
@@ -460,10 +447,7 @@ fn random_damage_never_crashes_the_process() {
 fn damaged_frame_in_sealed_file_is_reported_and_skipped() {
     let dir = tempfile::tempdir().unwrap();
     build_pristine(dir.path());
-    let files: Vec<PathBuf> = all_files(dir.path())
-        .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "data"))
-        .collect();
+    let files: Vec<PathBuf> = data_files(dir.path());
     let target = &files[1];
     let mut bytes = std::fs::read(target).unwrap();
     // The third frame of the file: walk two frames.
@@ -533,17 +517,14 @@ fn misdirect_index_entry(data: &Path, i: usize, frame: usize) {
     std::fs::write(&index, bytes).unwrap();
 }
 
-/// ENGINE BUG 4 (reported): sparse-index entries carry no checksum and are
-/// trusted: an entry whose offset points at another frame makes `get` and
-/// `seek` return a different message under the requested sequence.
+/// An index entry whose offset points at another frame (engine bug 4, fixed:
+/// entries carry a CRC and must point at a frame with their timestamp) must
+/// never make `get` or `seek` return a different message under a sequence.
 #[test]
 fn misdirected_index_entry_never_returns_the_wrong_message() {
     let dir = tempfile::tempdir().unwrap();
     build_pristine(dir.path());
-    let data: Vec<PathBuf> = all_files(dir.path())
-        .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "data"))
-        .collect();
+    let data: Vec<PathBuf> = data_files(dir.path());
     // Entry 2 (interval 4: the file's 9th message) of a sealed file now
     // points at its 10th frame.
     misdirect_index_entry(&data[1], 2, 9);
@@ -573,7 +554,7 @@ fn misdirected_index_entry_never_returns_the_wrong_message() {
     }
 }
 
-/// ENGINE BUG 4, writer side: recovery starts its walk at the last index
+/// Engine bug 4 (fixed), writer side: recovery starts its walk at the last index
 /// entry of the last file; when that entry points one frame too far, the
 /// writer resumes with the wrong next sequence, and the next append is
 /// numbered differently by the writer and by every reader.
@@ -581,10 +562,7 @@ fn misdirected_index_entry_never_returns_the_wrong_message() {
 fn misdirected_last_index_entry_does_not_shift_the_sequence() {
     let dir = tempfile::tempdir().unwrap();
     build_pristine(dir.path());
-    let data: Vec<PathBuf> = all_files(dir.path())
-        .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "data"))
-        .collect();
+    let data: Vec<PathBuf> = data_files(dir.path());
     let last = data.last().unwrap();
     let frames = frame_offsets(&std::fs::read(last).unwrap()).len();
     assert!(frames > 9, "the last file needs a few index entries");

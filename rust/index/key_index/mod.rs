@@ -774,17 +774,21 @@ impl KeyIndexWriter {
     /// Drops every item whose position is above `position` (after the engine cut a torn
     /// data tail that the index had already covered, possible after a power loss since the
     /// kernel writes mapped pages back in any order). Files left empty are deleted, so a
+    /// The newest file's entry, if any.
+    fn last_entry(&self) -> Option<Arc<Entry>> {
+        self.shared
+            .entries
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .last()
+            .cloned()
+    }
+
     /// rebuild of the same data produces the same files.
     pub fn truncate_after(&mut self, position: u64) -> Result<()> {
         let dir = self.shared.dir.clone();
         loop {
-            let last = self
-                .shared
-                .entries
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .last()
-                .cloned();
+            let last = self.last_entry();
             let Some(entry) = last else { break };
             let f = Arc::clone(entry.file.get().expect("writer entries are mapped"));
             let h = f.header();
@@ -806,13 +810,7 @@ impl KeyIndexWriter {
             remove_file(f.path())?;
             file::sync_dir(&dir)?;
         }
-        let last = self
-            .shared
-            .entries
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .last()
-            .cloned();
+        let last = self.last_entry();
         self.active = last.map(|e| {
             let f = Arc::clone(e.file.get().expect("writer entries are mapped"));
             let h = f.header();
