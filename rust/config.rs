@@ -112,6 +112,8 @@ pub(crate) struct Config {
     /// Applied at every roll and by `Queue::apply_retention`; `None`: keep everything.
     pub retention: Option<RetentionPolicy>,
     pub key_index: KeyIndexConfig,
+    /// Several processes may append at once (see `QueueBuilder::multi_writer`).
+    pub multi_writer: bool,
 }
 
 /// Opens a queue with options; every option has a documented default.
@@ -151,6 +153,7 @@ impl QueueBuilder {
                 clock: Arc::new(SystemClock),
                 retention: None,
                 key_index: KeyIndexConfig::default(),
+                multi_writer: false,
             },
         }
     }
@@ -211,6 +214,18 @@ impl QueueBuilder {
     /// `Queue::apply_retention`. Default: keep everything.
     pub fn retention(mut self, policy: RetentionPolicy) -> Self {
         self.config.retention = Some(policy);
+        self
+    }
+
+    /// Let several processes append to the queue at once, each opening it
+    /// with this option (a process opened without it still excludes all
+    /// others). Each batch is written under a lock shared through
+    /// `append.lock`, so sequences stay dense and each appender's messages
+    /// keep their order; `append` then returns once the message is written
+    /// (its sequence is known only then) instead of when it is queued.
+    /// Default false: one writer process, the fastest path.
+    pub fn multi_writer(mut self, multi: bool) -> Self {
+        self.config.multi_writer = multi;
         self
     }
 

@@ -21,10 +21,11 @@ use crate::recovery::{recover, RecoveryReport};
 use crate::retention::{RetentionPolicy, RetentionReport};
 use crate::storage::fsutil::write_atomic;
 use crate::storage::layout::{KEY_INDEX_DIR, LOCK_FILE, METADATA_FILE};
-use crate::storage::lock::WriterLock;
+use crate::storage::lock::{Role, WriterLock};
+use crate::writer::append_lock::{AppendLock, APPEND_LOCK_FILE};
 use crate::writer::appender::Appender;
 use crate::writer::handoff::Handoff;
-use crate::writer::io_thread::IoThread;
+use crate::writer::io_thread::{IoThread, Resume};
 use crate::writer::shared::WriterShared;
 
 /// One data file of a queue, for planning parallel reads.
@@ -55,6 +56,9 @@ pub struct Stats {
     pub rolls: u64,
     /// Record bytes written since open (writer only).
     pub bytes_written: u64,
+    /// Append locks this process took over from dead writer processes
+    /// (several writers only).
+    pub takeovers: u64,
     pub read_only: bool,
     /// What recovery found when the queue was opened.
     pub recovery: RecoveryReport,
@@ -125,6 +129,17 @@ fn read_metadata(path: &Path) -> Result<Option<Metadata>> {
     }
 }
 
+fn no_queue_here(base: &Path) -> Error {
+    Error::io(
+        "open queue",
+        base,
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "no litemq queue here (metadata.json missing)",
+        ),
+    )
+}
+
 fn write_metadata(path: &Path, m: &Metadata) -> Result<()> {
     let bytes = serde_json::to_vec_pretty(m).expect("metadata serializes");
     write_atomic(path, &bytes)
@@ -136,14 +151,7 @@ impl Queue {
         let meta_path = base.join(METADATA_FILE);
         if config.read_only {
             let Some(meta) = read_metadata(&meta_path)? else {
-                return Err(Error::io(
-                    "open queue",
-                    &base,
-                    std::io::Error::new(
-                        std::io::ErrorKind::NotFound,
-                        "no litemq queue here (metadata.json missing)",
-                    ),
-                ));
+                return Err(no_queue_here(&base));
             };
             let catalog = Arc::new(Catalog::load(&base)?);
             return Ok(Queue::assemble(
@@ -163,9 +171,26 @@ impl Queue {
             ));
         }
         std::fs::create_dir_all(&base).map_err(|e| Error::io("create directory", &base, e))?;
-        let lock = WriterLock::acquire(&base.join(LOCK_FILE), &base)?;
+        let lock_path = base.join(LOCK_FILE);
+        let (lock, role) = if config.multi_writer {
+            WriterLock::acquire_shared(&lock_path, &base)?
+        } else {
+            (WriterLock::acquire(&lock_path, &base)?, Role::First)
+        };
+        let append_lock = if config.multi_writer || base.join(APPEND_LOCK_FILE).exists() {
+            Some(Arc::new(AppendLock::open(&base)?))
+        } else {
+            None
+        };
+        if role == Role::Joined {
+            let append_lock = append_lock.expect("opened for several writers");
+            return Queue::join(config, lock, append_lock);
+        }
         let existing = read_metadata(&meta_path)?;
-        let clean = existing.as_ref().is_some_and(|m| m.clean_shutdown);
+        // A writer process that died holding the append lock may have left
+        // a half-written frame: recover as after a crash.
+        let clean = existing.as_ref().is_some_and(|m| m.clean_shutdown)
+            && !append_lock.as_ref().is_some_and(|l| l.is_held());
         let mut meta = existing.unwrap_or(Metadata {
             format_version: FORMAT_VERSION,
             created_us: config.clock.now_micros(),
@@ -197,10 +222,71 @@ impl Queue {
         meta.index_interval = config.index_interval;
         write_metadata(&meta_path, &meta)?;
 
-        let next_seq = resume.next_seq;
-        let shared = WriterShared::new(next_seq);
+        let multi = match append_lock {
+            Some(l) if config.multi_writer => {
+                // Start the shared tail from what recovery found, then let
+                // other writer processes in.
+                l.reset(resume.tail())?;
+                lock.share(&lock_path)?;
+                Some(l)
+            }
+            _ => None,
+        };
+        let q = Queue::start_writer(
+            config, catalog, resume, key_index, lock, multi, meta, report,
+        )?;
+        if !q.inner.config.multi_writer {
+            // Lookups share the writer's mappings; with several writers they
+            // open the index like a reader (other processes add files).
+            *q.inner.key_reader.lock().unwrap_or_else(|e| e.into_inner()) = Some(key_reader);
+        }
+        Ok(q)
+    }
+
+    /// Opens the queue as one more of several writer processes: no
+    /// recovery (the first one did it), the tail comes from `append.lock`.
+    fn join(config: Config, lock: WriterLock, append_lock: Arc<AppendLock>) -> Result<Queue> {
+        let base = config.path.clone();
+        let Some(meta) = read_metadata(&base.join(METADATA_FILE))? else {
+            return Err(no_queue_here(&base));
+        };
+        let catalog = Arc::new(Catalog::load(&base)?);
+        // The first batch this process writes reloads the index under the
+        // append lock (and repairs it if a writer died holding the lock).
+        let key_index = KeyIndexWriter::attach(&base.join(KEY_INDEX_DIR), config.key_index)?;
+        // Where this writer is comes from `append.lock` at its first batch.
+        let resume = Resume::empty();
+        let multi = Some(append_lock);
+        Queue::start_writer(
+            config,
+            catalog,
+            resume,
+            key_index,
+            lock,
+            multi,
+            meta,
+            RecoveryReport::default(),
+        )
+    }
+
+    /// Starts the I/O thread and assembles the queue around it.
+    #[allow(clippy::too_many_arguments)]
+    fn start_writer(
+        config: Config,
+        catalog: Arc<Catalog>,
+        resume: Resume,
+        key_index: KeyIndexWriter,
+        lock: WriterLock,
+        append_lock: Option<Arc<AppendLock>>,
+        meta: Metadata,
+        report: RecoveryReport,
+    ) -> Result<Queue> {
+        // With several writer processes appenders count tickets (see Handoff).
+        let multi = append_lock.is_some();
+        let first = if multi { 0 } else { resume.next_seq };
+        let shared = WriterShared::new(first, resume.next_seq);
         let (tx, rx) = crossbeam_channel::bounded(config.channel_capacity);
-        let handoff = Arc::new(Handoff::new(tx, next_seq));
+        let handoff = Arc::new(Handoff::new(tx, first, multi));
         let io = IoThread::new(
             config.clone(),
             rx,
@@ -209,11 +295,12 @@ impl Queue {
             catalog.clone(),
             resume,
             key_index,
+            append_lock,
         );
         let thread = std::thread::Builder::new()
             .name("litemq-io".into())
             .spawn(move || io.run())
-            .map_err(|e| Error::io("spawn I/O thread", &base, e))?;
+            .map_err(|e| Error::io("spawn I/O thread", &config.path, e))?;
         let appender = Appender::new(
             handoff,
             shared.clone(),
@@ -226,9 +313,7 @@ impl Queue {
             thread: Mutex::new(Some(thread)),
             lock: Mutex::new(Some(lock)),
         };
-        let q = Queue::assemble(config, catalog, Some(writer), meta, report);
-        *q.inner.key_reader.lock().unwrap_or_else(|e| e.into_inner()) = Some(key_reader);
-        Ok(q)
+        Ok(Queue::assemble(config, catalog, Some(writer), meta, report))
     }
 
     fn assemble(
@@ -516,17 +601,25 @@ impl Queue {
     /// the call (it waits for the I/O thread to write them).
     pub fn next_seq(&self) -> u64 {
         match &self.inner.writer {
-            Some(w) => {
+            Some(w) if !self.inner.config.multi_writer => {
                 let _ = self.wait_visible();
                 w.shared.written()
             }
-            None => {
-                let mut t = Tailer::new(self.inner.catalog.clone(), self.inner.config.wait);
-                match t.seek_end() {
-                    Ok(()) => t.next_seq(),
-                    Err(_) => self.inner.catalog.last().map_or(0, |f| f.header.first_seq),
-                }
+            // Other processes write too: the files tell.
+            Some(_) => {
+                let _ = self.wait_visible();
+                self.end_on_disk()
             }
+            None => self.end_on_disk(),
+        }
+    }
+
+    /// One past the last message published in the files.
+    fn end_on_disk(&self) -> u64 {
+        let mut t = Tailer::new(self.inner.catalog.clone(), self.inner.config.wait);
+        match t.seek_end() {
+            Ok(()) => t.next_seq(),
+            Err(_) => self.inner.catalog.last().map_or(0, |f| f.header.first_seq),
         }
     }
 
@@ -553,7 +646,8 @@ impl Queue {
         };
         if let Some(w) = &self.inner.writer {
             use std::sync::atomic::Ordering::Relaxed;
-            s.durable_seq = w.shared.durable();
+            s.durable_seq = w.shared.counters.durable_seq.load(Relaxed);
+            s.takeovers = w.shared.counters.takeovers.load(Relaxed);
             s.syncs = w.shared.counters.syncs.load(Relaxed);
             s.rolls = w.shared.counters.rolls.load(Relaxed);
             s.bytes_written = w.shared.counters.bytes_written.load(Relaxed);
@@ -588,17 +682,27 @@ impl Queue {
         if let Err(e) = result {
             return Err(Error::Poisoned { cause: Arc::new(e) });
         }
+        let lock = w.lock.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let next_seq = if self.inner.config.multi_writer {
+            // Only the last of several writers records a clean shutdown.
+            if !lock.as_ref().is_some_and(WriterLock::try_exclusive) {
+                return Ok(());
+            }
+            self.end_on_disk()
+        } else {
+            w.shared.written()
+        };
         let mut meta = self
             .inner
             .metadata
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         meta.clean_shutdown = true;
-        meta.next_seq = w.shared.written();
+        meta.next_seq = next_seq;
         meta.key_index_upto = w.shared.indexed_upto();
         meta.key_index_last = w.shared.key_index_last();
         write_metadata(&self.inner.config.path.join(METADATA_FILE), &meta)?;
-        drop(w.lock.lock().unwrap_or_else(|e| e.into_inner()).take());
+        drop(lock);
         Ok(())
     }
 }
@@ -606,7 +710,7 @@ impl Queue {
 /// Opens the key index for writing and brings it level with the data: items
 /// past the data's end are dropped (the data was cut by recovery), and keyed
 /// messages the index lacks (a crash came between data and index) are added.
-fn open_key_index(
+pub(crate) fn open_key_index(
     config: &Config,
     catalog: &Arc<Catalog>,
     upto: u64,
@@ -662,14 +766,7 @@ fn index_keys_from(
 pub fn reindex(path: &Path, config: KeyIndexConfig, progress: &mut dyn FnMut(u64)) -> Result<u64> {
     let _lock = WriterLock::acquire(&path.join(LOCK_FILE), path)?;
     if read_metadata(&path.join(METADATA_FILE))?.is_none() {
-        return Err(Error::io(
-            "open queue",
-            path,
-            std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                "no litemq queue here (metadata.json missing)",
-            ),
-        ));
+        return Err(no_queue_here(path));
     }
     let catalog = Arc::new(Catalog::load(path)?);
     let mut writer =

@@ -11,13 +11,12 @@ use std::path::Path;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
-use crate::format::header::IndexHeader;
 use crate::format::record;
 use crate::index::sparse::{self, Entry, SparseIndexWriter};
 use crate::reader::catalog::{Catalog, FileInfo};
 use crate::storage::layout::list_temp_files;
 use crate::storage::mapped::{Mapping, WritableMapping};
-use crate::writer::active::ActiveFile;
+use crate::writer::active::{index_header, ActiveFile};
 use crate::writer::io_thread::{Resume, MAX_UNSYNCED_SEALED};
 
 /// What recovery found and changed.
@@ -168,14 +167,7 @@ pub fn recover(
         };
     }
     let Some(last) = files.last().copied() else {
-        let resume = Resume {
-            active: None,
-            last_id: None,
-            next_file_number: 1,
-            next_seq: 0,
-            last_timestamp: 0,
-        };
-        return Ok((resume, report));
+        return Ok((Resume::empty(), report));
     };
 
     if config.verify_on_startup {
@@ -199,14 +191,8 @@ pub fn recover(
 
     let path = catalog.data_path(last.id);
     let mut map = WritableMapping::open(&path)?;
-    let index_header = IndexHeader {
-        interval: last.header.index_interval,
-        first_seq: last.header.first_seq,
-        file_number: last.header.file_number,
-        capacity: sparse::capacity(last.header.file_size, last.header.index_interval),
-    };
     let (mut index, rebuilt) =
-        SparseIndexWriter::open_or_rebuild(&last.id.index_path(base), index_header)?;
+        SparseIndexWriter::open_or_rebuild(&last.id.index_path(base), index_header(&last.header))?;
     // After an unclean shutdown, walk the whole last file: a machine crash
     // can leave a hole (lost pages) before the last index entry, and a walk
     // starting at the entry would step over it.
@@ -328,7 +314,8 @@ fn valid_frame_follows(file: &[u8], offset: usize) -> bool {
     }
 }
 
-fn first_message_ts(file: &[u8]) -> Option<u64> {
+/// Timestamp of a data file's first message, if it has one.
+pub(crate) fn first_message_ts(file: &[u8]) -> Option<u64> {
     let len = frame::plain_len(file, DATA_HEADER_LEN)?;
     match frame::decode(file, DATA_HEADER_LEN, len) {
         Ok(FrameAt::Frame { record_len, .. }) => {
@@ -340,46 +327,15 @@ fn first_message_ts(file: &[u8]) -> Option<u64> {
     }
 }
 
-/// Steps over a whole file's frames by their lengths alone (no CRC): finds
-/// where a lost page left zeros or a runaway length, at the cost of one
-/// read per frame, so that checking the newest files after a crash stays
-/// cheap. Frames are CRC-checked when read.
-fn walk_lengths(file: &[u8], mut seq: u64) -> Walk {
-    let mut offset = DATA_HEADER_LEN;
-    let mut frames = 0;
-    let end = loop {
-        match frame::plain_len(file, offset) {
-            None => break WalkEnd::Bad("frames run to the end of the file".into()),
-            Some(0) => break WalkEnd::Empty,
-            Some(END_OF_FILE) => break WalkEnd::Sealed,
-            Some(len) => {
-                let next = offset.saturating_add(frame::frame_size(len as usize));
-                if next + 4 > file.len() {
-                    break WalkEnd::Bad(format!(
-                        "frame length {len} runs past the end of the file"
-                    ));
-                }
-                offset = next;
-                seq += 1;
-                frames += 1;
-            }
-        }
-    };
-    Walk {
-        seq,
-        offset,
-        last_ts: 0,
-        end,
-        frames,
-    }
-}
-
 /// Walks a file's frames from its last sparse-index entry that checks out,
-/// or, with `whole`, from its start (a machine crash can leave a hole before
-/// the last entry that reached the disk).
+/// or, with `whole`, every frame from its start with its CRC: a machine
+/// crash can leave a hole before the last entry that reached the disk, or a
+/// lost page inside a frame whose length words all survived. (As Kafka
+/// checks every segment after its recovery point, this checks every file
+/// that may not have been synced; only after an unclean shutdown.)
 fn walk_tail(catalog: &Catalog, info: &FileInfo, file: &[u8], whole: bool) -> Walk {
     if whole {
-        return walk_lengths(file, info.header.first_seq);
+        return walk(file, info.header.first_seq, DATA_HEADER_LEN, |_, _, _| {});
     }
     let start = sparse::last_entry(
         &info.id.index_path(catalog.base()),

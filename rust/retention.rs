@@ -17,14 +17,22 @@
 //! keeps `first_seq` known. A reader that has a deleted file mapped keeps
 //! reading it (unlink of a mapped file is fine on Linux); the space returns
 //! when the last mapping and descriptor go.
+//!
+//! Key-index files (`<queue>/index/`) go too, once every item in them points
+//! before the oldest data file kept (they could only lead to deleted
+//! messages): see [`crate::index::key_index::remove_files_before`], which
+//! keeps the newest one. They are judged by position, not by the policy, so
+//! a pass also removes those an earlier pass kept (as the newest then).
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::format::position;
+use crate::index::key_index;
 use crate::reader::catalog::{Catalog, FileInfo};
-use crate::storage::layout::FileId;
+use crate::storage::layout::{FileId, KEY_INDEX_DIR};
 
 /// Lock file serializing retention passes (threads and processes).
 pub const RETENTION_LOCK_FILE: &str = ".retention.lock";
@@ -70,8 +78,11 @@ impl RetentionPolicy {
 pub struct RetentionReport {
     /// Data files deleted, oldest first (their `.index` files went too).
     pub deleted_files: Vec<PathBuf>,
-    /// Bytes those data and index files took.
+    /// Bytes those data and index files took, and the key-index files'.
     pub deleted_bytes: u64,
+    /// Key-index files deleted, oldest first: every item in them pointed
+    /// before the first data file kept.
+    pub deleted_key_index_files: Vec<PathBuf>,
     /// First sequence still in the queue after the pass.
     pub first_seq: u64,
     /// Files that a limit wanted gone but a consumer has not consumed yet.
@@ -163,6 +174,12 @@ pub fn apply(
     if let Some(kept) = files.get(delete) {
         report.first_seq = kept.header.first_seq;
         sweep(base, kept.id)?;
+        let first_kept = position::encode(kept.header.file_number, 0);
+        let removed = key_index::remove_files_before(&base.join(KEY_INDEX_DIR), first_kept)?;
+        for (path, len) in removed {
+            report.deleted_bytes += len;
+            report.deleted_key_index_files.push(path);
+        }
     }
     Ok(report)
 }

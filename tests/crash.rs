@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use litemq::{FlushMode, QueueBuilder, Record, RollStrategy, Start};
+use litemq::{FlushMode, Queue, QueueBuilder, Record, RollStrategy, Start};
 
 // ---------------------------------------------------------------------------
 // Small deterministic tools (no rand crate in dev-dependencies).
@@ -231,25 +231,30 @@ fn report(tag: &str, n: u64) {
     let _ = out.flush();
 }
 
+/// Opens a queue, retrying `Locked` for up to 2 s. The parent has two
+/// workers: one's fork may briefly hold a duplicate of the other's lock
+/// descriptor (flock semantics) until it execs, so a `Locked` right after
+/// the parent closed its queue is not a bug.
+fn open_retrying(builder: litemq::QueueBuilder) -> litemq::Result<Queue> {
+    let mut tries = 0;
+    loop {
+        match builder.clone().open() {
+            Err(litemq::Error::Locked { .. }) if tries < 200 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
+}
+
 #[test]
 #[ignore = "child-process entry point, run by kill9_at_random_moments"]
 fn kill9_writer_child() {
     let dir = std::env::var(CRASH_DIR).expect("started by the parent test");
     let sc = Scenario::decode(&std::env::var(CRASH_SCENARIO).unwrap());
-    // The parent has two workers: another worker's fork may briefly hold a
-    // duplicate of the parent's lock descriptor (flock semantics) until it
-    // execs, so a `Locked` right after the parent closed is retried.
-    let mut tries = 0;
-    let q = loop {
-        match sc.builder(Path::new(&dir)).open() {
-            Ok(q) => break q,
-            Err(litemq::Error::Locked { .. }) if tries < 200 => {
-                tries += 1;
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            Err(e) => panic!("child opens the queue: {e}"),
-        }
-    };
+    let q = open_retrying(sc.builder(Path::new(&dir)))
+        .unwrap_or_else(|e| panic!("child opens the queue: {e}"));
     let app = q.appender().unwrap();
     let mut seq = q.next_seq();
     noise(); // made before "ready", so the kill lands in appends
@@ -487,9 +492,7 @@ fn kill_worker(
             let durable = reports.durable.load(Ordering::Acquire);
             let visible = reports.visible.load(Ordering::Acquire);
 
-            let q = sc
-                .builder(dir.path())
-                .open()
+            let q = open_retrying(sc.builder(dir.path()))
                 .unwrap_or_else(|e| panic!("{ctx}: reopening after SIGKILL failed: {e}"));
             let stats = q.stats();
             if stats.recovery.cut_bytes > 0 || stats.recovery.cut_at.is_some() {
@@ -540,16 +543,12 @@ fn kill_worker(
             figures.timing[2] += t2.elapsed();
         }
         // Finally every frame of every file must verify.
-        let q = sc
-            .builder(dir.path())
-            .verify_on_startup(true)
-            .open()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "seed {seed}, scenario {}: verify_on_startup after kills: {e}",
-                    sc.encode()
-                )
-            });
+        let q = open_retrying(sc.builder(dir.path()).verify_on_startup(true)).unwrap_or_else(|e| {
+            panic!(
+                "seed {seed}, scenario {}: verify_on_startup after kills: {e}",
+                sc.encode()
+            )
+        });
         figures.messages_checked += check_contents(&q, &sc, 0, "final verify");
         q.close().unwrap();
         if started.elapsed() > Duration::from_secs(if soak() { 7200 } else { 65 }) {

@@ -7,10 +7,12 @@ use std::fs;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use litemq::index::key_index::file::{format_name, parse_name};
+use litemq::index::key_index::file::{format_name, parse_name, TRAILER_LEN};
 use litemq::index::key_index::{
-    key_hash, lookup, slot_of, KeyIndexConfig, KeyIndexError, KeyIndexReader, KeyIndexWriter,
+    key_hash, lookup, remove_files_before, slot_of, KeyIndexConfig, KeyIndexError, KeyIndexReader,
+    KeyIndexWriter,
 };
+use litemq::{Error, QueueBuilder, Record};
 use proptest::prelude::*;
 
 const T0: u64 = 1_795_301_112_345_000; // 2026-11-21T22:45:12.345Z in µs
@@ -253,7 +255,7 @@ fn out_of_order_adds_are_rejected() {
     assert!(KeyIndexConfig::default().validate().is_ok());
     assert_eq!(
         KeyIndexConfig::default().file_len(),
-        88 + 4 * (1 << 20) + 20 * (1 << 21)
+        40 + 4 * (1 << 20) + 20 * (1 << 21) + 56
     );
 }
 
@@ -474,13 +476,14 @@ fn damaged_header_or_trailer_is_corrupt_and_repaired_by_removal() {
     let last = idx_files(dir.path()).pop().unwrap();
     let len = fs::metadata(&last).unwrap().len();
     let f = fs::OpenOptions::new().write(true).open(&last).unwrap();
-    f.write_all_at(b"X", len - 48).unwrap();
+    f.write_all_at(b"X", len - TRAILER_LEN).unwrap();
     assert!(matches!(
         KeyIndexWriter::open_or_create(dir.path(), cfg),
         Err(KeyIndexError::Corrupt { .. })
     ));
-    f.write_all_at(b"L", len - 48).unwrap();
-    f.write_all_at(&9u32.to_le_bytes(), len - 48 + 12).unwrap();
+    f.write_all_at(b"L", len - TRAILER_LEN).unwrap();
+    f.write_all_at(&9u32.to_le_bytes(), len - TRAILER_LEN + 12)
+        .unwrap();
     assert!(matches!(
         KeyIndexWriter::open_or_create(dir.path(), cfg),
         Err(KeyIndexError::Corrupt { .. })
@@ -496,6 +499,177 @@ fn damaged_header_or_trailer_is_corrupt_and_repaired_by_removal() {
         KeyIndexWriter::open_or_create(dir.path(), cfg),
         Err(KeyIndexError::Corrupt { .. })
     ));
+}
+
+/// XORs `mask` into the byte at `at` of `path`.
+fn flip(path: &Path, at: u64, mask: u8) {
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .unwrap();
+    let mut b = [0u8; 1];
+    f.read_exact_at(&mut b, at).unwrap();
+    f.write_all_at(&[b[0] ^ mask], at).unwrap();
+}
+
+#[test]
+fn damaged_item_or_slot_in_a_sealed_file_is_corrupt_and_repaired_by_removal() {
+    let cfg = tiny(4, 8);
+    let slot_of_key1 = u64::from(slot_of(key_hash(&key(1)), cfg.slots));
+    // (what, byte offset in the second file): an item's position, an item's hash, a slot.
+    let damages = [
+        ("item position", item_off(cfg, 2) + 4),
+        ("item hash", item_off(cfg, 5)),
+        ("slot", 40 + 4 * slot_of_key1),
+    ];
+    for (what, at) in damages {
+        let dir = tempfile::tempdir().unwrap();
+        build(dir.path(), cfg, 0..30, true); // 4 files of 8 items, all sealed
+        let files = idx_files(dir.path());
+        flip(&files[1], at, 0x01);
+        // Another process's reader reports it instead of answering from it.
+        match lookup(dir.path(), &key(1), None, None) {
+            Err(KeyIndexError::Corrupt { path, .. }) => assert_eq!(path, files[1], "{what}"),
+            other => panic!("{what}: expected Corrupt, got {other:?}"),
+        }
+        match KeyIndexWriter::open_or_create(dir.path(), cfg) {
+            Err(KeyIndexError::Corrupt { path, .. }) => assert_eq!(path, files[1], "{what}"),
+            other => panic!("{what}: expected Corrupt, got {other:?}"),
+        }
+        // The writer removes it and the later files; the engine re-adds from there.
+        let (mut w, removed) = KeyIndexWriter::open_or_repair(dir.path(), cfg).unwrap();
+        assert_eq!(removed.len(), 1, "{what}");
+        assert_eq!(w.last_position(), Some(pos(7)), "{what}");
+        for i in 8..30 {
+            w.add(&key(i % 13), pos(i), T0 + i * 700).unwrap();
+        }
+        for k in 0..13 {
+            let want: Vec<u64> = (0..30).filter(|i| i % 13 == k).map(pos).collect();
+            assert_eq!(
+                w.reader().lookup(&key(k), None, None).unwrap(),
+                want,
+                "{what}"
+            );
+        }
+        w.close().unwrap();
+        let clean = tempfile::tempdir().unwrap();
+        build(clean.path(), cfg, 0..30, true);
+        assert_same_files(dir.path(), clean.path());
+    }
+}
+
+#[test]
+fn damaged_sealed_key_index_file_is_reported_by_find_and_repaired_by_the_writer() {
+    let cfg = tiny(8, 16);
+    let open = |p: &Path| QueueBuilder::new(p).file_size(64 * 1024).key_index(cfg);
+    let keyed = |seq: u64| format!("k{}", seq % 5).into_bytes();
+    for damage in ["item", "slot"] {
+        let dir = tempfile::tempdir().unwrap();
+        let q = open(dir.path()).open().unwrap();
+        let app = q.appender().unwrap();
+        for seq in 0..40u64 {
+            let k = keyed(seq);
+            app.append_record(&Record {
+                key: Some(&k),
+                ..Record::new(&seq.to_le_bytes())
+            })
+            .unwrap();
+        }
+        q.close().unwrap();
+        drop(q);
+        let files = idx_files(&dir.path().join("index"));
+        assert_eq!(files.len(), 3);
+        // Item 3's position (low byte) or the slot of key k3, in the first (sealed) file.
+        let at = match damage {
+            "item" => item_off(cfg, 3) + 4,
+            _ => 40 + 4 * u64::from(slot_of(key_hash(b"k3"), cfg.slots)),
+        };
+        flip(&files[0], at, 0x01);
+        let ro = open(dir.path()).read_only(true).open().unwrap();
+        match ro.find(b"k3", None, None, None) {
+            Err(Error::Corrupted { path, .. }) => assert_eq!(path, files[0], "{damage}"),
+            other => panic!("{damage}: expected Corrupted, got {other:?}"),
+        }
+        drop(ro);
+        let q = open(dir.path()).open().unwrap();
+        for k in 0..5u64 {
+            let found: Vec<u64> = q
+                .find(format!("k{k}").as_bytes(), None, None, None)
+                .unwrap()
+                .iter()
+                .map(|m| m.seq)
+                .collect();
+            let want: Vec<u64> = (0..40).filter(|s| s % 5 == k).collect();
+            assert_eq!(found, want, "{damage}: k{k} after the writer's repair");
+        }
+        q.close().unwrap();
+        drop(q);
+        // The repaired files pass a fresh reader's checks.
+        let ro = open(dir.path()).read_only(true).open().unwrap();
+        assert_eq!(ro.find(b"k3", None, None, None).unwrap().len(), 8);
+    }
+}
+
+/// Whether this process maps `path` (`/proc/self/maps` names a deleted file with a
+/// `(deleted)` suffix).
+fn mapped(path: &Path) -> bool {
+    let maps = fs::read_to_string("/proc/self/maps").unwrap();
+    let name = path.to_str().unwrap();
+    maps.lines().any(|l| l.contains(name))
+}
+
+#[test]
+fn files_wholly_before_a_position_are_removed_and_forgotten() {
+    let cfg = tiny(4, 5);
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = build(dir.path(), cfg, 0..23, false); // 5 files; positions 1000 per data file
+    w.flush().unwrap();
+    let files = idx_files(dir.path());
+    assert_eq!(files.len(), 5);
+    let standalone = KeyIndexReader::open(dir.path()).unwrap();
+    assert_eq!(standalone.lookup(&key(0), None, None).unwrap().len(), 2);
+    assert!(files.iter().all(|p| mapped(p)));
+    // Items 0..=9 end before pos(10): the first two files go, however far the position.
+    let removed = remove_files_before(dir.path(), pos(10)).unwrap();
+    let removed: Vec<PathBuf> = removed.into_iter().map(|(p, _)| p).collect();
+    assert_eq!(removed, files[..2]);
+    // A file with one item at or after the position stays, and so does the newest file
+    // even when every item in it is older.
+    assert!(remove_files_before(dir.path(), pos(11)).unwrap().is_empty());
+    assert_eq!(
+        remove_files_before(dir.path(), u64::MAX).unwrap().len(),
+        2,
+        "all but the newest"
+    );
+    assert_eq!(idx_files(dir.path()), files[4..]);
+    // The writer drops its mappings of the deleted files; lookups see what is left.
+    assert!(files[..4].iter().all(|p| mapped(p)));
+    assert_eq!(w.forget_deleted(), 4);
+    assert_eq!(w.file_count(), 1);
+    assert_eq!(
+        w.reader().lookup(&key(7), None, None).unwrap(),
+        vec![pos(20)]
+    );
+    // A standalone reader drops them at its next lookup (the directory changed).
+    assert_eq!(
+        standalone.lookup(&key(7), None, None).unwrap(),
+        vec![pos(20)]
+    );
+    assert_eq!(standalone.file_count(), 1);
+    assert!(files[..4].iter().all(|p| !mapped(p)), "space is freed");
+    // The writer goes on in the newest file, and a reopen accepts what is left.
+    for i in 23..30 {
+        w.add(&key(i % 13), pos(i), T0 + i * 700).unwrap();
+    }
+    w.close().unwrap();
+    drop(w);
+    let w = KeyIndexWriter::open_or_create(dir.path(), cfg).unwrap();
+    assert_eq!(w.last_position(), Some(pos(29)));
+    assert_eq!(
+        w.reader().lookup(&key(7), None, None).unwrap(),
+        vec![pos(20)]
+    );
 }
 
 #[test]

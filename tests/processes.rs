@@ -2,7 +2,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
 use common::*;
@@ -45,14 +44,7 @@ fn tailer_in_child_process_follows_writer_across_rolls() {
     let dir = tempfile::tempdir().unwrap();
     // Create the queue first so the child can open it read-only.
     let q = small(dir.path()).open().unwrap();
-    let child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "child_entry",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+    let child = child_test("child_entry")
         .env(CHILD_ENV, dir.path())
         .stdout(std::process::Stdio::piped())
         .spawn()

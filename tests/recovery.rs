@@ -233,9 +233,10 @@ fn newer_format_version_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     fill(dir.path(), 1);
     let p = dir.path().join("metadata.json");
-    let s = std::fs::read_to_string(&p)
-        .unwrap()
-        .replace("\"format_version\": 2", "\"format_version\": 99");
+    let s = std::fs::read_to_string(&p).unwrap().replace(
+        &format!("\"format_version\": {}", litemq::format::FORMAT_VERSION),
+        "\"format_version\": 99",
+    );
     std::fs::write(&p, s).unwrap();
     let err = small(dir.path()).open().unwrap_err();
     assert!(
@@ -243,7 +244,7 @@ fn newer_format_version_is_refused() {
             err,
             Error::UnsupportedVersion {
                 found: 99,
-                supported: 2,
+                supported: litemq::format::FORMAT_VERSION,
                 ..
             }
         ),

@@ -505,3 +505,140 @@ fn unread_tailer_whose_files_were_retained_away_reports_not_found() {
         other => panic!("expected NotFound naming the first kept sequence, got {other:?}"),
     }
 }
+
+fn idx_files(base: &Path) -> Vec<std::path::PathBuf> {
+    let mut v = walk_files(&base.join("index"), "idx");
+    v.sort();
+    v
+}
+
+fn append_keyed(q: &Queue, seqs: std::ops::Range<u64>, keyed: impl Fn(u64) -> bool) {
+    let app = q.appender().unwrap();
+    for i in seqs {
+        let key = format!("k{}", i % 7);
+        let payload = i.to_le_bytes();
+        app.append_record(&litemq::Record {
+            key: keyed(i).then_some(key.as_bytes()),
+            ..litemq::Record::new(&payload)
+        })
+        .unwrap();
+    }
+    app.flush().unwrap();
+}
+
+fn find_seqs(q: &Queue, k: u64) -> Vec<u64> {
+    q.find(format!("k{k}").as_bytes(), None, None, None)
+        .unwrap()
+        .into_iter()
+        .map(|m| m.seq)
+        .collect()
+}
+
+#[test]
+fn key_index_files_wholly_before_the_first_kept_file_go_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock_at(T0);
+    let open = || {
+        builder(dir.path(), &clock)
+            .key_index(litemq::KeyIndexConfig {
+                slots: 8,
+                items: 15,
+            })
+            .open()
+            .unwrap()
+    };
+    let q = open();
+    // 10 data files of 10 messages; key-index files of 15 items: 0..15, 15..30, ... 90..100.
+    append_keyed(&q, 0..100, |_| true);
+    let ro = QueueBuilder::new(dir.path())
+        .read_only(true)
+        .open()
+        .unwrap();
+    assert_eq!(find_seqs(&ro, 3).len(), 14);
+    let before = idx_files(dir.path());
+    assert_eq!(before.len(), 7);
+    let report = q
+        .apply_retention_with(&RetentionPolicy {
+            max_files: Some(3),
+            ..policy()
+        })
+        .unwrap();
+    assert_eq!(report.first_seq, 70);
+    // The files holding only sequences below 70 (0..60) go; 60..75 straddles and stays.
+    assert_eq!(report.deleted_key_index_files, before[..4]);
+    assert_eq!(idx_files(dir.path()), before[4..]);
+    let idx_bytes: u64 = before[..4].iter().map(|_| 40 + 4 * 8 + 20 * 15 + 56).sum();
+    assert!(report.deleted_bytes >= 7 * 64 * 1024 + idx_bytes);
+    // `find` returns every message still kept, in this process and another.
+    for queue in [&q, &ro] {
+        for k in 0..7 {
+            let want: Vec<u64> = (70..100).filter(|s| s % 7 == k).collect();
+            assert_eq!(find_seqs(queue, k), want, "k{k}");
+        }
+    }
+    // Once the writer starts its next key-index file it has let the deleted ones go, and
+    // the other reader has already (its directory listing changed): no space stays pinned.
+    append_keyed(&q, 100..106, |_| true);
+    let pinned: Vec<String> = pinned_deleted(dir.path())
+        .into_iter()
+        .filter(|p| p.contains(".idx"))
+        .collect();
+    assert!(pinned.is_empty(), "{pinned:#?}");
+    for (who, queue) in [("writer", &q), ("reader", &ro)] {
+        let want: Vec<u64> = (70..106).filter(|s| s % 7 == 3).collect();
+        assert_eq!(find_seqs(queue, 3), want, "{who}");
+    }
+
+    // The newest key-index file stays even when every item in it is older than the data
+    // kept: here only unkeyed messages follow it.
+    append_keyed(&q, 106..135, |_| false);
+    let before = idx_files(dir.path());
+    let report = q
+        .apply_retention_with(&RetentionPolicy {
+            max_files: Some(1),
+            ..policy()
+        })
+        .unwrap();
+    assert_eq!(report.first_seq, 130);
+    assert_eq!(report.deleted_key_index_files, before[..before.len() - 1]);
+    assert_eq!(idx_files(dir.path()), before[before.len() - 1..]);
+    for queue in [&q, &ro] {
+        assert!(find_seqs(queue, 3).is_empty());
+    }
+    // The writer reopens on what is left and goes on.
+    q.close().unwrap();
+    drop(q);
+    let q = open();
+    append_keyed(&q, 135..150, |_| true);
+    for queue in [&q, &ro] {
+        let want: Vec<u64> = (135..150).filter(|s| s % 7 == 3).collect();
+        assert_eq!(find_seqs(queue, 3), want);
+    }
+}
+
+#[test]
+fn retention_at_roll_unmaps_the_deleted_key_index_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock_at(T0);
+    let q = builder(dir.path(), &clock)
+        .key_index(litemq::KeyIndexConfig {
+            slots: 8,
+            items: 15,
+        })
+        .retention(RetentionPolicy {
+            max_files: Some(2),
+            ..policy()
+        })
+        .open()
+        .unwrap();
+    // Two key-index files (keys 0..30), then unkeyed messages: the index never rolls
+    // again, so only the I/O thread's retention pass can let the first file go.
+    append_keyed(&q, 0..95, |i| i < 30);
+    q.get(94).unwrap();
+    assert_eq!(idx_files(dir.path()).len(), 1);
+    let pinned: Vec<String> = pinned_deleted(dir.path())
+        .into_iter()
+        .filter(|p| p.contains(".idx"))
+        .collect();
+    assert!(pinned.is_empty(), "{pinned:#?}");
+}

@@ -77,6 +77,28 @@ def test_retention_by_count(tens: litemq.Queue) -> None:
     assert again.first_seq == 70
 
 
+def test_retention_deletes_key_index_files_of_deleted_data(qpath: Path) -> None:
+    # Eight keys per key-index file, ten messages per data file.
+    with litemq.Queue(
+        qpath, file_size=SMALL_FILE, roll="count:10", key_index={"slots": 16, "items": 8}
+    ) as q:
+        app = q.appender()
+        for i in range(100):
+            app.append(f"m{i}".encode(), key=f"k{i}")
+        app.flush()
+        index_files = sorted((qpath / "index").glob("*.idx"))
+        assert len(index_files) == 13
+        report = q.apply_retention(litemq.Retention(max_files=3))
+        assert report.first_seq == 70
+        gone = report.deleted_key_index_files
+        # Files whose every key is below seq 70: 8 full files of 8 (keys 0..63).
+        assert gone == [str(p) for p in index_files[:8]]
+        assert all(not Path(p).exists() for p in gone)
+        assert [m.seq for m in q.find("k75")] == [75]
+        assert [m.seq for m in q.find("k65")] == []  # its data file is gone
+        assert q.find("k5") == []
+
+
 def test_retention_by_bytes(tens: litemq.Queue) -> None:
     limit = 4 * SMALL_FILE + 4096
     report = tens.apply_retention(litemq.Retention(max_bytes=limit))

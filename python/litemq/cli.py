@@ -426,13 +426,14 @@ def cmd_retain(args: argparse.Namespace, out: IO[str]) -> int:
     if args.format == "json":
         record = {
             "deleted_files": report.deleted_files,
+            "deleted_key_index_files": report.deleted_key_index_files,
             "deleted_bytes": report.deleted_bytes,
             "first_seq": report.first_seq,
             "protected_files": report.protected_files,
         }
         out.write(json.dumps(record) + "\n")
         return 0
-    for f in report.deleted_files:
+    for f in report.deleted_files + report.deleted_key_index_files:
         out.write(f"deleted {f}\n")
     line = (
         f"OK: {len(report.deleted_files)} data files deleted ({_human(report.deleted_bytes)}), "

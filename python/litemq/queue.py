@@ -42,9 +42,9 @@ class Queue(_litemq.Queue):
     """A persistent, append-only message queue stored in a directory.
 
     Opens the queue at `path`, creating it when missing. One process at a time
-    may write (a second one gets `LockedError` naming the first one's pid);
-    any number of processes may read, also with ``read_only=True``, which
-    takes no lock.
+    may write (a second one gets `LockedError` naming the first one's pid)
+    unless every writer opens it with ``multi_writer=True``; any number of
+    processes may read, also with ``read_only=True``, which takes no lock.
 
     Options (keywords; the defaults suit most uses):
 
@@ -61,6 +61,11 @@ class Queue(_litemq.Queue):
       messages; seeks scan at most this many.
     - ``verify_on_startup`` (``False``): check the CRC of every frame on open.
     - ``read_only`` (``False``): read without taking the writer lock.
+    - ``multi_writer`` (``False``): let several processes append at once, each
+      opening the queue with this flag. Sequences stay dense and each
+      appender's messages keep their order; `append` returns once the message
+      is written (its sequence is known only then), so batch with
+      `append_batch` for throughput. See docs/GUARANTEES.md.
     - ``channel_capacity`` (``4096``): appends queued ahead of the I/O thread
       before `append` waits (backpressure).
     - ``wait`` (``"default"``): how blocking reads wait, ``"default"`` or
@@ -95,10 +100,15 @@ class Queue(_litemq.Queue):
         wait: WaitSpec = "default",
         key_index: Mapping[str, int] | None = None,
         retention: Retention | None = None,
+        multi_writer: bool = False,
     ) -> Self:
         if not isinstance(path, str | os.PathLike):
             raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
-        for name, flag in (("verify_on_startup", verify_on_startup), ("read_only", read_only)):
+        for name, flag in (
+            ("verify_on_startup", verify_on_startup),
+            ("read_only", read_only),
+            ("multi_writer", multi_writer),
+        ):
             if not isinstance(flag, bool):
                 raise TypeError(f"{name} must be True or False, not {type(flag).__name__}")
         if retention is not None and not isinstance(retention, Retention):
@@ -118,6 +128,7 @@ class Queue(_litemq.Queue):
             wait=parse_wait(wait),
             key_index=None if key_index is None else parse_key_index(key_index),
             retention=None if retention is None else retention.to_tuple(),
+            multi_writer=multi_writer,
         )
 
     def __enter__(self) -> Self:

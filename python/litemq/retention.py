@@ -115,7 +115,9 @@ class RetentionReport:
 
     - ``deleted_files``: paths of the data files deleted, oldest first (their
       index files went too);
-    - ``deleted_bytes``: bytes those data and index files took;
+    - ``deleted_key_index_files``: key-index files deleted because every key
+      in them pointed into deleted data files (the newest is always kept);
+    - ``deleted_bytes``: bytes all those files took;
     - ``first_seq``: the first sequence still in the queue;
     - ``protected_files``: files a limit wanted gone but a named tailer has
       not consumed yet (only with ``protect_unconsumed=True``).
@@ -126,6 +128,7 @@ class RetentionReport:
     """
 
     deleted_files: list[str] = field(default_factory=list)
+    deleted_key_index_files: list[str] = field(default_factory=list)
     deleted_bytes: int = 0
     first_seq: int = 0
     protected_files: int = 0

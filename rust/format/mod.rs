@@ -10,7 +10,7 @@ pub mod position;
 pub mod record;
 
 /// Version of the on-disk format written by this build.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 /// Reads a little-endian `u16` at `at`, or `None` past the end.
 pub(crate) fn le_u16(b: &[u8], at: usize) -> Option<u16> {

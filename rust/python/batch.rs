@@ -36,6 +36,7 @@ pub(crate) fn fill_stats(d: &Bound<'_, PyDict>, s: &crate::Stats) -> PyResult<()
     d.set_item("syncs", s.syncs)?;
     d.set_item("rolls", s.rolls)?;
     d.set_item("bytes_written", s.bytes_written)?;
+    d.set_item("takeovers", s.takeovers)?;
     d.set_item("read_only", s.read_only)?;
     let r = &s.recovery;
     let recovery = PyDict::new(py);

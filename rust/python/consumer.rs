@@ -166,12 +166,14 @@ pub(crate) fn report_dict<'py>(
     report: &RetentionReport,
 ) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    let files: Vec<String> = report
-        .deleted_files
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect();
-    d.set_item("deleted_files", files)?;
+    let paths = |ps: &[std::path::PathBuf]| -> Vec<String> {
+        ps.iter().map(|p| p.display().to_string()).collect()
+    };
+    d.set_item("deleted_files", paths(&report.deleted_files))?;
+    d.set_item(
+        "deleted_key_index_files",
+        paths(&report.deleted_key_index_files),
+    )?;
     d.set_item("deleted_bytes", report.deleted_bytes)?;
     d.set_item("first_seq", report.first_seq)?;
     d.set_item("protected_files", report.protected_files)?;

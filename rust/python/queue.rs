@@ -116,7 +116,7 @@ impl Queue {
     #[pyo3(signature = (
         path, *, file_size=None, roll=None, flush=None, index_interval=None,
         verify_on_startup=false, read_only=false, channel_capacity=None, wait=None,
-        key_index=None, retention=None,
+        key_index=None, retention=None, multi_writer=false,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -132,10 +132,12 @@ impl Queue {
         wait: Option<String>,
         key_index: Option<(u32, u32)>,
         retention: Option<PolicyArg>,
+        multi_writer: bool,
     ) -> PyResult<Self> {
         let mut builder = QueueBuilder::new(&path)
             .verify_on_startup(verify_on_startup)
-            .read_only(read_only);
+            .read_only(read_only)
+            .multi_writer(multi_writer);
         if let Some(n) = file_size {
             builder = builder.file_size(n);
         }

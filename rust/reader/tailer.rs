@@ -378,7 +378,16 @@ impl Tailer {
     /// [`Message::position`]); used to re-index the data after a crash.
     pub fn seek_position(&mut self, pos: u64) -> Result<()> {
         let (number, offset) = position::decode(pos);
-        let Some(info) = self.catalog.at_or_after_number(number) else {
+        let known = |c: &Catalog| c.at_or_after_number(number);
+        // A file another process created since the catalog last looked.
+        let info = match known(&self.catalog) {
+            Some(info) => Some(info),
+            None => {
+                self.catalog.refresh()?;
+                known(&self.catalog)
+            }
+        };
+        let Some(info) = info else {
             return self.seek_end();
         };
         let mut cursor = match self.cursor.take() {

@@ -13,6 +13,25 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
         .map_err(|e| Error::io("fsync directory", dir, e))
 }
 
+/// Makes a new file's name durable: fsyncs `dir` and every directory above
+/// it up to and including `base` (a new day directory's own entry lives in
+/// its month's directory, and so on). A directory that is gone (retention
+/// removed it, with its files) is skipped.
+pub fn sync_dir_chain(base: &Path, dir: &Path) -> Result<()> {
+    let mut d = Some(dir);
+    while let Some(p) = d {
+        match sync_dir(p) {
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+            other => other?,
+        }
+        if p == base {
+            break;
+        }
+        d = p.parent().filter(|q| q.starts_with(base));
+    }
+    Ok(())
+}
+
 /// Replaces `path` with `bytes` so that a crash leaves either the old or the
 /// new contents: write a temporary file, fsync it, rename it over `path`,
 /// fsync the directory.

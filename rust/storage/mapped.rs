@@ -406,6 +406,62 @@ impl MappedWords {
     }
 }
 
+/// A small shared file viewed as an array of `AtomicU64` (the append lock of
+/// queues with several writer processes). Invariant: the mapping is
+/// `8 * words` bytes, page-aligned, owned by `self`; every access to it goes
+/// through [`WordFile::words`], so all accesses are 8-byte atomics.
+#[derive(Debug)]
+pub struct WordFile {
+    map: MmapRaw,
+    words: usize,
+}
+
+impl WordFile {
+    /// Opens `path`, creating it and extending it with zeros to `words`
+    /// words when shorter (never shrinking it).
+    pub fn open(path: &Path, words: usize) -> Result<WordFile> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| Error::io("open", path, e))?;
+        let len = (words * 8) as u64;
+        let have = file
+            .metadata()
+            .map_err(|e| Error::io("stat", path, e))?
+            .len();
+        if have < len {
+            // set_len extends with zeros; a concurrent opener doing the
+            // same writes the same zeros.
+            file.set_len(len)
+                .map_err(|e| Error::io("extend", path, e))?;
+        }
+        let map = MmapOptions::new()
+            .len(words * 8)
+            .map_raw(&file)
+            .map_err(|e| Error::io("mmap", path, e))?;
+        Ok(WordFile { map, words })
+    }
+
+    /// The file's words.
+    pub fn words(&self) -> &[AtomicU64] {
+        // SAFETY: `map` is a live shared mapping of `8 * words` bytes owned
+        // by `self` (unmapped only on drop, so it outlives the borrow); mmap
+        // returns page-aligned memory, so the base is 8-aligned; `AtomicU64`
+        // has the layout of `u64` and every bit pattern is valid. In this
+        // process the bytes are only accessed through this atomic view; other
+        // processes use the same view (see DESIGN.md, "Several writers").
+        unsafe { std::slice::from_raw_parts(self.map.as_ptr().cast::<AtomicU64>(), self.words) }
+    }
+
+    /// msync of the whole file.
+    pub fn flush(&self) -> std::io::Result<()> {
+        self.map.flush()
+    }
+}
+
 static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
 static FORK_HOOK: std::sync::Once = std::sync::Once::new();
 

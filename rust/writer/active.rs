@@ -10,7 +10,7 @@ use crate::format::header::{DataHeader, IndexHeader};
 use crate::format::position;
 use crate::format::record::RECORD_FIXED_LEN;
 use crate::index::sparse::{self, Entry, SparseIndexWriter};
-use crate::storage::fsutil::sync_dir;
+use crate::storage::fsutil::sync_dir_chain;
 use crate::storage::layout::FileId;
 use crate::storage::mapped::WritableMapping;
 
@@ -24,7 +24,9 @@ pub struct ActiveFile {
     pub write_pos: usize,
     /// Sequence of the next frame.
     pub next_seq: u64,
-    /// Offset up to which the file is msync'd.
+    /// Offset up to which the file is msync'd; `usize::MAX` in a file another
+    /// writer process created until this one writes into it (only our own
+    /// frames are ours to sync).
     pub synced_pos: usize,
     /// Timestamp of the file's first message, if it has one.
     pub first_ts: Option<u64>,
@@ -44,13 +46,7 @@ impl ActiveFile {
     ) -> Result<ActiveFile> {
         let dir = id.parent(base);
         std::fs::create_dir_all(&dir).map_err(|e| crate::Error::io("create directory", &dir, e))?;
-        let index_header = IndexHeader {
-            interval: header.index_interval,
-            first_seq: header.first_seq,
-            file_number: header.file_number,
-            capacity: sparse::capacity(header.file_size, header.index_interval),
-        };
-        let index = SparseIndexWriter::create(&id.index_path(base), index_header)?;
+        let index = SparseIndexWriter::create(&id.index_path(base), index_header(&header))?;
         let path = id.data_path(base);
         let tmp = path.with_extension("data.tmp");
         let _ = std::fs::remove_file(&tmp);
@@ -60,7 +56,7 @@ impl ActiveFile {
         std::fs::rename(&tmp, &path).map_err(|e| crate::Error::io("rename", &path, e))?;
         map.set_path(&path);
         if durable_dirs {
-            sync_dir(&dir)?;
+            sync_dir_chain(base, &dir)?;
         }
         Ok(ActiveFile {
             header,
@@ -70,6 +66,24 @@ impl ActiveFile {
             next_seq: header.first_seq,
             synced_pos: 0,
             first_ts: None,
+            scratch: Vec::new(),
+        })
+    }
+
+    /// Opens an existing data file (another writer process created it),
+    /// positioned at its first frame; the caller moves it to the tail.
+    pub fn open_existing(base: &Path, id: FileId, header: DataHeader) -> Result<ActiveFile> {
+        let map = WritableMapping::open(&id.data_path(base))?;
+        let (index, _) =
+            SparseIndexWriter::open_or_rebuild(&id.index_path(base), index_header(&header))?;
+        Ok(ActiveFile {
+            first_ts: crate::recovery::first_message_ts(map.as_slice()),
+            header,
+            map,
+            index,
+            write_pos: DATA_HEADER_LEN,
+            next_seq: header.first_seq,
+            synced_pos: usize::MAX,
             scratch: Vec::new(),
         })
     }
@@ -115,6 +129,12 @@ impl ActiveFile {
         let crc = crc64(&[frame]);
         frame.extend_from_slice(&crc.to_le_bytes());
         self.map.write(at + 4, &frame[4..]);
+        // The word after the frame must read 0 ("nothing yet") once the frame
+        // is published, whatever a writer process that died there left.
+        let next = at + frame_size(record_len);
+        if next + 4 <= self.map.len() {
+            self.map.store_u32(next, 0);
+        }
         self.map.store_u32(at, len);
 
         let i = self.count();
@@ -127,7 +147,8 @@ impl ActiveFile {
             self.index.put(i / self.header.index_interval as u64, entry);
         }
         self.first_ts.get_or_insert(timestamp);
-        self.write_pos = at + frame_size(record_len);
+        self.synced_pos = self.synced_pos.min(at);
+        self.write_pos = next;
         self.next_seq += 1;
         at
     }
@@ -156,6 +177,16 @@ impl ActiveFile {
     /// Bytes written but not yet msync'd.
     pub fn unsynced(&self) -> usize {
         self.write_pos.saturating_sub(self.synced_pos)
+    }
+}
+
+/// The sparse-index header that goes with a data file.
+pub fn index_header(header: &DataHeader) -> IndexHeader {
+    IndexHeader {
+        interval: header.index_interval,
+        first_seq: header.first_seq,
+        file_number: header.file_number,
+        capacity: sparse::capacity(header.file_size, header.index_interval),
     }
 }
 

@@ -3,7 +3,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use super::command::EncodedBatch;
+use super::command::{BatchSlot, EncodedBatch};
 use super::handoff::{Handoff, SendError};
 use super::shared::WriterShared;
 use crate::config::FlushMode;
@@ -145,7 +145,7 @@ impl Appender {
     fn push(&self, flags: u8, encode: impl FnOnce(&mut Vec<u8>)) -> Result<u64> {
         self.check_alive()?;
         let sync = self.inner.flush == FlushMode::Sync;
-        let seq = self
+        let (seq, slot) = self
             .inner
             .handoff
             .push(flags, sync, encode)
@@ -153,12 +153,15 @@ impl Appender {
         if sync {
             self.inner.shared.wait_durable(seq + 1)?;
         }
-        Ok(seq)
+        match slot {
+            None => Ok(seq),
+            Some(slot) => self.seq_of(&slot, seq),
+        }
     }
 
     fn send_batch(&self, batch: EncodedBatch) -> Result<Range<u64>> {
         self.check_alive()?;
-        let range = self
+        let (range, slot) = self
             .inner
             .handoff
             .push_batch(batch)
@@ -166,7 +169,21 @@ impl Appender {
         if self.inner.flush == FlushMode::Sync && !range.is_empty() {
             self.inner.shared.wait_durable(range.end)?;
         }
-        Ok(range)
+        match slot {
+            None => Ok(range),
+            Some(slot) => {
+                let first = self.seq_of(&slot, range.start)?;
+                Ok(first..first + (range.end - range.start))
+            }
+        }
+    }
+
+    /// Several writer processes: waits until the I/O thread has written the
+    /// message with `ticket` and returns the sequence it got.
+    fn seq_of(&self, slot: &BatchSlot, ticket: u64) -> Result<u64> {
+        self.inner.shared.wait_written(ticket + 1)?;
+        slot.seq_of(ticket)
+            .ok_or_else(|| self.inner.shared.poison_error())
     }
 
     /// Stops accepting appends and tells the I/O thread to finish. Returns

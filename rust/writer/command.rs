@@ -1,5 +1,8 @@
 //! What travels from appenders to the I/O thread.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
 /// Messages as appenders encoded them, in one allocation: each message's
 /// body (optional fields, then payload) back to back, and one `(flags, len)`
 /// per message. The I/O thread adds the timestamp when it writes.
@@ -7,12 +10,44 @@
 pub struct EncodedBatch {
     pub bodies: Vec<u8>,
     pub entries: Vec<(u8, u32)>,
+    /// With several writer processes: where the I/O thread reports the
+    /// sequences the batch got (they are known only once it is written).
+    pub slot: Option<Arc<BatchSlot>>,
+}
+
+/// The sequence a batch's first message got, for appenders waiting on it.
+#[derive(Debug)]
+pub struct BatchSlot {
+    /// Ticket of the batch's first message (see `Handoff`).
+    pub first_ticket: u64,
+    first_seq: AtomicU64,
+}
+
+impl BatchSlot {
+    pub fn new(first_ticket: u64) -> Arc<BatchSlot> {
+        Arc::new(BatchSlot {
+            first_ticket,
+            first_seq: AtomicU64::new(u64::MAX),
+        })
+    }
+
+    /// Set by the I/O thread before it counts the batch as written.
+    pub fn set_first_seq(&self, seq: u64) {
+        self.first_seq.store(seq, Ordering::Release);
+    }
+
+    /// The sequence of the message with `ticket`, once written.
+    pub fn seq_of(&self, ticket: u64) -> Option<u64> {
+        let first = self.first_seq.load(Ordering::Acquire);
+        (first != u64::MAX).then(|| first + (ticket - self.first_ticket))
+    }
 }
 
 /// A command for the I/O thread. Commands are handled in the order sent.
 #[derive(Debug)]
 pub enum Command {
-    /// Write several messages with consecutive sequences from `first_seq`.
+    /// Write several messages with consecutive tickets from `first_seq`
+    /// (tickets are sequences unless several processes write).
     Batch { first_seq: u64, batch: EncodedBatch },
     /// msync everything written so far, then raise the durable mark.
     Flush,

@@ -8,14 +8,19 @@
 //! batch itself as soon as its channel is empty, so a lone message waits
 //! only as long as the I/O thread's current work. Sequences are assigned
 //! under the same lock, so they reach the I/O thread in order.
+//!
+//! With several writer processes a message's sequence is known only once
+//! the I/O thread has written it under the append lock. The handoff then
+//! numbers messages with *tickets* (this process's own count) and hangs a
+//! [`BatchSlot`] on each batch, where the I/O thread reports the sequences.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crossbeam_channel::Sender;
 
-use super::command::{Command, EncodedBatch};
+use super::command::{BatchSlot, Command, EncodedBatch};
 
 /// A pending batch is sent once it holds this many messages…
 const BATCH_MESSAGES: usize = 1024;
@@ -43,6 +48,8 @@ pub struct Handoff {
     has_pending: AtomicBool,
     /// The I/O thread is about to block, or blocked, on the channel.
     io_sleeping: AtomicBool,
+    /// Several writer processes: numbers are tickets, batches carry slots.
+    tickets: bool,
 }
 
 /// What [`Handoff::prepare_sleep`] found.
@@ -64,7 +71,9 @@ pub enum SendError {
 }
 
 impl Handoff {
-    pub fn new(tx: Sender<Command>, next_seq: u64) -> Handoff {
+    /// `next_seq` is the first sequence, or the first ticket (0) when
+    /// `tickets` (several writer processes).
+    pub fn new(tx: Sender<Command>, next_seq: u64, tickets: bool) -> Handoff {
         Handoff {
             state: Mutex::new(State {
                 next_seq,
@@ -75,6 +84,7 @@ impl Handoff {
             spare: Mutex::new(Vec::new()),
             has_pending: AtomicBool::new(false),
             io_sleeping: AtomicBool::new(false),
+            tickets,
         }
     }
 
@@ -83,14 +93,15 @@ impl Handoff {
     }
 
     /// Adds one message, written by `encode` into the batch's body buffer;
-    /// returns its sequence. With `direct`, the message is sent at once
-    /// (sync mode: the caller is about to wait for it).
+    /// returns its sequence (or ticket, and the batch's slot). With
+    /// `direct`, the message is sent at once (sync mode: the caller is
+    /// about to wait for it).
     pub fn push(
         &self,
         flags: u8,
         direct: bool,
         encode: impl FnOnce(&mut Vec<u8>),
-    ) -> Result<u64, SendError> {
+    ) -> Result<(u64, Option<Arc<BatchSlot>>), SendError> {
         let mut s = self.lock();
         if s.tx.is_none() {
             return Err(SendError::Closed);
@@ -101,6 +112,13 @@ impl Handoff {
         s.pending.entries.push((flags, len));
         let seq = s.next_seq;
         s.next_seq += 1;
+        let slot = self.tickets.then(|| {
+            let first = s.pending_first;
+            s.pending
+                .slot
+                .get_or_insert_with(|| BatchSlot::new(first))
+                .clone()
+        });
         let full =
             s.pending.entries.len() >= BATCH_MESSAGES || s.pending.bodies.len() >= BATCH_BYTES;
         if direct || full || self.io_sleeping.load(Ordering::SeqCst) {
@@ -109,11 +127,15 @@ impl Handoff {
         } else {
             self.has_pending.store(true, Ordering::Release);
         }
-        Ok(seq)
+        Ok((seq, slot))
     }
 
-    /// Sends a whole batch as one command (after whatever is pending).
-    pub fn push_batch(&self, batch: EncodedBatch) -> Result<Range<u64>, SendError> {
+    /// Sends a whole batch as one command (after whatever is pending);
+    /// returns its sequences (or tickets, and its slot).
+    pub fn push_batch(
+        &self,
+        mut batch: EncodedBatch,
+    ) -> Result<(Range<u64>, Option<Arc<BatchSlot>>), SendError> {
         let mut s = self.lock();
         if s.tx.is_none() {
             return Err(SendError::Closed);
@@ -121,8 +143,10 @@ impl Handoff {
         let n = batch.entries.len() as u64;
         let first = s.next_seq;
         if n == 0 {
-            return Ok(first..first);
+            return Ok((first..first, None));
         }
+        let slot = self.tickets.then(|| BatchSlot::new(first));
+        batch.slot = slot.clone();
         self.send_pending(&mut s)?;
         self.has_pending.store(false, Ordering::Release);
         let tx = s.tx.as_ref().ok_or(SendError::Closed)?;
@@ -133,7 +157,7 @@ impl Handoff {
         .map_err(|_| SendError::Disconnected)?;
         s.next_seq += n;
         s.pending_first = s.next_seq;
-        Ok(first..first + n)
+        Ok((first..first + n, slot))
     }
 
     /// Sequence the next message will get: every one below is assigned.
@@ -225,6 +249,7 @@ impl Handoff {
         }
         batch.bodies.clear();
         batch.entries.clear();
+        batch.slot = None;
         let mut spare = self.spare.lock().unwrap_or_else(|e| e.into_inner());
         if spare.len() < 4 {
             spare.push(batch);

@@ -15,6 +15,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 
 use super::active::{ActiveFile, RollLimits};
+use super::append_lock::AppendLock;
 use super::command::{Command, EncodedBatch};
 use super::handoff::{Handoff, Sleep};
 use super::prefault::PrefaultThread;
@@ -27,7 +28,10 @@ use crate::format::position;
 use crate::format::record::{self, FLAG_KEY, RECORD_FIXED_LEN};
 use crate::index::key_index::KeyIndexWriter;
 use crate::reader::catalog::Catalog;
+use crate::storage::fsutil::sync_dir_chain;
 use crate::storage::layout::FileId;
+
+mod catch_up;
 
 /// In `Sync` mode, most commands handled before a sync even when more keep coming.
 const DRAIN_LIMIT: usize = 4096;
@@ -47,6 +51,19 @@ pub struct Resume {
     pub last_timestamp: u64,
 }
 
+impl Resume {
+    /// A queue without data files.
+    pub fn empty() -> Resume {
+        Resume {
+            active: None,
+            last_id: None,
+            next_file_number: 1,
+            next_seq: 0,
+            last_timestamp: 0,
+        }
+    }
+}
+
 pub struct IoThread {
     base: PathBuf,
     config: Config,
@@ -59,8 +76,18 @@ pub struct IoThread {
     last_id: Option<FileId>,
     next_file_number: u64,
     next_seq: u64,
+    /// Messages this process has written, counted as the appenders number
+    /// them: equal to `next_seq` with one writer process, from 0 with several.
+    tickets: u64,
+    /// Several writer processes: the lock taken per batch, and the key-index
+    /// generation this process has seen (see `catch_up`).
+    append_lock: Option<Arc<AppendLock>>,
+    key_gen_seen: u64,
     last_ts: u64,
     sealed_unsynced: Vec<(PathBuf, File)>,
+    /// `Async` mode: directories that gained a file since the last sync,
+    /// fsync'd by the next one (so a flushed message's file keeps its name).
+    dirs_unsynced: Vec<PathBuf>,
     key_index: KeyIndexWriter,
     prefault: PrefaultThread,
     roll: RollLimits,
@@ -68,6 +95,7 @@ pub struct IoThread {
 }
 
 impl IoThread {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         config: Config,
         rx: Receiver<Command>,
@@ -76,6 +104,7 @@ impl IoThread {
         catalog: Arc<Catalog>,
         resume: Resume,
         key_index: KeyIndexWriter,
+        append_lock: Option<Arc<AppendLock>>,
     ) -> IoThread {
         let mut prefault = PrefaultThread::start();
         if let Some(a) = &resume.active {
@@ -94,8 +123,17 @@ impl IoThread {
             last_id: resume.last_id,
             next_file_number: resume.next_file_number,
             next_seq: resume.next_seq,
+            tickets: if append_lock.is_some() {
+                0
+            } else {
+                resume.next_seq
+            },
+            append_lock,
+            // Unlike any recorded generation: the first batch reloads the index.
+            key_gen_seen: u64::MAX,
             last_ts: resume.last_timestamp,
             sealed_unsynced: Vec::new(),
+            dirs_unsynced: Vec::new(),
             key_index,
             prefault,
             last_sync: Instant::now(),
@@ -200,15 +238,15 @@ impl IoThread {
         }
     }
 
-    fn expect_seq(&self, seq: u64) -> Result<()> {
-        if seq != self.next_seq {
+    fn expect_ticket(&self, ticket: u64) -> Result<()> {
+        if ticket != self.tickets {
             return Err(Error::Corrupted {
                 path: self.base.clone(),
                 offset: 0,
-                seq: Some(seq),
+                seq: Some(ticket),
                 reason: format!(
-                    "internal: appender sent seq {seq}, writer expected {}",
-                    self.next_seq
+                    "internal: appender sent ticket {ticket}, writer expected {}",
+                    self.tickets
                 ),
             });
         }
@@ -221,18 +259,34 @@ impl IoThread {
         self.last_ts
     }
 
-    fn write_batch(&mut self, first_seq: u64, batch: EncodedBatch) -> Result<()> {
-        self.expect_seq(first_seq)?;
+    fn write_batch(&mut self, first_ticket: u64, batch: EncodedBatch) -> Result<()> {
+        self.expect_ticket(first_ticket)?;
+        // Several writer processes: one of them at a time, per batch.
+        let held = match self.append_lock.clone() {
+            Some(lock) => Some(self.lock_tail(lock)?),
+            None => None,
+        };
+        let first_seq = self.next_seq;
         let ts = self.timestamp();
         let mut at = 0usize;
         let mut bytes = 0u64;
+        let mut keys = false;
         for &(flags, len) in &batch.entries {
             let body = &batch.bodies[at..at + len as usize];
             at += len as usize;
             self.write(flags, ts, body)?;
+            keys |= flags & FLAG_KEY != 0;
             bytes += (RECORD_FIXED_LEN + body.len()) as u64;
         }
-        self.shared.set_written(self.next_seq);
+        if let Some(held) = held {
+            self.key_gen_seen = self.key_gen_seen.wrapping_add(u64::from(keys));
+            held.release(self.tail());
+        }
+        if let Some(slot) = &batch.slot {
+            slot.set_first_seq(first_seq);
+        }
+        self.tickets += batch.entries.len() as u64;
+        self.shared.set_written(self.tickets);
         self.shared.counters.bytes_written.fetch_add(bytes, Relaxed);
         if let Some(a) = &self.active {
             self.prefault.advance(a.write_pos);
@@ -271,23 +325,7 @@ impl IoThread {
                 old.sync()?;
                 old.index.sync()?;
             } else {
-                let _ = old.map.sync_range_async(
-                    old.synced_pos & !4095,
-                    old.map.len() - (old.synced_pos & !4095),
-                );
-                let file = old
-                    .map
-                    .file()
-                    .try_clone()
-                    .map_err(|e| Error::io("dup", old.map.path(), e))?;
-                self.sealed_unsynced
-                    .push((old.map.path().to_path_buf(), file));
-                if self.sealed_unsynced.len() > MAX_UNSYNCED_SEALED {
-                    let (path, f) = self.sealed_unsynced.remove(0);
-                    if !is_unlinked(&f) {
-                        f.sync_data().map_err(|e| Error::io("fdatasync", path, e))?;
-                    }
-                }
+                self.keep_unsynced(&old)?;
             }
             self.shared
                 .counters
@@ -306,6 +344,10 @@ impl IoThread {
             index_interval: self.config.index_interval,
         };
         let active = ActiveFile::create(&self.base, id, header, durable)?;
+        let dir = id.parent(&self.base);
+        if !durable && !self.dirs_unsynced.contains(&dir) {
+            self.dirs_unsynced.push(dir);
+        }
         self.prefault
             .set_file(active.map.prefaulter(), active.write_pos);
         self.catalog.add(id, header);
@@ -313,6 +355,39 @@ impl IoThread {
         self.next_file_number += 1;
         self.active = Some(active);
         self.apply_retention(ts);
+        // Unmap key-index files retention deleted (here or in another process).
+        self.key_index.forget_deleted();
+        Ok(())
+    }
+
+    /// Remembers a file this process leaves with pages possibly dirty, for
+    /// the next flush; beyond `MAX_UNSYNCED_SEALED` the oldest is synced now.
+    fn keep_unsynced(&mut self, old: &ActiveFile) -> Result<()> {
+        if old.synced_pos == usize::MAX {
+            return Ok(()); // another writer process's file we never wrote to
+        }
+        let _ = old.map.sync_range_async(
+            old.synced_pos & !4095,
+            old.map.len() - (old.synced_pos & !4095),
+        );
+        let file = old
+            .map
+            .file()
+            .try_clone()
+            .map_err(|e| Error::io("dup", old.map.path(), e))?;
+        self.sealed_unsynced
+            .push((old.map.path().to_path_buf(), file));
+        if self.sealed_unsynced.len() > MAX_UNSYNCED_SEALED {
+            let (path, f) = self.sealed_unsynced.remove(0);
+            if !is_unlinked(&f) {
+                f.sync_data()
+                    .map_err(|e| Error::io("fdatasync", &path, e))?;
+                // Its name too: recovery checks only the newest files for
+                // missing ones (see recovery::cut_at_first_gap).
+                let dir = path.parent().unwrap_or(&self.base);
+                sync_dir_chain(&self.base, dir)?;
+            }
+        }
         Ok(())
     }
 
@@ -346,10 +421,10 @@ impl IoThread {
     fn sync_if_due(&mut self, group_done: bool) -> Result<()> {
         let due = match self.config.flush {
             FlushMode::Async => false,
-            FlushMode::Sync => group_done && self.shared.durable() < self.next_seq,
+            FlushMode::Sync => group_done && self.shared.durable() < self.tickets,
             FlushMode::Batch { bytes, interval } => {
                 let pending = self.active.as_ref().map_or(0, |a| a.unsynced()) as u64;
-                pending > 0
+                (pending > 0 || !self.sealed_unsynced.is_empty())
                     && ((bytes > 0 && pending >= bytes) || self.last_sync.elapsed() >= interval)
             }
         };
@@ -369,7 +444,7 @@ impl IoThread {
             f.sync_data().map_err(|e| Error::io("fdatasync", path, e))?;
         }
         if let Some(a) = self.active.as_mut() {
-            if a.unsynced() > 0 || self.shared.durable() < self.next_seq {
+            if a.unsynced() > 0 || self.shared.durable() < self.tickets {
                 // Only the data: recovery rebuilds sparse-index entries from
                 // it, so syncing the index too would double the disk writes
                 // of every group commit for nothing.
@@ -380,8 +455,15 @@ impl IoThread {
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
         }
+        for dir in self.dirs_unsynced.drain(..) {
+            sync_dir_chain(&self.base, &dir)?;
+        }
         self.last_sync = Instant::now();
-        self.shared.set_durable(self.next_seq);
+        self.shared
+            .counters
+            .durable_seq
+            .store(self.next_seq, Relaxed);
+        self.shared.set_durable(self.tickets);
         Ok(())
     }
 
@@ -394,6 +476,12 @@ impl IoThread {
             self.write_batch(first, batch)?;
         }
         self.sync_all()?;
+        // Several writer processes: the index and the tail are shared; bring
+        // them level under the lock so the last to close records them right.
+        let held = match self.append_lock.clone() {
+            Some(lock) => Some(self.lock_tail(lock)?),
+            None => None,
+        };
         self.key_index.close()?;
         let upto = match &self.active {
             Some(a) => a.end_position(),
@@ -401,6 +489,11 @@ impl IoThread {
         };
         self.shared
             .set_indexed_upto(upto, self.key_index.last_position());
+        if let Some(held) = held {
+            // close sealed the index file others append to: they must reload.
+            self.key_gen_seen = self.key_gen_seen.wrapping_add(1);
+            held.release(self.tail());
+        }
         Ok(())
     }
 }

@@ -3,6 +3,7 @@
 //! writes frames into the [`active::ActiveFile`].
 
 pub mod active;
+pub mod append_lock;
 pub mod appender;
 pub mod command;
 pub mod handoff;

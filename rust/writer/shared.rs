@@ -1,5 +1,8 @@
 //! State the I/O thread shares with appenders and the queue: how far writing
 //! and syncing got, and whether the writer is poisoned.
+//!
+//! `written` and `durable` count what the appenders' numbers count:
+//! sequences, or tickets when several processes write (see `Handoff`).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -24,6 +27,10 @@ pub struct Counters {
     pub retention_deleted: AtomicU64,
     /// Retention passes at roll time that failed (the writer goes on).
     pub retention_errors: AtomicU64,
+    /// Every sequence below this is msync'd (by this process's last sync).
+    pub durable_seq: AtomicU64,
+    /// Append locks this process took over from a dead writer process.
+    pub takeovers: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -31,6 +38,8 @@ pub struct WriterShared {
     progress: Mutex<Progress>,
     cond: Condvar,
     waiters: AtomicUsize,
+    /// Threads blocked in `wait_written` (several writer processes only).
+    written_waiters: AtomicUsize,
     poisoned: AtomicBool,
     /// Every sequence below this is written and visible to readers.
     written: AtomicU64,
@@ -41,10 +50,13 @@ pub struct WriterShared {
 }
 
 impl WriterShared {
-    pub fn new(next_seq: u64) -> Arc<WriterShared> {
+    /// `next` is the appenders' first number (sequence or ticket);
+    /// `durable_seq` the sequence everything below which is on disk.
+    pub fn new(next: u64, durable_seq: u64) -> Arc<WriterShared> {
         let s = WriterShared::default();
-        s.written.store(next_seq, Ordering::Relaxed);
-        s.progress.lock().unwrap_or_else(|e| e.into_inner()).durable = next_seq;
+        s.written.store(next, Ordering::Relaxed);
+        s.progress.lock().unwrap_or_else(|e| e.into_inner()).durable = next;
+        s.counters.durable_seq.store(durable_seq, Ordering::Relaxed);
         Arc::new(s)
     }
 
@@ -53,7 +65,37 @@ impl WriterShared {
     }
 
     pub fn set_written(&self, next: u64) {
-        self.written.store(next, Ordering::Release);
+        self.written.store(next, Ordering::SeqCst);
+        // Pairs with `wait_written`: it registers, then checks `written`.
+        if self.written_waiters.load(Ordering::SeqCst) > 0 {
+            drop(self.progress.lock().unwrap_or_else(|e| e.into_inner()));
+            self.cond.notify_all();
+        }
+    }
+
+    /// Blocks until `written` reaches `target`, or poison.
+    pub fn wait_written(&self, target: u64) -> Result<()> {
+        for _ in 0..64 {
+            if self.written.load(Ordering::Acquire) >= target {
+                return Ok(());
+            }
+            std::thread::yield_now();
+        }
+        let mut p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        self.written_waiters.fetch_add(1, Ordering::SeqCst);
+        let result = loop {
+            if self.written.load(Ordering::SeqCst) >= target {
+                break Ok(());
+            }
+            if let Some(cause) = &p.poison {
+                break Err(Error::Poisoned {
+                    cause: cause.clone(),
+                });
+            }
+            p = self.cond.wait(p).unwrap_or_else(|e| e.into_inner());
+        };
+        self.written_waiters.fetch_sub(1, Ordering::SeqCst);
+        result
     }
 
     pub fn set_indexed_upto(&self, pos: u64, last: Option<u64>) {

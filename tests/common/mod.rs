@@ -95,3 +95,17 @@ pub fn env_u64(name: &str) -> Option<u64> {
 pub fn soak() -> bool {
     std::env::var("SOAK").is_ok_and(|v| v == "1")
 }
+
+/// A command that runs this test binary's ignored test `entry` alone: the
+/// child-process entry points the multi-process tests start.
+pub fn child_test(entry: &str) -> std::process::Command {
+    let mut c = std::process::Command::new(std::env::current_exe().unwrap());
+    c.args([
+        "--exact",
+        entry,
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ]);
+    c
+}

@@ -1,0 +1,291 @@
+//! The append lock of a queue opened by several writer processes.
+//!
+//! `base/append.lock` is a 4 KiB file every writer process maps. One word is
+//! the lock: 0 when free, else the holder's identity (pid and the process's
+//! start time, so a reused pid is not mistaken for the holder). A writer
+//! holds it for one batch: it takes the lock, moves to the tail the last
+//! holder recorded, writes its frames, records the new tail and lets go.
+//!
+//! A holder that dies keeps the word set. A waiter checks the holder's
+//! liveness once it has waited [`LIVENESS_CHECK`], then every
+//! [`LIVENESS_CHECK`] again; a dead holder's lock is taken over with a
+//! compare-and-swap (only one waiter wins) and the winner repairs the tail
+//! (see `IoThread::catch_up`). The layout is in `docs/FORMAT.md`.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::storage::mapped::WordFile;
+
+pub const APPEND_LOCK_FILE: &str = "append.lock";
+
+/// How long a waiter waits before it first asks whether the holder lives,
+/// and between later checks. A live holder keeps the lock for one batch
+/// (microseconds, a few milliseconds when it rolls a file).
+pub const LIVENESS_CHECK: Duration = Duration::from_millis(10);
+
+const MAGIC: u64 = u64::from_le_bytes(*b"LMQALOCK");
+const VERSION: u64 = 1;
+const WORDS: usize = 512; // 4 KiB
+
+// Word numbers (see FORMAT.md, "append.lock").
+const W_MAGIC: usize = 0;
+const W_VERSION: usize = 1;
+const W_HOLDER: usize = 2;
+const W_TAIL_GEN: usize = 3;
+const W_FILE_NUMBER: usize = 4;
+const W_WRITE_POS: usize = 5;
+const W_NEXT_SEQ: usize = 6;
+const W_LAST_TS: usize = 7;
+const W_KEY_GEN: usize = 8;
+const W_TAKEOVERS: usize = 9;
+
+const PID_BITS: u32 = 22; // Linux's PID_MAX_LIMIT is 2^22
+
+/// Where the last holder left the queue's tail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Tail {
+    /// Number of the file being written (0: no file yet).
+    pub file_number: u64,
+    /// Offset of the next frame in that file.
+    pub write_pos: u64,
+    /// Sequence the next message gets.
+    pub next_seq: u64,
+    /// Timestamp of the last message (timestamps never go backwards).
+    pub last_ts: u64,
+    /// Bumped by every holder that changed the key index.
+    pub key_gen: u64,
+}
+
+/// How the lock was obtained.
+#[derive(Debug)]
+pub struct Acquired {
+    /// The recorded tail; `None` when its holder died while recording it.
+    pub tail: Option<Tail>,
+    /// Pid of a dead holder whose lock was taken over.
+    pub took_over_from: Option<u32>,
+}
+
+#[derive(Debug)]
+pub struct AppendLock {
+    file: WordFile,
+    me: u64,
+}
+
+impl AppendLock {
+    pub fn open(base: &Path) -> Result<AppendLock> {
+        let path = base.join(APPEND_LOCK_FILE);
+        let file = WordFile::open(&path, WORDS)?;
+        let me = identity(std::process::id()).ok_or_else(|| {
+            Error::io(
+                "read /proc/self/stat",
+                &path,
+                std::io::Error::other("process start time unavailable"),
+            )
+        })?;
+        Ok(AppendLock { file, me })
+    }
+
+    fn w(&self, i: usize) -> &AtomicU64 {
+        &self.file.words()[i]
+    }
+
+    /// Starts over from `tail`: called by the first writer process after
+    /// recovery, when no other writer can be alive (it holds the directory
+    /// lock exclusively).
+    pub fn reset(&self, tail: Tail) -> Result<()> {
+        self.w(W_HOLDER).store(0, Ordering::SeqCst);
+        self.w(W_TAIL_GEN).store(0, Ordering::SeqCst);
+        self.record(tail);
+        self.w(W_VERSION).store(VERSION, Ordering::SeqCst);
+        self.w(W_MAGIC).store(MAGIC, Ordering::SeqCst);
+        self.file
+            .flush()
+            .map_err(|e| Error::io("msync", APPEND_LOCK_FILE, e))
+    }
+
+    /// Whether a process (alive or not) holds the lock: after an exclusive
+    /// open that means it died holding it.
+    pub fn is_held(&self) -> bool {
+        self.w(W_MAGIC).load(Ordering::SeqCst) == MAGIC
+            && self.w(W_HOLDER).load(Ordering::SeqCst) != 0
+    }
+
+    /// The key-index generation as stored, even in a torn record: the
+    /// highest any writer has recorded (generations only grow).
+    pub fn key_gen_now(&self) -> u64 {
+        self.w(W_KEY_GEN).load(Ordering::Acquire)
+    }
+
+    /// Locks taken over from dead holders since the file was reset.
+    #[cfg(test)]
+    pub fn takeovers(&self) -> u64 {
+        self.w(W_TAKEOVERS).load(Ordering::Relaxed)
+    }
+
+    /// Takes the lock, waiting for a live holder and taking it over from a
+    /// dead one.
+    pub fn acquire(&self) -> Result<Acquired> {
+        let holder = self.w(W_HOLDER);
+        let start = Instant::now();
+        let mut next_check = start + LIVENESS_CHECK;
+        let mut round = 0u32;
+        loop {
+            let cur =
+                match holder.compare_exchange(0, self.me, Ordering::Acquire, Ordering::Relaxed) {
+                    Ok(_) => {
+                        return Ok(Acquired {
+                            tail: self.read_tail(),
+                            took_over_from: None,
+                        })
+                    }
+                    Err(cur) => cur,
+                };
+            round += 1;
+            if round < 64 {
+                std::hint::spin_loop();
+                continue;
+            }
+            let now = Instant::now();
+            if now >= next_check {
+                next_check = now + LIVENESS_CHECK;
+                if !is_alive(cur)
+                    && holder
+                        .compare_exchange(cur, self.me, Ordering::Acquire, Ordering::Relaxed)
+                        .is_ok()
+                {
+                    self.w(W_TAKEOVERS).fetch_add(1, Ordering::Relaxed);
+                    return Ok(Acquired {
+                        tail: self.read_tail(),
+                        took_over_from: Some((cur & ((1 << PID_BITS) - 1)) as u32),
+                    });
+                }
+            }
+            if now - start < Duration::from_micros(200) {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(Duration::from_micros(20));
+            }
+        }
+    }
+
+    /// Records `tail` (when given) and lets the lock go.
+    pub fn release(&self, tail: Option<Tail>) {
+        if let Some(t) = tail {
+            self.record(t);
+        }
+        self.w(W_HOLDER).store(0, Ordering::Release);
+    }
+
+    /// Writes the tail under a generation counter: odd while writing, so a
+    /// holder that dies halfway leaves a record the next one ignores.
+    fn record(&self, t: Tail) {
+        let gen = self.w(W_TAIL_GEN);
+        gen.fetch_add(1, Ordering::AcqRel);
+        self.w(W_FILE_NUMBER)
+            .store(t.file_number, Ordering::Relaxed);
+        self.w(W_WRITE_POS).store(t.write_pos, Ordering::Relaxed);
+        self.w(W_NEXT_SEQ).store(t.next_seq, Ordering::Relaxed);
+        self.w(W_LAST_TS).store(t.last_ts, Ordering::Relaxed);
+        self.w(W_KEY_GEN).store(t.key_gen, Ordering::Relaxed);
+        gen.fetch_add(1, Ordering::Release);
+    }
+
+    fn read_tail(&self) -> Option<Tail> {
+        if self.w(W_MAGIC).load(Ordering::Acquire) != MAGIC
+            || self.w(W_VERSION).load(Ordering::Acquire) != VERSION
+            || self.w(W_TAIL_GEN).load(Ordering::Acquire) % 2 == 1
+        {
+            return None;
+        }
+        Some(Tail {
+            file_number: self.w(W_FILE_NUMBER).load(Ordering::Relaxed),
+            write_pos: self.w(W_WRITE_POS).load(Ordering::Relaxed),
+            next_seq: self.w(W_NEXT_SEQ).load(Ordering::Relaxed),
+            last_ts: self.w(W_LAST_TS).load(Ordering::Relaxed),
+            key_gen: self.w(W_KEY_GEN).load(Ordering::Relaxed),
+        })
+    }
+}
+
+/// A process's lock identity: `start_time << 22 | pid`, where the start
+/// time is field 22 of `/proc/<pid>/stat` (clock ticks since boot). Never 0.
+pub fn identity(pid: u32) -> Option<u64> {
+    let (start, state) = proc_stat(pid)?;
+    if state == 'Z' || state == 'X' {
+        return None;
+    }
+    Some((start << PID_BITS) | u64::from(pid))
+}
+
+/// Whether the process a lock word names still runs (a zombie does not).
+fn is_alive(word: u64) -> bool {
+    let pid = (word & ((1 << PID_BITS) - 1)) as u32;
+    identity(pid).is_some_and(|now| now == word)
+}
+
+/// `(start time, state)` of a process, from `/proc/<pid>/stat`.
+fn proc_stat(pid: u32) -> Option<(u64, char)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: the
+    // fields after it follow the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_ascii_whitespace();
+    let state = fields.next()?.chars().next()?;
+    // Field 3 is the state; the start time is field 22.
+    let start = fields.nth(18)?.parse::<u64>().ok()?;
+    Some((start & ((1 << (64 - PID_BITS)) - 1), state))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identity_names_this_process_and_a_dead_one_is_not_alive() {
+        let me = identity(std::process::id()).unwrap();
+        assert!(is_alive(me));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        // Running or a zombie, the child's /proc entry lasts until it is reaped.
+        let (start, _) = proc_stat(pid).unwrap();
+        let word = (start << PID_BITS) | u64::from(pid);
+        child.wait().unwrap();
+        assert!(!is_alive(word));
+        // Same pid, different start time: not the holder.
+        assert!(!is_alive(me + (1 << PID_BITS)));
+    }
+
+    #[test]
+    fn lock_taken_over_from_a_dead_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = AppendLock::open(dir.path()).unwrap();
+        let tail = Tail {
+            file_number: 3,
+            write_pos: 4096,
+            next_seq: 17,
+            last_ts: 5,
+            key_gen: 2,
+        };
+        lock.reset(tail).unwrap();
+        let got = lock.acquire().unwrap();
+        assert_eq!(got.tail, Some(tail));
+        assert!(got.took_over_from.is_none());
+        // A dead process's identity in the holder word, as a SIGKILL leaves it.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let (start, _) = proc_stat(pid).unwrap();
+        child.wait().unwrap();
+        lock.w(W_HOLDER)
+            .store((start << PID_BITS) | u64::from(pid), Ordering::SeqCst);
+        let t0 = Instant::now();
+        let got = lock.acquire().unwrap();
+        assert_eq!(got.took_over_from, Some(pid));
+        assert!(t0.elapsed() < Duration::from_secs(1));
+        assert_eq!(lock.takeovers(), 1);
+        lock.release(None);
+        assert!(!lock.is_held());
+    }
+}
