@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{data_files, env_u64, mix, Rng};
-use litemq::{Error, Queue, QueueBuilder, Record, Start};
+use litemq::{Error, FlushMode, Queue, QueueBuilder, Record, Start};
 
 const ROLE_ENV: &str = "LITEMQ_TEST_MULTI_ROLE";
 const PATH_ENV: &str = "LITEMQ_TEST_MULTI_PATH";
@@ -160,6 +160,40 @@ fn two_writers_in_one_process_share_one_sequence() {
         .unwrap();
     assert_eq!(q.stats().recovery.cut_at, None);
     assert_eq!(q.appender().unwrap().append(b"after").unwrap(), 2 * n);
+}
+
+#[test]
+fn two_writers_in_sync_and_batch_modes() {
+    for flush in [
+        FlushMode::Sync,
+        FlushMode::Batch {
+            bytes: 64 * 1024,
+            interval: Duration::from_millis(2),
+        },
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let open = || builder(dir.path()).flush_mode(flush).open().unwrap();
+        let (a, b) = (open(), open());
+        let n = 1500;
+        let (sa, sb) = std::thread::scope(|s| {
+            let ha = s.spawn(|| write_as(&a, 0, n, 3));
+            let hb = s.spawn(|| write_as(&b, 1, n, 4));
+            (ha.join().unwrap(), hb.join().unwrap())
+        });
+        if flush == FlushMode::Sync {
+            // A Sync append returns once durable: so did a's last one.
+            assert!(a.stats().durable_seq > *sa.last().unwrap());
+        }
+        b.appender().unwrap().flush().unwrap();
+        assert!(b.stats().durable_seq > *sb.last().unwrap(), "{flush:?}");
+        assert_eq!(check_all(&a), HashMap::from([(0, n), (1, n)]), "{flush:?}");
+        drop((a, b));
+        let q = QueueBuilder::new(dir.path())
+            .verify_on_startup(true)
+            .open()
+            .unwrap();
+        assert_eq!(q.next_seq(), 2 * n);
+    }
 }
 
 #[test]
