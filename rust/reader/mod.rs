@@ -3,5 +3,6 @@
 
 pub mod batch;
 pub mod catalog;
+pub mod redispatch;
 pub mod tailer;
 pub mod wait;

@@ -207,6 +207,16 @@ struct Shared {
     dir_mtime: Mutex<Option<SystemTime>>,
 }
 
+impl Shared {
+    fn read_entries(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<Entry>>> {
+        self.entries.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write_entries(&self) -> std::sync::RwLockWriteGuard<'_, Vec<Arc<Entry>>> {
+        self.entries.write().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 /// Index files in `dir`, sorted by name: `(name_ms, path, inode)`. Fails on a `.idx` file
 /// whose name is not a timestamp.
 fn scan_dir(dir: &Path) -> Result<Vec<(u64, PathBuf, u64)>> {
@@ -335,11 +345,7 @@ impl KeyIndexReader {
             .and_then(|m| m.modified())
             .ok();
         let listed = scan_dir(&self.shared.dir)?;
-        let mut entries = self
-            .shared
-            .entries
-            .write()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut entries = self.shared.write_entries();
         let old: HashMap<(u64, u64), Arc<Entry>> =
             entries.drain(..).map(|e| ((e.name_ms, e.ino), e)).collect();
         let mut fresh: Vec<Arc<Entry>> = Vec::with_capacity(listed.len());
@@ -381,11 +387,7 @@ impl KeyIndexReader {
 
     fn refresh_if_stale(&self) -> Result<()> {
         let stale = {
-            let entries = self
-                .shared
-                .entries
-                .read()
-                .unwrap_or_else(|p| p.into_inner());
+            let entries = self.shared.read_entries();
             match entries.last() {
                 None => true,
                 Some(last) => match last.get() {
@@ -444,11 +446,7 @@ impl KeyIndexReader {
             }
         }
         let hash = key_hash(key);
-        let entries = self
-            .shared
-            .entries
-            .read()
-            .unwrap_or_else(|p| p.into_inner());
+        let entries = self.shared.read_entries();
         for (i, entry) in entries.iter().enumerate() {
             if end_us.is_some_and(|e| entry.lower_ms.saturating_mul(1000) >= e) {
                 break; // lower bounds never decrease: no later file can match either
@@ -472,11 +470,7 @@ impl KeyIndexReader {
 
     /// Number of index files currently listed.
     pub fn file_count(&self) -> usize {
-        self.shared
-            .entries
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .len()
+        self.shared.read_entries().len()
     }
 }
 
@@ -700,11 +694,7 @@ impl KeyIndexWriter {
 
     /// Number of index files.
     pub fn file_count(&self) -> usize {
-        self.shared
-            .entries
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .len()
+        self.shared.read_entries().len()
     }
 
     /// The highest position indexed, `None` when the index is empty. After opening, the
@@ -772,23 +762,13 @@ impl KeyIndexWriter {
     pub fn forget_deleted(&mut self) -> usize {
         // Retention deletes a prefix, oldest first: stop at the first file that exists.
         let gone = {
-            let entries = self
-                .shared
-                .entries
-                .read()
-                .unwrap_or_else(|p| p.into_inner());
+            let entries = self.shared.read_entries();
             entries.iter().take_while(|e| is_gone(&e.path)).count()
         };
         if gone == 0 {
             return 0;
         }
-        let dropped: Vec<Arc<Entry>> = self
-            .shared
-            .entries
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain(..gone)
-            .collect();
+        let dropped: Vec<Arc<Entry>> = self.shared.write_entries().drain(..gone).collect();
         for f in dropped.iter().filter_map(|e| e.file.get()) {
             self.pending_seal.retain(|p| !Arc::ptr_eq(p, f));
             if self
@@ -807,13 +787,7 @@ impl KeyIndexWriter {
     #[cold]
     fn roll(&mut self, ts_ms: u64) -> Result<()> {
         self.forget_deleted();
-        let last_name = self
-            .shared
-            .entries
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .last()
-            .map(|e| e.name_ms);
+        let last_name = self.shared.read_entries().last().map(|e| e.name_ms);
         // Names are the first item's millisecond, bumped past the previous name when two
         // files would share one: a function of the data, so a rebuild picks the same names.
         let name_ms = last_name.map_or(ts_ms, |n| ts_ms.max(n + 1));
@@ -828,11 +802,7 @@ impl KeyIndexWriter {
                 self.pending_seal.push(old.file);
             }
         }
-        let mut entries = self
-            .shared
-            .entries
-            .write()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut entries = self.shared.write_entries();
         let lower_ms = with_lower(entries.last().map(|e| &**e), name_ms);
         let file = OnceLock::new();
         let _ = file.set(Arc::clone(&f));
@@ -880,12 +850,7 @@ impl KeyIndexWriter {
 
     /// The newest file's entry, if any.
     fn last_entry(&self) -> Option<Arc<Entry>> {
-        self.shared
-            .entries
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .last()
-            .cloned()
+        self.shared.read_entries().last().cloned()
     }
 
     /// Drops every item whose position is above `position` (after the engine cut a torn
@@ -908,11 +873,7 @@ impl KeyIndexWriter {
                 }
                 break;
             }
-            self.shared
-                .entries
-                .write()
-                .unwrap_or_else(|p| p.into_inner())
-                .pop();
+            self.shared.write_entries().pop();
             self.pending_seal.retain(|p| !Arc::ptr_eq(p, &f));
             remove_file(f.path())?;
             file::sync_dir(&dir)?;
@@ -943,11 +904,7 @@ impl KeyIndexWriter {
     /// The engine then re-adds every keyed message in order and calls
     /// [`close`](Self::close): the result is byte-equal to the live-built files.
     pub fn clear(&mut self) -> Result<()> {
-        self.shared
-            .entries
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
+        self.shared.write_entries().clear();
         self.active = None;
         self.pending_seal.clear();
         self.last_position = None;

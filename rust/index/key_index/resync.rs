@@ -92,11 +92,7 @@ impl KeyIndexWriter {
                 file,
             }));
         }
-        *self
-            .shared
-            .entries
-            .write()
-            .unwrap_or_else(|p| p.into_inner()) = entries;
+        *self.shared.write_entries() = entries;
         Ok(())
     }
 }

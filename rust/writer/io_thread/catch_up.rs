@@ -206,8 +206,13 @@ impl IoThread {
             None => position::encode(self.next_file_number, 0),
         };
         self.catalog.refresh()?;
-        self.key_index =
-            crate::queue::open_key_index(&self.config, &self.catalog, 0, None, data_end)?;
+        self.key_index = crate::reader::redispatch::open_key_index(
+            &self.config,
+            &self.catalog,
+            0,
+            None,
+            data_end,
+        )?;
         Ok(())
     }
 
