@@ -27,7 +27,9 @@ pub(crate) struct Queue {
     inner: ForkSafe<crate::Queue>,
     path: String,
     read_only: bool,
-    sync_flush: bool,
+    /// Appends wait for the I/O thread (`Sync` flushes, or several writer
+    /// processes): release the GIL while they do.
+    blocking_appends: bool,
 }
 
 fn config_error(msg: String) -> PyErr {
@@ -144,10 +146,10 @@ impl Queue {
         if let Some(parts) = roll {
             builder = builder.roll(roll_arg(parts)?);
         }
-        let mut sync_flush = false;
+        let mut blocking_appends = multi_writer;
         if let Some((mode, bytes, interval)) = flush {
             let mode = flush_arg(&mode, bytes, interval)?;
-            sync_flush = mode == FlushMode::Sync;
+            blocking_appends |= mode == FlushMode::Sync;
             builder = builder.flush_mode(mode);
         }
         if let Some(n) = index_interval {
@@ -170,7 +172,7 @@ impl Queue {
             inner: ForkSafe::new(queue),
             path: path.display().to_string(),
             read_only,
-            sync_flush,
+            blocking_appends,
         })
     }
 
@@ -179,7 +181,7 @@ impl Queue {
     /// >>> app = q.appender()
     fn appender(&self) -> PyResult<Appender> {
         let app = self.queue()?.appender()?;
-        Ok(Appender::new(app, self.sync_flush, self.path.clone()))
+        Ok(Appender::new(app, self.blocking_appends, self.path.clone()))
     }
 
     /// A tailer starting at `start`: "start" (the first message, default),
