@@ -129,8 +129,8 @@ impl AppendLock {
     /// dead one.
     pub fn acquire(&self) -> Result<Acquired> {
         let holder = self.w(W_HOLDER);
-        let start = Instant::now();
-        let mut next_check = start + LIVENESS_CHECK;
+        // Read the clock only once the lock turns out to be taken.
+        let mut clock: Option<(Instant, Instant)> = None;
         let mut round = 0u32;
         loop {
             let cur =
@@ -149,8 +149,10 @@ impl AppendLock {
                 continue;
             }
             let now = Instant::now();
-            if now >= next_check {
-                next_check = now + LIVENESS_CHECK;
+            let (start, next_check) = clock.get_or_insert((now, now + LIVENESS_CHECK));
+            let start = *start;
+            if now >= *next_check {
+                *next_check = now + LIVENESS_CHECK;
                 if !is_alive(cur)
                     && holder
                         .compare_exchange(cur, self.me, Ordering::Acquire, Ordering::Relaxed)
