@@ -1,9 +1,37 @@
 //! CRC-64/XZ (also called CRC-64/GO-ECMA): polynomial 0x42F0E1EBA9EA3693,
 //! reflected, init and xorout all ones; check value of "123456789" is
-//! 0x995DC9BBDF1939FA. This is what `crc64fast` computes.
+//! 0x995DC9BBDF1939FA.
+//!
+//! Two crates compute it, each where it is fastest. `crc64fast` folds with
+//! carry-less multiplication from 128 bytes on but uses a table below, and a
+//! frame of a small message is well below (77 bytes for a 64-byte payload);
+//! there `crc-fast`, SIMD from 16 bytes, is about 2.5 times faster. Measured
+//! on the reference machine, ns per call: 29 B 36 vs 25, 77 B 88 vs 34,
+//! 141 B 36 vs 42, 1037 B 76 vs 77 (crc64fast vs crc-fast, in one run).
+//! The CRC was 44 % of the I/O thread's samples (`perf`) when appending
+//! 64-byte messages before this split.
+
+/// Inputs shorter than this go to `crc-fast`.
+const SHORT: usize = 128;
+
+/// CRC-64/XZ of one slice.
+#[inline]
+pub fn crc64_of(bytes: &[u8]) -> u64 {
+    if bytes.len() < SHORT {
+        crc_fast::checksum(crc_fast::CrcAlgorithm::Crc64Xz, bytes)
+    } else {
+        let mut digest = crc64fast::Digest::new();
+        digest.write(bytes);
+        digest.sum64()
+    }
+}
 
 /// CRC-64/XZ of the concatenation of `parts`.
+#[inline]
 pub fn crc64(parts: &[&[u8]]) -> u64 {
+    if let [one] = parts {
+        return crc64_of(one);
+    }
     let mut digest = crc64fast::Digest::new();
     for p in parts {
         digest.write(p);
@@ -13,9 +41,23 @@ pub fn crc64(parts: &[&[u8]]) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn check_value() {
-        assert_eq!(super::crc64(&[b"123456789"]), 0x995D_C9BB_DF19_39FA);
-        assert_eq!(super::crc64(&[b"1234", b"56789"]), 0x995D_C9BB_DF19_39FA);
+        assert_eq!(crc64(&[b"123456789"]), 0x995D_C9BB_DF19_39FA);
+        assert_eq!(crc64(&[b"1234", b"56789"]), 0x995D_C9BB_DF19_39FA);
+    }
+
+    #[test]
+    fn both_crates_agree_at_every_length_around_the_switch() {
+        let data: Vec<u8> = (0..400u32).map(|i| (i * 131 + 17) as u8).collect();
+        for len in 0..data.len() {
+            let b = &data[..len];
+            let mut d = crc64fast::Digest::new();
+            d.write(b);
+            assert_eq!(crc64_of(b), d.sum64(), "length {len}");
+            assert_eq!(crc64(&[&b[..len / 3], &b[len / 3..]]), d.sum64());
+        }
     }
 }

@@ -78,9 +78,7 @@ pub fn file_len(slots: u32, items: u32) -> u64 {
 /// CRC-64/XZ (ECMA-182 polynomial, reflected, init and xorout all ones), as `crc64fast`
 /// computes it; check value for `"123456789"` is `0x995DC9BBDF1939FA`.
 pub fn crc64(bytes: &[u8]) -> u64 {
-    let mut digest = crc64fast::Digest::new();
-    digest.write(bytes);
-    digest.sum64()
+    crate::format::crc::crc64_of(bytes)
 }
 
 use crate::storage::mapped::MappedWords;
