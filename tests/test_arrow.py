@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -45,6 +47,27 @@ def test_schema_and_values(mixed: litemq.Queue) -> None:
         assert r["payload"] == msg.payload
         assert r["timestamp"] == msg.datetime
         assert r["timestamp"].tzinfo is not None
+
+
+def test_batch_outlives_the_queue(qpath: Path) -> None:
+    # The data columns are handed to pyarrow without a copy: the batch must
+    # own them, not borrow from the queue or its files.
+    import gc
+
+    with litemq.Queue(qpath, file_size=64 * 1024) as q:
+        app = q.appender()
+        app.append_batch([bytes([i % 256]) * (i % 50) for i in range(500)])
+        app.append(b"v", key="k", headers={"h": b"x"})
+        app.flush()
+        batch = q.read_arrow()
+    del q, app
+    gc.collect()
+    shutil.rmtree(qpath)
+    payloads = batch.column("payload").to_pylist()
+    assert payloads[:500] == [bytes([i % 256]) * (i % 50) for i in range(500)]
+    assert batch.column("key").to_pylist()[-1] == b"k"
+    assert batch.column("headers").to_pylist()[-1] == [("h", b"x")]
+    batch.validate(full=True)
 
 
 def test_ranges_and_limits(mixed: litemq.Queue) -> None:

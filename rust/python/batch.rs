@@ -4,6 +4,8 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
+use super::buffer::PayloadView;
+
 /// Little-endian bytes of an `i64` column, written straight into a `bytes`.
 fn i64_column<'py>(py: Python<'py>, v: &[i64]) -> PyResult<Bound<'py, PyBytes>> {
     PyBytes::new_with(py, v.len() * 8, |buf| {
@@ -50,8 +52,15 @@ pub(crate) fn fill_stats(d: &Bound<'_, PyDict>, s: &crate::Stats) -> PyResult<()
     Ok(())
 }
 
-/// Fills `d` with the columns of `b`: buffers as `bytes` (Arrow layout,
-/// little-endian), counts as ints.
+/// A data column handed to Python without a copy (a buffer-protocol object
+/// `pyarrow.py_buffer` wraps as it is).
+fn data_column<'py>(py: Python<'py>, v: Vec<u8>) -> PyResult<Bound<'py, PayloadView>> {
+    Bound::new(py, PayloadView::owning(v))
+}
+
+/// Fills `d` with the columns of `b`: buffers in Arrow layout (little-endian;
+/// offsets and validity as `bytes`, the data columns as buffer objects that
+/// own the engine's vectors), counts as ints.
 pub(crate) fn fill_batch(d: &Bound<'_, PyDict>, b: crate::Batch) -> PyResult<()> {
     let py = d.py();
     d.set_item("rows", b.rows)?;
@@ -60,7 +69,7 @@ pub(crate) fn fill_batch(d: &Bound<'_, PyDict>, b: crate::Batch) -> PyResult<()>
     d.set_item("key_valid", PyBytes::new(py, &b.key_valid))?;
     d.set_item("key_nulls", b.key_nulls)?;
     d.set_item("key_offsets", i32_column(py, &b.key_offsets)?)?;
-    d.set_item("key_data", PyBytes::new(py, &b.key_data))?;
+    d.set_item("key_data", data_column(py, b.key_data)?)?;
     d.set_item("headers_valid", PyBytes::new(py, &b.headers_valid))?;
     d.set_item("headers_nulls", b.headers_nulls)?;
     d.set_item("headers_offsets", i32_column(py, &b.headers_offsets)?)?;
@@ -73,8 +82,8 @@ pub(crate) fn fill_batch(d: &Bound<'_, PyDict>, b: crate::Batch) -> PyResult<()>
         "header_value_offsets",
         i32_column(py, &b.header_value_offsets)?,
     )?;
-    d.set_item("header_value_data", PyBytes::new(py, &b.header_value_data))?;
+    d.set_item("header_value_data", data_column(py, b.header_value_data)?)?;
     d.set_item("payload_offsets", i32_column(py, &b.payload_offsets)?)?;
-    d.set_item("payload_data", PyBytes::new(py, &b.payload_data))?;
+    d.set_item("payload_data", data_column(py, b.payload_data)?)?;
     Ok(())
 }

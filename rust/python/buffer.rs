@@ -68,19 +68,44 @@ fn bytes_arg_slow<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<BytesArg
     Ok(BytesArg::Bytes(bytes))
 }
 
-/// Read-only buffer over a payload inside a mapped data file. Holding it (or
-/// a memoryview made from it) keeps the file mapped.
+/// Read-only buffer over a payload inside a mapped data file (holding it, or
+/// a memoryview made from it, keeps the file mapped), or over a column the
+/// engine built for `read_arrow` (handed to pyarrow without a copy).
 #[pyclass(frozen, module = "litemq._litemq")]
 pub(crate) struct PayloadView {
-    mapping: Arc<Mapping>,
-    range: Range<usize>,
+    bytes: Owner,
+}
+
+/// What a view's bytes live in; both are immutable for the view's life.
+enum Owner {
+    /// Published payload bytes of a mapped data file.
+    Mapped(Arc<Mapping>, Range<usize>),
+    /// A buffer the engine built (a column of `read_arrow`), handed over
+    /// without a copy.
+    Built(Box<[u8]>),
 }
 
 impl PayloadView {
     /// A view of `mapping.as_slice()[range]`; panics if the range is outside.
     pub(crate) fn new(mapping: Arc<Mapping>, range: Range<usize>) -> Self {
         assert!(range.start <= range.end && range.end <= mapping.as_slice().len());
-        PayloadView { mapping, range }
+        PayloadView {
+            bytes: Owner::Mapped(mapping, range),
+        }
+    }
+
+    /// A view that owns `bytes`.
+    pub(crate) fn owning(bytes: Vec<u8>) -> Self {
+        PayloadView {
+            bytes: Owner::Built(bytes.into_boxed_slice()),
+        }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        match &self.bytes {
+            Owner::Mapped(mapping, range) => &mapping.as_slice()[range.clone()],
+            Owner::Built(b) => b,
+        }
     }
 
     pub(crate) fn memoryview<'py>(self, py: Python<'py>) -> PyResult<Bound<'py, PyMemoryView>> {
@@ -105,14 +130,15 @@ impl PayloadView {
         if flags & ffi::PyBUF_WRITABLE == ffi::PyBUF_WRITABLE {
             return Err(PyBufferError::new_err("payload views are read-only"));
         }
-        let this = slf.get();
-        let bytes = &this.mapping.as_slice()[this.range.clone()];
+        let bytes = slf.get().as_slice();
         // SAFETY: `view` is valid per the protocol. The exported pointer stays
         // valid for as long as the buffer is held: PyBuffer_FillInfo stores a
-        // new reference to `slf` in `view.obj`, `slf` owns an Arc of the
-        // mapping, and a mapping is unmapped only when its last Arc drops.
-        // The bytes are published payload bytes, which nobody writes again
-        // (see docs/DESIGN.md), and the view is read-only (readonly = 1).
+        // new reference to `slf` in `view.obj`, and `slf` (frozen: its owner
+        // never changes) owns either an Arc of the mapping, which is unmapped
+        // only when its last Arc drops, or a boxed slice, freed only when
+        // `slf` is. Mapped bytes are published payload bytes, which nobody
+        // writes again (see docs/DESIGN.md); built bytes are never written
+        // after construction; the view is read-only (readonly = 1).
         let rc = unsafe {
             ffi::PyBuffer_FillInfo(
                 view,
@@ -130,6 +156,6 @@ impl PayloadView {
     }
 
     fn __len__(&self) -> usize {
-        self.range.len()
+        self.as_slice().len()
     }
 }
