@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{data_files, env_u64, mix, Rng};
-use litemq::{Error, FlushMode, Queue, QueueBuilder, Record, Start};
+use litemq::{Error, FlushMode, Queue, QueueBuilder, Record, RetentionPolicy, RollStrategy, Start};
 
 const ROLE_ENV: &str = "LITEMQ_TEST_MULTI_ROLE";
 const PATH_ENV: &str = "LITEMQ_TEST_MULTI_PATH";
@@ -194,6 +194,68 @@ fn two_writers_in_sync_and_batch_modes() {
             .unwrap();
         assert_eq!(q.next_seq(), 2 * n);
     }
+}
+
+#[test]
+fn retention_deletes_files_under_writers_that_lag_behind() {
+    // Two writers roll every 200 messages and keep 3 files: each one's
+    // retention pass deletes files the other may still have mapped as its
+    // old active file, which it must leave without touching.
+    let dir = tempfile::tempdir().unwrap();
+    let open = || {
+        builder(dir.path())
+            .roll(RollStrategy::Count(200))
+            .retention(RetentionPolicy {
+                max_age: None,
+                max_bytes: None,
+                max_files: Some(3),
+                protect_unconsumed: false,
+            })
+            .open()
+            .unwrap()
+    };
+    let (a, b) = (open(), open());
+    let n = 5000;
+    let (sa, sb) = std::thread::scope(|s| {
+        let ha = s.spawn(|| write_as(&a, 0, n, 5));
+        // b writes in bursts with pauses, so a rolls past its file.
+        let hb = s.spawn(|| {
+            let mut seqs = Vec::new();
+            let app = b.appender().unwrap();
+            for i in 0..n {
+                seqs.push(app.append(&body(1, i)).unwrap());
+                if i % 500 == 499 {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+            seqs
+        });
+        (ha.join().unwrap(), hb.join().unwrap())
+    });
+    let mut all: Vec<u64> = sa.iter().chain(&sb).copied().collect();
+    all.sort_unstable();
+    assert_eq!(all, (0..2 * n).collect::<Vec<_>>());
+    assert!(
+        data_files(dir.path()).len() <= 4,
+        "retention kept the queue short"
+    );
+    // What is kept is dense up to the end and holds the right messages.
+    let first = a.first_seq();
+    assert!(first > 0);
+    let mut t = a.tailer(Start::Beginning).unwrap();
+    let mut seq = first;
+    while let Some(m) = t.read_next().unwrap() {
+        assert_eq!(m.seq, seq);
+        let (w, i) = parse(m.payload);
+        let want = if w == 0 {
+            sa[i as usize]
+        } else {
+            sb[i as usize]
+        };
+        assert_eq!(want, seq);
+        seq += 1;
+    }
+    assert_eq!(seq, 2 * n);
 }
 
 #[test]
