@@ -32,11 +32,34 @@ pub fn crc64(parts: &[&[u8]]) -> u64 {
     if let [one] = parts {
         return crc64_of(one);
     }
-    let mut digest = crc64fast::Digest::new();
+    let mut digest = Crc64::new();
     for p in parts {
         digest.write(p);
     }
-    digest.sum64()
+    digest.finish()
+}
+
+/// CRC-64/XZ over bytes that come in pieces (large ones, or many).
+pub struct Crc64(crc64fast::Digest);
+
+impl Crc64 {
+    pub fn new() -> Crc64 {
+        Crc64(crc64fast::Digest::new())
+    }
+
+    pub fn write(&mut self, bytes: &[u8]) {
+        self.0.write(bytes);
+    }
+
+    pub fn finish(&self) -> u64 {
+        self.0.sum64()
+    }
+}
+
+impl Default for Crc64 {
+    fn default() -> Crc64 {
+        Crc64::new()
+    }
 }
 
 #[cfg(test)]

@@ -97,12 +97,12 @@ pub fn plain_len(file: &[u8], offset: usize) -> Option<u32> {
 
 /// The CRC stored after a record written in pieces: length bytes, then `parts`.
 pub fn frame_crc(len: u32, parts: &[&[u8]]) -> u64 {
-    let mut digest = crc64fast::Digest::new();
+    let mut digest = super::crc::Crc64::new();
     digest.write(&len.to_le_bytes());
     for p in parts {
         digest.write(p);
     }
-    digest.sum64()
+    digest.finish()
 }
 
 #[cfg(test)]

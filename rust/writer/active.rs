@@ -117,9 +117,9 @@ impl ActiveFile {
         let len = record_len as u32;
         let at = self.write_pos;
         // Assemble length, record and CRC in one buffer: the CRC then runs
-        // over one contiguous slice (crc64fast's 16-byte table steps, or
-        // SIMD from 128 bytes, instead of byte steps over three pieces), and
-        // record and CRC reach the mapping in one copy.
+        // over one contiguous slice (one SIMD pass, see format/crc.rs,
+        // instead of three pieces), and record and CRC reach the mapping in
+        // one copy.
         let frame = &mut self.scratch;
         frame.clear();
         frame.extend_from_slice(&len.to_le_bytes());

@@ -75,8 +75,8 @@ pub fn file_len(slots: u32, items: u32) -> u64 {
     HEADER_LEN + SLOT_LEN * u64::from(slots) + ITEM_LEN * u64::from(items) + TRAILER_LEN
 }
 
-/// CRC-64/XZ (ECMA-182 polynomial, reflected, init and xorout all ones), as `crc64fast`
-/// computes it; check value for `"123456789"` is `0x995DC9BBDF1939FA`.
+/// CRC-64/XZ (ECMA-182 polynomial, reflected, init and xorout all ones), as the data files
+/// use it (`format::crc`); check value for `"123456789"` is `0x995DC9BBDF1939FA`.
 pub fn crc64(bytes: &[u8]) -> u64 {
     crate::format::crc::crc64_of(bytes)
 }
@@ -504,7 +504,7 @@ impl IndexFile {
     fn content_crc(&self, count: u32) -> u64 {
         let end = self.item_base + 5 * count.min(self.items) as usize;
         let words = &self.words.u32s()[self.slot_base..end];
-        let mut digest = crc64fast::Digest::new();
+        let mut digest = crate::format::crc::Crc64::new();
         let mut buf = [0u8; 16 * 1024];
         for chunk in words.chunks(buf.len() / 4) {
             for (w, out) in chunk.iter().zip(buf.chunks_exact_mut(4)) {
@@ -512,7 +512,7 @@ impl IndexFile {
             }
             digest.write(&buf[..4 * chunk.len()]);
         }
-        digest.sum64()
+        digest.finish()
     }
 
     /// Checks a sealed file's header only (CRC and sanity), in O(1): enough to trust its
