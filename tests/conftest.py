@@ -72,6 +72,17 @@ def run_python(
     return proc
 
 
+def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Runs ``python -m litemq ARGS`` and returns the result (exit code unchecked)."""
+    return subprocess.run(
+        [sys.executable, "-m", "litemq", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 def spawn_python(code: str, *args: str) -> subprocess.Popen[str]:
     """Starts `code` in a fresh interpreter; the caller waits for it."""
     return subprocess.Popen(

@@ -11,17 +11,7 @@ from pathlib import Path
 import pytest
 
 import litemq
-from conftest import SMALL_FILE, spawn_python
-
-
-def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "litemq", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+from conftest import SMALL_FILE, cli, spawn_python
 
 
 @pytest.fixture

@@ -4,8 +4,6 @@ what retention removed, `Queue.data_files()` and the `litemq consumers` command.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -14,23 +12,13 @@ from pathlib import Path
 import pytest
 
 import litemq
-from conftest import SMALL_FILE
+from conftest import SMALL_FILE, cli
 
 
 def fill(q: litemq.Queue, n: int) -> None:
     app = q.appender()
     app.append_batch([f"m{i}".encode() for i in range(n)])
     app.flush()  # appends are handed to the I/O thread: wait until written
-
-
-def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "litemq", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
 
 
 @pytest.fixture
