@@ -56,15 +56,44 @@ def _items(batch: pa.RecordBatch, cols: Columns) -> list[Any]:
             for p, k in zip(payloads, keys, strict=True)
         ]
     headers = batch.column("headers").to_pylist()
-    out: list[Any] = []
-    for p, k, h in zip(payloads, keys, headers, strict=True):
-        rec: dict[str, Any] = {"payload": p}
-        if k is not None:
-            rec["key"] = k
-        if h:
-            rec["headers"] = dict(h)
-        out.append(rec)
-    return out
+    return [_record(p, k, h) for p, k, h in zip(payloads, keys, headers, strict=True)]
+
+
+def _record(payload: Any, key: Any, headers: Any) -> dict[str, Any]:
+    """An ``append_batch`` item; a str payload is encoded, empty key and headers left out."""
+    rec: dict[str, Any] = {
+        "payload": payload.encode("utf-8") if isinstance(payload, str) else payload
+    }
+    if key is not None:
+        rec["key"] = key
+    if headers:
+        rec["headers"] = dict(headers)
+    return rec
+
+
+def _append_chunks(
+    path: str, chunks: Iterable[list[Any]], file_size: int, queue_options: Mapping[str, Any]
+) -> int:
+    """Appends every chunk to a new queue at ``path``, created at the first non-empty one;
+    flushes and closes it before returning the number of rows (no queue for zero rows), so a
+    commit message is only sent for durable data."""
+    q = None
+    rows = 0
+    try:
+        for chunk in chunks:
+            if not chunk:
+                continue
+            if q is None:
+                q = _queue(path, file_size, queue_options)
+                app = q.appender()
+            app.append_batch(chunk)
+            rows += len(chunk)
+        if q is not None:
+            app.flush()
+    finally:
+        if q is not None:
+            q.close()
+    return rows
 
 
 def write_arrow(
@@ -80,25 +109,14 @@ def write_arrow(
     Returns the number of rows; no queue is created for zero rows. The queue is flushed and
     closed before returning, so a commit message is only sent for durable data.
     """
-    q = None
-    rows = 0
-    try:
+
+    def chunks() -> Iterable[list[Any]]:
         for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            if q is None:
-                q = _queue(path, file_size, queue_options)
-                app = q.appender()
-            items = _items(batch, cols)
+            items = _items(batch, cols) if batch.num_rows else []
             for i in range(0, len(items), APPEND_CHUNK):
-                app.append_batch(items[i : i + APPEND_CHUNK])
-            rows += batch.num_rows
-        if q is not None:
-            app.flush()
-    finally:
-        if q is not None:
-            q.close()
-    return rows
+                yield items[i : i + APPEND_CHUNK]
+
+    return _append_chunks(path, chunks(), file_size, queue_options)
 
 
 def record_from(obj: Any) -> Any:
@@ -117,23 +135,9 @@ def record_from(obj: Any) -> Any:
     if isinstance(obj, Mapping):
         if "payload" not in obj:
             raise ValueError(f"litemq: record has no 'payload' field: {sorted(obj)}")
-        payload = obj["payload"]
-        rec: dict[str, Any] = {
-            "payload": payload.encode("utf-8") if isinstance(payload, str) else payload
-        }
-        if obj.get("key") is not None:
-            rec["key"] = obj["key"]
-        if obj.get("headers"):
-            rec["headers"] = dict(obj["headers"])
-        return rec
+        return _record(obj["payload"], obj.get("key"), obj.get("headers"))
     if isinstance(obj, tuple) and 2 <= len(obj) <= 3:
-        payload = obj[0].encode("utf-8") if isinstance(obj[0], str) else obj[0]
-        rec = {"payload": payload}
-        if obj[1] is not None:
-            rec["key"] = obj[1]
-        if len(obj) == 3 and obj[2]:
-            rec["headers"] = dict(obj[2])
-        return rec
+        return _record(obj[0], obj[1], obj[2] if len(obj) == 3 else None)
     raise TypeError(
         "litemq: cannot write a record of type "
         f"{type(obj).__name__}: expected bytes, str, (payload, key[, headers]), a dict or a Row"
@@ -148,28 +152,14 @@ def write_records(
     queue_options: Mapping[str, Any] = {},
 ) -> int:
     """Like :func:`write_arrow` for Python records (see :func:`record_from`)."""
-    q = None
-    rows = 0
-    buf: list[Any] = []
-    try:
+
+    def chunks() -> Iterable[list[Any]]:
+        buf: list[Any] = []
         for obj in records:
             buf.append(record_from(obj))
             if len(buf) >= APPEND_CHUNK:
-                if q is None:
-                    q = _queue(path, file_size, queue_options)
-                    app = q.appender()
-                app.append_batch(buf)
-                rows += len(buf)
+                yield buf
                 buf = []
-        if buf:
-            if q is None:
-                q = _queue(path, file_size, queue_options)
-                app = q.appender()
-            app.append_batch(buf)
-            rows += len(buf)
-        if q is not None:
-            app.flush()
-    finally:
-        if q is not None:
-            q.close()
-    return rows
+        yield buf
+
+    return _append_chunks(path, chunks(), file_size, queue_options)
