@@ -689,7 +689,11 @@ impl Queue {
             self.inner.catalog.close();
         }
         *self.inner.getter.lock().unwrap_or_else(|e| e.into_inner()) = None;
-        *self.inner.key_reader.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *self
+            .inner
+            .key_reader
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = None;
         result
     }
 

@@ -32,6 +32,7 @@ __all__ = [
     "Tailer",
     "UnsupportedVersionError",
     "__version__",
+    "_close_all_at_exit",
     "reindex",
     "writer_pid",
 ]

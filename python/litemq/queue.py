@@ -86,6 +86,12 @@ class Queue(_litemq.Queue):
     Named tailers (``q.tailer(name="billing")``) resume where they last
     committed, in this or a later process; see `litemq.Consumer`.
 
+    ``close()`` (or leaving ``with``) writes and syncs what was appended,
+    releases the writer lock and closes every tailer and named tailer made
+    from the queue (named tailers without committing), unmapping their
+    files; later calls on any of them raise `ClosedError`. Queues still open
+    at interpreter exit are closed by an ``atexit`` hook.
+
     >>> with litemq.Queue("/tmp/orders") as q:
     ...     q.appender().append(b"order 1")
     ...     [m.payload for m in q.tailer()]

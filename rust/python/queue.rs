@@ -394,7 +394,9 @@ impl Queue {
     /// [0, 50, 100]
     fn data_files<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let queue = self.queue()?;
-        let files = exit::detach(py, || queue.wait_visible().and_then(|()| queue.data_files()))?;
+        let files = exit::detach(py, || {
+            queue.wait_visible().and_then(|()| queue.data_files())
+        })?;
         let list = PyList::empty(py);
         for f in &files {
             let d = PyDict::new(py);

@@ -84,7 +84,8 @@ const FOREVER_CHUNK: Duration = Duration::from_secs(3600);
 /// Iterating a tailer yields every message available now, then stops; later
 /// iterations continue where it left off. `read_next(timeout=...)` and
 /// `follow()` wait for new messages. Blocking waits release the GIL and
-/// return within about 100 ms of Ctrl-C (KeyboardInterrupt).
+/// return within about 100 ms of Ctrl-C (KeyboardInterrupt). Closing the
+/// queue closes its tailers: a blocked wait wakes with ClosedError.
 ///
 /// >>> t = q.tailer()
 /// >>> [m.payload for m in t]

@@ -144,7 +144,8 @@ struct Located {
 
 /// Reads a queue in sequence order, from any starting point. Every read
 /// checks the frame's CRC; a tailer moves to the next file only after the
-/// end-of-file marker.
+/// end-of-file marker. Once its queue is closed every call returns
+/// [`Error::Closed`] (a blocked wait wakes with it) and the file is unmapped.
 ///
 /// ```no_run
 /// # let queue = litemq::QueueBuilder::new("/tmp/q").open()?;
