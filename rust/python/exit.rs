@@ -16,7 +16,8 @@
 //! does to such threads): it never runs Python again, and the process exits
 //! normally around it.
 //!
-//! The handshake with [`detach`]: a returning thread counts itself in
+//! The handshake with [`detach`] (and [`attach`], for callbacks such as the
+//! Ctrl-C check inside a blocking wait): a returning thread counts itself in
 //! `REATTACHING`, then reads `EXITING`; the exit handler sets `EXITING`,
 //! then waits for `REATTACHING` to drain (with the GIL released, so those
 //! threads can attach and count themselves out). Sequentially consistent
@@ -76,6 +77,16 @@ where
         }
         out
     });
+    REATTACHING.fetch_sub(1, SeqCst);
+    out
+}
+
+/// `Python::attach(f)` from a thread that released the GIL (a callback
+/// inside [`detach`]), under the same handshake: `None`, without attaching,
+/// once the interpreter is about to finalize.
+pub(crate) fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> Option<R> {
+    REATTACHING.fetch_add(1, SeqCst);
+    let out = (!exiting_elsewhere()).then(|| Python::attach(f));
     REATTACHING.fetch_sub(1, SeqCst);
     out
 }

@@ -579,8 +579,8 @@ pub(crate) fn reindex(
     }
     let mut failed: Option<PyErr> = None;
     let mut report = |seq: u64| {
-        if let (Some(cb), None, false) = (&progress, &failed, exit::exiting_elsewhere()) {
-            Python::attach(|py| {
+        if let (Some(cb), None) = (&progress, &failed) {
+            exit::attach(|py| {
                 if let Err(e) = cb.call1(py, (seq,)).and_then(|_| py.check_signals()) {
                     failed = Some(e);
                 }

@@ -163,16 +163,15 @@ impl Tailer {
         loop {
             let chunk = timeout.unwrap_or(FOREVER_CHUNK);
             let mut check = || {
-                if exit::exiting_elsewhere() {
-                    return true; // must not attach again: give up the wait
-                }
-                Python::attach(|py| match py.check_signals() {
+                // At exit (`None`) the wait gives up: the thread parks.
+                exit::attach(|py| match py.check_signals() {
                     Ok(()) => false,
                     Err(e) => {
                         interrupted = Some(e);
                         true
                     }
                 })
+                .unwrap_or(true)
             };
             let found = exit::detach(py, || tailer.read_next_until(chunk, &mut check));
             if let Some(e) = interrupted.take() {
