@@ -15,6 +15,12 @@ use crate::retention::RetentionPolicy;
 pub const MIN_FILE_SIZE: u64 = 64 * 1024;
 /// Largest data file: offsets in key-index positions have 40 bits.
 pub const MAX_FILE_SIZE: u64 = 1 << 40;
+/// Most batches the appenders may queue ahead of the I/O thread. The channel
+/// allocates a slot per batch up front, and each queued batch holds up to
+/// 64 KiB, so this bounds both (at most 4 GiB in flight).
+pub const MAX_CHANNEL_CAPACITY: usize = 1 << 16;
+/// Largest `index_interval`: the sparse-index header stores it in 32 bits.
+pub const MAX_INDEX_INTERVAL: u32 = u32::MAX;
 
 /// A calendar period (UTC) after which the writer starts a new data file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,7 +87,8 @@ pub enum FlushMode {
     /// An append returns only once its bytes are msync'd. Appends waiting at
     /// the same time share one msync (group commit).
     Sync,
-    /// msync once this many bytes are pending or this much time has passed.
+    /// msync once this many bytes are pending or this much time has passed
+    /// (`Duration::MAX`: by bytes only). One of them must be able to fire.
     Batch { bytes: u64, interval: Duration },
 }
 
@@ -158,7 +165,8 @@ impl QueueBuilder {
         }
     }
 
-    /// Size each data file is preallocated to. Default 1 GiB, at least 64 KiB.
+    /// Size each data file is preallocated to. Default 1 GiB; from
+    /// [`MIN_FILE_SIZE`] (64 KiB) to [`MAX_FILE_SIZE`] (1 TiB), a multiple of 8.
     pub fn file_size(mut self, bytes: u64) -> Self {
         self.config.file_size = bytes;
         self
@@ -173,7 +181,8 @@ impl QueueBuilder {
         self.config.flush = flush;
         self
     }
-    /// One sparse-index entry every this many messages. Default 1024.
+    /// One sparse-index entry every this many messages. Default 1024, at
+    /// least 1 (at most [`MAX_INDEX_INTERVAL`] by its type).
     pub fn index_interval(mut self, interval: u32) -> Self {
         self.config.index_interval = interval;
         self
@@ -183,7 +192,9 @@ impl QueueBuilder {
         self.config.verify_on_startup = verify;
         self
     }
-    /// Batches (of up to 1024 messages or 64 KiB) the appenders may queue ahead of the I/O thread. Default 256 (about 16 MiB).
+    /// Batches (of up to 1024 messages or 64 KiB) the appenders may queue
+    /// ahead of the I/O thread before an append waits. Default 256 (at most
+    /// 16 MiB in flight), 1 to [`MAX_CHANNEL_CAPACITY`].
     pub fn channel_capacity(mut self, capacity: usize) -> Self {
         self.config.channel_capacity = capacity;
         self
@@ -237,6 +248,11 @@ impl QueueBuilder {
 
     fn validate(&self) -> Result<()> {
         let c = &self.config;
+        if c.path.as_os_str().is_empty() {
+            return Err(Error::InvalidConfig(
+                "the queue path is empty: give the queue's directory".into(),
+            ));
+        }
         if !(MIN_FILE_SIZE..=MAX_FILE_SIZE).contains(&c.file_size) {
             return Err(Error::InvalidConfig(format!(
                 "file_size {} must be between {MIN_FILE_SIZE} and {MAX_FILE_SIZE} bytes",
@@ -254,15 +270,16 @@ impl QueueBuilder {
                 "index_interval must be at least 1".into(),
             ));
         }
-        if c.channel_capacity == 0 {
-            return Err(Error::InvalidConfig(
-                "channel_capacity must be at least 1".into(),
-            ));
+        if !(1..=MAX_CHANNEL_CAPACITY).contains(&c.channel_capacity) {
+            return Err(Error::InvalidConfig(format!(
+                "channel_capacity {} must be between 1 and {MAX_CHANNEL_CAPACITY}",
+                c.channel_capacity
+            )));
         }
         if let FlushMode::Batch { bytes, interval } = c.flush {
-            if bytes == 0 && interval.is_zero() {
+            if bytes == 0 && (interval.is_zero() || interval == Duration::MAX) {
                 return Err(Error::InvalidConfig(
-                    "batch flush needs bytes > 0 or an interval > 0".into(),
+                    "batch flush needs bytes > 0 or a finite interval > 0".into(),
                 ));
             }
         }
@@ -271,5 +288,45 @@ impl QueueBuilder {
             r.validate()?;
         }
         c.roll.validate()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(builder: QueueBuilder, words: &str) {
+        match builder.validate() {
+            Err(Error::InvalidConfig(msg)) => assert!(msg.contains(words), "{msg}"),
+            other => panic!("expected InvalidConfig with {words:?}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn sizes_are_bounded_before_anything_is_allocated() {
+        let b = || QueueBuilder::new("/nonexistent/q");
+        refused(b().channel_capacity(1 << 40), "65536");
+        refused(b().channel_capacity(0), "channel_capacity");
+        refused(b().file_size(MAX_FILE_SIZE + 8), "1099511627776");
+        refused(b().index_interval(0), "index_interval");
+        assert!(b()
+            .channel_capacity(MAX_CHANNEL_CAPACITY)
+            .validate()
+            .is_ok());
+    }
+
+    #[test]
+    fn empty_path_is_named() {
+        refused(QueueBuilder::new(""), "path is empty");
+    }
+
+    #[test]
+    fn batch_flush_must_be_able_to_fire() {
+        let batch = |bytes, interval| {
+            QueueBuilder::new("/nonexistent/q").flush_mode(FlushMode::Batch { bytes, interval })
+        };
+        refused(batch(0, Duration::ZERO), "bytes > 0");
+        refused(batch(0, Duration::MAX), "bytes > 0");
+        assert!(batch(1, Duration::MAX).validate().is_ok());
     }
 }

@@ -38,7 +38,10 @@ mod writer;
 mod python;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use config::{FlushMode, QueueBuilder, RollPeriod, RollStrategy, WaitStrategy};
+pub use config::{
+    FlushMode, QueueBuilder, RollPeriod, RollStrategy, WaitStrategy, MAX_CHANNEL_CAPACITY,
+    MAX_FILE_SIZE, MAX_INDEX_INTERVAL, MIN_FILE_SIZE,
+};
 pub use consumers::{Consumer, ConsumerInfo, ConsumerOptions};
 pub use error::{Error, Result};
 pub use format::record::{HeaderIter, Record};

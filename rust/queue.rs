@@ -561,7 +561,9 @@ impl Queue {
     pub fn consumers(&self) -> Result<Vec<ConsumerInfo>> {
         self.check_open()?;
         let next = self.next_seq();
-        crate::consumers::list(self.path(), &self.inner.catalog, next)
+        // After next_seq: first_seq refreshes the catalog if retention ran.
+        let first = self.first_seq();
+        crate::consumers::list(self.path(), &self.inner.catalog, first, next)
     }
 
     /// Forgets consumer `name` (it must not be open anywhere), so that it no

@@ -207,6 +207,38 @@ def test_reindex_rebuilds_the_key_index(filled: Path) -> None:
     assert len(after) == len(before)
 
 
+def test_reindex_counts_the_messages_retention_left(qpath: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE, roll="count:50") as q:
+        q.appender().append_batch([(b"m", f"k{i % 3}") for i in range(120)])
+        q.appender().flush()
+        assert q.apply_retention(litemq.Retention(max_files=1)).first_seq == 100
+    proc = cli("reindex", str(qpath))
+    assert proc.returncode == 0, proc.stderr
+    # next_seq is 120, but only 100..119 are there.
+    assert proc.stdout.strip() == "OK: 20 keys indexed from 20 messages"
+
+
+def test_consumers_lag_leaves_out_what_retention_deleted(qpath: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE, roll="count:50") as q:
+        q.appender().append_batch([b"m"] * 120)
+        q.appender().flush()
+        with q.tailer(name="slow") as t:
+            for _ in range(10):
+                t.read_next()
+            t.commit()
+        assert q.apply_retention(litemq.Retention(max_files=1)).first_seq == 100
+        assert [(c.name, c.next_seq, c.lag_messages) for c in q.consumers()] == [("slow", 10, 20)]
+    proc = cli("consumers", str(qpath))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[1].split()[:3] == ["slow", "10", "20"]
+    assert "retention deleted 90 messages it had not read" in proc.stdout
+    (record,) = [
+        json.loads(x) for x in cli("consumers", str(qpath), "--format", "json").stdout.splitlines()
+    ]
+    assert (record["lag_messages"], record["deleted_unread"]) == (20, 90)
+
+
 @pytest.mark.parametrize(
     ("args", "code", "words"),
     [

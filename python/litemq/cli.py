@@ -7,12 +7,15 @@
     litemq get PATH SEQ                   one message
     litemq find PATH KEY [--start T] [--end T] [--limit N]
     litemq reindex PATH                   rebuild the key index, with a progress bar
+                                          (takes the writer lock: not beside a writer)
     litemq consumers PATH [--format text|json]
                                           named tailers: position, lag, last commit
     litemq retain PATH [--max-age 7d] [--max-bytes 10G] [--max-files N] [--protect-unconsumed]
                                           delete old data files now (beside a live writer)
 
-Every command opens the queue read-only, so it runs beside a live writer.
+Every command but ``reindex`` opens the queue read-only, so it runs beside a
+live writer; ``reindex`` takes the writer lock (it fails with LockedError
+while a writer runs).
 ``--format json`` prints one JSON object per line (JSON Lines) for programs.
 Errors print one line on stderr and exit with status 1 (2 for usage errors).
 """
@@ -344,9 +347,11 @@ def cmd_reindex(args: argparse.Namespace, out: IO[str]) -> int:
     if not Path(args.path).exists():
         raise _Failure(f"{args.path}: no such queue (the directory does not exist)")
     with _open(args.path) as q:
-        total = q.next_seq
+        first, nxt = q.first_seq, q.next_seq
+    # The queue holds first..next (retention deleted what came before).
+    total = nxt - first
     progress = _Progress(total, "reindexing")
-    keys = _litemq.reindex(args.path, progress.update)
+    keys = _litemq.reindex(args.path, lambda seq: progress.update(seq - first))
     progress.update(total)
     progress.done()
     out.write(f"OK: {keys:,} keys indexed from {total:,} messages\n")
@@ -356,7 +361,7 @@ def cmd_reindex(args: argparse.Namespace, out: IO[str]) -> int:
 def cmd_consumers(args: argparse.Namespace, out: IO[str]) -> int:
     with _open(args.path) as q:
         consumers = q.consumers()
-        nxt = q.next_seq
+        first, nxt = q.first_seq, q.next_seq
     if args.format == "json":
         for c in consumers:
             record = {
@@ -364,6 +369,7 @@ def cmd_consumers(args: argparse.Namespace, out: IO[str]) -> int:
                 "next_seq": c.next_seq,
                 "lag_messages": c.lag_messages,
                 "lag_bytes": c.lag_bytes,
+                "deleted_unread": max(first - c.next_seq, 0),
                 "committed_at": c.committed_at.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
                 "created_at": c.created_at.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
             }
@@ -387,6 +393,12 @@ def cmd_consumers(args: argparse.Namespace, out: IO[str]) -> int:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         out.write("  ".join(f"{v:<{w}}" for v, w in zip(r, widths, strict=True)).rstrip() + "\n")
+    for c in consumers:
+        if c.next_seq < first:
+            out.write(
+                f"note: {c.name}: retention deleted {first - c.next_seq:,} messages it had "
+                f"not read ({c.next_seq}..{first - 1}); it raises NotFoundError until it seeks\n"
+            )
     return 0
 
 
@@ -448,7 +460,7 @@ def cmd_retain(args: argparse.Namespace, out: IO[str]) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="litemq",
-        description="Look into litemq queues. Every command opens the queue read-only.",
+        description="Look into litemq queues. Every command but reindex opens the queue read-only.",
     )
     parser.add_argument("--version", action="version", version=f"litemq {_litemq.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -49,7 +49,8 @@ class Queue(_litemq.Queue):
     Options (keywords; the defaults suit most uses):
 
     - ``file_size`` (``"1GiB"``): bytes preallocated per data file; an int or a
-      string like ``"64MiB"``; at least 64 KiB. Bounds the largest message.
+      string like ``"64MiB"``; 64 KiB to 1 TiB, a multiple of 8. Bounds the
+      largest message.
     - ``roll`` (``"daily"``): when to start a new data file: ``"daily"``,
       ``"hourly"``, ``"minutely"`` (UTC), an int or ``"size:64MiB"`` (bytes),
       ``"count:N"`` (messages), or a dict/list combining them
@@ -58,7 +59,7 @@ class Queue(_litemq.Queue):
     - ``flush`` (``"async"``): ``"async"``, ``"sync"`` or
       ``litemq.Batch(bytes=..., interval=...)``; see `litemq.Batch`.
     - ``index_interval`` (``1024``): one sparse-index entry per this many
-      messages; seeks scan at most this many.
+      messages (1 to 2**32 - 1); seeks scan at most this many.
     - ``verify_on_startup`` (``False``): check the CRC of every frame on open.
     - ``read_only`` (``False``): read without taking the writer lock.
     - ``multi_writer`` (``False``): let several processes append at once, each
@@ -66,15 +67,19 @@ class Queue(_litemq.Queue):
       appender's messages keep their order; `append` returns once the message
       is written (its sequence is known only then), so batch with
       `append_batch` for throughput. See docs/GUARANTEES.md.
-    - ``channel_capacity`` (``4096``): appends queued ahead of the I/O thread
-      before `append` waits (backpressure).
+    - ``channel_capacity`` (``256``): batches of appends (a batch is handed
+      over at 1,024 messages or 64 KiB, or sooner) queued ahead of the I/O
+      thread before `append` waits (backpressure); 1 to 65,536.
     - ``wait`` (``"default"``): how blocking reads wait, ``"default"`` or
       ``"busy-spin"``.
     - ``key_index`` (``{"slots": 2**20, "items": 2**21}``): geometry of new
-      key-index files (hash slots, items per file); see docs/FORMAT.md.
+      key-index files (hash slots, items per file; each below 2**32, a file
+      at most 4 GiB); see docs/FORMAT.md.
     - ``retention`` (``None``: keep everything): a `litemq.Retention` saying
       which old data files to delete when the writer rolls to a new file and
       on `apply_retention`.
+
+    A value outside an option's range raises `ConfigError` naming the limit.
 
     Named tailers (``q.tailer(name="billing")``) resume where they last
     committed, in this or a later process; see `litemq.Consumer`.
@@ -118,7 +123,9 @@ class Queue(_litemq.Queue):
         return super().__new__(
             cls,
             os.fspath(path),
-            file_size=None if file_size is None else parse_size(file_size, "file_size"),
+            file_size=None
+            if file_size is None
+            else parse_size(file_size, "file_size", maximum=None),
             roll=None if roll is None else parse_roll(roll),
             flush=parse_flush(flush),
             index_interval=_positive(index_interval, "index_interval"),

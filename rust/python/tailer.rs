@@ -6,7 +6,7 @@
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
@@ -164,18 +164,6 @@ impl Tailer {
     }
 }
 
-/// Seconds (`None`: forever) to a wait; `Some(ZERO)` means "do not wait".
-fn timeout_arg(timeout: Option<f64>, what: &str) -> PyResult<Option<Duration>> {
-    match timeout {
-        None => Ok(None),
-        Some(s) if s.is_nan() || s < 0.0 => Err(PyValueError::new_err(format!(
-            "{what} must be a number of seconds >= 0 or None (wait forever), got {s}"
-        ))),
-        Some(s) if s.is_infinite() => Ok(None),
-        Some(s) => Ok(Some(Duration::from_secs_f64(s))),
-    }
-}
-
 /// Where a new tailer starts: `"start"` (default), `"end"` or a sequence.
 pub(crate) fn start_arg(start: Option<&Bound<'_, PyAny>>) -> PyResult<crate::Start> {
     let Some(start) = start else {
@@ -190,19 +178,42 @@ pub(crate) fn start_arg(start: Option<&Bound<'_, PyAny>>) -> PyResult<crate::Sta
             ))),
         };
     }
-    if start.is_instance_of::<pyo3::types::PyBool>() {
-        return Err(PyTypeError::new_err(
-            "start must be \"start\", \"end\" or an int, not bool",
-        ));
+    seq_arg(start, "start").map(crate::Start::Seq).map_err(|e| {
+        if e.is_instance_of::<PyTypeError>(start.py()) {
+            PyTypeError::new_err(format!(
+                "start must be \"start\", \"end\" or an int, not {}",
+                start
+                    .get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            ))
+        } else {
+            e
+        }
+    })
+}
+
+/// A sequence number from a Python int (or anything with `__index__`):
+/// `TypeError` for anything else (bool included), `ValueError` when it is negative or above 2**64 - 1 (where
+/// pyo3's own conversion would raise `OverflowError`).
+pub(crate) fn seq_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<u64> {
+    let py = obj.py();
+    let type_error = || -> PyResult<PyErr> {
+        Ok(PyTypeError::new_err(format!(
+            "{what} must be an int, not {}",
+            obj.get_type().name()?
+        )))
+    };
+    if obj.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(type_error()?);
     }
-    match start.extract::<i128>() {
-        Ok(seq) => u64::try_from(seq).map(crate::Start::Seq).map_err(|_| {
-            PyValueError::new_err(format!("start must be a sequence number >= 0, got {seq}"))
-        }),
-        Err(_) => Err(PyTypeError::new_err(format!(
-            "start must be \"start\", \"end\" or an int, not {}",
-            start.get_type().name()?
+    match obj.extract::<u64>() {
+        Ok(seq) => Ok(seq),
+        Err(e) if e.is_instance_of::<PyOverflowError>(py) => Err(PyValueError::new_err(format!(
+            "{what} must be a sequence number from 0 to 2**64 - 1, got {obj}"
         ))),
+        Err(_) => Err(type_error()?),
     }
 }
 
@@ -229,9 +240,13 @@ impl Tailer {
     /// `timeout=0` (the default) does not wait; `timeout=None` waits forever.
     ///
     /// >>> msg = t.read_next(timeout=1.0)
-    #[pyo3(signature = (timeout=0.0))]
-    fn read_next(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Message>> {
-        match timeout_arg(timeout, "timeout")? {
+    #[pyo3(signature = (timeout=Some(time::Seconds(0.0))), text_signature = "(self, timeout=0.0)")]
+    fn read_next(
+        &self,
+        py: Python<'_>,
+        timeout: Option<time::Seconds>,
+    ) -> PyResult<Option<Message>> {
+        match time::timeout_arg(timeout, "timeout")? {
             Some(d) if d.is_zero() => self.__next__(py),
             wait => self.wait(py, wait),
         }
@@ -243,10 +258,10 @@ impl Tailer {
     /// >>> for msg in t.follow():          # Ctrl-C to stop
     /// ...     handle(msg)
     #[pyo3(signature = (idle_timeout=None))]
-    fn follow(slf: Bound<'_, Self>, idle_timeout: Option<f64>) -> PyResult<Follow> {
+    fn follow(slf: Bound<'_, Self>, idle_timeout: Option<time::Seconds>) -> PyResult<Follow> {
         Ok(Follow {
             tailer: slf.unbind(),
-            idle: timeout_arg(idle_timeout, "idle_timeout")?,
+            idle: time::timeout_arg(idle_timeout, "idle_timeout")?,
         })
     }
 
@@ -254,7 +269,8 @@ impl Tailer {
     ///
     /// >>> t.seek(500); t.read_next().seq
     /// 500
-    fn seek(&self, py: Python<'_>, seq: u64) -> PyResult<()> {
+    fn seek(&self, py: Python<'_>, seq: &Bound<'_, PyAny>) -> PyResult<()> {
+        let seq = seq_arg(seq, "seq")?;
         self.with(py, |tailer| Ok(tailer.seek(seq)?))
     }
 
