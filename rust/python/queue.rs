@@ -343,7 +343,7 @@ impl Queue {
     }
 
     /// The message with sequence `seq` (NotFoundError, an IndexError, if the
-    /// queue does not hold it).
+    /// queue does not hold it; ValueError outside 0..2**64 - 1).
     ///
     /// >>> q.get(42).seq
     /// 42
@@ -355,7 +355,7 @@ impl Queue {
 
     /// Messages whose key is exactly `key`, in sequence order, written in
     /// `[start, end)` (aware datetimes or µs since the epoch), at most
-    /// `limit`. Answered from the key index. A `str` key matches the same
+    /// `limit` (>= 0; None: all). Answered from the key index. A `str` key matches the same
     /// messages as its UTF-8 bytes.
     ///
     /// >>> [m.seq for m in q.find("customer-7")]

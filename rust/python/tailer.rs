@@ -237,7 +237,9 @@ impl Tailer {
 
     /// The next message, or None if none came within `timeout` seconds.
     ///
-    /// `timeout=0` (the default) does not wait; `timeout=None` waits forever.
+    /// `timeout=0` (the default) does not wait; `timeout=None` waits forever,
+    /// as do `inf` and any timeout too long to represent. A negative or NaN
+    /// timeout raises ValueError.
     ///
     /// >>> msg = t.read_next(timeout=1.0)
     #[pyo3(signature = (timeout=Some(time::Seconds(0.0))), text_signature = "(self, timeout=0.0)")]
@@ -265,7 +267,8 @@ impl Tailer {
         })
     }
 
-    /// Moves to sequence `seq`: the next read returns that message.
+    /// Moves to sequence `seq`: the next read returns that message
+    /// (ValueError outside 0..2**64 - 1, NotFoundError if not in the queue).
     ///
     /// >>> t.seek(500); t.read_next().seq
     /// 500
