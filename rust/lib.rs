@@ -44,7 +44,7 @@ pub use config::{
 };
 pub use consumers::{Consumer, ConsumerInfo, ConsumerOptions};
 pub use error::{Error, Result};
-pub use format::record::{HeaderIter, Record};
+pub use format::record::{HeaderField, HeaderIter, Record};
 pub use index::key_index::KeyIndexConfig;
 pub use queue::{reindex, writer_pid, DataFileInfo, Queue, Stats};
 pub use reader::batch::Batch;
