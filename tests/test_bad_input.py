@@ -11,6 +11,7 @@ those, so every public call is driven here with extreme values.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import shutil
 import tempfile
@@ -131,7 +132,9 @@ def _open_read_only(option: str) -> Callable[[litemq.Queue, Any], None]:
 def _open_path(q: litemq.Queue, x: Any) -> None:
     if isinstance(x, str) and x not in ("", "\0"):
         return  # a real path would create a queue in the working directory
-    litemq.Queue(x).close()
+    # In the queue's directory: were "" taken as ".", nothing lands in the repository.
+    with contextlib.chdir(q.path):
+        litemq.Queue(x).close()
 
 
 #: Every public call that takes a value, with that value in one argument.
@@ -285,7 +288,6 @@ def test_huge_channel_capacity_is_refused_not_allocated(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("option", "value", "limit"),
     [
-        ("channel_capacity", 2**40, "65536"),
         ("channel_capacity", 65_537, "65536"),
         ("channel_capacity", 2**64, "65536"),
         ("index_interval", 2**32, "4294967295"),
@@ -347,9 +349,10 @@ def test_seq_must_be_an_int(queue: litemq.Queue) -> None:
         queue.tailer().seek(True)
 
 
-def test_empty_path_says_so() -> None:
-    with pytest.raises(litemq.ConfigError, match="path is empty"):
+def test_empty_path_says_so(tmp_path: Path) -> None:
+    with contextlib.chdir(tmp_path), pytest.raises(litemq.ConfigError, match="path is empty"):
         litemq.Queue("")
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("keep", [0, 100, 600])
