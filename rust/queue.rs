@@ -471,6 +471,8 @@ impl Queue {
     /// Messages whose key is exactly `key`, in sequence order, stored in
     /// `[start_us, end_us)` when given, at most `limit` of them. Answered
     /// from the key index: only files whose time range can match are read.
+    /// Items pointing into a data file missing from the middle of the queue
+    /// are [`Error::Corrupted`] (those retention deleted are skipped).
     pub fn find(
         &self,
         key: &[u8],

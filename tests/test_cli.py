@@ -258,10 +258,12 @@ def test_verify_reports_a_zeroed_page_and_checks_what_follows(qpath: Path) -> No
     proc = cli("verify", str(qpath))
     assert proc.returncode == 1, proc.stdout
     bad = [line for line in proc.stdout.splitlines() if line.startswith("BAD")]
-    assert bad and all(first.name in line for line in bad)
+    assert bad
+    assert all(first.name in line for line in bad)
     assert "stopped" not in proc.stdout
     last = proc.stdout.splitlines()[-1]
-    assert last.startswith("FAILED: ") and "unreachable" in last
+    assert last.startswith("FAILED: ")
+    assert "unreachable" in last
     checked = int(last.split()[1].replace(",", ""))
     assert checked > 1900  # it went on after the hole
     assert "Traceback" not in proc.stderr

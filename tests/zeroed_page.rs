@@ -214,7 +214,10 @@ fn find_reports_a_data_file_missing_from_the_middle() {
     assert!(files.len() >= 3);
     std::fs::remove_file(&files[1]).unwrap();
 
-    let q = QueueBuilder::new(dir.path()).read_only(true).open().unwrap();
+    let q = QueueBuilder::new(dir.path())
+        .read_only(true)
+        .open()
+        .unwrap();
     match q.find(b"k", None, None, None) {
         Err(Error::Corrupted { reason, .. }) => {
             assert!(reason.contains("missing"), "{reason}");

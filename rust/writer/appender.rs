@@ -23,6 +23,11 @@ pub(crate) struct AppenderInner {
 /// Appends messages to a queue. Cheap to clone; share it between threads.
 /// Sequences are 0-based, dense, and assigned when `append` is called.
 ///
+/// An append that fails with [`Error::Poisoned`] was not stored. One that
+/// waited for its frame (`FlushMode::Sync`, several writer processes) and
+/// fails with [`Error::MaybeStored`] may be in the queue: the writer failed
+/// after writing it, so read before retrying.
+///
 /// ```no_run
 /// # let queue = litemq::QueueBuilder::new("/tmp/q").open()?;
 /// let appender = queue.appender()?;

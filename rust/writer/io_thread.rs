@@ -531,9 +531,8 @@ struct PoisonOnUnwind(Arc<WriterShared>);
 impl Drop for PoisonOnUnwind {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            self.0.poison(Arc::new(Error::Internal(
-                "the I/O thread panicked".into(),
-            )));
+            self.0
+                .poison(Arc::new(Error::Internal("the I/O thread panicked".into())));
         }
     }
 }

@@ -756,8 +756,7 @@ impl KeyIndexWriter {
         let roll = match &self.active {
             None => true,
             Some(a) => {
-                a.count >= a.file.items()
-                    || ts_ms.saturating_sub(a.begin_ms) > u64::from(u32::MAX)
+                a.count >= a.file.items() || ts_ms.saturating_sub(a.begin_ms) > u64::from(u32::MAX)
             }
         };
         if roll {
