@@ -30,12 +30,17 @@ enum Zero {
     Hole(Error),
 }
 
-/// Where a tailer last found a zero length word, and when it last checked
-/// for frames after it.
+/// Polls at the same zero length word between two looks at what the tailer
+/// knows without I/O (a successor file, a known end).
+const HOLE_CHECK_POLLS: u32 = 64;
+
+/// Where a tailer last found a zero length word, how often it polled there,
+/// and when it last checked (with I/O) for frames after it.
 #[derive(Debug, Clone, Copy)]
 struct Stuck {
     id: FileId,
     offset: usize,
+    polls: u32,
     checked: Instant,
 }
 
@@ -345,23 +350,28 @@ impl Tailer {
     fn zero_kind(&mut self, deep: bool) -> Result<Zero> {
         let c = self.cursor.as_ref().expect("called with a cursor");
         let (id, offset) = (c.info.id, c.offset);
+        let mut stuck = match self.stuck {
+            Some(s) if s.id == id && s.offset == offset => s,
+            // First time here: the cheap checks at once.
+            _ => Stuck {
+                id,
+                offset,
+                polls: 0,
+                checked: Instant::now(),
+            },
+        };
+        stuck.polls = stuck.polls.wrapping_add(1);
+        self.stuck = Some(stuck);
+        // A tailer polling at the tail: nothing to do most of the time.
+        if !deep && stuck.polls % HOLE_CHECK_POLLS != 1 {
+            return Ok(Zero::Tail);
+        }
         let mut why = self.frames_follow(id);
         if why.is_none() {
             let now = Instant::now();
-            let same = matches!(self.stuck, Some(s) if s.id == id && s.offset == offset);
-            let due = deep
-                || (same
-                    && self
-                        .stuck
-                        .is_some_and(|s| now.duration_since(s.checked) >= HOLE_CHECK_EVERY));
-            if !same || due {
-                self.stuck = Some(Stuck {
-                    id,
-                    offset,
-                    checked: now,
-                });
-            }
-            if due {
+            if deep || now.duration_since(stuck.checked) >= HOLE_CHECK_EVERY {
+                stuck.checked = now;
+                self.stuck = Some(stuck);
                 self.catalog.refresh()?;
                 why = self.frames_follow(id);
                 if why.is_none() {
