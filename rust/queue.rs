@@ -204,7 +204,7 @@ impl Queue {
             key_index_last: None,
         });
         let catalog = Arc::new(Catalog::load(&base)?);
-        let (resume, report) = recover(&config, &catalog, clean)?;
+        let (resume, report) = recover(&config, &catalog, clean.then_some(meta.next_seq))?;
         let data_end = match &resume.active {
             Some(a) => a.end_position(),
             None => position::encode(resume.next_file_number, 0),
@@ -371,7 +371,7 @@ impl Queue {
         if start == Start::Beginning {
             self.first_seq(); // drops files retention removed from the catalog
         }
-        let mut t = Tailer::new(self.inner.catalog.clone(), self.inner.config.wait);
+        let mut t = self.new_tailer();
         match start {
             Start::Beginning => {}
             Start::End => t.seek_end()?,
@@ -380,7 +380,25 @@ impl Queue {
         Ok(t)
     }
 
-    /// One message by sequence, copied out.
+    /// A tailer at the first file, told what the metadata knows is
+    /// published (after a clean close): a zero length word before that is
+    /// damage.
+    fn new_tailer(&self) -> Tailer {
+        let mut t = Tailer::new(self.inner.catalog.clone(), self.inner.config.wait);
+        let meta = self
+            .inner
+            .metadata
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if meta.clean_shutdown {
+            t.expect_published(meta.next_seq);
+        }
+        t
+    }
+
+    /// One message by sequence, copied out. A message below `next_seq` that
+    /// cannot be reached is damage ([`Error::Corrupted`]), never
+    /// [`Error::NotFound`].
     pub fn get(&self, seq: u64) -> Result<OwnedMessage> {
         self.check_open()?;
         let first = self.first_seq();
@@ -394,21 +412,32 @@ impl Queue {
         let mut guard = self.inner.getter.lock().unwrap_or_else(|e| e.into_inner());
         let t = match guard.as_mut() {
             Some(t) => t,
-            None => guard.insert(Tailer::new(
-                self.inner.catalog.clone(),
-                self.inner.config.wait,
-            )),
+            None => guard.insert(self.new_tailer()),
         };
-        if t.next_seq() != seq {
-            t.seek(seq)?;
-        }
-        match t.read_next()? {
-            Some(m) => Ok(m.to_owned()),
-            None => Err(Error::NotFound {
-                seq,
-                first: self.first_seq(),
-                next: self.next_seq(),
-            }),
+        let mut told = false;
+        loop {
+            let reached = if t.next_seq() == seq {
+                Ok(())
+            } else {
+                t.seek(seq)
+            };
+            match reached {
+                Ok(()) => {
+                    if let Some(m) = t.read_next()? {
+                        return Ok(m.to_owned());
+                    }
+                }
+                Err(Error::NotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+            let (first, next) = (self.first_seq(), self.next_seq());
+            if told || seq < first || seq >= next {
+                return Err(Error::NotFound { seq, first, next });
+            }
+            // Published, yet not reached: a hole on the way. Read again,
+            // knowing that, to report where.
+            t.expect_published(next);
+            told = true;
         }
     }
 
@@ -442,6 +471,8 @@ impl Queue {
     /// Messages whose key is exactly `key`, in sequence order, stored in
     /// `[start_us, end_us)` when given, at most `limit` of them. Answered
     /// from the key index: only files whose time range can match are read.
+    /// Items pointing into a data file missing from the middle of the queue
+    /// are [`Error::Corrupted`] (those retention deleted are skipped).
     pub fn find(
         &self,
         key: &[u8],
@@ -475,14 +506,24 @@ impl Queue {
         // The reader `get` keeps: its file stays mapped between calls, so a
         // lookup costs no mmap.
         let mut guard = self.inner.getter.lock().unwrap_or_else(|e| e.into_inner());
-        let t = guard
-            .get_or_insert_with(|| Tailer::new(self.inner.catalog.clone(), self.inner.config.wait));
+        if guard.is_none() {
+            *guard = Some(self.new_tailer());
+        }
+        let t = guard.as_mut().expect("set above");
+        let mut refreshed = false;
         for pos in positions {
             if out.len() >= limit {
                 break;
             }
             t.seek_position(pos)?;
             let Some(m) = t.read_next()? else { continue };
+            if position::decode(m.position()).0 != position::decode(pos).0 {
+                // The file the item points into is gone: retention deleted
+                // it (it is older than every file kept), or it is missing
+                // from the middle of the queue, which is damage.
+                self.check_file_kept(pos, &mut refreshed)?;
+                continue;
+            }
             // Hash collisions and files removed by retention fall out here.
             let in_range =
                 start_us.is_none_or(|s| m.timestamp >= s) && end_us.is_none_or(|e| m.timestamp < e);
@@ -491,6 +532,37 @@ impl Queue {
             }
         }
         Ok(out)
+    }
+
+    /// For a key-index item at `pos` whose data file is not in the catalog:
+    /// fine when retention deleted it, [`Error::Corrupted`] when it is
+    /// missing between files that are there.
+    fn check_file_kept(&self, pos: u64, refreshed: &mut bool) -> Result<()> {
+        let (number, offset) = position::decode(pos);
+        let catalog = &self.inner.catalog;
+        if !std::mem::replace(refreshed, true) {
+            catalog.refresh()?;
+        }
+        let files = catalog.snapshot();
+        if files.iter().any(|f| f.header.file_number == number) {
+            return Ok(());
+        }
+        let before = files.iter().rev().find(|f| f.header.file_number < number);
+        let after = files.iter().find(|f| f.header.file_number > number);
+        match (before, after) {
+            (Some(b), Some(a)) => Err(Error::corrupted(
+                catalog.data_path(a.id),
+                0,
+                None,
+                format!(
+                    "data file number {number} is missing from the middle of the queue \
+                     (between {} and {}); the key index points into it at offset {offset}",
+                    catalog.data_path(b.id).display(),
+                    catalog.data_path(a.id).display()
+                ),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// The data files, oldest first, with the sequences each holds.
@@ -619,7 +691,7 @@ impl Queue {
 
     /// One past the last message published in the files.
     fn end_on_disk(&self) -> u64 {
-        let mut t = Tailer::new(self.inner.catalog.clone(), self.inner.config.wait);
+        let mut t = self.new_tailer();
         match t.seek_end() {
             Ok(()) => t.next_seq(),
             Err(_) => self.inner.catalog.last().map_or(0, |f| f.header.first_seq),
@@ -679,7 +751,7 @@ impl Queue {
         let handle = w.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
         let result = match handle.map(JoinHandle::join) {
             Some(Ok(r)) => r,
-            Some(Err(_)) => Err(Error::InvalidArgument("I/O thread panicked".into())),
+            Some(Err(_)) => Err(Error::Internal("the I/O thread panicked".into())),
             None => Ok(()),
         };
         if let Err(e) = result {

@@ -145,11 +145,19 @@ fn zero_tail(map: &mut WritableMapping, from: usize) -> u64 {
 }
 
 /// Opens the writer side of the queue: returns where to resume.
+///
+/// `clean` is `Some(next_seq)` after a clean close (the metadata's
+/// `next_seq` then): nothing can be torn, so the data must reach that far;
+/// where it stops short (a zeroed page, a lost write), recovery refuses with
+/// [`Error::Corrupted`] instead of cutting the queue and handing the lost
+/// sequences to new appends.
 pub fn recover(
     config: &Config,
     catalog: &Catalog,
-    clean: bool,
+    clean: Option<u64>,
 ) -> Result<(Resume, RecoveryReport)> {
+    let expected_next = clean;
+    let clean = clean.is_some();
     let base = &config.path;
     for tmp in list_temp_files(base)? {
         std::fs::remove_file(&tmp).map_err(|e| Error::io("remove", &tmp, e))?;
@@ -235,6 +243,27 @@ pub fn recover(
     index.truncate_from(next_index);
 
     let sealed = w.end == WalkEnd::Sealed;
+    if let Some(expected) = expected_next.filter(|&e| w.seq < e) {
+        // The data stops before what the clean close recorded: the frames
+        // after the stop were lost or damaged, and a cut would reuse their
+        // sequences. Refuse, and say where.
+        let what = match &w.end {
+            WalkEnd::Empty => "zero length word".to_string(),
+            WalkEnd::Sealed => "end-of-file marker".to_string(),
+            WalkEnd::Bad(reason) => reason.clone(),
+        };
+        return Err(Error::corrupted(
+            &path,
+            w.offset as u64,
+            Some(w.seq),
+            format!(
+                "{what} at seq {}, but the queue was closed cleanly at next_seq {expected}: \
+                 messages {}..{expected} are damaged or lost (a zeroed page?); \
+                 read the rest with skip_damaged(), or move the queue aside",
+                w.seq, w.seq
+            ),
+        ));
+    }
     if let WalkEnd::Bad(reason) = &w.end {
         if clean && valid_frame_follows(map.as_slice(), w.offset) {
             // After a clean close nothing can be torn: this is damage in

@@ -278,3 +278,53 @@ def test_dump_into_a_closed_pipe_is_quiet(filled: Path) -> None:
     assert proc.stdout.split()[0] == "0"
     assert "Traceback" not in proc.stderr
     assert "BrokenPipe" not in proc.stderr
+
+
+def test_verify_reports_a_zeroed_page_and_checks_what_follows(qpath: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        q.appender().append_batch([f"message {i} ".encode() * 8 for i in range(2000)])
+    first = sorted(qpath.rglob("*.data"))[0]
+    raw = bytearray(first.read_bytes())
+    raw[4096 + 8192 : 4096 + 12288] = bytes(4096)
+    first.write_bytes(bytes(raw))
+    proc = cli("verify", str(qpath))
+    assert proc.returncode == 1, proc.stdout
+    bad = [line for line in proc.stdout.splitlines() if line.startswith("BAD")]
+    assert bad
+    assert all(first.name in line for line in bad)
+    assert "stopped" not in proc.stdout
+    last = proc.stdout.splitlines()[-1]
+    assert last.startswith("FAILED: ")
+    assert "unreachable" in last
+    checked = int(last.split()[1].replace(",", ""))
+    assert checked > 1900  # it went on after the hole
+    assert "Traceback" not in proc.stderr
+
+
+def test_verify_beside_a_live_writer_checks_up_to_the_tail_it_saw(qpath: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        q.appender().append_batch([b"x" * 50] * 50_000)
+    writer = spawn_python(
+        """
+        import sys, time, litemq
+        with litemq.Queue(sys.argv[1], file_size=64 * 1024) as q:
+            app = q.appender()
+            app.append_batch([b"y" * 50] * 100)
+            app.flush()
+            print("writing", flush=True)
+            for _ in range(20_000):  # at most 2M messages, about 20 s
+                app.append_batch([b"y" * 50] * 100)
+                time.sleep(0.001)
+        """,
+        str(qpath),
+    )
+    try:
+        assert writer.stdout is not None
+        assert writer.stdout.readline().strip() == "writing"
+        proc = cli("verify", str(qpath))
+    finally:
+        writer.kill()
+        writer.communicate()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("OK: ")
+    assert " 0 bad" in proc.stdout

@@ -21,8 +21,10 @@ __all__ = [
     "CorruptedError",
     "Follow",
     "ForkedError",
+    "InternalError",
     "LiteMQError",
     "LockedError",
+    "MaybeStoredError",
     "Message",
     "NotFoundError",
     "PayloadView",
@@ -76,6 +78,9 @@ class ClosedError(LiteMQError): ...
 class PoisonedError(LiteMQError):
     cause: BaseException | None
 
+class MaybeStoredError(PoisonedError):
+    seq: int | None
+
 class ConfigError(LiteMQError, ValueError): ...
 
 class UnsupportedVersionError(LiteMQError):
@@ -91,6 +96,7 @@ class NotFoundError(LiteMQError, IndexError):
     next: int | None
 
 class ForkedError(LiteMQError): ...
+class InternalError(LiteMQError): ...
 
 @final
 class Message:
@@ -135,7 +141,7 @@ class Tailer:
     def seek(self, seq: int) -> None: ...
     def seek_time(self, when: datetime | int) -> None: ...
     def seek_end(self) -> None: ...
-    def _skip_damaged(self) -> bool: ...
+    def skip_damaged(self) -> bool: ...
     @property
     def next_seq(self) -> int: ...
     def close(self) -> None: ...

@@ -208,6 +208,18 @@ impl Consumer {
         Ok(())
     }
 
+    /// As [`Tailer::skip_damaged`]: steps over damage at the current
+    /// position (not committed until the next commit).
+    pub fn skip_damaged(&mut self) -> Result<bool> {
+        let skipped = self.tailer.skip_damaged()?;
+        if skipped && self.pending.is_some_and(|p| self.tailer.next_seq() >= p) {
+            // The position to resume at was inside the damage.
+            self.pending = None;
+            self.from_beginning = false;
+        }
+        Ok(skipped)
+    }
+
     /// Reads the next message, or `None` when none is published yet. With
     /// auto-commit, first commits everything read before.
     ///

@@ -16,8 +16,9 @@ pub struct Metadata {
     /// True only between a clean close and the next writer open: recovery
     /// may then skip zeroing the tail of the last file.
     pub clean_shutdown: bool,
-    /// Next sequence at the last clean close (informational; the data files
-    /// are the truth).
+    /// Next sequence at the last clean close. While `clean_shutdown` holds,
+    /// the data must reach it: recovery refuses to open, and readers report
+    /// damage, where the frames stop short of it.
     pub next_seq: u64,
     /// Process id of the last writer.
     pub writer_pid: u32,

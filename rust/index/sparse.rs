@@ -257,6 +257,21 @@ impl SparseIndex {
         lo.checked_sub(1).and_then(|i| self.entry(i))
     }
 
+    /// The first entry after byte `offset`: where a reader resumes after
+    /// damage at `offset` with a known sequence.
+    pub fn ceil_after(&self, offset: u64) -> Option<Entry> {
+        let n = self.count();
+        let (mut lo, mut hi) = (0u64, n);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.entry(mid) {
+                Some(e) if e.offset <= offset => lo = mid + 1,
+                _ => hi = mid,
+            }
+        }
+        (lo..n).find_map(|i| self.entry(i))
+    }
+
     /// The last published entry.
     pub fn last(&self) -> Option<Entry> {
         self.count().checked_sub(1).and_then(|i| self.entry(i))

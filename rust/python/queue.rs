@@ -343,7 +343,8 @@ impl Queue {
     }
 
     /// The message with sequence `seq` (NotFoundError, an IndexError, if the
-    /// queue does not hold it; ValueError outside 0..2**64 - 1).
+    /// queue does not hold it; ValueError outside 0..2**64 - 1; CorruptedError
+    /// if it does but damage on disk is in the way).
     ///
     /// >>> q.get(42).seq
     /// 42
@@ -355,8 +356,9 @@ impl Queue {
 
     /// Messages whose key is exactly `key`, in sequence order, written in
     /// `[start, end)` (aware datetimes or µs since the epoch), at most
-    /// `limit` (>= 0; None: all). Answered from the key index. A `str` key matches the same
-    /// messages as its UTF-8 bytes.
+    /// `limit` (>= 0; None: all). Answered from the key index. A `str` key
+    /// matches the same messages as its UTF-8 bytes. CorruptedError if the
+    /// index points into a data file missing from the middle of the queue.
     ///
     /// >>> [m.seq for m in q.find("customer-7")]
     /// [0, 12]

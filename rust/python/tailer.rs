@@ -300,12 +300,23 @@ impl Tailer {
         self.with(py, |tailer| Ok(tailer.next_seq()))
     }
 
-    /// Steps over a damaged frame at the current position (used by
-    /// `litemq verify`). False when the frame's length is unusable too.
-    fn _skip_damaged(&self, py: Python<'_>) -> PyResult<bool> {
+    /// Steps over damage at the current position, after a read raised
+    /// CorruptedError: a frame whose length is intact is skipped by its
+    /// length; a hole (a zeroed page, a lost write) is skipped to the next
+    /// frame that checks out and whose sequence is known (from the sparse
+    /// index or the next file). The messages in between are lost. Returns
+    /// False when there is nothing to step over (the end of the data) or no
+    /// later frame can be numbered.
+    ///
+    /// >>> try:
+    /// ...     msg = t.read_next()
+    /// ... except litemq.CorruptedError:
+    /// ...     t.skip_damaged()
+    /// True
+    fn skip_damaged(&self, py: Python<'_>) -> PyResult<bool> {
         self.with(py, |reader| match reader {
             Reader::Plain(tailer) => Ok(tailer.skip_damaged()?),
-            Reader::Named(_) => Ok(false),
+            Reader::Named(consumer) => Ok(consumer.skip_damaged()?),
         })
     }
 

@@ -79,6 +79,10 @@ pub struct IoThread {
     /// Messages this process has written, counted as the appenders number
     /// them: equal to `next_seq` with one writer process, from 0 with several.
     tickets: u64,
+    /// Tickets whose frames are in the data file, counted frame by frame
+    /// (`tickets` moves per batch): on a failure, every append below this
+    /// may be stored although it was not done (`Error::MaybeStored`).
+    frames_out: u64,
     /// Several writer processes: the lock taken per batch, and the key-index
     /// generation this process has seen (see `catch_up`).
     append_lock: Option<Arc<AppendLock>>,
@@ -128,6 +132,11 @@ impl IoThread {
             } else {
                 resume.next_seq
             },
+            frames_out: if append_lock.is_some() {
+                0
+            } else {
+                resume.next_seq
+            },
             append_lock,
             // Unlike any recorded generation: the first batch reloads the index.
             key_gen_seen: u64::MAX,
@@ -141,12 +150,21 @@ impl IoThread {
     }
 
     /// Runs until `Shutdown` (or every sender is gone). On an error the
-    /// writer is poisoned, waiters are woken, and the error is returned.
+    /// writer is poisoned, waiters are woken, and the error is returned. A
+    /// panic poisons it too, with [`Error::Internal`] (as fjall's journal
+    /// poisons on unwind): nobody may wait forever for a dead thread.
     pub fn run(mut self) -> Result<()> {
-        let result = self.serve();
+        let _guard = PoisonOnUnwind(self.shared.clone());
+        let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.serve()));
+        let result = served.unwrap_or_else(|payload| {
+            Err(Error::Internal(format!(
+                "the I/O thread panicked: {}",
+                panic_message(payload.as_ref())
+            )))
+        });
         if let Err(e) = &result {
-            let cause = Arc::new(clone_error(e));
-            self.shared.poison(cause);
+            self.shared
+                .poison_written(Arc::new(e.clone()), self.frames_out);
         }
         result
     }
@@ -304,11 +322,19 @@ impl IoThread {
         if roll {
             self.roll(ts)?;
         }
+        let keyed = flags & FLAG_KEY != 0;
+        if keyed {
+            // Whatever can fail in the key index (creating or unsealing a
+            // file) happens before the frame is written: an append that
+            // fails here is not stored.
+            self.key_index.reserve(ts)?;
+        }
         let active = self.active.as_mut().expect("roll leaves an active file");
         let offset = active.write_frame(flags, ts, body);
         self.next_seq += 1;
-        if flags & FLAG_KEY != 0 {
-            // Written after the frame: the key index never gets ahead of the data.
+        self.frames_out += 1;
+        if keyed {
+            // Added after the frame: the key index never gets ahead of the data.
             let key = record::key_of_body(body).expect("appender encoded the key");
             let pos = position::encode(active.header.file_number, offset as u64);
             self.key_index.add(key, pos, ts)?;
@@ -498,30 +524,26 @@ impl IoThread {
     }
 }
 
-/// Errors are not `Clone` (io::Error isn't); keep kind, errno and message.
-fn clone_error(e: &Error) -> Error {
-    match e {
-        Error::Io { op, path, source } => Error::Io {
-            op,
-            path: path.clone(),
-            source: match source.raw_os_error() {
-                Some(code) => std::io::Error::from_raw_os_error(code),
-                None => std::io::Error::new(source.kind(), source.to_string()),
-            },
-        },
-        Error::Corrupted {
-            path,
-            offset,
-            seq,
-            reason,
-        } => Error::Corrupted {
-            path: path.clone(),
-            offset: *offset,
-            seq: *seq,
-            reason: reason.clone(),
-        },
-        other => Error::InvalidArgument(other.to_string()),
+/// Poisons the writer if the I/O thread unwinds past it (a panic that
+/// `run` did not catch, such as one while dropping the thread's state).
+struct PoisonOnUnwind(Arc<WriterShared>);
+
+impl Drop for PoisonOnUnwind {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0
+                .poison(Arc::new(Error::Internal("the I/O thread panicked".into())));
+        }
     }
+}
+
+/// The text of a panic payload (`panic!` with a literal or a format).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
 }
 
 /// True when `f`'s file has no name left (retention in another process or

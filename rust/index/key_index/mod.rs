@@ -731,9 +731,33 @@ impl KeyIndexWriter {
                 "position 0 is reserved".into(),
             ));
         }
+        self.reserve(timestamp_us)?;
+        let a = self.active.as_mut().expect("reserve leaves an active file");
+        if a.count == 0 {
+            a.begin_ms = ts_ms;
+        }
+        a.file
+            .append(a.count, key_hash(key), position, ts_ms, a.begin_ms);
+        a.count += 1;
+        self.last_position = Some(position);
+        self.last_ms = ts_ms;
+        Ok(())
+    }
+
+    /// Does the part of [`add`](Self::add) that can fail on I/O for an item
+    /// stored at `timestamp_us`: starts the next file when the current one is
+    /// full (or there is none), and unseals a sealed one. The engine calls it
+    /// before it writes the message, so that an index file that cannot be
+    /// created fails the append before anything is stored; `add` for the
+    /// same time then has no I/O left to do. Idempotent.
+    #[inline]
+    pub fn reserve(&mut self, timestamp_us: u64) -> Result<()> {
+        let ts_ms = timestamp_us / 1000;
         let roll = match &self.active {
             None => true,
-            Some(a) => a.count >= a.file.items() || ts_ms - a.begin_ms > u64::from(u32::MAX),
+            Some(a) => {
+                a.count >= a.file.items() || ts_ms.saturating_sub(a.begin_ms) > u64::from(u32::MAX)
+            }
         };
         if roll {
             self.roll(ts_ms)?;
@@ -743,14 +767,6 @@ impl KeyIndexWriter {
             a.file.unseal()?;
             a.sealed = false;
         }
-        if a.count == 0 {
-            a.begin_ms = ts_ms;
-        }
-        a.file
-            .append(a.count, key_hash(key), position, ts_ms, a.begin_ms);
-        a.count += 1;
-        self.last_position = Some(position);
-        self.last_ms = ts_ms;
         Ok(())
     }
 
