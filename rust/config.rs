@@ -158,7 +158,9 @@ impl QueueBuilder {
         }
     }
 
-    /// Size each data file is preallocated to. Default 1 GiB, at least 64 KiB.
+    /// Largest size of a data file. Default 1 GiB, at least 64 KiB. Files
+    /// are sparse: disk blocks are allocated as they fill (1 to 64 MiB at a
+    /// time) and a sealed file is trimmed to its data and footer.
     pub fn file_size(mut self, bytes: u64) -> Self {
         self.config.file_size = bytes;
         self

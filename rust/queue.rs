@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::format::frame::max_record_len;
 use crate::format::metadata::Metadata;
 use crate::format::position;
-use crate::format::FORMAT_VERSION;
+use crate::format::{FORMAT_VERSION, OLDEST_READABLE_VERSION};
 use crate::index::key_index::{KeyIndexConfig, KeyIndexReader, KeyIndexWriter};
 use crate::reader::batch::Batch;
 use crate::reader::catalog::Catalog;
@@ -116,7 +116,7 @@ fn read_metadata(path: &Path) -> Result<Option<Metadata>> {
             let m: Metadata = serde_json::from_slice(&bytes).map_err(|e| {
                 Error::corrupted(path, 0, None, format!("metadata.json does not parse: {e}"))
             })?;
-            if m.format_version != FORMAT_VERSION {
+            if !(OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&m.format_version) {
                 return Err(Error::UnsupportedVersion {
                     path: path.to_path_buf(),
                     found: m.format_version,
@@ -218,6 +218,8 @@ impl Queue {
         )?;
         let key_reader = key_index.reader();
         meta.clean_shutdown = false;
+        // New files are written in this version (older files stay as they are).
+        meta.format_version = FORMAT_VERSION;
         meta.writer_pid = std::process::id();
         meta.file_size = config.file_size;
         meta.index_interval = config.index_interval;

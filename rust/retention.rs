@@ -350,6 +350,7 @@ mod tests {
                     counter: i as u32 + 1,
                 },
                 header: DataHeader {
+                    version: crate::format::FORMAT_VERSION,
                     first_seq: i * 100,
                     created_us: i * 1_000_000,
                     file_number: i + 1,

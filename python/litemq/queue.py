@@ -48,7 +48,8 @@ class Queue(_litemq.Queue):
 
     Options (keywords; the defaults suit most uses):
 
-    - ``file_size`` (``"1GiB"``): bytes preallocated per data file; an int or a
+    - ``file_size`` (``"1GiB"``): largest size of a data file (sparse: disk is
+      allocated as it fills, a sealed file is trimmed); an int or a
       string like ``"64MiB"``; at least 64 KiB. Bounds the largest message.
     - ``roll`` (``"daily"``): when to start a new data file: ``"daily"``,
       ``"hourly"``, ``"minutely"`` (UTC), an int or ``"size:64MiB"`` (bytes),

@@ -9,7 +9,7 @@ pub struct Metadata {
     pub format_version: u32,
     /// When the queue was created, µs since the Unix epoch.
     pub created_us: u64,
-    /// Size new data files are preallocated to.
+    /// Largest size of new data files.
     pub file_size: u64,
     /// Sparse-index interval new files are written with.
     pub index_interval: u32,
