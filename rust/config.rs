@@ -206,7 +206,9 @@ impl QueueBuilder {
         self
     }
 
-    /// Geometry of new key-index files. Default 2^20 slots, 2^21 items.
+    /// Geometry of the largest key-index files. Default 2^20 slots, 2^21
+    /// items (44 MiB); the first file is smaller (4096 items, 88 KiB) and
+    /// each next one 4 times larger, up to this.
     pub fn key_index(mut self, config: KeyIndexConfig) -> Self {
         self.config.key_index = config;
         self

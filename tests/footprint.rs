@@ -295,3 +295,35 @@ fn version_3_files_stay_readable_and_writable() {
     }
     assert!(t.read_next().unwrap().is_none());
 }
+
+/// 300 keyed messages: a key index of kilobytes (it was a 44 MiB file).
+#[test]
+fn a_few_keyed_messages_use_a_small_key_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = QueueBuilder::new(dir.path())
+        .file_size(64 << 10)
+        .open()
+        .unwrap();
+    let app = q.appender().unwrap();
+    for i in 0..300u64 {
+        let key = format!("order-{}", i % 40);
+        app.append_record(&litemq::Record {
+            key: Some(key.as_bytes()),
+            ..litemq::Record::new(&payload(i))
+        })
+        .unwrap();
+    }
+    let found = q.find(b"order-7", None, None, None).unwrap();
+    let seqs: Vec<u64> = found.iter().map(|m| m.seq).collect();
+    assert_eq!(seqs, (0..300).filter(|i| i % 40 == 7).collect::<Vec<_>>());
+    q.close().unwrap();
+    let idx = files_with(&dir.path().join("index"), "idx");
+    let (len, alloc): (u64, u64) = idx
+        .iter()
+        .map(|p| (std::fs::metadata(p).unwrap().len(), allocated(p)))
+        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+    assert!(
+        len < 256 << 10 && alloc < 256 << 10,
+        "{len} bytes, {alloc} allocated"
+    );
+}
