@@ -438,6 +438,12 @@ pub fn data_ranges(file: &File, from: u64, to: u64) -> Vec<(u64, u64)> {
     out
 }
 
+/// Bytes of disk allocated to `path` (`st_blocks` × 512), 0 when it is gone.
+pub fn allocated_bytes(path: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).map_or(0, |m| m.blocks() * 512)
+}
+
 fn write_zeros(file: &File, size: u64) -> std::io::Result<()> {
     use std::os::unix::fs::FileExt;
     let chunk = vec![0u8; 1 << 20];

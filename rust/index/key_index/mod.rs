@@ -284,10 +284,27 @@ fn is_not_found(e: &KeyIndexError) -> bool {
     matches!(e, KeyIndexError::Io { source, .. } if source.kind() == io::ErrorKind::NotFound)
 }
 
+/// The index files in `dir`, oldest first, for retention's accounting: each file's path, the
+/// position of its last item (`None` when it has none or its header does not check out) and
+/// the bytes of disk allocated to it.
+pub fn file_sizes(dir: &Path) -> Result<Vec<(PathBuf, Option<u64>, u64)>> {
+    let mut out = Vec::new();
+    for (_, path, _) in scan_dir(dir)? {
+        let end = IndexFile::open(&path, false)
+            .ok()
+            .and_then(|f| f.checked_header().ok())
+            .filter(|h| h.count > 0)
+            .map(|h| h.end_pos);
+        let bytes = crate::storage::mapped::allocated_bytes(&path);
+        out.push((path, end, bytes));
+    }
+    Ok(out)
+}
+
 /// Deletes, oldest first, the index files in `dir` all of whose items are at positions below
 /// `position`, for retention: `position` is the first position of the oldest data file kept,
-/// so those items can only point at deleted messages. Returns the deleted files with their
-/// sizes.
+/// so those items can only point at deleted messages. Returns the deleted files with the
+/// bytes of disk they held.
 ///
 /// A file is judged by its header's end position ([`IndexFile::checked_header`]: O(1), no
 /// item is read), sealed or not: the writer seals rolled files only at its next flush or
@@ -311,7 +328,7 @@ pub fn remove_files_before(dir: &Path, position: u64) -> Result<Vec<(PathBuf, u6
         if !ended_before {
             break;
         }
-        let len = fs::metadata(path).map_or(0, |m| m.len());
+        let len = crate::storage::mapped::allocated_bytes(path);
         drop(f);
         remove_file(path)?;
         removed.push((path.clone(), len));
