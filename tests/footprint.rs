@@ -327,3 +327,102 @@ fn a_few_keyed_messages_use_a_small_key_index() {
         "{len} bytes, {alloc} allocated"
     );
 }
+
+/// A sealed key-index file holds disk for its used items only: closing
+/// gives back the pages of the items never written, and writing on after a
+/// reopen allocates them again first (a full disk is an error, not SIGBUS).
+#[test]
+fn a_closed_key_index_file_gives_back_its_unused_items() {
+    use litemq::index::key_index::{KeyIndexConfig, KeyIndexReader, KeyIndexWriter};
+    let dir = tempfile::tempdir().unwrap();
+    let t0 = 1_790_000_000_000_000u64;
+    let cfg = KeyIndexConfig::default();
+    let mut w = KeyIndexWriter::open_or_create(dir.path(), cfg).unwrap();
+    // The first file (4096 items) full, the second (16384 items) with 10.
+    for i in 0..4106u64 {
+        w.add(format!("k{}", i % 50).as_bytes(), 1 + i * 64, t0 + i)
+            .unwrap();
+    }
+    w.close().unwrap();
+    drop(w);
+    let files = files_with(dir.path(), "idx");
+    assert_eq!(files.len(), 2);
+    let len = std::fs::metadata(&files[1]).unwrap().len();
+    assert_eq!(len, 40 + 4 * 8192 + 20 * 16384 + 56);
+    let slots_and_used = 40 + 4 * 8192 + 20 * 10;
+    assert!(
+        allocated(&files[1]) <= (slots_and_used as u64).div_ceil(4096) * 4096 + 8192,
+        "{} of {len} bytes allocated",
+        allocated(&files[1])
+    );
+    // Reopen and write on: the unused items get their blocks back first.
+    let mut w = KeyIndexWriter::open_or_create(dir.path(), cfg).unwrap();
+    for i in 4106..4200u64 {
+        w.add(format!("k{}", i % 50).as_bytes(), 1 + i * 64, t0 + i)
+            .unwrap();
+    }
+    assert!(allocated(&files[1]) >= len - 4096);
+    w.close().unwrap();
+    let r = KeyIndexReader::open(dir.path()).unwrap();
+    let want: Vec<u64> = (0..4200u64)
+        .filter(|i| i % 50 == 7)
+        .map(|i| 1 + i * 64)
+        .collect();
+    assert_eq!(r.lookup(b"k7", None, None).unwrap(), want);
+}
+
+/// A sealed file cut short exactly at a frame boundary (its marker and
+/// footer gone): shorter files are accepted now, so readers must report it
+/// as damage, not index past the mapping.
+#[test]
+fn a_sealed_file_cut_at_a_frame_boundary_is_reported_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = QueueBuilder::new(dir.path())
+        .file_size(64 << 10)
+        .index_interval(4)
+        .roll(RollStrategy::Count(40))
+        .open()
+        .unwrap();
+    let app = q.appender().unwrap();
+    for i in 0..60 {
+        app.append(&payload(i)).unwrap();
+    }
+    q.close().unwrap();
+    let first = files_with(dir.path(), "data").remove(0);
+    let bytes = std::fs::read(&first).unwrap();
+    // The end of frame 35: past the last sparse-index entry (32).
+    let mut at = DATA_HEADER_LEN;
+    for _ in 0..35 {
+        let len = frame::plain_len(&bytes, at).unwrap();
+        at += frame::frame_size(len as usize);
+    }
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&first)
+        .unwrap();
+    f.set_len(at as u64).unwrap();
+    drop(f);
+    let q = QueueBuilder::new(dir.path())
+        .read_only(true)
+        .open()
+        .unwrap();
+    assert_eq!(q.get(34).unwrap().payload, payload(34));
+    for seq in [35, 36, 39] {
+        let err = q.get(seq).unwrap_err();
+        assert!(
+            matches!(err, Error::Corrupted { .. }),
+            "get({seq}): {err:?}"
+        );
+    }
+    let mut t = q.tailer(Start::Beginning).unwrap();
+    let mut n = 0;
+    let err = loop {
+        match t.read_next() {
+            Ok(Some(_)) => n += 1,
+            Ok(None) => panic!("the damage must be reported"),
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(n, 35);
+    assert!(matches!(err, Error::Corrupted { .. }), "{err:?}");
+}

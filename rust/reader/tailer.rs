@@ -287,6 +287,15 @@ impl Tailer {
             if !more(self.seq, c.info.header.file_number, c.offset) {
                 return Ok(true);
             }
+            if c.offset + 4 > c.map.len() {
+                // A damaged file whose frames reach its (trimmed) end.
+                return Err(Error::corrupted(
+                    c.map.path(),
+                    c.offset as u64,
+                    Some(self.seq),
+                    "frames run to the end of the file without an end-of-file marker",
+                ));
+            }
             let len = c.map.load_u32(c.offset);
             match len {
                 0 => return Ok(false),
@@ -457,6 +466,9 @@ impl Tailer {
         let Some(c) = self.cursor.as_mut() else {
             return Ok(false);
         };
+        if c.offset + 4 > c.map.len() {
+            return Ok(false);
+        }
         let len = c.map.load_u32(c.offset);
         if len == 0 || len == frame::END_OF_FILE {
             return Ok(false);
