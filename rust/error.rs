@@ -7,7 +7,10 @@ use std::sync::Arc;
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong, with the context a user needs to act on it.
-#[derive(Debug, thiserror::Error)]
+///
+/// `Clone`, so that the error that poisoned a writer can be handed to every
+/// caller that waits on it (I/O errors are shared behind an `Arc`).
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// An operating-system call failed (`op` names it, `path` the file).
@@ -16,7 +19,7 @@ pub enum Error {
         op: &'static str,
         path: PathBuf,
         #[source]
-        source: std::io::Error,
+        source: Arc<std::io::Error>,
     },
 
     /// Bytes on disk do not decode: a CRC mismatch, a bad length, a bad header.
@@ -39,6 +42,18 @@ pub enum Error {
     /// An earlier write failed on the I/O thread; nothing after it was written.
     #[error("writer is poisoned by an earlier failure: {cause}")]
     Poisoned { cause: Arc<Error> },
+
+    /// The I/O thread failed (`cause`) after it had written this append's
+    /// frame (or, for a batch, some of its frames) but before the append was
+    /// done: the message may be in the queue (readable now, and after a
+    /// reopen) although it was not made durable as asked. Retrying may store
+    /// it twice; read the queue to find out. The writer is poisoned.
+    #[error("the writer failed after this append was written, so it may be stored{}: {cause}", seq.map(|s| format!(" (seq {s})")).unwrap_or_default())]
+    MaybeStored {
+        /// The append's sequence (a batch's first), when it is known.
+        seq: Option<u64>,
+        cause: Arc<Error>,
+    },
 
     /// A configuration value is out of range or inconsistent.
     #[error("invalid configuration: {0}")]
@@ -67,6 +82,11 @@ pub enum Error {
     /// The queue was opened in a parent process; its I/O thread did not survive `fork()`.
     #[error("queue was opened before fork(); open it again in the child process")]
     Forked,
+
+    /// A bug in litemq: a thread of the engine panicked (the message says
+    /// where). A writer whose I/O thread panicked is poisoned with this cause.
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 impl Error {
@@ -74,7 +94,7 @@ impl Error {
     pub fn errno(&self) -> Option<i32> {
         match self {
             Error::Io { source, .. } => source.raw_os_error(),
-            Error::Poisoned { cause } => cause.errno(),
+            Error::Poisoned { cause } | Error::MaybeStored { cause, .. } => cause.errno(),
             _ => None,
         }
     }
@@ -83,7 +103,7 @@ impl Error {
         Error::Io {
             op,
             path: path.into(),
-            source,
+            source: Arc::new(source),
         }
     }
 
@@ -106,7 +126,11 @@ impl From<crate::index::key_index::KeyIndexError> for Error {
     fn from(e: crate::index::key_index::KeyIndexError) -> Error {
         use crate::index::key_index::KeyIndexError as K;
         match e {
-            K::Io { op, path, source } => Error::Io { op, path, source },
+            K::Io { op, path, source } => Error::Io {
+                op,
+                path,
+                source: Arc::new(source),
+            },
             K::Corrupt { path, reason } => Error::Corrupted {
                 path,
                 offset: 0,
@@ -115,12 +139,8 @@ impl From<crate::index::key_index::KeyIndexError> for Error {
             },
             K::InvalidConfig(m) => Error::InvalidConfig(format!("key index: {m}")),
             K::InvalidArgument(m) => Error::InvalidArgument(format!("key index: {m}")),
-            other => Error::Corrupted {
-                path: std::path::PathBuf::new(),
-                offset: 0,
-                seq: None,
-                reason: other.to_string(),
-            },
+            // The engine adds positions and times in order: out of order is a bug.
+            other @ K::NotAscending { .. } => Error::Internal(other.to_string()),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! litemq: an embedded, persistent, append-only message queue (a journal).
 //!
 //! An [`Appender`] hands messages over a bounded channel to the queue's I/O
-//! thread, which writes CRC-64 framed records into preallocated, memory-mapped
+//! thread, which writes CRC-64 framed records into sparse, memory-mapped
 //! data files. [`Tailer`]s in this or other processes read them back straight
 //! from the mapping, seek by sequence or time, and never see a torn frame.
 //!
@@ -38,10 +38,13 @@ mod writer;
 mod python;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use config::{FlushMode, QueueBuilder, RollPeriod, RollStrategy, WaitStrategy};
+pub use config::{
+    FlushMode, QueueBuilder, RollPeriod, RollStrategy, WaitStrategy, MAX_CHANNEL_CAPACITY,
+    MAX_FILE_SIZE, MAX_INDEX_INTERVAL, MIN_FILE_SIZE,
+};
 pub use consumers::{Consumer, ConsumerInfo, ConsumerOptions};
 pub use error::{Error, Result};
-pub use format::record::{HeaderIter, Record};
+pub use format::record::{HeaderField, HeaderIter, Record};
 pub use index::key_index::KeyIndexConfig;
 pub use queue::{reindex, writer_pid, DataFileInfo, Queue, Stats};
 pub use reader::batch::Batch;

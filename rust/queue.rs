@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::format::frame::max_record_len;
 use crate::format::metadata::Metadata;
 use crate::format::position;
-use crate::format::FORMAT_VERSION;
+use crate::format::{FORMAT_VERSION, OLDEST_READABLE_VERSION};
 use crate::index::key_index::{KeyIndexConfig, KeyIndexReader, KeyIndexWriter};
 use crate::reader::batch::Batch;
 use crate::reader::catalog::Catalog;
@@ -23,6 +23,7 @@ use crate::retention::{RetentionPolicy, RetentionReport};
 use crate::storage::fsutil::write_atomic;
 use crate::storage::layout::{KEY_INDEX_DIR, LOCK_FILE, METADATA_FILE};
 use crate::storage::lock::{Role, WriterLock};
+use crate::storage::mapped::allocated_bytes;
 use crate::writer::append_lock::{AppendLock, APPEND_LOCK_FILE};
 use crate::writer::appender::Appender;
 use crate::writer::handoff::Handoff;
@@ -39,8 +40,15 @@ pub struct DataFileInfo {
     /// One past its last message (the next file's first, or the queue's end).
     pub end_seq: u64,
     pub created_us: u64,
-    /// Preallocated size in bytes.
+    /// The largest the file may grow to (`file_size` when it was created).
     pub size: u64,
+    /// Bytes holding data: the header and the frames (up to the end-of-file
+    /// marker, or what is published of the file being written).
+    pub bytes_written: u64,
+    /// Bytes of disk the data file holds (`st_blocks` × 512).
+    pub bytes_allocated: u64,
+    /// Bytes of disk its sparse index holds.
+    pub index_bytes_allocated: u64,
 }
 
 /// Figures describing a queue, for monitoring.
@@ -49,8 +57,15 @@ pub struct Stats {
     pub first_seq: u64,
     pub next_seq: u64,
     pub files: u64,
-    /// Bytes of data files on disk (preallocated size).
+    /// Bytes of disk the queue's files hold (`st_blocks` × 512): data,
+    /// sparse-index and key-index files.
     pub disk_bytes: u64,
+    /// Bytes of the data files that hold data (headers and frames).
+    pub data_bytes_written: u64,
+    /// Bytes of disk the data files hold.
+    pub data_bytes_allocated: u64,
+    /// Bytes of disk the sparse-index and key-index files hold.
+    pub index_bytes_allocated: u64,
     /// Every sequence below this is msync'd (writer only).
     pub durable_seq: u64,
     pub syncs: u64,
@@ -116,7 +131,7 @@ fn read_metadata(path: &Path) -> Result<Option<Metadata>> {
             let m: Metadata = serde_json::from_slice(&bytes).map_err(|e| {
                 Error::corrupted(path, 0, None, format!("metadata.json does not parse: {e}"))
             })?;
-            if m.format_version != FORMAT_VERSION {
+            if !(OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&m.format_version) {
                 return Err(Error::UnsupportedVersion {
                     path: path.to_path_buf(),
                     found: m.format_version,
@@ -147,9 +162,16 @@ fn write_metadata(path: &Path, m: &Metadata) -> Result<()> {
 }
 
 impl Queue {
-    pub(crate) fn open(config: Config) -> Result<Queue> {
+    pub(crate) fn open(mut config: Config) -> Result<Queue> {
         let base = config.path.clone();
         let meta_path = base.join(METADATA_FILE);
+        // Options the caller did not give come from what the queue remembers
+        // (read before locking: `multi_writer` decides how to lock).
+        if let Ok(Some(m)) = read_metadata(&meta_path) {
+            if let Some(stored) = &m.options {
+                config.apply_stored(stored, &meta_path)?;
+            }
+        }
         if config.read_only {
             let Some(meta) = read_metadata(&meta_path)? else {
                 return Err(no_queue_here(&base));
@@ -202,9 +224,10 @@ impl Queue {
             writer_pid: 0,
             key_index_upto: 0,
             key_index_last: None,
+            options: None,
         });
         let catalog = Arc::new(Catalog::load(&base)?);
-        let (resume, report) = recover(&config, &catalog, clean)?;
+        let (resume, report) = recover(&config, &catalog, clean.then_some(meta.next_seq))?;
         let data_end = match &resume.active {
             Some(a) => a.end_position(),
             None => position::encode(resume.next_file_number, 0),
@@ -218,9 +241,12 @@ impl Queue {
         )?;
         let key_reader = key_index.reader();
         meta.clean_shutdown = false;
+        // New files are written in this version (older files stay as they are).
+        meta.format_version = FORMAT_VERSION;
         meta.writer_pid = std::process::id();
         meta.file_size = config.file_size;
         meta.index_interval = config.index_interval;
+        meta.options = Some(config.stored());
         write_metadata(&meta_path, &meta)?;
 
         let multi = match append_lock {
@@ -354,6 +380,18 @@ impl Queue {
         self.inner.config.read_only
     }
 
+    /// Whether this queue was opened for several writer processes (given,
+    /// or remembered in `metadata.json`).
+    pub fn is_multi_writer(&self) -> bool {
+        self.inner.config.multi_writer
+    }
+
+    /// The file-shaping options in effect (given, or remembered in
+    /// `metadata.json`), as they are remembered.
+    pub fn options(&self) -> crate::format::metadata::StoredOptions {
+        self.inner.config.stored()
+    }
+
     /// An appender; all appenders of a queue share one sequence.
     pub fn appender(&self) -> Result<Appender> {
         self.check_open()?;
@@ -371,7 +409,7 @@ impl Queue {
         if start == Start::Beginning {
             self.first_seq(); // drops files retention removed from the catalog
         }
-        let mut t = Tailer::new(self.inner.catalog.clone(), self.inner.config.wait);
+        let mut t = self.new_tailer();
         match start {
             Start::Beginning => {}
             Start::End => t.seek_end()?,
@@ -380,7 +418,25 @@ impl Queue {
         Ok(t)
     }
 
-    /// One message by sequence, copied out.
+    /// A tailer at the first file, told what the metadata knows is
+    /// published (after a clean close): a zero length word before that is
+    /// damage.
+    fn new_tailer(&self) -> Tailer {
+        let mut t = Tailer::new(self.inner.catalog.clone(), self.inner.config.wait);
+        let meta = self
+            .inner
+            .metadata
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if meta.clean_shutdown {
+            t.expect_published(meta.next_seq);
+        }
+        t
+    }
+
+    /// One message by sequence, copied out. A message below `next_seq` that
+    /// cannot be reached is damage ([`Error::Corrupted`]), never
+    /// [`Error::NotFound`].
     pub fn get(&self, seq: u64) -> Result<OwnedMessage> {
         self.check_open()?;
         let first = self.first_seq();
@@ -394,21 +450,32 @@ impl Queue {
         let mut guard = self.inner.getter.lock().unwrap_or_else(|e| e.into_inner());
         let t = match guard.as_mut() {
             Some(t) => t,
-            None => guard.insert(Tailer::new(
-                self.inner.catalog.clone(),
-                self.inner.config.wait,
-            )),
+            None => guard.insert(self.new_tailer()),
         };
-        if t.next_seq() != seq {
-            t.seek(seq)?;
-        }
-        match t.read_next()? {
-            Some(m) => Ok(m.to_owned()),
-            None => Err(Error::NotFound {
-                seq,
-                first: self.first_seq(),
-                next: self.next_seq(),
-            }),
+        let mut told = false;
+        loop {
+            let reached = if t.next_seq() == seq {
+                Ok(())
+            } else {
+                t.seek(seq)
+            };
+            match reached {
+                Ok(()) => {
+                    if let Some(m) = t.read_next()? {
+                        return Ok(m.to_owned());
+                    }
+                }
+                Err(Error::NotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+            let (first, next) = (self.first_seq(), self.next_seq());
+            if told || seq < first || seq >= next {
+                return Err(Error::NotFound { seq, first, next });
+            }
+            // Published, yet not reached: a hole on the way. Read again,
+            // knowing that, to report where.
+            t.expect_published(next);
+            told = true;
         }
     }
 
@@ -442,6 +509,8 @@ impl Queue {
     /// Messages whose key is exactly `key`, in sequence order, stored in
     /// `[start_us, end_us)` when given, at most `limit` of them. Answered
     /// from the key index: only files whose time range can match are read.
+    /// Items pointing into a data file missing from the middle of the queue
+    /// are [`Error::Corrupted`] (those retention deleted are skipped).
     pub fn find(
         &self,
         key: &[u8],
@@ -475,14 +544,24 @@ impl Queue {
         // The reader `get` keeps: its file stays mapped between calls, so a
         // lookup costs no mmap.
         let mut guard = self.inner.getter.lock().unwrap_or_else(|e| e.into_inner());
-        let t = guard
-            .get_or_insert_with(|| Tailer::new(self.inner.catalog.clone(), self.inner.config.wait));
+        if guard.is_none() {
+            *guard = Some(self.new_tailer());
+        }
+        let t = guard.as_mut().expect("set above");
+        let mut refreshed = false;
         for pos in positions {
             if out.len() >= limit {
                 break;
             }
             t.seek_position(pos)?;
             let Some(m) = t.read_next()? else { continue };
+            if position::decode(m.position()).0 != position::decode(pos).0 {
+                // The file the item points into is gone: retention deleted
+                // it (it is older than every file kept), or it is missing
+                // from the middle of the queue, which is damage.
+                self.check_file_kept(pos, &mut refreshed)?;
+                continue;
+            }
             // Hash collisions and files removed by retention fall out here.
             let in_range =
                 start_us.is_none_or(|s| m.timestamp >= s) && end_us.is_none_or(|e| m.timestamp < e);
@@ -491,6 +570,37 @@ impl Queue {
             }
         }
         Ok(out)
+    }
+
+    /// For a key-index item at `pos` whose data file is not in the catalog:
+    /// fine when retention deleted it, [`Error::Corrupted`] when it is
+    /// missing between files that are there.
+    fn check_file_kept(&self, pos: u64, refreshed: &mut bool) -> Result<()> {
+        let (number, offset) = position::decode(pos);
+        let catalog = &self.inner.catalog;
+        if !std::mem::replace(refreshed, true) {
+            catalog.refresh()?;
+        }
+        let files = catalog.snapshot();
+        if files.iter().any(|f| f.header.file_number == number) {
+            return Ok(());
+        }
+        let before = files.iter().rev().find(|f| f.header.file_number < number);
+        let after = files.iter().find(|f| f.header.file_number > number);
+        match (before, after) {
+            (Some(b), Some(a)) => Err(Error::corrupted(
+                catalog.data_path(a.id),
+                0,
+                None,
+                format!(
+                    "data file number {number} is missing from the middle of the queue \
+                     (between {} and {}); the key index points into it at offset {offset}",
+                    catalog.data_path(b.id).display(),
+                    catalog.data_path(a.id).display()
+                ),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// The data files, oldest first, with the sequences each holds.
@@ -509,6 +619,9 @@ impl Queue {
                 end_seq: files.get(i + 1).map_or(end, |n| n.header.first_seq),
                 created_us: f.header.created_us,
                 size: f.header.file_size,
+                bytes_written: crate::reader::tailer::written_bytes(&self.inner.catalog, f),
+                bytes_allocated: allocated_bytes(&self.inner.catalog.data_path(f.id)),
+                index_bytes_allocated: allocated_bytes(&f.id.index_path(self.path())),
             })
             .collect())
     }
@@ -561,7 +674,9 @@ impl Queue {
     pub fn consumers(&self) -> Result<Vec<ConsumerInfo>> {
         self.check_open()?;
         let next = self.next_seq();
-        crate::consumers::list(self.path(), &self.inner.catalog, next)
+        // After next_seq: first_seq refreshes the catalog if retention ran.
+        let first = self.first_seq();
+        crate::consumers::list(self.path(), &self.inner.catalog, first, next)
     }
 
     /// Forgets consumer `name` (it must not be open anywhere), so that it no
@@ -617,7 +732,7 @@ impl Queue {
 
     /// One past the last message published in the files.
     fn end_on_disk(&self) -> u64 {
-        let mut t = Tailer::new(self.inner.catalog.clone(), self.inner.config.wait);
+        let mut t = self.new_tailer();
         match t.seek_end() {
             Ok(()) => t.next_seq(),
             Err(_) => self.inner.catalog.last().map_or(0, |f| f.header.first_seq),
@@ -635,12 +750,33 @@ impl Queue {
 
     /// Figures for monitoring.
     pub fn stats(&self) -> Stats {
-        let files = self.inner.catalog.snapshot();
+        let first_seq = self.first_seq();
+        let next_seq = self.next_seq();
+        let catalog = &self.inner.catalog;
+        let files = catalog.snapshot();
+        let data_bytes_allocated = files
+            .iter()
+            .map(|f| allocated_bytes(&catalog.data_path(f.id)))
+            .sum();
+        let key_index: u64 = std::fs::read_dir(self.path().join(KEY_INDEX_DIR))
+            .map(|rd| rd.flatten().map(|e| allocated_bytes(&e.path())).sum())
+            .unwrap_or(0);
+        let index_bytes_allocated = key_index
+            + files
+                .iter()
+                .map(|f| allocated_bytes(&f.id.index_path(self.path())))
+                .sum::<u64>();
         let mut s = Stats {
-            first_seq: self.first_seq(),
-            next_seq: self.next_seq(),
+            first_seq,
+            next_seq,
             files: files.len() as u64,
-            disk_bytes: files.iter().map(|f| f.header.file_size).sum(),
+            disk_bytes: data_bytes_allocated + index_bytes_allocated,
+            data_bytes_written: files
+                .iter()
+                .map(|f| crate::reader::tailer::written_bytes(catalog, f))
+                .sum(),
+            data_bytes_allocated,
+            index_bytes_allocated,
             read_only: self.inner.config.read_only,
             recovery: self.inner.recovery.clone(),
             ..Stats::default()
@@ -712,7 +848,7 @@ impl Queue {
         let handle = w.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
         let result = match handle.map(JoinHandle::join) {
             Some(Ok(r)) => r,
-            Some(Err(_)) => Err(Error::InvalidArgument("I/O thread panicked".into())),
+            Some(Err(_)) => Err(Error::Internal("the I/O thread panicked".into())),
             None => Ok(()),
         };
         // Released whatever happens below (dropped on every return).

@@ -207,6 +207,38 @@ def test_reindex_rebuilds_the_key_index(filled: Path) -> None:
     assert len(after) == len(before)
 
 
+def test_reindex_counts_the_messages_retention_left(qpath: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE, roll="count:50") as q:
+        q.appender().append_batch([(b"m", f"k{i % 3}") for i in range(120)])
+        q.appender().flush()
+        assert q.apply_retention(litemq.Retention(max_files=1)).first_seq == 100
+    proc = cli("reindex", str(qpath))
+    assert proc.returncode == 0, proc.stderr
+    # next_seq is 120, but only 100..119 are there.
+    assert proc.stdout.strip() == "OK: 20 keys indexed from 20 messages"
+
+
+def test_consumers_lag_leaves_out_what_retention_deleted(qpath: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE, roll="count:50") as q:
+        q.appender().append_batch([b"m"] * 120)
+        q.appender().flush()
+        with q.tailer(name="slow") as t:
+            for _ in range(10):
+                t.read_next()
+            t.commit()
+        assert q.apply_retention(litemq.Retention(max_files=1)).first_seq == 100
+        assert [(c.name, c.next_seq, c.lag_messages) for c in q.consumers()] == [("slow", 10, 20)]
+    proc = cli("consumers", str(qpath))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[1].split()[:3] == ["slow", "10", "20"]
+    assert "retention deleted 90 messages it had not read" in proc.stdout
+    (record,) = [
+        json.loads(x) for x in cli("consumers", str(qpath), "--format", "json").stdout.splitlines()
+    ]
+    assert (record["lag_messages"], record["deleted_unread"]) == (20, 90)
+
+
 @pytest.mark.parametrize(
     ("args", "code", "words"),
     [
@@ -246,3 +278,53 @@ def test_dump_into_a_closed_pipe_is_quiet(filled: Path) -> None:
     assert proc.stdout.split()[0] == "0"
     assert "Traceback" not in proc.stderr
     assert "BrokenPipe" not in proc.stderr
+
+
+def test_verify_reports_a_zeroed_page_and_checks_what_follows(qpath: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        q.appender().append_batch([f"message {i} ".encode() * 8 for i in range(2000)])
+    first = sorted(qpath.rglob("*.data"))[0]
+    raw = bytearray(first.read_bytes())
+    raw[4096 + 8192 : 4096 + 12288] = bytes(4096)
+    first.write_bytes(bytes(raw))
+    proc = cli("verify", str(qpath))
+    assert proc.returncode == 1, proc.stdout
+    bad = [line for line in proc.stdout.splitlines() if line.startswith("BAD")]
+    assert bad
+    assert all(first.name in line for line in bad)
+    assert "stopped" not in proc.stdout
+    last = proc.stdout.splitlines()[-1]
+    assert last.startswith("FAILED: ")
+    assert "unreachable" in last
+    checked = int(last.split()[1].replace(",", ""))
+    assert checked > 1900  # it went on after the hole
+    assert "Traceback" not in proc.stderr
+
+
+def test_verify_beside_a_live_writer_checks_up_to_the_tail_it_saw(qpath: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        q.appender().append_batch([b"x" * 50] * 50_000)
+    writer = spawn_python(
+        """
+        import sys, time, litemq
+        with litemq.Queue(sys.argv[1], file_size=64 * 1024) as q:
+            app = q.appender()
+            app.append_batch([b"y" * 50] * 100)
+            app.flush()
+            print("writing", flush=True)
+            for _ in range(20_000):  # at most 2M messages, about 20 s
+                app.append_batch([b"y" * 50] * 100)
+                time.sleep(0.001)
+        """,
+        str(qpath),
+    )
+    try:
+        assert writer.stdout is not None
+        assert writer.stdout.readline().strip() == "writing"
+        proc = cli("verify", str(qpath))
+    finally:
+        writer.kill()
+        writer.communicate()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("OK: ")
+    assert " 0 bad" in proc.stdout

@@ -222,8 +222,10 @@ def test_bad_tailer_arguments(queue: litemq.Queue) -> None:
         t.read_next(timeout=float("nan"))
     with pytest.raises(TypeError):
         t.read_next(timeout="1")  # type: ignore[arg-type]
-    with pytest.raises(OverflowError):
+    # A negative sequence is a bad value (issue 12), not pyo3's OverflowError.
+    with pytest.raises(ValueError, match="seq") as info:
         t.seek(-1)
+    assert not isinstance(info.value, OverflowError)
 
 
 def test_bad_seek_time_arguments(queue: litemq.Queue) -> None:
@@ -265,3 +267,73 @@ def test_poisoned_error_carries_its_cause() -> None:
     assert issubclass(litemq.PoisonedError, litemq.LiteMQError)
     e = litemq.PoisonedError("writer is poisoned")
     assert e.cause is None
+
+
+def _zero_page(data: Path, page: int) -> int:
+    """Zeroes the `page`-th 4 KiB page after the 4 KiB header; returns its offset."""
+    raw = bytearray(data.read_bytes())
+    at = 4096 + page * 4096
+    raw[at : at + 4096] = bytes(4096)
+    data.write_bytes(bytes(raw))
+    return at
+
+
+def test_zeroed_page_in_a_sealed_file_raises_and_skip_damaged_steps_over_it(qpath: Path) -> None:
+    payloads = [f"message {i} ".encode() * 8 for i in range(2000)]
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        q.appender().append_batch(payloads)
+    first = sorted(qpath.rglob("*.data"))[0]
+    hole = _zero_page(first, 2)
+    with litemq.Queue(qpath, read_only=True) as q:
+        t = q.tailer()
+        read: list[int] = []
+        errors: list[litemq.CorruptedError] = []
+        while True:
+            try:
+                msg = t.read_next()
+            except litemq.CorruptedError as e:
+                errors.append(e)
+                assert t.skip_damaged(), "frames follow the hole"
+                continue
+            if msg is None:
+                break
+            assert msg.payload == payloads[msg.seq]
+            read.append(msg.seq)
+        # Not "the end of the queue": an error naming the file and offset,
+        # then every message after the hole.
+        assert 1 <= len(errors) <= 2
+        assert all(Path(e.file).name == first.name for e in errors)
+        assert hole - 512 <= errors[-1].offset < hole + 4096
+        assert read[-1] == 1999
+        assert 0 < 2000 - len(read) < 60
+        # At the end of the data there is nothing to step over.
+        assert t.skip_damaged() is False
+
+
+def test_maybe_stored_error_says_a_failed_append_may_be_in_the_queue(qpath: Path) -> None:
+    assert issubclass(litemq.MaybeStoredError, litemq.PoisonedError)
+    assert issubclass(litemq.InternalError, litemq.LiteMQError)
+    q = litemq.Queue(qpath, file_size=SMALL_FILE, flush="sync")
+    app = q.appender()
+    app.append(b"first")
+    # The next data file cannot be created: a directory where its sparse
+    # index goes. A batch bigger than the file then fails at the roll, after
+    # its first part was written.
+    data = sorted(qpath.rglob("*.data"))[0]
+    day, counter = data.stem.split("-")
+    blocker = data.with_name(f"{day}-{int(counter) + 1:04d}.index")
+    blocker.mkdir()
+    with pytest.raises(litemq.MaybeStoredError) as info:
+        app.append_batch([b"x" * 1000] * 100)
+    assert info.value.seq == 1
+    assert isinstance(info.value.cause, OSError)
+    assert info.value.__cause__ is info.value.cause
+    with pytest.raises(litemq.PoisonedError) as later:
+        app.append(b"later")
+    assert not isinstance(later.value, litemq.MaybeStoredError)
+    with pytest.raises(litemq.PoisonedError):
+        q.close()
+    del app, q
+    blocker.rmdir()
+    with litemq.Queue(qpath, read_only=True) as r:
+        assert r.next_seq > 1  # part of the batch is there, as it said

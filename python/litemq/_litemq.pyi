@@ -21,8 +21,10 @@ __all__ = [
     "CorruptedError",
     "Follow",
     "ForkedError",
+    "InternalError",
     "LiteMQError",
     "LockedError",
+    "MaybeStoredError",
     "Message",
     "NotFoundError",
     "PayloadView",
@@ -78,6 +80,9 @@ class ClosedError(LiteMQError): ...
 class PoisonedError(LiteMQError):
     cause: BaseException | None
 
+class MaybeStoredError(PoisonedError):
+    seq: int | None
+
 class ConfigError(LiteMQError, ValueError): ...
 
 class UnsupportedVersionError(LiteMQError):
@@ -93,6 +98,7 @@ class NotFoundError(LiteMQError, IndexError):
     next: int | None
 
 class ForkedError(LiteMQError): ...
+class InternalError(LiteMQError): ...
 
 @final
 class Message:
@@ -137,7 +143,7 @@ class Tailer:
     def seek(self, seq: int) -> None: ...
     def seek_time(self, when: datetime | int) -> None: ...
     def seek_end(self) -> None: ...
-    def _skip_damaged(self) -> bool: ...
+    def skip_damaged(self) -> bool: ...
     @property
     def next_seq(self) -> int: ...
     def close(self) -> None: ...
@@ -184,7 +190,7 @@ class Queue:
         wait: str | None = None,
         key_index: tuple[int, int] | None = None,
         retention: tuple[int | None, int | None, int | None, bool] | None = None,
-        multi_writer: bool = False,
+        multi_writer: bool | None = None,
     ) -> Self: ...
     def appender(self) -> Appender: ...
     @overload

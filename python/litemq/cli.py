@@ -3,16 +3,20 @@
     litemq info PATH                      files, sizes, sequence and time range, writer
     litemq dump PATH [--from SEQ] [--limit N] [--format text|json|hex]
     litemq tail [-f] [-n N] PATH          the last messages; -f keeps following
-    litemq verify PATH                    check every frame; exit 1 if any is bad
+    litemq verify PATH                    check every frame up to the tail seen at the start;
+                                          exit 1 if any is bad or unreachable
     litemq get PATH SEQ                   one message
     litemq find PATH KEY [--start T] [--end T] [--limit N]
     litemq reindex PATH                   rebuild the key index, with a progress bar
+                                          (takes the writer lock: not beside a writer)
     litemq consumers PATH [--format text|json]
                                           named tailers: position, lag, last commit
     litemq retain PATH [--max-age 7d] [--max-bytes 10G] [--max-files N] [--protect-unconsumed]
                                           delete old data files now (beside a live writer)
 
-Every command opens the queue read-only, so it runs beside a live writer.
+Every command but ``reindex`` opens the queue read-only, so it runs beside a
+live writer; ``reindex`` takes the writer lock (it fails with LockedError
+while a writer runs).
 ``--format json`` prints one JSON object per line (JSON Lines) for programs.
 Errors print one line on stderr and exit with status 1 (2 for usage errors).
 """
@@ -167,15 +171,16 @@ def _open(path: str) -> Queue:
     return Queue(path, read_only=True)
 
 
-def _data_files(path: Path) -> list[Path]:
-    return sorted(p for p in path.rglob("*.data") if p.is_file())
+def _allocated(p: Path) -> int:
+    """Bytes of disk a file holds (its blocks), not its apparent length."""
+    return p.stat().st_blocks * 512
 
 
 def cmd_info(args: argparse.Namespace, out: IO[str]) -> int:
     base = Path(args.path)
     with _open(args.path) as q:
         first, nxt = q.first_seq, q.next_seq
-        files = _data_files(base)
+        files = q.data_files()
         index_files = sorted(p for p in base.rglob("*.index") if p.is_file())
         first_time = last_time = None
         if nxt > first:
@@ -190,10 +195,18 @@ def cmd_info(args: argparse.Namespace, out: IO[str]) -> int:
             "last_time": None if last_time is None else _iso(last_time),
             "writer_pid": _litemq.writer_pid(base),
             "data_files": [
-                {"file": str(p.relative_to(base)), "bytes": p.stat().st_size} for p in files
+                {
+                    "file": str(Path(f["path"]).relative_to(base)),
+                    "bytes": f["bytes_written"],
+                    "allocated": f["bytes_allocated"],
+                    "size": f["size"],
+                }
+                for f in files
             ],
             "index_files": len(index_files),
-            "disk_bytes": sum(p.stat().st_size for p in base.rglob("*") if p.is_file()),
+            "bytes_written": sum(f["bytes_written"] for f in files),
+            "disk_bytes": sum(_allocated(p) for p in base.rglob("*") if p.is_file()),
+            "options": _options(base),
         }
     if args.format == "json":
         out.write(json.dumps(info) + "\n")
@@ -207,14 +220,30 @@ def cmd_info(args: argparse.Namespace, out: IO[str]) -> int:
         ("writer", f"pid {writer}" if writer is not None else "none (not locked)"),
         ("data files", str(len(files))),
         ("index files", str(len(index_files))),
-        ("disk usage", _human(info["disk_bytes"])),
+        (
+            "disk usage",
+            f"{_human(info['disk_bytes'])} allocated, {_human(info['bytes_written'])} of data",
+        ),
     ]
+    if info["options"]:
+        rows.append(("options", " ".join(f"{k}={v}" for k, v in info["options"].items())))
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
         out.write(f"{key:<{width}}  {value}\n")
     for f in info["data_files"]:
-        out.write(f"  {f['file']}  {_human(f['bytes'])}\n")
+        out.write(
+            f"  {f['file']}  {_human(f['bytes'])} written, {_human(f['allocated'])} allocated\n"
+        )
     return 0
+
+
+def _options(base: Path) -> dict[str, Any]:
+    """The options the queue was created with (metadata.json), as `info` shows them."""
+    try:
+        meta = json.loads((base / "metadata.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in (meta.get("options") or {}).items() if v is not None}
 
 
 def _human(n: int) -> str:
@@ -303,25 +332,42 @@ class _Progress:
 
 
 def cmd_verify(args: argparse.Namespace, out: IO[str]) -> int:
+    """Checks every frame up to the tail seen when it starts.
+
+    Beside a live writer, messages appended meanwhile are not checked (the
+    summary counts them); files retention deletes meanwhile are counted too.
+    """
     bad = 0
     checked = 0
+    deleted = 0
     with _open(args.path) as q:
-        first, nxt = q.first_seq, q.next_seq
-        progress = _Progress(nxt - first)
+        first, end = q.first_seq, q.next_seq
+        progress = _Progress(end - first)
         with q.tailer() as t:
-            while True:
+            while t.next_seq < end:
+                at = t.next_seq
                 try:
                     msg = t.read_next()
                 except _litemq.CorruptedError as e:
                     bad += 1
                     progress.enabled and sys.stderr.write("\n")
                     out.write(
-                        f"BAD seq={e.seq if e.seq is not None else t.next_seq} "
+                        f"BAD seq={e.seq if e.seq is not None else at} "
                         f"file={e.file} offset={e.offset}: {e.reason}\n"
                     )
-                    if not t._skip_damaged():
+                    if not t.skip_damaged():
                         out.write(f"stopped: the rest of {e.file} cannot be walked\n")
                         break
+                    continue
+                except _litemq.NotFoundError as e:
+                    # Retention deleted the files holding `at` meanwhile.
+                    if e.first is None or e.first <= at:
+                        raise
+                    resume = min(e.first, end)
+                    deleted += resume - at
+                    if resume >= end:
+                        break
+                    t.seek(resume)
                     continue
                 if msg is None:
                     break
@@ -330,13 +376,17 @@ def cmd_verify(args: argparse.Namespace, out: IO[str]) -> int:
                     progress.update(checked)
         progress.update(checked)
         progress.done()
-        expected = nxt - first
-    status = "OK" if bad == 0 and checked == expected else "FAILED"
-    out.write(
-        f"{status}: {checked:,} frames checked, {bad} bad"
-        + ("" if checked + bad >= expected else f", {expected - checked - bad:,} unreachable")
-        + "\n"
-    )
+        later = max(q.next_seq - end, 0)
+    unreachable = (end - first) - checked - bad - deleted
+    status = "OK" if bad == 0 and unreachable <= 0 else "FAILED"
+    line = f"{status}: {checked:,} frames checked, {bad} bad"
+    if unreachable > 0:
+        line += f", {unreachable:,} unreachable"
+    if deleted:
+        line += f", {deleted:,} deleted by retention meanwhile"
+    if later:
+        line += f" (up to seq {end - 1:,}; {later:,} appended since, not checked)"
+    out.write(line + "\n")
     return 0 if status == "OK" else 1
 
 
@@ -344,9 +394,11 @@ def cmd_reindex(args: argparse.Namespace, out: IO[str]) -> int:
     if not Path(args.path).exists():
         raise _Failure(f"{args.path}: no such queue (the directory does not exist)")
     with _open(args.path) as q:
-        total = q.next_seq
+        first, nxt = q.first_seq, q.next_seq
+    # The queue holds first..next (retention deleted what came before).
+    total = nxt - first
     progress = _Progress(total, "reindexing")
-    keys = _litemq.reindex(args.path, progress.update)
+    keys = _litemq.reindex(args.path, lambda seq: progress.update(seq - first))
     progress.update(total)
     progress.done()
     out.write(f"OK: {keys:,} keys indexed from {total:,} messages\n")
@@ -356,7 +408,7 @@ def cmd_reindex(args: argparse.Namespace, out: IO[str]) -> int:
 def cmd_consumers(args: argparse.Namespace, out: IO[str]) -> int:
     with _open(args.path) as q:
         consumers = q.consumers()
-        nxt = q.next_seq
+        first, nxt = q.first_seq, q.next_seq
     if args.format == "json":
         for c in consumers:
             record = {
@@ -364,6 +416,7 @@ def cmd_consumers(args: argparse.Namespace, out: IO[str]) -> int:
                 "next_seq": c.next_seq,
                 "lag_messages": c.lag_messages,
                 "lag_bytes": c.lag_bytes,
+                "deleted_unread": max(first - c.next_seq, 0),
                 "committed_at": c.committed_at.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
                 "created_at": c.created_at.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
             }
@@ -387,6 +440,12 @@ def cmd_consumers(args: argparse.Namespace, out: IO[str]) -> int:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         out.write("  ".join(f"{v:<{w}}" for v, w in zip(r, widths, strict=True)).rstrip() + "\n")
+    for c in consumers:
+        if c.next_seq < first:
+            out.write(
+                f"note: {c.name}: retention deleted {first - c.next_seq:,} messages it had "
+                f"not read ({c.next_seq}..{first - 1}); it raises NotFoundError until it seeks\n"
+            )
     return 0
 
 
@@ -448,7 +507,7 @@ def cmd_retain(args: argparse.Namespace, out: IO[str]) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="litemq",
-        description="Look into litemq queues. Every command opens the queue read-only.",
+        description="Look into litemq queues. Every command but reindex opens the queue read-only.",
     )
     parser.add_argument("--version", action="version", version=f"litemq {_litemq.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -14,7 +14,9 @@ class ConsumerInfo:
 
     - ``name``: the name given to ``Queue.tailer(name=...)``;
     - ``next_seq``: committed position, the sequence it reads next;
-    - ``lag_messages``: messages published at or after ``next_seq``;
+    - ``lag_messages``: messages still in the queue at or after ``next_seq``
+      (messages retention deleted before the tailer read them are not
+      counted: a tailer behind ``first_seq`` counts from it);
     - ``lag_bytes``: bytes of those messages' frames still on disk (exact for
       what was published when the listing looked);
     - ``committed_at``: when the position was last committed (UTC);

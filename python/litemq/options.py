@@ -7,6 +7,7 @@ friendly spellings into it and raises `ConfigError` (a `ValueError`) or
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,9 @@ __all__ = [
 ]
 
 PERIODS = ("minutely", "hourly", "daily")
+
+#: Largest size or count any option takes: the engine holds them in 64 bits.
+U64_MAX = (1 << 64) - 1
 
 _UNITS = {
     "": 1,
@@ -53,6 +57,11 @@ class Batch:
     pending or `interval` seconds have passed since the last flush,
     whichever comes first.
 
+    ``bytes`` is 0 to 2**64 - 1 (0: by time only). ``interval`` is seconds
+    (a float, or a ``timedelta``) >= 0; ``float("inf")``, or any interval too
+    long to represent (about 5.8e11 years), means by bytes only. One of the
+    two must be able to fire, else `ConfigError`.
+
     >>> q = litemq.Queue("/tmp/q", flush=litemq.Batch(bytes=1 << 20, interval=0.01))
     """
 
@@ -62,15 +71,15 @@ class Batch:
     def __post_init__(self) -> None:
         if isinstance(self.bytes, bool) or not isinstance(self.bytes, int):
             raise TypeError(f"Batch bytes must be an int, not {type(self.bytes).__name__}")
-        if self.bytes < 0:
-            raise ConfigError(f"Batch bytes must be >= 0, got {self.bytes}")
+        if not 0 <= self.bytes <= U64_MAX:
+            raise ConfigError(f"Batch bytes must be between 0 and {U64_MAX}, got {self.bytes}")
         seconds = self.seconds
-        if not seconds >= 0.0 or seconds == float("inf"):
+        if not seconds >= 0.0:
+            raise ConfigError(f"Batch interval must be a number of seconds >= 0, got {seconds}")
+        if self.bytes == 0 and seconds in (0.0, float("inf")):
             raise ConfigError(
-                f"Batch interval must be a finite number of seconds >= 0, got {seconds}"
+                f"Batch needs bytes > 0 or a finite interval > 0 (got bytes=0, interval={seconds})"
             )
-        if self.bytes == 0 and seconds == 0.0:
-            raise ConfigError("Batch needs bytes > 0 or interval > 0")
 
     @property
     def seconds(self) -> float:
@@ -82,7 +91,10 @@ class Batch:
                 f"Batch interval must be seconds (float) or a timedelta, "
                 f"not {type(self.interval).__name__}"
             )
-        return float(self.interval)
+        try:
+            return float(self.interval)
+        except OverflowError:  # an int beyond any float: as long as inf
+            return math.inf if self.interval > 0 else -math.inf
 
 
 RollRule: TypeAlias = str | int
@@ -91,8 +103,9 @@ FlushSpec: TypeAlias = Literal["async", "sync"] | Batch
 WaitSpec: TypeAlias = Literal["default", "busy-spin"]
 
 
-def parse_size(value: str | int, what: str = "size") -> int:
-    """Bytes from an int or a string such as ``"64MiB"``, ``"1g"``, ``"4096"``.
+def parse_size(value: str | int, what: str = "size", maximum: int | None = U64_MAX) -> int:
+    """Bytes from an int or a string such as ``"64MiB"``, ``"1g"``, ``"4096"``,
+    positive and at most `maximum` (None: the caller checks the bound).
 
     >>> parse_size("64MiB")
     67108864
@@ -115,6 +128,8 @@ def parse_size(value: str | int, what: str = "size") -> int:
         )
     if n <= 0:
         raise ConfigError(f"{what} must be positive, got {value!r}")
+    if maximum is not None and n > maximum:
+        raise ConfigError(f"{what} must be at most {maximum} bytes, got {value!r}")
     return n
 
 
@@ -125,8 +140,8 @@ def _count(value: object, what: str) -> int:
         n = int(value)
     except ValueError:
         raise ConfigError(f"{what} must be a whole number, got {value!r}") from None
-    if n <= 0:
-        raise ConfigError(f"{what} must be positive, got {value!r}")
+    if not 0 < n <= U64_MAX:
+        raise ConfigError(f"{what} must be between 1 and {U64_MAX}, got {value!r}")
     return n
 
 

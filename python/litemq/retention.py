@@ -12,9 +12,12 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from litemq._litemq import ConfigError
-from litemq.options import parse_size
+from litemq.options import U64_MAX, parse_size
 
 __all__ = ["Retention", "RetentionReport", "parse_age"]
+
+#: Longest ``max_age``: the engine counts it in µs, in 64 bits (about 584,542 years).
+MAX_AGE = timedelta(microseconds=U64_MAX)
 
 _AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
@@ -36,20 +39,30 @@ def parse_age(value: timedelta | float | str, what: str = "max_age") -> timedelt
     elif isinstance(value, int | float):
         if value != value or value in (float("inf"), float("-inf")):
             raise ConfigError(f"{what} must be a finite number of seconds, got {value}")
-        age = timedelta(seconds=value)
+        age = _seconds(value, what)
     elif isinstance(value, str):
         m = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*([smhdw]?)\s*", value.lower())
         if m is None:
             raise ConfigError(
                 f"{what} must be a duration like '7d', '12h', '30m', '45s' or '2w', got {value!r}"
             )
-        age = timedelta(seconds=float(m.group(1)) * _AGE_UNITS[m.group(2) or "s"])
+        age = _seconds(float(m.group(1)) * _AGE_UNITS[m.group(2) or "s"], what)
     else:
         raise TypeError(
             f"{what} must be a timedelta, seconds or a string like '7d', not {type(value).__name__}"
         )
     if age <= timedelta(0):
         raise ConfigError(f"{what} must be positive, got {value!r}")
+    return age
+
+
+def _seconds(seconds: float, what: str) -> timedelta:
+    try:
+        age = timedelta(seconds=seconds)
+    except OverflowError:
+        age = timedelta.max
+    if age // timedelta(microseconds=1) > U64_MAX:
+        raise ConfigError(f"{what} must be at most {MAX_AGE}, got {seconds} seconds")
     return age
 
 
@@ -61,10 +74,12 @@ class Retention:
     written always stays and ``protect_unconsumed`` wins:
 
     - ``max_age``: delete a file once its newest message is older than this
-      (a ``timedelta``, seconds, or a string like ``"7d"``);
-    - ``max_bytes``: keep at most this many bytes of data and index files (an
-      int or a string like ``"10GiB"``; preallocated sizes, what the disk holds);
-    - ``max_files``: keep at most this many data files (at least 1);
+      (a ``timedelta``, seconds, or a string like ``"7d"``; at most 2**64 - 1
+      µs, about 584,542 years);
+    - ``max_bytes``: keep at most this many bytes on disk: data, sparse-index
+      and key-index files, counted as the disk blocks they hold (an int or a
+      string like ``"10GiB"``);
+    - ``max_files``: keep at most this many data files (1 to 2**64 - 1);
     - ``protect_unconsumed``: never delete a file that a named tailer has not
       finished (its committed position is in or before the file).
 
@@ -92,6 +107,8 @@ class Retention:
         age = None
         if self.max_age is not None:
             age = parse_age(self.max_age) // timedelta(microseconds=1)
+            if age > U64_MAX:
+                raise ConfigError(f"max_age must be at most {MAX_AGE}, got {self.max_age!r}")
         size = None if self.max_bytes is None else parse_size(self.max_bytes, "max_bytes")
         files = self.max_files
         if files is not None:
@@ -101,6 +118,8 @@ class Retention:
                 raise ConfigError(
                     f"max_files must be at least 1 (the file being written stays), got {files}"
                 )
+            if files > U64_MAX:
+                raise ConfigError(f"max_files must be at most {U64_MAX}, got {files}")
         if not isinstance(self.protect_unconsumed, bool):
             raise TypeError(
                 "protect_unconsumed must be True or False, "
@@ -117,7 +136,7 @@ class RetentionReport:
       index files went too);
     - ``deleted_key_index_files``: key-index files deleted because every key
       in them pointed into deleted data files (the newest is always kept);
-    - ``deleted_bytes``: bytes all those files took;
+    - ``deleted_bytes``: bytes of disk all those files held (their blocks);
     - ``first_seq``: the first sequence still in the queue;
     - ``protected_files``: files a limit wanted gone but a named tailer has
       not consumed yet (only with ``protect_unconsumed=True``).

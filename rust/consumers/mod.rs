@@ -72,7 +72,9 @@ pub struct ConsumerInfo {
     pub name: String,
     /// Committed position: the sequence the consumer reads next.
     pub next_seq: u64,
-    /// Messages published at or after `next_seq` (`queue.next_seq - next_seq`).
+    /// Messages still in the queue at or after `next_seq`
+    /// (`queue.next_seq - max(next_seq, queue.first_seq)`): a consumer
+    /// behind `first_seq` counts from it, as `lag_bytes` does.
     pub lag_messages: u64,
     /// Bytes of the frames of those messages still on disk (headers, CRCs
     /// and padding included; a consumer behind `first_seq` counts from it).
@@ -206,6 +208,18 @@ impl Consumer {
         Ok(())
     }
 
+    /// As [`Tailer::skip_damaged`]: steps over damage at the current
+    /// position (not committed until the next commit).
+    pub fn skip_damaged(&mut self) -> Result<bool> {
+        let skipped = self.tailer.skip_damaged()?;
+        if skipped && self.pending.is_some_and(|p| self.tailer.next_seq() >= p) {
+            // The position to resume at was inside the damage.
+            self.pending = None;
+            self.from_beginning = false;
+        }
+        Ok(skipped)
+    }
+
     /// Reads the next message, or `None` when none is published yet. With
     /// auto-commit, first commits everything read before.
     ///
@@ -304,8 +318,15 @@ pub fn min_position(base: &Path) -> Result<Option<u64>> {
     Ok(snapshots(base)?.iter().map(|s| s.position.next_seq).min())
 }
 
-/// Every named consumer with its lag behind `next_seq` (the queue's end).
-pub fn list(base: &Path, catalog: &Catalog, next_seq: u64) -> Result<Vec<ConsumerInfo>> {
+/// Every named consumer with its lag: the messages still in the queue
+/// (`first_seq..next_seq`) at or after its position. Messages retention
+/// deleted before a consumer read them are gone, not lag.
+pub fn list(
+    base: &Path,
+    catalog: &Catalog,
+    first_seq: u64,
+    next_seq: u64,
+) -> Result<Vec<ConsumerInfo>> {
     let snaps = snapshots(base)?;
     let files = catalog.snapshot();
     let mut offsets = FrameOffsets::new(catalog.base(), &files);
@@ -314,7 +335,7 @@ pub fn list(base: &Path, catalog: &Catalog, next_seq: u64) -> Result<Vec<Consume
         .map(|s| {
             let pos = s.position.next_seq;
             ConsumerInfo {
-                lag_messages: next_seq.saturating_sub(pos),
+                lag_messages: next_seq.saturating_sub(pos.max(first_seq)),
                 lag_bytes: offsets.bytes_between(pos, next_seq),
                 name: s.name,
                 next_seq: pos,

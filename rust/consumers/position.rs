@@ -163,8 +163,7 @@ pub struct Snapshot {
 pub fn read_snapshot(path: &Path) -> Result<Snapshot> {
     let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
     let mut buf = vec![0u8; POSITION_FILE_LEN];
-    file.read_exact_at(&mut buf, 0)
-        .map_err(|e| Error::io("read", path, e))?;
+    read_image(&file, path, &mut buf)?;
     let (name, created_us) = decode_header(path, &buf)?;
     // A commit racing this read shows up as one slot with a bad CRC; the
     // other slot then holds the previous position. Retry once in case both
@@ -172,8 +171,7 @@ pub fn read_snapshot(path: &Path) -> Result<Snapshot> {
     let position = match decode_position(path, &buf) {
         Ok(p) => p,
         Err(_) => {
-            file.read_exact_at(&mut buf, 0)
-                .map_err(|e| Error::io("read", path, e))?;
+            read_image(&file, path, &mut buf)?;
             decode_position(path, &buf)?
         }
     };
@@ -182,6 +180,25 @@ pub fn read_snapshot(path: &Path) -> Result<Snapshot> {
         created_us,
         position,
     })
+}
+
+/// Reads the whole file image. A position file is created whole (written
+/// under a temporary name, then linked into place) and never changes size,
+/// so a short one is damage: `Corrupted` naming the file, not a bare I/O
+/// error.
+fn read_image(file: &File, path: &Path, buf: &mut [u8]) -> Result<()> {
+    match file.read_exact_at(buf, 0) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+            let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+            Err(reject(
+                path,
+                len as usize,
+                format!("position file truncated: {len} of {POSITION_FILE_LEN} bytes"),
+            ))
+        }
+        Err(e) => Err(Error::io("read", path, e)),
+    }
 }
 
 /// An open consumer's position file: mapped read-write and locked (flock)
@@ -427,6 +444,34 @@ mod tests {
         });
         file[SLOT_AT[0]..SLOT_AT[0] + 16].copy_from_slice(&torn[..16]);
         assert_eq!(decode_position(path, &file).unwrap().next_seq, 30);
+    }
+
+    #[test]
+    fn truncated_file_is_corruption_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.pos");
+        let mut image = vec![0u8; POSITION_FILE_LEN];
+        let header = encode_header("billing", 5);
+        image[..header.len()].copy_from_slice(&header);
+        image[SLOT_AT[1]..SLOT_AT[1] + SLOT_LEN].copy_from_slice(&encode_slot(&Position {
+            generation: 1,
+            next_seq: 7,
+            committed_us: 5,
+        }));
+        std::fs::write(&path, &image).unwrap();
+        assert_eq!(read_snapshot(&path).unwrap().position.next_seq, 7);
+        for keep in [0, 100, 1040, POSITION_FILE_LEN - 1] {
+            std::fs::write(&path, &image[..keep]).unwrap();
+            match read_snapshot(&path) {
+                Err(Error::Corrupted {
+                    path: p, reason, ..
+                }) => {
+                    assert_eq!(p, path);
+                    assert!(reason.contains("truncated"), "{reason}");
+                }
+                other => panic!("{keep} bytes: {other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -24,9 +24,9 @@ pub fn frame_size(record_len: usize) -> usize {
 }
 
 /// Largest record a file of `file_size` bytes can hold: the header, the
-/// frame and room for an end-of-file marker after it.
+/// frame and room for an end-of-file marker and the footer after it.
 pub fn max_record_len(file_size: u64) -> usize {
-    let room = file_size as usize - DATA_HEADER_LEN - FRAME_ALIGN;
+    let room = file_size as usize - DATA_HEADER_LEN - FRAME_ALIGN - super::footer::FOOTER_LEN;
     (room & !(FRAME_ALIGN - 1)) - FRAME_OVERHEAD
 }
 
@@ -149,6 +149,6 @@ mod tests {
         assert_eq!(frame_size(12), 24);
         assert_eq!(frame_size(13), 32);
         let max = max_record_len(65536);
-        assert!(DATA_HEADER_LEN + frame_size(max) + 8 <= 65536);
+        assert!(DATA_HEADER_LEN + frame_size(max) + 8 + super::super::footer::FOOTER_LEN <= 65536);
     }
 }

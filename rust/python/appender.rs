@@ -14,6 +14,9 @@ use crate::Record;
 ///
 /// Safe to share between threads. Appends return once the message is handed
 /// to the queue's I/O thread (or, with `flush="sync"`, once it is on disk).
+/// An append that raises PoisonedError was not stored; one that raises
+/// MaybeStoredError (a PoisonedError) may be in the queue: the writer failed
+/// after writing it, so read before retrying.
 ///
 /// >>> app = q.appender()
 /// >>> app.append(b"order 1")

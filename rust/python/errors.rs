@@ -6,11 +6,13 @@
 //! ├── LockedError               .file .pid (writer lock or a consumer name)
 //! ├── ClosedError
 //! ├── PoisonedError             .cause (the original exception, also __cause__)
+//! │   └── MaybeStoredError      .seq: the failed append may be stored anyway
 //! ├── ConfigError               also a ValueError
 //! ├── UnsupportedVersionError   .file .found .supported
 //! ├── ReadOnlyError
 //! ├── NotFoundError             also an IndexError; .seq .first .next
-//! └── ForkedError
+//! ├── ForkedError
+//! └── InternalError             a bug: a thread of the engine panicked
 //! ```
 //! I/O failures are not in the tree: they become `OSError` built from
 //! `(errno, message, filename)`, so Python picks `FileNotFoundError`,
@@ -38,6 +40,8 @@ struct Types {
     read_only: Py<PyType>,
     not_found: Py<PyType>,
     forked: Py<PyType>,
+    maybe_stored: Py<PyType>,
+    internal: Py<PyType>,
 }
 
 static TYPES: PyOnceLock<Types> = PyOnceLock::new();
@@ -71,7 +75,34 @@ fn create(py: Python<'_>) -> PyResult<Types> {
     let b = base.bind(py);
     let value_error = py.get_type::<PyValueError>();
     let index_error = py.get_type::<PyIndexError>();
+    let poisoned = new_type(
+        py,
+        "PoisonedError",
+        &[b],
+        "An earlier write failed; the writer refuses further work.\n\n\
+         Attribute: cause, the original exception (also set as __cause__).",
+        &["cause"],
+    )?;
     Ok(Types {
+        maybe_stored: new_type(
+            py,
+            "MaybeStoredError",
+            &[poisoned.bind(py)],
+            "The writer failed after this append was written (a PoisonedError):\n\
+             the message may be in the queue although the append raised, so a\n\
+             retry may store it twice. Read the queue to find out.\n\n\
+             Attributes: seq (int or None): the append's sequence (a batch's\n\
+             first); cause, the original exception (also __cause__).",
+            &["cause", "seq"],
+        )?,
+        internal: new_type(
+            py,
+            "InternalError",
+            &[b],
+            "A bug in litemq: a thread of the engine panicked. A writer whose\n\
+             I/O thread panicked is poisoned with this as its cause.",
+            &[],
+        )?,
         corrupted: new_type(
             py,
             "CorruptedError",
@@ -96,14 +127,7 @@ fn create(py: Python<'_>) -> PyResult<Types> {
             "The queue, appender or tailer was used after close().",
             &[],
         )?,
-        poisoned: new_type(
-            py,
-            "PoisonedError",
-            &[b],
-            "An earlier write failed; the writer refuses further work.\n\n\
-             Attribute: cause, the original exception (also set as __cause__).",
-            &["cause"],
-        )?,
+        poisoned,
         config: new_type(
             py,
             "ConfigError",
@@ -165,6 +189,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         &t.read_only,
         &t.not_found,
         &t.forked,
+        &t.maybe_stored,
+        &t.internal,
     ] {
         let class = class.bind(py);
         m.add(class.name()?, class)?;
@@ -297,9 +323,22 @@ pub(crate) fn to_pyerr(py: Python<'_>, err: &Error) -> PyErr {
                 ("next", next.into_pyobject(py).unwrap().into_any()),
             ],
         ),
+        Error::MaybeStored { seq, cause } => {
+            let cause = to_pyerr(py, cause);
+            let err = raise(
+                py,
+                &t.maybe_stored,
+                message,
+                &[
+                    ("cause", cause.value(py).clone().into_any()),
+                    ("seq", seq.into_pyobject(py).unwrap().into_any()),
+                ],
+            );
+            err.set_cause(py, Some(cause));
+            err
+        }
         Error::Forked => raise(py, &t.forked, message, &[]),
-        #[allow(unreachable_patterns)]
-        _ => raise(py, &t.base, message, &[]),
+        Error::Internal(_) => raise(py, &t.internal, message, &[]),
     }
 }
 

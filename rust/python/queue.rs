@@ -5,8 +5,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError, Weak};
 use std::time::Duration;
 
-use pyo3::exceptions::PyTypeError;
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
@@ -16,12 +15,12 @@ use super::errors;
 use super::exit;
 use super::fork::ForkSafe;
 use super::message::Message;
-use super::tailer::{start_arg, Reader, ReaderSlot, Tailer};
+use super::tailer::{seq_arg, start_arg, Reader, ReaderSlot, Tailer};
 use super::time;
 use crate::storage::mapped::fork_generation;
 use crate::{
     ConsumerOptions, FlushMode, KeyIndexConfig, QueueBuilder, RollPeriod, RollStrategy,
-    WaitStrategy,
+    WaitStrategy, MAX_CHANNEL_CAPACITY, MAX_FILE_SIZE, MAX_INDEX_INTERVAL, MIN_FILE_SIZE,
 };
 
 /// An open engine queue and the readers of the tailers made from it, which
@@ -155,24 +154,73 @@ fn roll_arg(parts: Vec<(String, u64)>) -> PyResult<RollStrategy> {
     }
 }
 
-/// `(mode, bytes, interval_seconds)` with modes async, sync, batch.
+/// `(mode, bytes, interval_seconds)` with modes async, sync, batch. An
+/// interval too long for a `Duration` (or `inf`) means "by bytes only".
 fn flush_arg(mode: &str, bytes: u64, interval: f64) -> PyResult<FlushMode> {
     match mode {
         "async" => Ok(FlushMode::Async),
         "sync" => Ok(FlushMode::Sync),
         "batch" => {
-            if !(interval.is_finite() && interval >= 0.0) {
+            if interval.is_nan() || interval < 0.0 {
                 return Err(config_error(format!(
                     "flush interval must be a number of seconds >= 0, got {interval}"
                 )));
             }
             Ok(FlushMode::Batch {
                 bytes,
-                interval: Duration::from_secs_f64(interval),
+                interval: Duration::try_from_secs_f64(interval).unwrap_or(Duration::MAX),
             })
         }
         other => Err(config_error(format!(
             "flush must be \"async\", \"sync\" or litemq.Batch(...), got {other:?}"
+        ))),
+    }
+}
+
+/// An integer option in `min..=max`; anything else (too large for 64 bits
+/// included, where pyo3 would raise `OverflowError`) is a `ConfigError`
+/// naming the limits.
+fn bounded_arg(obj: &Bound<'_, PyAny>, what: &str, min: u64, max: u64) -> PyResult<u64> {
+    let out_of_range =
+        || config_error(format!("{what} must be between {min} and {max}, got {obj}"));
+    if obj.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(PyTypeError::new_err(format!(
+            "{what} must be an int, not bool"
+        )));
+    }
+    match obj.extract::<u64>() {
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
+        Ok(_) => Err(out_of_range()),
+        Err(e) if e.is_instance_of::<PyOverflowError>(obj.py()) => Err(out_of_range()),
+        Err(_) => Err(PyTypeError::new_err(format!(
+            "{what} must be an int, not {}",
+            obj.get_type().name()?
+        ))),
+    }
+}
+
+/// `find(limit=...)`: at least 0; a limit beyond what memory could hold is
+/// no limit.
+fn limit_arg(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
+    if obj.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(PyTypeError::new_err(
+            "limit must be an int or None, not bool",
+        ));
+    }
+    match obj.extract::<usize>() {
+        Ok(n) => Ok(n),
+        Err(e) if e.is_instance_of::<PyOverflowError>(obj.py()) => {
+            if obj.lt(0)? {
+                Err(PyValueError::new_err(format!(
+                    "limit must be >= 0, got {obj}"
+                )))
+            } else {
+                Ok(usize::MAX)
+            }
+        }
+        Err(_) => Err(PyTypeError::new_err(format!(
+            "limit must be an int or None, not {}",
+            obj.get_type().name()?
         ))),
     }
 }
@@ -231,45 +279,49 @@ impl Queue {
     #[pyo3(signature = (
         path, *, file_size=None, roll=None, flush=None, index_interval=None,
         verify_on_startup=false, read_only=false, channel_capacity=None, wait=None,
-        key_index=None, retention=None, multi_writer=false,
+        key_index=None, retention=None, multi_writer=None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         path: PathBuf,
-        file_size: Option<u64>,
+        file_size: Option<&Bound<'_, PyAny>>,
         roll: Option<Vec<(String, u64)>>,
         flush: Option<(String, u64, f64)>,
-        index_interval: Option<u32>,
+        index_interval: Option<&Bound<'_, PyAny>>,
         verify_on_startup: bool,
         read_only: bool,
-        channel_capacity: Option<usize>,
+        channel_capacity: Option<&Bound<'_, PyAny>>,
         wait: Option<String>,
         key_index: Option<(u32, u32)>,
         retention: Option<PolicyArg>,
-        multi_writer: bool,
+        multi_writer: Option<bool>,
     ) -> PyResult<Self> {
         let mut builder = QueueBuilder::new(&path)
             .verify_on_startup(verify_on_startup)
-            .read_only(read_only)
-            .multi_writer(multi_writer);
+            .read_only(read_only);
+        if let Some(m) = multi_writer {
+            builder = builder.multi_writer(m);
+        }
         if let Some(n) = file_size {
-            builder = builder.file_size(n);
+            builder = builder.file_size(bounded_arg(n, "file_size", MIN_FILE_SIZE, MAX_FILE_SIZE)?);
         }
         if let Some(parts) = roll {
             builder = builder.roll(roll_arg(parts)?);
         }
-        let mut blocking_appends = multi_writer;
+        let mut blocking_appends = false;
         if let Some((mode, bytes, interval)) = flush {
             let mode = flush_arg(&mode, bytes, interval)?;
             blocking_appends |= mode == FlushMode::Sync;
             builder = builder.flush_mode(mode);
         }
         if let Some(n) = index_interval {
-            builder = builder.index_interval(n);
+            let n = bounded_arg(n, "index_interval", 1, MAX_INDEX_INTERVAL.into())?;
+            builder = builder.index_interval(n as u32);
         }
         if let Some(n) = channel_capacity {
-            builder = builder.channel_capacity(n);
+            let n = bounded_arg(n, "channel_capacity", 1, MAX_CHANNEL_CAPACITY as u64)?;
+            builder = builder.channel_capacity(n as usize);
         }
         if let Some(w) = wait {
             builder = builder.wait_strategy(wait_arg(&w)?);
@@ -281,6 +333,8 @@ impl Queue {
             builder = builder.retention(consumer::policy(policy)?);
         }
         let queue = exit::detach(py, || builder.open())?;
+        // Given or remembered: with several writers an append returns once written.
+        blocking_appends |= queue.is_multi_writer();
         Ok(Queue {
             inner: ForkSafe::new(Core::new(queue)),
             path: path.display().to_string(),
@@ -388,7 +442,9 @@ impl Queue {
 
     /// The data files, oldest first, as dicts: `path`, `file_number`,
     /// `first_seq`, `end_seq` (one past the last sequence it holds),
-    /// `created` (UTC datetime) and `size` (preallocated bytes).
+    /// `created` (UTC datetime), `size` (the largest the file may grow to),
+    /// `bytes_written` (header and frames), `bytes_allocated` (disk blocks,
+    /// `st_blocks` × 512) and `index_bytes_allocated` (its sparse index's).
     ///
     /// >>> [f["first_seq"] for f in q.data_files()]
     /// [0, 50, 100]
@@ -406,25 +462,31 @@ impl Queue {
             d.set_item("end_seq", f.end_seq)?;
             d.set_item("created", time::to_datetime(py, f.created_us)?)?;
             d.set_item("size", f.size)?;
+            d.set_item("bytes_written", f.bytes_written)?;
+            d.set_item("bytes_allocated", f.bytes_allocated)?;
+            d.set_item("index_bytes_allocated", f.index_bytes_allocated)?;
             list.append(d)?;
         }
         Ok(list)
     }
 
     /// The message with sequence `seq` (NotFoundError, an IndexError, if the
-    /// queue does not hold it).
+    /// queue does not hold it; ValueError outside 0..2**64 - 1; CorruptedError
+    /// if it does but damage on disk is in the way).
     ///
     /// >>> q.get(42).seq
     /// 42
-    fn get(&self, py: Python<'_>, seq: u64) -> PyResult<Message> {
+    fn get(&self, py: Python<'_>, seq: &Bound<'_, PyAny>) -> PyResult<Message> {
+        let seq = seq_arg(seq, "seq")?;
         let msg = self.queue()?.get(seq)?;
         Message::from_owned(py, msg)
     }
 
     /// Messages whose key is exactly `key`, in sequence order, written in
     /// `[start, end)` (aware datetimes or µs since the epoch), at most
-    /// `limit`. Answered from the key index. A `str` key matches the same
-    /// messages as its UTF-8 bytes.
+    /// `limit` (>= 0; None: all). Answered from the key index. A `str` key
+    /// matches the same messages as its UTF-8 bytes. CorruptedError if the
+    /// index points into a data file missing from the middle of the queue.
     ///
     /// >>> [m.seq for m in q.find("customer-7")]
     /// [0, 12]
@@ -435,10 +497,11 @@ impl Queue {
         key: &Bound<'_, PyAny>,
         start: Option<&Bound<'_, PyAny>>,
         end: Option<&Bound<'_, PyAny>>,
-        limit: Option<usize>,
+        limit: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Message>> {
         let queue = self.queue()?;
         let key = key_bytes(key)?;
+        let limit = limit.map(limit_arg).transpose()?;
         let start = start.map(|s| time::to_micros(s, "start")).transpose()?;
         let end = end.map(|e| time::to_micros(e, "end")).transpose()?;
         let found = exit::detach(py, || queue.find(&key, start, end, limit))?;

@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError, Weak};
 use std::time::Duration;
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
@@ -193,18 +193,6 @@ impl Tailer {
     }
 }
 
-/// Seconds (`None`: forever) to a wait; `Some(ZERO)` means "do not wait".
-fn timeout_arg(timeout: Option<f64>, what: &str) -> PyResult<Option<Duration>> {
-    match timeout {
-        None => Ok(None),
-        Some(s) if s.is_nan() || s < 0.0 => Err(PyValueError::new_err(format!(
-            "{what} must be a number of seconds >= 0 or None (wait forever), got {s}"
-        ))),
-        Some(s) if s.is_infinite() => Ok(None),
-        Some(s) => Ok(Some(Duration::from_secs_f64(s))),
-    }
-}
-
 /// Where a new tailer starts: `"start"` (default), `"end"` or a sequence.
 pub(crate) fn start_arg(start: Option<&Bound<'_, PyAny>>) -> PyResult<crate::Start> {
     let Some(start) = start else {
@@ -219,19 +207,42 @@ pub(crate) fn start_arg(start: Option<&Bound<'_, PyAny>>) -> PyResult<crate::Sta
             ))),
         };
     }
-    if start.is_instance_of::<pyo3::types::PyBool>() {
-        return Err(PyTypeError::new_err(
-            "start must be \"start\", \"end\" or an int, not bool",
-        ));
+    seq_arg(start, "start").map(crate::Start::Seq).map_err(|e| {
+        if e.is_instance_of::<PyTypeError>(start.py()) {
+            PyTypeError::new_err(format!(
+                "start must be \"start\", \"end\" or an int, not {}",
+                start
+                    .get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            ))
+        } else {
+            e
+        }
+    })
+}
+
+/// A sequence number from a Python int (or anything with `__index__`):
+/// `TypeError` for anything else (bool included), `ValueError` when it is negative or above 2**64 - 1 (where
+/// pyo3's own conversion would raise `OverflowError`).
+pub(crate) fn seq_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<u64> {
+    let py = obj.py();
+    let type_error = || -> PyResult<PyErr> {
+        Ok(PyTypeError::new_err(format!(
+            "{what} must be an int, not {}",
+            obj.get_type().name()?
+        )))
+    };
+    if obj.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(type_error()?);
     }
-    match start.extract::<i128>() {
-        Ok(seq) => u64::try_from(seq).map(crate::Start::Seq).map_err(|_| {
-            PyValueError::new_err(format!("start must be a sequence number >= 0, got {seq}"))
-        }),
-        Err(_) => Err(PyTypeError::new_err(format!(
-            "start must be \"start\", \"end\" or an int, not {}",
-            start.get_type().name()?
+    match obj.extract::<u64>() {
+        Ok(seq) => Ok(seq),
+        Err(e) if e.is_instance_of::<PyOverflowError>(py) => Err(PyValueError::new_err(format!(
+            "{what} must be a sequence number from 0 to 2**64 - 1, got {obj}"
         ))),
+        Err(_) => Err(type_error()?),
     }
 }
 
@@ -255,12 +266,18 @@ impl Tailer {
 
     /// The next message, or None if none came within `timeout` seconds.
     ///
-    /// `timeout=0` (the default) does not wait; `timeout=None` waits forever.
+    /// `timeout=0` (the default) does not wait; `timeout=None` waits forever,
+    /// as do `inf` and any timeout too long to represent. A negative or NaN
+    /// timeout raises ValueError.
     ///
     /// >>> msg = t.read_next(timeout=1.0)
-    #[pyo3(signature = (timeout=0.0))]
-    fn read_next(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Message>> {
-        match timeout_arg(timeout, "timeout")? {
+    #[pyo3(signature = (timeout=Some(time::Seconds(0.0))), text_signature = "(self, timeout=0.0)")]
+    fn read_next(
+        &self,
+        py: Python<'_>,
+        timeout: Option<time::Seconds>,
+    ) -> PyResult<Option<Message>> {
+        match time::timeout_arg(timeout, "timeout")? {
             Some(d) if d.is_zero() => self.__next__(py),
             wait => self.wait(py, wait),
         }
@@ -272,18 +289,20 @@ impl Tailer {
     /// >>> for msg in t.follow():          # Ctrl-C to stop
     /// ...     handle(msg)
     #[pyo3(signature = (idle_timeout=None))]
-    fn follow(slf: Bound<'_, Self>, idle_timeout: Option<f64>) -> PyResult<Follow> {
+    fn follow(slf: Bound<'_, Self>, idle_timeout: Option<time::Seconds>) -> PyResult<Follow> {
         Ok(Follow {
             tailer: slf.unbind(),
-            idle: timeout_arg(idle_timeout, "idle_timeout")?,
+            idle: time::timeout_arg(idle_timeout, "idle_timeout")?,
         })
     }
 
-    /// Moves to sequence `seq`: the next read returns that message.
+    /// Moves to sequence `seq`: the next read returns that message
+    /// (ValueError outside 0..2**64 - 1, NotFoundError if not in the queue).
     ///
     /// >>> t.seek(500); t.read_next().seq
     /// 500
-    fn seek(&self, py: Python<'_>, seq: u64) -> PyResult<()> {
+    fn seek(&self, py: Python<'_>, seq: &Bound<'_, PyAny>) -> PyResult<()> {
+        let seq = seq_arg(seq, "seq")?;
         self.with(py, |tailer| Ok(tailer.seek(seq)?))
     }
 
@@ -310,12 +329,23 @@ impl Tailer {
         self.with(py, |tailer| Ok(tailer.next_seq()))
     }
 
-    /// Steps over a damaged frame at the current position (used by
-    /// `litemq verify`). False when the frame's length is unusable too.
-    fn _skip_damaged(&self, py: Python<'_>) -> PyResult<bool> {
+    /// Steps over damage at the current position, after a read raised
+    /// CorruptedError: a frame whose length is intact is skipped by its
+    /// length; a hole (a zeroed page, a lost write) is skipped to the next
+    /// frame that checks out and whose sequence is known (from the sparse
+    /// index or the next file). The messages in between are lost. Returns
+    /// False when there is nothing to step over (the end of the data) or no
+    /// later frame can be numbered.
+    ///
+    /// >>> try:
+    /// ...     msg = t.read_next()
+    /// ... except litemq.CorruptedError:
+    /// ...     t.skip_damaged()
+    /// True
+    fn skip_damaged(&self, py: Python<'_>) -> PyResult<bool> {
         self.with(py, |reader| match reader {
             Reader::Plain(tailer) => Ok(tailer.skip_damaged()?),
-            Reader::Named(_) => Ok(false),
+            Reader::Named(consumer) => Ok(consumer.skip_damaged()?),
         })
     }
 

@@ -1,7 +1,10 @@
 //! Timestamps: µs since the Unix epoch (UTC) in the engine, `int` or aware
-//! `datetime` in Python.
+//! `datetime` in Python; waits: seconds (`float`) in Python, `Duration` in
+//! the engine.
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use std::time::Duration;
+
+use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyInt};
@@ -73,4 +76,38 @@ pub(crate) fn to_micros(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<u64> {
             "{what} must not be before 1970-01-01 UTC, got {obj}"
         ))
     })
+}
+
+/// Seconds as Python passes them: any real number (`float`, `int`, ...). An
+/// int too large for a float counts as infinite, as `float(10**400)` cannot.
+pub(crate) struct Seconds(pub f64);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Seconds {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        match obj.extract::<f64>() {
+            Ok(s) => Ok(Seconds(s)),
+            Err(e) if e.is_instance_of::<PyOverflowError>(obj.py()) => Ok(Seconds(if obj.gt(0)? {
+                f64::INFINITY
+            } else {
+                f64::NEG_INFINITY
+            })),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// A wait in seconds as Python passes it (`None`: forever) to a `Duration`
+/// (`None`: forever; `Some(ZERO)`: do not wait). Negative and NaN values
+/// raise `ValueError`; `inf`, and any finite wait too long for a `Duration`
+/// (over about 5.8e11 years), mean forever: such a wait never ends anyway.
+pub(crate) fn timeout_arg(timeout: Option<Seconds>, what: &str) -> PyResult<Option<Duration>> {
+    match timeout {
+        None => Ok(None),
+        Some(Seconds(s)) if s.is_nan() || s < 0.0 => Err(PyValueError::new_err(format!(
+            "{what} must be a number of seconds >= 0 or None (wait forever), got {s}"
+        ))),
+        Some(Seconds(s)) => Ok(Duration::try_from_secs_f64(s).ok()),
+    }
 }

@@ -8,11 +8,42 @@ use super::catalog::{Catalog, FileInfo};
 use super::wait::Waiter;
 use crate::config::WaitStrategy;
 use crate::error::{Error, Result};
+use crate::format::footer::{Footer, FOOTER_LEN};
 use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN};
 use crate::format::position;
 use crate::format::record::{self, HeaderIter, RecordView};
 use crate::index::sparse::{Entry, SparseIndex};
+use crate::storage::layout::FileId;
 use crate::storage::mapped::Mapping;
+
+/// How often a tailer that keeps finding a zero length word at the same
+/// place looks (a directory listing and the last file's sparse index) for
+/// frames after it: a zero word is the end of the data only at the tail.
+const HOLE_CHECK_EVERY: Duration = Duration::from_millis(200);
+
+/// What a zero length word at the cursor is.
+enum Zero {
+    /// The end of the published data: nothing valid follows.
+    Tail,
+    /// A frame was published there meanwhile: read again.
+    Filled,
+    /// Damage (a zeroed page, a lost write): frames are known to follow.
+    Hole(Error),
+}
+
+/// Polls at the same zero length word between two looks at what the tailer
+/// knows without I/O (a successor file, a known end).
+const HOLE_CHECK_POLLS: u32 = 64;
+
+/// Where a tailer last found a zero length word, how often it polled there,
+/// and when it last checked (with I/O) for frames after it.
+#[derive(Debug, Clone, Copy)]
+struct Stuck {
+    id: FileId,
+    offset: usize,
+    polls: u32,
+    checked: Instant,
+}
 
 /// Where a new tailer starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -162,6 +193,10 @@ pub struct Tailer {
     cursor: Option<Cursor>,
     /// Sequence the next read returns.
     seq: u64,
+    /// Every sequence below this is known to be published (0: none known):
+    /// a zero length word below it is damage, not the end of the data.
+    known_end: u64,
+    stuck: Option<Stuck>,
 }
 
 impl Tailer {
@@ -172,7 +207,16 @@ impl Tailer {
             wait,
             cursor: None,
             seq,
+            known_end: 0,
+            stuck: None,
         }
+    }
+
+    /// Tells the tailer that every sequence below `end` was published (the
+    /// `next_seq` of a clean close, or one the writer reported): a zero
+    /// length word before it is then damage, reported at once.
+    pub(crate) fn expect_published(&mut self, end: u64) {
+        self.known_end = self.known_end.max(end);
     }
 
     /// Sequence the next read returns.
@@ -270,10 +314,98 @@ impl Tailer {
         self.cursor = Some(cursor);
         self.seq = at_seq;
         if !self.skip_while(|s, _, _| s < seq)? {
+            // Stopped at a zero length word: the end of the data, or a hole
+            // with `seq` after it.
+            if self.at_zero() {
+                if let Zero::Hole(e) = self.zero_kind(true)? {
+                    return Err(e);
+                }
+            }
             let next = self.seq;
             return Err(Error::NotFound { seq, first, next });
         }
         Ok(())
+    }
+
+    /// True when the cursor stands on a zero length word.
+    fn at_zero(&self) -> bool {
+        self.cursor
+            .as_ref()
+            .is_some_and(|c| c.offset + 4 <= c.map.len() && c.map.load_u32(c.offset) == 0)
+    }
+
+    /// Why frames must follow a zero length word at `self.seq` in file
+    /// `id`, from what the tailer knows without I/O.
+    fn frames_follow(&self, id: FileId) -> Option<String> {
+        if let Some(n) = self.catalog.successor(id) {
+            return Some(format!(
+                "the file is followed by {}, from seq {}",
+                self.catalog.data_path(n.id).display(),
+                n.header.first_seq
+            ));
+        }
+        (self.seq < self.known_end).then(|| format!("seq {} was published", self.known_end - 1))
+    }
+
+    /// Tells the end of the data from a hole, for the zero length word at
+    /// the cursor. Without `deep`, the check that costs a directory listing
+    /// runs only when the tailer has waited at the same word for a while.
+    fn zero_kind(&mut self, deep: bool) -> Result<Zero> {
+        let c = self.cursor.as_ref().expect("called with a cursor");
+        let (id, offset) = (c.info.id, c.offset);
+        let mut stuck = match self.stuck {
+            Some(s) if s.id == id && s.offset == offset => s,
+            // First time here: the cheap checks at once.
+            _ => Stuck {
+                id,
+                offset,
+                polls: 0,
+                checked: Instant::now(),
+            },
+        };
+        stuck.polls = stuck.polls.wrapping_add(1);
+        self.stuck = Some(stuck);
+        // A tailer polling at the tail: nothing to do most of the time.
+        if !deep && stuck.polls % HOLE_CHECK_POLLS != 1 {
+            return Ok(Zero::Tail);
+        }
+        let mut why = self.frames_follow(id);
+        if why.is_none() {
+            let now = Instant::now();
+            if deep || now.duration_since(stuck.checked) >= HOLE_CHECK_EVERY {
+                stuck.checked = now;
+                self.stuck = Some(stuck);
+                self.catalog.refresh()?;
+                why = self.frames_follow(id);
+                if why.is_none() {
+                    let end = published_end(&self.catalog);
+                    if end > self.seq {
+                        why = Some(format!(
+                            "the last file's sparse index shows messages up to seq {}",
+                            end - 1
+                        ));
+                    }
+                }
+            }
+        }
+        let Some(why) = why else {
+            return Ok(Zero::Tail);
+        };
+        let c = self.cursor.as_ref().expect("called with a cursor");
+        // Whatever told us that frames follow may have been published after
+        // the word was read: read it again before calling it damage.
+        if c.map.load_u32(offset) != 0 {
+            return Ok(Zero::Filled);
+        }
+        Ok(Zero::Hole(Error::corrupted(
+            c.map.path(),
+            offset as u64,
+            Some(self.seq),
+            format!(
+                "zero length word where a frame must be ({why}): \
+                 a zeroed page or a lost write; skip_damaged() steps over it"
+            ),
+        )))
     }
 
     /// Steps over published frames by their lengths alone (no CRC: the
@@ -287,6 +419,15 @@ impl Tailer {
             };
             if !more(self.seq, c.info.header.file_number, c.offset) {
                 return Ok(true);
+            }
+            if c.offset + 4 > c.map.len() {
+                // A damaged file whose frames reach its (trimmed) end.
+                return Err(Error::corrupted(
+                    c.map.path(),
+                    c.offset as u64,
+                    Some(self.seq),
+                    "frames run to the end of the file without an end-of-file marker",
+                ));
             }
             let len = c.map.load_u32(c.offset);
             match len {
@@ -453,26 +594,102 @@ impl Tailer {
         Ok(())
     }
 
-    /// Skips the frame at the current position when its length is intact
-    /// but its contents are damaged. Returns false when the length itself is
-    /// unusable (the rest of the file can't be walked).
+    /// Steps over damage at the current position, after a read raised
+    /// [`Error::Corrupted`]: a frame whose length is intact but whose
+    /// contents are damaged is skipped by its length; a hole (a zero or
+    /// unusable length word where frames follow) is skipped to the next
+    /// frame that checks out, numbered from the next sparse-index entry or
+    /// the next file (the messages in between are lost). Returns false when
+    /// there is nothing to step over (the end of the data) or no later
+    /// frame can be numbered.
     pub fn skip_damaged(&mut self) -> Result<bool> {
         self.check_open()?;
         self.ensure_cursor()?;
         let Some(c) = self.cursor.as_mut() else {
             return Ok(false);
         };
+        if c.offset + 4 > c.map.len() {
+            return Ok(false);
+        }
         let len = c.map.load_u32(c.offset);
-        if len == 0 || len == frame::END_OF_FILE {
-            return Ok(false);
+        match len {
+            frame::END_OF_FILE => return Ok(false),
+            0 => match self.zero_kind(true)? {
+                Zero::Tail | Zero::Filled => return Ok(false),
+                Zero::Hole(_) => {}
+            },
+            _ => {
+                let next = c.offset.saturating_add(frame::frame_size(len as usize));
+                if next + 4 <= c.map.len() {
+                    c.offset = next;
+                    self.seq += 1;
+                    return Ok(true);
+                }
+            }
         }
-        let next = c.offset + frame::frame_size(len as usize);
-        if next + 4 > c.map.len() {
-            return Ok(false);
+        self.resync()
+    }
+
+    /// Moves past a hole at the cursor to the next frame that checks out
+    /// and whose sequence is known: from the first sparse-index entry after
+    /// the hole, the next file's first sequence, or `known_end`, counting
+    /// frames back from there. Without any, to the next file.
+    fn resync(&mut self) -> Result<bool> {
+        let c = self.cursor.as_mut().expect("called with a cursor");
+        let hole = c.offset;
+        let found = next_valid_frame(&c.map, hole + frame::FRAME_ALIGN);
+        let after = c.entry(&self.catalog, |ix| ix.ceil_after(hole as u64));
+        let id = c.info.id;
+        let mut to: Option<(u64, usize)> = None;
+        if let Some(e) = after {
+            let e_at = e.offset as usize;
+            to = Some((e.seq, e_at));
+            if let Some(p) = found.filter(|&p| p < e_at) {
+                if let Some((n, end)) = count_frames(&c.map, p, Some(e_at)) {
+                    if end == e_at && e.seq >= n {
+                        to = Some((e.seq - n, p));
+                    }
+                }
+            }
+        } else if let Some(p) = found {
+            if let Some((n, end)) = count_frames(&c.map, p, None) {
+                let sealed = c.map.load_u32(end) == frame::END_OF_FILE;
+                let anchor = if sealed {
+                    if self.catalog.successor(id).is_none() {
+                        self.catalog.refresh()?;
+                    }
+                    self.catalog.successor(id).map(|n| n.header.first_seq)
+                } else {
+                    (self.catalog.successor(id).is_none() && self.known_end > self.seq)
+                        .then_some(self.known_end)
+                };
+                to = anchor.filter(|&a| a >= n).map(|a| (a - n, p));
+            }
         }
-        c.offset = next;
-        self.seq += 1;
-        Ok(true)
+        match to {
+            Some((seq, at)) if seq >= self.seq => {
+                let c = self.cursor.as_mut().expect("called with a cursor");
+                c.offset = at;
+                self.seq = seq;
+                Ok(true)
+            }
+            Some(_) => Ok(false),
+            None => {
+                // Nothing numbered after the hole in this file: go on with
+                // the next one (the rest of this one is lost).
+                if self.catalog.successor(id).is_none() {
+                    self.catalog.refresh()?;
+                }
+                match self.catalog.successor(id) {
+                    Some(n) if n.header.first_seq >= self.seq => {
+                        self.seq = n.header.first_seq;
+                        self.cursor = None;
+                        Ok(true)
+                    }
+                    _ => Ok(false),
+                }
+            }
+        }
     }
 
     /// After `Queue::close`: lets go of the file (unmapping it) and says
@@ -535,7 +752,11 @@ impl Tailer {
             }
             let len = c.map.load_u32(c.offset);
             match frame::decode(c.map.as_slice(), c.offset, len) {
-                Ok(FrameAt::Empty) => return Ok(None),
+                Ok(FrameAt::Empty) => match self.zero_kind(false)? {
+                    Zero::Tail => return Ok(None),
+                    Zero::Filled => continue,
+                    Zero::Hole(e) => return Err(e),
+                },
                 Ok(FrameAt::EndOfFile) => {
                     if !self.next_file()? {
                         return Ok(None);
@@ -660,6 +881,46 @@ fn entry_matches(map: &Mapping, e: &Entry) -> bool {
     at + 4 <= map.len() && e.points_at_frame(map.as_slice(), map.load_u32(at))
 }
 
+/// Offset of the first frame at or after `from` (on the frame alignment)
+/// whose length, CRC and record check out.
+fn next_valid_frame(map: &Mapping, from: usize) -> Option<usize> {
+    let file = map.as_slice();
+    let mut at = from.next_multiple_of(frame::FRAME_ALIGN);
+    while at + 4 <= file.len() {
+        let len = map.load_u32(at);
+        if len != 0 && len != frame::END_OF_FILE {
+            if let Ok(FrameAt::Frame { record_len, .. }) = frame::decode(file, at, len) {
+                if record::decode(&file[at + 4..at + 4 + record_len]).is_ok() {
+                    return Some(at);
+                }
+            }
+        }
+        at += frame::FRAME_ALIGN;
+    }
+    None
+}
+
+/// Walks frames by their lengths from `from` until `until` (or the first
+/// zero length or end-of-file marker); returns how many it stepped over and
+/// where it stopped, or `None` when a length runs past the file.
+fn count_frames(map: &Mapping, from: usize, until: Option<usize>) -> Option<(u64, usize)> {
+    let (mut at, mut n) = (from, 0u64);
+    loop {
+        if until.is_some_and(|u| at >= u) {
+            return Some((n, at));
+        }
+        if at + 4 > map.len() {
+            return None;
+        }
+        let len = map.load_u32(at);
+        if len == 0 || len == frame::END_OF_FILE {
+            return Some((n, at));
+        }
+        at = at.checked_add(frame::frame_size(len as usize))?;
+        n += 1;
+    }
+}
+
 /// Timestamp of a file's first message, if it has one that decodes.
 fn first_timestamp(map: &Mapping) -> Option<u64> {
     let len = map.load_u32(DATA_HEADER_LEN);
@@ -674,6 +935,50 @@ fn first_timestamp(map: &Mapping) -> Option<u64> {
 
 fn is_not_found(e: &Error) -> bool {
     matches!(e, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+}
+
+/// Bytes of data file `info` that hold data: its header and frames, up to
+/// its end-of-file marker or the end of what is published. A trimmed sealed
+/// file says so in its footer (read with `pread`); otherwise from its last
+/// sparse-index entry plus a walk of at most one interval.
+pub(crate) fn written_bytes(catalog: &Catalog, info: &FileInfo) -> u64 {
+    use std::os::unix::fs::FileExt;
+    let path = catalog.data_path(info.id);
+    let h = &info.header;
+    if let Ok(file) = std::fs::File::open(&path) {
+        let len = file.metadata().map_or(0, |m| m.len());
+        if h.version >= 4 && len < h.file_size && len >= FOOTER_LEN as u64 {
+            let mut b = [0u8; FOOTER_LEN];
+            if file.read_exact_at(&mut b, len - FOOTER_LEN as u64).is_ok() {
+                if let Ok(f) = Footer::decode(&b) {
+                    return f.frames_end;
+                }
+            }
+        }
+    }
+    let Ok(map) = Mapping::open(&path) else {
+        return 0;
+    };
+    let mut off = DATA_HEADER_LEN;
+    let index = SparseIndex::open(
+        &info.id.index_path(catalog.base()),
+        h.first_seq,
+        map.len() as u64,
+    );
+    if let Some(e) = index
+        .and_then(|ix| ix.last())
+        .filter(|e| entry_matches(&map, e))
+    {
+        off = e.offset as usize;
+    }
+    while off + 4 <= map.len() {
+        let len = map.load_u32(off);
+        if len == 0 || len == frame::END_OF_FILE {
+            break;
+        }
+        off = off.saturating_add(frame::frame_size(len as usize));
+    }
+    off.min(map.len()) as u64
 }
 
 /// Sequence after the last published message, found from the last file's

@@ -23,6 +23,11 @@ pub(crate) struct AppenderInner {
 /// Appends messages to a queue. Cheap to clone; share it between threads.
 /// Sequences are 0-based, dense, and assigned when `append` is called.
 ///
+/// An append that fails with [`Error::Poisoned`] was not stored. One that
+/// waited for its frame (`FlushMode::Sync`, several writer processes) and
+/// fails with [`Error::MaybeStored`] may be in the queue: the writer failed
+/// after writing it, so read before retrying.
+///
 /// ```no_run
 /// # let queue = litemq::QueueBuilder::new("/tmp/q").open()?;
 /// let appender = queue.appender()?;
@@ -151,7 +156,10 @@ impl Appender {
             .push(flags, sync, encode)
             .map_err(|e| self.send_error(e))?;
         if sync {
-            self.inner.shared.wait_durable(seq + 1)?;
+            self.inner
+                .shared
+                .wait_durable(seq + 1)
+                .map_err(|e| self.failed(e, seq, slot.as_deref()))?;
         }
         match slot {
             None => Ok(seq),
@@ -167,7 +175,10 @@ impl Appender {
             .push_batch(batch)
             .map_err(|e| self.send_error(e))?;
         if self.inner.flush == FlushMode::Sync && !range.is_empty() {
-            self.inner.shared.wait_durable(range.end)?;
+            self.inner
+                .shared
+                .wait_durable(range.end)
+                .map_err(|e| self.failed(e, range.start, slot.as_deref()))?;
         }
         match slot {
             None => Ok(range),
@@ -178,10 +189,23 @@ impl Appender {
         }
     }
 
+    /// The error for an append (numbered `first`) whose wait failed: says
+    /// when its frame may be stored although the append failed.
+    fn failed(&self, e: Error, first: u64, slot: Option<&BatchSlot>) -> Error {
+        let seq = match slot {
+            None => Some(first),
+            Some(slot) => slot.seq_of(first),
+        };
+        self.inner.shared.append_error(e, first, seq)
+    }
+
     /// Several writer processes: waits until the I/O thread has written the
     /// message with `ticket` and returns the sequence it got.
     fn seq_of(&self, slot: &BatchSlot, ticket: u64) -> Result<u64> {
-        self.inner.shared.wait_written(ticket + 1)?;
+        self.inner
+            .shared
+            .wait_written(ticket + 1)
+            .map_err(|e| self.failed(e, ticket, Some(slot)))?;
         slot.seq_of(ticket)
             .ok_or_else(|| self.inner.shared.poison_error())
     }

@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 
-use super::active::{ActiveFile, RollLimits};
+use super::active::{ActiveFile, RollLimits, Sealed};
 use super::append_lock::AppendLock;
 use super::command::{Command, EncodedBatch};
 use super::handoff::{Handoff, Sleep};
@@ -79,6 +79,10 @@ pub struct IoThread {
     /// Messages this process has written, counted as the appenders number
     /// them: equal to `next_seq` with one writer process, from 0 with several.
     tickets: u64,
+    /// Tickets whose frames are in the data file, counted frame by frame
+    /// (`tickets` moves per batch): on a failure, every append below this
+    /// may be stored although it was not done (`Error::MaybeStored`).
+    frames_out: u64,
     /// Several writer processes: the lock taken per batch, and the key-index
     /// generation this process has seen (see `catch_up`).
     append_lock: Option<Arc<AppendLock>>,
@@ -108,7 +112,7 @@ impl IoThread {
     ) -> IoThread {
         let mut prefault = PrefaultThread::start();
         if let Some(a) = &resume.active {
-            prefault.set_file(a.map.prefaulter(), a.write_pos);
+            prefault.set_file(a);
         }
         IoThread {
             roll: RollLimits::new(&config.roll),
@@ -128,6 +132,11 @@ impl IoThread {
             } else {
                 resume.next_seq
             },
+            frames_out: if append_lock.is_some() {
+                0
+            } else {
+                resume.next_seq
+            },
             append_lock,
             // Unlike any recorded generation: the first batch reloads the index.
             key_gen_seen: u64::MAX,
@@ -141,12 +150,21 @@ impl IoThread {
     }
 
     /// Runs until `Shutdown` (or every sender is gone). On an error the
-    /// writer is poisoned, waiters are woken, and the error is returned.
+    /// writer is poisoned, waiters are woken, and the error is returned. A
+    /// panic poisons it too, with [`Error::Internal`] (as fjall's journal
+    /// poisons on unwind): nobody may wait forever for a dead thread.
     pub fn run(mut self) -> Result<()> {
-        let result = self.serve();
+        let _guard = PoisonOnUnwind(self.shared.clone());
+        let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.serve()));
+        let result = served.unwrap_or_else(|payload| {
+            Err(Error::Internal(format!(
+                "the I/O thread panicked: {}",
+                panic_message(payload.as_ref())
+            )))
+        });
         if let Err(e) = &result {
-            let cause = Arc::new(clone_error(e));
-            self.shared.poison(cause);
+            self.shared
+                .poison_written(Arc::new(e.clone()), self.frames_out);
         }
         result
     }
@@ -304,11 +322,20 @@ impl IoThread {
         if roll {
             self.roll(ts)?;
         }
+        let keyed = flags & FLAG_KEY != 0;
+        if keyed {
+            // Whatever can fail in the key index (creating or unsealing a
+            // file) happens before the frame is written: an append that
+            // fails here is not stored.
+            self.key_index.reserve(ts)?;
+        }
         let active = self.active.as_mut().expect("roll leaves an active file");
-        let offset = active.write_frame(flags, ts, body);
+        active.allocate_for(record_len)?;
+        let offset = active.write_frame(flags, ts, body)?;
         self.next_seq += 1;
-        if flags & FLAG_KEY != 0 {
-            // Written after the frame: the key index never gets ahead of the data.
+        self.frames_out += 1;
+        if keyed {
+            // Added after the frame: the key index never gets ahead of the data.
             let key = record::key_of_body(body).expect("appender encoded the key");
             let pos = position::encode(active.header.file_number, offset as u64);
             self.key_index.add(key, pos, ts)?;
@@ -319,13 +346,11 @@ impl IoThread {
     /// Seals the active file (end-of-file marker first), then creates the next.
     fn roll(&mut self, ts: u64) -> Result<()> {
         let durable = self.config.flush != FlushMode::Async;
-        if let Some(mut old) = self.active.take() {
-            old.seal();
-            if durable {
-                old.sync()?;
-                old.index.sync()?;
-            } else {
-                self.keep_unsynced(&old)?;
+        if let Some(old) = self.active.take() {
+            // The prefault thread lets go of the file before it is trimmed.
+            self.prefault.clear();
+            if let Some(sealed) = old.seal(durable)? {
+                self.keep_unsynced(sealed)?;
             }
             self.shared
                 .counters
@@ -342,14 +367,14 @@ impl IoThread {
             file_number: self.next_file_number,
             file_size: self.config.file_size,
             index_interval: self.config.index_interval,
+            version: crate::format::FORMAT_VERSION,
         };
         let active = ActiveFile::create(&self.base, id, header, durable)?;
         let dir = id.parent(&self.base);
         if !durable && !self.dirs_unsynced.contains(&dir) {
             self.dirs_unsynced.push(dir);
         }
-        self.prefault
-            .set_file(active.map.prefaulter(), active.write_pos);
+        self.prefault.set_file(&active);
         self.catalog.add(id, header);
         self.last_id = Some(id);
         self.next_file_number += 1;
@@ -362,21 +387,8 @@ impl IoThread {
 
     /// Remembers a file this process leaves with pages possibly dirty, for
     /// the next flush; beyond `MAX_UNSYNCED_SEALED` the oldest is synced now.
-    fn keep_unsynced(&mut self, old: &ActiveFile) -> Result<()> {
-        if old.synced_pos == usize::MAX {
-            return Ok(()); // another writer process's file we never wrote to
-        }
-        let _ = old.map.sync_range_async(
-            old.synced_pos & !4095,
-            old.map.len() - (old.synced_pos & !4095),
-        );
-        let file = old
-            .map
-            .file()
-            .try_clone()
-            .map_err(|e| Error::io("dup", old.map.path(), e))?;
-        self.sealed_unsynced
-            .push((old.map.path().to_path_buf(), file));
+    pub(super) fn keep_unsynced(&mut self, old: Sealed) -> Result<()> {
+        self.sealed_unsynced.push((old.path, old.file));
         if self.sealed_unsynced.len() > MAX_UNSYNCED_SEALED {
             let (path, f) = self.sealed_unsynced.remove(0);
             if !is_unlinked(&f) {
@@ -483,6 +495,14 @@ impl IoThread {
             None => None,
         };
         self.key_index.close()?;
+        if self.append_lock.is_none() {
+            // One writer: nobody writes past our tail, so what is allocated
+            // past it can go.
+            if let Some(a) = &self.active {
+                self.prefault.clear();
+                a.release_unused();
+            }
+        }
         let upto = match &self.active {
             Some(a) => a.end_position(),
             None => position::encode(self.next_file_number, 0),
@@ -498,30 +518,26 @@ impl IoThread {
     }
 }
 
-/// Errors are not `Clone` (io::Error isn't); keep kind, errno and message.
-fn clone_error(e: &Error) -> Error {
-    match e {
-        Error::Io { op, path, source } => Error::Io {
-            op,
-            path: path.clone(),
-            source: match source.raw_os_error() {
-                Some(code) => std::io::Error::from_raw_os_error(code),
-                None => std::io::Error::new(source.kind(), source.to_string()),
-            },
-        },
-        Error::Corrupted {
-            path,
-            offset,
-            seq,
-            reason,
-        } => Error::Corrupted {
-            path: path.clone(),
-            offset: *offset,
-            seq: *seq,
-            reason: reason.clone(),
-        },
-        other => Error::InvalidArgument(other.to_string()),
+/// Poisons the writer if the I/O thread unwinds past it (a panic that
+/// `run` did not catch, such as one while dropping the thread's state).
+struct PoisonOnUnwind(Arc<WriterShared>);
+
+impl Drop for PoisonOnUnwind {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0
+                .poison(Arc::new(Error::Internal("the I/O thread panicked".into())));
+        }
     }
+}
+
+/// The text of a panic payload (`panic!` with a literal or a format).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
 }
 
 /// True when `f`'s file has no name left (retention in another process or

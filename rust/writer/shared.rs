@@ -15,6 +15,9 @@ struct Progress {
     durable: u64,
     /// Set once, by the I/O thread, when a write or sync failed.
     poison: Option<Arc<Error>>,
+    /// With `poison`: every number (sequence or ticket) below this had its
+    /// frame written to the data file before the failure.
+    stored_below: u64,
 }
 
 /// Counters for `Queue::stats`.
@@ -134,11 +137,35 @@ impl WriterShared {
 
     /// Records the failure that stops the writer and wakes every waiter.
     pub fn poison(&self, err: Arc<Error>) {
+        self.poison_written(err, 0);
+    }
+
+    /// [`poison`](Self::poison), telling that every number below
+    /// `stored_below` had its frame written before the failure.
+    pub fn poison_written(&self, err: Arc<Error>, stored_below: u64) {
         let mut p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
-        p.poison.get_or_insert(err);
+        if p.poison.is_none() {
+            p.poison = Some(err);
+            p.stored_below = stored_below;
+        }
         self.poisoned.store(true, Ordering::Release);
         drop(p);
         self.cond.notify_all();
+    }
+
+    /// The error for an append numbered `first` that waited and saw
+    /// `err`: [`Error::MaybeStored`] when the writer failed after writing
+    /// its frame, else `err`. `seq` is its sequence when known.
+    pub fn append_error(&self, err: Error, first: u64, seq: Option<u64>) -> Error {
+        let Error::Poisoned { cause } = err else {
+            return err;
+        };
+        let p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        if first < p.stored_below {
+            Error::MaybeStored { seq, cause }
+        } else {
+            Error::Poisoned { cause }
+        }
     }
 
     /// The poisoning error, if any (cheap when there is none).
