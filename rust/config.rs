@@ -96,11 +96,16 @@ pub enum FlushMode {
 /// How a blocking read waits for the next message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum WaitStrategy {
-    /// Spin briefly, then yield, then sleep with backoff up to 1 ms: low
-    /// latency while messages flow, little CPU when they don't.
+    /// Spin a few microseconds, then sleep on the queue's wake-up word
+    /// (`wake.ctl`, a futex a writer in any process bumps after publishing):
+    /// low latency while messages flow, no CPU while they don't. Where there
+    /// is no usable wake-up word (a read-only handle that cannot write
+    /// `wake.ctl`, not Linux), spin, yield, then sleep with back-off up to 1 ms.
     #[default]
     Default,
-    /// Spin on the mapping without ever sleeping: lowest latency, one core busy.
+    /// Spin on the mapping without ever sleeping: lowest latency, one core
+    /// busy per waiting follower. On a machine with few cores (2) it starves
+    /// the writer's I/O thread and latency gets worse, not better.
     BusySpin,
 }
 

@@ -6,3 +6,4 @@ pub mod catalog;
 pub mod redispatch;
 pub mod tailer;
 pub mod wait;
+pub mod wake;
