@@ -74,6 +74,9 @@ pub struct Stats {
     pub rolls: u64,
     /// Record bytes written since open (writer only).
     pub bytes_written: u64,
+    /// Batches an appending thread wrote itself, finding the I/O thread
+    /// asleep (writer only; `Async` and `Batch` modes, one writer process).
+    pub appender_writes: u64,
     /// Append locks this process took over from dead writer processes
     /// (several writers only).
     pub takeovers: u64,
@@ -827,6 +830,7 @@ impl Queue {
             s.syncs = w.shared.counters.syncs.load(Relaxed);
             s.rolls = w.shared.counters.rolls.load(Relaxed);
             s.bytes_written = w.shared.counters.bytes_written.load(Relaxed);
+            s.appender_writes = w.shared.counters.appender_writes.load(Relaxed);
             if let Some(wake) = w.shared.wake() {
                 (s.wake_calls, s.woken, s.waiter_resets) = wake.counters();
             }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import array
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -390,6 +391,22 @@ def test_stats(queue: litemq.Queue) -> None:
     assert s["read_only"] is False
     assert s["durable_seq"] == 3
     assert isinstance(s["recovery"], dict)
+
+
+def test_lone_appends_are_written_by_the_appending_thread(qpath: Path) -> None:
+    # Appends a few milliseconds apart find the I/O thread asleep: the
+    # appender writes them itself, and a follower sees each without waiting
+    # for another append or a flush.
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        app = q.appender()
+        t = q.tailer()
+        for i in range(10):
+            time.sleep(0.005)
+            app.append(b"%d" % i)
+            msg = t.read_next(timeout=10)
+            assert msg is not None
+            assert (msg.seq, msg.payload) == (i, b"%d" % i)
+        assert q.stats()["appender_writes"] >= 5
 
 
 def test_iterating_a_queue_reads_everything(queue: litemq.Queue) -> None:

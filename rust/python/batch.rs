@@ -41,6 +41,7 @@ pub(crate) fn fill_stats(d: &Bound<'_, PyDict>, s: &crate::Stats) -> PyResult<()
     d.set_item("syncs", s.syncs)?;
     d.set_item("rolls", s.rolls)?;
     d.set_item("bytes_written", s.bytes_written)?;
+    d.set_item("appender_writes", s.appender_writes)?;
     d.set_item("takeovers", s.takeovers)?;
     d.set_item("wake_word", s.wake_word)?;
     d.set_item("waiters", s.waiters)?;

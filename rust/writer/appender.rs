@@ -144,6 +144,12 @@ impl Appender {
         match e {
             SendError::Closed => Error::Closed,
             SendError::Disconnected => self.inner.shared.poison_error(),
+            // Written on this thread and failed: stored or not, as the
+            // frames written before the failure say.
+            SendError::Failed { seq } => {
+                let e = self.inner.shared.poison_error();
+                self.inner.shared.append_error(e, seq, Some(seq))
+            }
         }
     }
 

@@ -9,6 +9,16 @@
 //! only as long as the I/O thread's current work. Sequences are assigned
 //! under the same lock, so they reach the I/O thread in order.
 //!
+//! While the I/O thread sleeps, waking it would put a second wake-up (the
+//! I/O thread's, then the followers') between a lone `append` and a reader
+//! in another process. So in `Async` and `Batch` modes with one writer
+//! process, an appender that finds the I/O thread asleep writes the pending
+//! batch itself, under the I/O thread's own lock (see
+//! `io_thread::IoThread::write_direct`): one thread at a time still writes
+//! the files, in sequence order. Appends closer together than
+//! [`DIRECT_GAP`] wake the I/O thread instead, which then spins and takes
+//! them while the appenders go on (the pipeline of a busy writer).
+//!
 //! With several writer processes a message's sequence is known only once
 //! the I/O thread has written it under the append lock. The handoff then
 //! numbers messages with *tickets* (this process's own count) and hangs a
@@ -16,16 +26,25 @@
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
 
 use super::command::{BatchSlot, Command, EncodedBatch};
+use super::io_thread::{Direct, IoCell};
 
 /// A pending batch is sent once it holds this many messages…
 const BATCH_MESSAGES: usize = 1024;
 /// …or this many bytes.
 const BATCH_BYTES: usize = 64 * 1024;
+/// An append this soon after the previous one made while the I/O thread
+/// slept wakes the I/O thread rather than writing itself: appends are
+/// coming fast, and the I/O thread writing them while the appenders go on
+/// beats each appender writing its own. At least the I/O thread's idle
+/// spin (`io_thread::IDLE_SPIN`) would be pointless: closer appends find it
+/// awake anyway.
+pub const DIRECT_GAP: Duration = Duration::from_micros(20);
 
 #[derive(Debug)]
 struct State {
@@ -35,6 +54,8 @@ struct State {
     pending: EncodedBatch,
     pending_first: u64,
     tx: Option<Sender<Command>>,
+    /// When the last append that found the I/O thread asleep was made.
+    last_asleep: Option<Instant>,
 }
 
 #[derive(Debug)]
@@ -46,10 +67,17 @@ pub struct Handoff {
     spare: Mutex<Vec<EncodedBatch>>,
     /// The pending batch is not empty (read by the I/O thread without the lock).
     has_pending: AtomicBool,
-    /// The I/O thread is about to block, or blocked, on the channel.
+    /// The I/O thread is about to block, or blocked, on the channel, and
+    /// nothing was sent since it said so. Set by the I/O thread (with the
+    /// channel empty); cleared by the I/O thread when it wakes and by every
+    /// send (under `state`): true under `state` means the I/O thread holds
+    /// no command it has not written.
     io_sleeping: AtomicBool,
     /// Several writer processes: numbers are tickets, batches carry slots.
     tickets: bool,
+    /// The I/O thread's state, for appenders to write while it sleeps (set
+    /// by the I/O thread when the mode allows it; dead once it has ended).
+    direct: OnceLock<Weak<IoCell>>,
 }
 
 /// What [`Handoff::prepare_sleep`] found.
@@ -68,6 +96,11 @@ pub enum Sleep {
 pub enum SendError {
     Closed,
     Disconnected,
+    /// The appender wrote the batch (whose first message is `seq`) itself
+    /// and the write failed: the writer is poisoned.
+    Failed {
+        seq: u64,
+    },
 }
 
 impl Handoff {
@@ -80,12 +113,20 @@ impl Handoff {
                 pending: EncodedBatch::default(),
                 pending_first: next_seq,
                 tx: Some(tx),
+                last_asleep: None,
             }),
             spare: Mutex::new(Vec::new()),
             has_pending: AtomicBool::new(false),
             io_sleeping: AtomicBool::new(false),
             tickets,
+            direct: OnceLock::new(),
         }
+    }
+
+    /// Lets appenders write pending batches themselves while the I/O thread
+    /// sleeps (called once by the I/O thread, when its mode allows it).
+    pub fn allow_direct(&self, cell: Weak<IoCell>) {
+        let _ = self.direct.set(cell);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -121,13 +162,65 @@ impl Handoff {
         });
         let full =
             s.pending.entries.len() >= BATCH_MESSAGES || s.pending.bodies.len() >= BATCH_BYTES;
-        if direct || full || self.io_sleeping.load(Ordering::SeqCst) {
+        if direct || full {
             self.send_pending(&mut s)?;
+            self.has_pending.store(false, Ordering::Release);
+        } else if self.io_sleeping.load(Ordering::SeqCst) {
+            if !self.write_direct(&mut s)? {
+                self.send_pending(&mut s)?;
+            }
             self.has_pending.store(false, Ordering::Release);
         } else {
             self.has_pending.store(true, Ordering::Release);
         }
         Ok((seq, slot))
+    }
+
+    /// With the I/O thread asleep: writes the pending batch on this thread,
+    /// when allowed (see the module's doc). False: not written, send it.
+    fn write_direct(&self, s: &mut State) -> Result<bool, SendError> {
+        let now = Instant::now();
+        let recent = s
+            .last_asleep
+            .replace(now)
+            .is_some_and(|t| now.duration_since(t) < DIRECT_GAP);
+        if recent {
+            return Ok(false);
+        }
+        let Some(cell) = self.direct.get().and_then(Weak::upgrade) else {
+            return Ok(false);
+        };
+        // `io_sleeping` under this lock says the I/O thread holds no unwritten
+        // command; an empty channel says none waits in it: nothing older than
+        // the pending batch is unwritten.
+        if !s.tx.as_ref().is_some_and(|tx| tx.is_empty()) {
+            return Ok(false);
+        }
+        // Taken only when the I/O thread has let go of it to sleep (a
+        // poisoned lock is declined too: the I/O thread reports that).
+        let Ok(mut io) = cell.try_lock() else {
+            return Ok(false);
+        };
+        if !io.can_write_direct(&s.pending) {
+            return Ok(false);
+        }
+        let replacement = self.spare_batch();
+        let batch = std::mem::replace(&mut s.pending, replacement);
+        let first_seq = s.pending_first;
+        s.pending_first = s.next_seq;
+        match io.write_direct(first_seq, batch) {
+            Direct::Written => Ok(true),
+            Direct::SyncDue => {
+                // Batch mode's byte or time limit is reached: the I/O thread
+                // syncs (the channel is empty, so this never blocks).
+                if let Some(tx) = &s.tx {
+                    let _ = tx.try_send(Command::Flush);
+                    self.io_sleeping.store(false, Ordering::SeqCst);
+                }
+                Ok(true)
+            }
+            Direct::Failed => Err(SendError::Failed { seq: first_seq }),
+        }
     }
 
     /// Sends a whole batch as one command (after whatever is pending);
@@ -149,12 +242,13 @@ impl Handoff {
         batch.slot = slot.clone();
         self.send_pending(&mut s)?;
         self.has_pending.store(false, Ordering::Release);
-        let tx = s.tx.as_ref().ok_or(SendError::Closed)?;
-        tx.send(Command::Batch {
-            first_seq: first,
-            batch,
-        })
-        .map_err(|_| SendError::Disconnected)?;
+        self.send(
+            s.tx.as_ref(),
+            Command::Batch {
+                first_seq: first,
+                batch,
+            },
+        )?;
         s.next_seq += n;
         s.pending_first = s.next_seq;
         Ok((first..first + n, slot))
@@ -171,9 +265,7 @@ impl Handoff {
         let mut s = self.lock();
         self.send_pending(&mut s)?;
         self.has_pending.store(false, Ordering::Release);
-        let tx = s.tx.as_ref().ok_or(SendError::Closed)?;
-        tx.send(Command::Flush)
-            .map_err(|_| SendError::Disconnected)?;
+        self.send(s.tx.as_ref(), Command::Flush)?;
         Ok(s.next_seq)
     }
 
@@ -186,7 +278,7 @@ impl Handoff {
         }
         let _ = self.send_pending(&mut s);
         if let Some(tx) = s.tx.take() {
-            let _ = tx.send(Command::Shutdown);
+            let _ = self.send(Some(&tx), Command::Shutdown);
         }
         true
     }
@@ -207,9 +299,16 @@ impl Handoff {
         let batch = std::mem::replace(&mut s.pending, replacement);
         let first_seq = s.pending_first;
         s.pending_first = s.next_seq;
-        let tx = s.tx.as_ref().ok_or(SendError::Closed)?;
-        tx.send(Command::Batch { first_seq, batch })
-            .map_err(|_| SendError::Disconnected)
+        self.send(s.tx.as_ref(), Command::Batch { first_seq, batch })
+    }
+
+    /// Sends a command (under `state`). The I/O thread will wake for it, so
+    /// it no longer counts as asleep: appenders must not write past it.
+    fn send(&self, tx: Option<&Sender<Command>>, cmd: Command) -> Result<(), SendError> {
+        let tx = tx.ok_or(SendError::Closed)?;
+        let sent = tx.send(cmd).map_err(|_| SendError::Disconnected);
+        self.io_sleeping.store(false, Ordering::SeqCst);
+        sent
     }
 
     // ---- the I/O thread's side ----
@@ -265,6 +364,12 @@ impl Handoff {
             self.io_sleeping.store(false, Ordering::SeqCst);
             return Sleep::Busy;
         };
+        // A command still in the channel: not asleep (appenders could
+        // otherwise write past it while the I/O thread holds it unwritten).
+        if !s.tx.as_ref().is_none_or(|tx| tx.is_empty()) {
+            self.io_sleeping.store(false, Ordering::SeqCst);
+            return Sleep::Busy;
+        }
         match self.take_locked(&mut s) {
             Some((first, batch)) => {
                 self.io_sleeping.store(false, Ordering::SeqCst);

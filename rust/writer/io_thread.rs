@@ -4,10 +4,15 @@
 //! a bound), writes every frame, and then syncs according to the flush mode.
 //! Syncing once per drained group is the group commit: every `Sync` append
 //! that arrived while the previous msync ran shares the next one.
+//!
+//! Its state lives in an [`IoCell`], a mutex the I/O thread holds whenever
+//! it is not asleep. While it sleeps, an appender may take the lock and
+//! write a pending batch itself ([`IoThread::write_direct`], see `Handoff`):
+//! whoever holds the lock is the one thread writing the files.
 
 use std::fs::File;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use std::sync::atomic::Ordering::Relaxed;
@@ -36,8 +41,11 @@ mod catch_up;
 
 /// In `Sync` mode, most commands handled before a sync even when more keep coming.
 const DRAIN_LIMIT: usize = 4096;
-/// Polls of channel and pending batch before the I/O thread blocks.
-const IDLE_SPINS: u32 = 2_000;
+/// How long the I/O thread polls channel and pending batch before it
+/// sleeps. Short: a lone append that finds it asleep is written by the
+/// appender itself (no wake-up), so spinning only pays for appends closer
+/// together than this, which it then takes as they come.
+pub const IDLE_SPIN: Duration = Duration::from_micros(20);
 /// Sealed files whose pages may still be dirty (async mode) kept for the next
 /// flush; beyond this the oldest is synced at once.
 pub(crate) const MAX_UNSYNCED_SEALED: usize = 4;
@@ -63,6 +71,26 @@ impl Resume {
             last_timestamp: 0,
         }
     }
+}
+
+/// The I/O thread's state, shared with appenders that write while it sleeps.
+pub type IoCell = Mutex<IoThread>;
+
+/// What [`IoThread::write_direct`] did.
+#[derive(Debug)]
+pub enum Direct {
+    /// Written and published.
+    Written,
+    /// Written and published; the flush mode wants a sync now.
+    SyncDue,
+    /// The write failed: the writer is poisoned.
+    Failed,
+}
+
+/// What the I/O thread found while spinning for work.
+enum Idle {
+    Work,
+    Sleep,
 }
 
 pub struct IoThread {
@@ -99,6 +127,9 @@ pub struct IoThread {
     prefault: PrefaultThread,
     roll: RollLimits,
     last_sync: Instant,
+    /// A write an appender made while the I/O thread slept failed: the
+    /// thread stops with this error when it wakes.
+    failed: Option<Error>,
 }
 
 impl IoThread {
@@ -150,6 +181,7 @@ impl IoThread {
             key_index,
             prefault,
             last_sync: Instant::now(),
+            failed: None,
         }
     }
 
@@ -157,9 +189,22 @@ impl IoThread {
     /// writer is poisoned, waiters are woken, and the error is returned. A
     /// panic poisons it too, with [`Error::Internal`] (as fjall's journal
     /// poisons on unwind): nobody may wait forever for a dead thread.
-    pub fn run(mut self) -> Result<()> {
-        let _guard = PoisonOnUnwind(self.shared.clone());
-        let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.serve()));
+    pub fn run(self) -> Result<()> {
+        let shared = self.shared.clone();
+        let handoff = self.handoff.clone();
+        let rx = self.rx.clone();
+        // Appenders may write while this thread sleeps, except when a sync
+        // follows every write (`Sync`: the group commit is this thread's)
+        // or the append lock is taken per batch (several writer processes).
+        let direct = self.config.flush != FlushMode::Sync && self.append_lock.is_none();
+        let cell = Arc::new(Mutex::new(self));
+        if direct {
+            // Weak: once this thread ends and drops `cell`, nobody writes.
+            handoff.allow_direct(Arc::downgrade(&cell));
+        }
+        let _guard = PoisonOnUnwind(shared.clone());
+        let served =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| serve(&cell, &rx, &handoff)));
         let result = served.unwrap_or_else(|payload| {
             Err(Error::Internal(format!(
                 "the I/O thread panicked: {}",
@@ -167,80 +212,76 @@ impl IoThread {
             )))
         });
         if let Err(e) = &result {
-            self.shared
-                .poison_written(Arc::new(e.clone()), self.frames_out);
+            let written = cell.lock().unwrap_or_else(|e| e.into_inner()).frames_out;
+            shared.poison_written(Arc::new(e.clone()), written);
         }
         result
     }
 
-    fn serve(&mut self) -> Result<()> {
-        let mut since_sync = 0usize;
+    /// Spins a little for work (work usually follows work), then tells
+    /// appenders it is going to sleep. `Idle::Sleep`: block on the channel.
+    fn idle(&mut self, rx: &Receiver<Command>) -> Result<Idle> {
+        let start = Instant::now();
+        let mut round = 0u32;
         loop {
-            // Work first: queued commands, then whatever appenders have
-            // pending. Only when both are empty does the thread wait.
-            match self.rx.try_recv() {
-                Ok(Command::Shutdown) => return self.shutdown(),
-                Ok(cmd) => {
-                    self.handle(cmd)?;
-                    since_sync += 1;
-                }
-                Err(TryRecvError::Disconnected) => return self.shutdown(),
-                Err(TryRecvError::Empty) => match self.handoff.take_pending() {
-                    Some((first, batch)) => {
-                        self.write_batch(first, batch)?;
-                        since_sync += 1;
-                    }
-                    None => {
-                        self.sync_if_due(true)?;
-                        since_sync = 0;
-                        if let Some(cmd) = self.idle()? {
-                            if matches!(cmd, Command::Shutdown) {
-                                return self.shutdown();
-                            }
-                            self.handle(cmd)?;
-                            since_sync += 1;
-                        }
-                        continue;
-                    }
-                },
+            if !rx.is_empty() || self.handoff.has_pending() {
+                return Ok(Idle::Work);
             }
-            if since_sync >= DRAIN_LIMIT {
-                self.sync_if_due(true)?;
-                since_sync = 0;
-            } else {
-                self.sync_if_due(false)?;
-            }
-        }
-    }
-
-    /// Waits for work: spins a little (work usually follows work), then
-    /// blocks on the channel after telling appenders to send directly.
-    fn idle(&mut self) -> Result<Option<Command>> {
-        for round in 0..IDLE_SPINS {
-            if !self.rx.is_empty() || self.handoff.has_pending() {
-                return Ok(None);
-            }
-            if round < IDLE_SPINS / 2 {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
+            std::hint::spin_loop();
+            round = round.wrapping_add(1);
+            if round.is_multiple_of(32) && start.elapsed() >= IDLE_SPIN {
+                break;
             }
         }
         match self.handoff.prepare_sleep() {
-            Sleep::Ok => {}
+            Sleep::Ok => Ok(Idle::Sleep),
             Sleep::Work(first, batch) => {
                 self.write_batch(first, batch)?;
-                return Ok(None);
+                Ok(Idle::Work)
             }
-            Sleep::Busy => return Ok(None),
+            Sleep::Busy => Ok(Idle::Work),
         }
-        let got = self.rx.recv_timeout(self.idle_timeout());
-        self.handoff.woke();
-        match got {
-            Ok(cmd) => Ok(Some(cmd)),
-            Err(RecvTimeoutError::Timeout) => Ok(None),
-            Err(RecvTimeoutError::Disconnected) => Ok(Some(Command::Shutdown)),
+    }
+
+    /// True when an appender may write `batch` now, on its own thread: it
+    /// fits the active file without a roll (rolls, with their file creation
+    /// and retention, stay on the I/O thread).
+    pub fn can_write_direct(&self, batch: &EncodedBatch) -> bool {
+        if self.failed.is_some() || batch.entries.len() != 1 {
+            return false;
         }
+        let (_, len) = batch.entries[0];
+        self.active.as_ref().is_some_and(|a| {
+            !a.must_roll(RECORD_FIXED_LEN + len as usize, self.last_ts, &self.roll)
+        })
+    }
+
+    /// Writes a batch on an appender's thread while the I/O thread sleeps
+    /// (the caller holds the [`IoCell`] lock). A failure poisons the writer,
+    /// as it does on the I/O thread, which then stops when it wakes.
+    pub fn write_direct(&mut self, first: u64, batch: EncodedBatch) -> Direct {
+        let wrote = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.write_batch(first, batch)
+        }));
+        let err = match wrote {
+            Ok(Ok(())) => {
+                self.shared.counters.appender_writes.fetch_add(1, Relaxed);
+                return if self.sync_due(false) {
+                    Direct::SyncDue
+                } else {
+                    Direct::Written
+                };
+            }
+            Ok(Err(e)) => e,
+            Err(payload) => Error::Internal(format!(
+                "an appender writing for the I/O thread panicked: {}",
+                panic_message(payload.as_ref())
+            )),
+        };
+        self.shared
+            .poison_written(Arc::new(err.clone()), self.frames_out);
+        self.failed = Some(err);
+        Direct::Failed
     }
 
     fn handle(&mut self, cmd: Command) -> Result<()> {
@@ -440,7 +481,14 @@ impl IoThread {
     /// Syncs when the flush mode says so. `Sync` syncs once per drained
     /// group (`group_done`): every append that waited meanwhile shares it.
     fn sync_if_due(&mut self, group_done: bool) -> Result<()> {
-        let due = match self.config.flush {
+        if self.sync_due(group_done) {
+            self.sync_all()?;
+        }
+        Ok(())
+    }
+
+    fn sync_due(&self, group_done: bool) -> bool {
+        match self.config.flush {
             FlushMode::Async => false,
             FlushMode::Sync => group_done && self.shared.durable() < self.tickets,
             FlushMode::Batch { bytes, interval } => {
@@ -448,11 +496,7 @@ impl IoThread {
                 (pending > 0 || !self.sealed_unsynced.is_empty())
                     && ((bytes > 0 && pending >= bytes) || self.last_sync.elapsed() >= interval)
             }
-        };
-        if due {
-            self.sync_all()?;
         }
-        Ok(())
     }
 
     /// msyncs the active file and any sealed file still dirty, then raises
@@ -525,6 +569,70 @@ impl IoThread {
         }
         Ok(())
     }
+}
+
+/// The I/O thread's loop: holds the [`IoCell`] lock except while asleep.
+fn serve(cell: &IoCell, rx: &Receiver<Command>, handoff: &Handoff) -> Result<()> {
+    let mut io = lock(cell)?;
+    let mut since_sync = 0usize;
+    loop {
+        // Work first: queued commands, then whatever appenders have
+        // pending. Only when both are empty does the thread wait.
+        match rx.try_recv() {
+            Ok(Command::Shutdown) => return io.shutdown(),
+            Ok(cmd) => {
+                io.handle(cmd)?;
+                since_sync += 1;
+            }
+            Err(TryRecvError::Disconnected) => return io.shutdown(),
+            Err(TryRecvError::Empty) => match handoff.take_pending() {
+                Some((first, batch)) => {
+                    io.write_batch(first, batch)?;
+                    since_sync += 1;
+                }
+                None => {
+                    io.sync_if_due(true)?;
+                    since_sync = 0;
+                    if let Idle::Work = io.idle(rx)? {
+                        continue;
+                    }
+                    // Asleep: appenders may take the lock and write.
+                    let timeout = io.idle_timeout();
+                    drop(io);
+                    let got = rx.recv_timeout(timeout);
+                    handoff.woke();
+                    io = lock(cell)?;
+                    if let Some(e) = io.failed.take() {
+                        return Err(e);
+                    }
+                    match got {
+                        Ok(Command::Shutdown) | Err(RecvTimeoutError::Disconnected) => {
+                            return io.shutdown()
+                        }
+                        Ok(cmd) => {
+                            io.handle(cmd)?;
+                            since_sync += 1;
+                        }
+                        Err(RecvTimeoutError::Timeout) => {}
+                    }
+                    continue;
+                }
+            },
+        }
+        if since_sync >= DRAIN_LIMIT {
+            io.sync_if_due(true)?;
+            since_sync = 0;
+        } else {
+            io.sync_if_due(false)?;
+        }
+    }
+}
+
+/// Takes the I/O thread's state. Poisoned only by a panic that escaped an
+/// appender's write (they catch theirs): stop as after a panic here.
+fn lock(cell: &IoCell) -> Result<MutexGuard<'_, IoThread>> {
+    cell.lock()
+        .map_err(|_| Error::Internal("a thread panicked while writing".into()))
 }
 
 /// Poisons the writer if the I/O thread unwinds past it (a panic that

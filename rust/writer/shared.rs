@@ -35,6 +35,8 @@ pub struct Counters {
     pub durable_seq: AtomicU64,
     /// Append locks this process took over from a dead writer process.
     pub takeovers: AtomicU64,
+    /// Batches appending threads wrote themselves while the I/O thread slept.
+    pub appender_writes: AtomicU64,
 }
 
 #[derive(Debug, Default)]

@@ -1,0 +1,248 @@
+//! Appends that find the I/O thread asleep: the appending thread writes the
+//! batch itself (no wake-up of the I/O thread between an append and a
+//! reader), in sequence order with everything the I/O thread writes, and a
+//! failure there poisons the writer like one on the I/O thread.
+
+mod common;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+use common::{payload, read_all, small};
+use litemq::{Clock, Error, FlushMode, Queue, Start};
+
+/// Long enough for the I/O thread to finish its idle spin and sleep.
+const IDLE: Duration = Duration::from_millis(5);
+
+/// Runs `f` on another thread; fails the test if it has not returned
+/// within 10 s (a waiter that is never woken).
+fn within_10s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(Duration::from_secs(10))
+        .expect("the call never returned: nobody woke it")
+}
+
+fn appender_writes(q: &Queue) -> u64 {
+    q.stats().appender_writes
+}
+
+#[test]
+fn a_lone_append_is_written_by_the_appender_and_visible_without_more_appends() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).open().unwrap();
+    let app = q.appender().unwrap();
+    let mut t = q.tailer(Start::Beginning).unwrap();
+    // The first append creates the first data file: the I/O thread's job.
+    for i in 0..20u64 {
+        std::thread::sleep(IDLE);
+        assert_eq!(app.append(&payload(i)).unwrap(), i);
+        // Visible with no further append or flush to push it along.
+        let m = t
+            .read_next_timeout(Duration::from_secs(10))
+            .unwrap()
+            .expect("a lone append becomes visible");
+        assert_eq!((m.seq, m.payload), (i, &payload(i)[..]));
+    }
+    // The I/O thread may be awake for a few (a timed wake-up), not for all.
+    assert!(appender_writes(&q) >= 10, "{:?}", q.stats());
+    q.close().unwrap();
+    let q = small(dir.path()).open().unwrap();
+    let got = read_all(&q, Start::Beginning);
+    assert_eq!(got.len(), 20);
+}
+
+#[test]
+fn sync_mode_appends_always_go_through_the_io_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path())
+        .flush_mode(FlushMode::Sync)
+        .open()
+        .unwrap();
+    let app = q.appender().unwrap();
+    for i in 0..5u64 {
+        std::thread::sleep(IDLE);
+        app.append(&payload(i)).unwrap();
+    }
+    assert_eq!(
+        appender_writes(&q),
+        0,
+        "the group commit is the I/O thread's"
+    );
+    assert_eq!(q.stats().durable_seq, 5);
+    q.close().unwrap();
+}
+
+#[test]
+fn batch_mode_byte_limit_still_syncs_after_appender_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path())
+        .flush_mode(FlushMode::Batch {
+            bytes: 100,
+            interval: Duration::from_secs(3600),
+        })
+        .open()
+        .unwrap();
+    let app = q.appender().unwrap();
+    app.append(b"creates the first file").unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while q.stats().durable_seq < 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first append is synced"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(IDLE);
+    app.append(&[1u8; 200]).unwrap();
+    assert!(appender_writes(&q) >= 1, "{:?}", q.stats());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while q.stats().durable_seq < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "200 bytes pending and a 100-byte limit: synced by now"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    q.close().unwrap();
+}
+
+/// Threads mixing bursts (which wake the I/O thread) with lone appends
+/// (which the appender writes): every sequence holds the message appended
+/// with it.
+#[test]
+fn appender_writes_and_io_thread_writes_keep_sequence_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).open().unwrap();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let threads: Vec<_> = (0..3u8)
+        .map(|id| {
+            let app = q.appender().unwrap();
+            let got = got.clone();
+            std::thread::spawn(move || {
+                for round in 0..40u32 {
+                    let burst = if round % 3 == 0 { 50 } else { 1 };
+                    for k in 0..burst {
+                        let p = format!("{id}-{round}-{k}").into_bytes();
+                        let seq = app.append(&p).unwrap();
+                        got.lock().unwrap().push((seq, p));
+                    }
+                    std::thread::sleep(Duration::from_micros(200 * u64::from(id + 1)));
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let mut sent = got.lock().unwrap().clone();
+    sent.sort();
+    let stored = read_all(&q, Start::Beginning);
+    assert_eq!(stored.len(), sent.len());
+    for ((seq, p), (sseq, sp)) in sent.iter().zip(&stored) {
+        assert_eq!((seq, p), (sseq, sp));
+    }
+    assert!(appender_writes(&q) > 0, "{:?}", q.stats());
+    q.close().unwrap();
+    // Rolled files (64 KiB) and a reopen: nothing lost.
+    let q = small(dir.path()).open().unwrap();
+    assert_eq!(read_all(&q, Start::Beginning).len(), sent.len());
+}
+
+#[test]
+fn close_while_appenders_write_keeps_every_append_that_returned() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().to_path_buf();
+    let q = small(&base).open().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads: Vec<_> = (0..2)
+        .map(|_| {
+            let app = q.appender().unwrap();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut ok = Vec::new();
+                while !stop.load(Ordering::SeqCst) {
+                    match app.append(b"m") {
+                        Ok(seq) => ok.push(seq),
+                        Err(Error::Closed) => break,
+                        Err(e) => panic!("{e:?}"),
+                    }
+                    std::thread::sleep(Duration::from_micros(100));
+                }
+                ok
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(50));
+    q.close().unwrap();
+    stop.store(true, Ordering::SeqCst);
+    let mut ok: Vec<u64> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    ok.sort_unstable();
+    assert!(!ok.is_empty());
+    let q = small(&base).open().unwrap();
+    let stored = read_all(&q, Start::Beginning);
+    let stored: Vec<u64> = stored.into_iter().map(|(s, _)| s).collect();
+    assert_eq!(
+        stored, ok,
+        "every append that returned a sequence is stored"
+    );
+}
+
+/// A clock that panics once armed: whoever writes asks it for the time.
+#[derive(Debug, Default)]
+struct PanicClock(AtomicBool);
+
+impl Clock for PanicClock {
+    fn now_micros(&self) -> u64 {
+        if self.0.load(Ordering::SeqCst) {
+            panic!("clock armed to panic");
+        }
+        1_700_000_000_000_000
+    }
+}
+
+fn count(base: &Path) -> usize {
+    let q = small(base).read_only(true).open().unwrap();
+    read_all(&q, Start::Beginning).len()
+}
+
+#[test]
+fn a_failed_appender_write_is_reported_by_that_append_and_poisons_the_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().to_path_buf();
+    let clock = Arc::new(PanicClock::default());
+    let q = small(&base).clock(clock.clone()).open().unwrap();
+    let app = q.appender().unwrap();
+    app.append(b"before").unwrap();
+    std::thread::sleep(IDLE);
+    clock.0.store(true, Ordering::SeqCst);
+    // The I/O thread is asleep: this append writes, and fails, on this
+    // thread, and says so now rather than on the next call.
+    match app.append(b"boom") {
+        Err(Error::Poisoned { cause }) => assert!(
+            matches!(&*cause, Error::Internal(m) if m.contains("clock armed to panic")),
+            "{cause:?}"
+        ),
+        other => panic!("expected the poison of the failed write: {other:?}"),
+    }
+    assert!(matches!(app.append(b"later"), Err(Error::Poisoned { .. })));
+    let app2 = app.clone();
+    let flushed = within_10s(move || app2.flush());
+    assert!(
+        matches!(flushed, Err(Error::Poisoned { .. })),
+        "{flushed:?}"
+    );
+    drop(app);
+    // The sleeping I/O thread wakes for close and stops with the error.
+    let closed = within_10s(move || q.close());
+    assert!(closed.is_err(), "close reports the failure");
+    clock.0.store(false, Ordering::SeqCst);
+    assert_eq!(count(&base), 1, "only the append that returned is stored");
+}
