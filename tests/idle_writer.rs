@@ -246,3 +246,40 @@ fn a_failed_appender_write_is_reported_by_that_append_and_poisons_the_writer() {
     clock.0.store(false, Ordering::SeqCst);
     assert_eq!(count(&base), 1, "only the append that returned is stored");
 }
+
+#[test]
+fn a_short_burst_is_written_by_its_appender_and_a_stream_wakes_the_io_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).file_size(1 << 20).open().unwrap();
+    let app = q.appender().unwrap();
+    app.append(b"creates the first file").unwrap();
+    // A burst of 10 after a pause: no wake-up of the I/O thread, each
+    // appender writes its own (a timed wake-up of the I/O thread may take
+    // some of one burst: one of a few is enough).
+    let mut whole = false;
+    let mut n = 1;
+    for _ in 0..5 {
+        std::thread::sleep(IDLE);
+        let before = appender_writes(&q);
+        for i in 0..10 {
+            app.append(&payload(i)).unwrap();
+        }
+        n += 10;
+        if appender_writes(&q) - before == 10 {
+            whole = true;
+            break;
+        }
+    }
+    assert!(whole, "{:?}", q.stats());
+    // A stream: the I/O thread is woken and writes most of it.
+    std::thread::sleep(IDLE);
+    let before = appender_writes(&q);
+    for i in 0..10_000 {
+        app.append(&payload(i)).unwrap();
+    }
+    let direct = appender_writes(&q) - before;
+    assert!(direct < 5_000, "{direct} of 10,000 written by the appender");
+    q.close().unwrap();
+    let q = small(dir.path()).file_size(1 << 20).open().unwrap();
+    assert_eq!(read_all(&q, Start::Beginning).len(), n + 10_000);
+}

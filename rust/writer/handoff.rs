@@ -15,9 +15,10 @@
 //! process, an appender that finds the I/O thread asleep writes the pending
 //! batch itself, under the I/O thread's own lock (see
 //! `io_thread::IoThread::write_direct`): one thread at a time still writes
-//! the files, in sequence order. Appends closer together than
-//! [`DIRECT_GAP`] wake the I/O thread instead, which then spins and takes
-//! them while the appenders go on (the pipeline of a busy writer).
+//! the files, in sequence order. A long run of appends closer together than
+//! [`DIRECT_GAP`] ([`DIRECT_BURST`]) wakes the I/O thread instead, which then
+//! spins and takes them while the appenders go on (the pipeline of a busy
+//! writer).
 //!
 //! With several writer processes a message's sequence is known only once
 //! the I/O thread has written it under the append lock. The handoff then
@@ -38,13 +39,14 @@ use super::io_thread::{Direct, IoCell};
 const BATCH_MESSAGES: usize = 1024;
 /// …or this many bytes.
 const BATCH_BYTES: usize = 64 * 1024;
-/// An append this soon after the previous one made while the I/O thread
-/// slept wakes the I/O thread rather than writing itself: appends are
-/// coming fast, and the I/O thread writing them while the appenders go on
-/// beats each appender writing its own. At least the I/O thread's idle
-/// spin (`io_thread::IDLE_SPIN`) would be pointless: closer appends find it
-/// awake anyway.
+/// Appends that find the I/O thread asleep less than this apart form a run…
 pub const DIRECT_GAP: Duration = Duration::from_micros(20);
+/// …and once a run is this long, appenders wake the I/O thread instead of
+/// writing themselves: appends are coming fast, and the I/O thread writing
+/// them while the appenders go on beats each appender writing its own. A
+/// short burst (a few messages at once, then a pause) is written by its
+/// appenders without waking anyone but the followers.
+pub const DIRECT_BURST: u32 = 32;
 
 #[derive(Debug)]
 struct State {
@@ -54,8 +56,11 @@ struct State {
     pending: EncodedBatch,
     pending_first: u64,
     tx: Option<Sender<Command>>,
-    /// When the last append that found the I/O thread asleep was made.
+    /// When the last append that found the I/O thread asleep was made, and
+    /// how many such appends came in a row, each within `DIRECT_GAP` of the
+    /// one before.
     last_asleep: Option<Instant>,
+    asleep_run: u32,
 }
 
 #[derive(Debug)]
@@ -114,6 +119,7 @@ impl Handoff {
                 pending_first: next_seq,
                 tx: Some(tx),
                 last_asleep: None,
+                asleep_run: 0,
             }),
             spare: Mutex::new(Vec::new()),
             has_pending: AtomicBool::new(false),
@@ -180,11 +186,16 @@ impl Handoff {
     /// when allowed (see the module's doc). False: not written, send it.
     fn write_direct(&self, s: &mut State) -> Result<bool, SendError> {
         let now = Instant::now();
-        let recent = s
+        let close = s
             .last_asleep
             .replace(now)
             .is_some_and(|t| now.duration_since(t) < DIRECT_GAP);
-        if recent {
+        s.asleep_run = if close {
+            s.asleep_run.saturating_add(1)
+        } else {
+            0
+        };
+        if s.asleep_run >= DIRECT_BURST {
             return Ok(false);
         }
         let Some(cell) = self.direct.get().and_then(Weak::upgrade) else {

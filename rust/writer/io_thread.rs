@@ -42,9 +42,9 @@ mod catch_up;
 /// In `Sync` mode, most commands handled before a sync even when more keep coming.
 const DRAIN_LIMIT: usize = 4096;
 /// How long the I/O thread polls channel and pending batch before it
-/// sleeps. Short: a lone append that finds it asleep is written by the
-/// appender itself (no wake-up), so spinning only pays for appends closer
-/// together than this, which it then takes as they come.
+/// sleeps. Short: an append that finds it asleep is written by the
+/// appender itself (no wake-up), so spinning only pays while appends keep
+/// coming this close together, which it then takes as they come.
 pub const IDLE_SPIN: Duration = Duration::from_micros(20);
 /// Sealed files whose pages may still be dirty (async mode) kept for the next
 /// flush; beyond this the oldest is synced at once.
