@@ -424,3 +424,34 @@ fn readers_in_the_writing_process_see_their_own_appends() {
         "a new tailer sees every append"
     );
 }
+
+/// Batches reuse the buffers of batches already written: nothing of an
+/// earlier, longer batch may leak into a later one.
+#[test]
+fn batches_of_shrinking_and_growing_sizes_read_back_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).file_size(1 << 20).open().unwrap();
+    let app = q.appender().unwrap();
+    let mut want = Vec::new();
+    for (round, n) in [300u64, 7, 120, 1, 64, 500, 3].into_iter().enumerate() {
+        let batch: Vec<Vec<u8>> = (0..n).map(|i| payload(i * 7 + round as u64)).collect();
+        let range = app.append_batch(batch.iter().map(Vec::as_slice)).unwrap();
+        assert_eq!(range.end - range.start, n);
+        let records: Vec<Record<'_>> = batch[..(n as usize).min(5)]
+            .iter()
+            .map(|p| Record {
+                key: Some(b"k"),
+                ..Record::new(p)
+            })
+            .collect();
+        app.append_records(&records).unwrap();
+        want.extend(batch.iter().cloned());
+        want.extend(batch[..(n as usize).min(5)].iter().cloned());
+        app.flush().unwrap();
+    }
+    let got: Vec<Vec<u8>> = read_all(&q, Start::Beginning)
+        .into_iter()
+        .map(|(_, p)| p)
+        .collect();
+    assert_eq!(got, want);
+}

@@ -81,7 +81,9 @@ impl Appender {
     where
         I: IntoIterator<Item = &'a [u8]>,
     {
-        let mut batch = EncodedBatch::default();
+        let payloads = payloads.into_iter();
+        let mut batch = self.inner.handoff.spare_batch();
+        batch.entries.reserve(payloads.size_hint().0);
         for p in payloads {
             self.check_size(p.len())?;
             batch.bodies.extend_from_slice(p);
@@ -92,7 +94,8 @@ impl Appender {
 
     /// Appends records (with keys or headers) in one command.
     pub fn append_records(&self, records: &[Record<'_>]) -> Result<Range<u64>> {
-        let mut batch = EncodedBatch::default();
+        let mut batch = self.inner.handoff.spare_batch();
+        batch.entries.reserve(records.len());
         for r in records {
             r.validate().map_err(Error::InvalidArgument)?;
             self.check_size(r.body_len())?;

@@ -294,7 +294,9 @@ impl Handoff {
         true
     }
 
-    fn spare_batch(&self) -> EncodedBatch {
+    /// An emptied batch to fill (one the I/O thread wrote and handed back,
+    /// with its buffers' capacity), or a new one.
+    pub fn spare_batch(&self) -> EncodedBatch {
         self.spare
             .lock()
             .unwrap_or_else(|e| e.into_inner())
