@@ -1,4 +1,5 @@
-//! The I/O thread: the only writer of the queue's files in this process.
+//! The I/O thread: the only writer of the queue's files in this process
+//! (or, while it sleeps, an appender holding its state, see below).
 //!
 //! It takes commands off the channel, drains whatever else is queued (up to
 //! a bound), writes every frame, and then syncs according to the flush mode.

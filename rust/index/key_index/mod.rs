@@ -7,7 +7,8 @@
 //!
 //! * **One writer.** The I/O thread owns the [`KeyIndexWriter`] and calls
 //!   [`KeyIndexWriter::add`] after it has written the message the position points to, so the
-//!   index never gets ahead of the data. A full file (or one whose millisecond time diff would
+//!   index never gets ahead of the data. (While it sleeps, an appender may write a message
+//!   on its behalf, holding the I/O thread's state lock: still one writer at a time.) A full file (or one whose millisecond time diff would
 //!   overflow u32, after 49.7 days) starts a new one.
 //! * **Lock-free lookups.** [`KeyIndexReader`]s share the writer's mappings in-process
 //!   ([`KeyIndexWriter::reader`]) or map the files read-only in another process
@@ -533,7 +534,8 @@ struct Active {
     sealed: bool,
 }
 
-/// Writes the key index. Owned by the I/O thread (the only writer of `<queue>/index/`).
+/// Writes the key index. Owned by the I/O thread (the only writer of `<queue>/index/`;
+/// an appender writing while it sleeps holds its state lock).
 pub struct KeyIndexWriter {
     shared: Arc<Shared>,
     cfg: KeyIndexConfig,
