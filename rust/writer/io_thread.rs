@@ -43,10 +43,14 @@ mod catch_up;
 /// In `Sync` mode, most commands handled before a sync even when more keep coming.
 const DRAIN_LIMIT: usize = 4096;
 /// How long the I/O thread polls channel and pending batch before it
-/// sleeps. Short: an append that finds it asleep is written by the
-/// appender itself (no wake-up), so spinning only pays while appends keep
-/// coming this close together, which it then takes as they come.
+/// sleeps, when appenders write while it sleeps. Short: an append that finds
+/// it asleep is written by the appender itself (no wake-up), so spinning
+/// only pays while appends keep coming this close together, which it then
+/// takes as they come.
 pub const IDLE_SPIN: Duration = Duration::from_micros(20);
+/// Otherwise (`Sync` mode, several writer processes: every append wakes a
+/// sleeping I/O thread), polls before it sleeps: half spins, half yields.
+const IDLE_SPINS: u32 = 2_000;
 /// Sealed files whose pages may still be dirty (async mode) kept for the next
 /// flush; beyond this the oldest is synced at once.
 pub(crate) const MAX_UNSYNCED_SEALED: usize = 4;
@@ -131,6 +135,8 @@ pub struct IoThread {
     /// A write an appender made while the I/O thread slept failed: the
     /// thread stops with this error when it wakes.
     failed: Option<Error>,
+    /// Appenders write while this thread sleeps (see `run`).
+    direct: bool,
 }
 
 impl IoThread {
@@ -183,6 +189,7 @@ impl IoThread {
             prefault,
             last_sync: Instant::now(),
             failed: None,
+            direct: false,
         }
     }
 
@@ -190,7 +197,7 @@ impl IoThread {
     /// writer is poisoned, waiters are woken, and the error is returned. A
     /// panic poisons it too, with [`Error::Internal`] (as fjall's journal
     /// poisons on unwind): nobody may wait forever for a dead thread.
-    pub fn run(self) -> Result<()> {
+    pub fn run(mut self) -> Result<()> {
         let shared = self.shared.clone();
         let handoff = self.handoff.clone();
         let rx = self.rx.clone();
@@ -198,6 +205,7 @@ impl IoThread {
         // follows every write (`Sync`: the group commit is this thread's)
         // or the append lock is taken per batch (several writer processes).
         let direct = self.config.flush != FlushMode::Sync && self.append_lock.is_none();
+        self.direct = direct;
         let cell = Arc::new(Mutex::new(self));
         if direct {
             // Weak: once this thread ends and drops `cell`, nobody writes.
@@ -228,9 +236,17 @@ impl IoThread {
             if !rx.is_empty() || self.handoff.has_pending() {
                 return Ok(Idle::Work);
             }
-            std::hint::spin_loop();
             round = round.wrapping_add(1);
-            if round.is_multiple_of(32) && start.elapsed() >= IDLE_SPIN {
+            if self.direct {
+                std::hint::spin_loop();
+                if round.is_multiple_of(32) && start.elapsed() >= IDLE_SPIN {
+                    break;
+                }
+            } else if round < IDLE_SPINS / 2 {
+                std::hint::spin_loop();
+            } else if round < IDLE_SPINS {
+                std::thread::yield_now();
+            } else {
                 break;
             }
         }
