@@ -121,26 +121,3 @@ impl Error {
         }
     }
 }
-
-impl From<crate::index::key_index::KeyIndexError> for Error {
-    fn from(e: crate::index::key_index::KeyIndexError) -> Error {
-        use crate::index::key_index::KeyIndexError as K;
-        match e {
-            K::Io { op, path, source } => Error::Io {
-                op,
-                path,
-                source: Arc::new(source),
-            },
-            K::Corrupt { path, reason } => Error::Corrupted {
-                path,
-                offset: 0,
-                seq: None,
-                reason,
-            },
-            K::InvalidConfig(m) => Error::InvalidConfig(format!("key index: {m}")),
-            K::InvalidArgument(m) => Error::InvalidArgument(format!("key index: {m}")),
-            // The engine adds positions and times in order: out of order is a bug.
-            other @ K::NotAscending { .. } => Error::Internal(other.to_string()),
-        }
-    }
-}

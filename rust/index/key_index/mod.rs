@@ -95,6 +95,33 @@ pub enum KeyIndexError {
     InvalidArgument(String),
 }
 
+/// The engine reports key-index failures as its own [`Error`](crate::error::Error): the
+/// conversion lives here, beside the type it converts, so that `error.rs` imports nothing
+/// of the layers above it.
+impl From<KeyIndexError> for crate::error::Error {
+    fn from(e: KeyIndexError) -> crate::error::Error {
+        use crate::error::Error;
+        use KeyIndexError as K;
+        match e {
+            K::Io { op, path, source } => Error::Io {
+                op,
+                path,
+                source: Arc::new(source),
+            },
+            K::Corrupt { path, reason } => Error::Corrupted {
+                path,
+                offset: 0,
+                seq: None,
+                reason,
+            },
+            K::InvalidConfig(m) => Error::InvalidConfig(format!("key index: {m}")),
+            K::InvalidArgument(m) => Error::InvalidArgument(format!("key index: {m}")),
+            // The engine adds positions and times in order: out of order is a bug.
+            other @ K::NotAscending { .. } => Error::Internal(other.to_string()),
+        }
+    }
+}
+
 fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> KeyIndexError + 'a {
     move |source| KeyIndexError::Io {
         op,
