@@ -8,7 +8,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::format::frame::DATA_HEADER_LEN;
 use crate::index::key_index::KeyIndexConfig;
-use crate::queue::Queue;
+use crate::reader::wait::WaitStrategy;
 use crate::retention::RetentionPolicy;
 
 /// Smallest data file allowed: a header and room for real messages.
@@ -90,17 +90,6 @@ pub enum FlushMode {
     /// msync once this many bytes are pending or this much time has passed
     /// (`Duration::MAX`: by bytes only). One of them must be able to fire.
     Batch { bytes: u64, interval: Duration },
-}
-
-/// How a blocking read waits for the next message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum WaitStrategy {
-    /// Spin briefly, then yield, then sleep with backoff up to 1 ms: low
-    /// latency while messages flow, little CPU when they don't.
-    #[default]
-    Default,
-    /// Spin on the mapping without ever sleeping: lowest latency, one core busy.
-    BusySpin,
 }
 
 /// Everything a queue is opened with. Built by [`QueueBuilder`].
@@ -240,10 +229,11 @@ impl QueueBuilder {
         self
     }
 
-    /// Checks the options and opens (or creates) the queue.
-    pub fn open(self) -> Result<Queue> {
+    /// Checks the options and returns them, for `QueueBuilder::open` (in
+    /// `queue.rs`: the builder sits below the queue it opens).
+    pub(crate) fn into_config(self) -> Result<Config> {
         self.validate()?;
-        Queue::open(self.config)
+        Ok(self.config)
     }
 
     fn validate(&self) -> Result<()> {

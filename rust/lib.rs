@@ -39,7 +39,7 @@ mod python;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{
-    FlushMode, QueueBuilder, RollPeriod, RollStrategy, WaitStrategy, MAX_CHANNEL_CAPACITY,
+    FlushMode, QueueBuilder, RollPeriod, RollStrategy, MAX_CHANNEL_CAPACITY,
     MAX_FILE_SIZE, MAX_INDEX_INTERVAL, MIN_FILE_SIZE,
 };
 pub use consumers::{Consumer, ConsumerInfo, ConsumerOptions};
@@ -49,6 +49,7 @@ pub use index::key_index::KeyIndexConfig;
 pub use queue::{reindex, writer_pid, DataFileInfo, Queue, Stats};
 pub use reader::batch::Batch;
 pub use reader::tailer::{Message, OwnedMessage, Start, Tailer};
+pub use reader::wait::WaitStrategy;
 pub use recovery::RecoveryReport;
 pub use retention::{RetentionPolicy, RetentionReport};
 pub use storage::mapped::Mapping;

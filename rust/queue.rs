@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use crate::clock::Clock;
-use crate::config::Config;
+use crate::config::{Config, QueueBuilder};
 use crate::consumers::{Consumer, ConsumerInfo, ConsumerOptions};
 use crate::error::{Error, Result};
 use crate::format::frame::max_record_len;
@@ -144,6 +144,13 @@ fn no_queue_here(base: &Path) -> Error {
 fn write_metadata(path: &Path, m: &Metadata) -> Result<()> {
     let bytes = serde_json::to_vec_pretty(m).expect("metadata serializes");
     write_atomic(path, &bytes)
+}
+
+impl QueueBuilder {
+    /// Checks the options and opens (or creates) the queue.
+    pub fn open(self) -> Result<Queue> {
+        Queue::open(self.into_config()?)
+    }
 }
 
 impl Queue {

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use super::catalog::Catalog;
 use super::tailer::Tailer;
-use crate::config::{Config, WaitStrategy};
+use super::wait::WaitStrategy;
+use crate::config::Config;
 use crate::error::Result;
 use crate::index::key_index::KeyIndexWriter;
 use crate::storage::layout::KEY_INDEX_DIR;

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::catalog::{Catalog, FileInfo};
 use super::wait::Waiter;
-use crate::config::WaitStrategy;
+use super::wait::WaitStrategy;
 use crate::error::{Error, Result};
 use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN};
 use crate::format::position;

@@ -2,7 +2,16 @@
 
 use std::time::Duration;
 
-use crate::config::WaitStrategy;
+/// How a blocking read waits for the next message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WaitStrategy {
+    /// Spin briefly, then yield, then sleep with backoff up to 1 ms: low
+    /// latency while messages flow, little CPU when they don't.
+    #[default]
+    Default,
+    /// Spin on the mapping without ever sleeping: lowest latency, one core busy.
+    BusySpin,
+}
 
 /// Escalating back-off: spin, then yield, then sleep up to 1 ms.
 #[derive(Debug)]
