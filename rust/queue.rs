@@ -13,10 +13,10 @@ use crate::format::frame::max_record_len;
 use crate::format::metadata::Metadata;
 use crate::format::position;
 use crate::format::FORMAT_VERSION;
-use crate::index::key_index::{KeyIndexConfig, KeyIndexReader, KeyIndexWriter};
+use crate::index::key_index::{self, KeyIndexConfig, KeyIndexReader, KeyIndexWriter};
 use crate::reader::batch::Batch;
 use crate::reader::catalog::Catalog;
-use crate::reader::redispatch::{index_keys_from, open_key_index};
+use crate::reader::keys::index_keys_from;
 use crate::reader::tailer::{OwnedMessage, Start, Tailer};
 use crate::recovery::{recover, RecoveryReport};
 use crate::retention::{RetentionPolicy, RetentionReport};
@@ -216,12 +216,13 @@ impl Queue {
             Some(a) => a.end_position(),
             None => position::encode(resume.next_file_number, 0),
         };
-        let key_index = open_key_index(
-            &config,
-            &catalog,
+        let key_index = key_index::catch_up::open_level_with_data(
+            &config.path.join(KEY_INDEX_DIR),
+            config.key_index,
             meta.key_index_upto,
             meta.key_index_last,
             data_end,
+            &mut |writer, from| index_keys_from(&catalog, writer, from, &mut |_| {}),
         )?;
         let key_reader = key_index.reader();
         meta.clean_shutdown = false;

@@ -3,6 +3,6 @@
 
 pub mod batch;
 pub mod catalog;
-pub mod redispatch;
+pub mod keys;
 pub mod tailer;
 pub mod wait;

@@ -23,7 +23,7 @@
 //!   the file (a full default file: about 10 ms from the page cache, 37 ms cold on the test
 //!   machine); a file that fails is removed and its data re-indexed. The open file left by a
 //!   crash is replayed to its longest valid prefix. [`KeyIndexWriter::last_position`] then
-//!   tells the engine where to re-index the data tail (RocketMQ's redispatch).
+//!   tells the engine where to re-index the data tail (RocketMQ's redispatch, [`catch_up`]).
 //! * **Determinism.** Everything written (names included) is a function of the sequence of
 //!   `(key, position, timestamp)` added and of the configuration, never of the wall clock, so
 //!   a rebuild from the data ([`KeyIndexWriter::clear`], then `add` everything, then
@@ -41,6 +41,7 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::SystemTime;
 
 pub mod file;
+pub mod catch_up;
 pub mod hash;
 mod resync;
 
