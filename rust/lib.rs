@@ -39,8 +39,8 @@ mod python;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{
-    FlushMode, QueueBuilder, RollPeriod, RollStrategy, MAX_CHANNEL_CAPACITY,
-    MAX_FILE_SIZE, MAX_INDEX_INTERVAL, MIN_FILE_SIZE,
+    FlushMode, QueueBuilder, RollPeriod, RollStrategy, MAX_CHANNEL_CAPACITY, MAX_FILE_SIZE,
+    MAX_INDEX_INTERVAL, MIN_FILE_SIZE,
 };
 pub use consumers::{Consumer, ConsumerInfo, ConsumerOptions};
 pub use error::{Error, Result};

@@ -19,14 +19,14 @@ use crate::reader::catalog::Catalog;
 use crate::reader::keys::index_keys_from;
 use crate::reader::tailer::{OwnedMessage, Start, Tailer};
 use crate::recovery::{recover, RecoveryReport};
-use crate::retention::{RetentionPolicy, RetentionReport};
+use crate::retention::{self, RetentionPolicy, RetentionReport};
 use crate::storage::fsutil::write_atomic;
 use crate::storage::layout::{KEY_INDEX_DIR, LOCK_FILE, METADATA_FILE};
 use crate::storage::lock::{Role, WriterLock};
 use crate::writer::append_lock::{AppendLock, APPEND_LOCK_FILE};
 use crate::writer::appender::Appender;
 use crate::writer::handoff::Handoff;
-use crate::writer::io_thread::{IoThread, Resume};
+use crate::writer::io_thread::{AfterRoll, IoThread, Resume};
 use crate::writer::shared::WriterShared;
 
 /// One data file of a queue, for planning parallel reads.
@@ -305,6 +305,16 @@ impl Queue {
             resume,
             key_index,
             append_lock,
+            config.retention.map(|policy| -> AfterRoll {
+                Box::new(move |catalog, now_us| {
+                    let base = catalog.base().to_path_buf();
+                    let min_consumer = || crate::consumers::min_position(&base);
+                    Ok(
+                        retention::run_if_idle(catalog, &policy, now_us, &min_consumer)?
+                            .map(|report| report.deleted_files),
+                    )
+                })
+            }),
         );
         let thread = std::thread::Builder::new()
             .name("litemq-io".into())
@@ -633,7 +643,15 @@ impl Queue {
     /// A named tailer with options (auto-commit).
     pub fn consumer(&self, name: &str, options: ConsumerOptions) -> Result<Consumer> {
         self.check_open()?;
-        Consumer::open(self, name, options)
+        Consumer::open(
+            self.path(),
+            name,
+            options,
+            self.tailer(Start::Beginning)?,
+            self.clock().clone(),
+            &|| self.first_seq(),
+            &|| self.next_seq(),
+        )
     }
 
     /// Every named consumer with its committed position and lag. Works on
@@ -671,7 +689,9 @@ impl Queue {
     pub fn apply_retention_with(&self, policy: &RetentionPolicy) -> Result<RetentionReport> {
         self.check_open()?;
         let now = self.inner.config.clock.now_micros();
-        let report = crate::retention::run(&self.inner.catalog, policy, now)?;
+        let base = self.path();
+        let min_consumer = || crate::consumers::min_position(base);
+        let report = retention::run(&self.inner.catalog, policy, now, &min_consumer)?;
         if !report.deleted_files.is_empty() {
             // The cached `get` reader may map a deleted file: let it go.
             *self.inner.getter.lock().unwrap_or_else(|e| e.into_inner()) = None;

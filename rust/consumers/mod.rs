@@ -33,7 +33,6 @@ use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::format::frame::{frame_size, DATA_HEADER_LEN, END_OF_FILE};
 use crate::index::sparse::SparseIndex;
-use crate::queue::Queue;
 use crate::reader::catalog::{Catalog, FileInfo};
 use crate::reader::tailer::{Message, Start, Tailer};
 use crate::storage::layout::FileId;
@@ -106,16 +105,26 @@ pub struct Consumer {
 }
 
 impl Consumer {
-    /// Opens (or creates) consumer `name` of `queue`.
-    pub(crate) fn open(queue: &Queue, name: &str, options: ConsumerOptions) -> Result<Consumer> {
+    /// Opens (or creates) consumer `name` of the queue at `base`, reading
+    /// with `tailer` (a tailer of that queue). A new name starts at
+    /// `first_seq()` or `next_seq()` (the queue's, asked only then) as
+    /// `options.start_if_new` says. The consumer layer takes these rather
+    /// than the queue, which sits above it.
+    pub(crate) fn open(
+        base: &Path,
+        name: &str,
+        options: ConsumerOptions,
+        tailer: Tailer,
+        clock: Arc<dyn Clock>,
+        first_seq: &dyn Fn() -> u64,
+        next_seq: &dyn Fn() -> u64,
+    ) -> Result<Consumer> {
         name::validate(name)?;
-        let tailer = queue.tailer(Start::Beginning)?;
-        let clock = queue.clock().clone();
-        let dir = queue.path().join(CONSUMERS_DIR);
+        let dir = base.join(CONSUMERS_DIR);
         let mut initial = || -> Result<u64> {
             Ok(match options.start_if_new {
-                Start::Beginning => queue.first_seq(),
-                Start::End => queue.next_seq(),
+                Start::Beginning => first_seq(),
+                Start::End => next_seq(),
                 Start::Seq(seq) => seq,
             })
         };

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::catalog::{Catalog, FileInfo};
-use super::wait::Waiter;
 use super::wait::WaitStrategy;
+use super::wait::Waiter;
 use crate::error::{Error, Result};
 use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN};
 use crate::format::position;

@@ -64,6 +64,12 @@ impl Resume {
     }
 }
 
+/// Deletes old files after a roll (the queue's retention policy, set by the
+/// queue, which sits above the writer): given the catalog and the time,
+/// returns the data files deleted, or `None` when another pass held the
+/// retention lock (that pass does the work; the I/O thread must not wait).
+pub type AfterRoll = Box<dyn FnMut(&Catalog, u64) -> Result<Option<Vec<PathBuf>>> + Send>;
+
 pub struct IoThread {
     base: PathBuf,
     config: Config,
@@ -96,6 +102,7 @@ pub struct IoThread {
     prefault: PrefaultThread,
     roll: RollLimits,
     last_sync: Instant,
+    after_roll: Option<AfterRoll>,
 }
 
 impl IoThread {
@@ -109,6 +116,7 @@ impl IoThread {
         resume: Resume,
         key_index: KeyIndexWriter,
         append_lock: Option<Arc<AppendLock>>,
+        after_roll: Option<AfterRoll>,
     ) -> IoThread {
         let mut prefault = PrefaultThread::start();
         if let Some(a) = &resume.active {
@@ -146,6 +154,7 @@ impl IoThread {
             key_index,
             prefault,
             last_sync: Instant::now(),
+            after_roll,
         }
     }
 
@@ -422,18 +431,18 @@ impl IoThread {
     /// writer: nothing written is at risk; it is counted, and the next
     /// roll or `Queue::apply_retention` tries again and reports it.
     fn apply_retention(&mut self, now_us: u64) {
-        let Some(policy) = self.config.retention else {
+        let Some(after_roll) = self.after_roll.as_mut() else {
             return;
         };
-        match crate::retention::run_if_idle(&self.catalog, &policy, now_us) {
-            Ok(Some(report)) if !report.deleted_files.is_empty() => {
+        match after_roll(&self.catalog, now_us) {
+            Ok(Some(deleted_files)) if !deleted_files.is_empty() => {
                 // Don't keep deleted files' space pinned by our dup'd fds.
                 self.sealed_unsynced
-                    .retain(|(path, _)| !report.deleted_files.contains(path));
+                    .retain(|(path, _)| !deleted_files.contains(path));
                 self.shared
                     .counters
                     .retention_deleted
-                    .fetch_add(report.deleted_files.len() as u64, Relaxed);
+                    .fetch_add(deleted_files.len() as u64, Relaxed);
             }
             Ok(_) => {}
             Err(_) => {

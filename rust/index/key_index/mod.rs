@@ -40,8 +40,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::SystemTime;
 
-pub mod file;
 pub mod catch_up;
+pub mod file;
 pub mod hash;
 mod resync;
 
