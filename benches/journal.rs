@@ -4,6 +4,10 @@
 //! Throughput figures count a message as appended once the I/O thread has
 //! written it into the mapping (visible to tailers), not when `append`
 //! returns, so the channel cannot hide a slow writer.
+#![expect(
+    missing_docs,
+    reason = "criterion_group! defines an undocumented pub fn"
+)]
 
 use std::hint::black_box;
 use std::path::Path;

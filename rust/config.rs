@@ -25,8 +25,11 @@ pub const MAX_INDEX_INTERVAL: u32 = u32::MAX;
 /// A calendar period (UTC) after which the writer starts a new data file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RollPeriod {
+    /// Each minute.
     Minutely,
+    /// Each hour.
     Hourly,
+    /// Each day (midnight UTC).
     Daily,
 }
 
@@ -89,7 +92,12 @@ pub enum FlushMode {
     Sync,
     /// msync once this many bytes are pending or this much time has passed
     /// (`Duration::MAX`: by bytes only). One of them must be able to fire.
-    Batch { bytes: u64, interval: Duration },
+    Batch {
+        /// Sync once this many bytes are pending (0: by time only).
+        bytes: u64,
+        /// Sync once this long has passed since the last sync.
+        interval: Duration,
+    },
 }
 
 /// Everything a queue is opened with. Built by [`QueueBuilder`].

@@ -32,12 +32,15 @@ use crate::writer::shared::WriterShared;
 /// One data file of a queue, for planning parallel reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DataFileInfo {
+    /// The data file.
     pub path: std::path::PathBuf,
+    /// Its number (the name without the date directories).
     pub file_number: u64,
     /// Sequence of the file's first message.
     pub first_seq: u64,
     /// One past its last message (the next file's first, or the queue's end).
     pub end_seq: u64,
+    /// When it was created, µs since the Unix epoch.
     pub created_us: u64,
     /// Preallocated size in bytes.
     pub size: u64,
@@ -46,20 +49,26 @@ pub struct DataFileInfo {
 /// Figures describing a queue, for monitoring.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Stats {
+    /// Sequence of the oldest message kept.
     pub first_seq: u64,
+    /// Sequence the next message gets.
     pub next_seq: u64,
+    /// Data files on disk.
     pub files: u64,
     /// Bytes of data files on disk (preallocated size).
     pub disk_bytes: u64,
     /// Every sequence below this is msync'd (writer only).
     pub durable_seq: u64,
+    /// msyncs done (writer only).
     pub syncs: u64,
+    /// Files started since open (writer only).
     pub rolls: u64,
     /// Record bytes written since open (writer only).
     pub bytes_written: u64,
     /// Append locks this process took over from dead writer processes
     /// (several writers only).
     pub takeovers: u64,
+    /// Opened with `read_only`.
     pub read_only: bool,
     /// What recovery found when the queue was opened.
     pub recovery: RecoveryReport,
@@ -279,7 +288,10 @@ impl Queue {
     }
 
     /// Starts the I/O thread and assembles the queue around it.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the parts of a queue, each built by open before the writer starts"
+    )]
     fn start_writer(
         config: Config,
         catalog: Arc<Catalog>,
@@ -366,10 +378,6 @@ impl Queue {
     /// The queue's directory.
     pub fn path(&self) -> &Path {
         &self.inner.config.path
-    }
-
-    pub fn is_read_only(&self) -> bool {
-        self.inner.config.read_only
     }
 
     /// An appender; all appenders of a queue share one sequence.
@@ -731,6 +739,7 @@ impl Queue {
         self.next_seq() - self.first_seq()
     }
 
+    /// True when the queue holds no message.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

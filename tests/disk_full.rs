@@ -114,7 +114,10 @@ fn disk_full_child() {
     let phase = std::env::var(PHASE).unwrap();
     if let Ok(limit) = std::env::var(RLIMIT) {
         // SAFETY: plain libc calls on this process only.
-        #[allow(unsafe_code)]
+        #[expect(
+            unsafe_code,
+            reason = "setrlimit and signal have no safe wrapper in std"
+        )]
         unsafe {
             libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
             let l: libc::rlim_t = limit.parse().unwrap();

@@ -68,6 +68,7 @@ impl Default for ConsumerOptions {
 /// A named consumer as listed by `Queue::consumers`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConsumerInfo {
+    /// The consumer's name.
     pub name: String,
     /// Committed position: the sequence the consumer reads next.
     pub next_seq: u64,
@@ -162,12 +163,9 @@ impl Consumer {
         self.file.current().committed_us
     }
 
+    /// Whether reads commit what came before them (see [`ConsumerOptions::auto_commit`]).
     pub fn auto_commit(&self) -> bool {
         self.auto_commit
-    }
-
-    pub fn set_auto_commit(&mut self, on: bool) {
-        self.auto_commit = on;
     }
 
     /// Where the position file lives.

@@ -39,7 +39,12 @@ pub enum FrameAt {
     EndOfFile,
     /// A complete frame whose CRC matches; the record is at
     /// `offset + 4 .. offset + 4 + record_len`.
-    Frame { record_len: usize, next: usize },
+    Frame {
+        /// Bytes of the record.
+        record_len: usize,
+        /// Offset of the next frame.
+        next: usize,
+    },
 }
 
 /// Why a frame did not decode.
@@ -48,7 +53,12 @@ pub enum FrameError {
     /// The length runs past the end of the file.
     BadLength(u32),
     /// The stored CRC does not match the bytes.
-    BadCrc { stored: u64, computed: u64 },
+    BadCrc {
+        /// The CRC in the frame.
+        stored: u64,
+        /// The CRC of the bytes.
+        computed: u64,
+    },
 }
 
 impl std::fmt::Display for FrameError {

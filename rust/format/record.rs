@@ -38,7 +38,9 @@ const KIND_TEXT: u8 = 1;
 /// One header on a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HeaderField<'a> {
+    /// Header name (UTF-8).
     pub name: &'a str,
+    /// Header value.
     pub value: &'a [u8],
     /// The value was given as text and is returned as text.
     pub value_is_text: bool,
@@ -47,9 +49,13 @@ pub struct HeaderField<'a> {
 /// A message to append: payload plus optional key and headers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Record<'a> {
+    /// The message body.
     pub payload: &'a [u8],
+    /// Key the message can be looked up by (the key index), if any.
     pub key: Option<&'a [u8]>,
+    /// The key was given as text and is returned as text.
     pub key_is_text: bool,
+    /// Named headers, in order.
     pub headers: &'a [HeaderField<'a>],
 }
 
@@ -154,12 +160,16 @@ impl<'a> Record<'a> {
 /// A decoded record borrowing the bytes it came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecordView<'a> {
+    /// Flag bits (`FLAG_*`).
     pub flags: u8,
+    /// µs since the Unix epoch (UTC), assigned by the writer.
     pub timestamp: u64,
+    /// The key, if the record has one.
     pub key: Option<&'a [u8]>,
     headers: &'a [u8],
     /// Offset of the payload inside the record.
     pub payload_at: usize,
+    /// The message body.
     pub payload: &'a [u8],
 }
 

@@ -168,7 +168,10 @@ impl Queue {
         verify_on_startup=false, read_only=false, channel_capacity=None, wait=None,
         key_index=None, retention=None, multi_writer=false,
     ))]
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one argument per keyword of Queue.__init__"
+    )]
     fn new(
         py: Python<'_>,
         path: PathBuf,

@@ -106,7 +106,10 @@ pub struct IoThread {
 }
 
 impl IoThread {
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "everything the thread owns, handed over once at start"
+    )]
     pub fn new(
         config: Config,
         rx: Receiver<Command>,
