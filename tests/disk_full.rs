@@ -113,11 +113,11 @@ fn disk_full_child() {
     let variant = std::env::var(VARIANT).unwrap();
     let phase = std::env::var(PHASE).unwrap();
     if let Ok(limit) = std::env::var(RLIMIT) {
-        // SAFETY: plain libc calls on this process only.
         #[expect(
             unsafe_code,
             reason = "setrlimit and signal have no safe wrapper in std"
         )]
+        // SAFETY: plain libc calls on this process only.
         unsafe {
             libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
             let l: libc::rlim_t = limit.parse().unwrap();
