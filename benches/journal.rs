@@ -102,11 +102,11 @@ fn read_throughput(c: &mut Criterion) {
             assert_eq!(sum as u64, 64 * n);
         })
     });
-    g.bench_function("batch/64 (read_arrow's columns)", |b| {
+    g.bench_function("columns/64 (read_arrow)", |b| {
         b.iter(|| {
             let mut rows = 0u64;
             while rows < n {
-                rows += q.read_batch(rows, n, 65_536).unwrap().rows as u64;
+                rows += q.read_columns(rows, n, 65_536).unwrap().rows as u64;
             }
             assert_eq!(rows, n);
         })

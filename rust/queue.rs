@@ -14,8 +14,8 @@ use crate::format::metadata::Metadata;
 use crate::format::position;
 use crate::format::FORMAT_VERSION;
 use crate::index::key_index::{self, KeyIndexConfig, KeyIndexReader, KeyIndexWriter};
-use crate::reader::batch::Batch;
 use crate::reader::catalog::Catalog;
+use crate::reader::columns::Columns;
 use crate::reader::keys::index_keys_from;
 use crate::reader::tailer::{OwnedMessage, Start, Tailer};
 use crate::recovery::{recover, RecoveryReport};
@@ -483,7 +483,7 @@ impl Queue {
     }
 
     /// Columns of messages `start..end` (at most `max_rows`), in Arrow layout.
-    pub fn read_batch(&self, start: u64, end: u64, max_rows: usize) -> Result<Batch> {
+    pub fn read_columns(&self, start: u64, end: u64, max_rows: usize) -> Result<Columns> {
         self.check_open()?;
         if end > self.next_seq() {
             self.wait_visible()?;
@@ -491,7 +491,7 @@ impl Queue {
         let first = self.first_seq();
         let mut t = Tailer::new(self.inner.catalog.clone(), self.inner.config.wait);
         t.seek(start.max(first))?;
-        Batch::read(&mut t, end, max_rows)
+        Columns::read(&mut t, end, max_rows)
     }
 
     /// Messages whose key is exactly `key`, in sequence order, stored in
@@ -635,22 +635,13 @@ impl Queue {
         &self.inner.config.clock
     }
 
-    /// A named tailer: resumes at the position `name` last committed (in
-    /// this or an earlier process), or starts at `start_if_new` when the
-    /// name is new. See [`Consumer`].
-    pub fn tailer_named(&self, name: &str, start_if_new: Start) -> Result<Consumer> {
-        self.consumer(
-            name,
-            ConsumerOptions {
-                start_if_new,
-                ..ConsumerOptions::default()
-            },
-        )
-    }
-
-    /// A named tailer with options (auto-commit).
-    pub fn consumer(&self, name: &str, options: ConsumerOptions) -> Result<Consumer> {
+    /// A consumer (a tailer with a name whose position persists): resumes
+    /// at the position `name` last committed (in this or an earlier
+    /// process), or starts where `options` say when the name is new. Pass a
+    /// [`Start`] for the default options. See [`Consumer`].
+    pub fn consumer(&self, name: &str, options: impl Into<ConsumerOptions>) -> Result<Consumer> {
         self.check_open()?;
+        let options = options.into();
         Consumer::open(
             self.path(),
             name,
@@ -662,7 +653,7 @@ impl Queue {
         )
     }
 
-    /// Every named consumer with its committed position and lag. Works on
+    /// Every consumer with its committed position and lag. Works on
     /// read-only queues and takes no lock.
     pub fn consumers(&self) -> Result<Vec<ConsumerInfo>> {
         self.check_open()?;

@@ -288,7 +288,7 @@ fn run_case(pristine: &Path, rng: &mut Rng, firsts: &[u64], problems: &mut Vec<S
         }
         let _ = q.next_seq();
         let _ = q.stats();
-        let _ = q.read_batch(0, MESSAGES, 500);
+        let _ = q.read_columns(0, MESSAGES, 500);
     }
     // The writer's open runs recovery on the damaged files.
     if let Ok(q) = builder(dir.path()).open() {

@@ -1,4 +1,5 @@
-//! Named consumers: tailers that remember where they stopped.
+//! Consumers: tailers with a name, that remember where they stopped (Python
+//! gets one from `Queue.tailer(name=...)`).
 //!
 //! A [`Consumer`] is a [`Tailer`] with a name and a position file
 //! (`base/consumers/<base32(name)>.pos`, see [`position`]). Opening it again,
@@ -9,7 +10,7 @@
 //!
 //! ```no_run
 //! # let queue = litemq::QueueBuilder::new("/tmp/orders").open()?;
-//! let mut billing = queue.tailer_named("billing", litemq::Start::Beginning)?;
+//! let mut billing = queue.consumer("billing", litemq::Start::Beginning)?;
 //! while let Some(msg) = billing.read_next()? {
 //!     println!("bill order {}", msg.seq);
 //!     // ... once the message is handled:
@@ -54,6 +55,16 @@ pub struct ConsumerOptions {
     /// with the previous ones), and [`Consumer::close`] commits the rest.
     /// Default false.
     pub auto_commit: bool,
+}
+
+/// The default options, starting a new name at `start`.
+impl From<Start> for ConsumerOptions {
+    fn from(start_if_new: Start) -> Self {
+        ConsumerOptions {
+            start_if_new,
+            ..ConsumerOptions::default()
+        }
+    }
 }
 
 impl Default for ConsumerOptions {

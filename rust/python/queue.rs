@@ -438,9 +438,9 @@ impl Queue {
         max_rows: usize,
     ) -> PyResult<Bound<'py, PyDict>> {
         let queue = self.queue()?;
-        let b = py.detach(|| queue.read_batch(start, end, max_rows))?;
+        let b = py.detach(|| queue.read_columns(start, end, max_rows))?;
         let d = PyDict::new(py);
-        super::batch::fill_batch(&d, b)?;
+        super::batch::fill_columns(&d, b)?;
         Ok(d)
     }
 

@@ -5,11 +5,11 @@ use crate::error::Result;
 use crate::reader::tailer::Tailer;
 
 /// Columns of consecutive messages in Arrow's layout: validity bitmaps are
-/// LSB-first, offsets are `i32` (a batch stops before any column's data
+/// LSB-first, offsets are `i32` (a read stops before any column's data
 /// would pass `i32::MAX` bytes).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Batch {
-    /// Messages in the batch.
+pub struct Columns {
+    /// Messages read.
     pub rows: usize,
     /// Sequence of each message.
     pub seq: Vec<i64>,
@@ -54,17 +54,17 @@ fn set_bit(bits: &mut Vec<u8>, i: usize, on: bool) {
     }
 }
 
-impl Batch {
+impl Columns {
     /// Reads from `tailer` until sequence `end`, `max_rows` rows, or the end
     /// of what is published.
-    pub fn read(tailer: &mut Tailer, end: u64, max_rows: usize) -> Result<Batch> {
-        let mut b = Batch {
+    pub fn read(tailer: &mut Tailer, end: u64, max_rows: usize) -> Result<Columns> {
+        let mut b = Columns {
             key_offsets: vec![0],
             headers_offsets: vec![0],
             header_name_offsets: vec![0],
             header_value_offsets: vec![0],
             payload_offsets: vec![0],
-            ..Batch::default()
+            ..Columns::default()
         };
         let hint = max_rows
             .min(end.saturating_sub(tailer.next_seq()) as usize)
@@ -83,7 +83,7 @@ impl Batch {
                 || b.key_data.len() + key_len > LIMIT
                 || b.header_value_data.len() + header_bytes > LIMIT
             {
-                // Leave the message for the next batch.
+                // Leave the message for the next read.
                 let seq = m.seq;
                 tailer.seek(seq)?;
                 break;
