@@ -473,6 +473,9 @@ impl WordFile {
     }
 }
 
+// The fork counter lives here, not with the appender and the bindings that
+// use it, because registering the handler is `unsafe` and this is the one
+// module of the engine allowed `unsafe`.
 static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
 static FORK_HOOK: std::sync::Once = std::sync::Once::new();
 

@@ -218,19 +218,13 @@ impl Appender {
 
     /// Returns once every message appended before the call is written to
     /// the mapping (visible to readers; not necessarily durable).
+    /// One mechanism for every wait on `written`: [`WriterShared::wait_written`]
+    /// (spin briefly, then a condition variable the I/O thread signals).
     pub(crate) fn wait_written(&self) -> Result<()> {
-        let target = self.inner.handoff.assigned();
-        let mut rounds = 0u32;
-        while self.inner.shared.written() < target {
-            self.check_alive()?;
-            rounds += 1;
-            if rounds < 100 {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(std::time::Duration::from_micros(50));
-            }
-        }
-        Ok(())
+        self.check_alive()?;
+        self.inner
+            .shared
+            .wait_written(self.inner.handoff.assigned())
     }
 
     pub(crate) fn forked(&self) -> bool {
