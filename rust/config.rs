@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::format::frame::DATA_HEADER_LEN;
+use crate::format::metadata::{StoredOptions, StoredRetention};
 use crate::index::key_index::KeyIndexConfig;
 use crate::reader::wait::WaitStrategy;
 use crate::retention::RetentionPolicy;
@@ -118,9 +119,36 @@ pub(crate) struct Config {
     pub key_index: KeyIndexConfig,
     /// Several processes may append at once (see `QueueBuilder::multi_writer`).
     pub multi_writer: bool,
+    /// Which of the options remembered in `metadata.json` the caller gave;
+    /// the others come from there when the queue exists.
+    pub explicit: Explicit,
+}
+
+/// The remembered options a caller set explicitly (see [`StoredOptions`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Explicit {
+    pub file_size: bool,
+    pub roll: bool,
+    pub index_interval: bool,
+    pub key_index: bool,
+    pub retention: bool,
+    pub multi_writer: bool,
 }
 
 /// Opens a queue with options; every option has a documented default.
+///
+/// The options that shape the queue's files (`file_size`, `roll`,
+/// `index_interval`, `key_index`, `retention`, `multi_writer`) are
+/// remembered in `metadata.json` when the queue is created: opening it
+/// again without one of them uses the remembered value, not the default.
+/// Giving a different value is allowed for each of them (none is fixed by
+/// the format: every file records its own size, index interval and
+/// key-index geometry); it is remembered from then on and applies to files
+/// created from then on (`file_size`, `index_interval`, `key_index`), to the
+/// file being written from its next message (`roll`), or from this open
+/// (`retention`, `multi_writer`). `litemq info` shows the remembered values.
+/// A remembered value that does not validate (a hand-edited file) is an
+/// [`Error::InvalidConfig`] naming `metadata.json`.
 ///
 /// ```no_run
 /// use litemq::{FlushMode, QueueBuilder, RollPeriod, RollStrategy};
@@ -158,19 +186,24 @@ impl QueueBuilder {
                 retention: None,
                 key_index: KeyIndexConfig::default(),
                 multi_writer: false,
+                explicit: Explicit::default(),
             },
         }
     }
 
-    /// Size each data file is preallocated to. Default 1 GiB; from
-    /// [`MIN_FILE_SIZE`] (64 KiB) to [`MAX_FILE_SIZE`] (1 TiB), a multiple of 8.
+    /// Largest size of a data file. Default 1 GiB; from [`MIN_FILE_SIZE`]
+    /// (64 KiB) to [`MAX_FILE_SIZE`] (1 TiB), a multiple of 8. Files are
+    /// sparse: disk blocks are allocated as they fill (1 to 64 MiB at a
+    /// time) and a sealed file is trimmed to its data and footer.
     pub fn file_size(mut self, bytes: u64) -> Self {
         self.config.file_size = bytes;
+        self.config.explicit.file_size = true;
         self
     }
     /// When to start a new file. Default: daily (UTC), and whenever a file is full.
     pub fn roll(mut self, roll: RollStrategy) -> Self {
         self.config.roll = roll;
+        self.config.explicit.roll = true;
         self
     }
     /// When bytes are forced to disk. Default [`FlushMode::Async`].
@@ -182,6 +215,7 @@ impl QueueBuilder {
     /// least 1 (at most [`MAX_INDEX_INTERVAL`] by its type).
     pub fn index_interval(mut self, interval: u32) -> Self {
         self.config.index_interval = interval;
+        self.config.explicit.index_interval = true;
         self
     }
     /// Check the CRC of every frame of every file when opening. Default false.
@@ -212,9 +246,12 @@ impl QueueBuilder {
         self
     }
 
-    /// Geometry of new key-index files. Default 2^20 slots, 2^21 items.
+    /// Geometry of the largest key-index files. Default 2^20 slots, 2^21
+    /// items (44 MiB); the first file is smaller (4096 items, 88 KiB) and
+    /// each next one 4 times larger, up to this.
     pub fn key_index(mut self, config: KeyIndexConfig) -> Self {
         self.config.key_index = config;
+        self.config.explicit.key_index = true;
         self
     }
 
@@ -222,18 +259,21 @@ impl QueueBuilder {
     /// `Queue::apply_retention`. Default: keep everything.
     pub fn retention(mut self, policy: RetentionPolicy) -> Self {
         self.config.retention = Some(policy);
+        self.config.explicit.retention = true;
         self
     }
 
     /// Let several processes append to the queue at once, each opening it
-    /// with this option (a process opened without it still excludes all
-    /// others). Each batch is written under a lock shared through
+    /// with this option (a process opened with `false` still excludes all
+    /// others; one that does not say uses the value `metadata.json`
+    /// remembers). Each batch is written under a lock shared through
     /// `append.lock`, so sequences stay dense and each appender's messages
     /// keep their order; `append` then returns once the message is written
     /// (its sequence is known only then) instead of when it is queued.
     /// Default false: one writer process, the fastest path.
     pub fn multi_writer(mut self, multi: bool) -> Self {
         self.config.multi_writer = multi;
+        self.config.explicit.multi_writer = true;
         self
     }
 
@@ -286,6 +326,93 @@ impl QueueBuilder {
             r.validate()?;
         }
         c.roll.validate()
+    }
+}
+
+impl Config {
+    /// The remembered form of this configuration's file-shaping options.
+    pub(crate) fn stored(&self) -> StoredOptions {
+        let mut roll = Vec::new();
+        self.roll.leaves(&mut |r| {
+            roll.push(match *r {
+                RollStrategy::Size(n) => ("size".to_owned(), n),
+                RollStrategy::Count(n) => ("count".to_owned(), n),
+                RollStrategy::Period(RollPeriod::Daily) => ("daily".to_owned(), 0),
+                RollStrategy::Period(RollPeriod::Hourly) => ("hourly".to_owned(), 0),
+                RollStrategy::Period(RollPeriod::Minutely) => ("minutely".to_owned(), 0),
+                RollStrategy::Any(_) => unreachable!("leaves are not Any"),
+            })
+        });
+        StoredOptions {
+            file_size: self.file_size,
+            roll,
+            index_interval: self.index_interval,
+            key_index: (self.key_index.slots, self.key_index.items),
+            retention: self.retention.map(|r| StoredRetention {
+                max_age_us: r
+                    .max_age
+                    .map(|d| d.as_micros().min(u64::MAX as u128) as u64),
+                max_bytes: r.max_bytes,
+                max_files: r.max_files.map(|n| n as u64),
+                protect_unconsumed: r.protect_unconsumed,
+            }),
+            multi_writer: self.multi_writer,
+        }
+    }
+
+    /// Takes every option the caller did not give from `stored` (what
+    /// `metadata.json` remembers), and checks the result.
+    pub(crate) fn apply_stored(&mut self, stored: &StoredOptions, meta_path: &Path) -> Result<()> {
+        let bad = |what: String| {
+            Error::InvalidConfig(format!("{}: remembered option {what}", meta_path.display()))
+        };
+        let e = self.explicit;
+        if !e.file_size {
+            self.file_size = stored.file_size;
+        }
+        if !e.roll {
+            let mut rules = Vec::new();
+            for (kind, n) in &stored.roll {
+                rules.push(match kind.as_str() {
+                    "size" => RollStrategy::Size(*n),
+                    "count" => RollStrategy::Count(*n),
+                    "daily" => RollStrategy::Period(RollPeriod::Daily),
+                    "hourly" => RollStrategy::Period(RollPeriod::Hourly),
+                    "minutely" => RollStrategy::Period(RollPeriod::Minutely),
+                    other => return Err(bad(format!("roll {other:?} is unknown"))),
+                });
+            }
+            self.roll = match rules.len() {
+                0 => return Err(bad("roll has no rule".into())),
+                1 => rules.remove(0),
+                _ => RollStrategy::Any(rules),
+            };
+        }
+        if !e.index_interval {
+            self.index_interval = stored.index_interval;
+        }
+        if !e.key_index {
+            self.key_index = KeyIndexConfig {
+                slots: stored.key_index.0,
+                items: stored.key_index.1,
+            };
+        }
+        if !e.retention {
+            self.retention = stored.retention.as_ref().map(|r| RetentionPolicy {
+                max_age: r.max_age_us.map(Duration::from_micros),
+                max_bytes: r.max_bytes,
+                max_files: r.max_files.map(|n| n as usize),
+                protect_unconsumed: r.protect_unconsumed,
+            });
+        }
+        if !e.multi_writer {
+            self.multi_writer = stored.multi_writer;
+        }
+        QueueBuilder {
+            config: self.clone(),
+        }
+        .validate()
+        .map_err(|err| bad(err.to_string()))
     }
 }
 

@@ -1,7 +1,7 @@
 //! litemq: an embedded, persistent, append-only message queue (a journal).
 //!
 //! An [`Appender`] hands messages over a bounded channel to the queue's I/O
-//! thread, which writes CRC-64 framed records into preallocated, memory-mapped
+//! thread, which writes CRC-64 framed records into sparse, memory-mapped
 //! data files. [`Tailer`]s in this or other processes read them back straight
 //! from the mapping, seek by sequence or time, and never see a torn frame.
 //!

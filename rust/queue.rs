@@ -9,10 +9,9 @@ use crate::clock::Clock;
 use crate::config::{Config, QueueBuilder};
 use crate::consumers::{Consumer, ConsumerInfo, ConsumerOptions};
 use crate::error::{Error, Result};
-use crate::format::frame::max_record_len;
 use crate::format::metadata::Metadata;
 use crate::format::position;
-use crate::format::FORMAT_VERSION;
+use crate::format::{FORMAT_VERSION, OLDEST_READABLE_VERSION};
 use crate::index::key_index::{self, KeyIndexConfig, KeyIndexReader, KeyIndexWriter};
 use crate::reader::catalog::Catalog;
 use crate::reader::columns::Columns;
@@ -23,6 +22,7 @@ use crate::retention::{self, RetentionPolicy, RetentionReport};
 use crate::storage::fsutil::write_atomic;
 use crate::storage::layout::{KEY_INDEX_DIR, LOCK_FILE, METADATA_FILE};
 use crate::storage::lock::{Role, WriterLock};
+use crate::storage::mapped::allocated_bytes;
 use crate::writer::append_lock::{AppendLock, APPEND_LOCK_FILE};
 use crate::writer::appender::Appender;
 use crate::writer::handoff::Handoff;
@@ -42,8 +42,15 @@ pub struct DataFileInfo {
     pub end_seq: u64,
     /// When it was created, µs since the Unix epoch.
     pub created_us: u64,
-    /// Preallocated size in bytes.
+    /// The largest the file may grow to (`file_size` when it was created).
     pub size: u64,
+    /// Bytes holding data: the header and the frames (up to the end-of-file
+    /// marker, or what is published of the file being written).
+    pub bytes_written: u64,
+    /// Bytes of disk the data file holds (`st_blocks` × 512).
+    pub bytes_allocated: u64,
+    /// Bytes of disk its sparse index holds.
+    pub index_bytes_allocated: u64,
 }
 
 /// Figures describing a queue, for monitoring.
@@ -55,8 +62,15 @@ pub struct Stats {
     pub next_seq: u64,
     /// Data files on disk.
     pub files: u64,
-    /// Bytes of data files on disk (preallocated size).
+    /// Bytes of disk the queue's files hold (`st_blocks` × 512): data,
+    /// sparse-index and key-index files.
     pub disk_bytes: u64,
+    /// Bytes of the data files that hold data (headers and frames).
+    pub data_bytes_written: u64,
+    /// Bytes of disk the data files hold.
+    pub data_bytes_allocated: u64,
+    /// Bytes of disk the sparse-index and key-index files hold.
+    pub index_bytes_allocated: u64,
     /// Every sequence below this is msync'd (writer only).
     pub durable_seq: u64,
     /// msyncs done (writer only).
@@ -125,7 +139,7 @@ fn read_metadata(path: &Path) -> Result<Option<Metadata>> {
             let m: Metadata = serde_json::from_slice(&bytes).map_err(|e| {
                 Error::corrupted(path, 0, None, format!("metadata.json does not parse: {e}"))
             })?;
-            if m.format_version != FORMAT_VERSION {
+            if !(OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&m.format_version) {
                 return Err(Error::UnsupportedVersion {
                     path: path.to_path_buf(),
                     found: m.format_version,
@@ -163,9 +177,16 @@ impl QueueBuilder {
 }
 
 impl Queue {
-    pub(crate) fn open(config: Config) -> Result<Queue> {
+    pub(crate) fn open(mut config: Config) -> Result<Queue> {
         let base = config.path.clone();
         let meta_path = base.join(METADATA_FILE);
+        // Options the caller did not give come from what the queue remembers
+        // (read before locking: `multi_writer` decides how to lock).
+        if let Ok(Some(m)) = read_metadata(&meta_path) {
+            if let Some(stored) = &m.options {
+                config.apply_stored(stored, &meta_path)?;
+            }
+        }
         if config.read_only {
             let Some(meta) = read_metadata(&meta_path)? else {
                 return Err(no_queue_here(&base));
@@ -218,6 +239,7 @@ impl Queue {
             writer_pid: 0,
             key_index_upto: 0,
             key_index_last: None,
+            options: None,
         });
         let catalog = Arc::new(Catalog::load(&base)?);
         let (resume, report) = recover(&config, &catalog, clean.then_some(meta.next_seq))?;
@@ -235,9 +257,12 @@ impl Queue {
         )?;
         let key_reader = key_index.reader();
         meta.clean_shutdown = false;
+        // New files are written in this version (older files stay as they are).
+        meta.format_version = FORMAT_VERSION;
         meta.writer_pid = std::process::id();
         meta.file_size = config.file_size;
         meta.index_interval = config.index_interval;
+        meta.options = Some(config.stored());
         write_metadata(&meta_path, &meta)?;
 
         let multi = match append_lock {
@@ -336,7 +361,7 @@ impl Queue {
             handoff,
             shared.clone(),
             config.flush,
-            max_record_len(config.file_size),
+            crate::format::max_record_len(config.file_size),
         );
         let writer = Writer {
             appender,
@@ -378,6 +403,18 @@ impl Queue {
     /// The queue's directory.
     pub fn path(&self) -> &Path {
         &self.inner.config.path
+    }
+
+    /// Whether this queue was opened for several writer processes (given,
+    /// or remembered in `metadata.json`).
+    pub fn is_multi_writer(&self) -> bool {
+        self.inner.config.multi_writer
+    }
+
+    /// The file-shaping options in effect (given, or remembered in
+    /// `metadata.json`), as they are remembered.
+    pub fn options(&self) -> crate::format::metadata::StoredOptions {
+        self.inner.config.stored()
     }
 
     /// An appender; all appenders of a queue share one sequence.
@@ -607,6 +644,9 @@ impl Queue {
                 end_seq: files.get(i + 1).map_or(end, |n| n.header.first_seq),
                 created_us: f.header.created_us,
                 size: f.header.file_size,
+                bytes_written: crate::reader::tailer::written_bytes(&self.inner.catalog, f),
+                bytes_allocated: allocated_bytes(&self.inner.catalog.data_path(f.id)),
+                index_bytes_allocated: allocated_bytes(&f.id.index_path(self.path())),
             })
             .collect())
     }
@@ -737,12 +777,33 @@ impl Queue {
 
     /// Figures for monitoring.
     pub fn stats(&self) -> Stats {
-        let files = self.inner.catalog.snapshot();
+        let first_seq = self.first_seq();
+        let next_seq = self.next_seq();
+        let catalog = &self.inner.catalog;
+        let files = catalog.snapshot();
+        let data_bytes_allocated = files
+            .iter()
+            .map(|f| allocated_bytes(&catalog.data_path(f.id)))
+            .sum();
+        let key_index: u64 = std::fs::read_dir(self.path().join(KEY_INDEX_DIR))
+            .map(|rd| rd.flatten().map(|e| allocated_bytes(&e.path())).sum())
+            .unwrap_or(0);
+        let index_bytes_allocated = key_index
+            + files
+                .iter()
+                .map(|f| allocated_bytes(&f.id.index_path(self.path())))
+                .sum::<u64>();
         let mut s = Stats {
-            first_seq: self.first_seq(),
-            next_seq: self.next_seq(),
+            first_seq,
+            next_seq,
             files: files.len() as u64,
-            disk_bytes: files.iter().map(|f| f.header.file_size).sum(),
+            disk_bytes: data_bytes_allocated + index_bytes_allocated,
+            data_bytes_written: files
+                .iter()
+                .map(|f| crate::reader::tailer::written_bytes(catalog, f))
+                .sum(),
+            data_bytes_allocated,
+            index_bytes_allocated,
             read_only: self.inner.config.read_only,
             recovery: self.inner.recovery.clone(),
             ..Stats::default()

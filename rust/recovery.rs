@@ -10,6 +10,7 @@ use std::path::Path;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::format::footer::{trimmed_len, Footer, FOOTER_LEN};
 use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
 use crate::format::record;
 use crate::index::sparse::{self, Entry, SparseIndexWriter};
@@ -37,6 +38,11 @@ pub struct RecoveryReport {
     /// Newer data files removed because an older one ends before they start
     /// (a machine crash lost its unsynced tail; nothing after it was durable).
     pub dropped_files: Vec<std::path::PathBuf>,
+    /// Sealed files whose footer or trim a crash interrupted, finished now.
+    pub finished_seals: u64,
+    /// The last file had been trimmed but its end-of-file marker had not
+    /// reached the disk: it was given back its full length and is written on.
+    pub restored_length: bool,
 }
 
 /// End of a frame walk over one file.
@@ -111,6 +117,27 @@ fn verify_sealed(path: &Path, info: &FileInfo) -> Result<Walk> {
         |_, _, _| {},
     );
     match &w.end {
+        WalkEnd::Sealed if info.header.version >= 4 => {
+            // Version 4: the footer must describe exactly these frames.
+            let h = &info.header;
+            let footer = Footer::read(map.as_slice(), h.file_number, h.first_seq, h.file_size)
+                .map_err(|e| {
+                    Error::corrupted(path, map.len() as u64, None, format!("footer: {e}"))
+                })?;
+            let crc = Footer::frames_crc_of(map.as_slice(), footer.frames_end);
+            if footer.frames_end != w.offset as u64
+                || footer.end_seq != w.seq
+                || crc != Some(footer.frames_crc)
+            {
+                return Err(Error::corrupted(
+                    path,
+                    w.offset as u64,
+                    Some(w.seq),
+                    "footer does not match the frames (end, sequence or CRC)",
+                ));
+            }
+            Ok(w)
+        }
         WalkEnd::Sealed => Ok(w),
         WalkEnd::Empty => Err(Error::corrupted(
             path,
@@ -128,18 +155,22 @@ fn verify_sealed(path: &Path, info: &FileInfo) -> Result<Walk> {
 }
 
 /// Zeroes every non-zero byte of `map` from `from` to its end; returns how
-/// many bytes were in non-zero chunks.
+/// many bytes were in non-zero chunks. Only ranges holding data are read:
+/// holes read as zeros already (and reading them would allocate pages on
+/// tmpfs).
 fn zero_tail(map: &mut WritableMapping, from: usize) -> u64 {
     const CHUNK: usize = 64 * 1024;
     let mut cleared = 0u64;
-    let mut at = from;
-    while at < map.len() {
-        let end = (at - at % CHUNK + CHUNK).min(map.len());
-        if map.as_slice()[at..end].iter().any(|&b| b != 0) {
-            map.zero(at, end - at);
-            cleared += (end - at) as u64;
+    for (start, stop) in map.data_ranges(from) {
+        let mut at = start.max(from);
+        while at < stop {
+            let end = (at - at % CHUNK + CHUNK).min(stop);
+            if map.as_slice()[at..end].iter().any(|&b| b != 0) {
+                map.zero(at, end - at);
+                cleared += (end - at) as u64;
+            }
+            at = end;
         }
-        at = end;
     }
     cleared
 }
@@ -198,6 +229,7 @@ pub fn recover(
     }
 
     let path = catalog.data_path(last.id);
+    report.restored_length |= restore_length(&path, &last.header)?;
     let mut map = WritableMapping::open(&path)?;
     let (mut index, rebuilt) =
         SparseIndexWriter::open_or_rebuild(&last.id.index_path(base), index_header(&last.header))?;
@@ -237,7 +269,7 @@ pub fn recover(
     };
     report.index_entries_rebuilt = entries.len() as u64;
     for (i, e) in entries {
-        index.put(i, e);
+        index.put(i, e)?;
     }
     let next_index = (w.seq - first_seq).div_ceil(interval);
     index.truncate_from(next_index);
@@ -304,16 +336,28 @@ pub fn recover(
     } else {
         None
     };
-    let active = (!sealed).then(|| ActiveFile {
-        header: last.header,
-        map,
-        index,
-        write_pos: w.offset,
-        next_seq: w.seq,
-        synced_pos: w.offset,
-        first_ts,
-        scratch: Vec::new(),
-    });
+    let active = if sealed {
+        drop((map, index));
+        // Sealed, but the footer or the trim may not have been done or
+        // reached the disk: finish them (the next file starts anew).
+        report.finished_seals += u64::from(finish_seal(
+            &path,
+            &last.header,
+            w.offset,
+            w.seq,
+            (first_ts, last_ts),
+        )?);
+        None
+    } else {
+        Some(ActiveFile::resume(
+            last.header,
+            map,
+            index,
+            w.offset,
+            w.seq,
+            (first_ts, last_ts),
+        )?)
+    };
     let resume = Resume {
         active,
         last_id: Some(last.id),
@@ -436,7 +480,9 @@ fn cut_at_first_gap(
     let from = files.len().saturating_sub(MAX_UNSYNCED_SEALED + 2);
     for i in from..files.len().saturating_sub(1) {
         match check_boundary(catalog, &files[i], &files[i + 1], true)? {
-            Boundary::Sealed => {}
+            Boundary::Sealed => {
+                report.finished_seals += u64::from(finish_sealed_file(catalog, &files[i])?);
+            }
             Boundary::MissingMarker => {
                 report.repaired_end_marker |= repair_end_marker(catalog, &files[i], &files[i + 1])?;
             }
@@ -470,9 +516,146 @@ fn repair_end_marker(catalog: &Catalog, prev: &FileInfo, next: &FileInfo) -> Res
         && w.seq == next.header.first_seq
         && w.offset + FRAME_ALIGN <= map.len()
     {
+        // The marker's page has frames before it, so it has a disk block.
         map.store_u32(w.offset, END_OF_FILE);
         map.sync_range(w.offset & !4095, FRAME_ALIGN)?;
+        drop(map);
+        finish_sealed_file(catalog, prev)?;
         return Ok(true);
     }
     Ok(false)
+}
+
+/// Finishes the seal of `info`, a file with its end-of-file marker (see
+/// [`finish_seal`]); returns whether it changed anything.
+fn finish_sealed_file(catalog: &Catalog, info: &FileInfo) -> Result<bool> {
+    if info.header.version < 4 {
+        return Ok(false);
+    }
+    let path = catalog.data_path(info.id);
+    let (w, first_ts) = {
+        let map = Mapping::open(&path)?;
+        let first_ts = first_message_ts(map.as_slice());
+        (walk_tail(catalog, info, map.as_slice(), false), first_ts)
+    };
+    if w.end != WalkEnd::Sealed {
+        return Ok(false);
+    }
+    let last_ts = if w.frames > 0 {
+        w.last_ts
+    } else {
+        sparse::last_entry(
+            &info.id.index_path(catalog.base()),
+            info.header.first_seq,
+            u64::MAX,
+        )
+        .map_or(0, |e| e.timestamp)
+    };
+    finish_seal(&path, &info.header, w.offset, w.seq, (first_ts, last_ts))
+}
+
+/// A version-4 file whose end-of-file marker is at `frames_end` must end
+/// with its footer at its trimmed length. A crash can leave the marker
+/// without the footer, or both without the trim (in either order the kernel
+/// wrote them back): writes the footer where it is missing, then trims.
+/// Returns whether it changed anything. Version-3 files are left as they are.
+pub(crate) fn finish_seal(
+    path: &Path,
+    header: &crate::format::header::DataHeader,
+    frames_end: usize,
+    end_seq: u64,
+    (first_ts, last_ts): (Option<u64>, u64),
+) -> Result<bool> {
+    if header.version < 4 {
+        return Ok(false);
+    }
+    let want = trimmed_len(frames_end as u64, header.file_size);
+    let mut map = WritableMapping::open(path)?;
+    let len = map.len() as u64;
+    if len == want
+        && Footer::read(
+            map.as_slice(),
+            header.file_number,
+            header.first_seq,
+            header.file_size,
+        )
+        .is_ok()
+    {
+        return Ok(false);
+    }
+    if len < want {
+        return Err(Error::corrupted(
+            path,
+            len,
+            None,
+            format!("sealed file is {len} bytes, shorter than its trimmed length {want}"),
+        ));
+    }
+    let at = want as usize - FOOTER_LEN;
+    let footer = Footer {
+        frames_end: frames_end as u64,
+        frames_crc: Footer::frames_crc_of(map.as_slice(), frames_end as u64).unwrap_or(0),
+        file_number: header.file_number,
+        first_seq: header.first_seq,
+        end_seq,
+        first_ts: first_ts.unwrap_or(0),
+        last_ts: if end_seq > header.first_seq {
+            last_ts
+        } else {
+            0
+        },
+    };
+    let bytes = footer.encode();
+    if map.as_slice()[at..at + FOOTER_LEN] != bytes {
+        // The footer's page follows the marker's or is the same page: it was
+        // allocated before the writer wrote the last frame.
+        crate::storage::mapped::allocate_range(map.file(), at as u64, FOOTER_LEN as u64)
+            .map_err(|e| Error::io("allocate", path, e))?;
+        map.write(at, &bytes);
+        map.sync_range(at & !4095, FOOTER_LEN + at % 4096)?;
+    }
+    let file = map
+        .file()
+        .try_clone()
+        .map_err(|e| Error::io("dup", path, e))?;
+    drop(map);
+    file.set_len(want).map_err(|e| Error::io("trim", path, e))?;
+    file.sync_data()
+        .map_err(|e| Error::io("fdatasync", path, e))?;
+    Ok(true)
+}
+
+/// The last file of a queue is version 4, shorter than its `file_size`, and
+/// not sealed with a valid footer: a crash kept its trim but lost its marker
+/// or footer. Gives it back its full length (a sparse tail of zeros, which
+/// reads as "nothing written yet"), so that it is recovered and written on
+/// as an active file. Returns whether it did.
+fn restore_length(path: &Path, header: &crate::format::header::DataHeader) -> Result<bool> {
+    if header.version < 4 {
+        return Ok(false);
+    }
+    let map = Mapping::open(path)?;
+    if map.len() as u64 >= header.file_size {
+        return Ok(false);
+    }
+    if let Ok(f) = Footer::read(
+        map.as_slice(),
+        header.file_number,
+        header.first_seq,
+        header.file_size,
+    ) {
+        if map.load_u32(f.frames_end as usize) == END_OF_FILE {
+            return Ok(false);
+        }
+    }
+    drop(map);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| Error::io("open", path, e))?;
+    file.set_len(header.file_size)
+        .map_err(|e| Error::io("extend", path, e))?;
+    file.sync_data()
+        .map_err(|e| Error::io("fdatasync", path, e))?;
+    Ok(true)
 }

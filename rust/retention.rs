@@ -33,6 +33,7 @@ use crate::format::position;
 use crate::index::key_index;
 use crate::reader::catalog::{Catalog, FileInfo};
 use crate::storage::layout::{FileId, KEY_INDEX_DIR};
+use crate::storage::mapped::allocated_bytes;
 
 /// Lock file serializing retention passes (threads and processes).
 pub const RETENTION_LOCK_FILE: &str = ".retention.lock";
@@ -45,8 +46,8 @@ pub struct RetentionPolicy {
     /// file's newest message is no newer than the creation time of the file
     /// after it, which is what is compared (no scan needed).
     pub max_age: Option<Duration>,
-    /// Keep at most this many bytes of data and index files on disk
-    /// (preallocated sizes, which is what the disk holds).
+    /// Keep at most this many bytes on disk: data, sparse-index and
+    /// key-index files, counted as the disk blocks they hold (`st_blocks`).
     pub max_bytes: Option<u64>,
     /// Keep at most this many data files (at least 1).
     pub max_files: Option<usize>,
@@ -78,7 +79,8 @@ impl RetentionPolicy {
 pub struct RetentionReport {
     /// Data files deleted, oldest first (their `.index` files went too).
     pub deleted_files: Vec<PathBuf>,
-    /// Bytes those data and index files took, and the key-index files'.
+    /// Bytes of disk (`st_blocks`) the deleted data, sparse-index and
+    /// key-index files held.
     pub deleted_bytes: u64,
     /// Key-index files deleted, oldest first: every item in them pointed
     /// before the first data file kept.
@@ -89,9 +91,38 @@ pub struct RetentionReport {
     pub protected_files: usize,
 }
 
-/// Size on disk of a file's index, 0 when it has none.
-fn index_len(base: &Path, id: FileId) -> u64 {
-    std::fs::metadata(id.index_path(base)).map_or(0, |m| m.len())
+/// Bytes of disk allocated to a data file and its sparse index.
+fn file_bytes(base: &Path, id: FileId) -> u64 {
+    allocated_bytes(&id.data_path(base)) + allocated_bytes(&id.index_path(base))
+}
+
+/// What each data file would free with it, by file number: its key-index files (those whose
+/// last item is in it, and which retention deletes once it is gone; never the newest), and
+/// the bytes no deletion frees (the newest key-index file and any that cannot be judged),
+/// which count towards `max_bytes` all the same.
+fn key_index_bytes(base: &Path, files: &[FileInfo]) -> (Vec<u64>, u64) {
+    let mut per_file = vec![0u64; files.len()];
+    let mut fixed = 0u64;
+    let listed = key_index::file_sizes(&base.join(KEY_INDEX_DIR)).unwrap_or_default();
+    let n = listed.len();
+    let mut judged = true;
+    for (k, (_, end, bytes)) in listed.into_iter().enumerate() {
+        match end {
+            Some(end) if judged && k + 1 < n => {
+                // Freed once every data file up to the one holding `end` is deleted.
+                let number = position::decode(end).0;
+                let i = files
+                    .partition_point(|f| f.header.file_number <= number)
+                    .saturating_sub(1);
+                per_file[i] += bytes;
+            }
+            _ => {
+                judged = false; // retention stops at the first file it cannot delete
+                fixed += bytes;
+            }
+        }
+    }
+    (per_file, fixed)
 }
 
 /// How many files, from the oldest, `policy` deletes; and how many more a
@@ -155,7 +186,19 @@ pub fn apply(
     min_consumer: Option<u64>,
 ) -> Result<RetentionReport> {
     policy.validate()?;
-    let mut size = |f: &FileInfo| f.header.file_size + index_len(base, f.id);
+    // Everything on disk counts: data and sparse-index files, and the key-index files, each
+    // with the data file whose deletion frees it; what nothing frees rides on the last file
+    // (never deleted).
+    let (ki, fixed) = if policy.max_bytes.is_some() {
+        key_index_bytes(base, files)
+    } else {
+        (vec![0; files.len()], 0)
+    };
+    let last = files.last().map(|f| f.id);
+    let mut size = |f: &FileInfo| {
+        let i = files.iter().position(|g| g.id == f.id).unwrap_or(0);
+        file_bytes(base, f.id) + ki[i] + if Some(f.id) == last { fixed } else { 0 }
+    };
     let (delete, protected) = plan(files, policy, now_us, min_consumer, &mut size);
     let mut report = RetentionReport {
         protected_files: protected,
@@ -165,10 +208,10 @@ pub fn apply(
     for f in &files[..delete] {
         let data = f.id.data_path(base);
         let index = f.id.index_path(base);
-        let index_bytes = index_len(base, f.id);
+        let bytes = file_bytes(base, f.id);
         remove_if_present(&data)?;
         remove_if_present(&index)?;
-        report.deleted_bytes += f.header.file_size + index_bytes;
+        report.deleted_bytes += bytes;
         report.deleted_files.push(data);
     }
     if let Some(kept) = files.get(delete) {
@@ -368,6 +411,7 @@ mod tests {
                     counter: i as u32 + 1,
                 },
                 header: DataHeader {
+                    version: crate::format::FORMAT_VERSION,
                     first_seq: i * 100,
                     created_us: i * 1_000_000,
                     file_number: i + 1,

@@ -567,7 +567,13 @@ fn misdirected_last_index_entry_does_not_shift_the_sequence() {
     let frames = frame_offsets(&std::fs::read(last).unwrap()).len();
     assert!(frames > 9, "the last file needs a few index entries");
     let last_entry = (frames - 1) / 4;
-    misdirect_index_entry(last, last_entry, last_entry * 4 + 1);
+    // The frame after the entry's, or before it when the entry's is the last.
+    let wrong = if last_entry * 4 + 1 < frames {
+        last_entry * 4 + 1
+    } else {
+        last_entry * 4 - 1
+    };
+    misdirect_index_entry(last, last_entry, wrong);
     // A crash: the clean-shutdown mark is gone.
     let meta = dir.path().join("metadata.json");
     let s = std::fs::read_to_string(&meta)

@@ -10,6 +10,12 @@
 //! Phase 2 (after the test remounts the file system bigger): the queue
 //! reopens, keeps every message phase 1 could read, and continues.
 //!
+//! The `chunk` variant uses 8 MiB files on a 1.6 MiB file system: a data
+//! file gets its disk blocks in chunks ahead of the writer (the first 1 MiB
+//! when it is created), so the disk fills at a chunk boundary in the middle
+//! of a file, and the allocation of the next chunk must fail with ENOSPC
+//! before the writer touches it (SIGBUS otherwise).
+//!
 //! Mounting needs root (it is here). Where `mount` fails, the test falls
 //! back to an injected failure (RLIMIT_FSIZE below one data file: the first
 //! preallocation fails with EFBIG) and prints that it did.
@@ -27,6 +33,17 @@ fn payload(seq: u64) -> Vec<u8> {
     v
 }
 
+/// Files of the `chunk` variant: several 1 MiB chunks each.
+const CHUNK_FILE_SIZE: u64 = 8 << 20;
+
+fn file_size(variant: &str) -> u64 {
+    if variant == "chunk" {
+        CHUNK_FILE_SIZE
+    } else {
+        FILE_SIZE
+    }
+}
+
 fn builder(path: &Path, variant: &str) -> QueueBuilder {
     let mode = if variant == "sync" {
         FlushMode::Sync
@@ -34,7 +51,7 @@ fn builder(path: &Path, variant: &str) -> QueueBuilder {
         FlushMode::Async
     };
     let b = QueueBuilder::new(path)
-        .file_size(FILE_SIZE)
+        .file_size(file_size(variant))
         .index_interval(8)
         .flush_mode(mode);
     if variant == "keyed" {
@@ -72,11 +89,11 @@ fn read_all_checked(path: &Path, variant: &str) -> u64 {
     n
 }
 
-fn check_files(dir: &Path) {
+fn check_files(dir: &Path, variant: &str) {
     for e in std::fs::read_dir(dir).unwrap().flatten() {
         let p = e.path();
         if p.is_dir() {
-            check_files(&p);
+            check_files(&p, variant);
             continue;
         }
         let name = p.file_name().unwrap().to_string_lossy().to_string();
@@ -90,11 +107,19 @@ fn check_files(dir: &Path) {
             );
         }
         if name.ends_with(".data") {
-            let len = std::fs::metadata(&p).unwrap().len();
-            assert_eq!(
-                len,
-                FILE_SIZE,
-                "{} is {len} bytes: not fully preallocated",
+            // Full length while written; a sealed file is trimmed and ends
+            // with its footer.
+            let bytes = std::fs::read(&p).unwrap();
+            let len = bytes.len() as u64;
+            let sealed_and_trimmed = len < file_size(variant)
+                && len.is_multiple_of(4096)
+                && litemq::format::footer::Footer::decode(
+                    &bytes[bytes.len() - litemq::format::footer::FOOTER_LEN..],
+                )
+                .is_ok();
+            assert!(
+                len == file_size(variant) || sealed_and_trimmed,
+                "{} is {len} bytes: neither its full size nor a trimmed sealed file",
                 p.display()
             );
         }
@@ -198,7 +223,7 @@ fn disk_full_child() {
         let close = q.close();
         println!("\n@@CLOSE {close:?}");
         drop(q);
-        check_files(&dir);
+        check_files(&dir, &variant);
         assert_eq!(read_all_checked(&dir, &variant), n);
         println!("\n@@STORED {n}");
     } else {
@@ -221,7 +246,7 @@ fn disk_full_child() {
         app.flush().unwrap();
         q.close().unwrap();
         assert_eq!(read_all_checked(&dir, &variant), stored + 50);
-        check_files(&dir);
+        check_files(&dir, &variant);
         println!("\n@@CONTINUED {}", stored + 50);
     }
 }
@@ -296,7 +321,8 @@ fn run_variant(variant: &str) {
     let outer = tempfile::tempdir().unwrap();
     let mnt = outer.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
-    if mount_tmpfs(&mnt, "400k") {
+    let size = if variant == "chunk" { "1600k" } else { "400k" };
+    if mount_tmpfs(&mnt, size) {
         struct Unmount<'a>(&'a Path);
         impl Drop for Unmount<'_> {
             fn drop(&mut self) {
@@ -307,7 +333,17 @@ fn run_variant(variant: &str) {
         let q = mnt.join("q");
         let out = run_child(&q, variant, "1", &[]);
         let stored: u64 = tag(&out, "STORED").parse().unwrap();
-        println!("disk full ({variant}, 400 KiB tmpfs): {stored} messages stored; failure: {}; close: {}", tag(&out, "FAILURE"), tag(&out, "CLOSE"));
+        let failure = tag(&out, "FAILURE");
+        println!("disk full ({variant}, {size} tmpfs): {stored} messages stored; failure: {failure}; close: {}", tag(&out, "CLOSE"));
+        if variant == "chunk" {
+            // The disk filled inside the first file, at the allocation of
+            // its second chunk: not when a file was created.
+            assert!(
+                failure.contains(" allocate /") && failure.contains("-0001.data"),
+                "the next chunk's allocation fails: {failure}"
+            );
+            assert!(stored > 1000, "the first 1 MiB chunk was used: {stored}");
+        }
         assert!(
             stored > 100,
             "a few files' worth fit before the disk filled"
@@ -358,6 +394,13 @@ fn disk_full_async_mode() {
 #[test]
 fn disk_full_sync_mode() {
     run_variant("sync");
+}
+
+/// The disk fills in the middle of a data file, where its next chunk of disk
+/// blocks cannot be allocated.
+#[test]
+fn disk_full_at_a_chunk_boundary() {
+    run_variant("chunk");
 }
 
 /// Keyed messages also write the key index, whose files are sparse: a full

@@ -88,7 +88,57 @@ fn tiny_slot_table_forces_long_chains() {
         );
     }
     assert!(r.lookup(b"absent", None, None).unwrap().is_empty());
-    assert_eq!(w.file_count(), 1);
+    // The first file holds 4096 items (with one slot), the second 4 times more.
+    assert_eq!(w.file_count(), 2);
+}
+
+#[test]
+fn files_start_small_and_grow_to_the_configured_geometry() {
+    let cfg = KeyIndexConfig::default();
+    let mut prev = None;
+    let mut seen = Vec::new();
+    for _ in 0..8 {
+        let (slots, items) = cfg.geometry_after(prev);
+        seen.push((slots, items));
+        prev = Some(items);
+    }
+    assert_eq!(
+        seen,
+        vec![
+            (2048, 4096),
+            (8192, 16384),
+            (32768, 65536),
+            (131072, 262144),
+            (524288, 1048576),
+            (1 << 20, 1 << 21),
+            (1 << 20, 1 << 21),
+            (1 << 20, 1 << 21),
+        ]
+    );
+    // A configuration smaller than the first size is used as it is.
+    assert_eq!(tiny(8, 100).geometry_after(None), (8, 100));
+    // Live files follow it, and lookups span them exactly.
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = KeyIndexWriter::open_or_create(dir.path(), tiny(1 << 10, 1 << 16)).unwrap();
+    for i in 0..30_000u64 {
+        w.add(&key(i % 1000), pos(i), T0 + i).unwrap();
+    }
+    w.close().unwrap();
+    let lens: Vec<u64> = idx_files(dir.path())
+        .iter()
+        .map(|p| fs::metadata(p).unwrap().len())
+        .collect();
+    assert_eq!(
+        lens,
+        vec![
+            40 + 4 * 64 + 20 * 4096 + 56,
+            40 + 4 * 256 + 20 * 16384 + 56,
+            40 + 4 * 1024 + 20 * 65536 + 56,
+        ]
+    );
+    let r = KeyIndexReader::open(dir.path()).unwrap();
+    let want: Vec<u64> = (0..30).map(|j| pos(7 + j * 1000)).collect();
+    assert_eq!(r.lookup(&key(7), None, None).unwrap(), want);
 }
 
 #[test]

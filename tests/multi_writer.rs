@@ -269,14 +269,23 @@ fn single_and_multi_writers_exclude_each_other() {
     single.close().unwrap();
     let multi = builder(dir.path()).open().unwrap();
     assert!(matches!(
-        QueueBuilder::new(dir.path()).open(),
+        QueueBuilder::new(dir.path()).multi_writer(false).open(),
         Err(Error::Locked { .. })
     ));
     let again = builder(dir.path()).open().unwrap();
     again.appender().unwrap().append(b"x").unwrap();
     drop(again);
+    // The queue remembers it was last opened for several writers: a plain
+    // open joins them.
+    let plain = QueueBuilder::new(dir.path()).open().unwrap();
+    assert!(plain.is_multi_writer());
+    drop(plain);
     drop(multi);
-    QueueBuilder::new(dir.path()).open().unwrap();
+    let single = QueueBuilder::new(dir.path())
+        .multi_writer(false)
+        .open()
+        .unwrap();
+    assert!(!single.is_multi_writer());
 }
 
 /// Entry point of the child processes the tests below start.

@@ -102,6 +102,8 @@ struct ImageStats {
     torn_pages: u64,
     dropped_files: u64,
     forced_files: u64,
+    /// Trimmed files whose trim was lost (full length again).
+    untrimmed: u64,
 }
 
 /// Data files of a snapshot, in queue order (`YYYYMMDD-N…`, counters compared as numbers).
@@ -191,6 +193,13 @@ fn forced_since_flush(durable: &Snapshot, latest: &Snapshot, mode: u8) -> Forced
             names_durable: after.len() - before.len(),
         }
     }
+}
+
+/// True when data file `bytes` is shorter than the `file_size` its header
+/// records: sealed and trimmed (format version 4).
+fn trimmed(bytes: &[u8]) -> bool {
+    bytes.len() >= 48
+        && (bytes.len() as u64) < u64::from_le_bytes(bytes[40..48].try_into().unwrap())
 }
 
 /// Pages of a file nothing forced since its creation: each is zero (never
@@ -296,6 +305,29 @@ fn crash_image(
             new.clone()
         } else if is_index {
             unforced_pages(rng, old, new, stats)
+        } else if is_data && trimmed(new) {
+            // Sealed and trimmed since the flush, nothing forced it: pages
+            // old, new or torn over the trimmed length, and the trim itself
+            // (a change of length) reached the disk or not.
+            let full = u64::from_le_bytes(new[40..48].try_into().unwrap()) as usize;
+            let base: Vec<u8> = match old {
+                Some(old) => old[..new.len()].to_vec(),
+                None => vec![0u8; new.len()],
+            };
+            let mut out = Vec::new();
+            mix_pages(rng, &base, new, &mut out, stats);
+            if old.is_none() {
+                // Its header was msync'd before the rename that named it.
+                out[..PAGE].copy_from_slice(&new[..PAGE]);
+            }
+            if rng.chance(50) {
+                stats.untrimmed += 1;
+                match old {
+                    Some(old) => out.extend_from_slice(&old[new.len()..]),
+                    None => out.resize(full, 0),
+                }
+            }
+            out
         } else {
             match old {
                 Some(old) if old.len() == new.len() => {
@@ -304,7 +336,7 @@ fn crash_image(
                     out
                 }
                 Some(old) => {
-                    // Not written in place (none today): one or the other.
+                    // Not written in place (none but trims, above): one or the other.
                     if rng.chance(50) {
                         old.clone()
                     } else {
@@ -439,6 +471,8 @@ fn check_image(
         image_stats.cut += 1;
         image_stats.cut_bytes += rec.cut_bytes;
     }
+    image_stats.finished_seals += rec.finished_seals;
+    image_stats.restored_lengths += u64::from(rec.restored_length);
     if rec.repaired_end_marker {
         image_stats.repaired_markers += 1;
     }
@@ -505,6 +539,8 @@ struct Figures {
     cut_bytes: u64,
     repaired_markers: u64,
     kept_unflushed: u64,
+    finished_seals: u64,
+    restored_lengths: u64,
 }
 
 /// Runs `scenarios` scenarios of one flush mode; returns the failures.
@@ -579,8 +615,8 @@ fn run_power_loss(mode: u8, name: &str) {
     }
     println!(
         "power loss ({name}): {} images in {:.1} s; {} dirty pages ({} lost, {} torn), {} files forced by the writer \
-         kept whole, {} new file names lost; {} recoveries cut a tail ({} bytes), {} repaired an end marker, \
-         {} unflushed messages survived",
+         kept whole, {} new file names lost, {} trims lost; {} recoveries cut a tail ({} bytes), {} repaired an end marker, \
+         {} finished a seal (footer or trim), {} gave a trimmed last file its length back, {} unflushed messages survived",
         figures.images,
         started.elapsed().as_secs_f64(),
         stats.dirty_pages,
@@ -588,9 +624,12 @@ fn run_power_loss(mode: u8, name: &str) {
         stats.torn_pages,
         stats.forced_files,
         stats.dropped_files,
+        stats.untrimmed,
         figures.cut,
         figures.cut_bytes,
         figures.repaired_markers,
+        figures.finished_seals,
+        figures.restored_lengths,
         figures.kept_unflushed
     );
     for f in failures.iter().take(5) {

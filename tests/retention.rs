@@ -35,6 +35,20 @@ fn policy() -> RetentionPolicy {
     RetentionPolicy::default()
 }
 
+/// Bytes of disk (`st_blocks`) `paths` hold: what retention counts.
+fn allocated(paths: &[std::path::PathBuf]) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    paths
+        .iter()
+        .map(|p| std::fs::metadata(p).unwrap().blocks() * 512)
+        .sum()
+}
+
+/// A data file with its sparse index.
+fn with_index(data: &Path) -> Vec<std::path::PathBuf> {
+    vec![data.to_path_buf(), data.with_extension("index")]
+}
+
 #[test]
 fn by_count_keeps_the_newest_files_and_reads_report_the_first_kept() {
     let dir = tempfile::tempdir().unwrap();
@@ -42,6 +56,10 @@ fn by_count_keeps_the_newest_files_and_reads_report_the_first_kept() {
     let q = builder(dir.path(), &clock).open().unwrap();
     write(&q, &clock, 0, 100, Duration::ZERO);
     assert_eq!(data_files(dir.path()).len(), 10);
+    let doomed: u64 = data_files(dir.path())[..7]
+        .iter()
+        .map(|p| allocated(&with_index(p)))
+        .sum();
     let report = q
         .apply_retention_with(&RetentionPolicy {
             max_files: Some(3),
@@ -50,7 +68,7 @@ fn by_count_keeps_the_newest_files_and_reads_report_the_first_kept() {
         .unwrap();
     assert_eq!(report.deleted_files.len(), 7);
     assert_eq!(report.first_seq, 70);
-    assert!(report.deleted_bytes >= 7 * 64 * 1024);
+    assert_eq!(report.deleted_bytes, doomed);
     assert_eq!(data_files(dir.path()).len(), 3);
     assert_eq!(q.first_seq(), 70);
     assert_eq!(q.len(), 30);
@@ -130,23 +148,27 @@ fn by_bytes() {
     let clock = clock_at(T0);
     let q = builder(dir.path(), &clock).open().unwrap();
     write(&q, &clock, 0, 60, Duration::ZERO);
-    let per_file = 64 * 1024
-        + std::fs::metadata(&walk_files(dir.path(), "index")[0])
-            .unwrap()
-            .len();
+    // What each file holds on disk, data and sparse index (sealed files are
+    // trimmed, the last one is not).
+    let sizes: Vec<u64> = data_files(dir.path())
+        .iter()
+        .map(|p| allocated(&with_index(p)))
+        .collect();
+    let total: u64 = sizes.iter().sum();
+    let keep4 = total - sizes[0] - sizes[1];
     let report = q
         .apply_retention_with(&RetentionPolicy {
-            max_bytes: Some(4 * per_file),
+            max_bytes: Some(keep4),
             ..policy()
         })
         .unwrap();
     assert_eq!(report.deleted_files.len(), 2);
-    assert_eq!(report.deleted_bytes, 2 * per_file);
+    assert_eq!(report.deleted_bytes, sizes[0] + sizes[1]);
     assert_eq!(data_files(dir.path()).len(), 4);
     assert_eq!(q.first_seq(), 20);
     let report = q
         .apply_retention_with(&RetentionPolicy {
-            max_bytes: Some(4 * per_file - 1),
+            max_bytes: Some(keep4 - 1),
             ..policy()
         })
         .unwrap();
@@ -557,6 +579,11 @@ fn key_index_files_wholly_before_the_first_kept_file_go_too() {
     assert_eq!(find_seqs(&ro, 3).len(), 14);
     let before = idx_files(dir.path());
     assert_eq!(before.len(), 7);
+    let doomed = data_files(dir.path())[..7]
+        .iter()
+        .map(|p| allocated(&with_index(p)))
+        .sum::<u64>()
+        + allocated(&before[..4]);
     let report = q
         .apply_retention_with(&RetentionPolicy {
             max_files: Some(3),
@@ -567,8 +594,7 @@ fn key_index_files_wholly_before_the_first_kept_file_go_too() {
     // The files holding only sequences below 70 (0..60) go; 60..75 straddles and stays.
     assert_eq!(report.deleted_key_index_files, before[..4]);
     assert_eq!(idx_files(dir.path()), before[4..]);
-    let idx_bytes: u64 = before[..4].iter().map(|_| 40 + 4 * 8 + 20 * 15 + 56).sum();
-    assert!(report.deleted_bytes >= 7 * 64 * 1024 + idx_bytes);
+    assert_eq!(report.deleted_bytes, doomed);
     // `find` returns every message still kept, in this process and another.
     for queue in [&q, &ro] {
         for k in 0..7 {
@@ -641,4 +667,45 @@ fn retention_at_roll_unmaps_the_deleted_key_index_files() {
         .filter(|p| p.contains(".idx"))
         .collect();
     assert!(pinned.is_empty(), "{pinned:#?}");
+}
+
+/// `max_bytes` counts the key-index files too: a queue whose data and sparse
+/// index fit the limit but whose key index does not loses its oldest files,
+/// with the key-index files they free.
+#[test]
+fn max_bytes_counts_key_index_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock_at(T0);
+    let q = builder(dir.path(), &clock)
+        .key_index(litemq::KeyIndexConfig {
+            slots: 256,
+            items: 15,
+        })
+        .open()
+        .unwrap();
+    // 10 data files of 10 messages; 7 key-index files of 15 items (1 KiB+ each).
+    append_keyed(&q, 0..100, |_| true);
+    let data_and_index: u64 = data_files(dir.path())
+        .iter()
+        .map(|p| allocated(&with_index(p)))
+        .sum();
+    let key_index = allocated(&idx_files(dir.path()));
+    assert!(key_index > 0);
+    let report = q
+        .apply_retention_with(&RetentionPolicy {
+            max_bytes: Some(data_and_index),
+            ..policy()
+        })
+        .unwrap();
+    assert!(
+        !report.deleted_files.is_empty(),
+        "data and sparse index fit, the key index does not: something must go"
+    );
+    assert!(!report.deleted_key_index_files.is_empty());
+    let kept: u64 = data_files(dir.path())
+        .iter()
+        .map(|p| allocated(&with_index(p)))
+        .sum::<u64>()
+        + allocated(&idx_files(dir.path()));
+    assert!(kept <= data_and_index, "{kept} > {data_and_index}");
 }

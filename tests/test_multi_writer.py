@@ -124,6 +124,9 @@ def test_single_writer_and_multi_writers_exclude_each_other(qpath: Path) -> None
             assert b.appender().append(b"b") == 1
             assert a.stats()["takeovers"] == 0
         with pytest.raises(litemq.LockedError):
-            litemq.Queue(qpath, file_size=SMALL_FILE)
+            litemq.Queue(qpath, file_size=SMALL_FILE, multi_writer=False)
+        # Remembered: a plain open joins the writers.
+        with litemq.Queue(qpath, file_size=SMALL_FILE) as c:
+            assert c.appender().append(b"c") == 2
     with pytest.raises(TypeError):
         litemq.Queue(qpath, multi_writer=1)  # type: ignore[arg-type]

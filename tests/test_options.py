@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
 import litemq
+from conftest import cli
 from litemq.options import parse_flush, parse_roll, parse_size, parse_wait
 
 
@@ -60,3 +63,76 @@ def test_size_roll_really_rolls_by_size(qpath: object) -> None:
         app.flush()
         assert q.stats()["files"] >= 4
         assert [m.seq for m in q.tailer()] == list(range(400))
+
+
+def test_options_are_remembered(tmp_path: Path) -> None:
+    """Reopening without options keeps the queue's own, not the defaults."""
+    path = tmp_path / "q"
+    keep = litemq.Retention(max_files=3)
+    with litemq.Queue(
+        path,
+        file_size="128KiB",
+        roll="count:5",
+        index_interval=4,
+        key_index={"slots": 64, "items": 128},
+        retention=keep,
+    ) as q:
+        q.appender().append_batch([b"x"] * 12)
+    meta = json.loads((path / "metadata.json").read_text())
+    assert meta["options"] == {
+        "file_size": 128 << 10,
+        "roll": [["count", 5]],
+        "index_interval": 4,
+        "key_index": [64, 128],
+        "retention": {
+            "max_age_us": None,
+            "max_bytes": None,
+            "max_files": 3,
+            "protect_unconsumed": False,
+        },
+        "multi_writer": False,
+    }
+    with litemq.Queue(path) as q:
+        q.appender().append_batch([b"y"] * 13)
+        files = q.data_files()
+        # count:5 still rolls, files are still 128 KiB, retention still keeps 3.
+        assert [f["size"] for f in files] == [128 << 10] * 3
+        assert [f["end_seq"] - f["first_seq"] for f in files] == [5, 5, 5]
+    # A different value applies to new files, and is remembered from then on.
+    with litemq.Queue(path, file_size="256KiB") as q:
+        q.appender().append_batch([b"z"] * 5)
+        assert q.data_files()[-1]["size"] == 256 << 10
+    with litemq.Queue(path) as q:
+        q.appender().append_batch([b"w"] * 5)
+        assert q.data_files()[-1]["size"] == 256 << 10
+    info = json.loads(cli("info", str(path), "--format", "json").stdout)
+    assert info["options"]["file_size"] == 256 << 10
+    assert info["options"]["roll"] == [["count", 5]]
+
+
+def test_a_bad_remembered_option_is_a_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "q"
+    litemq.Queue(path, file_size="64KiB").close()
+    meta_path = path / "metadata.json"
+    meta = json.loads(meta_path.read_text())
+    meta["options"]["file_size"] = 100
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(litemq.ConfigError, match=r"metadata\.json.*file_size"):
+        litemq.Queue(path)
+    # An explicit value replaces the bad one.
+    litemq.Queue(path, file_size="64KiB").close()
+
+
+def test_stats_report_bytes_written_and_allocated(tmp_path: Path) -> None:
+    with litemq.Queue(tmp_path / "q", file_size="1MiB", roll="count:100") as q:
+        q.appender().append_batch([b"m" * 100] * 250)
+        q.appender().flush()
+        s = q.stats()
+        files = q.data_files()
+        assert s["data_bytes_written"] == sum(f["bytes_written"] for f in files)
+        assert s["data_bytes_written"] == 3 * 4096 + 250 * 128  # header, frames of 128 bytes
+        assert s["data_bytes_allocated"] == sum(f["bytes_allocated"] for f in files)
+        assert s["disk_bytes"] == s["data_bytes_allocated"] + s["index_bytes_allocated"]
+        # Sealed files hold their data rounded to a page, with the footer.
+        for f in files[:2]:
+            assert f["bytes_allocated"] <= f["bytes_written"] + 8192

@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,22 +40,48 @@ def test_data_files(tens: litemq.Queue) -> None:
     assert [(f["first_seq"], f["end_seq"]) for f in files] == [
         (i, i + 10) for i in range(0, 100, 10)
     ]
-    for f in files:
-        assert set(f) == {"path", "file_number", "first_seq", "end_seq", "created", "size"}
-        assert Path(f["path"]).is_file()
-        assert Path(f["path"]).stat().st_size == f["size"] == SMALL_FILE
+    for i, f in enumerate(files):
+        assert set(f) == {
+            "path",
+            "file_number",
+            "first_seq",
+            "end_seq",
+            "created",
+            "size",
+            "bytes_written",
+            "bytes_allocated",
+            "index_bytes_allocated",
+        }
+        st = Path(f["path"]).stat()
+        assert f["size"] == SMALL_FILE
+        # Header and ten frames written; the disk holds about that (sealed
+        # files are trimmed to their data and footer, the last one gives
+        # back what is allocated past its data at close).
+        assert 4096 + 10 * 24 <= f["bytes_written"] < 4096 + 10 * 200
+        assert f["bytes_allocated"] == st.st_blocks * 512
+        index = Path(f["path"]).with_suffix(".index")
+        assert f["index_bytes_allocated"] == index.stat().st_blocks * 512
+        if i < len(files) - 1:
+            assert st.st_size < SMALL_FILE  # sealed: trimmed
+            assert f["bytes_allocated"] <= st.st_size
         assert f["created"].tzinfo is not None
         assert f["created"] <= datetime.now(UTC)
     assert files == sorted(files, key=lambda f: f["created"])
 
 
+def _on_disk(files: list[dict[str, Any]]) -> int:
+    """Disk blocks of data files and their sparse indexes: what retention counts."""
+    return sum(f["bytes_allocated"] + f["index_bytes_allocated"] for f in files)
+
+
 def test_retention_by_count(tens: litemq.Queue) -> None:
+    doomed = _on_disk(tens.data_files()[:7])
     report = tens.apply_retention(litemq.Retention(max_files=3))
     assert isinstance(report, litemq.RetentionReport)
     assert report.first_seq == tens.first_seq == 70
     assert len(report.deleted_files) == 7
     assert all(not Path(p).exists() for p in report.deleted_files)
-    assert report.deleted_bytes >= 7 * SMALL_FILE
+    assert report.deleted_bytes == doomed > 0
     assert report.protected_files == 0
     assert [f["first_seq"] for f in tens.data_files()] == [70, 80, 90]
     assert len(tens) == 30
@@ -88,12 +115,15 @@ def test_retention_deletes_key_index_files_of_deleted_data(qpath: Path) -> None:
 
 
 def test_retention_by_bytes(tens: litemq.Queue) -> None:
-    limit = 4 * SMALL_FILE + 4096
+    files = tens.data_files()
+    limit = _on_disk(files[-4:]) + 4096  # room for the newest four
     report = tens.apply_retention(litemq.Retention(max_bytes=limit))
     assert report.deleted_files
+    assert report.deleted_bytes == _on_disk(files[: len(report.deleted_files)])
     base = Path(tens.path)
-    kept = sum(p.stat().st_size for p in base.rglob("*.data")) + sum(
-        p.stat().st_size for p in base.rglob("*.index") if "key" not in p.parent.name
+    # Retention counts the disk blocks of every file it owns.
+    kept = sum(
+        p.stat().st_blocks * 512 for p in base.rglob("*") if p.suffix in (".data", ".index", ".idx")
     )
     assert kept <= limit
     # The oldest kept file is the first whose removal was not needed.
@@ -280,12 +310,13 @@ def test_cli_retain_beside_a_live_writer(tens: litemq.Queue) -> None:
     assert tens.first_seq == 30
     # The writer goes on; new files count too.
     fill(tens, 15)
+    doomed = _on_disk(tens.data_files()[:7])
     proc = cli("retain", path, "--max-files", "2", "--format", "json")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["first_seq"] == tens.first_seq == 100
     assert len(report["deleted_files"]) == 7
-    assert report["deleted_bytes"] >= 7 * SMALL_FILE
+    assert report["deleted_bytes"] == doomed > 0
     assert [m.seq for m in tens.tailer()] == list(range(100, 115))
 
 
@@ -294,7 +325,8 @@ def test_cli_retain_by_size_and_age(tens: litemq.Queue) -> None:
     proc = cli("retain", path, "--max-age", "7d", "--max-bytes", "10G")
     assert proc.returncode == 0, proc.stderr
     assert "0 data files deleted" in proc.stdout
-    proc = cli("retain", path, "--max-bytes", "300K")
+    # Ten small files hold about 150 KiB of disk (sealed ones are trimmed).
+    proc = cli("retain", path, "--max-bytes", "40K")
     assert proc.returncode == 0, proc.stderr
     assert tens.first_seq > 0
 

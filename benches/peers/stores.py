@@ -505,9 +505,10 @@ class LitemqBase(Store):
         self.app.flush()
 
     def data_bytes(self) -> int | None:
-        # Data files are preallocated to `file_size` (1 GiB by default).
+        # Header and frame bytes of the data files (the disk holds about that:
+        # files are sparse, allocated as they fill and trimmed when sealed).
         self.app.flush()
-        written: int = self.q.stats()["bytes_written"]
+        written: int = self.q.stats()["data_bytes_written"]
         return written
 
     def reader(self, count: int) -> Iterator[bytes]:

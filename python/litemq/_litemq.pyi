@@ -188,7 +188,7 @@ class Queue:
         wait: str | None = None,
         key_index: tuple[int, int] | None = None,
         retention: tuple[int | None, int | None, int | None, bool] | None = None,
-        multi_writer: bool = False,
+        multi_writer: bool | None = None,
     ) -> Self: ...
     def appender(self) -> Appender: ...
     @overload

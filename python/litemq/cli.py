@@ -171,15 +171,16 @@ def _open(path: str) -> Queue:
     return Queue(path, read_only=True)
 
 
-def _data_files(path: Path) -> list[Path]:
-    return sorted(p for p in path.rglob("*.data") if p.is_file())
+def _allocated(p: Path) -> int:
+    """Bytes of disk a file holds (its blocks), not its apparent length."""
+    return p.stat().st_blocks * 512
 
 
 def cmd_info(args: argparse.Namespace, out: IO[str]) -> int:
     base = Path(args.path)
     with _open(args.path) as q:
         first, nxt = q.first_seq, q.next_seq
-        files = _data_files(base)
+        files = q.data_files()
         index_files = sorted(p for p in base.rglob("*.index") if p.is_file())
         first_time = last_time = None
         if nxt > first:
@@ -194,10 +195,18 @@ def cmd_info(args: argparse.Namespace, out: IO[str]) -> int:
             "last_time": None if last_time is None else _iso(last_time),
             "writer_pid": _litemq.writer_pid(base),
             "data_files": [
-                {"file": str(p.relative_to(base)), "bytes": p.stat().st_size} for p in files
+                {
+                    "file": str(Path(f["path"]).relative_to(base)),
+                    "bytes": f["bytes_written"],
+                    "allocated": f["bytes_allocated"],
+                    "size": f["size"],
+                }
+                for f in files
             ],
             "index_files": len(index_files),
-            "disk_bytes": sum(p.stat().st_size for p in base.rglob("*") if p.is_file()),
+            "bytes_written": sum(f["bytes_written"] for f in files),
+            "disk_bytes": sum(_allocated(p) for p in base.rglob("*") if p.is_file()),
+            "options": _options(base),
         }
     if args.format == "json":
         out.write(json.dumps(info) + "\n")
@@ -211,14 +220,30 @@ def cmd_info(args: argparse.Namespace, out: IO[str]) -> int:
         ("writer", f"pid {writer}" if writer is not None else "none (not locked)"),
         ("data files", str(len(files))),
         ("index files", str(len(index_files))),
-        ("disk usage", _human(info["disk_bytes"])),
+        (
+            "disk usage",
+            f"{_human(info['disk_bytes'])} allocated, {_human(info['bytes_written'])} of data",
+        ),
     ]
+    if info["options"]:
+        rows.append(("options", " ".join(f"{k}={v}" for k, v in info["options"].items())))
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
         out.write(f"{key:<{width}}  {value}\n")
     for f in info["data_files"]:
-        out.write(f"  {f['file']}  {_human(f['bytes'])}\n")
+        out.write(
+            f"  {f['file']}  {_human(f['bytes'])} written, {_human(f['allocated'])} allocated\n"
+        )
     return 0
+
+
+def _options(base: Path) -> dict[str, Any]:
+    """The options the queue was created with (metadata.json), as `info` shows them."""
+    try:
+        meta = json.loads((base / "metadata.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in (meta.get("options") or {}).items() if v is not None}
 
 
 def _human(n: int) -> str:

@@ -43,12 +43,14 @@ class Queue(_litemq.Queue):
 
     Opens the queue at `path`, creating it when missing. One process at a time
     may write (a second one gets `LockedError` naming the first one's pid)
-    unless every writer opens it with ``multi_writer=True``; any number of
+    unless every writer opens it with ``multi_writer=True`` (remembered: a
+    plain open of such a queue joins the writers); any number of
     processes may read, also with ``read_only=True``, which takes no lock.
 
     Options (keywords; the defaults suit most uses):
 
-    - ``file_size`` (``"1GiB"``): bytes preallocated per data file; an int or a
+    - ``file_size`` (``"1GiB"``): largest size of a data file (sparse: disk is
+      allocated as it fills, a sealed file is trimmed); an int or a
       string like ``"64MiB"``; 64 KiB to 1 TiB, a multiple of 8. Bounds the
       largest message.
     - ``roll`` (``"daily"``): when to start a new data file: ``"daily"``,
@@ -62,7 +64,7 @@ class Queue(_litemq.Queue):
       messages (1 to 2**32 - 1); seeks scan at most this many.
     - ``verify_on_startup`` (``False``): check the CRC of every frame on open.
     - ``read_only`` (``False``): read without taking the writer lock.
-    - ``multi_writer`` (``False``): let several processes append at once, each
+    - ``multi_writer`` (``False``, or as remembered): let several processes append at once, each
       opening the queue with this flag. Sequences stay dense and each
       appender's messages keep their order; `append` returns once the message
       is written (its sequence is known only then), so batch with
@@ -72,14 +74,26 @@ class Queue(_litemq.Queue):
       thread before `append` waits (backpressure); 1 to 65,536.
     - ``wait`` (``"default"``): how blocking reads wait, ``"default"`` or
       ``"busy-spin"``.
-    - ``key_index`` (``{"slots": 2**20, "items": 2**21}``): geometry of new
-      key-index files (hash slots, items per file; each below 2**32, a file
-      at most 4 GiB); see docs/FORMAT.md.
+    - ``key_index`` (``{"slots": 2**20, "items": 2**21}``): geometry of the
+      largest key-index files (hash slots, items per file; each below 2**32,
+      a file at most 4 GiB); the first file has 4096 items and each next one
+      4 times more, up to this; see docs/FORMAT.md.
     - ``retention`` (``None``: keep everything): a `litemq.Retention` saying
       which old data files to delete when the writer rolls to a new file and
       on `apply_retention`.
 
     A value outside an option's range raises `ConfigError` naming the limit.
+
+    ``file_size``, ``roll``, ``index_interval``, ``key_index``, ``retention``
+    and ``multi_writer`` are remembered in ``metadata.json`` when the queue is
+    created: opening it again without one of them uses the remembered value,
+    not the default. A different value may be given for any of them (every
+    file records its own size, index interval and key-index geometry); it is
+    remembered from then on and applies to files created from then on
+    (``file_size``, ``index_interval``, ``key_index``), to the file being
+    written from its next message (``roll``), or from this open
+    (``retention``, ``multi_writer``). ``litemq info`` shows the remembered
+    values.
 
     Named tailers (``q.tailer(name="billing")``) resume where they last
     committed, in this or a later process; see `litemq.Consumer`.
@@ -105,14 +119,14 @@ class Queue(_litemq.Queue):
         wait: WaitSpec = "default",
         key_index: Mapping[str, int] | None = None,
         retention: Retention | None = None,
-        multi_writer: bool = False,
+        multi_writer: bool | None = None,
     ) -> Self:
         if not isinstance(path, str | os.PathLike):
             raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
         for name, flag in (
             ("verify_on_startup", verify_on_startup),
             ("read_only", read_only),
-            ("multi_writer", multi_writer),
+            ("multi_writer", False if multi_writer is None else multi_writer),
         ):
             if not isinstance(flag, bool):
                 raise TypeError(f"{name} must be True or False, not {type(flag).__name__}")

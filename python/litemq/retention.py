@@ -76,8 +76,9 @@ class Retention:
     - ``max_age``: delete a file once its newest message is older than this
       (a ``timedelta``, seconds, or a string like ``"7d"``; at most 2**64 - 1
       µs, about 584,542 years);
-    - ``max_bytes``: keep at most this many bytes of data and index files (an
-      int or a string like ``"10GiB"``; preallocated sizes, what the disk holds);
+    - ``max_bytes``: keep at most this many bytes on disk: data, sparse-index
+      and key-index files, counted as the disk blocks they hold (an int or a
+      string like ``"10GiB"``);
     - ``max_files``: keep at most this many data files (1 to 2**64 - 1);
     - ``protect_unconsumed``: never delete a file that a named tailer has not
       finished (its committed position is in or before the file).
@@ -135,7 +136,7 @@ class RetentionReport:
       index files went too);
     - ``deleted_key_index_files``: key-index files deleted because every key
       in them pointed into deleted data files (the newest is always kept);
-    - ``deleted_bytes``: bytes all those files took;
+    - ``deleted_bytes``: bytes of disk all those files held (their blocks);
     - ``first_seq``: the first sequence still in the queue;
     - ``protected_files``: files a limit wanted gone but a named tailer has
       not consumed yet (only with ``protect_unconsumed=True``).

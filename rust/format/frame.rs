@@ -23,13 +23,6 @@ pub fn frame_size(record_len: usize) -> usize {
     (record_len + FRAME_OVERHEAD + FRAME_ALIGN - 1) & !(FRAME_ALIGN - 1)
 }
 
-/// Largest record a file of `file_size` bytes can hold: the header, the
-/// frame and room for an end-of-file marker after it.
-pub fn max_record_len(file_size: u64) -> usize {
-    let room = file_size as usize - DATA_HEADER_LEN - FRAME_ALIGN;
-    (room & !(FRAME_ALIGN - 1)) - FRAME_OVERHEAD
-}
-
 /// What the bytes at a frame position hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FrameAt {
@@ -158,7 +151,7 @@ mod tests {
         assert_eq!(frame_size(9), 24);
         assert_eq!(frame_size(12), 24);
         assert_eq!(frame_size(13), 32);
-        let max = max_record_len(65536);
-        assert!(DATA_HEADER_LEN + frame_size(max) + 8 <= 65536);
+        let max = crate::format::max_record_len(65536);
+        assert!(DATA_HEADER_LEN + frame_size(max) + 8 + crate::format::footer::FOOTER_LEN <= 65536);
     }
 }

@@ -1,7 +1,7 @@
 //! Fixed headers at the start of data files and sparse-index files.
 
 use super::crc::crc64;
-use super::{le_u32, le_u64, FORMAT_VERSION};
+use super::{le_u32, le_u64, FORMAT_VERSION, OLDEST_READABLE_VERSION};
 
 /// First eight bytes of every data file.
 pub const DATA_MAGIC: [u8; 8] = *b"LMQDATA\0";
@@ -42,13 +42,18 @@ impl std::fmt::Display for HeaderError {
 /// The 4 KiB header of a data file (the first 64 bytes are used).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DataHeader {
+    /// Format version the file is written in: [`FORMAT_VERSION`] for new
+    /// files; 3 for files made before sealed files were trimmed.
+    pub version: u32,
     /// Sequence of the file's first message.
     pub first_seq: u64,
     /// When the file was created, µs since the Unix epoch.
     pub created_us: u64,
     /// Position of the file in the queue: 1, 2, 3, … across days.
     pub file_number: u64,
-    /// Preallocated size of the file in bytes.
+    /// Largest size of the file in bytes: its length while it is written
+    /// (from version 4 a sparse file whose blocks are allocated as it
+    /// fills); a sealed version-4 file is trimmed shorter.
     pub file_size: u64,
     /// Sparse-index interval the file was written with.
     pub index_interval: u32,
@@ -61,7 +66,7 @@ impl DataHeader {
     pub fn encode(&self) -> [u8; 64] {
         let mut b = [0u8; 64];
         b[0..8].copy_from_slice(&DATA_MAGIC);
-        b[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        b[8..12].copy_from_slice(&self.version.to_le_bytes());
         b[12..16].copy_from_slice(&(super::frame::DATA_HEADER_LEN as u32).to_le_bytes());
         b[16..24].copy_from_slice(&self.first_seq.to_le_bytes());
         b[24..32].copy_from_slice(&self.created_us.to_le_bytes());
@@ -84,13 +89,14 @@ impl DataHeader {
             return Err(HeaderError::BadCrc);
         }
         let version = le_u32(head, 8).ok_or(HeaderError::Truncated)?;
-        if version != FORMAT_VERSION {
+        if !(OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(HeaderError::Version(version));
         }
         if le_u32(head, 12) != Some(super::frame::DATA_HEADER_LEN as u32) {
             return Err(HeaderError::Invalid("header length"));
         }
         let h = DataHeader {
+            version,
             first_seq: le_u64(head, 16).ok_or(HeaderError::Truncated)?,
             created_us: le_u64(head, 24).ok_or(HeaderError::Truncated)?,
             file_number: le_u64(head, 32).ok_or(HeaderError::Truncated)?,
@@ -107,6 +113,8 @@ impl DataHeader {
 /// The 256-byte header of a sparse-index file (the first 48 bytes are used).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IndexHeader {
+    /// The format version of its data file.
+    pub version: u32,
     /// One entry every this many messages.
     pub interval: u32,
     /// First sequence of the data file this index belongs to.
@@ -124,7 +132,7 @@ impl IndexHeader {
     pub fn encode(&self) -> [u8; 48] {
         let mut b = [0u8; 48];
         b[0..8].copy_from_slice(&INDEX_MAGIC);
-        b[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        b[8..12].copy_from_slice(&self.version.to_le_bytes());
         b[12..16].copy_from_slice(&self.interval.to_le_bytes());
         b[16..24].copy_from_slice(&self.first_seq.to_le_bytes());
         b[24..32].copy_from_slice(&self.file_number.to_le_bytes());
@@ -145,10 +153,11 @@ impl IndexHeader {
             return Err(HeaderError::BadCrc);
         }
         let version = le_u32(head, 8).ok_or(HeaderError::Truncated)?;
-        if version != FORMAT_VERSION {
+        if !(OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(HeaderError::Version(version));
         }
         let h = IndexHeader {
+            version,
             interval: le_u32(head, 12).ok_or(HeaderError::Truncated)?,
             first_seq: le_u64(head, 16).ok_or(HeaderError::Truncated)?,
             file_number: le_u64(head, 24).ok_or(HeaderError::Truncated)?,
@@ -173,6 +182,7 @@ mod tests {
     #[test]
     fn data_header_round_trip_and_damage() {
         let h = DataHeader {
+            version: FORMAT_VERSION,
             first_seq: 42,
             created_us: 7,
             file_number: 3,
@@ -189,6 +199,7 @@ mod tests {
     #[test]
     fn newer_version_is_reported() {
         let h = IndexHeader {
+            version: FORMAT_VERSION,
             interval: 4,
             first_seq: 0,
             file_number: 1,

@@ -9,7 +9,7 @@ pub struct Metadata {
     pub format_version: u32,
     /// When the queue was created, µs since the Unix epoch.
     pub created_us: u64,
-    /// Size new data files are preallocated to.
+    /// Largest size of new data files.
     pub file_size: u64,
     /// Sparse-index interval new files are written with.
     pub index_interval: u32,
@@ -30,4 +30,40 @@ pub struct Metadata {
     /// ends elsewhere (files lost or rebuilt), `key_index_upto` is not trusted.
     #[serde(default)]
     pub key_index_last: Option<u64>,
+    /// The options that shape the queue's files, as the queue was created (or
+    /// last opened with other ones): an open that does not give an option
+    /// uses the value here. Absent in metadata written before version 4.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<StoredOptions>,
+}
+
+/// Options remembered in `metadata.json` (`"options"`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredOptions {
+    /// Largest size of a data file.
+    pub file_size: u64,
+    /// When to roll, as rules whichever comes first: `["size", bytes]`,
+    /// `["count", messages]`, `["daily" | "hourly" | "minutely", 0]`.
+    pub roll: Vec<(String, u64)>,
+    /// Messages per sparse-index entry.
+    pub index_interval: u32,
+    /// Key-index geometry of the largest files: `[slots, items]`.
+    pub key_index: (u32, u32),
+    /// Retention policy, `null` to keep everything.
+    pub retention: Option<StoredRetention>,
+    /// Several writer processes.
+    pub multi_writer: bool,
+}
+
+/// A retention policy in `metadata.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredRetention {
+    /// Microseconds; `null`: no age limit.
+    pub max_age_us: Option<u64>,
+    /// `RetentionPolicy::max_bytes`; `null`: no limit.
+    pub max_bytes: Option<u64>,
+    /// `RetentionPolicy::max_files`; `null`: no limit.
+    pub max_files: Option<u64>,
+    /// `RetentionPolicy::protect_unconsumed`.
+    pub protect_unconsumed: bool,
 }

@@ -9,14 +9,15 @@
 
 use std::path::Path;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::format::crc::crc64;
 use crate::format::frame::{self, frame_size, FrameAt, DATA_HEADER_LEN, FRAME_ALIGN};
 use crate::format::header::{IndexHeader, INDEX_ENTRY_LEN, INDEX_HEADER_LEN};
 use crate::format::le_u64;
 use crate::format::record;
 use crate::format::record::RECORD_FIXED_LEN;
-use crate::storage::mapped::{Mapping, WritableMapping};
+use crate::storage::alloc::{ChunkAllocator, INDEX_MAX_CHUNK, INDEX_MIN_CHUNK};
+use crate::storage::mapped::{punch_hole, Mapping, WritableMapping};
 
 /// A sparse-index entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,15 +86,38 @@ fn plausible(e: &Entry, crc: u64, h: &IndexHeader, i: u64, data_len: u64) -> boo
 pub struct SparseIndexWriter {
     map: WritableMapping,
     header: IndexHeader,
+    /// The file is sparse (version 4): blocks are allocated before entries
+    /// are written into them.
+    alloc: ChunkAllocator,
 }
 
 impl SparseIndexWriter {
-    /// Creates the index file for a new data file.
+    /// Creates the index file for a new data file: a sparse file of its
+    /// full length whose first page (the header) has a disk block.
     pub fn create(path: &Path, header: IndexHeader) -> Result<SparseIndexWriter> {
         let _ = std::fs::remove_file(path);
-        let mut map = WritableMapping::create(path, IndexHeader::file_len(header.capacity))?;
+        let len = IndexHeader::file_len(header.capacity);
+        let (mut map, allocated) = WritableMapping::create_sparse(path, len, 4096)?;
+        let alloc = ChunkAllocator::new(
+            map.file(),
+            path,
+            map.len(),
+            allocated as usize,
+            (INDEX_MIN_CHUNK, INDEX_MAX_CHUNK),
+        )?;
         map.write(0, &header.encode());
-        Ok(SparseIndexWriter { map, header })
+        Ok(SparseIndexWriter { map, header, alloc })
+    }
+
+    fn wrap(map: WritableMapping, header: IndexHeader) -> Result<SparseIndexWriter> {
+        let alloc = ChunkAllocator::new(
+            map.file(),
+            map.path(),
+            map.len(),
+            0,
+            (INDEX_MIN_CHUNK, INDEX_MAX_CHUNK),
+        )?;
+        Ok(SparseIndexWriter { map, header, alloc })
     }
 
     /// Opens the index of an existing data file; a missing or damaged index
@@ -104,36 +128,63 @@ impl SparseIndexWriter {
             let ok = IndexHeader::decode(map.as_slice()).is_ok_and(|h| h == header)
                 && map.len() as u64 == IndexHeader::file_len(header.capacity);
             if ok {
-                return Ok((SparseIndexWriter { map, header }, false));
+                return Ok((Self::wrap(map, header)?, false));
             }
         }
         Ok((Self::create(path, header)?, true))
     }
 
-    /// Writes entry `i`, publishing its offset last.
-    pub fn put(&mut self, i: u64, e: Entry) {
+    /// Writes entry `i`, publishing its offset last. Allocates the entry's
+    /// disk block first: a full disk is an error here, never SIGBUS.
+    pub fn put(&mut self, i: u64, e: Entry) -> Result<()> {
         if i >= self.header.capacity {
-            return; // cannot happen with `capacity()`; an index is only a hint
+            return Ok(()); // cannot happen with `capacity()`; an index is only a hint
         }
         let at = entry_at(i);
+        self.alloc.ensure(at + INDEX_ENTRY_LEN)?;
         self.map.write(at, &e.seq.to_le_bytes());
         self.map.write(at + 8, &e.timestamp.to_le_bytes());
         self.map.write(at + ENTRY_CRC_AT, &e.crc().to_le_bytes());
         self.map.store_u64(at + ENTRY_OFFSET_AT, e.offset);
+        Ok(())
     }
 
     /// The valid entries, in order, as read back from the file.
     pub fn entries(&self, data_len: u64) -> Vec<Entry> {
-        valid_entries(self.map.as_slice(), &self.header, data_len)
+        // Only the first data range: see `SparseIndex::limit`.
+        let data_end = self.map.data_ranges(0).first().map_or(0, |r| r.1);
+        valid_entries(&self.map.as_slice()[..data_end], &self.header, data_len)
     }
 
     /// Zeroes entries `i..` (after recovery cut the data they described).
+    /// Only ranges holding data are read and written: holes read as zeros
+    /// already.
     pub fn truncate_from(&mut self, i: u64) {
         if i < self.header.capacity {
             let at = entry_at(i);
-            let len = self.map.len() - at;
-            self.map.zero(at, len);
+            for (start, stop) in self.map.data_ranges(at) {
+                let start = start.max(at);
+                let b = &self.map.as_slice()[start..stop];
+                if let Some(last) = b.iter().rposition(|&x| x != 0) {
+                    self.map.zero(start, last + 1);
+                }
+            }
         }
+    }
+
+    /// The data file is sealed with `entries` entries: gives back the disk
+    /// blocks past them (the file keeps its length, so that a reader that
+    /// mapped it while it was written can still search all of it; the
+    /// unused tail reads as zeros, "not written").
+    pub fn seal(&mut self, entries: u64) -> Result<()> {
+        self.alloc.close();
+        let used = (entry_at(entries.min(self.header.capacity)) as u64).div_ceil(4096) * 4096;
+        let len = self.map.len() as u64;
+        if used < len {
+            punch_hole(self.map.file(), used, len - used)
+                .map_err(|e| Error::io("punch hole", self.map.path(), e))?;
+        }
+        Ok(())
     }
 
     /// msyncs the whole index file.
@@ -170,6 +221,10 @@ pub struct SparseIndex {
     map: Mapping,
     header: IndexHeader,
     data_len: u64,
+    /// Entries in the file's first data range: searches never probe past
+    /// them, since a hole read through a mapping allocates a page on tmpfs
+    /// (SIGBUS when it is full), and entries are written in order.
+    limit: u64,
 }
 
 impl SparseIndex {
@@ -183,15 +238,18 @@ impl SparseIndex {
         {
             return None;
         }
+        let data_end = map.data_ranges(0).first().map_or(0, |r| r.1);
+        let limit = (data_end.saturating_sub(INDEX_HEADER_LEN) / INDEX_ENTRY_LEN) as u64;
         Some(SparseIndex {
             map,
             header,
             data_len,
+            limit: limit.min(header.capacity),
         })
     }
 
     fn entry(&self, i: u64) -> Option<Entry> {
-        if i >= self.header.capacity {
+        if i >= self.limit {
             return None;
         }
         let at = entry_at(i);
@@ -211,7 +269,7 @@ impl SparseIndex {
 
     /// Number of published entries (they form a prefix).
     fn count(&self) -> u64 {
-        let (mut lo, mut hi) = (0u64, self.header.capacity);
+        let (mut lo, mut hi) = (0u64, self.limit);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             if self.entry(mid).is_some() {

@@ -34,6 +34,9 @@ pub(crate) fn fill_stats(d: &Bound<'_, PyDict>, s: &crate::Stats) -> PyResult<()
     d.set_item("messages", s.next_seq - s.first_seq)?;
     d.set_item("files", s.files)?;
     d.set_item("disk_bytes", s.disk_bytes)?;
+    d.set_item("data_bytes_written", s.data_bytes_written)?;
+    d.set_item("data_bytes_allocated", s.data_bytes_allocated)?;
+    d.set_item("index_bytes_allocated", s.index_bytes_allocated)?;
     d.set_item("durable_seq", s.durable_seq)?;
     d.set_item("syncs", s.syncs)?;
     d.set_item("rolls", s.rolls)?;

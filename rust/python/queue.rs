@@ -166,7 +166,7 @@ impl Queue {
     #[pyo3(signature = (
         path, *, file_size=None, roll=None, flush=None, index_interval=None,
         verify_on_startup=false, read_only=false, channel_capacity=None, wait=None,
-        key_index=None, retention=None, multi_writer=false,
+        key_index=None, retention=None, multi_writer=None,
     ))]
     #[expect(
         clippy::too_many_arguments,
@@ -185,19 +185,21 @@ impl Queue {
         wait: Option<String>,
         key_index: Option<(u32, u32)>,
         retention: Option<PolicyArg>,
-        multi_writer: bool,
+        multi_writer: Option<bool>,
     ) -> PyResult<Self> {
         let mut builder = QueueBuilder::new(&path)
             .verify_on_startup(verify_on_startup)
-            .read_only(read_only)
-            .multi_writer(multi_writer);
+            .read_only(read_only);
+        if let Some(m) = multi_writer {
+            builder = builder.multi_writer(m);
+        }
         if let Some(n) = file_size {
             builder = builder.file_size(bounded_arg(n, "file_size", MIN_FILE_SIZE, MAX_FILE_SIZE)?);
         }
         if let Some(parts) = roll {
             builder = builder.roll(roll_arg(parts)?);
         }
-        let mut blocking_appends = multi_writer;
+        let mut blocking_appends = false;
         if let Some((mode, bytes, interval)) = flush {
             let mode = flush_arg(&mode, bytes, interval)?;
             blocking_appends |= mode == FlushMode::Sync;
@@ -221,6 +223,8 @@ impl Queue {
             builder = builder.retention(consumer::policy(policy)?);
         }
         let queue = py.detach(|| builder.open())?;
+        // Given or remembered: with several writers an append returns once written.
+        blocking_appends |= queue.is_multi_writer();
         Ok(Queue {
             inner: ForkSafe::new(queue),
             path: path.display().to_string(),
@@ -324,7 +328,9 @@ impl Queue {
 
     /// The data files, oldest first, as dicts: `path`, `file_number`,
     /// `first_seq`, `end_seq` (one past the last sequence it holds),
-    /// `created` (UTC datetime) and `size` (preallocated bytes).
+    /// `created` (UTC datetime), `size` (the largest the file may grow to),
+    /// `bytes_written` (header and frames), `bytes_allocated` (disk blocks,
+    /// `st_blocks` × 512) and `index_bytes_allocated` (its sparse index's).
     ///
     /// >>> [f["first_seq"] for f in q.data_files()]
     /// [0, 50, 100]
@@ -340,6 +346,9 @@ impl Queue {
             d.set_item("end_seq", f.end_seq)?;
             d.set_item("created", time::to_datetime(py, f.created_us)?)?;
             d.set_item("size", f.size)?;
+            d.set_item("bytes_written", f.bytes_written)?;
+            d.set_item("bytes_allocated", f.bytes_allocated)?;
+            d.set_item("index_bytes_allocated", f.index_bytes_allocated)?;
             list.append(d)?;
         }
         Ok(list)

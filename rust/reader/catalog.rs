@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use crate::error::{Error, Result};
+use crate::format::footer::FOOTER_LEN;
+use crate::format::frame::{DATA_HEADER_LEN, FRAME_ALIGN};
 use crate::format::header::{DataHeader, HeaderError};
 use crate::storage::layout::{list_data_files, FileId};
 
@@ -42,12 +44,22 @@ pub fn read_header(path: &Path) -> Result<DataHeader> {
         .metadata()
         .map_err(|e| Error::io("stat", path, e))?
         .len();
-    if len != header.file_size {
+    // Version 4 trims a sealed file (to its end-of-file marker and footer,
+    // at least a page past the header); version 3 files keep their size.
+    let shortest = if header.version >= 4 {
+        (DATA_HEADER_LEN + FRAME_ALIGN + FOOTER_LEN) as u64
+    } else {
+        header.file_size
+    };
+    if len > header.file_size || len < shortest || !len.is_multiple_of(FRAME_ALIGN as u64) {
         return Err(Error::corrupted(
             path,
             0,
             None,
-            format!("file is {len} bytes; its header says {}", header.file_size),
+            format!(
+                "file is {len} bytes; its header says {} (version {})",
+                header.file_size, header.version
+            ),
         ));
     }
     Ok(header)

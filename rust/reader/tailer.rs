@@ -8,6 +8,7 @@ use super::catalog::{Catalog, FileInfo};
 use super::wait::WaitStrategy;
 use super::wait::Waiter;
 use crate::error::{Error, Result};
+use crate::format::footer::{Footer, FOOTER_LEN};
 use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN};
 use crate::format::position;
 use crate::format::record::{self, HeaderIter, RecordView};
@@ -424,6 +425,15 @@ impl Tailer {
             };
             if !more(self.seq, c.info.header.file_number, c.offset) {
                 return Ok(true);
+            }
+            if c.offset + 4 > c.map.len() {
+                // A damaged file whose frames reach its (trimmed) end.
+                return Err(Error::corrupted(
+                    c.map.path(),
+                    c.offset as u64,
+                    Some(self.seq),
+                    "frames run to the end of the file without an end-of-file marker",
+                ));
             }
             let len = c.map.load_u32(c.offset);
             match len {
@@ -916,6 +926,50 @@ fn first_timestamp(map: &Mapping) -> Option<u64> {
 
 fn is_not_found(e: &Error) -> bool {
     matches!(e, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+}
+
+/// Bytes of data file `info` that hold data: its header and frames, up to
+/// its end-of-file marker or the end of what is published. A trimmed sealed
+/// file says so in its footer (read with `pread`); otherwise from its last
+/// sparse-index entry plus a walk of at most one interval.
+pub(crate) fn written_bytes(catalog: &Catalog, info: &FileInfo) -> u64 {
+    use std::os::unix::fs::FileExt;
+    let path = catalog.data_path(info.id);
+    let h = &info.header;
+    if let Ok(file) = std::fs::File::open(&path) {
+        let len = file.metadata().map_or(0, |m| m.len());
+        if h.version >= 4 && len < h.file_size && len >= FOOTER_LEN as u64 {
+            let mut b = [0u8; FOOTER_LEN];
+            if file.read_exact_at(&mut b, len - FOOTER_LEN as u64).is_ok() {
+                if let Ok(f) = Footer::decode(&b) {
+                    return f.frames_end;
+                }
+            }
+        }
+    }
+    let Ok(map) = Mapping::open(&path) else {
+        return 0;
+    };
+    let mut off = DATA_HEADER_LEN;
+    let index = SparseIndex::open(
+        &info.id.index_path(catalog.base()),
+        h.first_seq,
+        map.len() as u64,
+    );
+    if let Some(e) = index
+        .and_then(|ix| ix.last())
+        .filter(|e| entry_matches(&map, e))
+    {
+        off = e.offset as usize;
+    }
+    while off + 4 <= map.len() {
+        let len = map.load_u32(off);
+        if len == 0 || len == frame::END_OF_FILE {
+            break;
+        }
+        off = off.saturating_add(frame::frame_size(len as usize));
+    }
+    off.min(map.len()) as u64
 }
 
 /// Sequence after the last published message, found from the last file's

@@ -62,7 +62,10 @@ fn check_word(len: usize, offset: usize, size: usize) {
 /// A read-only shared mapping of a whole file.
 ///
 /// Invariant: `raw` maps `len` bytes of the file at `path` and lives as long
-/// as `self`; the file is never truncated below `len` by litemq.
+/// as `self`. litemq truncates a file only when it seals it (format version
+/// 4), and never below its end-of-file marker and footer: a reader that
+/// mapped it longer only ever touches published frames and the marker,
+/// which stay (see `docs/DESIGN.md`, "Trimming sealed files").
 #[derive(Debug)]
 pub struct Mapping {
     raw: MmapRaw,
@@ -129,6 +132,17 @@ impl Mapping {
         unsafe { load_u64(self.raw.as_ptr().add(offset)) }
     }
 
+    /// The ranges of bytes `from..` that hold data (see [`data_ranges`]).
+    pub fn data_ranges(&self, from: usize) -> Vec<(usize, usize)> {
+        match File::open(&self.path) {
+            Ok(f) => data_ranges(&f, from as u64, self.len as u64)
+                .into_iter()
+                .map(|(a, b)| (a as usize, b as usize))
+                .collect(),
+            Err(_) => vec![(from, self.len)],
+        }
+    }
+
     /// Tells the kernel we read front to back.
     pub fn advise_sequential(&self) {
         let _ = self.raw.advise(memmap2::Advice::Sequential);
@@ -162,22 +176,37 @@ impl WritableMapping {
         Self::map(file, len, path)
     }
 
-    /// Creates `path` (which must not exist), preallocates `size` zeroed
-    /// bytes on disk, and maps it. The file is never mapped past what was
-    /// allocated, so a full disk fails here instead of with SIGBUS later.
-    pub fn create(path: &Path, size: u64) -> Result<WritableMapping> {
+    /// Creates `path` (which must not exist) as a sparse file of `size`
+    /// bytes, allocates disk blocks for its first `first` bytes and maps all
+    /// of it. Returns the mapping and how many bytes are allocated: `first`
+    /// (rounded up to a page, at most `size`), or `size` where the file
+    /// system cannot allocate ranges (then the whole file is written with
+    /// zeros, as before version 4). The caller must never write past the
+    /// allocated bytes without allocating them first (a [`crate::storage::alloc::ChunkAllocator`]):
+    /// a write into a hole on a full disk is SIGBUS, an allocation is an error.
+    pub fn create_sparse(path: &Path, size: u64, first: u64) -> Result<(WritableMapping, u64)> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create_new(true)
             .open(path)
             .map_err(|e| Error::io("create", path, e))?;
-        if let Err(e) = preallocate(&file, size) {
-            drop(file);
-            let _ = std::fs::remove_file(path);
-            return Err(Error::io("preallocate", path, e));
+        let first = first.div_ceil(4096).saturating_mul(4096).min(size);
+        let allocated = file.set_len(size).and_then(|()| {
+            if allocate_range(&file, 0, first)? {
+                Ok(first)
+            } else {
+                write_zeros(&file, size).map(|()| size)
+            }
+        });
+        match allocated {
+            Ok(n) => Ok((Self::map(file, size as usize, path)?, n)),
+            Err(e) => {
+                drop(file);
+                let _ = std::fs::remove_file(path);
+                Err(Error::io("preallocate", path, e))
+            }
         }
-        Self::map(file, size as usize, path)
     }
 
     fn map(file: File, len: usize, path: &Path) -> Result<WritableMapping> {
@@ -203,6 +232,14 @@ impl WritableMapping {
 
     pub fn file(&self) -> &File {
         &self.file
+    }
+
+    /// The ranges of bytes `from..` that hold data (see [`data_ranges`]).
+    pub fn data_ranges(&self, from: usize) -> Vec<(usize, usize)> {
+        data_ranges(&self.file, from as u64, self.len as u64)
+            .into_iter()
+            .map(|(a, b)| (a as usize, b as usize))
+            .collect()
     }
 
     /// Records that the file was renamed (the mapping itself is unaffected).
@@ -289,16 +326,6 @@ impl WritableMapping {
             .flush_range(offset, len)
             .map_err(|e| Error::io("msync", &self.path, e))
     }
-
-    /// Starts writing `len` bytes at `offset` back without waiting (MS_ASYNC).
-    pub fn sync_range_async(&self, offset: usize, len: usize) -> Result<()> {
-        if len == 0 {
-            return Ok(());
-        }
-        self.raw
-            .flush_async_range(offset, len)
-            .map_err(|e| Error::io("msync", &self.path, e))
-    }
 }
 
 /// Faults pages of a writable mapping in ahead of the writer, so that the
@@ -345,6 +372,87 @@ pub fn preallocate(file: &File, size: u64) -> std::io::Result<()> {
         Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => write_zeros(file, size),
         _ => Err(err),
     }
+}
+
+/// Allocates disk blocks for `len` bytes at `offset` of `file` without
+/// changing its length (`fallocate`, `FALLOC_FL_KEEP_SIZE`: a late call on
+/// a file trimmed meanwhile never makes it long again). `Ok(false)` when the
+/// file system cannot allocate ranges.
+pub fn allocate_range(file: &File, offset: u64, len: u64) -> std::io::Result<bool> {
+    fallocate(file, libc::FALLOC_FL_KEEP_SIZE, offset, len)
+}
+
+/// Gives back the disk blocks of `len` bytes at `offset` of `file`; they
+/// read as zeros afterwards and the length is unchanged
+/// (`FALLOC_FL_PUNCH_HOLE`). `Ok(false)` when the file system cannot.
+pub fn punch_hole(file: &File, offset: u64, len: u64) -> std::io::Result<bool> {
+    fallocate(
+        file,
+        libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+        offset,
+        len,
+    )
+}
+
+fn fallocate(file: &File, mode: libc::c_int, offset: u64, len: u64) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    if len == 0 {
+        return Ok(true);
+    }
+    let big = || std::io::Error::from_raw_os_error(libc::EFBIG);
+    let off = libc::off_t::try_from(offset).map_err(|_| big())?;
+    let n = libc::off_t::try_from(len).map_err(|_| big())?;
+    // SAFETY: `file` is an open descriptor for the duration of the call;
+    // fallocate only reads its arguments and touches no memory of ours.
+    let rc = unsafe { libc::fallocate(file.as_raw_fd(), mode, off, n) };
+    if rc == 0 {
+        return Ok(true);
+    }
+    let err = std::io::Error::last_os_error();
+    match err.raw_os_error() {
+        Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => Ok(false),
+        _ => Err(err),
+    }
+}
+
+/// The ranges of `from..to` in `file` that hold data (`SEEK_DATA` /
+/// `SEEK_HOLE`): everything outside them is a hole and reads as zeros.
+/// Reading a hole through a shared mapping allocates a page on tmpfs (and
+/// SIGBUS on a full one), so scans over a sparse file visit only these.
+/// Where the file system cannot tell, the whole range.
+pub fn data_ranges(file: &File, from: u64, to: u64) -> Vec<(u64, u64)> {
+    use std::os::fd::AsRawFd;
+    let seek = |at: u64, whence: libc::c_int| -> Option<u64> {
+        let at = libc::off_t::try_from(at).ok()?;
+        // SAFETY: `file` is an open descriptor for the duration of the
+        // call; lseek reads no memory of ours.
+        let r = unsafe { libc::lseek(file.as_raw_fd(), at, whence) };
+        u64::try_from(r).ok()
+    };
+    let mut out = Vec::new();
+    let mut at = from;
+    while at < to {
+        let Some(data) = seek(at, libc::SEEK_DATA) else {
+            let e = std::io::Error::last_os_error().raw_os_error();
+            if e != Some(libc::ENXIO) {
+                out.push((at, to)); // cannot tell: treat as data
+            }
+            break;
+        };
+        if data >= to {
+            break;
+        }
+        let hole = seek(data, libc::SEEK_HOLE).unwrap_or(to).min(to);
+        out.push((data, hole));
+        at = hole.max(data + 1);
+    }
+    out
+}
+
+/// Bytes of disk allocated to `path` (`st_blocks` × 512), 0 when it is gone.
+pub fn allocated_bytes(path: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).map_or(0, |m| m.blocks() * 512)
 }
 
 fn write_zeros(file: &File, size: u64) -> std::io::Result<()> {

@@ -1,15 +1,19 @@
 //! The data file being written, with its sparse index.
 
-use std::path::Path;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::config::RollStrategy;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::format::crc::crc64;
+use crate::format::footer::{trimmed_len, Footer, FOOTER_LEN};
 use crate::format::frame::{frame_size, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
 use crate::format::header::{DataHeader, IndexHeader};
 use crate::format::position;
 use crate::format::record::RECORD_FIXED_LEN;
 use crate::index::sparse::{self, Entry, SparseIndexWriter};
+use crate::storage::alloc::{ChunkAllocator, DATA_MAX_CHUNK, DATA_MIN_CHUNK};
 use crate::storage::fsutil::sync_dir_chain;
 use crate::storage::layout::FileId;
 use crate::storage::mapped::WritableMapping;
@@ -30,8 +34,30 @@ pub struct ActiveFile {
     pub synced_pos: usize,
     /// Timestamp of the file's first message, if it has one.
     pub first_ts: Option<u64>,
+    /// Timestamp of its last message (0 before the first).
+    pub last_ts: u64,
     /// Reused buffer for assembling a frame.
     pub scratch: Vec<u8>,
+    /// Disk blocks of the (sparse) file, allocated ahead of `write_pos`.
+    pub alloc: Arc<ChunkAllocator>,
+}
+
+/// A file just sealed whose bytes may not be on disk yet (`Async` mode):
+/// the next flush fdatasyncs it.
+#[derive(Debug)]
+pub struct Sealed {
+    pub path: PathBuf,
+    pub file: File,
+}
+
+/// Bytes a file of format `version` keeps free after its last frame: the
+/// end-of-file marker, and from version 4 the footer.
+pub fn reserved_tail(version: u32) -> usize {
+    if version >= 4 {
+        FRAME_ALIGN + FOOTER_LEN
+    } else {
+        FRAME_ALIGN
+    }
 }
 
 impl ActiveFile {
@@ -50,7 +76,16 @@ impl ActiveFile {
         let path = id.data_path(base);
         let tmp = path.with_extension("data.tmp");
         let _ = std::fs::remove_file(&tmp);
-        let mut map = WritableMapping::create(&tmp, header.file_size)?;
+        let first_chunk = (DATA_MIN_CHUNK as u64).min(header.file_size);
+        let (mut map, allocated) =
+            WritableMapping::create_sparse(&tmp, header.file_size, first_chunk)?;
+        let alloc = Arc::new(ChunkAllocator::new(
+            map.file(),
+            &path,
+            map.len(),
+            allocated as usize,
+            (DATA_MIN_CHUNK, DATA_MAX_CHUNK),
+        )?);
         map.write(0, &header.encode());
         map.sync_range(0, DATA_HEADER_LEN)?;
         std::fs::rename(&tmp, &path).map_err(|e| crate::Error::io("rename", &path, e))?;
@@ -66,7 +101,39 @@ impl ActiveFile {
             next_seq: header.first_seq,
             synced_pos: 0,
             first_ts: None,
+            last_ts: 0,
             scratch: Vec::new(),
+            alloc,
+        })
+    }
+
+    /// The file recovery resumes writing at `write_pos` (sequence `next_seq`).
+    pub fn resume(
+        header: DataHeader,
+        map: WritableMapping,
+        index: SparseIndexWriter,
+        write_pos: usize,
+        next_seq: u64,
+        (first_ts, last_ts): (Option<u64>, u64),
+    ) -> Result<ActiveFile> {
+        let alloc = Arc::new(ChunkAllocator::new(
+            map.file(),
+            map.path(),
+            map.len(),
+            0,
+            (DATA_MIN_CHUNK, DATA_MAX_CHUNK),
+        )?);
+        Ok(ActiveFile {
+            header,
+            map,
+            index,
+            write_pos,
+            next_seq,
+            synced_pos: write_pos,
+            first_ts,
+            last_ts,
+            scratch: Vec::new(),
+            alloc,
         })
     }
 
@@ -76,16 +143,17 @@ impl ActiveFile {
         let map = WritableMapping::open(&id.data_path(base))?;
         let (index, _) =
             SparseIndexWriter::open_or_rebuild(&id.index_path(base), index_header(&header))?;
-        Ok(ActiveFile {
-            first_ts: crate::recovery::first_message_ts(map.as_slice()),
+        let first_ts = crate::recovery::first_message_ts(map.as_slice());
+        let mut a = ActiveFile::resume(
             header,
             map,
             index,
-            write_pos: DATA_HEADER_LEN,
-            next_seq: header.first_seq,
-            synced_pos: usize::MAX,
-            scratch: Vec::new(),
-        })
+            DATA_HEADER_LEN,
+            header.first_seq,
+            (first_ts, 0),
+        )?;
+        a.synced_pos = usize::MAX;
+        Ok(a)
     }
 
     /// Messages in this file.
@@ -96,8 +164,8 @@ impl ActiveFile {
     /// True when a frame with a `record_len`-byte record must go to a new file.
     pub fn must_roll(&self, record_len: usize, timestamp: u64, roll: &RollLimits) -> bool {
         let end = self.write_pos + frame_size(record_len);
-        if end + FRAME_ALIGN > self.map.len() {
-            return true; // no room for the frame and an end-of-file marker
+        if end + reserved_tail(self.header.version) > self.map.len() {
+            return true; // no room for the frame, an end-of-file marker and the footer
         }
         if self.count() == 0 {
             return false;
@@ -109,10 +177,21 @@ impl ActiveFile {
                 .is_some_and(|p| self.first_ts.is_some_and(|t| t / p != timestamp / p))
     }
 
+    /// Makes sure the disk blocks a frame with a `record_len`-byte record
+    /// will touch exist (the frame, the word after it, the end-of-file marker
+    /// and the footer): a full disk fails here with `ENOSPC`, at a chunk
+    /// boundary, instead of with SIGBUS inside the mapping.
+    #[inline]
+    pub fn allocate_for(&self, record_len: usize) -> Result<()> {
+        let need = self.write_pos + frame_size(record_len) + reserved_tail(self.header.version);
+        self.alloc.ensure(need.min(self.map.len()))
+    }
+
     /// Writes one frame: record fields and CRC first, then the length with
-    /// release ordering, which publishes it to readers.
+    /// release ordering, which publishes it to readers. The caller has
+    /// called [`ActiveFile::allocate_for`].
     /// Returns the frame's offset.
-    pub fn write_frame(&mut self, flags: u8, timestamp: u64, body: &[u8]) -> usize {
+    pub fn write_frame(&mut self, flags: u8, timestamp: u64, body: &[u8]) -> Result<usize> {
         let record_len = RECORD_FIXED_LEN + body.len();
         let len = record_len as u32;
         let at = self.write_pos;
@@ -144,13 +223,15 @@ impl ActiveFile {
                 timestamp,
                 offset: at as u64,
             };
-            self.index.put(i / self.header.index_interval as u64, entry);
+            self.index
+                .put(i / self.header.index_interval as u64, entry)?;
         }
         self.first_ts.get_or_insert(timestamp);
+        self.last_ts = timestamp;
         self.synced_pos = self.synced_pos.min(at);
         self.write_pos = next;
         self.next_seq += 1;
-        at
+        Ok(at)
     }
 
     /// Position just past the last frame: every message below it is written.
@@ -158,9 +239,73 @@ impl ActiveFile {
         position::encode(self.header.file_number, self.write_pos as u64)
     }
 
-    /// Seals the file with the end-of-file marker.
-    pub fn seal(&mut self) {
-        self.map.store_u32(self.write_pos, END_OF_FILE);
+    /// Seals the file: the end-of-file marker (readers move on to the next
+    /// file at once), then, from format version 4, the footer at the end of
+    /// the trimmed length, and the file and its sparse index trimmed (see
+    /// `docs/FORMAT.md`, "Sealing"). With `durable`, marker, footer and the
+    /// new length are on disk when this returns; otherwise the returned
+    /// [`Sealed`] is for the next flush to fdatasync (`None`: a file another
+    /// writer process created that this one never wrote to).
+    pub fn seal(self, durable: bool) -> Result<Option<Sealed>> {
+        let ActiveFile {
+            header,
+            mut map,
+            mut index,
+            write_pos,
+            next_seq,
+            synced_pos,
+            first_ts,
+            last_ts,
+            alloc,
+            ..
+        } = self;
+        map.store_u32(write_pos, END_OF_FILE);
+        // No allocation from here on: the prefault thread may still hold
+        // the allocator, and must not allocate past the trimmed end.
+        alloc.close();
+        let trim = (header.version >= 4).then(|| {
+            let frames_end = write_pos as u64;
+            let len = trimmed_len(frames_end, header.file_size);
+            let footer = Footer {
+                frames_end,
+                frames_crc: crc64(&[&map.as_slice()[DATA_HEADER_LEN..write_pos]]),
+                file_number: header.file_number,
+                first_seq: header.first_seq,
+                end_seq: next_seq,
+                first_ts: first_ts.unwrap_or(0),
+                last_ts: if next_seq > header.first_seq {
+                    last_ts
+                } else {
+                    0
+                },
+            };
+            map.write(len as usize - FOOTER_LEN, &footer.encode());
+            len
+        });
+        if durable && synced_pos != usize::MAX {
+            let start = synced_pos.min(write_pos) & !4095;
+            let end = trim.map_or(write_pos + FRAME_ALIGN, |l| l as usize);
+            map.sync_range(start, end.min(map.len()) - start)?;
+        }
+        let path = map.path().to_path_buf();
+        let file = map
+            .file()
+            .try_clone()
+            .map_err(|e| Error::io("dup", &path, e))?;
+        drop(map);
+        if let Some(len) = trim {
+            file.set_len(len).map_err(|e| Error::io("trim", &path, e))?;
+            let entries = (next_seq - header.first_seq).div_ceil(u64::from(header.index_interval));
+            index.seal(entries)?;
+            if durable {
+                file.sync_data()
+                    .map_err(|e| Error::io("fdatasync", &path, e))?;
+            }
+        }
+        if durable {
+            index.sync()?;
+        }
+        Ok((!durable && synced_pos != usize::MAX).then_some(Sealed { path, file }))
     }
 
     /// msyncs everything written since the last sync (and the marker after it).
@@ -174,6 +319,22 @@ impl ActiveFile {
         Ok(())
     }
 
+    /// At a clean close: gives back the disk blocks allocated ahead of the
+    /// writer (past the page after the last frame), so that a closed queue
+    /// holds about what it stores. The next writer allocates again.
+    /// Best effort: a file system that cannot punch holes keeps them.
+    pub fn release_unused(&self) {
+        self.alloc.close();
+        let from = (self.write_pos + FRAME_ALIGN).div_ceil(4096) * 4096;
+        if from < self.map.len() {
+            let _ = crate::storage::mapped::punch_hole(
+                self.map.file(),
+                from as u64,
+                (self.map.len() - from) as u64,
+            );
+        }
+    }
+
     /// Bytes written but not yet msync'd.
     pub fn unsynced(&self) -> usize {
         self.write_pos.saturating_sub(self.synced_pos)
@@ -183,6 +344,7 @@ impl ActiveFile {
 /// The sparse-index header that goes with a data file.
 pub fn index_header(header: &DataHeader) -> IndexHeader {
     IndexHeader {
+        version: header.version,
         interval: header.index_interval,
         first_seq: header.first_seq,
         file_number: header.file_number,

@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 
-use super::active::{ActiveFile, RollLimits};
+use super::active::{ActiveFile, RollLimits, Sealed};
 use super::append_lock::AppendLock;
 use super::command::{Command, EncodedBatch};
 use super::handoff::{Handoff, Sleep};
@@ -123,7 +123,7 @@ impl IoThread {
     ) -> IoThread {
         let mut prefault = PrefaultThread::start();
         if let Some(a) = &resume.active {
-            prefault.set_file(a.map.prefaulter(), a.write_pos);
+            prefault.set_file(a);
         }
         IoThread {
             roll: RollLimits::new(&config.roll),
@@ -342,7 +342,8 @@ impl IoThread {
             self.key_index.reserve(ts)?;
         }
         let active = self.active.as_mut().expect("roll leaves an active file");
-        let offset = active.write_frame(flags, ts, body);
+        active.allocate_for(record_len)?;
+        let offset = active.write_frame(flags, ts, body)?;
         self.next_seq += 1;
         self.frames_out += 1;
         if keyed {
@@ -357,13 +358,11 @@ impl IoThread {
     /// Seals the active file (end-of-file marker first), then creates the next.
     fn roll(&mut self, ts: u64) -> Result<()> {
         let durable = self.config.flush != FlushMode::Async;
-        if let Some(mut old) = self.active.take() {
-            old.seal();
-            if durable {
-                old.sync()?;
-                old.index.sync()?;
-            } else {
-                self.keep_unsynced(&old)?;
+        if let Some(old) = self.active.take() {
+            // The prefault thread lets go of the file before it is trimmed.
+            self.prefault.clear();
+            if let Some(sealed) = old.seal(durable)? {
+                self.keep_unsynced(sealed)?;
             }
             self.shared
                 .counters
@@ -380,14 +379,14 @@ impl IoThread {
             file_number: self.next_file_number,
             file_size: self.config.file_size,
             index_interval: self.config.index_interval,
+            version: crate::format::FORMAT_VERSION,
         };
         let active = ActiveFile::create(&self.base, id, header, durable)?;
         let dir = id.parent(&self.base);
         if !durable && !self.dirs_unsynced.contains(&dir) {
             self.dirs_unsynced.push(dir);
         }
-        self.prefault
-            .set_file(active.map.prefaulter(), active.write_pos);
+        self.prefault.set_file(&active);
         self.catalog.add(id, header);
         self.last_id = Some(id);
         self.next_file_number += 1;
@@ -400,21 +399,8 @@ impl IoThread {
 
     /// Remembers a file this process leaves with pages possibly dirty, for
     /// the next flush; beyond `MAX_UNSYNCED_SEALED` the oldest is synced now.
-    fn keep_unsynced(&mut self, old: &ActiveFile) -> Result<()> {
-        if old.synced_pos == usize::MAX {
-            return Ok(()); // another writer process's file we never wrote to
-        }
-        let _ = old.map.sync_range_async(
-            old.synced_pos & !4095,
-            old.map.len() - (old.synced_pos & !4095),
-        );
-        let file = old
-            .map
-            .file()
-            .try_clone()
-            .map_err(|e| Error::io("dup", old.map.path(), e))?;
-        self.sealed_unsynced
-            .push((old.map.path().to_path_buf(), file));
+    pub(super) fn keep_unsynced(&mut self, old: Sealed) -> Result<()> {
+        self.sealed_unsynced.push((old.path, old.file));
         if self.sealed_unsynced.len() > MAX_UNSYNCED_SEALED {
             let (path, f) = self.sealed_unsynced.remove(0);
             if !is_unlinked(&f) {
@@ -521,6 +507,14 @@ impl IoThread {
             None => None,
         };
         self.key_index.close()?;
+        if self.append_lock.is_none() {
+            // One writer: nobody writes past our tail, so what is allocated
+            // past it can go.
+            if let Some(a) = &self.active {
+                self.prefault.clear();
+                a.release_unused();
+            }
+        }
         let upto = match &self.active {
             Some(a) => a.end_position(),
             None => position::encode(self.next_file_number, 0),

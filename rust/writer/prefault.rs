@@ -6,13 +6,23 @@
 //! the same reason. This thread asks the kernel to populate the next few MiB
 //! (`MADV_POPULATE_WRITE`) while the I/O thread copies, so large appends run
 //! at memory speed and the I/O thread never stalls on a batch of faults.
+//!
+//! It also allocates the file's disk blocks a chunk ahead of the writer
+//! (`ChunkAllocator::ahead`), and populates only allocated pages: a page
+//! populated in a hole would allocate it, with no way to report a full disk.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::active::ActiveFile;
+use crate::storage::alloc::ChunkAllocator;
 use crate::storage::mapped::Prefaulter;
+
+/// The active file as the prefault thread sees it: a generation number
+/// bumped per file, its mapping and its allocator.
+type Current = (u64, Prefaulter, Arc<ChunkAllocator>);
 
 /// How far ahead of the write position pages are kept populated.
 const AHEAD: usize = 8 << 20;
@@ -22,7 +32,7 @@ const STEP: usize = 1 << 20;
 #[derive(Debug, Default)]
 struct Shared {
     /// The active file's mapping and a generation number bumped per file.
-    file: Mutex<Option<(u64, Prefaulter)>>,
+    file: Mutex<Option<Current>>,
     write_pos: AtomicUsize,
     stop: AtomicBool,
 }
@@ -50,11 +60,20 @@ impl PrefaultThread {
         }
     }
 
-    /// A new active file, written from `write_pos`.
-    pub fn set_file(&mut self, p: Prefaulter, write_pos: usize) {
+    /// A new active file, written from its `write_pos`.
+    pub fn set_file(&mut self, a: &ActiveFile) {
         self.generation += 1;
-        self.shared.write_pos.store(write_pos, Ordering::Relaxed);
-        *self.shared.file.lock().unwrap_or_else(|e| e.into_inner()) = Some((self.generation, p));
+        self.shared.write_pos.store(a.write_pos, Ordering::Relaxed);
+        *self.shared.file.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((self.generation, a.map.prefaulter(), a.alloc.clone()));
+    }
+
+    /// No active file (it is being sealed). The thread may finish a call on
+    /// the old file: populating past a trimmed end fails harmlessly
+    /// (`EFAULT`), and the sealed file's allocator allocates no more.
+    pub fn clear(&mut self) {
+        self.generation += 1;
+        *self.shared.file.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
     /// Where the I/O thread writes now.
@@ -74,7 +93,7 @@ impl Drop for PrefaultThread {
 }
 
 fn run(shared: &Shared) {
-    let mut current: Option<(u64, Prefaulter)> = None;
+    let mut current: Option<Current> = None;
     let mut populated = 0usize;
     while !shared.stop.load(Ordering::Relaxed) {
         let latest = shared
@@ -86,7 +105,7 @@ fn run(shared: &Shared) {
             current = latest;
             populated = shared.write_pos.load(Ordering::Relaxed) & !(STEP - 1);
         }
-        let Some((_, p)) = &current else {
+        let Some((_, p, alloc)) = &current else {
             std::thread::park_timeout(Duration::from_millis(5));
             continue;
         };
@@ -94,12 +113,14 @@ fn run(shared: &Shared) {
         if populated < pos {
             populated = pos & !(STEP - 1);
         }
-        if populated < p.mapped_len() && populated < pos + AHEAD {
-            if !p.populate(populated, STEP) {
+        alloc.ahead(pos);
+        let limit = alloc.allocated().min(p.mapped_len()).min(pos + AHEAD);
+        if populated < limit {
+            if !p.populate(populated, STEP.min(limit - populated)) {
                 // The kernel can't: let pages fault in; check again later.
                 std::thread::park_timeout(Duration::from_millis(50));
             }
-            populated += STEP;
+            populated += STEP.min(limit - populated);
         } else {
             std::thread::park_timeout(Duration::from_micros(500));
         }

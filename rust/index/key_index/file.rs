@@ -709,11 +709,36 @@ impl IndexFile {
         self.set_trailer_u64(T_HEADER_CRC, crc64(&h.to_bytes()));
         self.set_trailer_u64(T_CONTENT_CRC, self.content_crc(h.count));
         self.store32(self.trailer_base + T_STATE, STATE_SEALED, Ordering::Release);
-        self.flush_trailer()
+        self.flush_trailer()?;
+        self.release_unused(h.count);
+        Ok(())
     }
 
-    /// Clears the seal before the file is written again (both CRCs would go stale).
+    /// Gives back the disk blocks of the pages that hold only items at or above `count`
+    /// (a sealed file's unused items: nothing reads them, and they read as zeros). Best
+    /// effort: a file system that cannot punch holes keeps them. `unseal` allocates them
+    /// again before anything is written there.
+    fn release_unused(&self, count: u32) {
+        let used_end = 32 + 4 * (self.item_base + 5 * count as usize);
+        let from = used_end.div_ceil(4096) * 4096;
+        let to = (32 + 4 * self.trailer_base) / 4096 * 4096;
+        if from < to {
+            if let Ok(f) = OpenOptions::new().write(true).open(&self.path) {
+                let _ = crate::storage::mapped::punch_hole(&f, from as u64, (to - from) as u64);
+            }
+        }
+    }
+
+    /// Clears the seal before the file is written again (both CRCs would go stale), after
+    /// allocating the blocks `seal` gave back: a full disk fails here, not as SIGBUS.
     pub fn unseal(&self) -> Result<()> {
+        let f = OpenOptions::new()
+            .write(true)
+            .open(&self.path)
+            .map_err(io_err("open", &self.path))?;
+        let len = 32 + 4 * (self.trailer_base as u64) + TRAILER_LEN;
+        crate::storage::mapped::allocate_range(&f, 0, len)
+            .map_err(io_err("allocate", &self.path))?;
         self.store32(self.trailer_base + T_STATE, STATE_OPEN, Ordering::Release);
         self.set_trailer_u64(T_HEADER_CRC, 0);
         self.set_trailer_u64(T_CONTENT_CRC, 0);

@@ -131,18 +131,21 @@ fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Key
     }
 }
 
-/// Geometry of new index files. Existing files keep the geometry in their trailer, so a
-/// changed configuration applies from the next new file on.
+/// Geometry of the largest index files: a queue's first file has [`FIRST_FILE_ITEMS`] items
+/// (or `items`, when smaller) and each next one [`GROWTH`] times more, up to this (see
+/// [`KeyIndexConfig::geometry_after`]). Existing files keep the geometry in their trailer,
+/// so a changed configuration applies from the next new file on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KeyIndexConfig {
     /// Slots in the hash table (4 bytes each).
     pub slots: u32,
-    /// Items per file (20 bytes each); a full file starts a new one.
+    /// Items per file (20 bytes each) of the largest files; a full file starts a new one.
     pub items: u32,
 }
 
 impl Default for KeyIndexConfig {
-    /// 2^20 slots and 2^21 items: a 44 MiB (sparse) file per 2 Mi keyed messages, chains
+    /// 2^20 slots and 2^21 items (the largest files; the first ones are smaller, see
+    /// [`KeyIndexConfig::geometry_after`]): a 44 MiB file per 2 Mi keyed messages, chains
     /// of at most 2 items per slot on average when full. See `docs/FORMAT.md` for the
     /// trade-off against RocketMQ's 5 M / 20 M (420 MB) files.
     fn default() -> Self {
@@ -153,7 +156,28 @@ impl Default for KeyIndexConfig {
     }
 }
 
+/// Items of a queue's first key-index file (when the configured geometry is larger): 4096
+/// items and 2048 slots with the default ratio, an 88 KiB file.
+pub const FIRST_FILE_ITEMS: u32 = 4096;
+/// Each next file has this many times the items of the one before, up to the configured geometry.
+pub const GROWTH: u32 = 4;
+
 impl KeyIndexConfig {
+    /// Geometry (slots, items) of the file that follows one of `prev_items` items (`None`:
+    /// the first file). Files start small and grow by [`GROWTH`] up to `self`, keeping its
+    /// slots-to-items ratio, so a queue with a few keyed messages has a key index of
+    /// kilobytes; lookups stay exact (every file is searched that can hold the time range),
+    /// and a full-size file is reached after six files (4 Ki items, 16 Ki, ..., 2 Mi).
+    /// Deterministic: `litemq reindex` picks the same geometry as the live writer.
+    pub fn geometry_after(&self, prev_items: Option<u32>) -> (u32, u32) {
+        let items = prev_items
+            .map_or(FIRST_FILE_ITEMS, |p| p.saturating_mul(GROWTH))
+            .max(FIRST_FILE_ITEMS)
+            .min(self.items);
+        let slots = (u64::from(self.slots) * u64::from(items) / u64::from(self.items)).max(1);
+        (slots as u32, items)
+    }
+
     /// Largest file this module creates (bytes).
     pub const MAX_FILE_LEN: u64 = 4 << 30;
 
@@ -288,10 +312,27 @@ fn is_not_found(e: &KeyIndexError) -> bool {
     matches!(e, KeyIndexError::Io { source, .. } if source.kind() == io::ErrorKind::NotFound)
 }
 
+/// The index files in `dir`, oldest first, for retention's accounting: each file's path, the
+/// position of its last item (`None` when it has none or its header does not check out) and
+/// the bytes of disk allocated to it.
+pub fn file_sizes(dir: &Path) -> Result<Vec<(PathBuf, Option<u64>, u64)>> {
+    let mut out = Vec::new();
+    for (_, path, _) in scan_dir(dir)? {
+        let end = IndexFile::open(&path, false)
+            .ok()
+            .and_then(|f| f.checked_header().ok())
+            .filter(|h| h.count > 0)
+            .map(|h| h.end_pos);
+        let bytes = crate::storage::mapped::allocated_bytes(&path);
+        out.push((path, end, bytes));
+    }
+    Ok(out)
+}
+
 /// Deletes, oldest first, the index files in `dir` all of whose items are at positions below
 /// `position`, for retention: `position` is the first position of the oldest data file kept,
-/// so those items can only point at deleted messages. Returns the deleted files with their
-/// sizes.
+/// so those items can only point at deleted messages. Returns the deleted files with the
+/// bytes of disk they held.
 ///
 /// A file is judged by its header's end position ([`IndexFile::checked_header`]: O(1), no
 /// item is read), sealed or not: the writer seals rolled files only at its next flush or
@@ -315,7 +356,7 @@ pub fn remove_files_before(dir: &Path, position: u64) -> Result<Vec<(PathBuf, u6
         if !ended_before {
             break;
         }
-        let len = fs::metadata(path).map_or(0, |m| m.len());
+        let len = crate::storage::mapped::allocated_bytes(path);
         drop(f);
         remove_file(path)?;
         removed.push((path.clone(), len));
@@ -835,12 +876,13 @@ impl KeyIndexWriter {
         // Names are the first item's millisecond, bumped past the previous name when two
         // files would share one: a function of the data, so a rebuild picks the same names.
         let name_ms = last_name.map_or(ts_ms, |n| ts_ms.max(n + 1));
-        let f = Arc::new(IndexFile::create(
-            &self.shared.dir,
-            name_ms,
-            self.cfg.slots,
-            self.cfg.items,
-        )?);
+        let prev_items = self
+            .shared
+            .read_entries()
+            .last()
+            .and_then(|e| e.get().ok().map(|f| f.items()));
+        let (slots, items) = self.cfg.geometry_after(prev_items);
+        let f = Arc::new(IndexFile::create(&self.shared.dir, name_ms, slots, items)?);
         if let Some(old) = self.active.take() {
             if !old.sealed {
                 self.pending_seal.push(old.file);

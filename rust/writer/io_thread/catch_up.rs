@@ -21,7 +21,7 @@ use crate::format::{le_u64, position};
 use crate::index::sparse::Entry;
 use crate::reader::catalog::FileInfo;
 use crate::storage::layout::KEY_INDEX_DIR;
-use crate::writer::active::ActiveFile;
+use crate::writer::active::{ActiveFile, Sealed};
 use crate::writer::append_lock::{AppendLock, Tail};
 
 /// `Tail::write_pos` of a file that is sealed while its successor does not
@@ -179,7 +179,7 @@ impl IoThread {
                             timestamp: ts,
                             offset: at as u64,
                         };
-                        a.index.put(i / interval, entry);
+                        a.index.put(i / interval, entry)?;
                     }
                     a.first_ts.get_or_insert(ts);
                     a.write_pos = next;
@@ -224,7 +224,7 @@ impl IoThread {
     /// Makes `info` the active file, positioned at its first frame.
     fn enter(&mut self, info: FileInfo) -> Result<()> {
         let a = ActiveFile::open_existing(&self.base, info.id, info.header)?;
-        self.prefault.set_file(a.map.prefaulter(), a.write_pos);
+        self.prefault.set_file(&a);
         self.next_seq = a.next_seq;
         self.last_id = Some(info.id);
         self.next_file_number = info.header.file_number + 1;
@@ -237,7 +237,18 @@ impl IoThread {
     /// sync at the next flush.
     fn leave_active(&mut self) -> Result<()> {
         if let Some(old) = self.active.take() {
-            self.keep_unsynced(&old)?;
+            self.prefault.clear();
+            if old.synced_pos != usize::MAX {
+                let file = old
+                    .map
+                    .file()
+                    .try_clone()
+                    .map_err(|e| Error::io("dup", old.map.path(), e))?;
+                self.keep_unsynced(Sealed {
+                    path: old.map.path().to_path_buf(),
+                    file,
+                })?;
+            }
         }
         Ok(())
     }

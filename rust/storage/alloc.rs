@@ -1,0 +1,175 @@
+//! Disk blocks allocated ahead of the writer, in chunks.
+//!
+//! A data file (and its sparse index) is a sparse file of its full size,
+//! mapped whole; only the bytes the writer is about to reach have disk
+//! blocks. Writing through a mapping into a hole on a full disk kills the
+//! process with SIGBUS, so nothing is written past [`ChunkAllocator::allocated`]:
+//! the writer calls [`ChunkAllocator::ensure`] before it writes (a failed
+//! allocation is an ordinary I/O error, `ENOSPC`, that poisons the writer),
+//! and the prefault thread calls [`ChunkAllocator::ahead`] so that the
+//! writer rarely waits for an allocation. Chunks grow with the file (as
+//! large as what is allocated already, between `min_chunk` and
+//! `max_chunk`), so a file holding one message costs a few pages and a file
+//! being filled fast is allocated 64 MiB at a time.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use crate::error::{Error, Result};
+use crate::storage::mapped::allocate_range;
+
+/// Allocation granularity: a page.
+const PAGE: usize = 4096;
+
+/// Chunk sizes for data files.
+pub const DATA_MIN_CHUNK: usize = 1 << 20;
+pub const DATA_MAX_CHUNK: usize = 64 << 20;
+/// Chunk sizes for sparse-index files.
+pub const INDEX_MIN_CHUNK: usize = 16 << 10;
+pub const INDEX_MAX_CHUNK: usize = 1 << 20;
+
+/// Allocates a sparse file's blocks ahead of its writer. Shared by the I/O
+/// thread and the prefault thread.
+#[derive(Debug)]
+pub struct ChunkAllocator {
+    file: File,
+    path: PathBuf,
+    len: usize,
+    min_chunk: usize,
+    max_chunk: usize,
+    /// Bytes `0..allocated` have disk blocks.
+    allocated: AtomicUsize,
+    /// Held while allocating; `true` once the file is sealed (no more
+    /// allocation: the file is about to be trimmed).
+    closed: Mutex<bool>,
+}
+
+fn round_up(n: usize) -> usize {
+    n.div_ceil(PAGE).saturating_mul(PAGE)
+}
+
+impl ChunkAllocator {
+    /// An allocator for `file` (`len` bytes long) of which `allocated` bytes
+    /// are known to have blocks (0 when unknown: the first `ensure`
+    /// allocates from the start, which costs nothing where blocks exist).
+    pub fn new(
+        file: &File,
+        path: &Path,
+        len: usize,
+        allocated: usize,
+        (min_chunk, max_chunk): (usize, usize),
+    ) -> Result<ChunkAllocator> {
+        Ok(ChunkAllocator {
+            file: file.try_clone().map_err(|e| Error::io("dup", path, e))?,
+            path: path.to_path_buf(),
+            len,
+            min_chunk,
+            max_chunk,
+            allocated: AtomicUsize::new(allocated.min(len)),
+            closed: Mutex::new(false),
+        })
+    }
+
+    /// Bytes from the start of the file that have disk blocks.
+    pub fn allocated(&self) -> usize {
+        self.allocated.load(Ordering::Acquire)
+    }
+
+    /// Makes sure bytes `0..need` have disk blocks, allocating the chunk
+    /// that holds `need` if they do not. Errors name the file (`ENOSPC` on
+    /// a full disk).
+    #[inline]
+    pub fn ensure(&self, need: usize) -> Result<()> {
+        if need <= self.allocated() {
+            return Ok(());
+        }
+        self.grow(need, true).map(|_| ())
+    }
+
+    /// Called by the prefault thread: allocates the next chunk when the
+    /// writer at `write_pos` is within half a chunk of the allocated end.
+    /// Errors are left for the writer's own `ensure` to meet and report.
+    pub fn ahead(&self, write_pos: usize) -> bool {
+        let have = self.allocated();
+        if have >= self.len || have.saturating_sub(write_pos) > self.chunk(have) / 2 {
+            return false;
+        }
+        self.grow(write_pos.max(have) + 1, false).unwrap_or(false)
+    }
+
+    /// No more allocation: the file is sealed and about to be trimmed. Waits
+    /// for an allocation in progress.
+    pub fn close(&self) {
+        *self.closed.lock().unwrap_or_else(|e| e.into_inner()) = true;
+    }
+
+    fn chunk(&self, have: usize) -> usize {
+        have.clamp(self.min_chunk, self.max_chunk)
+    }
+
+    #[cold]
+    fn grow(&self, need: usize, writer: bool) -> Result<bool> {
+        let closed = self.closed.lock().unwrap_or_else(|e| e.into_inner());
+        let have = self.allocated();
+        if need <= have {
+            return Ok(false);
+        }
+        if *closed {
+            if writer {
+                return Err(Error::InvalidArgument(format!(
+                    "internal: write past the allocated end of sealed file {}",
+                    self.path.display()
+                )));
+            }
+            return Ok(false);
+        }
+        let target = round_up(need.max(have + self.chunk(have))).min(self.len);
+        let start = have & !(PAGE - 1);
+        let supported = allocate_range(&self.file, start as u64, (target - start) as u64)
+            .map_err(|e| Error::io("allocate", &self.path, e))?;
+        // A file system that cannot allocate ranges got the whole file
+        // written with zeros at creation (`create_sparse`).
+        let now = if supported { target } else { self.len };
+        self.allocated.store(now, Ordering::Release);
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn chunks_grow_with_the_file_and_stay_ahead() {
+        let dir = std::env::temp_dir().join(format!("litemq-alloc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        let len = 64 << 20;
+        file.set_len(len as u64).unwrap();
+        let a = ChunkAllocator::new(&file, &path, len, 0, (1 << 20, 8 << 20)).unwrap();
+        a.ensure(100).unwrap();
+        assert_eq!(a.allocated(), 1 << 20, "first chunk: the minimum");
+        a.ensure((1 << 20) + 1).unwrap();
+        assert_eq!(a.allocated(), 2 << 20, "then as large as what is there");
+        assert!(!a.ahead(0), "the writer is far from the end");
+        assert!(a.ahead((2 << 20) - 10));
+        assert_eq!(a.allocated(), 4 << 20);
+        let blocks = std::fs::metadata(&path).unwrap().blocks() * 512;
+        assert!((4 << 20..5 << 20).contains(&blocks), "{blocks}");
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), len as u64);
+        a.close();
+        assert!(!a.ahead((4 << 20) - 10), "no allocation once closed");
+        assert!(a.ensure(5 << 20).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
