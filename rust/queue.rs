@@ -242,7 +242,12 @@ impl Queue {
             options: None,
         });
         let catalog = Arc::new(Catalog::load(&base)?);
-        let (resume, report) = recover(&config, &catalog, clean.then_some(meta.next_seq))?;
+        let (resume, report) = recover(
+            &config.path,
+            config.verify_on_startup,
+            &catalog,
+            clean.then_some(meta.next_seq),
+        )?;
         let data_end = match &resume.active {
             Some(a) => a.end_position(),
             None => position::encode(resume.next_file_number, 0),
@@ -334,7 +339,7 @@ impl Queue {
         let (tx, rx) = crossbeam_channel::bounded(config.channel_capacity);
         let handoff = Arc::new(Handoff::new(tx, first, multi));
         let io = IoThread::new(
-            config.clone(),
+            config.writer_options(),
             rx,
             handoff.clone(),
             shared.clone(),
@@ -361,7 +366,7 @@ impl Queue {
             handoff,
             shared.clone(),
             config.flush,
-            crate::format::max_record_len(config.file_size),
+            crate::format::data_file::max_record_len(config.file_size),
         );
         let writer = Writer {
             appender,

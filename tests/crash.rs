@@ -167,7 +167,7 @@ impl Scenario {
 
     /// The largest body a message may have in this scenario.
     fn max_len(&self) -> usize {
-        litemq::format::max_record_len(self.file_size) - 9 - 64
+        litemq::format::data_file::max_record_len(self.file_size) - 9 - 64
     }
 
     /// Length of message `seq`: a function of the scenario, so the parent

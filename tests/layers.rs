@@ -33,22 +33,6 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("python", &["python/", "lib.rs"]),
 ];
 
-/// Edges still to be removed (issue 14): the writer-side moves wait for the `disk` branch
-/// (issue 13), which rewrites those files. Each entry is `(from, to)`; an entry that no
-/// longer matches an import fails the test, so the list only shrinks.
-const PENDING: &[(&str, &str)] = &[
-    ("recovery.rs", "config.rs"),
-    ("writer/active.rs", "config.rs"),
-    ("writer/active.rs", "lib.rs"),
-    ("writer/active.rs", "recovery.rs"),
-    ("writer/appender.rs", "config.rs"),
-    ("writer/io_thread.rs", "config.rs"),
-];
-
-fn pending(from: &str, to: &str) -> bool {
-    PENDING.contains(&(from, to))
-}
-
 fn layer_of(file: &str) -> usize {
     LAYERS
         .iter()
@@ -332,15 +316,9 @@ fn inside(a: &str, b: &str) -> bool {
 fn no_layer_imports_a_layer_above_it() {
     let mut wrong = Vec::new();
     let edges = edges(&root());
-    for (from, to) in PENDING {
-        assert!(
-            edges.get(*from).is_some_and(|t| t.contains(*to)),
-            "rust/{from} no longer imports rust/{to}: remove the entry from PENDING"
-        );
-    }
     for (from, tos) in edges {
         for to in tos {
-            if layer_of(&to) > layer_of(&from) && !pending(&from, &to) {
+            if layer_of(&to) > layer_of(&from) {
                 wrong.push(format!(
                     "rust/{from} ({}) imports rust/{to} ({})",
                     LAYERS[layer_of(&from)].0,
@@ -373,7 +351,7 @@ fn no_files_import_each_other_in_a_circle() {
         s.low.insert(v, n);
         s.stack.push(v);
         for w in &s.edges[v] {
-            if inside(v, w) || pending(v, w) {
+            if inside(v, w) {
                 continue;
             }
             if !s.index.contains_key(w.as_str()) {

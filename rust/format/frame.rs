@@ -151,7 +151,7 @@ mod tests {
         assert_eq!(frame_size(9), 24);
         assert_eq!(frame_size(12), 24);
         assert_eq!(frame_size(13), 32);
-        let max = crate::format::max_record_len(65536);
+        let max = crate::format::data_file::max_record_len(65536);
         assert!(DATA_HEADER_LEN + frame_size(max) + 8 + crate::format::footer::FOOTER_LEN <= 65536);
     }
 }

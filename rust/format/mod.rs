@@ -3,6 +3,7 @@
 //! `docs/FORMAT.md` is the byte-level contract these functions implement.
 
 pub mod crc;
+pub mod data_file;
 pub mod footer;
 pub mod frame;
 pub mod header;
@@ -15,15 +16,6 @@ pub const FORMAT_VERSION: u32 = 4;
 /// Oldest format version this build reads and keeps writing: version-3
 /// files (never trimmed, no footer) stay as they are; new files are version 4.
 pub const OLDEST_READABLE_VERSION: u32 = 3;
-
-/// Largest record a data file of `file_size` bytes can hold: the header, the
-/// frame and room for an end-of-file marker and the footer after it. Here,
-/// above `frame` and `footer`, because it is about the whole file.
-pub fn max_record_len(file_size: u64) -> usize {
-    use frame::{DATA_HEADER_LEN, FRAME_ALIGN, FRAME_OVERHEAD};
-    let room = file_size as usize - DATA_HEADER_LEN - FRAME_ALIGN - footer::FOOTER_LEN;
-    (room & !(FRAME_ALIGN - 1)) - FRAME_OVERHEAD
-}
 
 /// Reads a little-endian `u16` at `at`, or `None` past the end.
 pub(crate) fn le_u16(b: &[u8], at: usize) -> Option<u16> {

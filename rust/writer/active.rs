@@ -4,14 +4,14 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::config::RollStrategy;
+use super::options::RollStrategy;
 use crate::error::{Error, Result};
 use crate::format::crc::crc64;
 use crate::format::footer::{trimmed_len, Footer, FOOTER_LEN};
 use crate::format::frame::{frame_size, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
 use crate::format::header::{DataHeader, IndexHeader};
-use crate::format::position;
 use crate::format::record::RECORD_FIXED_LEN;
+use crate::format::{data_file, position};
 use crate::index::sparse::{self, Entry, SparseIndexWriter};
 use crate::storage::alloc::{ChunkAllocator, DATA_MAX_CHUNK, DATA_MIN_CHUNK};
 use crate::storage::fsutil::sync_dir_chain;
@@ -71,7 +71,8 @@ impl ActiveFile {
         durable_dirs: bool,
     ) -> Result<ActiveFile> {
         let dir = id.parent(base);
-        std::fs::create_dir_all(&dir).map_err(|e| crate::Error::io("create directory", &dir, e))?;
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| crate::error::Error::io("create directory", &dir, e))?;
         let index = SparseIndexWriter::create(&id.index_path(base), index_header(&header))?;
         let path = id.data_path(base);
         let tmp = path.with_extension("data.tmp");
@@ -88,7 +89,7 @@ impl ActiveFile {
         )?);
         map.write(0, &header.encode());
         map.sync_range(0, DATA_HEADER_LEN)?;
-        std::fs::rename(&tmp, &path).map_err(|e| crate::Error::io("rename", &path, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| crate::error::Error::io("rename", &path, e))?;
         map.set_path(&path);
         if durable_dirs {
             sync_dir_chain(base, &dir)?;
@@ -143,7 +144,7 @@ impl ActiveFile {
         let map = WritableMapping::open(&id.data_path(base))?;
         let (index, _) =
             SparseIndexWriter::open_or_rebuild(&id.index_path(base), index_header(&header))?;
-        let first_ts = crate::recovery::first_message_ts(map.as_slice());
+        let first_ts = data_file::first_message_ts(map.as_slice());
         let mut a = ActiveFile::resume(
             header,
             map,
@@ -384,7 +385,7 @@ impl RollLimits {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::RollPeriod;
+    use crate::writer::options::RollPeriod;
 
     #[test]
     fn combined_roll_strategy_keeps_the_tightest_limits() {

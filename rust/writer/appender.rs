@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use super::command::{BatchSlot, EncodedBatch};
 use super::handoff::{Handoff, SendError};
+use super::options::FlushMode;
 use super::shared::WriterShared;
-use crate::config::FlushMode;
 use crate::error::{Error, Result};
 use crate::format::record::{Record, RECORD_FIXED_LEN};
 use crate::storage::mapped::fork_generation;

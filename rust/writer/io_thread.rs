@@ -18,10 +18,10 @@ use super::active::{ActiveFile, RollLimits, Sealed};
 use super::append_lock::AppendLock;
 use super::command::{Command, EncodedBatch};
 use super::handoff::{Handoff, Sleep};
+use super::options::{FlushMode, WriterOptions};
 use super::prefault::PrefaultThread;
 use super::shared::WriterShared;
 use crate::clock::Clock;
-use crate::config::{Config, FlushMode};
 use crate::error::{Error, Result};
 use crate::format::header::DataHeader;
 use crate::format::position;
@@ -72,7 +72,7 @@ pub type AfterRoll = Box<dyn FnMut(&Catalog, u64) -> Result<Option<Vec<PathBuf>>
 
 pub struct IoThread {
     base: PathBuf,
-    config: Config,
+    config: WriterOptions,
     clock: Arc<dyn Clock>,
     rx: Receiver<Command>,
     handoff: Arc<Handoff>,
@@ -111,7 +111,7 @@ impl IoThread {
         reason = "everything the thread owns, handed over once at start"
     )]
     pub fn new(
-        config: Config,
+        config: WriterOptions,
         rx: Receiver<Command>,
         handoff: Arc<Handoff>,
         shared: Arc<WriterShared>,
