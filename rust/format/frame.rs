@@ -98,14 +98,24 @@ pub fn plain_len(file: &[u8], offset: usize) -> Option<u32> {
     le_u32(file, offset)
 }
 
-/// The CRC stored after a record written in pieces: length bytes, then `parts`.
-pub fn frame_crc(len: u32, parts: &[&[u8]]) -> u64 {
-    let mut digest = super::crc::Crc64::new();
-    digest.write(&len.to_le_bytes());
-    for p in parts {
-        digest.write(p);
-    }
-    digest.finish()
+/// Appends a frame to `out`: the length, the record `write_record` appends,
+/// and the CRC of both. Returns the record's length. The padding up to
+/// [`frame_size`] is not appended: in a file it is the zeros the file holds.
+///
+/// The writer publishes a frame by storing its length last (see
+/// `ActiveFile::write_frame`), so it copies `out[4..]` first and the length
+/// word after; the CRC runs over one contiguous slice (one SIMD pass, see
+/// `format/crc.rs`). The inverse is [`decode`].
+pub fn encode_into(out: &mut Vec<u8>, write_record: impl FnOnce(&mut Vec<u8>)) -> usize {
+    let start = out.len();
+    out.extend_from_slice(&[0; 4]);
+    write_record(out);
+    let record_len = out.len() - start - 4;
+    let len = u32::try_from(record_len).expect("a record is shorter than a file");
+    out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+    let crc = crc64(&[&out[start..]]);
+    out.extend_from_slice(&crc.to_le_bytes());
+    record_len
 }
 
 #[cfg(test)]
@@ -113,10 +123,11 @@ mod tests {
     use super::*;
 
     fn encode(record: &[u8]) -> Vec<u8> {
-        let len = record.len() as u32;
-        let mut v = len.to_le_bytes().to_vec();
-        v.extend_from_slice(record);
-        v.extend_from_slice(&frame_crc(len, &[record]).to_le_bytes());
+        let mut v = Vec::new();
+        assert_eq!(
+            encode_into(&mut v, |o| o.extend_from_slice(record)),
+            record.len()
+        );
         v.resize(frame_size(record.len()), 0);
         v
     }

@@ -133,6 +133,15 @@ impl<'a> Record<'a> {
         f
     }
 
+    /// Appends the record's body: the optional fields, then the payload
+    /// (what [`encode_into`] puts after flags and timestamp). Call
+    /// [`Record::validate`] first. Appenders encode the body on the caller's
+    /// thread; the I/O thread adds flags and timestamp when it writes.
+    pub fn encode_body(&self, out: &mut Vec<u8>) {
+        self.encode_fields(out);
+        out.extend_from_slice(self.payload);
+    }
+
     /// Appends the optional fields (what lies between timestamp and payload).
     /// Call [`Record::validate`] first.
     pub fn encode_fields(&self, out: &mut Vec<u8>) {
@@ -246,6 +255,14 @@ pub fn key_of_body(body: &[u8]) -> Option<&[u8]> {
     body.get(2..2 + len)
 }
 
+/// Appends a record: `flags`, `timestamp` (µs since the Unix epoch) and the
+/// `body` (see [`Record::encode_body`]). The inverse is [`decode`].
+pub fn encode_into(out: &mut Vec<u8>, flags: u8, timestamp: u64, body: &[u8]) {
+    out.push(flags);
+    out.extend_from_slice(&timestamp.to_le_bytes());
+    out.extend_from_slice(body);
+}
+
 /// Decodes a record; the error says what is malformed.
 pub fn decode(record: &[u8]) -> Result<RecordView<'_>, &'static str> {
     let flags = *record
@@ -296,10 +313,10 @@ mod tests {
     use super::*;
 
     fn encode(r: &Record<'_>, ts: u64) -> Vec<u8> {
-        let mut v = vec![r.flags()];
-        v.extend_from_slice(&ts.to_le_bytes());
-        r.encode_fields(&mut v);
-        v.extend_from_slice(r.payload);
+        let mut body = Vec::new();
+        r.encode_body(&mut body);
+        let mut v = Vec::new();
+        encode_into(&mut v, r.flags(), ts, &body);
         v
     }
 

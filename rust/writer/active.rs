@@ -8,9 +8,9 @@ use super::options::RollStrategy;
 use crate::error::{Error, Result};
 use crate::format::crc::crc64;
 use crate::format::footer::{trimmed_len, Footer, FOOTER_LEN};
-use crate::format::frame::{frame_size, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
+use crate::format::frame::{self, frame_size, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
 use crate::format::header::{DataHeader, IndexHeader};
-use crate::format::record::RECORD_FIXED_LEN;
+use crate::format::record;
 use crate::format::{data_file, position};
 use crate::index::sparse::{self, Entry, SparseIndexWriter};
 use crate::storage::alloc::{ChunkAllocator, DATA_MAX_CHUNK, DATA_MIN_CHUNK};
@@ -193,21 +193,15 @@ impl ActiveFile {
     /// called [`ActiveFile::allocate_for`].
     /// Returns the frame's offset.
     pub fn write_frame(&mut self, flags: u8, timestamp: u64, body: &[u8]) -> Result<usize> {
-        let record_len = RECORD_FIXED_LEN + body.len();
-        let len = record_len as u32;
         let at = self.write_pos;
-        // Assemble length, record and CRC in one buffer: the CRC then runs
-        // over one contiguous slice (one SIMD pass, see format/crc.rs,
-        // instead of three pieces), and record and CRC reach the mapping in
-        // one copy.
+        // Length, record and CRC in one buffer: record and CRC reach the
+        // mapping in one copy, the length word after them.
         let frame = &mut self.scratch;
         frame.clear();
-        frame.extend_from_slice(&len.to_le_bytes());
-        frame.push(flags);
-        frame.extend_from_slice(&timestamp.to_le_bytes());
-        frame.extend_from_slice(body);
-        let crc = crc64(&[frame]);
-        frame.extend_from_slice(&crc.to_le_bytes());
+        let record_len = frame::encode_into(frame, |out| {
+            record::encode_into(out, flags, timestamp, body)
+        });
+        let len = record_len as u32;
         self.map.write(at + 4, &frame[4..]);
         // The word after the frame must read 0 ("nothing yet") once the frame
         // is published, whatever a writer process that died there left.

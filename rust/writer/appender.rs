@@ -70,10 +70,7 @@ impl Appender {
     pub fn append_record(&self, record: &Record<'_>) -> Result<u64> {
         record.validate().map_err(Error::InvalidArgument)?;
         self.check_size(record.body_len())?;
-        self.push(record.flags(), |out| {
-            record.encode_fields(out);
-            out.extend_from_slice(record.payload);
-        })
+        self.push(record.flags(), |out| record.encode_body(out))
     }
 
     /// Appends payloads in one command; returns their sequences.
@@ -97,8 +94,7 @@ impl Appender {
             r.validate().map_err(Error::InvalidArgument)?;
             self.check_size(r.body_len())?;
             let start = batch.bodies.len();
-            r.encode_fields(&mut batch.bodies);
-            batch.bodies.extend_from_slice(r.payload);
+            r.encode_body(&mut batch.bodies);
             batch
                 .entries
                 .push((r.flags(), (batch.bodies.len() - start) as u32));
