@@ -146,7 +146,7 @@ impl QueueBuilder {
         self.config.verify_on_startup = verify;
         self
     }
-    /// Batches (of up to 1024 messages or 64 KiB) the appenders may queue
+    /// Bundles (of up to 1024 messages or 64 KiB) the appenders may queue
     /// ahead of the I/O thread before an append waits. Default 256 (at most
     /// 16 MiB in flight), 1 to [`MAX_CHANNEL_CAPACITY`].
     pub fn channel_capacity(mut self, capacity: usize) -> Self {

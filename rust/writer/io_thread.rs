@@ -16,7 +16,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 
 use super::active::{ActiveFile, RollLimits, Sealed};
 use super::append_lock::AppendLock;
-use super::command::{Command, EncodedBatch};
+use super::command::{Bundle, Command};
 use super::handoff::{Handoff, Sleep};
 use super::options::{FlushMode, WriterOptions};
 use super::prefault::PrefaultThread;
@@ -35,7 +35,7 @@ mod catch_up;
 
 /// In `Sync` mode, most commands handled before a sync even when more keep coming.
 const DRAIN_LIMIT: usize = 4096;
-/// Polls of channel and pending batch before the I/O thread blocks.
+/// Polls of channel and pending bundle before the I/O thread blocks.
 const IDLE_SPINS: u32 = 2_000;
 /// Sealed files whose pages may still be dirty (async mode) kept for the next
 /// flush; beyond this the oldest is synced at once.
@@ -86,10 +86,10 @@ pub struct IoThread {
     /// them: equal to `next_seq` with one writer process, from 0 with several.
     tickets: u64,
     /// Tickets whose frames are in the data file, counted frame by frame
-    /// (`tickets` moves per batch): on a failure, every append below this
+    /// (`tickets` moves per bundle): on a failure, every append below this
     /// may be stored although it was not done (`Error::MaybeStored`).
     frames_out: u64,
-    /// Several writer processes: the lock taken per batch, and the key-index
+    /// Several writer processes: the lock taken per bundle, and the key-index
     /// generation this process has seen (see `catch_up`).
     append_lock: Option<Arc<AppendLock>>,
     key_gen_seen: u64,
@@ -149,7 +149,7 @@ impl IoThread {
                 resume.next_seq
             },
             append_lock,
-            // Unlike any recorded generation: the first batch reloads the index.
+            // Unlike any recorded generation: the first bundle reloads the index.
             key_gen_seen: u64::MAX,
             last_ts: resume.last_timestamp,
             sealed_unsynced: Vec::new(),
@@ -194,8 +194,8 @@ impl IoThread {
                 }
                 Err(TryRecvError::Disconnected) => return self.shutdown(),
                 Err(TryRecvError::Empty) => match self.handoff.take_pending() {
-                    Some((first, batch)) => {
-                        self.write_batch(first, batch)?;
+                    Some((first, bundle)) => {
+                        self.write_bundle(first, bundle)?;
                         since_sync += 1;
                     }
                     None => {
@@ -236,8 +236,8 @@ impl IoThread {
         }
         match self.handoff.prepare_sleep() {
             Sleep::Ok => {}
-            Sleep::Work(first, batch) => {
-                self.write_batch(first, batch)?;
+            Sleep::Work(first, bundle) => {
+                self.write_bundle(first, bundle)?;
                 return Ok(None);
             }
             Sleep::Busy => return Ok(None),
@@ -253,7 +253,10 @@ impl IoThread {
 
     fn handle(&mut self, cmd: Command) -> Result<()> {
         match cmd {
-            Command::Batch { first_seq, batch } => self.write_batch(first_seq, batch),
+            Command::Write {
+                first_ticket,
+                bundle,
+            } => self.write_bundle(first_ticket, bundle),
             Command::Flush => self.sync_all(),
             Command::Shutdown => Ok(()),
         }
@@ -289,9 +292,9 @@ impl IoThread {
         self.last_ts
     }
 
-    fn write_batch(&mut self, first_ticket: u64, batch: EncodedBatch) -> Result<()> {
+    fn write_bundle(&mut self, first_ticket: u64, bundle: Bundle) -> Result<()> {
         self.expect_ticket(first_ticket)?;
-        // Several writer processes: one of them at a time, per batch.
+        // Several writer processes: one of them at a time, per bundle.
         let held = match self.append_lock.clone() {
             Some(lock) => Some(self.lock_tail(lock)?),
             None => None,
@@ -301,8 +304,8 @@ impl IoThread {
         let mut at = 0usize;
         let mut bytes = 0u64;
         let mut keys = false;
-        for &(flags, len) in &batch.entries {
-            let body = &batch.bodies[at..at + len as usize];
+        for &(flags, len) in &bundle.entries {
+            let body = &bundle.bodies[at..at + len as usize];
             at += len as usize;
             self.write(flags, ts, body)?;
             keys |= flags & FLAG_KEY != 0;
@@ -312,16 +315,16 @@ impl IoThread {
             self.key_gen_seen = self.key_gen_seen.wrapping_add(u64::from(keys));
             held.release(self.tail());
         }
-        if let Some(slot) = &batch.slot {
+        if let Some(slot) = &bundle.slot {
             slot.set_first_seq(first_seq);
         }
-        self.tickets += batch.entries.len() as u64;
+        self.tickets += bundle.entries.len() as u64;
         self.shared.set_written(self.tickets);
         self.shared.counters.bytes_written.fetch_add(bytes, Relaxed);
         if let Some(a) = &self.active {
             self.prefault.advance(a.write_pos);
         }
-        self.handoff.recycle(batch);
+        self.handoff.recycle(bundle);
         Ok(())
     }
 
@@ -496,8 +499,8 @@ impl IoThread {
         while let Ok(cmd) = self.rx.try_recv() {
             self.handle(cmd)?;
         }
-        if let Some((first, batch)) = self.handoff.take_pending() {
-            self.write_batch(first, batch)?;
+        if let Some((first, bundle)) = self.handoff.take_pending() {
+            self.write_bundle(first, bundle)?;
         }
         self.sync_all()?;
         // Several writer processes: the index and the tail are shared; bring

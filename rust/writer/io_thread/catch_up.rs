@@ -1,5 +1,5 @@
 //! Several writer processes: the I/O thread takes the append lock for each
-//! batch and first moves to where the last holder left the tail.
+//! bundle and first moves to where the last holder left the tail.
 //!
 //! The tail the last holder recorded is trusted (it was written before the
 //! lock was released); from there the thread steps over any frame already
