@@ -15,11 +15,13 @@
 //! # Ok::<(), litemq::Error>(())
 //! ```
 //!
-//! Layout: `format/` encodes and decodes bytes (no I/O), `storage/` owns the
-//! mapped files (the only `unsafe` in the engine), `index/` the sparse and key
-//! indexes, `writer/` the appender and I/O thread, `reader/` tailers, and
-//! `queue.rs` ties them together. `docs/FORMAT.md` and `docs/DESIGN.md` explain
-//! the bytes and the threads.
+//! Layout, from the bottom up: `format/` encodes and decodes bytes (no I/O),
+//! `storage/` owns the mapped files (the only `unsafe` in the engine),
+//! `index/` the sparse and key indexes, `reader/` tailers and `writer/` the
+//! appender and I/O thread, then `consumers/`, `retention.rs` and
+//! `recovery.rs`, and `queue.rs` ties them together. Each layer imports only
+//! those below it (`tests/layers.rs` checks). `docs/DESIGN.md` opens with the
+//! layer diagram and explains the threads; `docs/FORMAT.md` the bytes.
 
 mod clock;
 mod config;

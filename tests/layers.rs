@@ -205,7 +205,7 @@ fn paths(code: &str) -> Vec<String> {
             expand("", &after[..end], &mut out);
         }
     }
-    // Inline paths: `crate::recovery::first_message_ts(..)`.
+    // Inline paths: `crate::format::data_file::first_message_ts(..)`.
     for root in ["crate::", "super::"] {
         let mut from = 0;
         while let Some(at) = code[from..].find(root).map(|p| from + p) {
