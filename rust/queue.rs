@@ -824,10 +824,24 @@ impl Queue {
         s
     }
 
-    /// Writes and syncs everything appended, stops the I/O thread and
-    /// records a clean shutdown. Later calls do nothing; handles made from
-    /// this queue report [`Error::Closed`].
+    /// Writes and syncs everything appended, stops the I/O thread, records
+    /// a clean shutdown and releases the writer lock. Then lets go of every
+    /// file: the queue's own mappings at once, and every [`Tailer`] and
+    /// [`Consumer`] made from it at its next call, which reports
+    /// [`Error::Closed`] (a blocked `read_next_timeout` wakes with it);
+    /// drop them to unmap their files at once. Appenders report
+    /// [`Error::Closed`] too. Later calls do nothing.
+    ///
+    /// A poisoned writer is closed all the same (lock released, files let
+    /// go, no clean shutdown recorded: the next open recovers as after a
+    /// crash), then its error is returned.
     pub fn close(&self) -> Result<()> {
+        self.shut_down(true)
+    }
+
+    /// `close`; with `stop_tailers` false (dropping the queue), tailers
+    /// made from it keep reading the files.
+    fn shut_down(&self, stop_tailers: bool) -> Result<()> {
         if self
             .inner
             .closed
@@ -835,10 +849,31 @@ impl Queue {
         {
             return Ok(());
         }
-        let Some(w) = &self.inner.writer else {
-            return Ok(());
+        let result = match &self.inner.writer {
+            Some(w) => self.close_writer(w),
+            None => Ok(()),
         };
+        if stop_tailers {
+            self.inner.catalog.close();
+        }
+        *self.inner.getter.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *self
+            .inner
+            .key_reader
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = None;
+        result
+    }
+
+    /// Whether [`Queue::close`] was called. `len`, `first_seq`, `next_seq`
+    /// and `stats` of a closed queue answer from the files as last seen.
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    fn close_writer(&self, w: &Writer) -> Result<()> {
         if w.appender.forked() {
+            // The lock's descriptor is shared with the parent: leave it.
             return Err(Error::Forked);
         }
         w.appender.shut();
@@ -848,10 +883,14 @@ impl Queue {
             Some(Err(_)) => Err(Error::Internal("the I/O thread panicked".into())),
             None => Ok(()),
         };
+        // Released whatever happens below (dropped on every return).
+        let lock = w.lock.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Err(e) = result {
+            // The thread's files went with it; metadata keeps
+            // `clean_shutdown: false`, so the next open recovers.
+            drop(lock);
             return Err(Error::Poisoned { cause: Arc::new(e) });
         }
-        let lock = w.lock.lock().unwrap_or_else(|e| e.into_inner()).take();
         let next_seq = if self.inner.config.multi_writer {
             // Only the last of several writers records a clean shutdown.
             if !lock.as_ref().is_some_and(WriterLock::try_exclusive) {
@@ -911,7 +950,7 @@ impl Drop for Queue {
             .as_ref()
             .is_some_and(|w| w.appender.forked());
         if Arc::strong_count(&self.inner) == 1 && !forked {
-            let _ = self.close();
+            let _ = self.shut_down(false);
         }
     }
 }

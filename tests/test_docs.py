@@ -138,9 +138,11 @@ def test_format_version_in_the_title_and_every_table(full_queue: Path) -> None:
         )
         assert found, what
         named = {int(n) for row in found for n in row if n}
-        assert version in named and max(named) == version, what
+        assert version in named, what
+        assert max(named) == version, what
     refusal = re.search(r"whose version is not ([^(]*)\(", FORMAT)
-    assert refusal and str(version) in refusal.group(1)
+    assert refusal
+    assert str(version) in refusal.group(1)
 
 
 def test_append_lock_magic_as_documented(full_queue: Path) -> None:

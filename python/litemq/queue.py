@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 from collections.abc import Mapping
 from types import TracebackType
@@ -26,6 +27,12 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = ["Queue"]
+
+# At interpreter exit, close every queue still open before finalization
+# begins: what was appended is written and synced, and daemon threads blocked
+# in litemq calls (follow, read_next, a sync append, flush) never re-enter
+# the interpreter (they stay parked while the process exits).
+atexit.register(_litemq._close_all_at_exit)
 
 
 def _positive(value: int | None, what: str) -> int | None:
@@ -97,6 +104,12 @@ class Queue(_litemq.Queue):
 
     Named tailers (``q.tailer(name="billing")``) resume where they last
     committed, in this or a later process; see `litemq.Consumer`.
+
+    ``close()`` (or leaving ``with``) writes and syncs what was appended,
+    releases the writer lock and closes every tailer and named tailer made
+    from the queue (named tailers without committing), unmapping their
+    files; later calls on any of them raise `ClosedError`. Queues still open
+    at interpreter exit are closed by an ``atexit`` hook.
 
     >>> with litemq.Queue("/tmp/orders") as q:
     ...     q.appender().append(b"order 1")

@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyRange, PyString, PyTuple};
 
 use super::buffer::{bytes_arg, BytesArg};
+use super::exit;
 use super::fork::ForkSafe;
 use crate::format::record::HeaderField;
 use crate::Record;
@@ -228,7 +229,7 @@ impl Appender {
         if key.is_none() && headers.is_none() {
             let bytes = payload.as_slice();
             if self.blocking {
-                return Ok(py.detach(|| app.append(bytes))?);
+                return Ok(exit::detach(py, || app.append(bytes))?);
             }
             return Ok(app.append(bytes)?);
         }
@@ -245,7 +246,7 @@ impl Appender {
             headers: &fields,
         };
         if self.blocking {
-            return Ok(py.detach(|| app.append_record(&record))?);
+            return Ok(exit::detach(py, || app.append_record(&record))?);
         }
         Ok(app.append_record(&record)?)
     }
@@ -295,7 +296,7 @@ impl Appender {
             }
         }
         let range = if plain.len() == objects.len() {
-            py.detach(|| app.append_batch(plain.iter().copied()))?
+            exit::detach(py, || app.append_batch(plain.iter().copied()))?
         } else {
             drop(plain);
             let parsed = objects
@@ -322,7 +323,7 @@ impl Appender {
                     })
                 })
                 .collect::<PyResult<Vec<_>>>()?;
-            py.detach(|| app.append_records(&records))?
+            exit::detach(py, || app.append_records(&records))?
         };
         PyRange::new(py, range.start as isize, range.end as isize)
     }
@@ -334,7 +335,7 @@ impl Appender {
     /// >>> app.flush()   # durable from here on
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
         let app = self.inner.get()?;
-        Ok(py.detach(|| app.flush())?)
+        Ok(exit::detach(py, || app.flush())?)
     }
 
     fn __repr__(&self) -> String {

@@ -8,6 +8,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use super::exit;
 use super::tailer::{Reader, Tailer};
 use super::time;
 use crate::{ConsumerInfo, RetentionPolicy, RetentionReport};
@@ -36,15 +37,13 @@ pub(crate) struct Consumer {
 }
 
 impl Consumer {
-    /// The Python object for an engine consumer.
-    pub(crate) fn create(
-        py: Python<'_>,
-        consumer: crate::Consumer,
-        path: String,
-    ) -> PyResult<Py<Consumer>> {
-        let name = consumer.name().to_string();
-        let init = PyClassInitializer::from(Tailer::new(Reader::Named(consumer), path))
-            .add_subclass(Consumer { name });
+    /// The Python object for a tailer reading with an engine consumer.
+    pub(crate) fn create(py: Python<'_>, tailer: Tailer) -> PyResult<Py<Consumer>> {
+        let name = tailer.with(py, |reader| match reader {
+            Reader::Named(c) => Ok(c.name().to_string()),
+            Reader::Plain(_) => Err(PyTypeError::new_err("not a named tailer")),
+        })?;
+        let init = PyClassInitializer::from(tailer).add_subclass(Consumer { name });
         Py::new(py, init)
     }
 
@@ -75,7 +74,7 @@ impl Consumer {
     fn commit(slf: PyRef<'_, Self>, py: Python<'_>, durable: bool) -> PyResult<()> {
         Self::with(&slf, py, |c| {
             if durable {
-                Ok(py.detach(|| c.commit_durable())?)
+                Ok(exit::detach(py, || c.commit_durable())?)
             } else {
                 Ok(c.commit()?)
             }

@@ -6,13 +6,15 @@
 //! One file per concept: `queue.rs`, `appender.rs`, `tailer.rs`,
 //! `consumer.rs` (named tailers, retention), `message.rs`, `errors.rs` (the exception tree), `buffer.rs` (bytes in,
 //! zero-copy views out), `time.rs` (datetimes), `batch.rs` (stats and
-//! Arrow buffers), `fork.rs` (handles used after `fork()`).
+//! Arrow buffers), `fork.rs` (handles used after `fork()`), `exit.rs` (threads in
+//! litemq calls at interpreter exit).
 
 mod appender;
 mod batch;
 mod buffer;
 mod consumer;
 mod errors;
+mod exit;
 mod fork;
 mod message;
 mod queue;
@@ -34,6 +36,7 @@ fn litemq_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add_function(wrap_pyfunction!(queue::writer_pid, m)?)?;
     m.add_function(wrap_pyfunction!(queue::reindex, m)?)?;
+    m.add_function(wrap_pyfunction!(queue::close_all_at_exit, m)?)?;
     m.add_class::<queue::Queue>()?;
     m.add_class::<appender::Appender>()?;
     m.add_class::<tailer::Tailer>()?;

@@ -2,6 +2,7 @@
 //! The Python class `litemq.Queue` subclasses it and parses the options.
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError, Weak};
 use std::time::Duration;
 
 use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
@@ -11,19 +12,131 @@ use pyo3::types::{PyDict, PyList, PyString};
 use super::appender::Appender;
 use super::consumer::{self, Consumer, PolicyArg};
 use super::errors;
+use super::exit;
 use super::fork::ForkSafe;
 use super::message::Message;
-use super::tailer::{seq_arg, start_arg, Reader, Tailer};
+use super::tailer::{seq_arg, start_arg, Reader, ReaderSlot, Tailer};
 use super::time;
+use crate::storage::mapped::fork_generation;
 use crate::{
     ConsumerOptions, FlushMode, KeyIndexConfig, QueueBuilder, RollPeriod, RollStrategy,
     WaitStrategy, MAX_CHANNEL_CAPACITY, MAX_FILE_SIZE, MAX_INDEX_INTERVAL, MIN_FILE_SIZE,
 };
 
+/// An open engine queue and the readers of the tailers made from it, which
+/// `close()` takes from them.
+pub(crate) struct Core {
+    queue: crate::Queue,
+    readers: Mutex<Readers>,
+}
+
+#[derive(Default)]
+struct Readers {
+    slots: Vec<Weak<ReaderSlot>>,
+    /// Dead entries are swept out when `slots` grows to this length.
+    sweep_at: usize,
+}
+
+/// Every queue opened in this process (and the fork generation it was
+/// opened in), for [`close_all`] at interpreter exit.
+static OPEN: Mutex<Vec<(u64, Weak<Core>)>> = Mutex::new(Vec::new());
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Core {
+    fn new(queue: crate::Queue) -> Arc<Core> {
+        let core = Arc::new(Core {
+            queue,
+            readers: Mutex::new(Readers::default()),
+        });
+        let mut open = lock(&OPEN);
+        open.retain(|(_, q)| q.strong_count() > 0);
+        open.push((fork_generation(), Arc::downgrade(&core)));
+        core
+    }
+
+    /// Remembers a tailer's reader, so that `close` can take it.
+    fn adopt(&self, tailer: &Tailer) {
+        let mut r = lock(&self.readers);
+        if r.slots.len() >= r.sweep_at {
+            r.slots.retain(|s| s.strong_count() > 0);
+            r.sweep_at = (2 * r.slots.len()).max(64);
+        }
+        r.slots.push(tailer.slot());
+    }
+
+    /// Closes the engine queue (waking blocked calls), then takes the
+    /// reader of every tailer made from it: their files are unmapped and
+    /// named tailers' names released when this returns. Named tailers are
+    /// not committed. The engine's error, if any, comes after all that.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let result = exit::detach(py, || self.queue.close());
+        let slots: Vec<_> = lock(&self.readers)
+            .slots
+            .drain(..)
+            .filter_map(|s| s.upgrade())
+            .collect();
+        let exiting = exit::exiting();
+        exit::detach(py, || {
+            for slot in &slots {
+                let taken = match slot.try_lock() {
+                    Ok(mut guard) => guard.take(),
+                    Err(TryLockError::Poisoned(p)) => p.into_inner().take(),
+                    // At exit a daemon thread may be parked holding it for
+                    // good; otherwise the call in progress ends soon (a
+                    // blocked wait wakes: the queue is closed).
+                    Err(TryLockError::WouldBlock) if exiting => None,
+                    Err(TryLockError::WouldBlock) => lock(slot).take(),
+                };
+                drop(taken);
+            }
+        });
+        lock(&OPEN).retain(|(_, q)| q.strong_count() > 0 && !std::ptr::eq(q.as_ptr(), self));
+        Ok(result?)
+    }
+}
+
+/// Closes every queue opened in this process and still open (see
+/// [`close_all_at_exit`]); returns the first error.
+pub(crate) fn close_all(py: Python<'_>) -> PyResult<()> {
+    let generation = fork_generation();
+    let cores: Vec<Arc<Core>> = lock(&OPEN)
+        .iter()
+        .filter(|(g, _)| *g == generation)
+        .filter_map(|(_, q)| q.upgrade())
+        .collect();
+    let mut first_error = None;
+    for core in &cores {
+        if let Err(e) = core.close(py) {
+            first_error.get_or_insert(e);
+        }
+    }
+    // The last reference to a queue may be one of these: its drop joins
+    // nothing more (closed above), so the GIL may stay held.
+    drop(cores);
+    first_error.map_or(Ok(()), Err)
+}
+
+/// Closes every queue this process has open, for `atexit`: what was
+/// appended is written and synced, blocked calls wake, and threads other
+/// than this one never re-enter the interpreter (see the module comment).
+/// Raises the first error a close raised (after closing the others). Here,
+/// not in `exit.rs`, which the queue and the handles use: exit stays below them.
+#[pyfunction]
+#[pyo3(name = "_close_all_at_exit")]
+pub(crate) fn close_all_at_exit(py: Python<'_>) -> PyResult<()> {
+    exit::begin();
+    let result = close_all(py);
+    exit::wait_for_returning_threads(py);
+    result
+}
+
 /// The native queue. Use `litemq.Queue`, which takes friendlier options.
 #[pyclass(frozen, subclass, module = "litemq._litemq", name = "Queue")]
 pub(crate) struct Queue {
-    inner: ForkSafe<crate::Queue>,
+    inner: ForkSafe<Arc<Core>>,
     path: String,
     read_only: bool,
     /// Appends wait for the I/O thread (`Sync` flushes, or several writer
@@ -155,8 +268,22 @@ fn key_bytes(key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
 }
 
 impl Queue {
-    fn queue(&self) -> PyResult<&crate::Queue> {
+    fn core(&self) -> PyResult<&Arc<Core>> {
         self.inner.get()
+    }
+
+    fn queue(&self) -> PyResult<&crate::Queue> {
+        Ok(&self.core()?.queue)
+    }
+
+    /// The queue, or `ClosedError` once closed (for the calls that would
+    /// otherwise answer from the files as last seen).
+    fn open_queue(&self) -> PyResult<&crate::Queue> {
+        let queue = self.queue()?;
+        if queue.is_closed() {
+            return Err(errors::closed());
+        }
+        Ok(queue)
     }
 }
 
@@ -222,11 +349,11 @@ impl Queue {
         if let Some(policy) = retention {
             builder = builder.retention(consumer::policy(policy)?);
         }
-        let queue = py.detach(|| builder.open())?;
+        let queue = exit::detach(py, || builder.open())?;
         // Given or remembered: with several writers an append returns once written.
         blocking_appends |= queue.is_multi_writer();
         Ok(Queue {
-            inner: ForkSafe::new(queue),
+            inner: ForkSafe::new(Core::new(queue)),
             path: path.display().to_string(),
             read_only,
             blocking_appends,
@@ -259,7 +386,8 @@ impl Queue {
         auto_commit: bool,
     ) -> PyResult<Py<PyAny>> {
         let start = start_arg(start)?;
-        let queue = self.queue()?;
+        let core = self.core()?;
+        let queue = &core.queue;
         let Some(name) = name else {
             if auto_commit {
                 return Err(PyValueError::new_err(
@@ -268,20 +396,23 @@ impl Queue {
             }
             let tailer = queue.tailer(start)?;
             let t = Tailer::new(Reader::Plain(tailer), self.path.clone());
+            core.adopt(&t);
             return Ok(Py::new(py, t)?.into_any());
         };
         let options = ConsumerOptions {
             start_if_new: start,
             auto_commit,
         };
-        let c = match py.detach(|| queue.consumer(name, options)) {
+        let c = match exit::detach(py, || queue.consumer(name, options)) {
             Ok(c) => c,
             Err(e @ crate::Error::Locked { .. }) => {
                 return Err(errors::consumer_busy(py, name, &e))
             }
             Err(e) => return Err(e.into()),
         };
-        Ok(Consumer::create(py, c, self.path.clone())?.into_any())
+        let t = Tailer::new(Reader::Named(c), self.path.clone());
+        core.adopt(&t);
+        Ok(Consumer::create(py, t)?.into_any())
     }
 
     /// Every named tailer with its committed position and lag, as dicts
@@ -289,7 +420,7 @@ impl Queue {
     fn _consumers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let queue = self.queue()?;
         // Read-your-writes: lag counts what this process appended.
-        let infos = py.detach(|| queue.wait_visible().and_then(|()| queue.consumers()))?;
+        let infos = exit::detach(py, || queue.wait_visible().and_then(|()| queue.consumers()))?;
         let list = PyList::empty(py);
         for info in &infos {
             list.append(consumer::info_dict(py, info)?)?;
@@ -304,7 +435,7 @@ impl Queue {
     /// True
     fn remove_consumer(&self, py: Python<'_>, name: &str) -> PyResult<bool> {
         let queue = self.queue()?;
-        Ok(py.detach(|| queue.remove_consumer(name))?)
+        Ok(exit::detach(py, || queue.remove_consumer(name))?)
     }
 
     /// Runs a retention pass with `policy` (None: the queue's own) and
@@ -319,9 +450,9 @@ impl Queue {
         let report = match policy {
             Some(p) => {
                 let p = consumer::policy(p)?;
-                py.detach(|| queue.apply_retention_with(&p))?
+                exit::detach(py, || queue.apply_retention_with(&p))?
             }
-            None => py.detach(|| queue.apply_retention())?,
+            None => exit::detach(py, || queue.apply_retention())?,
         };
         consumer::report_dict(py, &report)
     }
@@ -336,7 +467,9 @@ impl Queue {
     /// [0, 50, 100]
     fn data_files<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let queue = self.queue()?;
-        let files = py.detach(|| queue.wait_visible().and_then(|()| queue.data_files()))?;
+        let files = exit::detach(py, || {
+            queue.wait_visible().and_then(|()| queue.data_files())
+        })?;
         let list = PyList::empty(py);
         for f in &files {
             let d = PyDict::new(py);
@@ -388,7 +521,7 @@ impl Queue {
         let limit = limit.map(limit_arg).transpose()?;
         let start = start.map(|s| time::to_micros(s, "start")).transpose()?;
         let end = end.map(|e| time::to_micros(e, "end")).transpose()?;
-        let found = py.detach(|| queue.find(&key, start, end, limit))?;
+        let found = exit::detach(py, || queue.find(&key, start, end, limit))?;
         found
             .into_iter()
             .map(|m| Message::from_owned(py, m))
@@ -401,13 +534,13 @@ impl Queue {
     /// (0, 3, 3)
     #[getter]
     fn first_seq(&self) -> PyResult<u64> {
-        Ok(self.queue()?.first_seq())
+        Ok(self.open_queue()?.first_seq())
     }
 
     /// Sequence number the next appended message gets.
     #[getter]
     fn next_seq(&self) -> PyResult<u64> {
-        Ok(self.queue()?.next_seq())
+        Ok(self.open_queue()?.next_seq())
     }
 
     /// The queue's directory.
@@ -423,7 +556,7 @@ impl Queue {
     }
 
     fn __len__(&self) -> PyResult<usize> {
-        Ok(self.queue()?.len() as usize)
+        Ok(self.open_queue()?.len() as usize)
     }
 
     /// Counters and sizes, as a dict.
@@ -431,7 +564,7 @@ impl Queue {
     /// >>> q.stats()["messages"]
     /// 3
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.queue()?.stats();
+        let s = self.open_queue()?.stats();
         let d = PyDict::new(py);
         super::batch::fill_stats(&d, &s)?;
         Ok(d)
@@ -447,23 +580,35 @@ impl Queue {
         max_rows: usize,
     ) -> PyResult<Bound<'py, PyDict>> {
         let queue = self.queue()?;
-        let b = py.detach(|| queue.read_columns(start, end, max_rows))?;
+        let b = exit::detach(py, || queue.read_columns(start, end, max_rows))?;
         let d = PyDict::new(py);
         super::batch::fill_columns(&d, b)?;
         Ok(d)
     }
 
-    /// Writes and flushes everything, stops the I/O thread and releases the
-    /// writer lock. Idempotent; later calls on the queue raise ClosedError.
+    /// Writes and flushes everything, stops the I/O thread, releases the
+    /// writer lock and closes every tailer and named tailer made from the
+    /// queue (named tailers without committing; close them first to commit
+    /// with auto_commit): their files are unmapped and their names free
+    /// when this returns, and a call blocked in `follow()` or `read_next`
+    /// wakes with ClosedError. Idempotent; later calls on the queue and its
+    /// tailers and appenders raise ClosedError. A poisoned writer is closed
+    /// all the same, then its PoisonedError is raised.
     ///
     /// >>> q.close()
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let queue = self.queue()?;
-        Ok(py.detach(|| queue.close())?)
+        self.core()?.close(py)
+    }
+
+    /// Whether `close()` was called.
+    #[getter]
+    fn closed(&self) -> PyResult<bool> {
+        Ok(self.queue()?.is_closed())
     }
 
     fn __repr__(&self) -> String {
         match self.queue() {
+            Ok(q) if q.is_closed() => format!("litemq.Queue({:?}) (closed)", self.path),
             Ok(q) => format!(
                 "litemq.Queue({:?}, first_seq={}, next_seq={}{})",
                 self.path,
@@ -515,14 +660,14 @@ pub(crate) fn reindex(
     let mut failed: Option<PyErr> = None;
     let mut report = |seq: u64| {
         if let (Some(cb), None) = (&progress, &failed) {
-            Python::attach(|py| {
+            exit::attach(|py| {
                 if let Err(e) = cb.call1(py, (seq,)).and_then(|_| py.check_signals()) {
                     failed = Some(e);
                 }
             });
         }
     };
-    let keys = py.detach(|| crate::reindex(&path, config, &mut report));
+    let keys = exit::detach(py, || crate::reindex(&path, config, &mut report));
     if let Some(e) = failed {
         return Err(e);
     }

@@ -3,7 +3,7 @@
 //! (`consumer.rs`) is a Python subclass of `Tailer` whose reader is an
 //! engine `Consumer` instead of a plain `Tailer`: see [`Reader`].
 
-use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError, Weak};
 use std::time::Duration;
 
 use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
@@ -11,6 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyString;
 
 use super::errors;
+use super::exit;
 use super::fork::ForkSafe;
 use super::message::Message;
 use super::time;
@@ -70,6 +71,10 @@ impl Reader {
     }
 }
 
+/// A tailer's reader: `None` once closed, by the tailer or by its queue
+/// (which keeps a weak reference, see `queue::Core`).
+pub(crate) type ReaderSlot = Mutex<Option<Reader>>;
+
 /// Longest single wait handed to the engine when waiting "forever"; the loop
 /// around it makes the wait unbounded.
 const FOREVER_CHUNK: Duration = Duration::from_secs(3600);
@@ -79,7 +84,8 @@ const FOREVER_CHUNK: Duration = Duration::from_secs(3600);
 /// Iterating a tailer yields every message available now, then stops; later
 /// iterations continue where it left off. `read_next(timeout=...)` and
 /// `follow()` wait for new messages. Blocking waits release the GIL and
-/// return within about 100 ms of Ctrl-C (KeyboardInterrupt).
+/// return within about 100 ms of Ctrl-C (KeyboardInterrupt). Closing the
+/// queue closes its tailers: a blocked wait wakes with ClosedError.
 ///
 /// >>> t = q.tailer()
 /// >>> [m.payload for m in t]
@@ -90,15 +96,23 @@ const FOREVER_CHUNK: Duration = Duration::from_secs(3600);
 pub(crate) struct Tailer {
     /// `None` once closed. The mutex makes a tailer usable from several
     /// threads; it is only ever waited on with the GIL released.
-    inner: ForkSafe<Mutex<Option<Reader>>>,
+    inner: ForkSafe<Arc<ReaderSlot>>,
     path: String,
 }
 
 impl Tailer {
     pub(crate) fn new(inner: Reader, path: String) -> Self {
         Tailer {
-            inner: ForkSafe::new(Mutex::new(Some(inner))),
+            inner: ForkSafe::new(Arc::new(Mutex::new(Some(inner)))),
             path,
+        }
+    }
+
+    /// A weak reference to the reader, for the queue's `close()`.
+    pub(crate) fn slot(&self) -> Weak<ReaderSlot> {
+        match self.inner.get() {
+            Ok(slot) => Arc::downgrade(slot),
+            Err(_) => Weak::new(),
         }
     }
 
@@ -114,7 +128,12 @@ impl Tailer {
             match mutex.try_lock() {
                 Ok(guard) => return Ok(guard),
                 Err(TryLockError::Poisoned(p)) => return Ok(p.into_inner()),
-                Err(TryLockError::WouldBlock) => py.detach(|| drop(mutex.lock())),
+                // At exit its holder may be a daemon thread parked for good
+                // (see `exit`): the finalizing thread must not wait for it.
+                Err(TryLockError::WouldBlock) if exit::exiting() && !exit::exiting_elsewhere() => {
+                    return Err(errors::closed())
+                }
+                Err(TryLockError::WouldBlock) => exit::detach(py, || drop(mutex.lock())),
             }
         }
     }
@@ -131,36 +150,46 @@ impl Tailer {
     }
 
     /// The next message, waiting up to `timeout` (`None`: forever) with the
-    /// GIL released, checking for signals (Ctrl-C) about every 50 ms.
+    /// GIL released, checking for signals (Ctrl-C) about every 50 ms. The
+    /// queue's `close()` wakes it with ClosedError.
     pub(crate) fn wait(
         &self,
         py: Python<'_>,
         timeout: Option<Duration>,
     ) -> PyResult<Option<Message>> {
-        self.with(py, |tailer| {
-            let mut interrupted: Option<PyErr> = None;
-            loop {
-                let chunk = timeout.unwrap_or(FOREVER_CHUNK);
-                let mut check = || {
-                    Python::attach(|py| match py.check_signals() {
-                        Ok(()) => false,
-                        Err(e) => {
-                            interrupted = Some(e);
-                            true
-                        }
-                    })
-                };
-                let found = py.detach(|| tailer.read_next_until(chunk, &mut check));
-                if let Some(e) = interrupted.take() {
-                    return Err(e);
-                }
-                match found? {
-                    Some(m) => return Ok(Some(Message::from_borrowed(py, &m)?)),
-                    None if timeout.is_some() => return Ok(None),
-                    None => {}
-                }
+        let mut guard = self.lock(py)?;
+        let tailer = guard.as_mut().ok_or_else(errors::closed)?;
+        let mut interrupted: Option<PyErr> = None;
+        loop {
+            let chunk = timeout.unwrap_or(FOREVER_CHUNK);
+            let mut check = || {
+                // At exit (`None`) the wait gives up: the thread parks.
+                exit::attach(|py| match py.check_signals() {
+                    Ok(()) => false,
+                    Err(e) => {
+                        interrupted = Some(e);
+                        true
+                    }
+                })
+                .unwrap_or(true)
+            };
+            let found = exit::detach(py, || tailer.read_next_until(chunk, &mut check));
+            if let Some(e) = interrupted.take() {
+                return Err(e);
             }
-        })
+            match found {
+                Ok(Some(m)) => return Ok(Some(Message::from_borrowed(py, &m)?)),
+                Ok(None) if timeout.is_some() => return Ok(None),
+                Ok(None) => {}
+                Err(crate::Error::Closed) => {
+                    // The queue closed under the wait: let go of the files now.
+                    let taken = guard.take();
+                    exit::detach(py, || drop(taken));
+                    return Err(errors::closed());
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 }
 
@@ -328,7 +357,7 @@ impl Tailer {
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let taken = self.lock(py)?.take();
         match taken {
-            Some(Reader::Named(c)) => Ok(py.detach(|| c.close())?),
+            Some(Reader::Named(c)) => Ok(exit::detach(py, || c.close())?),
             _ => Ok(()),
         }
     }
@@ -355,7 +384,7 @@ impl Tailer {
     ) -> PyResult<()> {
         if exc_type.is_some_and(|t| !t.is_none()) {
             let taken = self.lock(py)?.take();
-            py.detach(|| drop(taken));
+            exit::detach(py, || drop(taken));
             return Ok(());
         }
         self.close(py)

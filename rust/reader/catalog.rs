@@ -7,6 +7,7 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 use crate::error::{Error, Result};
@@ -26,6 +27,9 @@ pub struct FileInfo {
 pub struct Catalog {
     base: PathBuf,
     files: RwLock<Arc<Vec<FileInfo>>>,
+    /// Set by `Queue::close`: tailers of the queue stop (and unmap) at
+    /// their next call, blocked waits included.
+    closed: AtomicBool,
 }
 
 /// Reads and checks the header of data file `path`.
@@ -83,6 +87,7 @@ impl Catalog {
         let c = Catalog {
             base: base.to_path_buf(),
             files: RwLock::new(Arc::new(Vec::new())),
+            closed: AtomicBool::new(false),
         };
         c.refresh()?;
         Ok(c)
@@ -90,6 +95,16 @@ impl Catalog {
 
     pub fn base(&self) -> &Path {
         &self.base
+    }
+
+    /// Marks the queue closed: every tailer reading through this catalog
+    /// reports [`Error::Closed`] from its next call on.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
     }
 
     /// Rereads the directory: new files are added, removed ones dropped.

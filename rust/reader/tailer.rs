@@ -183,7 +183,8 @@ struct Located {
 
 /// Reads a queue in sequence order, from any starting point. Every read
 /// checks the frame's CRC; a tailer moves to the next file only after the
-/// end-of-file marker.
+/// end-of-file marker. Once its queue is closed every call returns
+/// [`Error::Closed`] (a blocked wait wakes with it) and the file is unmapped.
 ///
 /// ```no_run
 /// # let queue = litemq::QueueBuilder::new("/tmp/q").open()?;
@@ -276,6 +277,7 @@ impl Tailer {
     /// Moves to `seq`: the next read returns it. A sequence past the last
     /// published one, or before the first kept one, is an error.
     pub fn seek(&mut self, seq: u64) -> Result<()> {
+        self.check_open()?;
         let mut info = self.catalog.locate(seq);
         if info.is_none() {
             self.catalog.refresh()?;
@@ -463,6 +465,7 @@ impl Tailer {
     /// Moves to the first message whose timestamp is at or after `micros`
     /// (or to the end when there is none yet).
     pub fn seek_time(&mut self, micros: u64) -> Result<()> {
+        self.check_open()?;
         self.catalog.refresh()?;
         let files = self.catalog.snapshot();
         // The last file whose first message is before `micros` holds the
@@ -526,6 +529,7 @@ impl Tailer {
     /// Moves to the first frame at or after `position` (see
     /// [`Message::position`]); used to re-index the data after a crash.
     pub fn seek_position(&mut self, pos: u64) -> Result<()> {
+        self.check_open()?;
         let (number, offset) = position::decode(pos);
         let known = |c: &Catalog| c.at_or_after_number(number);
         // A file another process created since the catalog last looked.
@@ -575,6 +579,7 @@ impl Tailer {
     /// Costs a directory listing and a walk over at most one sparse-index
     /// interval of frames, by their lengths.
     pub fn seek_end(&mut self) -> Result<()> {
+        self.check_open()?;
         self.catalog.refresh()?;
         let Some(last) = self.catalog.last() else {
             return self.seek_to_start();
@@ -606,6 +611,7 @@ impl Tailer {
     /// there is nothing to step over (the end of the data) or no later
     /// frame can be numbered.
     pub fn skip_damaged(&mut self) -> Result<bool> {
+        self.check_open()?;
         self.ensure_cursor()?;
         let Some(c) = self.cursor.as_mut() else {
             return Ok(false);
@@ -694,6 +700,16 @@ impl Tailer {
         }
     }
 
+    /// After `Queue::close`: lets go of the file (unmapping it) and says
+    /// the queue is closed.
+    fn check_open(&mut self) -> Result<()> {
+        if self.catalog.is_closed() {
+            self.cursor = None;
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
     fn cursor_offset(&self) -> usize {
         self.cursor.as_ref().map_or(0, |c| c.offset)
     }
@@ -728,6 +744,7 @@ impl Tailer {
 
     /// Finds the next complete frame and steps past it.
     fn advance(&mut self) -> Result<Option<Located>> {
+        self.check_open()?;
         if !self.ensure_cursor()? {
             return Ok(None);
         }
