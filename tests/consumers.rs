@@ -5,7 +5,7 @@ mod common;
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -418,19 +418,12 @@ fn sigkill_loses_no_message_and_repeats_at_most_the_uncommitted() {
     };
     let spawn = || {
         let _guard = SPAWN.write().unwrap_or_else(|e| e.into_inner());
-        Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "child_consumer_entry",
-                "--ignored",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD_QUEUE, dir.path())
-            .env(CHILD_LOG, &log)
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap()
+        spawn_child(
+            child_test("child_consumer_entry")
+                .env(CHILD_QUEUE, dir.path())
+                .env(CHILD_LOG, &log)
+                .stdout(Stdio::null()),
+        )
     };
     // Kill three children part way, at different points; a fourth finishes.
     for kill_after in [700usize, 2500, 4100] {
