@@ -20,7 +20,7 @@
 //! `index/` the sparse and key indexes, `reader/` tailers and `writer/` the
 //! appender and I/O thread, then `consumers/`, `retention.rs` and
 //! `recovery.rs`, and `queue.rs` ties them together. Each layer imports only
-//! those below it (`tests/layers.rs` checks). `docs/DESIGN.md` opens with the
+//! those below it (`tests/rust/layers.rs` checks). `docs/DESIGN.md` opens with the
 //! layer diagram and explains the threads; `docs/FORMAT.md` the bytes.
 
 mod clock;

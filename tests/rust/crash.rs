@@ -3,7 +3,7 @@
 //!
 //! Both tests re-execute this test binary as the child process (the
 //! `#[ignore]`d `*_child` entry points, run with `--ignored`), as
-//! `tests/processes.rs` does.
+//! `tests/rust/processes.rs` does.
 //!
 //! * `kill9_at_random_moments`: a child writer appends self-describing
 //!   messages in one flush mode and reports over its stdout pipe what it has
