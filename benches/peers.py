@@ -7,8 +7,10 @@
 
 Measures, one store after another and each in a fresh process, append and
 sequential-read throughput (also in a durable variant), peak memory and
-bytes on disk; litemq's random ``get`` and key ``find``; and the latency
-from ``append`` to a tailer in another process. Prints a table with each
+bytes on disk; litemq's random ``get`` and key ``find``; the latency
+from ``append`` to a tailer in another process; and, against an ``os.pipe``
+between the same two processes, the latency and the follower's CPU at
+20,000 and 1,000 msg/s (``--follow-only`` runs just that). Prints a table with each
 store's ratio to litemq and the goals of issue 8, writes
 ``bench-results/peers.json``, the charts and ``docs/PERFORMANCE.md``.
 
@@ -110,6 +112,24 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--latency-messages", type=int, default=250_000)
     p.add_argument("--no-latency", action="store_true")
     p.add_argument(
+        "--follow-rates",
+        default="20000,1000",
+        help="msg/s of the follow-vs-pipe cases (default 20000,1000)",
+    )
+    p.add_argument(
+        "--follow-seconds",
+        type=float,
+        default=5.0,
+        help="seconds of messages per follow-vs-pipe case (default 5)",
+    )
+    p.add_argument("--follow-rounds", type=int, default=1, help="interleaved rounds (median)")
+    p.add_argument("--no-follow", action="store_true", help="skip the follow-vs-pipe cases")
+    p.add_argument(
+        "--follow-only",
+        action="store_true",
+        help="run only the follow-vs-pipe cases (no stores, no docs)",
+    )
+    p.add_argument(
         "--repeat",
         type=int,
         default=int(env("PEERS_REPEAT", "1")),
@@ -129,10 +149,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         args.n = min(args.n, 20_000)
         args.cap = min(args.cap, 1.0)
         args.latency_messages = min(args.latency_messages, 20_000)
+        args.follow_seconds = min(args.follow_seconds, 1.0)
+    if args.follow_only:
+        args.docs = False if args.docs is None else args.docs
+        args.no_latency = True
     if args.docs is None:
         args.docs = not args.quick
     if args.json is None:
         name = "peers-quick.json" if args.quick else "peers.json"
+        name = "follow.json" if args.follow_only else name
         args.json = ROOT / "bench-results" / name
     return args
 
@@ -308,6 +333,31 @@ def run_latency(args: argparse.Namespace, missing: str | None) -> dict[str, Any]
     return result
 
 
+def run_follow(args: argparse.Namespace, missing: str | None) -> dict[str, Any]:
+    if missing:
+        return {"error": missing}
+    rates = [int(r) for r in args.follow_rates.split(",") if r]
+    progress(
+        f"  follow vs os.pipe: {args.follow_seconds:g} s per case at "
+        + ", ".join(f"{r:,}" for r in rates)
+        + " msg/s ..."
+    )
+    try:
+        result = latency.follow_vs_pipe(
+            str(Path(__file__).resolve()),
+            rates,
+            args.follow_seconds,
+            args.size,
+            args.follow_rounds,
+            args.dir,
+            progress,
+        )
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    result["goals"] = latency.follow_goals(result)
+    return result
+
+
 def command_line() -> str:
     exe = Path(sys.executable)
     try:
@@ -362,11 +412,16 @@ def main(argv: list[str]) -> int:
     args.dir = str(scratch)
     sample: list[int] = []
     try:
-        results.update(run_all(args, stores))
+        if args.follow_only:
+            results.update({"runs": {}, "litemq_missing": litemq_problem()})
+        else:
+            results.update(run_all(args, stores))
         if not args.no_latency and any(s.is_litemq for s in stores):
             lat = run_latency(args, results["litemq_missing"])
             sample = lat.pop("_sample", [])
             results["latency"] = lat
+        if not args.no_follow and any(s.is_litemq for s in stores):
+            results["follow"] = run_follow(args, results["litemq_missing"])
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     results["goals"] = report.goals(results)
@@ -375,6 +430,11 @@ def main(argv: list[str]) -> int:
 
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(results, indent=1) + "\n")
+    if args.follow_only:
+        print()
+        print(report.follow_text(results.get("follow", {})))
+        print(f"\nresults: {args.json}")
+        return 0
 
     rows = report.table_rows(results)
     print()
@@ -399,6 +459,9 @@ def main(argv: list[str]) -> int:
     print("\nGoals (issue 8):")
     for line in report.goal_lines(results):
         print("  " + line)
+    if "follow" in results:
+        print()
+        print(report.follow_text(results["follow"]))
 
     img_dir = ROOT / "docs" / "img" if args.docs else args.json.parent
     img_dir.mkdir(parents=True, exist_ok=True)
@@ -430,6 +493,10 @@ def child(argv: list[str]) -> int:
         return latency.writer(spec)
     if command == "_latency-tailer":
         return latency.tailer(spec)
+    if command == "_follow-writer":
+        return latency.follow_writer(spec)
+    if command == "_follow-reader":
+        return latency.follow_reader(spec)
     raise SystemExit(f"unknown child command {command}")
 
 

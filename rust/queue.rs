@@ -17,12 +17,14 @@ use crate::reader::catalog::Catalog;
 use crate::reader::columns::Columns;
 use crate::reader::keys::index_keys_from;
 use crate::reader::tailer::{OwnedMessage, Start, Tailer};
+use crate::reader::wake::WakeSource;
 use crate::recovery::{recover, RecoveryReport};
 use crate::retention::{self, RetentionPolicy, RetentionReport};
 use crate::storage::fsutil::write_atomic;
 use crate::storage::layout::{KEY_INDEX_DIR, LOCK_FILE, METADATA_FILE};
 use crate::storage::lock::{Role, WriterLock};
 use crate::storage::mapped::allocated_bytes;
+use crate::storage::wake::WakeFile;
 use crate::writer::append_lock::{AppendLock, APPEND_LOCK_FILE};
 use crate::writer::appender::Appender;
 use crate::writer::handoff::Handoff;
@@ -82,6 +84,22 @@ pub struct Stats {
     /// Append locks this process took over from dead writer processes
     /// (several writers only).
     pub takeovers: u64,
+    /// Blocking reads of this handle sleep on the queue's wake-up word
+    /// (`wake.ctl`); false: they poll with back-off (no usable control file,
+    /// one this handle cannot open read-write, or not Linux).
+    pub wake_word: bool,
+    /// Followers registered to sleep on the wake-up word now, in every
+    /// process (a follower killed while registered counts until a writer
+    /// resets the count, see `waiter_resets`).
+    pub waiters: u64,
+    /// `FUTEX_WAKE` calls this handle's writer made: only when followers
+    /// were registered, never for a queue nobody waits on.
+    pub wake_calls: u64,
+    /// Followers those calls woke.
+    pub woken: u64,
+    /// Waiter counts this handle's writer found stale (left by followers
+    /// killed while waiting) and reset to 0.
+    pub waiter_resets: u64,
     /// Opened with `read_only`.
     pub read_only: bool,
     /// What recovery found when the queue was opened.
@@ -108,6 +126,8 @@ struct Inner {
     /// opened on first use.
     key_reader: Mutex<Option<KeyIndexReader>>,
     closed: std::sync::atomic::AtomicBool,
+    /// The wake-up word this handle's tailers sleep on.
+    wake: Arc<WakeSource>,
 }
 
 /// An open queue. `Send + Sync`; close it (or drop it) to flush and stop
@@ -192,12 +212,14 @@ impl Queue {
                 return Err(no_queue_here(&base));
             };
             let catalog = Arc::new(Catalog::load(&base)?);
+            let wake = WakeSource::reader(base);
             return Ok(Queue::assemble(
                 config,
                 catalog,
                 None,
                 meta,
                 RecoveryReport::default(),
+                wake,
             ));
         }
 
@@ -269,6 +291,9 @@ impl Queue {
         meta.index_interval = config.index_interval;
         meta.options = Some(config.stored());
         write_metadata(&meta_path, &meta)?;
+        // Before other writer processes are let in: the first one creates
+        // (or repairs) the wake-up word.
+        let wake = WakeFile::create_or_open(&base)?.map(Arc::new);
 
         let multi = match append_lock {
             Some(l) if config.multi_writer => {
@@ -281,7 +306,7 @@ impl Queue {
             _ => None,
         };
         let q = Queue::start_writer(
-            config, catalog, resume, key_index, lock, multi, meta, report,
+            config, catalog, resume, key_index, lock, multi, meta, report, wake,
         )?;
         if !q.inner.config.multi_writer {
             // Lookups share the writer's mappings; with several writers they
@@ -305,6 +330,7 @@ impl Queue {
         // Where this writer is comes from `append.lock` at its first batch.
         let resume = Resume::empty();
         let multi = Some(append_lock);
+        let wake = WakeFile::create_or_open(&base)?.map(Arc::new);
         Queue::start_writer(
             config,
             catalog,
@@ -314,6 +340,7 @@ impl Queue {
             multi,
             meta,
             RecoveryReport::default(),
+            wake,
         )
     }
 
@@ -331,11 +358,12 @@ impl Queue {
         append_lock: Option<Arc<AppendLock>>,
         meta: Metadata,
         report: RecoveryReport,
+        wake: Option<Arc<WakeFile>>,
     ) -> Result<Queue> {
         // With several writer processes appenders count tickets (see Handoff).
         let multi = append_lock.is_some();
         let first = if multi { 0 } else { resume.next_seq };
-        let shared = WriterShared::new(first, resume.next_seq);
+        let shared = WriterShared::new(first, resume.next_seq, wake.clone());
         let (tx, rx) = crossbeam_channel::bounded(config.channel_capacity);
         let handoff = Arc::new(Handoff::new(tx, first, multi));
         let io = IoThread::new(
@@ -374,7 +402,15 @@ impl Queue {
             thread: Mutex::new(Some(thread)),
             lock: Mutex::new(Some(lock)),
         };
-        Ok(Queue::assemble(config, catalog, Some(writer), meta, report))
+        let wake = WakeSource::writer(config.path.clone(), wake);
+        Ok(Queue::assemble(
+            config,
+            catalog,
+            Some(writer),
+            meta,
+            report,
+            wake,
+        ))
     }
 
     fn assemble(
@@ -383,6 +419,7 @@ impl Queue {
         writer: Option<Writer>,
         meta: Metadata,
         recovery: RecoveryReport,
+        wake: WakeSource,
     ) -> Queue {
         Queue {
             inner: Arc::new(Inner {
@@ -394,6 +431,7 @@ impl Queue {
                 getter: Mutex::new(None),
                 key_reader: Mutex::new(None),
                 closed: std::sync::atomic::AtomicBool::new(false),
+                wake: Arc::new(wake),
             }),
         }
     }
@@ -453,6 +491,7 @@ impl Queue {
     /// damage.
     fn new_tailer(&self) -> Tailer {
         let mut t = Tailer::new(self.inner.catalog.clone(), self.inner.config.wait);
+        t.set_wake(self.inner.wake.clone());
         let meta = self
             .inner
             .metadata
@@ -820,6 +859,13 @@ impl Queue {
             s.syncs = w.shared.counters.syncs.load(Relaxed);
             s.rolls = w.shared.counters.rolls.load(Relaxed);
             s.bytes_written = w.shared.counters.bytes_written.load(Relaxed);
+            if let Some(wake) = w.shared.wake() {
+                (s.wake_calls, s.woken, s.waiter_resets) = wake.counters();
+            }
+        }
+        if let Some(wake) = self.inner.wake.file() {
+            s.wake_word = true;
+            s.waiters = u64::from(wake.waiters());
         }
         s
     }

@@ -566,6 +566,84 @@ def latency_table(latency: dict[str, Any]) -> str:
     return markdown_table(head, [row])
 
 
+def _follow_rows(follow: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for rate in follow["rates"]:
+        for transport in ("pipe", "litemq"):
+            c = follow["cases"].get(f"{transport}/{rate}")
+            if not c:
+                continue
+            label = "`os.pipe` (blocking read)" if transport == "pipe" else "litemq `follow()`"
+            if transport == "litemq" and not c.get("wake_word", True):
+                label += " (polling: no wake-up word)"
+            rows.append(
+                [
+                    f"{rate:,}",
+                    label,
+                    fmt_ns(c["p50_ns"]),
+                    fmt_ns(c["p99_ns"]),
+                    fmt_ns(c["p999_ns"]),
+                    f"{c['cpu']:.1%}",
+                ]
+            )
+    return rows
+
+
+FOLLOW_HEAD = ["msg/s", "transport", "p50", "p99", "p99.9", "follower CPU"]
+
+
+def _follow_goal_lines(follow: dict[str, Any]) -> list[str]:
+    lines = []
+    for g in follow.get("goals", []):
+        if "CPU" in g["goal"]:
+            figures = f"{g['litemq']:.1%} (pipe {g['peer']:.1%})"
+        else:
+            figures = f"{fmt_ns(g['litemq'])} vs the pipe's {fmt_ns(g['peer'])}"
+        lines.append(f"{g['verdict']:<8} {g['goal']}: {figures}")
+    return lines
+
+
+def follow_text(follow: dict[str, Any]) -> str:
+    """The follow-vs-pipe cases and issue 15's goals, as plain text."""
+    if "error" in follow:
+        return f"follow vs os.pipe: not measured: {follow['error']}"
+    if not follow.get("cases"):
+        return "follow vs os.pipe: not measured"
+    return "\n".join(
+        [
+            "Append in one process -> follow() in another, against os.pipe (issue 15):",
+            text_table(FOLLOW_HEAD, _follow_rows(follow)),
+            "",
+            "Goals (issue 15):",
+            *("  " + line for line in _follow_goal_lines(follow)),
+        ]
+    )
+
+
+def follow_md(follow: dict[str, Any]) -> list[str]:
+    if "error" in follow:
+        return ["## Followers against a pipe", "", f"Not measured: {follow['error']}", ""]
+    rounds = follow.get("rounds", 1)
+    return [
+        "## Followers against a pipe",
+        "",
+        "A writer process sends 100-byte messages stamped with `time.monotonic_ns()`, paced "
+        f"(a burst every millisecond), for {follow['seconds']:g} s per case; a reader "
+        "process receives them, over an `os.pipe` (blocking `os.read`) or through litemq "
+        "(`append` → `tailer.follow()` on a `read_only=True` handle, `wait='default'`: "
+        "spin, then sleep on the wake-up word). *Follower CPU*: the reader's own "
+        "`getrusage` from its first message to its last, over that wall time (100 % = one "
+        "core). " + (f"Median of {rounds} interleaved rounds." if rounds > 1 else "One round."),
+        "",
+        markdown_table(FOLLOW_HEAD, _follow_rows(follow)),
+        "",
+        "```text",
+        *_follow_goal_lines(follow),
+        "```",
+        "",
+    ]
+
+
 def performance_md(results: dict[str, Any], old: str | None, img_rel: str) -> str:
     cfg = results["config"]
     m = results["machine"]
@@ -663,6 +741,8 @@ def performance_md(results: dict[str, Any], old: str | None, img_rel: str) -> st
         ]
     elif latency and "error" in latency:
         lines += ["## Latency", "", f"Not measured: {latency['error']}", ""]
+    if "follow" in results:
+        lines += follow_md(results["follow"])
     lines += [
         "## How each store is used",
         "",

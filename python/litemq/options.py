@@ -231,8 +231,9 @@ def parse_flush(spec: FlushSpec) -> tuple[str, int, float]:
 
 
 def parse_wait(spec: WaitSpec) -> str:
-    """Checks a wait option: ``"default"`` (spin, yield, then sleep up to
-    1 ms) or ``"busy-spin"`` (lowest latency, one core busy while waiting).
+    """Checks a wait option: ``"default"`` (spin a few µs, then sleep on the
+    queue's wake-up word) or ``"busy-spin"`` (never sleeps, one core busy per
+    waiting follower).
     """
     if not isinstance(spec, str):
         raise TypeError(f"wait must be 'default' or 'busy-spin', not {type(spec).__name__}")

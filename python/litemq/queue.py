@@ -79,8 +79,11 @@ class Queue(_litemq.Queue):
     - ``channel_capacity`` (``256``): bundles of appends (a bundle is handed
       over at 1,024 messages or 64 KiB, or sooner) queued ahead of the I/O
       thread before `append` waits (backpressure); 1 to 65,536.
-    - ``wait`` (``"default"``): how blocking reads wait, ``"default"`` or
-      ``"busy-spin"``.
+    - ``wait`` (``"default"``): how blocking reads wait. ``"default"`` spins a
+      few µs, then sleeps on the queue's wake-up word (``wake.ctl``) until a
+      writer in any process publishes (a handle that cannot write ``wake.ctl``
+      polls with back-off up to 1 ms); ``"busy-spin"`` never sleeps and keeps
+      a core busy per waiting follower (on 2 cores it starves the writer).
     - ``key_index`` (``{"slots": 2**20, "items": 2**21}``): geometry of the
       largest key-index files (hash slots, items per file; each below 2**32,
       a file at most 4 GiB); the first file has 4096 items and each next one

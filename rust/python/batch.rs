@@ -42,6 +42,11 @@ pub(crate) fn fill_stats(d: &Bound<'_, PyDict>, s: &crate::Stats) -> PyResult<()
     d.set_item("rolls", s.rolls)?;
     d.set_item("bytes_written", s.bytes_written)?;
     d.set_item("takeovers", s.takeovers)?;
+    d.set_item("wake_word", s.wake_word)?;
+    d.set_item("waiters", s.waiters)?;
+    d.set_item("wake_calls", s.wake_calls)?;
+    d.set_item("woken", s.woken)?;
+    d.set_item("waiter_resets", s.waiter_resets)?;
     d.set_item("read_only", s.read_only)?;
     let r = &s.recovery;
     let recovery = PyDict::new(py);

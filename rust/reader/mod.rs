@@ -6,3 +6,4 @@ pub mod columns;
 pub mod keys;
 pub mod tailer;
 pub mod wait;
+pub mod wake;

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::catalog::{Catalog, FileInfo};
-use super::wait::WaitStrategy;
-use super::wait::Waiter;
+use super::wait::{Sleeper, Slept, WaitStrategy, Waiter};
+use super::wake::{WakeSource, RETRY};
 use crate::error::{Error, Result};
 use crate::format::footer::{Footer, FOOTER_LEN};
 use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN};
@@ -205,6 +205,9 @@ pub struct Tailer {
     /// a zero length word below it is damage, not the end of the data.
     known_end: u64,
     stuck: Option<Stuck>,
+    /// The queue handle's wake-up word (`None`: poll).
+    wake: Option<Arc<WakeSource>>,
+    sleeper: Sleeper,
 }
 
 impl Tailer {
@@ -217,7 +220,15 @@ impl Tailer {
             seq,
             known_end: 0,
             stuck: None,
+            wake: None,
+            sleeper: Sleeper::default(),
         }
+    }
+
+    /// Lets blocking reads sleep on the queue's wake-up word
+    /// (`WaitStrategy::Default` on Linux; otherwise they poll).
+    pub(crate) fn set_wake(&mut self, wake: Arc<WakeSource>) {
+        self.wake = Some(wake);
     }
 
     /// Tells the tailer that every sequence below `end` was published (the
@@ -246,27 +257,65 @@ impl Tailer {
     }
 
     /// As [`Tailer::read_next_timeout`], also returning `None` early when
-    /// `interrupt` (polled about every 50 ms) says so.
+    /// `interrupt` (polled about every 50 ms, and when a signal interrupts a
+    /// sleep) says so.
+    ///
+    /// With [`WaitStrategy::Default`] and a wake-up word (Linux, a queue whose
+    /// `wake.ctl` this handle can open read-write) the tailer spins briefly,
+    /// then sleeps on the word until a writer wakes it; otherwise it polls
+    /// with back-off (see `reader::wait`).
     pub fn read_next_until(
         &mut self,
         timeout: Duration,
         interrupt: &mut dyn FnMut() -> bool,
     ) -> Result<Option<Message<'_>>> {
+        let source = match self.wait {
+            WaitStrategy::Default => self.wake.clone(),
+            WaitStrategy::BusySpin => None,
+        };
         let start = Instant::now();
         let mut last_poll = start;
+        // When to ask the handle for its wake-up word again (it may have
+        // none yet: a read-only handle opens it lazily, and retries).
+        let mut try_word = start;
         let mut waiter = Waiter::new(self.wait);
         let loc = loop {
             if let Some(loc) = self.advance()? {
                 break loc;
             }
             let now = Instant::now();
-            if now.duration_since(start) >= timeout {
+            let spent = now.duration_since(start);
+            if spent >= timeout {
                 return Ok(None);
             }
             if now.duration_since(last_poll) >= Duration::from_millis(50) {
                 last_poll = now;
                 if interrupt() {
                     return Ok(None);
+                }
+            }
+            if let Some(source) = source.as_ref().filter(|_| now >= try_word) {
+                try_word = now + RETRY;
+                if let Some(file) = source.file() {
+                    let mut sleeper = self.sleeper;
+                    let slept =
+                        sleeper.wait(&file, timeout - spent, interrupt, &mut || self.advance());
+                    self.sleeper = sleeper;
+                    match slept? {
+                        Slept::Found {
+                            value,
+                            slept,
+                            missed,
+                        } => {
+                            if missed {
+                                source.missed();
+                            } else if slept {
+                                source.hit();
+                            }
+                            break value;
+                        }
+                        Slept::Nothing => return Ok(None),
+                    }
                 }
             }
             waiter.wait();

@@ -99,10 +99,23 @@ impl ChunkAllocator {
         self.grow(write_pos.max(have) + 1, false).unwrap_or(false)
     }
 
-    /// No more allocation: the file is sealed and about to be trimmed. Waits
-    /// for an allocation in progress.
+    /// No more allocation: the file is sealed and about to be trimmed, or
+    /// closed and about to give back what lies past its data. Waits for an
+    /// allocation or a [`ChunkAllocator::while_open`] call in progress.
     pub fn close(&self) {
         *self.closed.lock().unwrap_or_else(|e| e.into_inner()) = true;
+    }
+
+    /// Runs `f` (the prefault thread populating allocated pages) unless the
+    /// file is closed, and keeps it closed-out meanwhile: populating a page
+    /// that `close` is about to punch out would allocate it again behind
+    /// the writer's back. `None` when closed.
+    pub fn while_open<T>(&self, f: impl FnOnce() -> T) -> Option<T> {
+        let closed = self.closed.lock().unwrap_or_else(|e| e.into_inner());
+        if *closed {
+            return None;
+        }
+        Some(f())
     }
 
     fn chunk(&self, have: usize) -> usize {

@@ -320,6 +320,8 @@ impl IoThread {
         }
         self.tickets += bundle.entries.len() as u64;
         self.shared.set_written(self.tickets);
+        // Every frame of the batch is published: wake sleeping followers.
+        self.shared.wake_followers();
         self.shared.counters.bytes_written.fetch_add(bytes, Relaxed);
         if let Some(a) = &self.active {
             self.prefault.advance(a.write_pos);

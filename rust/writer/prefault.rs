@@ -68,9 +68,10 @@ impl PrefaultThread {
             Some((self.generation, a.map.prefaulter(), a.alloc.clone()));
     }
 
-    /// No active file (it is being sealed). The thread may finish a call on
-    /// the old file: populating past a trimmed end fails harmlessly
-    /// (`EFAULT`), and the sealed file's allocator allocates no more.
+    /// No active file (it is being sealed or closed). The thread may still
+    /// hold the old file, but populates it only through its allocator's
+    /// `while_open`, which `ChunkAllocator::close` shuts before the file is
+    /// trimmed or its unused tail punched out.
     pub fn clear(&mut self) {
         self.generation += 1;
         *self.shared.file.lock().unwrap_or_else(|e| e.into_inner()) = None;
@@ -116,11 +117,15 @@ fn run(shared: &Shared) {
         alloc.ahead(pos);
         let limit = alloc.allocated().min(p.mapped_len()).min(pos + AHEAD);
         if populated < limit {
-            if !p.populate(populated, STEP.min(limit - populated)) {
+            let step = STEP.min(limit - populated);
+            match alloc.while_open(|| p.populate(populated, step)) {
+                Some(true) => {}
                 // The kernel can't: let pages fault in; check again later.
-                std::thread::park_timeout(Duration::from_millis(50));
+                Some(false) => std::thread::park_timeout(Duration::from_millis(50)),
+                // Sealed or closed: wait for the next file.
+                None => std::thread::park_timeout(Duration::from_millis(5)),
             }
-            populated += STEP.min(limit - populated);
+            populated += step;
         } else {
             std::thread::park_timeout(Duration::from_micros(500));
         }

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use crate::error::{Error, Result};
+use crate::storage::wake::WakeFile;
 
 #[derive(Debug, Default)]
 struct Progress {
@@ -53,13 +54,19 @@ pub struct WriterShared {
     indexed_upto: AtomicU64,
     key_index_last: AtomicU64,
     pub counters: Counters,
+    /// The queue's wake-up word, bumped after frames are published.
+    wake: Option<Arc<WakeFile>>,
 }
 
 impl WriterShared {
     /// `next` is the appenders' first ticket;
     /// `durable_seq` the sequence everything below which is on disk.
-    pub fn new(next: u64, durable_seq: u64) -> Arc<WriterShared> {
-        let s = WriterShared::default();
+    /// `wake`: the queue's wake-up word, if it has one.
+    pub fn new(next: u64, durable_seq: u64, wake: Option<Arc<WakeFile>>) -> Arc<WriterShared> {
+        let s = WriterShared {
+            wake,
+            ..WriterShared::default()
+        };
         s.written.store(next, Ordering::Relaxed);
         s.progress.lock().unwrap_or_else(|e| e.into_inner()).durable = next;
         s.counters.durable_seq.store(durable_seq, Ordering::Relaxed);
@@ -77,6 +84,20 @@ impl WriterShared {
             drop(self.progress.lock().unwrap_or_else(|e| e.into_inner()));
             self.cond.notify_all();
         }
+    }
+
+    /// Wakes followers in every process sleeping on the wake-up word; called
+    /// by the I/O thread after it published frames (no system call when
+    /// nobody sleeps).
+    pub fn wake_followers(&self) {
+        if let Some(w) = &self.wake {
+            w.bump();
+        }
+    }
+
+    /// The wake-up word this writer bumps.
+    pub fn wake(&self) -> Option<&Arc<WakeFile>> {
+        self.wake.as_ref()
     }
 
     /// Blocks until `written` reaches `target`, or poison.

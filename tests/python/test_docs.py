@@ -160,6 +160,29 @@ def test_append_lock_magic_as_documented(full_queue: Path) -> None:
     assert raw == bytes.fromhex(spelled.group(1))
 
 
+def test_wake_ctl_as_documented(full_queue: Path) -> None:
+    raw = (full_queue / "wake.ctl").read_bytes()
+    section = _section(FORMAT, "wake.ctl")
+    rows = {
+        int(m.group(1)): line
+        for line in section.splitlines()
+        if (m := re.match(r"\| (\d+) \| \d+ \|", line))
+    }
+    spelled = re.search(r"bytes `((?:[0-9A-F]{2} ?){8})`", rows[0])
+    version = re.search(r"`(\d+)`", rows[8])
+    assert spelled, rows[0]
+    assert version, rows[8]
+    assert f"{len(raw)}\nbytes" in section or f"{len(raw)} bytes" in section
+    assert raw[:8] == bytes.fromhex(spelled.group(1))
+    assert int.from_bytes(raw[8:12], "little") == int(version.group(1))
+    assert int.from_bytes(raw[16:20], "little") > 0, "the word was bumped by the appends"
+    assert int.from_bytes(raw[24:28], "little") == 0, "nobody waits"
+    assert sorted(rows) == [0, 8, 12, 16, 20, 24, 28]
+    for at in (12, 20, 28):
+        assert raw[at : at + 4] == bytes(4)
+    assert raw[28:] == bytes(36)
+
+
 def test_directory_tree_names_every_top_level_entry(full_queue: Path) -> None:
     tree = _section(FORMAT, "Directory layout")
     for entry in sorted(full_queue.iterdir()):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import signal
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -190,3 +192,77 @@ def test_ctrl_c_interrupts_a_blocking_read(qpath: Path, call: str) -> None:
     out, err = proc.communicate(timeout=30)
     assert out.strip() == "interrupted", err
     assert proc.returncode == 3
+
+
+FUTEX_BLOCKED = """
+import sys, litemq
+with litemq.Queue(sys.argv[1], read_only=True) as q:
+    t = q.tailer(start="end")
+    try:
+        print("waiting", flush=True)
+        for msg in t.follow():
+            pass
+    except KeyboardInterrupt:
+        print("interrupted", q.stats()["waiters"], flush=True)
+        sys.exit(3)
+"""
+
+
+def _until(cond: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + 30
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.002)
+
+
+def test_ctrl_c_interrupts_a_follower_asleep_on_the_wake_word(qpath: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        proc = spawn_python(FUTEX_BLOCKED, str(qpath))
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "waiting"
+        # Registered on the wake-up word: asleep in FUTEX_WAIT, GIL released.
+        _until(lambda: q.stats()["waiters"] == 1, "the follower to sleep")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        assert out.strip() == "interrupted 0", err  # deregistered on the way out
+        assert proc.returncode == 3
+        assert q.stats()["waiters"] == 0
+
+
+FORK_FOLLOW = """
+import os, sys, time, litemq
+q = litemq.Queue(sys.argv[1], file_size=64 * 1024)
+app = q.appender()
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.close(r)
+    got = []
+    with litemq.Queue(sys.argv[1], read_only=True) as mine:
+        for msg in mine.tailer().follow(idle_timeout=30):
+            got.append(msg.payload)
+            os.write(w, b"x")
+            if len(got) == 3:
+                break
+        print("child", got, mine.stats()["wake_word"], flush=True)
+    os._exit(0)
+os.close(w)
+for i in range(3):
+    deadline = time.monotonic() + 30
+    while q.stats()["waiters"] != 1:
+        assert time.monotonic() < deadline, "the child never slept on the word"
+        time.sleep(0.002)
+    app.append(b"m%d" % i)
+    assert os.read(r, 1) == b"x"
+_, status = os.waitpid(pid, 0)
+s = q.stats()
+# Wakes that woke the child (its 50 ms re-check may beat a wake call).
+print("parent", os.waitstatus_to_exitcode(status), s["wake_calls"] >= s["woken"] >= 1, flush=True)
+q.close()
+"""
+
+
+def test_a_forked_child_sleeps_on_the_wake_word_and_is_woken(qpath: Path) -> None:
+    proc = run_python(FORK_FOLLOW, str(qpath), timeout=120)
+    lines = proc.stdout.strip().splitlines()
+    assert lines == ["child [b'm0', b'm1', b'm2'] True", "parent 0 True"], proc.stderr

@@ -18,9 +18,11 @@
 //!
 //! The generator is deterministic: one thread, a `ManualClock` set before each
 //! append, a flush after each append so the I/O thread stamps it at that
-//! time. Two things depend on the process and are normalised: `.lock` (it
-//! holds the writer's pid and no data; a writer recreates it) is not kept,
-//! and `writer_pid` in `metadata.json` is set to 0.
+//! time. Three things depend on the process and are normalised: `.lock` (it
+//! holds the writer's pid and no data; a writer recreates it) and `wake.ctl`
+//! (the wake-up word: a count of wake-ups and of waiting followers, no data;
+//! a writer recreates it) are not kept, and `writer_pid` in `metadata.json`
+//! is set to 0.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -211,6 +213,7 @@ fn generate(dir: &Path) -> Value {
     drop(q);
 
     std::fs::remove_file(dir.join(".lock")).unwrap();
+    std::fs::remove_file(dir.join("wake.ctl")).unwrap();
     let meta_path = dir.join("metadata.json");
     let mut meta: Value = serde_json::from_slice(&std::fs::read(&meta_path).unwrap()).unwrap();
     let format_version = meta["format_version"].as_u64().unwrap();
