@@ -902,6 +902,10 @@ impl Queue {
         if stop_tailers {
             self.inner.catalog.close();
         }
+        if let Some(w) = &self.inner.writer {
+            w.shared.drop_wake();
+        }
+        self.inner.wake.close();
         *self.inner.getter.lock().unwrap_or_else(|e| e.into_inner()) = None;
         *self
             .inner

@@ -35,8 +35,11 @@ struct State {
 #[derive(Debug)]
 pub struct WakeSource {
     dir: PathBuf,
-    /// The writer's own file (never reopened by path: the I/O thread bumps this one).
-    own: Option<Arc<WakeFile>>,
+    /// The writer's own file (never reopened by path: the I/O thread bumps
+    /// this one); `None` once the handle is closed.
+    own: Mutex<Option<Arc<WakeFile>>>,
+    /// Set by [`WakeSource::close`]: no file is opened again.
+    closed: std::sync::atomic::AtomicBool,
     state: Mutex<State>,
     misses: AtomicU32,
 }
@@ -51,7 +54,8 @@ impl WakeSource {
                 file: own.clone(),
                 tried: Some(Instant::now()),
             }),
-            own,
+            own: Mutex::new(own),
+            closed: std::sync::atomic::AtomicBool::new(false),
             misses: AtomicU32::new(0),
         }
     }
@@ -60,7 +64,8 @@ impl WakeSource {
     pub fn reader(dir: PathBuf) -> WakeSource {
         WakeSource {
             dir,
-            own: None,
+            own: Mutex::new(None),
+            closed: std::sync::atomic::AtomicBool::new(false),
             state: Mutex::new(State {
                 file: None,
                 tried: None,
@@ -71,7 +76,7 @@ impl WakeSource {
 
     /// The file to sleep on, or `None` to poll.
     pub fn file(&self) -> Option<Arc<WakeFile>> {
-        if !CAN_SLEEP {
+        if !CAN_SLEEP || self.closed.load(Ordering::Acquire) {
             return None;
         }
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -82,8 +87,9 @@ impl WakeSource {
             return None;
         }
         s.tried = Some(Instant::now());
-        s.file = match &self.own {
-            Some(own) => Some(own.clone()),
+        let own = self.own.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        s.file = match own {
+            Some(own) => Some(own),
             // Any failure (permissions, another version, damage) means
             // polling; the next try is a second away.
             None => match WakeFile::open(&self.dir) {
@@ -92,6 +98,25 @@ impl WakeSource {
             },
         };
         s.file.clone()
+    }
+
+    /// Lets go of the file (the queue handle is closed): a closed queue maps
+    /// nothing. Tailers holding a clone drop it at their next call, when
+    /// they find the queue closed.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.own.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let file = self
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .file
+            .take();
+        // Followers of this handle asleep on the word wake now and find the
+        // queue closed (others re-check and sleep again).
+        if let Some(f) = file {
+            f.bump();
+        }
     }
 
     /// A follower slept on the word and was woken (or found it moved).

@@ -30,6 +30,7 @@ use crate::index::key_index::KeyIndexWriter;
 use crate::reader::catalog::Catalog;
 use crate::storage::fsutil::sync_dir_chain;
 use crate::storage::layout::FileId;
+use crate::storage::wake::WakeFile;
 
 mod catch_up;
 
@@ -77,6 +78,8 @@ pub struct IoThread {
     rx: Receiver<Command>,
     handoff: Arc<Handoff>,
     shared: Arc<WriterShared>,
+    /// The queue's wake-up word, bumped after frames are published.
+    wake: Option<Arc<WakeFile>>,
     catalog: Arc<Catalog>,
     active: Option<ActiveFile>,
     last_id: Option<FileId>,
@@ -132,6 +135,7 @@ impl IoThread {
             config,
             rx,
             handoff,
+            wake: shared.wake(),
             shared,
             catalog,
             active: resume.active,
@@ -320,8 +324,11 @@ impl IoThread {
         }
         self.tickets += bundle.entries.len() as u64;
         self.shared.set_written(self.tickets);
-        // Every frame of the batch is published: wake sleeping followers.
-        self.shared.wake_followers();
+        // Every frame of the batch is published: wake followers sleeping on
+        // the word in any process (no system call when nobody sleeps).
+        if let Some(w) = &self.wake {
+            w.bump();
+        }
         self.shared.counters.bytes_written.fetch_add(bytes, Relaxed);
         if let Some(a) = &self.active {
             self.prefault.advance(a.write_pos);

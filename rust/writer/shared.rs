@@ -54,8 +54,10 @@ pub struct WriterShared {
     indexed_upto: AtomicU64,
     key_index_last: AtomicU64,
     pub counters: Counters,
-    /// The queue's wake-up word, bumped after frames are published.
-    wake: Option<Arc<WakeFile>>,
+    /// The queue's wake-up word. The I/O thread bumps its own clone
+    /// ([`WriterShared::wake`] at its start); this one is for stats and is
+    /// let go at close, so a closed queue maps nothing.
+    wake: Mutex<Option<Arc<WakeFile>>>,
 }
 
 impl WriterShared {
@@ -64,7 +66,7 @@ impl WriterShared {
     /// `wake`: the queue's wake-up word, if it has one.
     pub fn new(next: u64, durable_seq: u64, wake: Option<Arc<WakeFile>>) -> Arc<WriterShared> {
         let s = WriterShared {
-            wake,
+            wake: Mutex::new(wake),
             ..WriterShared::default()
         };
         s.written.store(next, Ordering::Relaxed);
@@ -86,18 +88,15 @@ impl WriterShared {
         }
     }
 
-    /// Wakes followers in every process sleeping on the wake-up word; called
-    /// by the I/O thread after it published frames (no system call when
-    /// nobody sleeps).
-    pub fn wake_followers(&self) {
-        if let Some(w) = &self.wake {
-            w.bump();
-        }
+    /// The wake-up word this writer bumps (`None` once closed, or when the
+    /// queue has no usable one).
+    pub fn wake(&self) -> Option<Arc<WakeFile>> {
+        self.wake.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// The wake-up word this writer bumps.
-    pub fn wake(&self) -> Option<&Arc<WakeFile>> {
-        self.wake.as_ref()
+    /// Lets go of the wake-up word (at close, after the I/O thread ended).
+    pub fn drop_wake(&self) {
+        self.wake.lock().unwrap_or_else(|e| e.into_inner()).take();
     }
 
     /// Blocks until `written` reaches `target`, or poison.
