@@ -42,10 +42,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from peers import contention, latency, report  # noqa: E402
-from peers.phases import current_rss  # noqa: E402
-from peers.redis_server import RedisServer  # noqa: E402
-from peers.stores import STORES, RedisStream, Store, Unavailable  # noqa: E402
+from peers_lib import contention, latency, report  # noqa: E402
+from peers_lib.phases import current_rss  # noqa: E402
+from peers_lib.redis_server import RedisServer  # noqa: E402
+from peers_lib.stores import STORES, RedisStream, Store, Unavailable  # noqa: E402
 
 
 @dataclass
@@ -486,7 +486,7 @@ def child(argv: list[str]) -> int:
     """Entry points of the child processes this script starts."""
     command, spec = argv[0], json.loads(argv[1])
     if command == "_worker":
-        from peers import worker
+        from peers_lib import worker
 
         return worker.main(argv[1:])
     if command == "_latency-writer":

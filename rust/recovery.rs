@@ -8,11 +8,10 @@
 
 use std::path::Path;
 
-use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::format::footer::{trimmed_len, Footer, FOOTER_LEN};
 use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
-use crate::format::record;
+use crate::format::{data_file, record};
 use crate::index::sparse::{self, Entry, SparseIndexWriter};
 use crate::reader::catalog::{Catalog, FileInfo};
 use crate::storage::layout::list_temp_files;
@@ -181,15 +180,16 @@ fn zero_tail(map: &mut WritableMapping, from: usize) -> u64 {
 /// `next_seq` then): nothing can be torn, so the data must reach that far;
 /// where it stops short (a zeroed page, a lost write), recovery refuses with
 /// [`Error::Corrupted`] instead of cutting the queue and handing the lost
-/// sequences to new appends.
+/// sequences to new appends. `verify_on_startup` checks the CRC of every
+/// frame of every file.
 pub fn recover(
-    config: &Config,
+    base: &Path,
+    verify_on_startup: bool,
     catalog: &Catalog,
     clean: Option<u64>,
 ) -> Result<(Resume, RecoveryReport)> {
     let expected_next = clean;
     let clean = clean.is_some();
-    let base = &config.path;
     for tmp in list_temp_files(base)? {
         std::fs::remove_file(&tmp).map_err(|e| Error::io("remove", &tmp, e))?;
     }
@@ -209,7 +209,7 @@ pub fn recover(
         return Ok((Resume::empty(), report));
     };
 
-    if config.verify_on_startup {
+    if verify_on_startup {
         for pair in files.windows(2) {
             let path = catalog.data_path(pair[0].id);
             let w = verify_sealed(&path, &pair[0])?;
@@ -236,7 +236,7 @@ pub fn recover(
     // After an unclean shutdown, walk the whole last file: a machine crash
     // can leave a hole (lost pages) before the last index entry, and a walk
     // starting at the entry would step over it.
-    let start = if config.verify_on_startup || rebuilt || !clean {
+    let start = if verify_on_startup || rebuilt || !clean {
         None
     } else {
         index.entries(map.len() as u64).last().copied().filter(|e| {
@@ -262,11 +262,7 @@ pub fn recover(
             ));
         }
     });
-    report.frames_verified += if config.verify_on_startup {
-        w.frames
-    } else {
-        0
-    };
+    report.frames_verified += if verify_on_startup { w.frames } else { 0 };
     report.index_entries_rebuilt = entries.len() as u64;
     for (i, e) in entries {
         index.put(i, e)?;
@@ -332,7 +328,7 @@ pub fn recover(
     };
     // Time rolls compare against the first message's timestamp.
     let first_ts = if w.seq > first_seq {
-        first_message_ts(map.as_slice())
+        data_file::first_message_ts(map.as_slice())
     } else {
         None
     };
@@ -384,19 +380,6 @@ fn valid_frame_follows(file: &[u8], offset: usize) -> bool {
             Ok(FrameAt::Frame { .. })
         ),
         None => false,
-    }
-}
-
-/// Timestamp of a data file's first message, if it has one.
-pub(crate) fn first_message_ts(file: &[u8]) -> Option<u64> {
-    let len = frame::plain_len(file, DATA_HEADER_LEN)?;
-    match frame::decode(file, DATA_HEADER_LEN, len) {
-        Ok(FrameAt::Frame { record_len, .. }) => {
-            record::decode(&file[DATA_HEADER_LEN + 4..DATA_HEADER_LEN + 4 + record_len])
-                .ok()
-                .map(|v| v.timestamp)
-        }
-        _ => None,
     }
 }
 
@@ -535,7 +518,7 @@ fn finish_sealed_file(catalog: &Catalog, info: &FileInfo) -> Result<bool> {
     let path = catalog.data_path(info.id);
     let (w, first_ts) = {
         let map = Mapping::open(&path)?;
-        let first_ts = first_message_ts(map.as_slice());
+        let first_ts = data_file::first_message_ts(map.as_slice());
         (walk_tail(catalog, info, map.as_slice(), false), first_ts)
     };
     if w.end != WalkEnd::Sealed {

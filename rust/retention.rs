@@ -227,13 +227,25 @@ pub fn apply(
     Ok(report)
 }
 
+/// The smallest committed position of the named consumers (`None`: there
+/// are none), read when a pass protects them. Given by the caller
+/// (`consumers::min_position`): retention sits beside the consumers, not
+/// above them.
+pub type MinConsumer<'a> = &'a dyn Fn() -> Result<Option<u64>>;
+
 /// Runs one pass over the queue at `catalog.base()`: takes the retention
-/// lock, refreshes the catalog, reads the consumers' positions when the
-/// policy protects them, deletes, and refreshes the catalog again so this
-/// process's `first_seq` and tailers see the result.
-pub fn run(catalog: &Catalog, policy: &RetentionPolicy, now_us: u64) -> Result<RetentionReport> {
+/// lock, refreshes the catalog, reads the consumers' positions
+/// (`min_consumer`) when the policy protects them, deletes, and refreshes
+/// the catalog again so this process's `first_seq` and tailers see the
+/// result.
+pub fn run(
+    catalog: &Catalog,
+    policy: &RetentionPolicy,
+    now_us: u64,
+    min_consumer: MinConsumer<'_>,
+) -> Result<RetentionReport> {
     let _lock = RetentionLock::acquire(catalog.base(), true)?;
-    run_locked(catalog, policy, now_us)
+    run_locked(catalog, policy, now_us, min_consumer)
 }
 
 /// As [`run`], but returns `Ok(None)` at once when another pass holds the
@@ -242,20 +254,26 @@ pub fn run_if_idle(
     catalog: &Catalog,
     policy: &RetentionPolicy,
     now_us: u64,
+    min_consumer: MinConsumer<'_>,
 ) -> Result<Option<RetentionReport>> {
     match RetentionLock::acquire(catalog.base(), false)? {
-        Some(_lock) => run_locked(catalog, policy, now_us).map(Some),
+        Some(_lock) => run_locked(catalog, policy, now_us, min_consumer).map(Some),
         None => Ok(None),
     }
 }
 
-fn run_locked(catalog: &Catalog, policy: &RetentionPolicy, now_us: u64) -> Result<RetentionReport> {
+fn run_locked(
+    catalog: &Catalog,
+    policy: &RetentionPolicy,
+    now_us: u64,
+    min_consumer: MinConsumer<'_>,
+) -> Result<RetentionReport> {
     policy.validate()?;
     let base = catalog.base();
     catalog.refresh()?;
     let files = catalog.snapshot();
     let min = if policy.protect_unconsumed && !policy.is_unbounded() {
-        crate::consumers::min_position(base)?
+        min_consumer()?
     } else {
         None
     };

@@ -76,7 +76,7 @@ class Queue(_litemq.Queue):
       appender's messages keep their order; `append` returns once the message
       is written (its sequence is known only then), so batch with
       `append_batch` for throughput. See docs/GUARANTEES.md.
-    - ``channel_capacity`` (``256``): batches of appends (a batch is handed
+    - ``channel_capacity`` (``256``): bundles of appends (a bundle is handed
       over at 1,024 messages or 64 KiB, or sooner) queued ahead of the I/O
       thread before `append` waits (backpressure); 1 to 65,536.
     - ``wait`` (``"default"``): how blocking reads wait. ``"default"`` spins a

@@ -3,6 +3,7 @@
 //! `docs/FORMAT.md` is the byte-level contract these functions implement.
 
 pub mod crc;
+pub mod data_file;
 pub mod footer;
 pub mod frame;
 pub mod header;

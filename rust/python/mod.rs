@@ -36,7 +36,7 @@ fn litemq_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add_function(wrap_pyfunction!(queue::writer_pid, m)?)?;
     m.add_function(wrap_pyfunction!(queue::reindex, m)?)?;
-    m.add_function(wrap_pyfunction!(exit::close_all_at_exit, m)?)?;
+    m.add_function(wrap_pyfunction!(queue::close_all_at_exit, m)?)?;
     m.add_class::<queue::Queue>()?;
     m.add_class::<appender::Appender>()?;
     m.add_class::<tailer::Tailer>()?;

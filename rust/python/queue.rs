@@ -99,7 +99,7 @@ impl Core {
 }
 
 /// Closes every queue opened in this process and still open (see
-/// `exit::close_all_at_exit`); returns the first error.
+/// [`close_all_at_exit`]); returns the first error.
 pub(crate) fn close_all(py: Python<'_>) -> PyResult<()> {
     let generation = fork_generation();
     let cores: Vec<Arc<Core>> = lock(&OPEN)
@@ -117,6 +117,20 @@ pub(crate) fn close_all(py: Python<'_>) -> PyResult<()> {
     // nothing more (closed above), so the GIL may stay held.
     drop(cores);
     first_error.map_or(Ok(()), Err)
+}
+
+/// Closes every queue this process has open, for `atexit`: what was
+/// appended is written and synced, blocked calls wake, and threads other
+/// than this one never re-enter the interpreter (see the module comment).
+/// Raises the first error a close raised (after closing the others). Here,
+/// not in `exit.rs`, which the queue and the handles use: exit stays below them.
+#[pyfunction]
+#[pyo3(name = "_close_all_at_exit")]
+pub(crate) fn close_all_at_exit(py: Python<'_>) -> PyResult<()> {
+    exit::begin();
+    let result = close_all(py);
+    exit::wait_for_returning_threads(py);
+    result
 }
 
 /// The native queue. Use `litemq.Queue`, which takes friendlier options.
@@ -281,7 +295,10 @@ impl Queue {
         verify_on_startup=false, read_only=false, channel_capacity=None, wait=None,
         key_index=None, retention=None, multi_writer=None,
     ))]
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one argument per keyword of Queue.__init__"
+    )]
     fn new(
         py: Python<'_>,
         path: PathBuf,
@@ -563,9 +580,9 @@ impl Queue {
         max_rows: usize,
     ) -> PyResult<Bound<'py, PyDict>> {
         let queue = self.queue()?;
-        let b = exit::detach(py, || queue.read_batch(start, end, max_rows))?;
+        let b = exit::detach(py, || queue.read_columns(start, end, max_rows))?;
         let d = PyDict::new(py);
-        super::batch::fill_batch(&d, b)?;
+        super::batch::fill_columns(&d, b)?;
         Ok(d)
     }
 

@@ -5,9 +5,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::catalog::{Catalog, FileInfo};
-use super::wait::{Sleeper, Slept, Waiter};
+use super::wait::{Sleeper, Slept, WaitStrategy, Waiter};
 use super::wake::{WakeSource, RETRY};
-use crate::config::WaitStrategy;
 use crate::error::{Error, Result};
 use crate::format::footer::{Footer, FOOTER_LEN};
 use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN};
@@ -60,10 +59,13 @@ pub enum Start {
 /// A message borrowed from a data file's mapping.
 #[derive(Debug, Clone)]
 pub struct Message<'a> {
+    /// Sequence of the message.
     pub seq: u64,
     /// µs since the Unix epoch (UTC), assigned when the message was written.
     pub timestamp: u64,
+    /// Key given at append, if any.
     pub key: Option<&'a [u8]>,
+    /// The message body.
     pub payload: &'a [u8],
     view: RecordView<'a>,
     mapping: &'a Arc<Mapping>,
@@ -111,12 +113,17 @@ impl<'a> Message<'a> {
 /// A message copied out of the queue.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OwnedMessage {
+    /// Sequence of the message.
     pub seq: u64,
+    /// µs since the Unix epoch (UTC), assigned when the message was written.
     pub timestamp: u64,
+    /// Key given at append, if any.
     pub key: Option<Vec<u8>>,
+    /// The key was given as text.
     pub key_is_text: bool,
     /// `(name, value, value_is_text)`.
     pub headers: Vec<(String, Vec<u8>, bool)>,
+    /// The message body.
     pub payload: Vec<u8>,
 }
 

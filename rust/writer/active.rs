@@ -4,14 +4,14 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::config::RollStrategy;
+use super::options::RollStrategy;
 use crate::error::{Error, Result};
 use crate::format::crc::crc64;
 use crate::format::footer::{trimmed_len, Footer, FOOTER_LEN};
-use crate::format::frame::{frame_size, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
+use crate::format::frame::{self, frame_size, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
 use crate::format::header::{DataHeader, IndexHeader};
-use crate::format::position;
-use crate::format::record::RECORD_FIXED_LEN;
+use crate::format::record;
+use crate::format::{data_file, position};
 use crate::index::sparse::{self, Entry, SparseIndexWriter};
 use crate::storage::alloc::{ChunkAllocator, DATA_MAX_CHUNK, DATA_MIN_CHUNK};
 use crate::storage::fsutil::sync_dir_chain;
@@ -71,7 +71,8 @@ impl ActiveFile {
         durable_dirs: bool,
     ) -> Result<ActiveFile> {
         let dir = id.parent(base);
-        std::fs::create_dir_all(&dir).map_err(|e| crate::Error::io("create directory", &dir, e))?;
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| crate::error::Error::io("create directory", &dir, e))?;
         let index = SparseIndexWriter::create(&id.index_path(base), index_header(&header))?;
         let path = id.data_path(base);
         let tmp = path.with_extension("data.tmp");
@@ -88,7 +89,7 @@ impl ActiveFile {
         )?);
         map.write(0, &header.encode());
         map.sync_range(0, DATA_HEADER_LEN)?;
-        std::fs::rename(&tmp, &path).map_err(|e| crate::Error::io("rename", &path, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| crate::error::Error::io("rename", &path, e))?;
         map.set_path(&path);
         if durable_dirs {
             sync_dir_chain(base, &dir)?;
@@ -143,7 +144,7 @@ impl ActiveFile {
         let map = WritableMapping::open(&id.data_path(base))?;
         let (index, _) =
             SparseIndexWriter::open_or_rebuild(&id.index_path(base), index_header(&header))?;
-        let first_ts = crate::recovery::first_message_ts(map.as_slice());
+        let first_ts = data_file::first_message_ts(map.as_slice());
         let mut a = ActiveFile::resume(
             header,
             map,
@@ -192,21 +193,15 @@ impl ActiveFile {
     /// called [`ActiveFile::allocate_for`].
     /// Returns the frame's offset.
     pub fn write_frame(&mut self, flags: u8, timestamp: u64, body: &[u8]) -> Result<usize> {
-        let record_len = RECORD_FIXED_LEN + body.len();
-        let len = record_len as u32;
         let at = self.write_pos;
-        // Assemble length, record and CRC in one buffer: the CRC then runs
-        // over one contiguous slice (one SIMD pass, see format/crc.rs,
-        // instead of three pieces), and record and CRC reach the mapping in
-        // one copy.
+        // Length, record and CRC in one buffer: record and CRC reach the
+        // mapping in one copy, the length word after them.
         let frame = &mut self.scratch;
         frame.clear();
-        frame.extend_from_slice(&len.to_le_bytes());
-        frame.push(flags);
-        frame.extend_from_slice(&timestamp.to_le_bytes());
-        frame.extend_from_slice(body);
-        let crc = crc64(&[frame]);
-        frame.extend_from_slice(&crc.to_le_bytes());
+        let record_len = frame::encode_into(frame, |out| {
+            record::encode_into(out, flags, timestamp, body)
+        });
+        let len = record_len as u32;
         self.map.write(at + 4, &frame[4..]);
         // The word after the frame must read 0 ("nothing yet") once the frame
         // is published, whatever a writer process that died there left.
@@ -384,7 +379,7 @@ impl RollLimits {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::RollPeriod;
+    use crate::writer::options::RollPeriod;
 
     #[test]
     fn combined_roll_strategy_keeps_the_tightest_limits() {

@@ -86,8 +86,11 @@ use crate::storage::mapped::MappedWords;
 /// A decoded item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Item {
+    /// Hash of the key ([`super::hash`]).
     pub hash: u32,
+    /// Data position of the message (`format::position`).
     pub position: u64,
+    /// Milliseconds after the file's `begin_ts`.
     pub time_diff_ms: u32,
     /// Item number (index + 1) of the previous item in the same slot; 0 = none.
     pub prev: u32,
@@ -96,11 +99,17 @@ pub struct Item {
 /// A header snapshot.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Header {
+    /// Timestamp (ms) of the first item.
     pub begin_ts: u64,
+    /// Timestamp (ms) of the last item.
     pub end_ts: u64,
+    /// Position of the first item.
     pub begin_pos: u64,
+    /// Position of the last item.
     pub end_pos: u64,
+    /// Slots that hold at least one item.
     pub used_slots: u32,
+    /// Items written.
     pub count: u32,
 }
 
@@ -262,15 +271,19 @@ impl IndexFile {
         })
     }
 
+    /// The file.
     pub fn path(&self) -> &Path {
         &self.path
     }
+    /// Milliseconds in the file's name (the first item's time).
     pub fn name_ms(&self) -> u64 {
         self.name_ms
     }
+    /// Slots in the hash table.
     pub fn slots(&self) -> u32 {
         self.slots
     }
+    /// Capacity in items.
     pub fn items(&self) -> u32 {
         self.items
     }

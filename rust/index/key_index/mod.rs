@@ -23,7 +23,7 @@
 //!   the file (a full default file: about 10 ms from the page cache, 37 ms cold on the test
 //!   machine); a file that fails is removed and its data re-indexed. The open file left by a
 //!   crash is replayed to its longest valid prefix. [`KeyIndexWriter::last_position`] then
-//!   tells the engine where to re-index the data tail (RocketMQ's redispatch).
+//!   tells the engine where to re-index the data tail (RocketMQ's redispatch, [`catch_up`]).
 //! * **Determinism.** Everything written (names included) is a function of the sequence of
 //!   `(key, position, timestamp)` added and of the configuration, never of the wall clock, so
 //!   a rebuild from the data ([`KeyIndexWriter::clear`], then `add` everything, then
@@ -40,6 +40,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::SystemTime;
 
+pub mod catch_up;
 pub mod file;
 pub mod hash;
 mod resync;
@@ -93,6 +94,33 @@ pub enum KeyIndexError {
     /// An argument no file can represent (position 0, a timestamp past year 9999).
     #[error("invalid key index argument: {0}")]
     InvalidArgument(String),
+}
+
+/// The engine reports key-index failures as its own [`Error`](crate::error::Error): the
+/// conversion lives here, beside the type it converts, so that `error.rs` imports nothing
+/// of the layers above it.
+impl From<KeyIndexError> for crate::error::Error {
+    fn from(e: KeyIndexError) -> crate::error::Error {
+        use crate::error::Error;
+        use KeyIndexError as K;
+        match e {
+            K::Io { op, path, source } => Error::Io {
+                op,
+                path,
+                source: Arc::new(source),
+            },
+            K::Corrupt { path, reason } => Error::Corrupted {
+                path,
+                offset: 0,
+                seq: None,
+                reason,
+            },
+            K::InvalidConfig(m) => Error::InvalidConfig(format!("key index: {m}")),
+            K::InvalidArgument(m) => Error::InvalidArgument(format!("key index: {m}")),
+            // The engine adds positions and times in order: out of order is a bug.
+            other @ K::NotAscending { .. } => Error::Internal(other.to_string()),
+        }
+    }
 }
 
 fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> KeyIndexError + 'a {

@@ -17,7 +17,7 @@ import litemq
 from litemq import cli
 from litemq.queue import Queue
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 FORMAT = (ROOT / "docs" / "FORMAT.md").read_text()
 

@@ -32,7 +32,7 @@ fn close_stops_tailers_and_consumers_and_frees_the_names() {
     app.flush().unwrap();
     let mut t = q.tailer(Start::Beginning).unwrap();
     assert_eq!(t.read_next().unwrap().unwrap().seq, 0);
-    let mut c = q.tailer_named("billing", Start::Beginning).unwrap();
+    let mut c = q.consumer("billing", Start::Beginning).unwrap();
     assert_eq!(c.read_next().unwrap().unwrap().seq, 0);
     q.close().unwrap();
 
@@ -47,7 +47,7 @@ fn close_stops_tailers_and_consumers_and_frees_the_names() {
     assert_eq!(mapped_under(dir.path()), Vec::<String>::new());
 
     let q2 = small(dir.path()).open().unwrap();
-    let c2 = q2.tailer_named("billing", Start::Beginning).unwrap();
+    let c2 = q2.consumer("billing", Start::Beginning).unwrap();
     assert_eq!(c2.next_seq(), 0);
     q2.close().unwrap();
 }

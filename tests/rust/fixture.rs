@@ -10,10 +10,10 @@
 //! This test regenerates the fixture of the *current* format version with a
 //! manual clock and requires the same bytes as the committed files: a change
 //! of the bytes the engine writes fails here even when the engine still
-//! reads its own output, as redb keeps its files (`tests/backward_compatibility.rs`).
+//! reads its own output, as redb keeps its files (`tests/rust/backward_compatibility.rs`).
 //! A deliberate change bumps the format version and adds a new
 //! `queue-v<N+1>` directory; the older fixtures stay, frozen by their
-//! hashes, and `tests/test_fixture.py` checks that every one of them is still
+//! hashes, and `tests/python/test_fixture.py` checks that every one of them is still
 //! read (read-only and by a writer) message for message.
 //!
 //! The generator is deterministic: one thread, a `ManualClock` set before each

@@ -20,6 +20,8 @@
 //! back to an injected failure (RLIMIT_FSIZE below one data file: the first
 //! preallocation fails with EFBIG) and prints that it did.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -138,8 +140,11 @@ fn disk_full_child() {
     let variant = std::env::var(VARIANT).unwrap();
     let phase = std::env::var(PHASE).unwrap();
     if let Ok(limit) = std::env::var(RLIMIT) {
+        #[expect(
+            unsafe_code,
+            reason = "setrlimit and signal have no safe wrapper in std"
+        )]
         // SAFETY: plain libc calls on this process only.
-        #[allow(unsafe_code)]
         unsafe {
             libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
             let l: libc::rlim_t = limit.parse().unwrap();
@@ -249,35 +254,12 @@ fn disk_full_child() {
 }
 
 fn run_child(dir: &Path, variant: &str, phase: &str, extra: &[(&str, String)]) -> String {
-    let exe_dir = tempfile::tempdir().unwrap();
-    let exe = exe_dir.path().join("child");
-    std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
-    let mut cmd = Command::new(&exe);
-    cmd.args([
-        "--exact",
-        "disk_full_child",
-        "--ignored",
-        "--nocapture",
-        "--test-threads=1",
-    ])
-    .env(DIR, dir)
-    .env(VARIANT, variant)
-    .env(PHASE, phase);
+    let mut cmd = common::child_test("disk_full_child");
+    cmd.env(DIR, dir).env(VARIANT, variant).env(PHASE, phase);
     for (k, v) in extra {
         cmd.env(k, v);
     }
-    // The copy may still be open for writing in a child another test thread
-    // forked meanwhile (ETXTBSY): try again.
-    let mut tries = 0;
-    let out = loop {
-        match cmd.output() {
-            Err(e) if e.raw_os_error() == Some(26) && tries < 50 => {
-                tries += 1;
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-            other => break other.unwrap(),
-        }
-    };
+    let out = common::output_of_child(&mut cmd);
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     {
         use std::os::unix::process::ExitStatusExt;

@@ -1,6 +1,6 @@
 """Peer benchmark: litemq against what a Python user would pick instead.
 
-Run it through ``benches/peers.py`` (``make bench-peers``). The modules:
+The library behind ``benches/peers.py``, the entry point (``make bench-peers``). The modules:
 
 - ``stores``: one small adapter class per store, all with the same interface;
 - ``phases``: times the append and read phases of one store in one process;

@@ -219,7 +219,7 @@ fn a_lagging_named_tailer_keeps_what_it_has_not_consumed() {
         .retention(keep_one)
         .open()
         .unwrap();
-    let mut slow = q.tailer_named("slow", Start::Beginning).unwrap();
+    let mut slow = q.consumer("slow", Start::Beginning).unwrap();
     write(&q, &clock, 0, 25, Duration::ZERO);
     let got: Vec<u64> = (0..25)
         .map(|_| slow.read_next().unwrap().unwrap().seq)
@@ -250,7 +250,7 @@ fn without_protection_a_lagging_consumer_is_told_what_was_lost() {
     let clock = clock_at(T0);
     let q = builder(dir.path(), &clock).open().unwrap();
     write(&q, &clock, 0, 50, Duration::ZERO);
-    let mut c = q.tailer_named("late", Start::Beginning).unwrap();
+    let mut c = q.consumer("late", Start::Beginning).unwrap();
     assert_eq!(c.read_next().unwrap().unwrap().seq, 0);
     c.commit().unwrap(); // at 1
     drop(c);
@@ -259,7 +259,7 @@ fn without_protection_a_lagging_consumer_is_told_what_was_lost() {
         ..policy()
     })
     .unwrap();
-    let mut c = q.tailer_named("late", Start::Beginning).unwrap();
+    let mut c = q.consumer("late", Start::Beginning).unwrap();
     for _ in 0..2 {
         // Every read says so until the caller decides; nothing is skipped silently.
         match c.read_next() {

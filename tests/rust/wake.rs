@@ -64,11 +64,11 @@ fn a_follower_in_another_process_sleeps_on_the_word_and_wakes_on_each_append() {
         dir.path().join("wake.ctl").is_file(),
         "the writer creates it"
     );
-    let mut child = child_test("child_follower")
-        .env(CHILD_ENV, dir.path())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_child(
+        child_test("child_follower")
+            .env(CHILD_ENV, dir.path())
+            .stdout(std::process::Stdio::piped()),
+    );
     let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
     let app = q.appender().unwrap();
     for i in 0..ROUNDS {
@@ -178,11 +178,11 @@ fn child_waits_forever() {
 fn a_killed_waiter_leaves_a_count_the_writer_resets() {
     let dir = tempfile::tempdir().unwrap();
     let q = small(dir.path()).open().unwrap();
-    let mut child = child_test("child_waits_forever")
-        .env(CHILD_ENV, dir.path())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_child(
+        child_test("child_waits_forever")
+            .env(CHILD_ENV, dir.path())
+            .stdout(std::process::Stdio::null()),
+    );
     eventually("the child to wait", || q.stats().waiters == 1);
     child.kill().unwrap(); // SIGKILL, by its pid: no guard runs
     child.wait().unwrap();

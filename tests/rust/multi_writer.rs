@@ -342,14 +342,14 @@ fn child_entry() {
 }
 
 fn spawn(path: &Path, role: &str, n: u64) -> Child {
-    common::child_test("child_entry")
-        .env(PATH_ENV, path)
-        .env(ROLE_ENV, role)
-        .env("LITEMQ_TEST_MULTI_N", n.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+    common::spawn_child(
+        common::child_test("child_entry")
+            .env(PATH_ENV, path)
+            .env(ROLE_ENV, role)
+            .env("LITEMQ_TEST_MULTI_N", n.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
 }
 
 fn expect_ok(child: Child, marker: &str) {

@@ -5,27 +5,41 @@ use crate::error::Result;
 use crate::reader::tailer::Tailer;
 
 /// Columns of consecutive messages in Arrow's layout: validity bitmaps are
-/// LSB-first, offsets are `i32` (a batch stops before any column's data
+/// LSB-first, offsets are `i32` (a read stops before any column's data
 /// would pass `i32::MAX` bytes).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Batch {
+pub struct Columns {
+    /// Messages read.
     pub rows: usize,
+    /// Sequence of each message.
     pub seq: Vec<i64>,
     /// µs since the Unix epoch, UTC.
     pub timestamp: Vec<i64>,
+    /// Validity bitmap of `key` (bit set: has a key).
     pub key_valid: Vec<u8>,
+    /// Rows without a key.
     pub key_nulls: usize,
+    /// Row `i`'s key is `key_data[key_offsets[i]..key_offsets[i+1]]`.
     pub key_offsets: Vec<i32>,
+    /// The keys' bytes.
     pub key_data: Vec<u8>,
+    /// Validity bitmap of `headers` (bit set: has headers).
     pub headers_valid: Vec<u8>,
+    /// Rows without headers.
     pub headers_nulls: usize,
     /// Row `i`'s headers are entries `headers_offsets[i]..headers_offsets[i+1]`.
     pub headers_offsets: Vec<i32>,
+    /// Entry `j`'s name is `header_name_data[header_name_offsets[j]..header_name_offsets[j+1]]`.
     pub header_name_offsets: Vec<i32>,
+    /// The header names' bytes (UTF-8).
     pub header_name_data: Vec<u8>,
+    /// Offsets of the header values, as for the names.
     pub header_value_offsets: Vec<i32>,
+    /// The header values' bytes.
     pub header_value_data: Vec<u8>,
+    /// Row `i`'s payload is `payload_data[payload_offsets[i]..payload_offsets[i+1]]`.
     pub payload_offsets: Vec<i32>,
+    /// The payloads' bytes.
     pub payload_data: Vec<u8>,
 }
 
@@ -40,17 +54,17 @@ fn set_bit(bits: &mut Vec<u8>, i: usize, on: bool) {
     }
 }
 
-impl Batch {
+impl Columns {
     /// Reads from `tailer` until sequence `end`, `max_rows` rows, or the end
     /// of what is published.
-    pub fn read(tailer: &mut Tailer, end: u64, max_rows: usize) -> Result<Batch> {
-        let mut b = Batch {
+    pub fn read(tailer: &mut Tailer, end: u64, max_rows: usize) -> Result<Columns> {
+        let mut b = Columns {
             key_offsets: vec![0],
             headers_offsets: vec![0],
             header_name_offsets: vec![0],
             header_value_offsets: vec![0],
             payload_offsets: vec![0],
-            ..Batch::default()
+            ..Columns::default()
         };
         let hint = max_rows
             .min(end.saturating_sub(tailer.next_seq()) as usize)
@@ -69,7 +83,7 @@ impl Batch {
                 || b.key_data.len() + key_len > LIMIT
                 || b.header_value_data.len() + header_bytes > LIMIT
             {
-                // Leave the message for the next batch.
+                // Leave the message for the next read.
                 let seq = m.seq;
                 tailer.seek(seq)?;
                 break;

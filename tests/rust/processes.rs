@@ -44,11 +44,11 @@ fn tailer_in_child_process_follows_writer_across_rolls() {
     let dir = tempfile::tempdir().unwrap();
     // Create the queue first so the child can open it read-only.
     let q = small(dir.path()).open().unwrap();
-    let child = child_test("child_entry")
-        .env(CHILD_ENV, dir.path())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_child(
+        child_test("child_entry")
+            .env(CHILD_ENV, dir.path())
+            .stdout(std::process::Stdio::piped()),
+    );
     let app = q.appender().unwrap();
     for i in 0..N {
         app.append(&payload(i)).unwrap();

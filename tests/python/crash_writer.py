@@ -1,4 +1,4 @@
-"""Child writer for tests/test_crash.py: appends until it is killed.
+"""Child writer for tests/python/test_crash.py: appends until it is killed.
 
 Usage: crash_writer.py PATH MODE FILE_SIZE SALT FLUSH_EVERY
 

@@ -5,7 +5,7 @@ mod common;
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -49,7 +49,7 @@ fn resumes_at_the_last_commit_after_close_and_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let q = small(dir.path()).open().unwrap();
     fill(&q, 500);
-    let mut c = q.tailer_named("billing", Start::Beginning).unwrap();
+    let mut c = q.consumer("billing", Start::Beginning).unwrap();
     assert_eq!(take(&mut c, 120), (0..120).collect::<Vec<_>>());
     c.commit().unwrap();
     assert_eq!(c.committed_seq(), 120);
@@ -60,12 +60,12 @@ fn resumes_at_the_last_commit_after_close_and_reopen() {
     drop(q);
 
     let q = small(dir.path()).open().unwrap();
-    let mut c = q.tailer_named("billing", Start::End).unwrap(); // start_if_new ignored
+    let mut c = q.consumer("billing", Start::End).unwrap(); // start_if_new ignored
     assert_eq!(c.next_seq(), 120);
     assert_eq!(take(&mut c, 1000), (120..500).collect::<Vec<_>>());
     c.commit_durable().unwrap();
     drop(c);
-    let c = q.tailer_named("billing", Start::Beginning).unwrap();
+    let c = q.consumer("billing", Start::Beginning).unwrap();
     assert_eq!(c.committed_seq(), 500);
 }
 
@@ -75,10 +75,10 @@ fn start_if_new_applies_to_new_names_only() {
     let dir = tempfile::tempdir().unwrap();
     let q = small(dir.path()).open().unwrap();
     fill(&q, 50);
-    let mut end = q.tailer_named("from-end", Start::End).unwrap();
+    let mut end = q.consumer("from-end", Start::End).unwrap();
     assert_eq!(end.next_seq(), 50);
     assert!(end.read_next().unwrap().is_none());
-    let mut mid = q.tailer_named("from-20", Start::Seq(20)).unwrap();
+    let mut mid = q.consumer("from-20", Start::Seq(20)).unwrap();
     assert_eq!(take(&mut mid, 1), vec![20]);
     // A new consumer's start is committed at once: it is listed and protects.
     let listed: Vec<_> = q
@@ -128,8 +128,8 @@ fn one_open_handle_per_name_and_remove() {
     let dir = tempfile::tempdir().unwrap();
     let q = small(dir.path()).open().unwrap();
     fill(&q, 10);
-    let c = q.tailer_named("solo", Start::Beginning).unwrap();
-    match q.tailer_named("solo", Start::Beginning) {
+    let c = q.consumer("solo", Start::Beginning).unwrap();
+    match q.consumer("solo", Start::Beginning) {
         Err(Error::Locked { pid, .. }) => assert_eq!(pid, Some(std::process::id())),
         other => panic!("second handle for one name: {other:?}"),
     }
@@ -142,7 +142,7 @@ fn one_open_handle_per_name_and_remove() {
     assert!(!q.remove_consumer("solo").unwrap());
     assert!(q.consumers().unwrap().is_empty());
     // The name is new again.
-    let c = q.tailer_named("solo", Start::End).unwrap();
+    let c = q.consumer("solo", Start::End).unwrap();
     assert_eq!(c.next_seq(), 10);
 }
 
@@ -165,7 +165,7 @@ fn bad_names_are_rejected_and_names_never_reach_paths_raw() {
         "\u{7f}",
         long.as_str(),
     ] {
-        match q.tailer_named(bad, Start::Beginning) {
+        match q.consumer(bad, Start::Beginning) {
             Err(Error::InvalidArgument(msg)) => assert!(msg.contains("consumer name"), "{msg}"),
             other => panic!("{bad:?} accepted: {other:?}"),
         }
@@ -178,7 +178,7 @@ fn bad_names_are_rejected_and_names_never_reach_paths_raw() {
         &"y".repeat(128),
     ];
     for name in ok {
-        q.tailer_named(name, Start::Beginning).unwrap();
+        q.consumer(name, Start::Beginning).unwrap();
     }
     let files: Vec<String> = std::fs::read_dir(dir.path().join("consumers"))
         .unwrap()
@@ -210,7 +210,7 @@ fn concurrent_consumers_with_different_names() {
                 let q = &q;
                 s.spawn(move || {
                     let name = format!("reader-{r}");
-                    let mut c = q.tailer_named(&name, Start::Beginning).unwrap();
+                    let mut c = q.consumer(&name, Start::Beginning).unwrap();
                     let mut expect = 0;
                     while expect < N {
                         let m = c
@@ -267,7 +267,7 @@ fn listing_reports_lag_in_messages_and_bytes() {
         .enumerate()
     {
         let name = format!("c{i}");
-        let mut c = q.tailer_named(&name, Start::Seq(at)).unwrap();
+        let mut c = q.consumer(&name, Start::Seq(at)).unwrap();
         c.commit().unwrap();
         clock.advance(Duration::from_secs(1));
     }
@@ -305,11 +305,11 @@ fn named_tailers_work_on_read_only_queues() {
         .read_only(true)
         .open()
         .unwrap();
-    let mut c = ro.tailer_named("reader", Start::Beginning).unwrap();
+    let mut c = ro.consumer("reader", Start::Beginning).unwrap();
     assert_eq!(take(&mut c, 100).len(), 100);
     c.commit().unwrap();
     drop(c);
-    let mut c = ro.tailer_named("reader", Start::Beginning).unwrap();
+    let mut c = ro.consumer("reader", Start::Beginning).unwrap();
     assert_eq!(take(&mut c, 1), vec![100]);
 }
 
@@ -319,12 +319,12 @@ fn a_torn_commit_falls_back_to_the_previous_commit_and_spares_other_consumers() 
     let dir = tempfile::tempdir().unwrap();
     let q = small(dir.path()).open().unwrap();
     fill(&q, 100);
-    let mut other = q.tailer_named("other", Start::Beginning).unwrap();
+    let mut other = q.consumer("other", Start::Beginning).unwrap();
     take(&mut other, 77);
     other.commit().unwrap();
     drop(other);
 
-    let mut c = q.tailer_named("torn", Start::Beginning).unwrap();
+    let mut c = q.consumer("torn", Start::Beginning).unwrap();
     let path = c.path().to_path_buf();
     take(&mut c, 10);
     c.commit().unwrap();
@@ -344,14 +344,11 @@ fn a_torn_commit_falls_back_to_the_previous_commit_and_spares_other_consumers() 
             image[i] = after[i];
         }
         std::fs::write(&path, &image).unwrap();
-        let c = q.tailer_named("torn", Start::End).unwrap();
+        let c = q.consumer("torn", Start::End).unwrap();
         assert_eq!(c.committed_seq(), 10, "cut after {cut} changed bytes");
     }
     std::fs::write(&path, &after).unwrap();
-    assert_eq!(
-        q.tailer_named("torn", Start::End).unwrap().committed_seq(),
-        20
-    );
+    assert_eq!(q.consumer("torn", Start::End).unwrap().committed_seq(), 20);
     let other = q
         .consumers()
         .unwrap()
@@ -381,7 +378,7 @@ fn child_consumer_entry() {
         .create(true)
         .open(&log_path)
         .unwrap();
-    let mut c = q.tailer_named("killable", Start::Beginning).unwrap();
+    let mut c = q.consumer("killable", Start::Beginning).unwrap();
     // One write(2) per line: a kill never leaves half a line.
     let mut line = |s: String| log.write_all(s.as_bytes()).unwrap();
     line(format!("start {}\n", c.next_seq()));
@@ -421,19 +418,12 @@ fn sigkill_loses_no_message_and_repeats_at_most_the_uncommitted() {
     };
     let spawn = || {
         let _guard = SPAWN.write().unwrap_or_else(|e| e.into_inner());
-        Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "child_consumer_entry",
-                "--ignored",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD_QUEUE, dir.path())
-            .env(CHILD_LOG, &log)
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap()
+        spawn_child(
+            child_test("child_consumer_entry")
+                .env(CHILD_QUEUE, dir.path())
+                .env(CHILD_LOG, &log)
+                .stdout(Stdio::null()),
+        )
     };
     // Kill three children part way, at different points; a fourth finishes.
     for kill_after in [700usize, 2500, 4100] {
@@ -505,7 +495,7 @@ fn commit_rate() {
     app.append_batch((0..N).map(|_| &[0u8; 64][..])).unwrap();
     app.flush().unwrap();
     let run = |name: &str, per_message: &dyn Fn(&mut litemq::Consumer)| {
-        let mut c = q.tailer_named(name, Start::Beginning).unwrap();
+        let mut c = q.consumer(name, Start::Beginning).unwrap();
         let t = Instant::now();
         let mut k = 0u64;
         while c.read_next().unwrap().is_some() {
@@ -531,7 +521,7 @@ fn commit_rate() {
     while c.read_next().unwrap().is_some() {}
     let secs = t.elapsed().as_secs_f64();
     println!("read+auto-commit: {:.2} M msg/s", N as f64 / secs / 1e6);
-    let mut c = q.tailer_named("durable", Start::Beginning).unwrap();
+    let mut c = q.consumer("durable", Start::Beginning).unwrap();
     let t = Instant::now();
     for _ in 0..2000 {
         c.read_next().unwrap();

@@ -16,10 +16,10 @@
 
 mod common;
 
-use common::{data_files, env_u64, mix, Rng};
+use common::{child_test, data_files, env_u64, mix, spawn_child, Rng};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use litemq::format::frame::DATA_HEADER_LEN;
@@ -288,7 +288,7 @@ fn run_case(pristine: &Path, rng: &mut Rng, firsts: &[u64], problems: &mut Vec<S
         }
         let _ = q.next_seq();
         let _ = q.stats();
-        let _ = q.read_batch(0, MESSAGES, 500);
+        let _ = q.read_columns(0, MESSAGES, 500);
     }
     // The writer's open runs recovery on the damaged files.
     if let Ok(q) = builder(dir.path()).open() {
@@ -373,26 +373,15 @@ fn random_damage_never_crashes_the_process() {
     let cases = env_u64("CORRUPTION_CASES").unwrap_or(if soak { 5000 } else { 120 });
     let pristine = tempfile::tempdir().unwrap();
     build_pristine(pristine.path());
-    // A private copy of the binary: `target/` is shared with other builds.
-    let exe_dir = tempfile::tempdir().unwrap();
-    let exe = exe_dir.path().join("child");
-    std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
     let started = std::time::Instant::now();
-    let mut child = Command::new(&exe)
-        .args([
-            "--exact",
-            "corruption_child",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_DIR, pristine.path())
-        .env(CHILD_SEED, seed.to_string())
-        .env(CHILD_CASES, cases.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_child(
+        child_test("corruption_child")
+            .env(CHILD_DIR, pristine.path())
+            .env(CHILD_SEED, seed.to_string())
+            .env(CHILD_CASES, cases.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
     let out = child.stdout.take().unwrap();
     let mut last_case = None;
     let mut problems = Vec::new();

@@ -1,6 +1,6 @@
 """Kill -9 at any moment, through the public Python API.
 
-A child process (tests/crash_writer.py) appends in one flush mode and
+A child process (tests/python/crash_writer.py) appends in one flush mode and
 reports what it was told is durable; the test SIGKILLs it at a random
 moment, reopens the queue and checks: every message reported durable is
 present and intact, no reader returns a partial message, sequences are
@@ -8,7 +8,7 @@ dense, the next append continues the sequence, and the key index finds
 every surviving keyed message. Each queue is killed several times in a row.
 
 CI runs ``CRASH_KILLS`` kills (default 40; the Rust harness in
-tests/crash.rs runs 210 more); ``SOAK=1`` runs 1000. ``CRASH_SEED`` replays.
+tests/rust/crash.rs runs 210 more); ``SOAK=1`` runs 1000. ``CRASH_SEED`` replays.
 """
 
 from __future__ import annotations

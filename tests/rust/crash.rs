@@ -3,7 +3,7 @@
 //!
 //! Both tests re-execute this test binary as the child process (the
 //! `#[ignore]`d `*_child` entry points, run with `--ignored`), as
-//! `tests/processes.rs` does.
+//! `tests/rust/processes.rs` does.
 //!
 //! * `kill9_at_random_moments`: a child writer appends self-describing
 //!   messages in one flush mode and reports over its stdout pipe what it has
@@ -26,10 +26,10 @@
 
 mod common;
 
-use common::{env_u64, mix, soak, Rng};
+use common::{child_test, env_u64, mix, soak, spawn_child, Rng};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -57,20 +57,6 @@ fn noise() -> &'static [u8] {
             .flat_map(|_| r.next().to_le_bytes())
             .collect()
     })
-}
-
-/// A private copy of this test binary for child processes: `target/` is
-/// shared, and a concurrent `cargo test` may replace the binary under us.
-fn child_exe() -> &'static Path {
-    static EXE: std::sync::OnceLock<(tempfile::TempDir, std::path::PathBuf)> =
-        std::sync::OnceLock::new();
-    &EXE.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let to = dir.path().join("child");
-        std::fs::copy(std::env::current_exe().unwrap(), &to).unwrap();
-        (dir, to)
-    })
-    .1
 }
 
 // ---------------------------------------------------------------------------
@@ -167,7 +153,7 @@ impl Scenario {
 
     /// The largest body a message may have in this scenario.
     fn max_len(&self) -> usize {
-        litemq::format::frame::max_record_len(self.file_size) - 9 - 64
+        litemq::format::data_file::max_record_len(self.file_size) - 9 - 64
     }
 
     /// Length of message `seq`: a function of the scenario, so the parent
@@ -332,21 +318,14 @@ struct Reports {
 }
 
 fn spawn_writer(dir: &Path, sc: &Scenario) -> (Child, Arc<Reports>, std::thread::JoinHandle<()>) {
-    let mut child = Command::new(child_exe())
-        .args([
-            "--exact",
-            "kill9_writer_child",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CRASH_DIR, dir)
-        .env(CRASH_SCENARIO, sc.encode())
-        .env_remove("RUST_BACKTRACE")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_child(
+        child_test("kill9_writer_child")
+            .env(CRASH_DIR, dir)
+            .env(CRASH_SCENARIO, sc.encode())
+            .env_remove("RUST_BACKTRACE")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
     let reports = Arc::new(Reports {
         ready: AtomicBool::new(false),
         durable: AtomicU64::new(0),
@@ -700,22 +679,13 @@ fn live_tailers_across_rolls() {
     let mut i = 0u64;
     while i < count {
         while next_start < starts.len() && starts[next_start] <= i {
-            tailers.push(
-                Command::new(child_exe())
-                    .args([
-                        "--exact",
-                        "live_tailer_child",
-                        "--ignored",
-                        "--nocapture",
-                        "--test-threads=1",
-                    ])
+            tailers.push(spawn_child(
+                child_test("live_tailer_child")
                     .env(LIVE_DIR, dir.path())
                     .env(LIVE_COUNT, count.to_string())
                     .env(LIVE_START, i.to_string())
-                    .stdout(Stdio::piped())
-                    .spawn()
-                    .unwrap(),
-            );
+                    .stdout(Stdio::piped()),
+            ));
             next_start += 1;
         }
         // Mostly batches (the fast path), sometimes single appends.

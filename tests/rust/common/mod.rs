@@ -1,5 +1,8 @@
 //! Helpers shared by the integration tests.
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "every test crate includes this module and uses a different part of it"
+)]
 
 use std::path::Path;
 use std::sync::Arc;
@@ -96,16 +99,54 @@ pub fn soak() -> bool {
     std::env::var("SOAK").is_ok_and(|v| v == "1")
 }
 
-/// A command that runs this test binary's ignored test `entry` alone: the
-/// child-process entry points the multi-process tests start.
+/// A command that runs only the `#[ignore]`d test `entry` of this test
+/// binary, in a process of its own: how these tests get a second process (a
+/// writer to SIGKILL, a reader beside a writer, a process that holds a lock).
+/// It runs a private copy of the binary, made once per test process:
+/// `target/` is shared, and a concurrent `cargo test` may replace the binary
+/// under us. Start it with [`spawn_child`] or [`output_of_child`].
 pub fn child_test(entry: &str) -> std::process::Command {
-    let mut c = std::process::Command::new(std::env::current_exe().unwrap());
-    c.args([
+    static EXE: std::sync::OnceLock<(tempfile::TempDir, std::path::PathBuf)> =
+        std::sync::OnceLock::new();
+    let (_, exe) = EXE.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let to = dir.path().join("child");
+        std::fs::copy(std::env::current_exe().unwrap(), &to).unwrap();
+        (dir, to)
+    });
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args([
         "--exact",
         entry,
         "--ignored",
         "--nocapture",
         "--test-threads=1",
     ]);
-    c
+    cmd
+}
+
+/// Retries `start` while it fails with ETXTBSY: another test thread may have
+/// forked while the copy of the binary was still open for writing, and the
+/// forked child holds that descriptor until it execs.
+fn retry_busy<T>(mut start: impl FnMut() -> std::io::Result<T>) -> T {
+    let mut tries = 0;
+    loop {
+        match start() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => return other.unwrap(),
+        }
+    }
+}
+
+/// Spawns a [`child_test`] command.
+pub fn spawn_child(cmd: &mut std::process::Command) -> std::process::Child {
+    retry_busy(|| cmd.spawn())
+}
+
+/// Runs a [`child_test`] command to the end and returns its output.
+pub fn output_of_child(cmd: &mut std::process::Command) -> std::process::Output {
+    retry_busy(|| cmd.output())
 }

@@ -3,7 +3,7 @@
 Each directory holds a queue written by one format version and a manifest
 of what it holds (see tests/fixtures/make_fixture.py). A later version adds
 a directory; the older ones stay, so a format change that stops reading an
-older queue fails here. tests/fixture.rs checks the other direction: that
+older queue fails here. tests/rust/fixture.rs checks the other direction: that
 the engine still writes the current version's fixture byte for byte.
 """
 
@@ -20,7 +20,7 @@ import pytest
 import litemq
 from conftest import cli
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 DIRS = sorted(FIXTURES.glob("queue-v*"))
 
 
