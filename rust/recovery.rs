@@ -212,6 +212,13 @@ pub fn recover(
     if verify_on_startup {
         for pair in files.windows(2) {
             let path = catalog.data_path(pair[0].id);
+            // A writer process killed between a file's end-of-file marker and
+            // its footer leaves it sealed, full length and without footer;
+            // with several writers the others go on in the next file. Its
+            // frames are checked below all the same; finish its seal first.
+            if !has_footer_or_is_trimmed(&path, &pair[0])? {
+                report.finished_seals += u64::from(finish_sealed_file(catalog, &pair[0])?);
+            }
             let w = verify_sealed(&path, &pair[0])?;
             report.frames_verified += w.frames;
             if w.seq != pair[1].header.first_seq {
@@ -507,6 +514,19 @@ fn repair_end_marker(catalog: &Catalog, prev: &FileInfo, next: &FileInfo) -> Res
         return Ok(true);
     }
     Ok(false)
+}
+
+/// Whether a sealed file is past the state "marker written, footer not yet":
+/// a version-3 file (no footer), a trimmed file, or a full-length one whose
+/// footer reads. Only a full-length version-4 file without a footer is not.
+fn has_footer_or_is_trimmed(path: &Path, info: &FileInfo) -> Result<bool> {
+    let h = &info.header;
+    if h.version < 4 {
+        return Ok(true);
+    }
+    let map = Mapping::open(path)?;
+    Ok((map.len() as u64) < h.file_size
+        || Footer::read(map.as_slice(), h.file_number, h.first_seq, h.file_size).is_ok())
 }
 
 /// Finishes the seal of `info`, a file with its end-of-file marker (see

@@ -165,6 +165,47 @@ fn a_damaged_footer_fails_verification() {
     );
 }
 
+/// A writer process killed between a file's end-of-file marker and its
+/// footer (with several writers, the others go on in the next file) leaves
+/// a sealed file at full length without a footer. A verifying open checks
+/// its frames and finishes the seal instead of refusing the queue.
+#[test]
+fn a_seal_cut_before_its_footer_is_finished_by_a_verifying_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let file_size: u64 = 64 << 10;
+    let q = QueueBuilder::new(dir.path())
+        .file_size(file_size)
+        .roll(RollStrategy::Count(10))
+        .open()
+        .unwrap();
+    let app = q.appender().unwrap();
+    for i in 0..25 {
+        app.append(&payload(i)).unwrap();
+    }
+    q.close().unwrap();
+    let first = files_with(dir.path(), "data").remove(0);
+    let trimmed = std::fs::read(&first).unwrap();
+    // Back to the state before the footer: full length, zeros past the marker.
+    let (end, _) = frames_end(&trimmed);
+    let mut cut = trimmed[..end + 8].to_vec();
+    cut.resize(file_size as usize, 0);
+    std::fs::write(&first, &cut).unwrap();
+    let q = QueueBuilder::new(dir.path())
+        .verify_on_startup(true)
+        .open()
+        .unwrap();
+    assert!(q.stats().recovery.finished_seals >= 1);
+    for i in 0..25 {
+        assert_eq!(q.get(i).unwrap().payload, payload(i));
+    }
+    q.close().unwrap();
+    assert_eq!(
+        std::fs::read(&first).unwrap(),
+        trimmed,
+        "the seal is finished as the writer would have"
+    );
+}
+
 /// `roll = count:1` with the default 1 GiB files: each file costs a few
 /// pages of disk, not 1 GiB (it filled a 65 GB disk in a minute before).
 #[test]
