@@ -311,6 +311,46 @@ fn a_tailer_keeps_reading_a_deleted_file_it_has_open_then_hears_of_the_gap() {
     assert_eq!(t.read_next().unwrap().unwrap().seq, 30);
 }
 
+/// `get` on a read-only handle keeps its reader (and the file it maps)
+/// between calls; a file retention deleted meanwhile must not keep
+/// answering.
+#[test]
+fn read_only_get_stops_at_files_another_process_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock_at(T0);
+    let q = builder(dir.path(), &clock).open().unwrap();
+    write(&q, &clock, 0, 50, Duration::ZERO);
+    let ro = QueueBuilder::new(dir.path())
+        .read_only(true)
+        .open()
+        .unwrap();
+    assert_eq!(ro.get(25).unwrap().seq, 25);
+    assert_eq!(
+        ro.get(4).unwrap().seq,
+        4,
+        "the reader now maps the first file"
+    );
+    q.apply_retention_with(&RetentionPolicy {
+        max_files: Some(2),
+        ..policy()
+    })
+    .unwrap();
+    assert!(
+        matches!(
+            ro.get(5),
+            Err(Error::NotFound {
+                seq: 5,
+                first: 30,
+                ..
+            })
+        ),
+        "{:?}",
+        ro.get(5)
+    );
+    assert_eq!(ro.get(35).unwrap().seq, 35);
+    assert_eq!(ro.get(49).unwrap().seq, 49);
+}
+
 #[test]
 fn another_process_sees_first_seq_move() {
     let dir = tempfile::tempdir().unwrap();

@@ -232,6 +232,16 @@ impl Tailer {
         }
     }
 
+    /// Reads message `seq`: a seek (skipped when the tailer stands at
+    /// `seq` already) and a read. `None` or [`Error::NotFound`] when it is
+    /// not published (or no longer kept).
+    pub(crate) fn read_at(&mut self, seq: u64) -> Result<Option<Message<'_>>> {
+        if self.cursor.is_none() || self.seq != seq {
+            self.seek(seq)?;
+        }
+        self.read_next()
+    }
+
     /// Reads the next message, waiting up to `timeout` for one.
     pub fn read_next_timeout(&mut self, timeout: Duration) -> Result<Option<Message<'_>>> {
         self.read_next_until(timeout, &mut || false)
