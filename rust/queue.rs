@@ -47,7 +47,7 @@ pub struct DataFileInfo {
     pub bytes_written: u64,
     /// Bytes of disk the data file holds (`st_blocks` × 512).
     pub bytes_allocated: u64,
-    /// Bytes of disk its sparse index holds.
+    /// Bytes of disk its sparse and dense indexes hold.
     pub index_bytes_allocated: u64,
 }
 
@@ -58,13 +58,13 @@ pub struct Stats {
     pub next_seq: u64,
     pub files: u64,
     /// Bytes of disk the queue's files hold (`st_blocks` × 512): data,
-    /// sparse-index and key-index files.
+    /// sparse-index, dense-index and key-index files.
     pub disk_bytes: u64,
     /// Bytes of the data files that hold data (headers and frames).
     pub data_bytes_written: u64,
     /// Bytes of disk the data files hold.
     pub data_bytes_allocated: u64,
-    /// Bytes of disk the sparse-index and key-index files hold.
+    /// Bytes of disk the sparse-index, dense-index and key-index files hold.
     pub index_bytes_allocated: u64,
     /// Every sequence below this is msync'd (writer only).
     pub durable_seq: u64,
@@ -650,7 +650,7 @@ impl Queue {
                 size: f.header.file_size,
                 bytes_written: crate::reader::tailer::written_bytes(&self.inner.catalog, f),
                 bytes_allocated: allocated_bytes(&self.inner.catalog.data_path(f.id)),
-                index_bytes_allocated: allocated_bytes(&f.id.index_path(self.path())),
+                index_bytes_allocated: index_bytes(self.path(), f.id),
             })
             .collect())
     }
@@ -793,7 +793,7 @@ impl Queue {
         let index_bytes_allocated = key_index
             + files
                 .iter()
-                .map(|f| allocated_bytes(&f.id.index_path(self.path())))
+                .map(|f| index_bytes(self.path(), f.id))
                 .sum::<u64>();
         let mut s = Stats {
             first_seq,
@@ -950,4 +950,9 @@ impl Drop for Queue {
             let _ = self.shut_down(false);
         }
     }
+}
+
+/// Bytes of disk a data file's sparse and dense indexes hold.
+fn index_bytes(base: &Path, id: crate::storage::layout::FileId) -> u64 {
+    allocated_bytes(&id.index_path(base)) + allocated_bytes(&id.offsets_path(base))
 }
