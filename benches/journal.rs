@@ -133,6 +133,22 @@ fn read_throughput(c: &mut Criterion) {
             black_box(q.get((x >> 20) % n).unwrap());
         })
     });
+    // As a reader in another process has it: its own catalog and mappings,
+    // no writer to ask where the data ends.
+    let ro = litemq::QueueBuilder::new(dir.path())
+        .read_only(true)
+        .open()
+        .unwrap();
+    g.bench_function("get/random, read-only handle", |b| {
+        let mut x = 7u64;
+        b.iter(|| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            black_box(ro.get((x >> 20) % n).unwrap());
+        })
+    });
+    drop(ro);
     g.finish();
     q.close().unwrap();
 

@@ -135,7 +135,10 @@ impl QueueBuilder {
         self
     }
     /// One sparse-index entry every this many messages. Default 1024, at
-    /// least 1 (at most [`MAX_INDEX_INTERVAL`] by its type).
+    /// least 1 (at most [`MAX_INDEX_INTERVAL`] by its type). `seek_time`
+    /// walks at most this many frames; `get` and `seek` by sequence use the
+    /// dense index (format 5), and walk at most this many only in older
+    /// files or past a damaged dense-index entry.
     pub fn index_interval(mut self, interval: u32) -> Self {
         self.config.index_interval = interval;
         self.config.explicit.index_interval = true;

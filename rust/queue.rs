@@ -16,7 +16,7 @@ use crate::index::key_index::{self, KeyIndexConfig, KeyIndexReader, KeyIndexWrit
 use crate::reader::catalog::Catalog;
 use crate::reader::columns::Columns;
 use crate::reader::keys::index_keys_from;
-use crate::reader::tailer::{OwnedMessage, Start, Tailer};
+use crate::reader::tailer::{Message, OwnedMessage, Start, Tailer};
 use crate::reader::wake::WakeSource;
 use crate::recovery::{recover, RecoveryReport};
 use crate::retention::{self, RetentionPolicy, RetentionReport};
@@ -51,7 +51,7 @@ pub struct DataFileInfo {
     pub bytes_written: u64,
     /// Bytes of disk the data file holds (`st_blocks` × 512).
     pub bytes_allocated: u64,
-    /// Bytes of disk its sparse index holds.
+    /// Bytes of disk its sparse and dense indexes hold.
     pub index_bytes_allocated: u64,
 }
 
@@ -65,13 +65,13 @@ pub struct Stats {
     /// Data files on disk.
     pub files: u64,
     /// Bytes of disk the queue's files hold (`st_blocks` × 512): data,
-    /// sparse-index and key-index files.
+    /// sparse-index, dense-index and key-index files.
     pub disk_bytes: u64,
     /// Bytes of the data files that hold data (headers and frames).
     pub data_bytes_written: u64,
     /// Bytes of disk the data files hold.
     pub data_bytes_allocated: u64,
-    /// Bytes of disk the sparse-index and key-index files hold.
+    /// Bytes of disk the sparse-index, dense-index and key-index files hold.
     pub index_bytes_allocated: u64,
     /// Every sequence below this is msync'd (writer only).
     pub durable_seq: u64,
@@ -508,33 +508,37 @@ impl Queue {
     /// [`Error::NotFound`].
     pub fn get(&self, seq: u64) -> Result<OwnedMessage> {
         self.check_open()?;
-        let first = self.first_seq();
-        if seq < first {
-            let next = self.next_seq();
-            return Err(Error::NotFound { seq, first, next });
-        }
-        if seq >= self.next_seq() {
-            self.wait_visible()?;
+        // Read-your-writes: only a sequence this process may still be
+        // writing needs the wait (one atomic load otherwise). A read-only
+        // handle does not look for the end of the data first (a directory
+        // listing and two mappings, ~90 µs): it reads, and only a miss asks
+        // where the data ends, for the error.
+        if let Some(w) = &self.inner.writer {
+            if self.inner.config.multi_writer || seq >= w.shared.written() {
+                self.wait_visible()?;
+            }
         }
         let mut guard = self.inner.getter.lock().unwrap_or_else(|e| e.into_inner());
-        let t = match guard.as_mut() {
-            Some(t) => t,
-            None => guard.insert(self.new_tailer()),
-        };
         let mut told = false;
+        let mut rechecked = false;
         loop {
-            let reached = if t.next_seq() == seq {
-                Ok(())
-            } else {
-                t.seek(seq)
+            let t = match guard.as_mut() {
+                Some(t) => t,
+                None => guard.insert(self.new_tailer()),
             };
-            match reached {
-                Ok(()) => {
-                    if let Some(m) = t.read_next()? {
+            match t.read_at(seq) {
+                Ok(Some(m)) => {
+                    if rechecked || self.file_still_kept(&m) {
                         return Ok(m.to_owned());
                     }
+                    // Retention (another process) deleted the file this
+                    // reader still maps: forget it and look again.
+                    *guard = None;
+                    self.inner.catalog.refresh()?;
+                    rechecked = true;
+                    continue;
                 }
-                Err(Error::NotFound { .. }) => {}
+                Ok(None) | Err(Error::NotFound { .. }) => {}
                 Err(e) => return Err(e),
             }
             let (first, next) = (self.first_seq(), self.next_seq());
@@ -543,9 +547,34 @@ impl Queue {
             }
             // Published, yet not reached: a hole on the way. Read again,
             // knowing that, to report where.
-            t.expect_published(next);
+            if let Some(t) = guard.as_mut() {
+                t.expect_published(next);
+            }
             told = true;
         }
+    }
+
+    /// False when the data file `m` was read from is gone: retention in
+    /// another process deleted it while this handle kept it mapped. Free
+    /// (no system call) for the file being written, which retention never
+    /// deletes: the catalog's last file while it still has its full length
+    /// (a sealed version-4 file is trimmed; a version-3 file is not, so a
+    /// handle whose catalog is behind may still return a message from a
+    /// sealed version-3 file that was just deleted). One `stat` otherwise.
+    fn file_still_kept(&self, m: &Message<'_>) -> bool {
+        let catalog = &self.inner.catalog;
+        let number = position::decode(m.position()).0;
+        let Some(f) = catalog.at_or_after_number(number) else {
+            return true;
+        };
+        if f.header.file_number != number {
+            return true;
+        }
+        let last = catalog.last().is_some_and(|l| l.id == f.id);
+        if last && m.mapping().len() as u64 == f.header.file_size {
+            return true;
+        }
+        catalog.data_path(f.id).exists()
     }
 
     /// Read-your-writes: returns once every message this process appended
@@ -690,7 +719,7 @@ impl Queue {
                 size: f.header.file_size,
                 bytes_written: crate::reader::tailer::written_bytes(&self.inner.catalog, f),
                 bytes_allocated: allocated_bytes(&self.inner.catalog.data_path(f.id)),
-                index_bytes_allocated: allocated_bytes(&f.id.index_path(self.path())),
+                index_bytes_allocated: index_bytes(self.path(), f.id),
             })
             .collect())
     }
@@ -835,7 +864,7 @@ impl Queue {
         let index_bytes_allocated = key_index
             + files
                 .iter()
-                .map(|f| allocated_bytes(&f.id.index_path(self.path())))
+                .map(|f| index_bytes(self.path(), f.id))
                 .sum::<u64>();
         let mut s = Stats {
             first_seq,
@@ -1003,4 +1032,9 @@ impl Drop for Queue {
             let _ = self.shut_down(false);
         }
     }
+}
+
+/// Bytes of disk a data file's sparse and dense indexes hold.
+fn index_bytes(base: &Path, id: crate::storage::layout::FileId) -> u64 {
+    allocated_bytes(&id.index_path(base)) + allocated_bytes(&id.offsets_path(base))
 }

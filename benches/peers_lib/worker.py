@@ -138,6 +138,14 @@ def run_lookups(spec: dict[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     spec = json.loads(argv[0])
+    if spec["store"] == "random_get":
+        from .random_get import run as run_random_get
+
+        result = run_random_get(spec)
+        result["pid"] = os.getpid()
+        sys.stdout.write("\n" + json.dumps(result) + "\n")
+        sys.stdout.flush()
+        return 0
     run = run_lookups if spec["store"] == "litemq_lookups" else run_store
     result = run(spec)
     result["pid"] = os.getpid()

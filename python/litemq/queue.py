@@ -68,7 +68,9 @@ class Queue(_litemq.Queue):
     - ``flush`` (``"async"``): ``"async"``, ``"sync"`` or
       ``litemq.Batch(bytes=..., interval=...)``; see `litemq.Batch`.
     - ``index_interval`` (``1024``): one sparse-index entry per this many
-      messages (1 to 2**32 - 1); seeks scan at most this many.
+      messages (1 to 2**32 - 1); ``seek_time`` scans at most this many (a
+      ``get`` or ``seek`` by sequence is one probe of the dense index; in
+      files written before format 5 it scans at most this many).
     - ``verify_on_startup`` (``False``): check the CRC of every frame on open.
     - ``read_only`` (``False``): read without taking the writer lock.
     - ``multi_writer`` (``False``, or as remembered): let several processes append at once, each

@@ -76,8 +76,8 @@ class Retention:
     - ``max_age``: delete a file once its newest message is older than this
       (a ``timedelta``, seconds, or a string like ``"7d"``; at most 2**64 - 1
       µs, about 584,542 years);
-    - ``max_bytes``: keep at most this many bytes on disk: data, sparse-index
-      and key-index files, counted as the disk blocks they hold (an int or a
+    - ``max_bytes``: keep at most this many bytes on disk: data, sparse-index,
+      dense-index and key-index files, counted as the disk blocks they hold (an int or a
       string like ``"10GiB"``);
     - ``max_files``: keep at most this many data files (1 to 2**64 - 1);
     - ``protect_unconsumed``: never delete a file that a named tailer has not

@@ -12,9 +12,10 @@ pub mod position;
 pub mod record;
 
 /// Version of the on-disk format written by this build.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 /// Oldest format version this build reads and keeps writing: version-3
-/// files (never trimmed, no footer) stay as they are; new files are version 4.
+/// files (never trimmed, no footer) and version-4 files (no dense index) stay
+/// as they are; new files are version 5.
 pub const OLDEST_READABLE_VERSION: u32 = 3;
 
 /// Reads a little-endian `u16` at `at`, or `None` past the end.

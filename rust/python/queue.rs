@@ -461,7 +461,8 @@ impl Queue {
     /// `first_seq`, `end_seq` (one past the last sequence it holds),
     /// `created` (UTC datetime), `size` (the largest the file may grow to),
     /// `bytes_written` (header and frames), `bytes_allocated` (disk blocks,
-    /// `st_blocks` × 512) and `index_bytes_allocated` (its sparse index's).
+    /// `st_blocks` × 512) and `index_bytes_allocated` (its sparse and dense
+    /// indexes').
     ///
     /// >>> [f["first_seq"] for f in q.data_files()]
     /// [0, 50, 100]

@@ -12,6 +12,7 @@ use crate::format::frame::{self, frame_size, DATA_HEADER_LEN, END_OF_FILE, FRAME
 use crate::format::header::{DataHeader, IndexHeader};
 use crate::format::record;
 use crate::format::{data_file, position};
+use crate::index::dense::{self, DenseHeader, DenseIndexWriter, DENSE_SINCE_VERSION};
 use crate::index::sparse::{self, Entry, SparseIndexWriter};
 use crate::storage::alloc::{ChunkAllocator, DATA_MAX_CHUNK, DATA_MIN_CHUNK};
 use crate::storage::fsutil::sync_dir_chain;
@@ -24,6 +25,8 @@ pub struct ActiveFile {
     pub header: DataHeader,
     pub map: WritableMapping,
     pub index: SparseIndexWriter,
+    /// Its dense index (one entry per message; format version 5 on).
+    pub dense: Option<DenseIndexWriter>,
     /// Offset of the next frame.
     pub write_pos: usize,
     /// Sequence of the next frame.
@@ -74,6 +77,12 @@ impl ActiveFile {
         std::fs::create_dir_all(&dir)
             .map_err(|e| crate::error::Error::io("create directory", &dir, e))?;
         let index = SparseIndexWriter::create(&id.index_path(base), index_header(&header))?;
+        // Created before the data file appears under its name: a reader
+        // that finds the data file finds its dense index.
+        let dense = match dense_header(&header) {
+            Some(h) => Some(DenseIndexWriter::create(&id.offsets_path(base), h)?),
+            None => None,
+        };
         let path = id.data_path(base);
         let tmp = path.with_extension("data.tmp");
         let _ = std::fs::remove_file(&tmp);
@@ -98,6 +107,7 @@ impl ActiveFile {
             header,
             map,
             index,
+            dense,
             write_pos: DATA_HEADER_LEN,
             next_seq: header.first_seq,
             synced_pos: 0,
@@ -112,7 +122,7 @@ impl ActiveFile {
     pub fn resume(
         header: DataHeader,
         map: WritableMapping,
-        index: SparseIndexWriter,
+        (index, dense): (SparseIndexWriter, Option<DenseIndexWriter>),
         write_pos: usize,
         next_seq: u64,
         (first_ts, last_ts): (Option<u64>, u64),
@@ -128,6 +138,7 @@ impl ActiveFile {
             header,
             map,
             index,
+            dense,
             write_pos,
             next_seq,
             synced_pos: write_pos,
@@ -145,10 +156,18 @@ impl ActiveFile {
         let (index, _) =
             SparseIndexWriter::open_or_rebuild(&id.index_path(base), index_header(&header))?;
         let first_ts = data_file::first_message_ts(map.as_slice());
+        // Another writer process created it with its dense index; one
+        // missing or damaged is recreated, and the entries written from
+        // here on fill it (a reader falls back to the sparse index for the
+        // others).
+        let dense = match dense_header(&header) {
+            Some(h) => Some(DenseIndexWriter::open_or_rebuild(&id.offsets_path(base), h)?.0),
+            None => None,
+        };
         let mut a = ActiveFile::resume(
             header,
             map,
-            index,
+            (index, dense),
             DATA_HEADER_LEN,
             header.first_seq,
             (first_ts, 0),
@@ -212,6 +231,10 @@ impl ActiveFile {
         self.map.store_u32(at, len);
 
         let i = self.count();
+        // After the frame's length: a reader that sees the entry sees the frame.
+        if let Some(d) = &mut self.dense {
+            d.put(i, at)?;
+        }
         if i.is_multiple_of(self.header.index_interval as u64) {
             let entry = Entry {
                 seq: self.next_seq,
@@ -246,6 +269,7 @@ impl ActiveFile {
             header,
             mut map,
             mut index,
+            dense,
             write_pos,
             next_seq,
             synced_pos,
@@ -292,6 +316,12 @@ impl ActiveFile {
             file.set_len(len).map_err(|e| Error::io("trim", &path, e))?;
             let entries = (next_seq - header.first_seq).div_ceil(u64::from(header.index_interval));
             index.seal(entries)?;
+            if let Some(mut d) = dense {
+                d.seal(next_seq - header.first_seq)?;
+                if durable {
+                    d.sync()?;
+                }
+            }
             if durable {
                 file.sync_data()
                     .map_err(|e| Error::io("fdatasync", &path, e))?;
@@ -345,6 +375,17 @@ pub fn index_header(header: &DataHeader) -> IndexHeader {
         file_number: header.file_number,
         capacity: sparse::capacity(header.file_size, header.index_interval),
     }
+}
+
+/// The dense-index header that goes with a data file; `None` before
+/// format version 5 (those files have none).
+pub fn dense_header(header: &DataHeader) -> Option<DenseHeader> {
+    (header.version >= DENSE_SINCE_VERSION).then(|| DenseHeader {
+        version: header.version,
+        first_seq: header.first_seq,
+        file_number: header.file_number,
+        capacity: dense::capacity(header.file_size),
+    })
 }
 
 /// A roll strategy flattened for the per-message check: the tightest size

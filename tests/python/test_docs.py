@@ -120,12 +120,15 @@ def test_format_version_in_the_title_and_every_table(full_queue: Path) -> None:
     version = json.loads((full_queue / "metadata.json").read_text())["format_version"]
     data = next(full_queue.rglob("*.data")).read_bytes()
     index = next(full_queue.rglob("*.index")).read_bytes()
+    dense = next(full_queue.rglob("*.offsets")).read_bytes()
     assert int.from_bytes(data[8:12], "little") == version
     assert int.from_bytes(index[8:12], "little") == version
+    assert int.from_bytes(dense[8:12], "little") == version
     assert FORMAT.startswith(f"# litemq on-disk format, version {version}\n")
     tables = {
         "data file header": _section(FORMAT, "Header (4096 bytes; bytes 64..4096 are zero)"),
         "sparse index header": _section(FORMAT, "Header (256 bytes; bytes 48..256 are zero)"),
+        "dense index header": _section(FORMAT, "Header (64 bytes)"),
         "metadata.json": _section(FORMAT, "metadata.json"),
     }
     # Each table names the version written today first; older versions still

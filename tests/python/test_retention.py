@@ -59,8 +59,10 @@ def test_data_files(tens: litemq.Queue) -> None:
         # back what is allocated past its data at close).
         assert 4096 + 10 * 24 <= f["bytes_written"] < 4096 + 10 * 200
         assert f["bytes_allocated"] == st.st_blocks * 512
-        index = Path(f["path"]).with_suffix(".index")
-        assert f["index_bytes_allocated"] == index.stat().st_blocks * 512
+        # Its sparse index (.index) and dense index (.offsets, format 5).
+        indexes = [Path(f["path"]).with_suffix(s) for s in (".index", ".offsets")]
+        assert all(p.exists() for p in indexes)
+        assert f["index_bytes_allocated"] == sum(p.stat().st_blocks * 512 for p in indexes)
         if i < len(files) - 1:
             assert st.st_size < SMALL_FILE  # sealed: trimmed
             assert f["bytes_allocated"] <= st.st_size

@@ -244,16 +244,24 @@ fn rolling_every_message_with_default_file_size_costs_kilobytes() {
     assert_eq!(q.get(39).unwrap().payload, payload(39));
 }
 
-/// Rewrites a version-4 data file that was never sealed (full length, no
-/// footer) and its index into version 3: the same bytes but the version
-/// fields. What a version-3 writer left at close.
+/// Rewrites a current-version data file that was never sealed (full
+/// length, no footer) and its index into version 3: the same bytes but the
+/// version fields, and no dense index. What a version-3 writer left at close.
 fn make_version_3(data: &Path) {
+    make_version(data, 3);
+}
+
+/// As [`make_version_3`], for any older version (3 or 4: neither has a
+/// dense index; an unsealed version-4 file has the same bytes as a
+/// version-3 one).
+fn make_version(data: &Path, version: u32) {
+    std::fs::remove_file(data.with_extension("offsets")).unwrap();
     for (p, crc_at) in [
         (data.to_path_buf(), 56usize),
         (data.with_extension("index"), 40),
     ] {
         let mut b = std::fs::read(&p).unwrap();
-        b[8..12].copy_from_slice(&3u32.to_le_bytes());
+        b[8..12].copy_from_slice(&version.to_le_bytes());
         let crc = crc64(&[&b[..crc_at]]);
         b[crc_at..crc_at + 8].copy_from_slice(&crc.to_le_bytes());
         std::fs::write(&p, b).unwrap();
@@ -283,7 +291,7 @@ fn version_3_files_stay_readable_and_writable() {
     let meta = dir.path().join("metadata.json");
     let m = std::fs::read_to_string(&meta)
         .unwrap()
-        .replace("\"format_version\": 4", "\"format_version\": 3");
+        .replace("\"format_version\": 5", "\"format_version\": 3");
     std::fs::write(&meta, m).unwrap();
 
     // Read-only: a version-3 queue reads as it is.
@@ -294,7 +302,7 @@ fn version_3_files_stay_readable_and_writable() {
     assert_eq!(r.get(19).unwrap().payload, payload(19));
     drop(r);
     // A writer appends to the version-3 file, seals it the version-3 way
-    // (marker only, full length) and writes version-4 files after it.
+    // (marker only, full length) and writes version-5 files after it.
     let q = open();
     let app = q.appender().unwrap();
     for i in 20..70 {
@@ -315,11 +323,11 @@ fn version_3_files_stay_readable_and_writable() {
     assert_eq!(frame::plain_len(&b, end), Some(frame::END_OF_FILE));
     assert!(b[end + 8..].iter().all(|&x| x == 0), "no footer");
     let b = std::fs::read(&data[1]).unwrap();
-    assert_eq!(&b[8..12], &4u32.to_le_bytes());
-    assert!((b.len() as u64) < file_size, "version-4 files are trimmed");
+    assert_eq!(&b[8..12], &5u32.to_le_bytes());
+    assert!((b.len() as u64) < file_size, "version-5 files are trimmed");
     // Both kinds verify and read back, after a crash too.
     let m = std::fs::read_to_string(&meta).unwrap();
-    assert!(m.contains("\"format_version\": 4"), "{m}");
+    assert!(m.contains("\"format_version\": 5"), "{m}");
     std::fs::write(
         &meta,
         m.replace("\"clean_shutdown\": true", "\"clean_shutdown\": false"),
@@ -335,6 +343,77 @@ fn version_3_files_stay_readable_and_writable() {
         assert_eq!(t.read_next().unwrap().unwrap().payload, payload(i));
     }
     assert!(t.read_next().unwrap().is_none());
+}
+
+/// A version-4 queue (no dense index) is read through its sparse index;
+/// a version-5 writer continues its last file as version 4 (no dense index
+/// appears for it) and creates version-5 files, with one, after it. `get`
+/// and `seek` of every sequence, across both kinds.
+#[test]
+fn version_4_files_stay_readable_and_writable_without_a_dense_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = || {
+        QueueBuilder::new(dir.path())
+            .file_size(64 << 10)
+            .index_interval(4)
+            .roll(RollStrategy::Count(30))
+            .open()
+            .unwrap()
+    };
+    let q = open();
+    let app = q.appender().unwrap();
+    for i in 0..20 {
+        app.append(&payload(i)).unwrap();
+    }
+    q.close().unwrap();
+    let v4 = files_with(dir.path(), "data").remove(0);
+    make_version(&v4, 4);
+    let meta = dir.path().join("metadata.json");
+    let m = std::fs::read_to_string(&meta)
+        .unwrap()
+        .replace("\"format_version\": 5", "\"format_version\": 4");
+    std::fs::write(&meta, m).unwrap();
+    let r = QueueBuilder::new(dir.path())
+        .read_only(true)
+        .open()
+        .unwrap();
+    for i in (0..20).rev() {
+        assert_eq!(r.get(i).unwrap().payload, payload(i));
+    }
+    drop(r);
+    let q = open();
+    let app = q.appender().unwrap();
+    for i in 20..70 {
+        app.append(&payload(i)).unwrap();
+    }
+    app.flush().unwrap();
+    let data = files_with(dir.path(), "data");
+    assert_eq!(data.len(), 3);
+    assert!(!data[0].with_extension("offsets").exists());
+    assert_eq!(
+        &std::fs::read(&data[1]).unwrap()[8..12],
+        &5u32.to_le_bytes()
+    );
+    assert!(data[1].with_extension("offsets").exists());
+    for r in [
+        &q,
+        &QueueBuilder::new(dir.path())
+            .read_only(true)
+            .open()
+            .unwrap(),
+    ] {
+        let mut t = r.tailer(Start::Beginning).unwrap();
+        for k in 0..70 {
+            let i = (k * 37) % 70;
+            assert_eq!(r.get(i).unwrap().payload, payload(i), "get {i}");
+            t.seek(i).unwrap();
+            assert_eq!(
+                t.read_next().unwrap().unwrap().payload,
+                payload(i),
+                "seek {i}"
+            );
+        }
+    }
 }
 
 /// 300 keyed messages: a key index of kilobytes (it was a 44 MiB file).

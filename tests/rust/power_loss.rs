@@ -276,7 +276,11 @@ fn crash_image(
     for (rel, new) in latest {
         let is_meta = rel.file_name().is_some_and(|n| n == "metadata.json");
         let is_data = rel.extension().is_some_and(|e| e == "data");
-        let is_index = rel.extension().is_some_and(|e| e == "index");
+        // Sparse and dense indexes: created before their data file, written
+        // through the mapping, never forced by a flush.
+        let is_index = rel
+            .extension()
+            .is_some_and(|e| e == "index" || e == "offsets");
         let old = durable.get(rel);
         if is_meta {
             // Replaced atomically: one or the other.

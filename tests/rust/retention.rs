@@ -44,9 +44,13 @@ fn allocated(paths: &[std::path::PathBuf]) -> u64 {
         .sum()
 }
 
-/// A data file with its sparse index.
+/// A data file with its sparse and dense indexes.
 fn with_index(data: &Path) -> Vec<std::path::PathBuf> {
-    vec![data.to_path_buf(), data.with_extension("index")]
+    vec![
+        data.to_path_buf(),
+        data.with_extension("index"),
+        data.with_extension("offsets"),
+    ]
 }
 
 #[test]
@@ -70,6 +74,11 @@ fn by_count_keeps_the_newest_files_and_reads_report_the_first_kept() {
     assert_eq!(report.first_seq, 70);
     assert_eq!(report.deleted_bytes, doomed);
     assert_eq!(data_files(dir.path()).len(), 3);
+    for deleted in &report.deleted_files {
+        for p in with_index(deleted) {
+            assert!(!p.exists(), "{} was left behind", p.display());
+        }
+    }
     assert_eq!(q.first_seq(), 70);
     assert_eq!(q.len(), 30);
 
@@ -104,6 +113,8 @@ fn by_count_keeps_the_newest_files_and_reads_report_the_first_kept() {
     // Index files went with their data files.
     let indexes = walk_files(dir.path(), "index");
     assert_eq!(indexes.len(), 3, "{indexes:?}");
+    let dense = walk_files(dir.path(), "offsets");
+    assert_eq!(dense.len(), 3, "{dense:?}");
 }
 
 #[test]
@@ -148,7 +159,7 @@ fn by_bytes() {
     let clock = clock_at(T0);
     let q = builder(dir.path(), &clock).open().unwrap();
     write(&q, &clock, 0, 60, Duration::ZERO);
-    // What each file holds on disk, data and sparse index (sealed files are
+    // What each file holds on disk, data, sparse and dense index (sealed files are
     // trimmed, the last one is not).
     let sizes: Vec<u64> = data_files(dir.path())
         .iter()
@@ -309,6 +320,46 @@ fn a_tailer_keeps_reading_a_deleted_file_it_has_open_then_hears_of_the_gap() {
     }
     t.seek(30).unwrap();
     assert_eq!(t.read_next().unwrap().unwrap().seq, 30);
+}
+
+/// `get` on a read-only handle keeps its reader (and the file it maps)
+/// between calls; a file retention deleted meanwhile must not keep
+/// answering.
+#[test]
+fn read_only_get_stops_at_files_another_process_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock_at(T0);
+    let q = builder(dir.path(), &clock).open().unwrap();
+    write(&q, &clock, 0, 50, Duration::ZERO);
+    let ro = QueueBuilder::new(dir.path())
+        .read_only(true)
+        .open()
+        .unwrap();
+    assert_eq!(ro.get(25).unwrap().seq, 25);
+    assert_eq!(
+        ro.get(4).unwrap().seq,
+        4,
+        "the reader now maps the first file"
+    );
+    q.apply_retention_with(&RetentionPolicy {
+        max_files: Some(2),
+        ..policy()
+    })
+    .unwrap();
+    assert!(
+        matches!(
+            ro.get(5),
+            Err(Error::NotFound {
+                seq: 5,
+                first: 30,
+                ..
+            })
+        ),
+        "{:?}",
+        ro.get(5)
+    );
+    assert_eq!(ro.get(35).unwrap().seq, 35);
+    assert_eq!(ro.get(49).unwrap().seq, 49);
 }
 
 #[test]
