@@ -15,7 +15,7 @@
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::format::crc::crc64;
+use crate::format::crc::{crc64, crc64_of};
 use crate::format::frame::{frame_size, DATA_HEADER_LEN, FRAME_ALIGN};
 use crate::format::record::RECORD_FIXED_LEN;
 use crate::format::{le_u32, le_u64};
@@ -96,7 +96,13 @@ fn entry_at(i: u64) -> usize {
 }
 
 fn check(seq: u64, offset: u64) -> u64 {
-    crc64(&[&seq.to_le_bytes(), &offset.to_le_bytes()]) >> OFFSET_BITS
+    // One 16-byte slice: `crc64_of` takes the SIMD path from 16 bytes, where
+    // two pieces would go through the table-driven digest (7 % of the I/O
+    // thread's samples when appending 64-byte messages).
+    let mut b = [0u8; 16];
+    b[..8].copy_from_slice(&seq.to_le_bytes());
+    b[8..].copy_from_slice(&offset.to_le_bytes());
+    crc64_of(&b) >> OFFSET_BITS
 }
 
 /// The entry word for message `seq` at `offset`.
