@@ -136,3 +136,104 @@ def test_stats_report_bytes_written_and_allocated(tmp_path: Path) -> None:
         # Sealed files hold their data rounded to a page, with the footer.
         for f in files[:2]:
             assert f["bytes_allocated"] <= f["bytes_written"] + 8192
+
+
+def test_the_native_queue_parses_the_spellings_itself(tmp_path: Path) -> None:
+    """Options are validated once, in Rust: the native class takes the
+    spellings `litemq.Queue` documents, not a pre-parsed form."""
+    native = litemq._litemq.Queue
+    path = str(tmp_path / "q")
+    q = native(
+        path,
+        file_size="128KiB",
+        roll={"count": 5},
+        flush=litemq.Batch(bytes=4096, interval=timedelta(milliseconds=5)),
+        index_interval=4,
+        wait="busy-spin",
+        key_index={"slots": 64, "items": 128},
+        retention=litemq.Retention(max_files=2),
+    )
+    try:
+        q.appender().append_batch([b"x"] * 12)
+        q.appender().flush()
+        files = q.data_files()
+        assert [f["size"] for f in files] == [128 << 10] * 2
+        assert [f["end_seq"] - f["first_seq"] for f in files] == [5, 2]
+    finally:
+        q.close()
+    with pytest.raises(litemq.ConfigError, match="roll rule 'weekly'"):
+        native(path, roll="weekly")
+    with pytest.raises(TypeError, match=r"retention must be a litemq\.Retention"):
+        native(path, retention={"max_files": 2})
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "message"),
+    [
+        (
+            {"file_size": "lots"},
+            litemq.ConfigError,
+            "file_size must be a number of bytes like 4096 or '64MiB', got 'lots'",
+        ),
+        (
+            {"file_size": 2**41},
+            litemq.ConfigError,
+            "file_size must be between 65536 and 1099511627776, got 2199023255552",
+        ),
+        (
+            {"roll": "weekly"},
+            litemq.ConfigError,
+            "roll rule 'weekly' is not one of 'minutely', 'hourly', 'daily', 'size:N', "
+            "'count:N' or an int (bytes)",
+        ),
+        (
+            {"roll": f"count:{2**64}"},
+            litemq.ConfigError,
+            "roll count must be between 1 and 18446744073709551615, got '18446744073709551616'",
+        ),
+        (
+            {"roll": {"color": "red"}},
+            litemq.ConfigError,
+            "unknown roll key 'color' (expected period, size, count)",
+        ),
+        (
+            {"roll": 3.5},
+            TypeError,
+            "roll must be a period name, a size, 'count:N', or a combination, not float",
+        ),
+        (
+            {"flush": "sometimes"},
+            litemq.ConfigError,
+            "flush must be 'async', 'sync' or litemq.Batch(...), got 'sometimes'",
+        ),
+        ({"wait": "nap"}, litemq.ConfigError, "wait must be 'default' or 'busy-spin', got 'nap'"),
+        (
+            {"key_index": {"colour": 1, "size": 2}},
+            litemq.ConfigError,
+            "unknown key_index keys ['colour', 'size'] (expected slots, items)",
+        ),
+        (
+            {"key_index": {"slots": 2**32}},
+            litemq.ConfigError,
+            "key_index slots and items must be below 2**32",
+        ),
+        (
+            {"channel_capacity": 65_537},
+            litemq.ConfigError,
+            "channel_capacity must be between 1 and 65536, got 65537",
+        ),
+        ({"read_only": "yes"}, TypeError, "read_only must be True or False, not str"),
+        (
+            {"retention": {"max_files": 3}},
+            TypeError,
+            "retention must be a litemq.Retention(...), not dict",
+        ),
+    ],
+)
+def test_option_errors_say_what_was_expected(
+    qpath: Path, kwargs: dict[str, object], exc: type[Exception], message: str
+) -> None:
+    with pytest.raises(exc) as info:
+        litemq.Queue(qpath, **kwargs)  # type: ignore[arg-type]
+    assert str(info.value) == message
+    assert not qpath.exists()

@@ -33,7 +33,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use memmap2::MmapOptions;
 
 use super::hash::slot_of;
-use super::{io_err, KeyIndexError, Result};
+use super::{corrupt, io_err};
+use crate::error::{Error, Result};
 
 /// Bytes in the header (seed 001: begin/end timestamp, begin/end position, used slots, items).
 pub const HEADER_LEN: u64 = 40;
@@ -150,13 +151,6 @@ impl std::fmt::Debug for IndexFile {
     }
 }
 
-fn corrupt(path: &Path, reason: impl Into<String>) -> KeyIndexError {
-    KeyIndexError::Corrupt {
-        path: path.to_owned(),
-        reason: reason.into(),
-    }
-}
-
 /// The trailer bytes of a freshly created, open (unsealed) file.
 fn trailer_bytes(slots: u32, items: u32) -> [u8; TRAILER_LEN as usize] {
     let mut t = [0u8; TRAILER_LEN as usize];
@@ -175,7 +169,9 @@ impl IndexFile {
     /// listing the directory therefore never see a file without its trailer.
     pub fn create(dir: &Path, name_ms: u64, slots: u32, items: u32) -> Result<Self> {
         let name = format_name(name_ms).ok_or_else(|| {
-            KeyIndexError::InvalidArgument(format!("timestamp {name_ms} ms is past year 9999"))
+            Error::InvalidArgument(format!(
+                "key index: timestamp {name_ms} ms is past year 9999"
+            ))
         })?;
         let path = dir.join(format!("{name}{SUFFIX}"));
         let tmp = dir.join(format!("{name}{TMP_SUFFIX}"));
