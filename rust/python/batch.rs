@@ -56,6 +56,7 @@ pub(crate) fn fill_stats(d: &Bound<'_, PyDict>, s: &crate::Stats) -> PyResult<()
     recovery.set_item("cut_reason", r.cut_reason.as_deref())?;
     recovery.set_item("repaired_end_marker", r.repaired_end_marker)?;
     recovery.set_item("index_entries_rebuilt", r.index_entries_rebuilt)?;
+    recovery.set_item("dense_entries_rebuilt", r.dense_entries_rebuilt)?;
     recovery.set_item("frames_verified", r.frames_verified)?;
     d.set_item("recovery", recovery)?;
     Ok(())
@@ -70,7 +71,7 @@ fn data_column<'py>(py: Python<'py>, v: Vec<u8>) -> PyResult<Bound<'py, PayloadV
 /// Fills `d` with the columns of `b`: buffers in Arrow layout (little-endian;
 /// offsets and validity as `bytes`, the data columns as buffer objects that
 /// own the engine's vectors), counts as ints.
-pub(crate) fn fill_batch(d: &Bound<'_, PyDict>, b: crate::Batch) -> PyResult<()> {
+pub(crate) fn fill_columns(d: &Bound<'_, PyDict>, b: crate::Columns) -> PyResult<()> {
     let py = d.py();
     d.set_item("rows", b.rows)?;
     d.set_item("seq", i64_column(py, &b.seq)?)?;

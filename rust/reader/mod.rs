@@ -1,9 +1,9 @@
 //! The read path: the [`catalog::Catalog`] of data files, [`tailer::Tailer`]s
-//! that walk frames, and columnar [`batch::Batch`] reads.
+//! that walk frames, and columnar [`columns::Columns`] reads.
 
-pub mod batch;
 pub mod catalog;
-pub mod redispatch;
+pub mod columns;
+pub mod keys;
 pub mod tailer;
 pub mod wait;
 pub mod wake;

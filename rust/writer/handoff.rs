@@ -2,10 +2,10 @@
 //!
 //! A channel operation per message would cap throughput at the cost of a
 //! channel send, an allocation and often a futex wake-up. Instead appenders
-//! copy messages into one pending batch under a short lock; a batch is sent
+//! copy messages into one pending bundle under a short lock; a bundle is sent
 //! down the bounded channel when it is full, when the I/O thread is asleep,
 //! or before a flush. While the I/O thread is awake it takes the pending
-//! batch itself as soon as its channel is empty, so a lone message waits
+//! bundle itself as soon as its channel is empty, so a lone message waits
 //! only as long as the I/O thread's current work. Sequences are assigned
 //! under the same lock, so they reach the I/O thread in order.
 //!
@@ -13,7 +13,7 @@
 //! I/O thread's, then the followers') between a lone `append` and a reader
 //! in another process. So in `Async` and `Batch` modes with one writer
 //! process, an appender that finds the I/O thread asleep writes the pending
-//! batch itself, under the I/O thread's own lock (see
+//! bundle itself, under the I/O thread's own lock (see
 //! `io_thread::IoThread::write_direct`): one thread at a time still writes
 //! the files, in sequence order. A long run of appends closer together than
 //! [`DIRECT_GAP`] ([`DIRECT_BURST`]) wakes the I/O thread instead, which then
@@ -23,7 +23,7 @@
 //! With several writer processes a message's sequence is known only once
 //! the I/O thread has written it under the append lock. The handoff then
 //! numbers messages with *tickets* (this process's own count) and hangs a
-//! [`BatchSlot`] on each batch, where the I/O thread reports the sequences.
+//! [`BundleSlot`] on each bundle, where the I/O thread reports the sequences.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,13 +32,13 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
 
-use super::command::{BatchSlot, Command, EncodedBatch};
+use super::command::{Bundle, BundleSlot, Command};
 use super::io_thread::{Direct, IoCell};
 
-/// A pending batch is sent once it holds this many messages…
-const BATCH_MESSAGES: usize = 1024;
+/// A pending bundle is sent once it holds this many messages…
+const BUNDLE_MESSAGES: usize = 1024;
 /// …or this many bytes.
-const BATCH_BYTES: usize = 64 * 1024;
+const BUNDLE_BYTES: usize = 64 * 1024;
 /// Appends that find the I/O thread asleep less than this apart form a run…
 pub const DIRECT_GAP: Duration = Duration::from_micros(20);
 /// …and once a run is this long, appenders wake the I/O thread instead of
@@ -53,7 +53,7 @@ struct State {
     /// Sequence the next message gets.
     next_seq: u64,
     /// Messages with sequences `pending_first..next_seq`, not yet sent.
-    pending: EncodedBatch,
+    pending: Bundle,
     pending_first: u64,
     tx: Option<Sender<Command>>,
     /// When the last append that found the I/O thread asleep was made, and
@@ -66,11 +66,11 @@ struct State {
 #[derive(Debug)]
 pub struct Handoff {
     state: Mutex<State>,
-    /// Emptied batches returned by the I/O thread, reused to avoid
+    /// Emptied bundles returned by the I/O thread, reused to avoid
     /// allocation. A lock of its own: the I/O thread must never wait for
     /// `state`, which an appender may hold while blocked on a full channel.
-    spare: Mutex<Vec<EncodedBatch>>,
-    /// The pending batch is not empty (read by the I/O thread without the lock).
+    spare: Mutex<Vec<Bundle>>,
+    /// The pending bundle is not empty (read by the I/O thread without the lock).
     has_pending: AtomicBool,
     /// The I/O thread is about to block, or blocked, on the channel, and
     /// nothing was sent since it said so. Set by the I/O thread (with the
@@ -78,7 +78,8 @@ pub struct Handoff {
     /// send (under `state`): true under `state` means the I/O thread holds
     /// no command it has not written.
     io_sleeping: AtomicBool,
-    /// Several writer processes: numbers are tickets, batches carry slots.
+
+    /// Several writer processes: numbers are tickets, bundles carry slots.
     tickets: bool,
     /// The I/O thread's state, for appenders to write while it sleeps (set
     /// by the I/O thread when the mode allows it; dead once it has ended).
@@ -90,8 +91,8 @@ pub struct Handoff {
 pub enum Sleep {
     /// Nothing pending: block on the channel; appenders send directly now.
     Ok,
-    /// A batch slipped in: write it instead of sleeping.
-    Work(u64, EncodedBatch),
+    /// A bundle slipped in: write it instead of sleeping.
+    Work(u64, Bundle),
     /// An appender holds the lock (it is sending): don't sleep.
     Busy,
 }
@@ -101,7 +102,7 @@ pub enum Sleep {
 pub enum SendError {
     Closed,
     Disconnected,
-    /// The appender wrote the batch (whose first message is `seq`) itself
+    /// The appender wrote the bundle (whose first message is `seq`) itself
     /// and the write failed: the writer is poisoned.
     Failed {
         seq: u64,
@@ -115,7 +116,7 @@ impl Handoff {
         Handoff {
             state: Mutex::new(State {
                 next_seq,
-                pending: EncodedBatch::default(),
+                pending: Bundle::default(),
                 pending_first: next_seq,
                 tx: Some(tx),
                 last_asleep: None,
@@ -129,7 +130,7 @@ impl Handoff {
         }
     }
 
-    /// Lets appenders write pending batches themselves while the I/O thread
+    /// Lets appenders write pending bundles themselves while the I/O thread
     /// sleeps (called once by the I/O thread, when its mode allows it).
     pub fn allow_direct(&self, cell: Weak<IoCell>) {
         let _ = self.direct.set(cell);
@@ -139,8 +140,8 @@ impl Handoff {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Adds one message, written by `encode` into the batch's body buffer;
-    /// returns its sequence (or ticket, and the batch's slot). With
+    /// Adds one message, written by `encode` into the bundle's body buffer;
+    /// returns its sequence (or ticket, and the bundle's slot). With
     /// `direct`, the message is sent at once (sync mode: the caller is
     /// about to wait for it).
     pub fn push(
@@ -148,7 +149,7 @@ impl Handoff {
         flags: u8,
         direct: bool,
         encode: impl FnOnce(&mut Vec<u8>),
-    ) -> Result<(u64, Option<Arc<BatchSlot>>), SendError> {
+    ) -> Result<(u64, Option<Arc<BundleSlot>>), SendError> {
         let mut s = self.lock();
         if s.tx.is_none() {
             return Err(SendError::Closed);
@@ -163,11 +164,11 @@ impl Handoff {
             let first = s.pending_first;
             s.pending
                 .slot
-                .get_or_insert_with(|| BatchSlot::new(first))
+                .get_or_insert_with(|| BundleSlot::new(first))
                 .clone()
         });
         let full =
-            s.pending.entries.len() >= BATCH_MESSAGES || s.pending.bodies.len() >= BATCH_BYTES;
+            s.pending.entries.len() >= BUNDLE_MESSAGES || s.pending.bodies.len() >= BUNDLE_BYTES;
         if direct || full {
             self.send_pending(&mut s)?;
             self.has_pending.store(false, Ordering::Release);
@@ -182,7 +183,7 @@ impl Handoff {
         Ok((seq, slot))
     }
 
-    /// With the I/O thread asleep: writes the pending batch on this thread,
+    /// With the I/O thread asleep: writes the pending bundle on this thread,
     /// when allowed (see the module's doc). False: not written, send it.
     fn write_direct(&self, s: &mut State) -> Result<bool, SendError> {
         let now = Instant::now();
@@ -203,7 +204,7 @@ impl Handoff {
         };
         // `io_sleeping` under this lock says the I/O thread holds no unwritten
         // command; an empty channel says none waits in it: nothing older than
-        // the pending batch is unwritten.
+        // the pending bundle is unwritten.
         if !s.tx.as_ref().is_some_and(|tx| tx.is_empty()) {
             return Ok(false);
         }
@@ -215,11 +216,11 @@ impl Handoff {
         if !io.can_write_direct(&s.pending) {
             return Ok(false);
         }
-        let replacement = self.spare_batch();
-        let batch = std::mem::replace(&mut s.pending, replacement);
+        let replacement = self.spare_bundle();
+        let bundle = std::mem::replace(&mut s.pending, replacement);
         let first_seq = s.pending_first;
         s.pending_first = s.next_seq;
-        match io.write_direct(first_seq, batch) {
+        match io.write_direct(first_seq, bundle) {
             Direct::Written => Ok(true),
             Direct::SyncDue => {
                 // Batch mode's byte or time limit is reached: the I/O thread
@@ -234,30 +235,30 @@ impl Handoff {
         }
     }
 
-    /// Sends a whole batch as one command (after whatever is pending);
+    /// Sends a whole bundle as one command (after whatever is pending);
     /// returns its sequences (or tickets, and its slot).
-    pub fn push_batch(
+    pub fn push_bundle(
         &self,
-        mut batch: EncodedBatch,
-    ) -> Result<(Range<u64>, Option<Arc<BatchSlot>>), SendError> {
+        mut bundle: Bundle,
+    ) -> Result<(Range<u64>, Option<Arc<BundleSlot>>), SendError> {
         let mut s = self.lock();
         if s.tx.is_none() {
             return Err(SendError::Closed);
         }
-        let n = batch.entries.len() as u64;
+        let n = bundle.entries.len() as u64;
         let first = s.next_seq;
         if n == 0 {
             return Ok((first..first, None));
         }
-        let slot = self.tickets.then(|| BatchSlot::new(first));
-        batch.slot = slot.clone();
+        let slot = self.tickets.then(|| BundleSlot::new(first));
+        bundle.slot = slot.clone();
         self.send_pending(&mut s)?;
         self.has_pending.store(false, Ordering::Release);
         self.send(
             s.tx.as_ref(),
-            Command::Batch {
-                first_seq: first,
-                batch,
+            Command::Write {
+                first_ticket: first,
+                bundle,
             },
         )?;
         s.next_seq += n;
@@ -294,9 +295,9 @@ impl Handoff {
         true
     }
 
-    /// An emptied batch to fill (one the I/O thread wrote and handed back,
+    /// An emptied bundle to fill (one the I/O thread wrote and handed back,
     /// with its buffers' capacity), or a new one.
-    pub fn spare_batch(&self) -> EncodedBatch {
+    pub fn spare_bundle(&self) -> Bundle {
         self.spare
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -308,11 +309,17 @@ impl Handoff {
         if s.pending.entries.is_empty() {
             return Ok(());
         }
-        let replacement = self.spare_batch();
-        let batch = std::mem::replace(&mut s.pending, replacement);
+        let replacement = self.spare_bundle();
+        let bundle = std::mem::replace(&mut s.pending, replacement);
         let first_seq = s.pending_first;
         s.pending_first = s.next_seq;
-        self.send(s.tx.as_ref(), Command::Batch { first_seq, batch })
+        self.send(
+            s.tx.as_ref(),
+            Command::Write {
+                first_ticket: first_seq,
+                bundle,
+            },
+        )
     }
 
     /// Sends a command (under `state`). The I/O thread will wake for it, so
@@ -326,9 +333,9 @@ impl Handoff {
 
     // ---- the I/O thread's side ----
 
-    /// Takes the pending batch, if any: `(first_seq, batch)`. Never waits:
+    /// Takes the pending bundle, if any: `(first_seq, bundle)`. Never waits:
     /// when an appender holds the lock, it is sending, so there is other work.
-    pub fn take_pending(&self) -> Option<(u64, EncodedBatch)> {
+    pub fn take_pending(&self) -> Option<(u64, Bundle)> {
         if !self.has_pending.load(Ordering::Acquire) {
             return None;
         }
@@ -336,35 +343,35 @@ impl Handoff {
         self.take_locked(&mut s)
     }
 
-    fn take_locked(&self, s: &mut State) -> Option<(u64, EncodedBatch)> {
+    fn take_locked(&self, s: &mut State) -> Option<(u64, Bundle)> {
         if s.pending.entries.is_empty() {
             return None;
         }
-        // Batches sent earlier hold earlier sequences: the I/O thread must
+        // Bundles sent earlier hold earlier sequences: the I/O thread must
         // drain the channel first. Appenders only send under this lock, so
         // an empty channel here means nothing older is in flight.
         if !s.tx.as_ref().is_none_or(|tx| tx.is_empty()) {
             return None;
         }
-        let replacement = self.spare_batch();
-        let batch = std::mem::replace(&mut s.pending, replacement);
+        let replacement = self.spare_bundle();
+        let bundle = std::mem::replace(&mut s.pending, replacement);
         let first = s.pending_first;
         s.pending_first = s.next_seq;
         self.has_pending.store(false, Ordering::Release);
-        Some((first, batch))
+        Some((first, bundle))
     }
 
-    /// Hands an emptied batch back for reuse.
-    pub fn recycle(&self, mut batch: EncodedBatch) {
-        if batch.bodies.capacity() > 4 * BATCH_BYTES {
-            return; // a huge batch: let it go rather than hold its memory
+    /// Hands an emptied bundle back for reuse.
+    pub fn recycle(&self, mut bundle: Bundle) {
+        if bundle.bodies.capacity() > 4 * BUNDLE_BYTES {
+            return; // a huge bundle: let it go rather than hold its memory
         }
-        batch.bodies.clear();
-        batch.entries.clear();
-        batch.slot = None;
+        bundle.bodies.clear();
+        bundle.entries.clear();
+        bundle.slot = None;
         let mut spare = self.spare.lock().unwrap_or_else(|e| e.into_inner());
         if spare.len() < 4 {
-            spare.push(batch);
+            spare.push(bundle);
         }
     }
 
@@ -384,9 +391,9 @@ impl Handoff {
             return Sleep::Busy;
         }
         match self.take_locked(&mut s) {
-            Some((first, batch)) => {
+            Some((first, bundle)) => {
                 self.io_sleeping.store(false, Ordering::SeqCst);
-                Sleep::Work(first, batch)
+                Sleep::Work(first, bundle)
             }
             None => Sleep::Ok,
         }
