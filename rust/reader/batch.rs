@@ -2,6 +2,7 @@
 //! per-message object, for `read_arrow` and Spark.
 
 use crate::error::Result;
+use crate::format::record::RecordView;
 use crate::reader::tailer::Tailer;
 
 /// Columns of consecutive messages in Arrow's layout: validity bitmaps are
@@ -31,6 +32,11 @@ pub struct Batch {
 
 const LIMIT: usize = i32::MAX as usize;
 
+/// Most rows whose fixed-size columns are reserved up front.
+const RESERVE_ROWS: usize = 1 << 20;
+/// Most payload bytes reserved up front (from the first message's size).
+const RESERVE_BYTES: usize = 256 << 20;
+
 fn set_bit(bits: &mut Vec<u8>, i: usize, on: bool) {
     if i / 8 >= bits.len() {
         bits.push(0);
@@ -41,9 +47,7 @@ fn set_bit(bits: &mut Vec<u8>, i: usize, on: bool) {
 }
 
 impl Batch {
-    /// Reads from `tailer` until sequence `end`, `max_rows` rows, or the end
-    /// of what is published.
-    pub fn read(tailer: &mut Tailer, end: u64, max_rows: usize) -> Result<Batch> {
+    fn empty(hint: usize) -> Batch {
         let mut b = Batch {
             key_offsets: vec![0],
             headers_offsets: vec![0],
@@ -52,55 +56,102 @@ impl Batch {
             payload_offsets: vec![0],
             ..Batch::default()
         };
-        let hint = max_rows
-            .min(end.saturating_sub(tailer.next_seq()) as usize)
-            .min(1 << 20);
         b.seq.reserve(hint);
         b.timestamp.reserve(hint);
         b.payload_offsets.reserve(hint);
-        while b.rows < max_rows && tailer.next_seq() < end {
+        b.key_offsets.reserve(hint);
+        b.headers_offsets.reserve(hint);
+        b.key_valid.reserve(hint.div_ceil(8));
+        b.headers_valid.reserve(hint.div_ceil(8));
+        b
+    }
+
+    /// Appends one message, unless a column would pass `i32::MAX` bytes
+    /// (then returns false and leaves the batch as it was).
+    #[inline]
+    fn push(&mut self, seq: u64, rec: &RecordView<'_>, hint: usize) -> bool {
+        let key_len = rec.key.map_or(0, <[u8]>::len);
+        let mut headers = rec.headers();
+        let header_bytes: usize = match headers.size_hint().1 {
+            Some(0) => 0,
+            _ => headers
+                .clone()
+                .map(|h| h.name.len() + h.value.len())
+                .sum(),
+        };
+        if self.payload_data.len() + rec.payload.len() > LIMIT
+            || self.key_data.len() + key_len > LIMIT
+            || self.header_value_data.len() + header_bytes > LIMIT
+        {
+            return false;
+        }
+        let i = self.rows;
+        if i == 0 {
+            // Messages of a queue are often of one size: reserve for as many
+            // as expected like the first, so the column is not copied as it grows.
+            let want = hint.saturating_mul(rec.payload.len()).min(RESERVE_BYTES);
+            self.payload_data.reserve(want);
+        }
+        self.seq.push(seq as i64);
+        self.timestamp.push(rec.timestamp as i64);
+        set_bit(&mut self.key_valid, i, rec.key.is_some());
+        match rec.key {
+            Some(k) => self.key_data.extend_from_slice(k),
+            None => self.key_nulls += 1,
+        }
+        self.key_offsets.push(self.key_data.len() as i32);
+        let mut has_headers = false;
+        if header_bytes > 0 || headers.size_hint().1 != Some(0) {
+            for h in headers.by_ref() {
+                has_headers = true;
+                self.header_name_data.extend_from_slice(h.name.as_bytes());
+                self.header_name_offsets
+                    .push(self.header_name_data.len() as i32);
+                self.header_value_data.extend_from_slice(h.value);
+                self.header_value_offsets
+                    .push(self.header_value_data.len() as i32);
+            }
+        }
+        set_bit(&mut self.headers_valid, i, has_headers);
+        if !has_headers {
+            self.headers_nulls += 1;
+        }
+        self.headers_offsets
+            .push(self.header_name_offsets.len() as i32 - 1);
+        self.payload_data.extend_from_slice(rec.payload);
+        self.payload_offsets.push(self.payload_data.len() as i32);
+        self.rows += 1;
+        true
+    }
+
+    /// Reads from `tailer` until sequence `end`, `max_rows` rows, or the end
+    /// of what is published. Runs of plain frames are read in bulk
+    /// ([`Tailer::read_run`]: a sealed file verified once by its footer's
+    /// CRC, other frames each by their own); file switches, the end of the
+    /// data and damage go through [`Tailer::read_next`].
+    pub fn read(tailer: &mut Tailer, end: u64, max_rows: usize) -> Result<Batch> {
+        let hint = max_rows
+            .min(end.saturating_sub(tailer.next_seq()) as usize)
+            .min(RESERVE_ROWS);
+        let mut b = Batch::empty(hint);
+        let mut full = false;
+        while !full && b.rows < max_rows && tailer.next_seq() < end {
+            let want = (max_rows - b.rows).min((end - tailer.next_seq()) as usize);
+            let taken = tailer.read_run(want, &mut |seq, rec| {
+                let ok = b.push(seq, rec, hint);
+                full = !ok;
+                ok
+            })?;
+            if full || taken > 0 {
+                continue;
+            }
             let Some(m) = tailer.read_next()? else { break };
-            let key_len = m.key.map_or(0, <[u8]>::len);
-            let header_bytes: usize = match m.headers().len() {
-                0 => 0,
-                _ => m.headers().map(|h| h.name.len() + h.value.len()).sum(),
-            };
-            if b.payload_data.len() + m.payload.len() > LIMIT
-                || b.key_data.len() + key_len > LIMIT
-                || b.header_value_data.len() + header_bytes > LIMIT
-            {
+            if !b.push(m.seq, m.record(), hint) {
                 // Leave the message for the next batch.
                 let seq = m.seq;
                 tailer.seek(seq)?;
                 break;
             }
-            let i = b.rows;
-            b.seq.push(m.seq as i64);
-            b.timestamp.push(m.timestamp as i64);
-            set_bit(&mut b.key_valid, i, m.key.is_some());
-            if m.key.is_none() {
-                b.key_nulls += 1;
-            }
-            b.key_data.extend_from_slice(m.key.unwrap_or_default());
-            b.key_offsets.push(b.key_data.len() as i32);
-            let mut has_headers = false;
-            for h in m.headers() {
-                has_headers = true;
-                b.header_name_data.extend_from_slice(h.name.as_bytes());
-                b.header_name_offsets.push(b.header_name_data.len() as i32);
-                b.header_value_data.extend_from_slice(h.value);
-                b.header_value_offsets
-                    .push(b.header_value_data.len() as i32);
-            }
-            set_bit(&mut b.headers_valid, i, has_headers);
-            if !has_headers {
-                b.headers_nulls += 1;
-            }
-            b.headers_offsets
-                .push(b.header_name_offsets.len() as i32 - 1);
-            b.payload_data.extend_from_slice(m.payload);
-            b.payload_offsets.push(b.payload_data.len() as i32);
-            b.rows += 1;
         }
         Ok(b)
     }

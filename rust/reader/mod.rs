@@ -4,6 +4,7 @@
 pub mod batch;
 pub mod catalog;
 pub mod redispatch;
+pub(crate) mod sealed;
 pub mod tailer;
 pub mod wait;
 pub mod wake;
