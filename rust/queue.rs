@@ -14,7 +14,7 @@ use crate::format::metadata::Metadata;
 use crate::format::position;
 use crate::format::{FORMAT_VERSION, OLDEST_READABLE_VERSION};
 use crate::index::key_index::{KeyIndexConfig, KeyIndexReader, KeyIndexWriter};
-use crate::reader::batch::Batch;
+use crate::reader::batch::{Batch, Columns};
 use crate::reader::catalog::Catalog;
 use crate::reader::redispatch::{index_keys_from, open_key_index};
 use crate::reader::tailer::{OwnedMessage, Start, Tailer};
@@ -535,6 +535,17 @@ impl Queue {
 
     /// Columns of messages `start..end` (at most `max_rows`), in Arrow layout.
     pub fn read_batch(&self, start: u64, end: u64, max_rows: usize) -> Result<Batch> {
+        self.read_columns(start, end, max_rows, Columns::ALL)
+    }
+
+    /// As [`Queue::read_batch`], filling only the columns in `cols`.
+    pub fn read_columns(
+        &self,
+        start: u64,
+        end: u64,
+        max_rows: usize,
+        cols: Columns,
+    ) -> Result<Batch> {
         self.check_open()?;
         if end > self.next_seq() {
             self.wait_visible()?;
@@ -542,7 +553,7 @@ impl Queue {
         let first = self.first_seq();
         let mut t = Tailer::new(self.inner.catalog.clone(), self.inner.config.wait);
         t.seek(start.max(first))?;
-        Batch::read(&mut t, end, max_rows)
+        Batch::read_columns(&mut t, end, max_rows, cols)
     }
 
     /// Messages whose key is exactly `key`, in sequence order, stored in

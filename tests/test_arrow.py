@@ -181,3 +181,26 @@ def test_damaged_frame_in_the_active_file_is_reported(qpath: Path) -> None:
             q.read_arrow()
         assert Path(info.value.file).name == active.name
         assert info.value.seq is not None
+
+
+def test_columns_picks_and_orders(mixed: litemq.Queue) -> None:
+    full = mixed.read_arrow()
+    some = mixed.read_arrow(columns=["payload", "seq"])
+    assert some.schema.names == ["payload", "seq"]
+    assert some.column("payload").equals(full.column("payload"))
+    assert some.column("seq").equals(full.column("seq"))
+    keyed = mixed.read_arrow(1, 3, columns=["key", "headers"])
+    assert keyed.column("key").to_pylist() == [b"k-text", b"\x00bin"]
+    assert keyed.column("headers").to_pylist() == [None, [("a", b"1"), ("b", b"\xff")]]
+    keyed.validate(full=True)
+    assert mixed.read_arrow(5, 5, columns=["timestamp"]).schema.names == ["timestamp"]
+    assert mixed.to_pandas(0, 2, columns=["seq"]).columns.tolist() == ["seq"]
+
+
+def test_columns_bad_names(mixed: litemq.Queue) -> None:
+    with pytest.raises(ValueError, match="unknown column 'value'"):
+        mixed.read_arrow(columns=["seq", "value"])
+    with pytest.raises(ValueError, match="twice"):
+        mixed.read_arrow(columns=["seq", "seq"])
+    with pytest.raises(TypeError, match="list of column names"):
+        mixed.read_arrow(columns="seq")

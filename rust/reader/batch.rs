@@ -32,6 +32,24 @@ pub struct Batch {
 
 const LIMIT: usize = i32::MAX as usize;
 
+/// Which of the variable-size columns a read fills (`seq` and `timestamp`
+/// always are); one left out stays empty: no offsets, no data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Columns {
+    pub key: bool,
+    pub headers: bool,
+    pub payload: bool,
+}
+
+impl Columns {
+    /// Every column.
+    pub const ALL: Columns = Columns {
+        key: true,
+        headers: true,
+        payload: true,
+    };
+}
+
 /// Most rows whose fixed-size columns are reserved up front.
 const RESERVE_ROWS: usize = 1 << 20;
 /// Most payload bytes reserved up front (from the first message's size).
@@ -47,29 +65,32 @@ fn set_bit(bits: &mut Vec<u8>, i: usize, on: bool) {
 }
 
 impl Batch {
-    fn empty(hint: usize) -> Batch {
-        let mut b = Batch {
-            key_offsets: vec![0],
-            headers_offsets: vec![0],
-            header_name_offsets: vec![0],
-            header_value_offsets: vec![0],
-            payload_offsets: vec![0],
-            ..Batch::default()
-        };
+    fn empty(hint: usize, cols: Columns) -> Batch {
+        let mut b = Batch::default();
+        let offsets = |on: bool| if on { vec![0] } else { Vec::new() };
+        b.key_offsets = offsets(cols.key);
+        b.headers_offsets = offsets(cols.headers);
+        b.header_name_offsets = offsets(cols.headers);
+        b.header_value_offsets = offsets(cols.headers);
+        b.payload_offsets = offsets(cols.payload);
+        let hint_for = |on: bool| if on { hint } else { 0 };
         b.seq.reserve(hint);
         b.timestamp.reserve(hint);
-        b.payload_offsets.reserve(hint);
-        b.key_offsets.reserve(hint);
-        b.headers_offsets.reserve(hint);
-        b.key_valid.reserve(hint.div_ceil(8));
-        b.headers_valid.reserve(hint.div_ceil(8));
+        b.payload_offsets.reserve(hint_for(cols.payload));
+        b.key_offsets.reserve(hint_for(cols.key));
+        b.headers_offsets.reserve(hint_for(cols.headers));
+        b.key_valid.reserve(hint_for(cols.key).div_ceil(8));
+        b.headers_valid.reserve(hint_for(cols.headers).div_ceil(8));
         b
     }
 
     /// Appends one message, unless a column would pass `i32::MAX` bytes
     /// (then returns false and leaves the batch as it was).
     #[inline]
-    fn push(&mut self, seq: u64, rec: &RecordView<'_>, hint: usize) -> bool {
+    fn push(&mut self, seq: u64, rec: &RecordView<'_>, hint: usize, cols: Columns) -> bool {
+        if !(cols.key && cols.headers && cols.payload) {
+            return self.push_some(seq, rec, hint, cols);
+        }
         let key_len = rec.key.map_or(0, <[u8]>::len);
         let mut headers = rec.headers();
         let header_bytes: usize = match headers.size_hint().1 {
@@ -124,21 +145,88 @@ impl Batch {
         true
     }
 
+    /// As [`Batch::push`], for a selection of columns: pushes a whole row
+    /// into a scratch batch and moves the selected columns over.
+    #[cold]
+    fn push_some(&mut self, seq: u64, rec: &RecordView<'_>, hint: usize, cols: Columns) -> bool {
+        let payload = if cols.payload { rec.payload } else { &[] };
+        let key = if cols.key { rec.key } else { None };
+        let headers = if cols.headers { rec.headers() } else { RecordView::no_headers() };
+        let key_len = key.map_or(0, <[u8]>::len);
+        let header_bytes: usize = headers.clone().map(|h| h.name.len() + h.value.len()).sum();
+        if self.payload_data.len() + payload.len() > LIMIT
+            || self.key_data.len() + key_len > LIMIT
+            || self.header_value_data.len() + header_bytes > LIMIT
+        {
+            return false;
+        }
+        let i = self.rows;
+        if i == 0 && cols.payload {
+            let want = hint.saturating_mul(payload.len()).min(RESERVE_BYTES);
+            self.payload_data.reserve(want);
+        }
+        self.seq.push(seq as i64);
+        self.timestamp.push(rec.timestamp as i64);
+        if cols.key {
+            set_bit(&mut self.key_valid, i, key.is_some());
+            match key {
+                Some(k) => self.key_data.extend_from_slice(k),
+                None => self.key_nulls += 1,
+            }
+            self.key_offsets.push(self.key_data.len() as i32);
+        }
+        if cols.headers {
+            let mut has_headers = false;
+            for h in headers {
+                has_headers = true;
+                self.header_name_data.extend_from_slice(h.name.as_bytes());
+                self.header_name_offsets
+                    .push(self.header_name_data.len() as i32);
+                self.header_value_data.extend_from_slice(h.value);
+                self.header_value_offsets
+                    .push(self.header_value_data.len() as i32);
+            }
+            set_bit(&mut self.headers_valid, i, has_headers);
+            if !has_headers {
+                self.headers_nulls += 1;
+            }
+            self.headers_offsets
+                .push(self.header_name_offsets.len() as i32 - 1);
+        }
+        if cols.payload {
+            self.payload_data.extend_from_slice(payload);
+            self.payload_offsets.push(self.payload_data.len() as i32);
+        }
+        self.rows += 1;
+        true
+    }
+
     /// Reads from `tailer` until sequence `end`, `max_rows` rows, or the end
     /// of what is published. Runs of plain frames are read in bulk
     /// ([`Tailer::read_run`]: a sealed file verified once by its footer's
     /// CRC, other frames each by their own); file switches, the end of the
     /// data and damage go through [`Tailer::read_next`].
     pub fn read(tailer: &mut Tailer, end: u64, max_rows: usize) -> Result<Batch> {
+        Batch::read_columns(tailer, end, max_rows, Columns::ALL)
+    }
+
+    /// As [`Batch::read`], filling only the columns in `cols`; the others
+    /// are left empty (not even their offsets).
+    pub fn read_columns(
+        tailer: &mut Tailer,
+        end: u64,
+        max_rows: usize,
+        cols: Columns,
+    ) -> Result<Batch> {
         let hint = max_rows
             .min(end.saturating_sub(tailer.next_seq()) as usize)
             .min(RESERVE_ROWS);
-        let mut b = Batch::empty(hint);
+        let mut b = Batch::empty(hint, cols);
         let mut full = false;
         while !full && b.rows < max_rows && tailer.next_seq() < end {
             let want = (max_rows - b.rows).min((end - tailer.next_seq()) as usize);
-            let taken = tailer.read_run(want, &mut |seq, rec| {
-                let ok = b.push(seq, rec, hint);
+            let taken = tailer.read_run(want, &mut |m| {
+                let ok = b.push(m.seq, m.record(), hint, cols);
                 full = !ok;
                 ok
             })?;
@@ -146,7 +234,7 @@ impl Batch {
                 continue;
             }
             let Some(m) = tailer.read_next()? else { break };
-            if !b.push(m.seq, m.record(), hint) {
+            if !b.push(m.seq, m.record(), hint, cols) {
                 // Leave the message for the next batch.
                 let seq = m.seq;
                 tailer.seek(seq)?;

@@ -858,7 +858,7 @@ impl Tailer {
     }
 
     /// Reads up to `max` consecutive messages of the file under the cursor
-    /// in one tight loop, handing each to `take(seq, record)`; stops before
+    /// in one tight loop, handing each to `take`; stops before
     /// a message `take` refuses (returning false), and at anything that is
     /// not a plain complete frame (the end of the published data or of the
     /// file, a damaged frame): [`Tailer::read_next`] handles those (and
@@ -873,7 +873,7 @@ impl Tailer {
     pub(crate) fn read_run(
         &mut self,
         max: usize,
-        take: &mut dyn FnMut(u64, &RecordView<'_>) -> bool,
+        take: &mut dyn FnMut(&Message<'_>) -> bool,
     ) -> Result<usize> {
         self.check_open()?;
         let seq0 = self.seq;
@@ -921,7 +921,17 @@ impl Tailer {
             let Ok(view) = record::decode(&file[at + 4..record_end]) else {
                 break;
             };
-            if !take(seq0 + n as u64, &view) {
+            let m = Message {
+                seq: seq0 + n as u64,
+                timestamp: view.timestamp,
+                key: view.key,
+                payload: view.payload,
+                payload_at: at + 4 + view.payload_at,
+                position: position::encode(c.info.header.file_number, at as u64),
+                view,
+                mapping: map,
+            };
+            if !take(&m) {
                 break;
             }
             at += frame::frame_size(record_len);
