@@ -574,7 +574,7 @@ def test_read_batch_bad_arguments_and_closed(queue: litemq.Queue) -> None:
         t.read_batch("3")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="bool"):
         t.read_batch(True)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="timeout"):
         t.read_batch(3, timeout=-1)
     queue.close()
     with pytest.raises(litemq.ClosedError):
@@ -597,7 +597,8 @@ def test_read_batch_wakes_with_closed_error(queue: litemq.Queue) -> None:
     queue.close()
     th.join(5)
     assert not th.is_alive()
-    assert len(errors) == 1 and isinstance(errors[0], litemq.ClosedError)
+    assert len(errors) == 1
+    assert isinstance(errors[0], litemq.ClosedError)
 
 
 def test_read_batch_of_a_named_tailer_commits_what_it_returned(queue: litemq.Queue) -> None:

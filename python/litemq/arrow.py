@@ -92,9 +92,7 @@ def _validity(buf: bytes, nulls: int) -> Any:
     return None if nulls == 0 else pa.py_buffer(buf)
 
 
-def record_batch(
-    cols: dict[str, Any], columns: tuple[str, ...] = SCHEMA_FIELDS
-) -> pa.RecordBatch:
+def record_batch(cols: dict[str, Any], columns: tuple[str, ...] = SCHEMA_FIELDS) -> pa.RecordBatch:
     """Wraps one engine batch (the dict `_read_batch` returns), with the
     columns named (the engine filled those)."""
     import pyarrow as pa

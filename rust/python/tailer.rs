@@ -220,16 +220,16 @@ impl Tailer {
         self.with(py, |reader| {
             while out.len() < max && failed.is_none() {
                 let want = max - out.len();
-                let taken = reader.read_run(want, &mut |m| {
-                    match Message::from_borrowed(py, m).and_then(|m| Bound::new(py, m)) {
-                        Ok(m) => {
-                            out.push(m);
-                            true
-                        }
-                        Err(e) => {
-                            failed = Some(e);
-                            false
-                        }
+                let taken = reader.read_run(want, &mut |m| match Message::from_borrowed(py, m)
+                    .and_then(|m| Bound::new(py, m))
+                {
+                    Ok(m) => {
+                        out.push(m);
+                        true
+                    }
+                    Err(e) => {
+                        failed = Some(e);
+                        false
                     }
                 });
                 match taken {
@@ -280,7 +280,9 @@ impl Tailer {
 /// `max_messages` of `read_batch`: an int of at least 1.
 fn max_messages_arg(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
     if obj.is_instance_of::<pyo3::types::PyBool>() {
-        return Err(PyTypeError::new_err("max_messages must be an int, not bool"));
+        return Err(PyTypeError::new_err(
+            "max_messages must be an int, not bool",
+        ));
     }
     let n: i128 = obj.extract().map_err(|_| {
         PyTypeError::new_err(format!(

@@ -95,10 +95,7 @@ impl Batch {
         let mut headers = rec.headers();
         let header_bytes: usize = match headers.size_hint().1 {
             Some(0) => 0,
-            _ => headers
-                .clone()
-                .map(|h| h.name.len() + h.value.len())
-                .sum(),
+            _ => headers.clone().map(|h| h.name.len() + h.value.len()).sum(),
         };
         if self.payload_data.len() + rec.payload.len() > LIMIT
             || self.key_data.len() + key_len > LIMIT
@@ -151,7 +148,11 @@ impl Batch {
     fn push_some(&mut self, seq: u64, rec: &RecordView<'_>, hint: usize, cols: Columns) -> bool {
         let payload = if cols.payload { rec.payload } else { &[] };
         let key = if cols.key { rec.key } else { None };
-        let headers = if cols.headers { rec.headers() } else { RecordView::no_headers() };
+        let headers = if cols.headers {
+            rec.headers()
+        } else {
+            RecordView::no_headers()
+        };
         let key_len = key.map_or(0, <[u8]>::len);
         let header_bytes: usize = headers.clone().map(|h| h.name.len() + h.value.len()).sum();
         if self.payload_data.len() + payload.len() > LIMIT
