@@ -229,7 +229,7 @@ class Queue(_litemq.Queue):
         buffers the engine fills and hands over without a copy, with no
         Python object per message. Every frame is CRC-checked: a sealed
         file read (at least a quarter of it) in one call is verified once
-        per process by the CRC-64 in its footer, other frames each by their
+        per queue handle by the CRC-64 in its footer, other frames each by their
         own CRC; damage raises CorruptedError naming the file. Needs pyarrow.
 
         >>> q.read_arrow(max_rows=2).column("seq").to_pylist()

@@ -131,9 +131,9 @@ struct Cursor {
     offset: usize,
     /// The file's sparse index, opened on first use (`Some(None)`: unusable).
     index: Option<Option<SparseIndex>>,
-    /// The file's footer when it is a trimmed sealed file, looked up on a
-    /// bulk read's first use (`Some(None)`: none usable).
-    footer: Option<Option<Footer>>,
+    /// The file's footer when it is a sealed file, looked up on a bulk
+    /// read's first use (`Some(None)`: none usable).
+    footer: Option<Option<super::sealed::Sealed>>,
     /// Its frame area matched the footer's CRC in this process.
     verified: bool,
 }
@@ -186,7 +186,8 @@ struct Located {
 }
 
 /// Reads a queue in sequence order, from any starting point. Every read
-/// checks the frame's CRC; a tailer moves to the next file only after the
+/// checks the frame's CRC (bulk runs in a sealed file: the file's CRC in its
+/// footer, once per queue handle, see [`Tailer::read_run`]); a tailer moves to the next file only after the
 /// end-of-file marker. Once its queue is closed every call returns
 /// [`Error::Closed`] (a blocked wait wakes with it) and the file is unmapped.
 ///
@@ -866,10 +867,10 @@ impl Tailer {
     ///
     /// Each frame is checked by its own CRC, except in a sealed file whose
     /// whole frame area this process verified against its footer's CRC (see
-    /// `reader::sealed`): a bulk read that wants at least a quarter of such
-    /// a file's messages verifies it first (a mismatch is
-    /// [`Error::Corrupted`] naming the file) and then parses its frames
-    /// without per-frame CRC.
+    /// `reader::sealed`, remembered per queue handle): a bulk read that
+    /// wants at least a quarter of such a file's messages verifies it first
+    /// (a mismatch is [`Error::Corrupted`] naming the file) and then parses
+    /// its frames without per-frame CRC.
     pub(crate) fn read_run(
         &mut self,
         max: usize,
@@ -884,11 +885,13 @@ impl Tailer {
             .footer
             .get_or_insert_with(|| super::sealed::footer(&c.map, &c.info));
         let mut trusted_end = None;
-        if let Some(f) = footer {
+        if let Some(sealed) = footer {
+            let f = sealed.footer;
             let wanted = (max as u64).min(f.end_seq.saturating_sub(seq0));
             let rows = f.end_seq - f.first_seq;
-            if !c.verified && (super::sealed::is_verified(&c.map, &f) || wanted * 4 >= rows) {
-                super::sealed::verify(&c.map, &f)?;
+            let verified = &self.catalog.verified;
+            if !c.verified && (verified.contains(&sealed) || wanted * 4 >= rows) {
+                verified.verify(&c.map, &sealed)?;
                 c.verified = true;
             }
             if c.verified {
