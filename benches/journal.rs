@@ -102,14 +102,14 @@ fn read_throughput(c: &mut Criterion) {
         b.iter(|| {
             let mut rows = 0u64;
             while rows < n {
-                rows += q.read_batch(rows, n, 65_536).unwrap().rows as u64;
+                rows += q.read_columns(rows, n, 65_536).unwrap().rows as u64;
             }
             assert_eq!(rows, n);
         })
     });
     g.bench_function(
         "batch/64 whole queue in one call (the file being written)",
-        |b| b.iter(|| assert_eq!(q.read_batch(0, n, n as usize).unwrap().rows as u64, n)),
+        |b| b.iter(|| assert_eq!(q.read_columns(0, n, n as usize).unwrap().rows as u64, n)),
     );
     // The same messages in sealed 16 MiB files: each verified once by the
     // CRC-64 in its footer, then parsed without a CRC per frame.
@@ -127,7 +127,14 @@ fn read_throughput(c: &mut Criterion) {
     wait_written(&sealed, n);
     g.bench_function(
         "batch/64 whole queue in one call (sealed 16 MiB files)",
-        |b| b.iter(|| assert_eq!(sealed.read_batch(0, n, n as usize).unwrap().rows as u64, n)),
+        |b| {
+            b.iter(|| {
+                assert_eq!(
+                    sealed.read_columns(0, n, n as usize).unwrap().rows as u64,
+                    n
+                )
+            })
+        },
     );
     g.throughput(Throughput::Elements(1));
     g.bench_function("seek/random", |b| {

@@ -14,8 +14,8 @@ use crate::format::metadata::Metadata;
 use crate::format::position;
 use crate::format::{FORMAT_VERSION, OLDEST_READABLE_VERSION};
 use crate::index::key_index::{KeyIndexConfig, KeyIndexReader, KeyIndexWriter};
-use crate::reader::batch::{Batch, Columns};
 use crate::reader::catalog::Catalog;
+use crate::reader::columns::{ColumnSet, Columns};
 use crate::reader::redispatch::{index_keys_from, open_key_index};
 use crate::reader::tailer::{OwnedMessage, Start, Tailer};
 use crate::reader::wake::WakeSource;
@@ -534,18 +534,18 @@ impl Queue {
     }
 
     /// Columns of messages `start..end` (at most `max_rows`), in Arrow layout.
-    pub fn read_batch(&self, start: u64, end: u64, max_rows: usize) -> Result<Batch> {
-        self.read_columns(start, end, max_rows, Columns::ALL)
+    pub fn read_columns(&self, start: u64, end: u64, max_rows: usize) -> Result<Columns> {
+        self.read_column_set(start, end, max_rows, ColumnSet::ALL)
     }
 
-    /// As [`Queue::read_batch`], filling only the columns in `cols`.
-    pub fn read_columns(
+    /// As [`Queue::read_columns`], filling only the columns in `cols`.
+    pub fn read_column_set(
         &self,
         start: u64,
         end: u64,
         max_rows: usize,
-        cols: Columns,
-    ) -> Result<Batch> {
+        cols: ColumnSet,
+    ) -> Result<Columns> {
         self.check_open()?;
         if end > self.next_seq() {
             self.wait_visible()?;
@@ -553,7 +553,7 @@ impl Queue {
         let first = self.first_seq();
         let mut t = Tailer::new(self.inner.catalog.clone(), self.inner.config.wait);
         t.seek(start.max(first))?;
-        Batch::read_columns(&mut t, end, max_rows, cols)
+        Columns::read_set(&mut t, end, max_rows, cols)
     }
 
     /// Messages whose key is exactly `key`, in sequence order, stored in

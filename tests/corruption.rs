@@ -292,7 +292,7 @@ fn run_case(pristine: &Path, rng: &mut Rng, firsts: &[u64], problems: &mut Vec<S
         // parsed without per-frame CRC) return only right rows, or fail.
         let second = firsts.get(1).copied().unwrap_or(0);
         for (start, rows) in [(0, MESSAGES as usize), (second, 500)] {
-            if let Ok(b) = q.read_batch(start, MESSAGES, rows) {
+            if let Ok(b) = q.read_columns(start, MESSAGES, rows) {
                 for i in 0..b.rows {
                     let payload = &b.payload_data
                         [b.payload_offsets[i] as usize..b.payload_offsets[i + 1] as usize];

@@ -59,7 +59,7 @@ fn data_column<'py>(py: Python<'py>, v: Vec<u8>) -> PyResult<Bound<'py, PayloadV
 /// Fills `d` with the columns of `b`: buffers in Arrow layout (little-endian),
 /// each a buffer object that owns the engine's vector (no copy; validity
 /// bitmaps and header names, small, as `bytes`), counts as ints.
-pub(crate) fn fill_batch(d: &Bound<'_, PyDict>, b: crate::Batch) -> PyResult<()> {
+pub(crate) fn fill_columns(d: &Bound<'_, PyDict>, b: crate::Columns) -> PyResult<()> {
     let py = d.py();
     d.set_item("rows", b.rows)?;
     d.set_item("seq", i64_column(py, b.seq)?)?;

@@ -569,14 +569,14 @@ impl Queue {
         payload: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let queue = self.queue()?;
-        let cols = crate::Columns {
+        let cols = crate::ColumnSet {
             key,
             headers,
             payload,
         };
-        let b = exit::detach(py, || queue.read_columns(start, end, max_rows, cols))?;
+        let b = exit::detach(py, || queue.read_column_set(start, end, max_rows, cols))?;
         let d = PyDict::new(py);
-        super::batch::fill_batch(&d, b)?;
+        super::batch::fill_columns(&d, b)?;
         Ok(d)
     }
 

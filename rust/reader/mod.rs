@@ -1,8 +1,8 @@
 //! The read path: the [`catalog::Catalog`] of data files, [`tailer::Tailer`]s
-//! that walk frames, and columnar [`batch::Batch`] reads.
+//! that walk frames, and columnar [`columns::Columns`] reads.
 
-pub mod batch;
 pub mod catalog;
+pub mod columns;
 pub mod redispatch;
 pub(crate) mod sealed;
 pub mod tailer;

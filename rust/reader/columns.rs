@@ -5,11 +5,11 @@ use crate::error::Result;
 use crate::format::record::RecordView;
 use crate::reader::tailer::Tailer;
 
-/// Columns of consecutive messages in Arrow's layout: validity bitmaps are
+/// ColumnSet of consecutive messages in Arrow's layout: validity bitmaps are
 /// LSB-first, offsets are `i32` (a batch stops before any column's data
 /// would pass `i32::MAX` bytes).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Batch {
+pub struct Columns {
     pub rows: usize,
     pub seq: Vec<i64>,
     /// µs since the Unix epoch, UTC.
@@ -35,15 +35,15 @@ const LIMIT: usize = i32::MAX as usize;
 /// Which of the variable-size columns a read fills (`seq` and `timestamp`
 /// always are); one left out stays empty: no offsets, no data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Columns {
+pub struct ColumnSet {
     pub key: bool,
     pub headers: bool,
     pub payload: bool,
 }
 
-impl Columns {
+impl ColumnSet {
     /// Every column.
-    pub const ALL: Columns = Columns {
+    pub const ALL: ColumnSet = ColumnSet {
         key: true,
         headers: true,
         payload: true,
@@ -64,9 +64,9 @@ fn set_bit(bits: &mut Vec<u8>, i: usize, on: bool) {
     }
 }
 
-impl Batch {
-    fn empty(hint: usize, cols: Columns) -> Batch {
-        let mut b = Batch::default();
+impl Columns {
+    fn empty(hint: usize, cols: ColumnSet) -> Columns {
+        let mut b = Columns::default();
         let offsets = |on: bool| if on { vec![0] } else { Vec::new() };
         b.key_offsets = offsets(cols.key);
         b.headers_offsets = offsets(cols.headers);
@@ -87,7 +87,7 @@ impl Batch {
     /// Appends one message, unless a column would pass `i32::MAX` bytes
     /// (then returns false and leaves the batch as it was).
     #[inline]
-    fn push(&mut self, seq: u64, rec: &RecordView<'_>, hint: usize, cols: Columns) -> bool {
+    fn push(&mut self, seq: u64, rec: &RecordView<'_>, hint: usize, cols: ColumnSet) -> bool {
         if !(cols.key && cols.headers && cols.payload) {
             return self.push_some(seq, rec, hint, cols);
         }
@@ -142,10 +142,10 @@ impl Batch {
         true
     }
 
-    /// As [`Batch::push`], for a selection of columns: pushes a whole row
+    /// As [`Columns::push`], for a selection of columns: pushes a whole row
     /// into a scratch batch and moves the selected columns over.
     #[cold]
-    fn push_some(&mut self, seq: u64, rec: &RecordView<'_>, hint: usize, cols: Columns) -> bool {
+    fn push_some(&mut self, seq: u64, rec: &RecordView<'_>, hint: usize, cols: ColumnSet) -> bool {
         let payload = if cols.payload { rec.payload } else { &[] };
         let key = if cols.key { rec.key } else { None };
         let headers = if cols.headers {
@@ -207,22 +207,22 @@ impl Batch {
     /// ([`Tailer::read_run`]: a sealed file verified once by its footer's
     /// CRC, other frames each by their own); file switches, the end of the
     /// data and damage go through [`Tailer::read_next`].
-    pub fn read(tailer: &mut Tailer, end: u64, max_rows: usize) -> Result<Batch> {
-        Batch::read_columns(tailer, end, max_rows, Columns::ALL)
+    pub fn read(tailer: &mut Tailer, end: u64, max_rows: usize) -> Result<Columns> {
+        Columns::read_set(tailer, end, max_rows, ColumnSet::ALL)
     }
 
-    /// As [`Batch::read`], filling only the columns in `cols`; the others
+    /// As [`Columns::read`], filling only the columns in `cols`; the others
     /// are left empty (not even their offsets).
-    pub fn read_columns(
+    pub fn read_set(
         tailer: &mut Tailer,
         end: u64,
         max_rows: usize,
-        cols: Columns,
-    ) -> Result<Batch> {
+        cols: ColumnSet,
+    ) -> Result<Columns> {
         let hint = max_rows
             .min(end.saturating_sub(tailer.next_seq()) as usize)
             .min(RESERVE_ROWS);
-        let mut b = Batch::empty(hint, cols);
+        let mut b = Columns::empty(hint, cols);
         let mut full = false;
         while !full && b.rows < max_rows && tailer.next_seq() < end {
             let want = (max_rows - b.rows).min((end - tailer.next_seq()) as usize);
