@@ -122,7 +122,7 @@ fuzz:
 # Thousands of kills, crash images and damaged queues instead of hundreds.
 soak: venv
 	SOAK=1 cargo test --release --test crash --test power_loss --test corruption
-	SOAK=1 $(PY) -m pytest tests/test_crash.py
+	SOAK=1 $(PY) -m pytest tests/python/test_crash.py
 
 clean:
 	rm -rf $(VENV) python/litemq/*.so

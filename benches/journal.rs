@@ -4,6 +4,10 @@
 //! Throughput figures count a message as appended once the I/O thread has
 //! written it into the mapping (visible to tailers), not when `append`
 //! returns, so the channel cannot hide a slow writer.
+#![expect(
+    missing_docs,
+    reason = "criterion_group! defines an undocumented pub fn"
+)]
 
 use std::hint::black_box;
 use std::path::Path;
@@ -98,7 +102,7 @@ fn read_throughput(c: &mut Criterion) {
             assert_eq!(sum as u64, 64 * n);
         })
     });
-    g.bench_function("batch/64 (read_arrow's columns)", |b| {
+    g.bench_function("columns/64 (read_arrow)", |b| {
         b.iter(|| {
             let mut rows = 0u64;
             while rows < n {
@@ -158,6 +162,22 @@ fn read_throughput(c: &mut Criterion) {
             black_box(q.get((x >> 20) % n).unwrap());
         })
     });
+    // As a reader in another process has it: its own catalog and mappings,
+    // no writer to ask where the data ends.
+    let ro = litemq::QueueBuilder::new(dir.path())
+        .read_only(true)
+        .open()
+        .unwrap();
+    g.bench_function("get/random, read-only handle", |b| {
+        let mut x = 7u64;
+        b.iter(|| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            black_box(ro.get((x >> 20) % n).unwrap());
+        })
+    });
+    drop(ro);
     g.finish();
     q.close().unwrap();
 

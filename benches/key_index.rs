@@ -2,6 +2,10 @@
 //! and the cost of `add` next to the cost of the hash alone.
 //!
 //! `cargo bench --bench key_index` (set `KEY_INDEX_BENCH_KEYS` for a smaller run).
+#![expect(
+    missing_docs,
+    reason = "criterion_group! defines an undocumented pub fn"
+)]
 
 use std::hint::black_box;
 use std::time::Instant;

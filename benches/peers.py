@@ -4,10 +4,13 @@
     .venv/bin/python benches/peers.py             # 1,000,000 messages, docs/PERFORMANCE.md
     .venv/bin/python benches/peers.py --quick     # smoke run, results in bench-results/ only
     .venv/bin/python benches/peers.py --only litemq,lmdb --n 200000
+    .venv/bin/python benches/peers.py --random-get  # only random get, litemq vs lmdb
 
 Measures, one store after another and each in a fresh process, append and
 sequential-read throughput (also in a durable variant), peak memory and
-bytes on disk; litemq's random ``get`` and key ``find``; the latency
+bytes on disk; litemq's random ``get`` and key ``find``; random ``get``
+from a read-only handle and the writer's queue against lmdb's random
+``txn.get`` (issue 15, ratio printed, ``--random-get`` runs just that); the latency
 from ``append`` to a tailer in another process; and, against an ``os.pipe``
 between the same two processes, the latency and the follower's CPU at
 20,000 and 1,000 msg/s (``--follow-only`` runs just that). Prints a table with each
@@ -42,10 +45,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from peers import contention, latency, report  # noqa: E402
-from peers.phases import current_rss  # noqa: E402
-from peers.redis_server import RedisServer  # noqa: E402
-from peers.stores import STORES, RedisStream, Store, Unavailable  # noqa: E402
+from peers_lib import contention, latency, random_get, report  # noqa: E402
+from peers_lib.phases import current_rss  # noqa: E402
+from peers_lib.redis_server import RedisServer  # noqa: E402
+from peers_lib.stores import STORES, RedisStream, Store, Unavailable  # noqa: E402
 
 
 @dataclass
@@ -128,6 +131,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--follow-only",
         action="store_true",
         help="run only the follow-vs-pipe cases (no stores, no docs)",
+    )
+    p.add_argument(
+        "--random-get",
+        action="store_true",
+        help="run only the random-get case (litemq read-only and writer against lmdb)",
     )
     p.add_argument(
         "--repeat",
@@ -272,7 +280,21 @@ def run_all(args: argparse.Namespace, stores: list[type[Store]]) -> dict[str, An
             spec = {**base, "store": "litemq_lookups", "variant": "default"}
             runs["litemq_lookups/default"] = run_child(spec, timeout, quiet)
             progress(f"  litemq lookups           {describe(runs['litemq_lookups/default'])}")
-    return {"runs": runs, "litemq_missing": missing}
+    out: dict[str, Any] = {"runs": runs, "litemq_missing": missing}
+    if any(s.is_litemq for s in stores) and not missing:
+        out["random_get"] = run_random_get(args, quiet)
+    return out
+
+
+def run_random_get(args: argparse.Namespace, quiet: QuietPolicy) -> dict[str, Any]:
+    """litemq's random ``get`` (read-only handle, writer) beside lmdb's ``txn.get``."""
+    progress("  random get: litemq (read-only, writer) and lmdb ...")
+    spec = {"n": args.n, "size": args.size, "cap": args.cap, "dir": args.dir}
+    spec.update(store="random_get", variant="default")
+    result = run_child(spec, 20 * args.cap + 300, quiet)
+    for line in random_get.lines(result):
+        progress("  " + line)
+    return result
 
 
 def best_of(tries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -411,6 +433,14 @@ def main(argv: list[str]) -> int:
     results["machine"] = machine
     args.dir = str(scratch)
     sample: list[int] = []
+    if args.random_get:
+        try:
+            result = run_random_get(args, QuietPolicy(args.quiet_wait, args.quiet_threshold))
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        print("\n" + "\n".join(random_get.lines(result)))
+        print(f"command: {results['command']}")
+        return 0 if "median" in result else 1
     try:
         if args.follow_only:
             results.update({"runs": {}, "litemq_missing": litemq_problem()})
@@ -456,6 +486,8 @@ def main(argv: list[str]) -> int:
     look = results["runs"].get("litemq_lookups/default", {})
     if "get" in look:
         print("\nlitemq " + describe(look))
+    if "random_get" in results:
+        print("\n" + "\n".join(random_get.lines(results["random_get"])))
     print("\nGoals (issue 8):")
     for line in report.goal_lines(results):
         print("  " + line)
@@ -486,7 +518,7 @@ def child(argv: list[str]) -> int:
     """Entry points of the child processes this script starts."""
     command, spec = argv[0], json.loads(argv[1])
     if command == "_worker":
-        from peers import worker
+        from peers_lib import worker
 
         return worker.main(argv[1:])
     if command == "_latency-writer":

@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// A source of wall-clock time in microseconds since the Unix epoch (UTC).
 pub trait Clock: Send + Sync + Debug {
+    /// Microseconds since the Unix epoch (UTC).
     fn now_micros(&self) -> u64;
 }
 
@@ -28,12 +29,15 @@ impl Clock for SystemClock {
 pub struct ManualClock(AtomicU64);
 
 impl ManualClock {
+    /// A clock reading `start_micros`.
     pub fn new(start_micros: u64) -> Self {
         ManualClock(AtomicU64::new(start_micros))
     }
+    /// Sets the time.
     pub fn set(&self, micros: u64) {
         self.0.store(micros, Ordering::SeqCst);
     }
+    /// Moves the time forward by `by`.
     pub fn advance(&self, by: Duration) {
         self.0.fetch_add(by.as_micros() as u64, Ordering::SeqCst);
     }

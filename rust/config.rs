@@ -6,11 +6,12 @@ use std::time::Duration;
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
-use crate::format::frame::DATA_HEADER_LEN;
 use crate::format::metadata::{StoredOptions, StoredRetention};
 use crate::index::key_index::KeyIndexConfig;
-use crate::queue::Queue;
+use crate::reader::wait::WaitStrategy;
 use crate::retention::RetentionPolicy;
+use crate::writer::options::WriterOptions;
+pub use crate::writer::options::{FlushMode, RollPeriod, RollStrategy};
 
 /// Smallest data file allowed: a header and room for real messages.
 pub const MIN_FILE_SIZE: u64 = 64 * 1024;
@@ -22,92 +23,6 @@ pub const MAX_FILE_SIZE: u64 = 1 << 40;
 pub const MAX_CHANNEL_CAPACITY: usize = 1 << 16;
 /// Largest `index_interval`: the sparse-index header stores it in 32 bits.
 pub const MAX_INDEX_INTERVAL: u32 = u32::MAX;
-
-/// A calendar period (UTC) after which the writer starts a new data file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RollPeriod {
-    Minutely,
-    Hourly,
-    Daily,
-}
-
-impl RollPeriod {
-    /// Length of the period in microseconds.
-    pub fn micros(self) -> u64 {
-        match self {
-            RollPeriod::Minutely => 60_000_000,
-            RollPeriod::Hourly => 3_600_000_000,
-            RollPeriod::Daily => 86_400_000_000,
-        }
-    }
-}
-
-/// When to start a new data file. A file is also rolled whenever the next
-/// frame does not fit, whatever the strategy.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RollStrategy {
-    /// Roll once the file holds this many bytes (header included).
-    Size(u64),
-    /// Roll when a message's timestamp falls in a later UTC period than the
-    /// file's first message.
-    Period(RollPeriod),
-    /// Roll after this many messages.
-    Count(u64),
-    /// Roll when any of these would.
-    Any(Vec<RollStrategy>),
-}
-
-impl RollStrategy {
-    fn validate(&self) -> Result<()> {
-        match self {
-            RollStrategy::Size(n) if *n <= DATA_HEADER_LEN as u64 => Err(Error::InvalidConfig(
-                format!("roll size {n} must exceed the {DATA_HEADER_LEN}-byte file header"),
-            )),
-            RollStrategy::Count(0) => {
-                Err(Error::InvalidConfig("roll count must be at least 1".into()))
-            }
-            RollStrategy::Any(v) => v.iter().try_for_each(RollStrategy::validate),
-            _ => Ok(()),
-        }
-    }
-
-    /// Visits every leaf strategy.
-    pub(crate) fn leaves(&self, f: &mut dyn FnMut(&RollStrategy)) {
-        match self {
-            RollStrategy::Any(v) => v.iter().for_each(|s| s.leaves(f)),
-            s => f(s),
-        }
-    }
-}
-
-/// When written bytes are forced to disk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FlushMode {
-    /// The OS writes pages back when it likes; `flush()` forces it.
-    Async,
-    /// An append returns only once its bytes are msync'd. Appends waiting at
-    /// the same time share one msync (group commit).
-    Sync,
-    /// msync once this many bytes are pending or this much time has passed
-    /// (`Duration::MAX`: by bytes only). One of them must be able to fire.
-    Batch { bytes: u64, interval: Duration },
-}
-
-/// How a blocking read waits for the next message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum WaitStrategy {
-    /// Spin a few microseconds, then sleep on the queue's wake-up word
-    /// (`wake.ctl`, a futex a writer in any process bumps after publishing):
-    /// low latency while messages flow, no CPU while they don't. Where there
-    /// is no usable wake-up word (a read-only handle that cannot write
-    /// `wake.ctl`, not Linux), spin, yield, then sleep with back-off up to 1 ms.
-    #[default]
-    Default,
-    /// Spin on the mapping without ever sleeping: lowest latency, one core
-    /// busy per waiting follower. On a machine with few cores (2) it starves
-    /// the writer's I/O thread and latency gets worse, not better.
-    BusySpin,
-}
 
 /// Everything a queue is opened with. Built by [`QueueBuilder`].
 #[derive(Debug, Clone)]
@@ -220,7 +135,10 @@ impl QueueBuilder {
         self
     }
     /// One sparse-index entry every this many messages. Default 1024, at
-    /// least 1 (at most [`MAX_INDEX_INTERVAL`] by its type).
+    /// least 1 (at most [`MAX_INDEX_INTERVAL`] by its type). `seek_time`
+    /// walks at most this many frames; `get` and `seek` by sequence use the
+    /// dense index (format 5), and walk at most this many only in older
+    /// files or past a damaged dense-index entry.
     pub fn index_interval(mut self, interval: u32) -> Self {
         self.config.index_interval = interval;
         self.config.explicit.index_interval = true;
@@ -231,7 +149,7 @@ impl QueueBuilder {
         self.config.verify_on_startup = verify;
         self
     }
-    /// Batches (of up to 1024 messages or 64 KiB) the appenders may queue
+    /// Bundles (of up to 1024 messages or 64 KiB) the appenders may queue
     /// ahead of the I/O thread before an append waits. Default 256 (at most
     /// 16 MiB in flight), 1 to [`MAX_CHANNEL_CAPACITY`].
     pub fn channel_capacity(mut self, capacity: usize) -> Self {
@@ -285,10 +203,11 @@ impl QueueBuilder {
         self
     }
 
-    /// Checks the options and opens (or creates) the queue.
-    pub fn open(self) -> Result<Queue> {
+    /// Checks the options and returns them, for `QueueBuilder::open` (in
+    /// `queue.rs`: the builder sits below the queue it opens).
+    pub(crate) fn into_config(self) -> Result<Config> {
         self.validate()?;
-        Queue::open(self.config)
+        Ok(self.config)
     }
 
     fn validate(&self) -> Result<()> {
@@ -337,6 +256,19 @@ impl QueueBuilder {
 }
 
 impl Config {
+    /// The part of the configuration the I/O thread writes with.
+    pub(crate) fn writer_options(&self) -> WriterOptions {
+        WriterOptions {
+            path: self.path.clone(),
+            file_size: self.file_size,
+            roll: self.roll.clone(),
+            flush: self.flush,
+            index_interval: self.index_interval,
+            clock: self.clock.clone(),
+            key_index: self.key_index,
+        }
+    }
+
     /// The remembered form of this configuration's file-shaping options.
     pub(crate) fn stored(&self) -> StoredOptions {
         let mut roll = Vec::new();

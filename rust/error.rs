@@ -16,8 +16,11 @@ pub enum Error {
     /// An operating-system call failed (`op` names it, `path` the file).
     #[error("{op} {}: {source}", path.display())]
     Io {
+        /// The call that failed (`"open"`, `"msync"`, `"rename"`, ...).
         op: &'static str,
+        /// The file or directory it was called on.
         path: PathBuf,
+        /// The OS error.
         #[source]
         source: Arc<std::io::Error>,
     },
@@ -25,15 +28,24 @@ pub enum Error {
     /// Bytes on disk do not decode: a CRC mismatch, a bad length, a bad header.
     #[error("corrupted data in {} at offset {offset}{}: {reason}", path.display(), seq.map(|s| format!(" (seq {s})")).unwrap_or_default())]
     Corrupted {
+        /// The file.
         path: PathBuf,
+        /// Byte offset in it of what failed (a frame, a header, an entry).
         offset: u64,
+        /// The sequence of the message there, when it is known.
         seq: Option<u64>,
+        /// Which check failed.
         reason: String,
     },
 
     /// Another process holds the writer lock of this queue.
     #[error("queue {} is locked by {}", path.display(), pid.map(|p| format!("process {p}")).unwrap_or_else(|| "another process".into()))]
-    Locked { path: PathBuf, pid: Option<u32> },
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+        /// The holder, when the lock file names it.
+        pid: Option<u32>,
+    },
 
     /// The queue (or the handle) was used after `close`.
     #[error("queue is closed")]
@@ -41,7 +53,10 @@ pub enum Error {
 
     /// An earlier write failed on the I/O thread; nothing after it was written.
     #[error("writer is poisoned by an earlier failure: {cause}")]
-    Poisoned { cause: Arc<Error> },
+    Poisoned {
+        /// The failure that poisoned the writer.
+        cause: Arc<Error>,
+    },
 
     /// The I/O thread failed (`cause`) after it had written this append's
     /// frame (or, for a batch, some of its frames) but before the append was
@@ -52,6 +67,7 @@ pub enum Error {
     MaybeStored {
         /// The append's sequence (a batch's first), when it is known.
         seq: Option<u64>,
+        /// The failure.
         cause: Arc<Error>,
     },
 
@@ -66,8 +82,11 @@ pub enum Error {
     /// The file was written by a newer (or unknown) format version.
     #[error("{} has format version {found}; this litemq reads version {supported}", path.display())]
     UnsupportedVersion {
+        /// The file.
         path: PathBuf,
+        /// The version it has.
         found: u32,
+        /// The version this build reads and writes.
         supported: u32,
     },
 
@@ -77,7 +96,14 @@ pub enum Error {
 
     /// The sequence is outside the range the queue holds.
     #[error("sequence {seq} is not in the queue (it holds {first}..{next})")]
-    NotFound { seq: u64, first: u64, next: u64 },
+    NotFound {
+        /// The sequence asked for.
+        seq: u64,
+        /// The oldest sequence kept.
+        first: u64,
+        /// The sequence the next message gets.
+        next: u64,
+    },
 
     /// The queue was opened in a parent process; its I/O thread did not survive `fork()`.
     #[error("queue was opened before fork(); open it again in the child process")]
@@ -118,29 +144,6 @@ impl Error {
             offset,
             seq,
             reason: reason.into(),
-        }
-    }
-}
-
-impl From<crate::index::key_index::KeyIndexError> for Error {
-    fn from(e: crate::index::key_index::KeyIndexError) -> Error {
-        use crate::index::key_index::KeyIndexError as K;
-        match e {
-            K::Io { op, path, source } => Error::Io {
-                op,
-                path,
-                source: Arc::new(source),
-            },
-            K::Corrupt { path, reason } => Error::Corrupted {
-                path,
-                offset: 0,
-                seq: None,
-                reason,
-            },
-            K::InvalidConfig(m) => Error::InvalidConfig(format!("key index: {m}")),
-            K::InvalidArgument(m) => Error::InvalidArgument(format!("key index: {m}")),
-            // The engine adds positions and times in order: out of order is a bug.
-            other @ K::NotAscending { .. } => Error::Internal(other.to_string()),
         }
     }
 }

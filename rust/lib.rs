@@ -15,11 +15,13 @@
 //! # Ok::<(), litemq::Error>(())
 //! ```
 //!
-//! Layout: `format/` encodes and decodes bytes (no I/O), `storage/` owns the
-//! mapped files (the only `unsafe` in the engine), `index/` the sparse and key
-//! indexes, `writer/` the appender and I/O thread, `reader/` tailers, and
-//! `queue.rs` ties them together. `docs/FORMAT.md` and `docs/DESIGN.md` explain
-//! the bytes and the threads.
+//! Layout, from the bottom up: `format/` encodes and decodes bytes (no I/O),
+//! `storage/` owns the mapped files (the only `unsafe` in the engine),
+//! `index/` the sparse and key indexes, `reader/` tailers and `writer/` the
+//! appender and I/O thread, then `consumers/`, `retention.rs` and
+//! `recovery.rs`, and `queue.rs` ties them together. Each layer imports only
+//! those below it (`tests/rust/layers.rs` checks). `docs/DESIGN.md` opens with the
+//! layer diagram and explains the threads; `docs/FORMAT.md` the bytes.
 
 mod clock;
 mod config;
@@ -39,8 +41,8 @@ mod python;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{
-    FlushMode, QueueBuilder, RollPeriod, RollStrategy, WaitStrategy, MAX_CHANNEL_CAPACITY,
-    MAX_FILE_SIZE, MAX_INDEX_INTERVAL, MIN_FILE_SIZE,
+    FlushMode, QueueBuilder, RollPeriod, RollStrategy, MAX_CHANNEL_CAPACITY, MAX_FILE_SIZE,
+    MAX_INDEX_INTERVAL, MIN_FILE_SIZE,
 };
 pub use consumers::{Consumer, ConsumerInfo, ConsumerOptions};
 pub use error::{Error, Result};
@@ -49,6 +51,7 @@ pub use index::key_index::KeyIndexConfig;
 pub use queue::{reindex, writer_pid, DataFileInfo, Queue, Stats};
 pub use reader::columns::{ColumnSet, Columns};
 pub use reader::tailer::{Message, OwnedMessage, Start, Tailer};
+pub use reader::wait::WaitStrategy;
 pub use recovery::RecoveryReport;
 pub use retention::{RetentionPolicy, RetentionReport};
 pub use storage::mapped::Mapping;

@@ -6,21 +6,20 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use crate::clock::Clock;
-use crate::config::Config;
+use crate::config::{Config, QueueBuilder};
 use crate::consumers::{Consumer, ConsumerInfo, ConsumerOptions};
 use crate::error::{Error, Result};
-use crate::format::frame::max_record_len;
 use crate::format::metadata::Metadata;
 use crate::format::position;
 use crate::format::{FORMAT_VERSION, OLDEST_READABLE_VERSION};
-use crate::index::key_index::{KeyIndexConfig, KeyIndexReader, KeyIndexWriter};
+use crate::index::key_index::{self, KeyIndexConfig, KeyIndexReader, KeyIndexWriter};
 use crate::reader::catalog::Catalog;
 use crate::reader::columns::{ColumnSet, Columns};
-use crate::reader::redispatch::{index_keys_from, open_key_index};
-use crate::reader::tailer::{OwnedMessage, Start, Tailer};
+use crate::reader::keys::index_keys_from;
+use crate::reader::tailer::{Message, OwnedMessage, Start, Tailer};
 use crate::reader::wake::WakeSource;
 use crate::recovery::{recover, RecoveryReport};
-use crate::retention::{RetentionPolicy, RetentionReport};
+use crate::retention::{self, RetentionPolicy, RetentionReport};
 use crate::storage::fsutil::write_atomic;
 use crate::storage::layout::{KEY_INDEX_DIR, LOCK_FILE, METADATA_FILE};
 use crate::storage::lock::{Role, WriterLock};
@@ -29,18 +28,21 @@ use crate::storage::wake::WakeFile;
 use crate::writer::append_lock::{AppendLock, APPEND_LOCK_FILE};
 use crate::writer::appender::Appender;
 use crate::writer::handoff::Handoff;
-use crate::writer::io_thread::{IoThread, Resume};
+use crate::writer::io_thread::{AfterRoll, IoThread, Resume};
 use crate::writer::shared::WriterShared;
 
 /// One data file of a queue, for planning parallel reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DataFileInfo {
+    /// The data file.
     pub path: std::path::PathBuf,
+    /// Its number (the name without the date directories).
     pub file_number: u64,
     /// Sequence of the file's first message.
     pub first_seq: u64,
     /// One past its last message (the next file's first, or the queue's end).
     pub end_seq: u64,
+    /// When it was created, µs since the Unix epoch.
     pub created_us: u64,
     /// The largest the file may grow to (`file_size` when it was created).
     pub size: u64,
@@ -49,28 +51,33 @@ pub struct DataFileInfo {
     pub bytes_written: u64,
     /// Bytes of disk the data file holds (`st_blocks` × 512).
     pub bytes_allocated: u64,
-    /// Bytes of disk its sparse index holds.
+    /// Bytes of disk its sparse and dense indexes hold.
     pub index_bytes_allocated: u64,
 }
 
 /// Figures describing a queue, for monitoring.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Stats {
+    /// Sequence of the oldest message kept.
     pub first_seq: u64,
+    /// Sequence the next message gets.
     pub next_seq: u64,
+    /// Data files on disk.
     pub files: u64,
     /// Bytes of disk the queue's files hold (`st_blocks` × 512): data,
-    /// sparse-index and key-index files.
+    /// sparse-index, dense-index and key-index files.
     pub disk_bytes: u64,
     /// Bytes of the data files that hold data (headers and frames).
     pub data_bytes_written: u64,
     /// Bytes of disk the data files hold.
     pub data_bytes_allocated: u64,
-    /// Bytes of disk the sparse-index and key-index files hold.
+    /// Bytes of disk the sparse-index, dense-index and key-index files hold.
     pub index_bytes_allocated: u64,
     /// Every sequence below this is msync'd (writer only).
     pub durable_seq: u64,
+    /// msyncs done (writer only).
     pub syncs: u64,
+    /// Files started since open (writer only).
     pub rolls: u64,
     /// Record bytes written since open (writer only).
     pub bytes_written: u64,
@@ -93,6 +100,7 @@ pub struct Stats {
     /// Waiter counts this handle's writer found stale (left by followers
     /// killed while waiting) and reset to 0.
     pub waiter_resets: u64,
+    /// Opened with `read_only`.
     pub read_only: bool,
     /// What recovery found when the queue was opened.
     pub recovery: RecoveryReport,
@@ -181,6 +189,13 @@ fn write_metadata(path: &Path, m: &Metadata) -> Result<()> {
     write_atomic(path, &bytes)
 }
 
+impl QueueBuilder {
+    /// Checks the options and opens (or creates) the queue.
+    pub fn open(self) -> Result<Queue> {
+        Queue::open(self.into_config()?)
+    }
+}
+
 impl Queue {
     pub(crate) fn open(mut config: Config) -> Result<Queue> {
         let base = config.path.clone();
@@ -249,17 +264,23 @@ impl Queue {
             options: None,
         });
         let catalog = Arc::new(Catalog::load(&base)?);
-        let (resume, report) = recover(&config, &catalog, clean.then_some(meta.next_seq))?;
+        let (resume, report) = recover(
+            &config.path,
+            config.verify_on_startup,
+            &catalog,
+            clean.then_some(meta.next_seq),
+        )?;
         let data_end = match &resume.active {
             Some(a) => a.end_position(),
             None => position::encode(resume.next_file_number, 0),
         };
-        let key_index = open_key_index(
-            &config,
-            &catalog,
+        let key_index = key_index::catch_up::open_level_with_data(
+            &config.path.join(KEY_INDEX_DIR),
+            config.key_index,
             meta.key_index_upto,
             meta.key_index_last,
             data_end,
+            &mut |writer, from| index_keys_from(&catalog, writer, from, &mut |_| {}),
         )?;
         let key_reader = key_index.reader();
         meta.clean_shutdown = false;
@@ -324,7 +345,10 @@ impl Queue {
     }
 
     /// Starts the I/O thread and assembles the queue around it.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the parts of a queue, each built by open before the writer starts"
+    )]
     fn start_writer(
         config: Config,
         catalog: Arc<Catalog>,
@@ -343,7 +367,7 @@ impl Queue {
         let (tx, rx) = crossbeam_channel::bounded(config.channel_capacity);
         let handoff = Arc::new(Handoff::new(tx, first, multi));
         let io = IoThread::new(
-            config.clone(),
+            config.writer_options(),
             rx,
             handoff.clone(),
             shared.clone(),
@@ -351,6 +375,16 @@ impl Queue {
             resume,
             key_index,
             append_lock,
+            config.retention.map(|policy| -> AfterRoll {
+                Box::new(move |catalog, now_us| {
+                    let base = catalog.base().to_path_buf();
+                    let min_consumer = || crate::consumers::min_position(&base);
+                    Ok(
+                        retention::run_if_idle(catalog, &policy, now_us, &min_consumer)?
+                            .map(|report| report.deleted_files),
+                    )
+                })
+            }),
         );
         let thread = std::thread::Builder::new()
             .name("litemq-io".into())
@@ -360,7 +394,7 @@ impl Queue {
             handoff,
             shared.clone(),
             config.flush,
-            max_record_len(config.file_size),
+            crate::format::data_file::max_record_len(config.file_size),
         );
         let writer = Writer {
             appender,
@@ -412,10 +446,6 @@ impl Queue {
     /// The queue's directory.
     pub fn path(&self) -> &Path {
         &self.inner.config.path
-    }
-
-    pub fn is_read_only(&self) -> bool {
-        self.inner.config.read_only
     }
 
     /// Whether this queue was opened for several writer processes (given,
@@ -478,33 +508,37 @@ impl Queue {
     /// [`Error::NotFound`].
     pub fn get(&self, seq: u64) -> Result<OwnedMessage> {
         self.check_open()?;
-        let first = self.first_seq();
-        if seq < first {
-            let next = self.next_seq();
-            return Err(Error::NotFound { seq, first, next });
-        }
-        if seq >= self.next_seq() {
-            self.wait_visible()?;
+        // Read-your-writes: only a sequence this process may still be
+        // writing needs the wait (one atomic load otherwise). A read-only
+        // handle does not look for the end of the data first (a directory
+        // listing and two mappings, ~90 µs): it reads, and only a miss asks
+        // where the data ends, for the error.
+        if let Some(w) = &self.inner.writer {
+            if self.inner.config.multi_writer || seq >= w.shared.written() {
+                self.wait_visible()?;
+            }
         }
         let mut guard = self.inner.getter.lock().unwrap_or_else(|e| e.into_inner());
-        let t = match guard.as_mut() {
-            Some(t) => t,
-            None => guard.insert(self.new_tailer()),
-        };
         let mut told = false;
+        let mut rechecked = false;
         loop {
-            let reached = if t.next_seq() == seq {
-                Ok(())
-            } else {
-                t.seek(seq)
+            let t = match guard.as_mut() {
+                Some(t) => t,
+                None => guard.insert(self.new_tailer()),
             };
-            match reached {
-                Ok(()) => {
-                    if let Some(m) = t.read_next()? {
+            match t.read_at(seq) {
+                Ok(Some(m)) => {
+                    if rechecked || self.file_still_kept(&m) {
                         return Ok(m.to_owned());
                     }
+                    // Retention (another process) deleted the file this
+                    // reader still maps: forget it and look again.
+                    *guard = None;
+                    self.inner.catalog.refresh()?;
+                    rechecked = true;
+                    continue;
                 }
-                Err(Error::NotFound { .. }) => {}
+                Ok(None) | Err(Error::NotFound { .. }) => {}
                 Err(e) => return Err(e),
             }
             let (first, next) = (self.first_seq(), self.next_seq());
@@ -513,9 +547,34 @@ impl Queue {
             }
             // Published, yet not reached: a hole on the way. Read again,
             // knowing that, to report where.
-            t.expect_published(next);
+            if let Some(t) = guard.as_mut() {
+                t.expect_published(next);
+            }
             told = true;
         }
+    }
+
+    /// False when the data file `m` was read from is gone: retention in
+    /// another process deleted it while this handle kept it mapped. Free
+    /// (no system call) for the file being written, which retention never
+    /// deletes: the catalog's last file while it still has its full length
+    /// (a sealed version-4 file is trimmed; a version-3 file is not, so a
+    /// handle whose catalog is behind may still return a message from a
+    /// sealed version-3 file that was just deleted). One `stat` otherwise.
+    fn file_still_kept(&self, m: &Message<'_>) -> bool {
+        let catalog = &self.inner.catalog;
+        let number = position::decode(m.position()).0;
+        let Some(f) = catalog.at_or_after_number(number) else {
+            return true;
+        };
+        if f.header.file_number != number {
+            return true;
+        }
+        let last = catalog.last().is_some_and(|l| l.id == f.id);
+        if last && m.mapping().len() as u64 == f.header.file_size {
+            return true;
+        }
+        catalog.data_path(f.id).exists()
     }
 
     /// Read-your-writes: returns once every message this process appended
@@ -671,7 +730,7 @@ impl Queue {
                 size: f.header.file_size,
                 bytes_written: crate::reader::tailer::written_bytes(&self.inner.catalog, f),
                 bytes_allocated: allocated_bytes(&self.inner.catalog.data_path(f.id)),
-                index_bytes_allocated: allocated_bytes(&f.id.index_path(self.path())),
+                index_bytes_allocated: index_bytes(self.path(), f.id),
             })
             .collect())
     }
@@ -700,26 +759,25 @@ impl Queue {
         &self.inner.config.clock
     }
 
-    /// A named tailer: resumes at the position `name` last committed (in
-    /// this or an earlier process), or starts at `start_if_new` when the
-    /// name is new. See [`Consumer`].
-    pub fn tailer_named(&self, name: &str, start_if_new: Start) -> Result<Consumer> {
-        self.consumer(
+    /// A consumer (a tailer with a name whose position persists): resumes
+    /// at the position `name` last committed (in this or an earlier
+    /// process), or starts where `options` say when the name is new. Pass a
+    /// [`Start`] for the default options. See [`Consumer`].
+    pub fn consumer(&self, name: &str, options: impl Into<ConsumerOptions>) -> Result<Consumer> {
+        self.check_open()?;
+        let options = options.into();
+        Consumer::open(
+            self.path(),
             name,
-            ConsumerOptions {
-                start_if_new,
-                ..ConsumerOptions::default()
-            },
+            options,
+            self.tailer(Start::Beginning)?,
+            self.clock().clone(),
+            &|| self.first_seq(),
+            &|| self.next_seq(),
         )
     }
 
-    /// A named tailer with options (auto-commit).
-    pub fn consumer(&self, name: &str, options: ConsumerOptions) -> Result<Consumer> {
-        self.check_open()?;
-        Consumer::open(self, name, options)
-    }
-
-    /// Every named consumer with its committed position and lag. Works on
+    /// Every consumer with its committed position and lag. Works on
     /// read-only queues and takes no lock.
     pub fn consumers(&self) -> Result<Vec<ConsumerInfo>> {
         self.check_open()?;
@@ -754,7 +812,9 @@ impl Queue {
     pub fn apply_retention_with(&self, policy: &RetentionPolicy) -> Result<RetentionReport> {
         self.check_open()?;
         let now = self.inner.config.clock.now_micros();
-        let report = crate::retention::run(&self.inner.catalog, policy, now)?;
+        let base = self.path();
+        let min_consumer = || crate::consumers::min_position(base);
+        let report = retention::run(&self.inner.catalog, policy, now, &min_consumer)?;
         if !report.deleted_files.is_empty() {
             // The cached `get` reader may map a deleted file: let it go.
             *self.inner.getter.lock().unwrap_or_else(|e| e.into_inner()) = None;
@@ -794,6 +854,7 @@ impl Queue {
         self.next_seq() - self.first_seq()
     }
 
+    /// True when the queue holds no message.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -814,7 +875,7 @@ impl Queue {
         let index_bytes_allocated = key_index
             + files
                 .iter()
-                .map(|f| allocated_bytes(&f.id.index_path(self.path())))
+                .map(|f| index_bytes(self.path(), f.id))
                 .sum::<u64>();
         let mut s = Stats {
             first_seq,
@@ -982,4 +1043,9 @@ impl Drop for Queue {
             let _ = self.shut_down(false);
         }
     }
+}
+
+/// Bytes of disk a data file's sparse and dense indexes hold.
+fn index_bytes(base: &Path, id: crate::storage::layout::FileId) -> u64 {
+    allocated_bytes(&id.index_path(base)) + allocated_bytes(&id.offsets_path(base))
 }

@@ -8,16 +8,16 @@
 
 use std::path::Path;
 
-use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::format::footer::{trimmed_len, Footer, FOOTER_LEN};
 use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
-use crate::format::record;
+use crate::format::{data_file, record};
+use crate::index::dense::DenseIndexWriter;
 use crate::index::sparse::{self, Entry, SparseIndexWriter};
 use crate::reader::catalog::{Catalog, FileInfo};
 use crate::storage::layout::list_temp_files;
 use crate::storage::mapped::{Mapping, WritableMapping};
-use crate::writer::active::{index_header, ActiveFile};
+use crate::writer::active::{dense_header, index_header, ActiveFile};
 use crate::writer::io_thread::{Resume, MAX_UNSYNCED_SEALED};
 
 /// What recovery found and changed.
@@ -33,6 +33,8 @@ pub struct RecoveryReport {
     pub repaired_end_marker: bool,
     /// Sparse-index entries rewritten.
     pub index_entries_rebuilt: u64,
+    /// Dense-index entries rewritten (missing or different from the data).
+    pub dense_entries_rebuilt: u64,
     /// Frames checked by `verify_on_startup`.
     pub frames_verified: u64,
     /// Newer data files removed because an older one ends before they start
@@ -108,13 +110,17 @@ fn walk(
 }
 
 /// Checks every frame of a sealed file; returns the sequence after its last.
-fn verify_sealed(path: &Path, info: &FileInfo) -> Result<Walk> {
+fn verify_sealed(
+    path: &Path,
+    info: &FileInfo,
+    on_frame: impl FnMut(u64, usize, u64),
+) -> Result<Walk> {
     let map = Mapping::open(path)?;
     let w = walk(
         map.as_slice(),
         info.header.first_seq,
         DATA_HEADER_LEN,
-        |_, _, _| {},
+        on_frame,
     );
     match &w.end {
         WalkEnd::Sealed if info.header.version >= 4 => {
@@ -181,15 +187,16 @@ fn zero_tail(map: &mut WritableMapping, from: usize) -> u64 {
 /// `next_seq` then): nothing can be torn, so the data must reach that far;
 /// where it stops short (a zeroed page, a lost write), recovery refuses with
 /// [`Error::Corrupted`] instead of cutting the queue and handing the lost
-/// sequences to new appends.
+/// sequences to new appends. `verify_on_startup` checks the CRC of every
+/// frame of every file.
 pub fn recover(
-    config: &Config,
+    base: &Path,
+    verify_on_startup: bool,
     catalog: &Catalog,
     clean: Option<u64>,
 ) -> Result<(Resume, RecoveryReport)> {
     let expected_next = clean;
     let clean = clean.is_some();
-    let base = &config.path;
     for tmp in list_temp_files(base)? {
         std::fs::remove_file(&tmp).map_err(|e| Error::io("remove", &tmp, e))?;
     }
@@ -209,10 +216,44 @@ pub fn recover(
         return Ok((Resume::empty(), report));
     };
 
-    if config.verify_on_startup {
+    if verify_on_startup {
         for pair in files.windows(2) {
             let path = catalog.data_path(pair[0].id);
-            let w = verify_sealed(&path, &pair[0])?;
+            let f = &pair[0];
+            // A writer process killed between a file's end-of-file marker and
+            // its footer leaves it sealed, full length and without footer;
+            // with several writers the others go on in the next file. Its
+            // frames are checked below all the same; finish its seal first.
+            if !has_footer_or_is_trimmed(&path, f)? {
+                report.finished_seals += u64::from(finish_sealed_file(catalog, f)?);
+            }
+            // The dense index (format 5) is checked against every frame and
+            // rewritten where it is missing, damaged or wrong.
+            let mut dense = match dense_header(&f.header) {
+                Some(h) => Some(DenseIndexWriter::open_or_rebuild(&f.id.offsets_path(base), h)?.0),
+                None => None,
+            };
+            let mut failed = None;
+            let mut rebuilt = 0u64;
+            let w = verify_sealed(&path, f, |seq, offset, _| {
+                if let Some(d) = dense.as_mut().filter(|_| failed.is_none()) {
+                    match d.repair(seq - f.header.first_seq, offset) {
+                        Ok(changed) => rebuilt += u64::from(changed),
+                        Err(e) => failed = Some(e),
+                    }
+                }
+            })?;
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            if let Some(mut d) = dense {
+                d.truncate_from(w.seq - f.header.first_seq);
+                if rebuilt > 0 {
+                    d.seal(w.seq - f.header.first_seq)?;
+                    d.sync()?;
+                }
+                report.dense_entries_rebuilt += rebuilt;
+            }
             report.frames_verified += w.frames;
             if w.seq != pair[1].header.first_seq {
                 return Err(Error::corrupted(
@@ -233,10 +274,18 @@ pub fn recover(
     let mut map = WritableMapping::open(&path)?;
     let (mut index, rebuilt) =
         SparseIndexWriter::open_or_rebuild(&last.id.index_path(base), index_header(&last.header))?;
+    let (mut dense, dense_rebuilt) = match dense_header(&last.header) {
+        Some(h) => {
+            let (d, r) = DenseIndexWriter::open_or_rebuild(&last.id.offsets_path(base), h)?;
+            (Some(d), r)
+        }
+        None => (None, false),
+    };
     // After an unclean shutdown, walk the whole last file: a machine crash
     // can leave a hole (lost pages) before the last index entry, and a walk
-    // starting at the entry would step over it.
-    let start = if config.verify_on_startup || rebuilt || !clean {
+    // starting at the entry would step over it. The walk also refills the
+    // dense index (a missing one, or entries behind the data).
+    let start = if verify_on_startup || rebuilt || dense_rebuilt || !clean {
         None
     } else {
         index.entries(map.len() as u64).last().copied().filter(|e| {
@@ -250,7 +299,11 @@ pub fn recover(
     let interval = last.header.index_interval as u64;
     let first_seq = last.header.first_seq;
     let mut entries = Vec::new();
+    let mut dense_entries = Vec::new();
     let w = walk(map.as_slice(), seq0, off0, |seq, offset, timestamp| {
+        if dense.is_some() {
+            dense_entries.push((seq - first_seq, offset));
+        }
         if (seq - first_seq) % interval == 0 {
             entries.push((
                 (seq - first_seq) / interval,
@@ -262,17 +315,19 @@ pub fn recover(
             ));
         }
     });
-    report.frames_verified += if config.verify_on_startup {
-        w.frames
-    } else {
-        0
-    };
+    report.frames_verified += if verify_on_startup { w.frames } else { 0 };
     report.index_entries_rebuilt = entries.len() as u64;
     for (i, e) in entries {
         index.put(i, e)?;
     }
     let next_index = (w.seq - first_seq).div_ceil(interval);
     index.truncate_from(next_index);
+    if let Some(d) = &mut dense {
+        for (i, offset) in dense_entries {
+            report.dense_entries_rebuilt += u64::from(d.repair(i, offset)?);
+        }
+        d.truncate_from(w.seq - first_seq);
+    }
 
     let sealed = w.end == WalkEnd::Sealed;
     if let Some(expected) = expected_next.filter(|&e| w.seq < e) {
@@ -322,6 +377,9 @@ pub fn recover(
     }
     map.sync_range(0, map.len())?;
     index.sync()?;
+    if let Some(d) = &dense {
+        d.sync()?;
+    }
 
     // The last timestamp must be known even when the walk started at the
     // end of the data (a file whose last frame is an index entry's).
@@ -332,12 +390,12 @@ pub fn recover(
     };
     // Time rolls compare against the first message's timestamp.
     let first_ts = if w.seq > first_seq {
-        first_message_ts(map.as_slice())
+        data_file::first_message_ts(map.as_slice())
     } else {
         None
     };
     let active = if sealed {
-        drop((map, index));
+        drop((map, index, dense));
         // Sealed, but the footer or the trim may not have been done or
         // reached the disk: finish them (the next file starts anew).
         report.finished_seals += u64::from(finish_seal(
@@ -352,7 +410,7 @@ pub fn recover(
         Some(ActiveFile::resume(
             last.header,
             map,
-            index,
+            (index, dense),
             w.offset,
             w.seq,
             (first_ts, last_ts),
@@ -384,19 +442,6 @@ fn valid_frame_follows(file: &[u8], offset: usize) -> bool {
             Ok(FrameAt::Frame { .. })
         ),
         None => false,
-    }
-}
-
-/// Timestamp of a data file's first message, if it has one.
-pub(crate) fn first_message_ts(file: &[u8]) -> Option<u64> {
-    let len = frame::plain_len(file, DATA_HEADER_LEN)?;
-    match frame::decode(file, DATA_HEADER_LEN, len) {
-        Ok(FrameAt::Frame { record_len, .. }) => {
-            record::decode(&file[DATA_HEADER_LEN + 4..DATA_HEADER_LEN + 4 + record_len])
-                .ok()
-                .map(|v| v.timestamp)
-        }
-        _ => None,
     }
 }
 
@@ -488,7 +533,11 @@ fn cut_at_first_gap(
             }
             Boundary::Gap(_) => {
                 for f in files.drain(i + 1..).rev() {
-                    for path in [catalog.data_path(f.id), f.id.index_path(catalog.base())] {
+                    for path in [
+                        catalog.data_path(f.id),
+                        f.id.index_path(catalog.base()),
+                        f.id.offsets_path(catalog.base()),
+                    ] {
                         match std::fs::remove_file(&path) {
                             Ok(()) => {}
                             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -526,6 +575,19 @@ fn repair_end_marker(catalog: &Catalog, prev: &FileInfo, next: &FileInfo) -> Res
     Ok(false)
 }
 
+/// Whether a sealed file is past the state "marker written, footer not yet":
+/// a version-3 file (no footer), a trimmed file, or a full-length one whose
+/// footer reads. Only a full-length version-4 file without a footer is not.
+fn has_footer_or_is_trimmed(path: &Path, info: &FileInfo) -> Result<bool> {
+    let h = &info.header;
+    if h.version < 4 {
+        return Ok(true);
+    }
+    let map = Mapping::open(path)?;
+    Ok((map.len() as u64) < h.file_size
+        || Footer::read(map.as_slice(), h.file_number, h.first_seq, h.file_size).is_ok())
+}
+
 /// Finishes the seal of `info`, a file with its end-of-file marker (see
 /// [`finish_seal`]); returns whether it changed anything.
 fn finish_sealed_file(catalog: &Catalog, info: &FileInfo) -> Result<bool> {
@@ -535,7 +597,7 @@ fn finish_sealed_file(catalog: &Catalog, info: &FileInfo) -> Result<bool> {
     let path = catalog.data_path(info.id);
     let (w, first_ts) = {
         let map = Mapping::open(&path)?;
-        let first_ts = first_message_ts(map.as_slice());
+        let first_ts = data_file::first_message_ts(map.as_slice());
         (walk_tail(catalog, info, map.as_slice(), false), first_ts)
     };
     if w.end != WalkEnd::Sealed {

@@ -9,10 +9,10 @@
 //!
 //! Order keeps the queue consistent for readers: files go oldest first and
 //! only as a prefix, so the files that remain are always a contiguous run of
-//! sequences ending at the writer. The data file goes before its index: a
-//! reader that lists the directory in between does not see the data file
-//! (the catalog only lists `.data`), and an index without data is cleaned up
-//! by the next pass. The last file is never deleted, whatever the policy:
+//! sequences ending at the writer. The data file goes before its indexes
+//! (sparse `.index`, dense `.offsets`): a reader that lists the directory in
+//! between does not see the data file (the catalog only lists `.data`), and
+//! an index without data is cleaned up by the next pass. The last file is never deleted, whatever the policy:
 //! it is the one being written (or the one the next file follows), and it
 //! keeps `first_seq` known. A reader that has a deleted file mapped keeps
 //! reading it (unlink of a mapped file is fine on Linux); the space returns
@@ -46,8 +46,8 @@ pub struct RetentionPolicy {
     /// file's newest message is no newer than the creation time of the file
     /// after it, which is what is compared (no scan needed).
     pub max_age: Option<Duration>,
-    /// Keep at most this many bytes on disk: data, sparse-index and
-    /// key-index files, counted as the disk blocks they hold (`st_blocks`).
+    /// Keep at most this many bytes on disk: data, sparse-index,
+    /// dense-index and key-index files, counted as the disk blocks they hold (`st_blocks`).
     pub max_bytes: Option<u64>,
     /// Keep at most this many data files (at least 1).
     pub max_files: Option<usize>,
@@ -77,10 +77,11 @@ impl RetentionPolicy {
 /// What a retention pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RetentionReport {
-    /// Data files deleted, oldest first (their `.index` files went too).
+    /// Data files deleted, oldest first (their `.index` and `.offsets`
+    /// files went too).
     pub deleted_files: Vec<PathBuf>,
-    /// Bytes of disk (`st_blocks`) the deleted data, sparse-index and
-    /// key-index files held.
+    /// Bytes of disk (`st_blocks`) the deleted data, sparse-index,
+    /// dense-index and key-index files held.
     pub deleted_bytes: u64,
     /// Key-index files deleted, oldest first: every item in them pointed
     /// before the first data file kept.
@@ -91,9 +92,12 @@ pub struct RetentionReport {
     pub protected_files: usize,
 }
 
-/// Bytes of disk allocated to a data file and its sparse index.
+/// Bytes of disk allocated to a data file, its sparse index and its dense
+/// index (format 5).
 fn file_bytes(base: &Path, id: FileId) -> u64 {
-    allocated_bytes(&id.data_path(base)) + allocated_bytes(&id.index_path(base))
+    allocated_bytes(&id.data_path(base))
+        + allocated_bytes(&id.index_path(base))
+        + allocated_bytes(&id.offsets_path(base))
 }
 
 /// What each data file would free with it, by file number: its key-index files (those whose
@@ -186,7 +190,7 @@ pub fn apply(
     min_consumer: Option<u64>,
 ) -> Result<RetentionReport> {
     policy.validate()?;
-    // Everything on disk counts: data and sparse-index files, and the key-index files, each
+    // Everything on disk counts: data, sparse- and dense-index files, and the key-index files, each
     // with the data file whose deletion frees it; what nothing frees rides on the last file
     // (never deleted).
     let (ki, fixed) = if policy.max_bytes.is_some() {
@@ -211,6 +215,7 @@ pub fn apply(
         let bytes = file_bytes(base, f.id);
         remove_if_present(&data)?;
         remove_if_present(&index)?;
+        remove_if_present(&f.id.offsets_path(base))?;
         report.deleted_bytes += bytes;
         report.deleted_files.push(data);
     }
@@ -227,13 +232,25 @@ pub fn apply(
     Ok(report)
 }
 
+/// The smallest committed position of the named consumers (`None`: there
+/// are none), read when a pass protects them. Given by the caller
+/// (`consumers::min_position`): retention sits beside the consumers, not
+/// above them.
+pub type MinConsumer<'a> = &'a dyn Fn() -> Result<Option<u64>>;
+
 /// Runs one pass over the queue at `catalog.base()`: takes the retention
-/// lock, refreshes the catalog, reads the consumers' positions when the
-/// policy protects them, deletes, and refreshes the catalog again so this
-/// process's `first_seq` and tailers see the result.
-pub fn run(catalog: &Catalog, policy: &RetentionPolicy, now_us: u64) -> Result<RetentionReport> {
+/// lock, refreshes the catalog, reads the consumers' positions
+/// (`min_consumer`) when the policy protects them, deletes, and refreshes
+/// the catalog again so this process's `first_seq` and tailers see the
+/// result.
+pub fn run(
+    catalog: &Catalog,
+    policy: &RetentionPolicy,
+    now_us: u64,
+    min_consumer: MinConsumer<'_>,
+) -> Result<RetentionReport> {
     let _lock = RetentionLock::acquire(catalog.base(), true)?;
-    run_locked(catalog, policy, now_us)
+    run_locked(catalog, policy, now_us, min_consumer)
 }
 
 /// As [`run`], but returns `Ok(None)` at once when another pass holds the
@@ -242,20 +259,26 @@ pub fn run_if_idle(
     catalog: &Catalog,
     policy: &RetentionPolicy,
     now_us: u64,
+    min_consumer: MinConsumer<'_>,
 ) -> Result<Option<RetentionReport>> {
     match RetentionLock::acquire(catalog.base(), false)? {
-        Some(_lock) => run_locked(catalog, policy, now_us).map(Some),
+        Some(_lock) => run_locked(catalog, policy, now_us, min_consumer).map(Some),
         None => Ok(None),
     }
 }
 
-fn run_locked(catalog: &Catalog, policy: &RetentionPolicy, now_us: u64) -> Result<RetentionReport> {
+fn run_locked(
+    catalog: &Catalog,
+    policy: &RetentionPolicy,
+    now_us: u64,
+    min_consumer: MinConsumer<'_>,
+) -> Result<RetentionReport> {
     policy.validate()?;
     let base = catalog.base();
     catalog.refresh()?;
     let files = catalog.snapshot();
     let min = if policy.protect_unconsumed && !policy.is_unbounded() {
-        crate::consumers::min_position(base)?
+        min_consumer()?
     } else {
         None
     };
@@ -274,7 +297,7 @@ fn remove_if_present(path: &Path) -> Result<()> {
     }
 }
 
-/// Removes index files left without their data file (a pass interrupted
+/// Removes index files (`.index`, `.offsets`) left without their data file (a pass interrupted
 /// between the two unlinks) and day directories emptied by retention, for
 /// everything older than `first_kept`. Never touches the directory of
 /// `first_kept` or later ones, where the writer may be creating files.
@@ -304,8 +327,10 @@ fn sweep(base: &Path, first_kept: FileId) -> Result<()> {
                 if let Ok(entries) = std::fs::read_dir(&day_dir) {
                     for e in entries.flatten() {
                         let name = e.file_name();
-                        let Some(id) = name.to_str().and_then(|n| FileId::parse_with(n, ".index"))
-                        else {
+                        let Some(id) = name.to_str().and_then(|n| {
+                            FileId::parse_with(n, ".index")
+                                .or_else(|| FileId::parse_with(n, ".offsets"))
+                        }) else {
                             continue;
                         };
                         if id < first_kept && !id.data_path(base).exists() {

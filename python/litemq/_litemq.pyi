@@ -9,6 +9,9 @@ from typing import Any, Literal, Self, final, overload
 
 from typing_extensions import Buffer, disjoint_base
 
+from litemq.options import FlushSpec, RollSpec, WaitSpec
+from litemq.retention import Retention
+
 __all__ = [
     "MAX_HEADERS",
     "MAX_HEADER_NAME_LEN",
@@ -34,7 +37,15 @@ __all__ = [
     "Tailer",
     "UnsupportedVersionError",
     "__version__",
+    "_check_batch",
     "_close_all_at_exit",
+    "_parse_age",
+    "_parse_flush",
+    "_parse_key_index",
+    "_parse_roll",
+    "_parse_size",
+    "_parse_wait",
+    "_retention_tuple",
     "reindex",
     "writer_pid",
 ]
@@ -62,6 +73,16 @@ def reindex(
     items: int | None = None,
 ) -> int: ...
 def _close_all_at_exit() -> None: ...
+
+# Option parsers (rust/python/options.rs), for litemq.options and litemq.retention.
+def _parse_size(value: object, what: str = "size", maximum: int | None = ...) -> int: ...
+def _parse_roll(spec: object) -> list[tuple[str, int]]: ...
+def _parse_flush(spec: object) -> tuple[str, int, float]: ...
+def _parse_wait(spec: object) -> str: ...
+def _parse_key_index(spec: object) -> tuple[int, int]: ...
+def _parse_age(value: object, what: str = "max_age") -> int: ...
+def _check_batch(bytes: object, interval: object) -> tuple[int, float]: ...
+def _retention_tuple(policy: object) -> tuple[int | None, int | None, int | None, bool]: ...
 
 class LiteMQError(Exception): ...
 
@@ -181,16 +202,16 @@ class Queue:
         cls,
         path: str | PathLike[str],
         *,
-        file_size: int | None = None,
-        roll: list[tuple[str, int]] | None = None,
-        flush: tuple[str, int, float] | None = None,
+        file_size: int | str | None = None,
+        roll: RollSpec | None = None,
+        flush: FlushSpec | None = None,
         index_interval: int | None = None,
-        verify_on_startup: bool = False,
-        read_only: bool = False,
+        verify_on_startup: bool | None = None,
+        read_only: bool | None = None,
         channel_capacity: int | None = None,
-        wait: str | None = None,
-        key_index: tuple[int, int] | None = None,
-        retention: tuple[int | None, int | None, int | None, bool] | None = None,
+        wait: WaitSpec | None = None,
+        key_index: Mapping[str, int] | None = None,
+        retention: Retention | None = None,
         multi_writer: bool | None = None,
     ) -> Self: ...
     def appender(self) -> Appender: ...
@@ -212,9 +233,7 @@ class Queue:
     ) -> Consumer: ...
     def _consumers(self) -> list[dict[str, Any]]: ...
     def remove_consumer(self, name: str) -> bool: ...
-    def _apply_retention(
-        self, policy: tuple[int | None, int | None, int | None, bool] | None = None
-    ) -> dict[str, Any]: ...
+    def _apply_retention(self, policy: Retention | None = None) -> dict[str, Any]: ...
     def data_files(self) -> list[dict[str, Any]]: ...
     def get(self, seq: int) -> Message: ...
     def find(

@@ -16,7 +16,7 @@ column                type                               notes
                                                          keys as UTF-8 bytes
 ``headers``           ``map<string, binary>``            null without headers
 ``payload``           ``binary`` (``large_binary`` when
-                      several engine batches are joined)
+                      several engine reads are joined)
 ====================  =================================  ==========================
 
 ``read_arrow(columns=[...])`` builds only the columns named, in that order;

@@ -1,20 +1,21 @@
-"""Queue options: what `litemq.Queue(...)` accepts, checked and normalised.
+"""Queue options: what `litemq.Queue(...)` accepts.
 
-The native module takes a plain form of each option; this module turns the
-friendly spellings into it and raises `ConfigError` (a `ValueError`) or
-`TypeError` with a message that says what was expected.
+The options are checked and turned into the engine's types once, in Rust
+(``rust/python/options.rs``), when the queue is opened: a wrong value raises
+`ConfigError` (a `ValueError`) naming the option and its limits, a wrong
+type `TypeError`. This module holds `Batch` (a plain data holder that checks
+itself with the same parser), the type aliases of the option spellings, and
+the ``parse_*`` functions, which return an option's normalised form.
 """
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Literal, TypeAlias
 
-from litemq._litemq import ConfigError
+from litemq import _litemq
 
 __all__ = [
     "Batch",
@@ -28,27 +29,8 @@ __all__ = [
     "parse_wait",
 ]
 
-PERIODS = ("minutely", "hourly", "daily")
-
 #: Largest size or count any option takes: the engine holds them in 64 bits.
 U64_MAX = (1 << 64) - 1
-
-_UNITS = {
-    "": 1,
-    "b": 1,
-    "k": 1 << 10,
-    "kb": 1 << 10,
-    "kib": 1 << 10,
-    "m": 1 << 20,
-    "mb": 1 << 20,
-    "mib": 1 << 20,
-    "g": 1 << 30,
-    "gb": 1 << 30,
-    "gib": 1 << 30,
-    "t": 1 << 40,
-    "tb": 1 << 40,
-    "tib": 1 << 40,
-}
 
 
 @dataclass(frozen=True)
@@ -69,32 +51,12 @@ class Batch:
     interval: float | timedelta = 0.01
 
     def __post_init__(self) -> None:
-        if isinstance(self.bytes, bool) or not isinstance(self.bytes, int):
-            raise TypeError(f"Batch bytes must be an int, not {type(self.bytes).__name__}")
-        if not 0 <= self.bytes <= U64_MAX:
-            raise ConfigError(f"Batch bytes must be between 0 and {U64_MAX}, got {self.bytes}")
-        seconds = self.seconds
-        if not seconds >= 0.0:
-            raise ConfigError(f"Batch interval must be a number of seconds >= 0, got {seconds}")
-        if self.bytes == 0 and seconds in (0.0, float("inf")):
-            raise ConfigError(
-                f"Batch needs bytes > 0 or a finite interval > 0 (got bytes=0, interval={seconds})"
-            )
+        _litemq._check_batch(self.bytes, self.interval)
 
     @property
     def seconds(self) -> float:
         """The interval in seconds."""
-        if isinstance(self.interval, timedelta):
-            return self.interval.total_seconds()
-        if isinstance(self.interval, bool) or not isinstance(self.interval, int | float):
-            raise TypeError(
-                f"Batch interval must be seconds (float) or a timedelta, "
-                f"not {type(self.interval).__name__}"
-            )
-        try:
-            return float(self.interval)
-        except OverflowError:  # an int beyond any float: as long as inf
-            return math.inf if self.interval > 0 else -math.inf
+        return _litemq._check_batch(self.bytes, self.interval)[1]
 
 
 RollRule: TypeAlias = str | int
@@ -110,62 +72,7 @@ def parse_size(value: str | int, what: str = "size", maximum: int | None = U64_M
     >>> parse_size("64MiB")
     67108864
     """
-    if isinstance(value, bool):
-        raise TypeError(f"{what} must be an int or a string like '64MiB', not bool")
-    if isinstance(value, int):
-        n = value
-    elif isinstance(value, str):
-        m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", value)
-        unit = m.group(2).lower() if m else ""
-        if m is None or unit not in _UNITS:
-            raise ConfigError(
-                f"{what} must be a number of bytes like 4096 or '64MiB', got {value!r}"
-            )
-        n = int(m.group(1)) * _UNITS[unit]
-    else:
-        raise TypeError(
-            f"{what} must be an int or a string like '64MiB', not {type(value).__name__}"
-        )
-    if n <= 0:
-        raise ConfigError(f"{what} must be positive, got {value!r}")
-    if maximum is not None and n > maximum:
-        raise ConfigError(f"{what} must be at most {maximum} bytes, got {value!r}")
-    return n
-
-
-def _count(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
-    try:
-        n = int(value)
-    except ValueError:
-        raise ConfigError(f"{what} must be a whole number, got {value!r}") from None
-    if not 0 < n <= U64_MAX:
-        raise ConfigError(f"{what} must be between 1 and {U64_MAX}, got {value!r}")
-    return n
-
-
-def _rule(rule: object) -> tuple[str, int]:
-    if isinstance(rule, bool):
-        raise TypeError("roll must be a period name, a size, 'count:N', or a combination, not bool")
-    if isinstance(rule, int):
-        return ("size", parse_size(rule, "roll size"))
-    if isinstance(rule, str):
-        text = rule.strip().lower()
-        if text in PERIODS:
-            return (text, 0)
-        kind, sep, value = text.partition(":")
-        if sep and kind.strip() == "count":
-            return ("count", _count(value.strip(), "roll count"))
-        if sep and kind.strip() == "size":
-            return ("size", parse_size(value.strip(), "roll size"))
-        raise ConfigError(
-            f"roll rule {rule!r} is not one of 'minutely', 'hourly', 'daily', "
-            "'size:N', 'count:N' or an int (bytes)"
-        )
-    raise TypeError(
-        f"roll must be a period name, a size, 'count:N', or a combination, not {type(rule).__name__}"
-    )
+    return _litemq._parse_size(value, what, maximum)
 
 
 def parse_roll(spec: RollSpec) -> list[tuple[str, int]]:
@@ -184,27 +91,7 @@ def parse_roll(spec: RollSpec) -> list[tuple[str, int]]:
     >>> parse_roll(["hourly", "count:1000"])
     [('hourly', 0), ('count', 1000)]
     """
-    if isinstance(spec, Mapping):
-        rules: list[tuple[str, int]] = []
-        for key, value in spec.items():
-            if key == "period":
-                if not isinstance(value, str) or value.lower() not in PERIODS:
-                    raise ConfigError(f"roll period must be one of {PERIODS}, got {value!r}")
-                rules.append((value.lower(), 0))
-            elif key == "size":
-                rules.append(("size", parse_size(value, "roll size")))
-            elif key == "count":
-                rules.append(("count", _count(value, "roll count")))
-            else:
-                raise ConfigError(f"unknown roll key {key!r} (expected period, size, count)")
-        if not rules:
-            raise ConfigError("roll dict needs at least one of period, size, count")
-        return rules
-    if isinstance(spec, list | tuple):
-        if not spec:
-            raise ConfigError("roll needs at least one rule")
-        return [_rule(r) for r in spec]
-    return [_rule(spec)]
+    return _litemq._parse_roll(spec)
 
 
 def parse_flush(spec: FlushSpec) -> tuple[str, int, float]:
@@ -219,15 +106,7 @@ def parse_flush(spec: FlushSpec) -> tuple[str, int, float]:
     >>> parse_flush("sync")
     ('sync', 0, 0.0)
     """
-    if isinstance(spec, Batch):
-        return ("batch", spec.bytes, spec.seconds)
-    if isinstance(spec, str):
-        if spec in ("async", "sync"):
-            return (spec, 0, 0.0)
-        raise ConfigError(f"flush must be 'async', 'sync' or litemq.Batch(...), got {spec!r}")
-    raise TypeError(
-        f"flush must be 'async', 'sync' or litemq.Batch(...), not {type(spec).__name__}"
-    )
+    return _litemq._parse_flush(spec)
 
 
 def parse_wait(spec: WaitSpec) -> str:
@@ -235,11 +114,7 @@ def parse_wait(spec: WaitSpec) -> str:
     queue's wake-up word) or ``"busy-spin"`` (never sleeps, one core busy per
     waiting follower).
     """
-    if not isinstance(spec, str):
-        raise TypeError(f"wait must be 'default' or 'busy-spin', not {type(spec).__name__}")
-    if spec not in ("default", "busy-spin"):
-        raise ConfigError(f"wait must be 'default' or 'busy-spin', got {spec!r}")
-    return spec
+    return _litemq._parse_wait(spec)
 
 
 def parse_key_index(spec: Mapping[str, int]) -> tuple[int, int]:
@@ -249,13 +124,4 @@ def parse_key_index(spec: Mapping[str, int]) -> tuple[int, int]:
     >>> parse_key_index({"slots": 1024})
     (1024, 2097152)
     """
-    if not isinstance(spec, Mapping):
-        raise TypeError(f"key_index must be a dict with slots and items, not {type(spec).__name__}")
-    unknown = set(spec) - {"slots", "items"}
-    if unknown:
-        raise ConfigError(f"unknown key_index keys {sorted(unknown)} (expected slots, items)")
-    slots = _count(spec.get("slots", 1 << 20), "key_index slots")
-    items = _count(spec.get("items", 1 << 21), "key_index items")
-    if slots >= 1 << 32 or items >= 1 << 32:
-        raise ConfigError("key_index slots and items must be below 2**32")
-    return (slots, items)
+    return _litemq._parse_key_index(spec)

@@ -10,16 +10,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from litemq import _litemq, arrow
 from litemq.consumers import ConsumerInfo
-from litemq.options import (
-    FlushSpec,
-    RollSpec,
-    WaitSpec,
-    parse_flush,
-    parse_key_index,
-    parse_roll,
-    parse_size,
-    parse_wait,
-)
+from litemq.options import FlushSpec, RollSpec, WaitSpec
 from litemq.retention import Retention, RetentionReport
 
 if TYPE_CHECKING:
@@ -33,16 +24,6 @@ __all__ = ["Queue"]
 # in litemq calls (follow, read_next, a sync append, flush) never re-enter
 # the interpreter (they stay parked while the process exits).
 atexit.register(_litemq._close_all_at_exit)
-
-
-def _positive(value: int | None, what: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
-    if value <= 0:
-        raise _litemq.ConfigError(f"{what} must be positive, got {value}")
-    return value
 
 
 class Queue(_litemq.Queue):
@@ -68,7 +49,9 @@ class Queue(_litemq.Queue):
     - ``flush`` (``"async"``): ``"async"``, ``"sync"`` or
       ``litemq.Batch(bytes=..., interval=...)``; see `litemq.Batch`.
     - ``index_interval`` (``1024``): one sparse-index entry per this many
-      messages (1 to 2**32 - 1); seeks scan at most this many.
+      messages (1 to 2**32 - 1); ``seek_time`` scans at most this many (a
+      ``get`` or ``seek`` by sequence is one probe of the dense index; in
+      files written before format 5 it scans at most this many).
     - ``verify_on_startup`` (``False``): check the CRC of every frame on open.
     - ``read_only`` (``False``): read without taking the writer lock.
     - ``multi_writer`` (``False``, or as remembered): let several processes append at once, each
@@ -76,7 +59,7 @@ class Queue(_litemq.Queue):
       appender's messages keep their order; `append` returns once the message
       is written (its sequence is known only then), so batch with
       `append_batch` for throughput. See docs/GUARANTEES.md.
-    - ``channel_capacity`` (``256``): batches of appends (a batch is handed
+    - ``channel_capacity`` (``256``): bundles of appends (a bundle is handed
       over at 1,024 messages or 64 KiB, or sooner) queued ahead of the I/O
       thread before `append` waits (backpressure); 1 to 65,536.
     - ``wait`` (``"default"``): how blocking reads wait. ``"default"`` spins a
@@ -139,32 +122,20 @@ class Queue(_litemq.Queue):
     ) -> Self:
         if not isinstance(path, str | os.PathLike):
             raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
-        for name, flag in (
-            ("verify_on_startup", verify_on_startup),
-            ("read_only", read_only),
-            ("multi_writer", False if multi_writer is None else multi_writer),
-        ):
-            if not isinstance(flag, bool):
-                raise TypeError(f"{name} must be True or False, not {type(flag).__name__}")
-        if retention is not None and not isinstance(retention, Retention):
-            raise TypeError(
-                f"retention must be a litemq.Retention(...), not {type(retention).__name__}"
-            )
+        # The options are checked and converted once, by the native module.
         return super().__new__(
             cls,
             os.fspath(path),
-            file_size=None
-            if file_size is None
-            else parse_size(file_size, "file_size", maximum=None),
-            roll=None if roll is None else parse_roll(roll),
-            flush=parse_flush(flush),
-            index_interval=_positive(index_interval, "index_interval"),
+            file_size=file_size,
+            roll=roll,
+            flush=flush,
+            index_interval=index_interval,
             verify_on_startup=verify_on_startup,
             read_only=read_only,
-            channel_capacity=_positive(channel_capacity, "channel_capacity"),
-            wait=parse_wait(wait),
-            key_index=None if key_index is None else parse_key_index(key_index),
-            retention=None if retention is None else retention.to_tuple(),
+            channel_capacity=channel_capacity,
+            wait=wait,
+            key_index=key_index,
+            retention=retention,
             multi_writer=multi_writer,
         )
 
@@ -208,9 +179,7 @@ class Queue(_litemq.Queue):
         >>> q.apply_retention(litemq.Retention(max_files=2)).first_seq
         100
         """
-        if policy is not None and not isinstance(policy, Retention):
-            raise TypeError(f"policy must be a litemq.Retention(...), not {type(policy).__name__}")
-        d = self._apply_retention(None if policy is None else policy.to_tuple())
+        d = self._apply_retention(policy)
         return RetentionReport(**d)
 
     def read_arrow(

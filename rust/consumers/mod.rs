@@ -1,4 +1,5 @@
-//! Named consumers: tailers that remember where they stopped.
+//! Consumers: tailers with a name, that remember where they stopped (Python
+//! gets one from `Queue.tailer(name=...)`).
 //!
 //! A [`Consumer`] is a [`Tailer`] with a name and a position file
 //! (`base/consumers/<base32(name)>.pos`, see [`position`]). Opening it again,
@@ -9,7 +10,7 @@
 //!
 //! ```no_run
 //! # let queue = litemq::QueueBuilder::new("/tmp/orders").open()?;
-//! let mut billing = queue.tailer_named("billing", litemq::Start::Beginning)?;
+//! let mut billing = queue.consumer("billing", litemq::Start::Beginning)?;
 //! while let Some(msg) = billing.read_next()? {
 //!     println!("bill order {}", msg.seq);
 //!     // ... once the message is handled:
@@ -33,7 +34,6 @@ use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::format::frame::{frame_size, DATA_HEADER_LEN, END_OF_FILE};
 use crate::index::sparse::SparseIndex;
-use crate::queue::Queue;
 use crate::reader::catalog::{Catalog, FileInfo};
 use crate::reader::tailer::{Message, Start, Tailer};
 use crate::storage::layout::FileId;
@@ -57,6 +57,16 @@ pub struct ConsumerOptions {
     pub auto_commit: bool,
 }
 
+/// The default options, starting a new name at `start`.
+impl From<Start> for ConsumerOptions {
+    fn from(start_if_new: Start) -> Self {
+        ConsumerOptions {
+            start_if_new,
+            ..ConsumerOptions::default()
+        }
+    }
+}
+
 impl Default for ConsumerOptions {
     fn default() -> Self {
         ConsumerOptions {
@@ -69,6 +79,7 @@ impl Default for ConsumerOptions {
 /// A named consumer as listed by `Queue::consumers`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConsumerInfo {
+    /// The consumer's name.
     pub name: String,
     /// Committed position: the sequence the consumer reads next.
     pub next_seq: u64,
@@ -106,16 +117,26 @@ pub struct Consumer {
 }
 
 impl Consumer {
-    /// Opens (or creates) consumer `name` of `queue`.
-    pub(crate) fn open(queue: &Queue, name: &str, options: ConsumerOptions) -> Result<Consumer> {
+    /// Opens (or creates) consumer `name` of the queue at `base`, reading
+    /// with `tailer` (a tailer of that queue). A new name starts at
+    /// `first_seq()` or `next_seq()` (the queue's, asked only then) as
+    /// `options.start_if_new` says. The consumer layer takes these rather
+    /// than the queue, which sits above it.
+    pub(crate) fn open(
+        base: &Path,
+        name: &str,
+        options: ConsumerOptions,
+        tailer: Tailer,
+        clock: Arc<dyn Clock>,
+        first_seq: &dyn Fn() -> u64,
+        next_seq: &dyn Fn() -> u64,
+    ) -> Result<Consumer> {
         name::validate(name)?;
-        let tailer = queue.tailer(Start::Beginning)?;
-        let clock = queue.clock().clone();
-        let dir = queue.path().join(CONSUMERS_DIR);
+        let dir = base.join(CONSUMERS_DIR);
         let mut initial = || -> Result<u64> {
             Ok(match options.start_if_new {
-                Start::Beginning => queue.first_seq(),
-                Start::End => queue.next_seq(),
+                Start::Beginning => first_seq(),
+                Start::End => next_seq(),
                 Start::Seq(seq) => seq,
             })
         };
@@ -153,12 +174,9 @@ impl Consumer {
         self.file.current().committed_us
     }
 
+    /// Whether reads commit what came before them (see [`ConsumerOptions::auto_commit`]).
     pub fn auto_commit(&self) -> bool {
         self.auto_commit
-    }
-
-    pub fn set_auto_commit(&mut self, on: bool) {
-        self.auto_commit = on;
     }
 
     /// Where the position file lives.

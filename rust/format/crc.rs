@@ -43,14 +43,17 @@ pub fn crc64(parts: &[&[u8]]) -> u64 {
 pub struct Crc64(crc64fast::Digest);
 
 impl Crc64 {
+    /// An empty digest.
     pub fn new() -> Crc64 {
         Crc64(crc64fast::Digest::new())
     }
 
+    /// Adds `bytes` to the digest.
     pub fn write(&mut self, bytes: &[u8]) {
         self.0.write(bytes);
     }
 
+    /// The CRC-64 of everything written.
     pub fn finish(&self) -> u64 {
         self.0.sum64()
     }

@@ -53,6 +53,7 @@ pub fn trimmed_len(frames_end: u64, file_size: u64) -> u64 {
 }
 
 impl Footer {
+    /// The footer's bytes (docs/FORMAT.md).
     pub fn encode(&self) -> [u8; FOOTER_LEN] {
         let mut b = [0u8; FOOTER_LEN];
         b[0..8].copy_from_slice(&FOOTER_MAGIC);

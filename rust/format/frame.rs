@@ -23,13 +23,6 @@ pub fn frame_size(record_len: usize) -> usize {
     (record_len + FRAME_OVERHEAD + FRAME_ALIGN - 1) & !(FRAME_ALIGN - 1)
 }
 
-/// Largest record a file of `file_size` bytes can hold: the header, the
-/// frame and room for an end-of-file marker and the footer after it.
-pub fn max_record_len(file_size: u64) -> usize {
-    let room = file_size as usize - DATA_HEADER_LEN - FRAME_ALIGN - super::footer::FOOTER_LEN;
-    (room & !(FRAME_ALIGN - 1)) - FRAME_OVERHEAD
-}
-
 /// What the bytes at a frame position hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FrameAt {
@@ -39,7 +32,12 @@ pub enum FrameAt {
     EndOfFile,
     /// A complete frame whose CRC matches; the record is at
     /// `offset + 4 .. offset + 4 + record_len`.
-    Frame { record_len: usize, next: usize },
+    Frame {
+        /// Bytes of the record.
+        record_len: usize,
+        /// Offset of the next frame.
+        next: usize,
+    },
 }
 
 /// Why a frame did not decode.
@@ -48,7 +46,12 @@ pub enum FrameError {
     /// The length runs past the end of the file.
     BadLength(u32),
     /// The stored CRC does not match the bytes.
-    BadCrc { stored: u64, computed: u64 },
+    BadCrc {
+        /// The CRC in the frame.
+        stored: u64,
+        /// The CRC of the bytes.
+        computed: u64,
+    },
 }
 
 impl std::fmt::Display for FrameError {
@@ -95,14 +98,24 @@ pub fn plain_len(file: &[u8], offset: usize) -> Option<u32> {
     le_u32(file, offset)
 }
 
-/// The CRC stored after a record written in pieces: length bytes, then `parts`.
-pub fn frame_crc(len: u32, parts: &[&[u8]]) -> u64 {
-    let mut digest = super::crc::Crc64::new();
-    digest.write(&len.to_le_bytes());
-    for p in parts {
-        digest.write(p);
-    }
-    digest.finish()
+/// Appends a frame to `out`: the length, the record `write_record` appends,
+/// and the CRC of both. Returns the record's length. The padding up to
+/// [`frame_size`] is not appended: in a file it is the zeros the file holds.
+///
+/// The writer publishes a frame by storing its length last (see
+/// `ActiveFile::write_frame`), so it copies `out[4..]` first and the length
+/// word after; the CRC runs over one contiguous slice (one SIMD pass, see
+/// `format/crc.rs`). The inverse is [`decode`].
+pub fn encode_into(out: &mut Vec<u8>, write_record: impl FnOnce(&mut Vec<u8>)) -> usize {
+    let start = out.len();
+    out.extend_from_slice(&[0; 4]);
+    write_record(out);
+    let record_len = out.len() - start - 4;
+    let len = u32::try_from(record_len).expect("a record is shorter than a file");
+    out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+    let crc = crc64(&[&out[start..]]);
+    out.extend_from_slice(&crc.to_le_bytes());
+    record_len
 }
 
 #[cfg(test)]
@@ -110,10 +123,11 @@ mod tests {
     use super::*;
 
     fn encode(record: &[u8]) -> Vec<u8> {
-        let len = record.len() as u32;
-        let mut v = len.to_le_bytes().to_vec();
-        v.extend_from_slice(record);
-        v.extend_from_slice(&frame_crc(len, &[record]).to_le_bytes());
+        let mut v = Vec::new();
+        assert_eq!(
+            encode_into(&mut v, |o| o.extend_from_slice(record)),
+            record.len()
+        );
         v.resize(frame_size(record.len()), 0);
         v
     }
@@ -148,7 +162,7 @@ mod tests {
         assert_eq!(frame_size(9), 24);
         assert_eq!(frame_size(12), 24);
         assert_eq!(frame_size(13), 32);
-        let max = max_record_len(65536);
-        assert!(DATA_HEADER_LEN + frame_size(max) + 8 + super::super::footer::FOOTER_LEN <= 65536);
+        let max = crate::format::data_file::max_record_len(65536);
+        assert!(DATA_HEADER_LEN + frame_size(max) + 8 + crate::format::footer::FOOTER_LEN <= 65536);
     }
 }

@@ -15,8 +15,11 @@ pub const INDEX_ENTRY_LEN: usize = 32;
 /// Why a header was rejected.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HeaderError {
+    /// Fewer bytes than a header.
     Truncated,
+    /// The magic number is not the expected one.
     BadMagic,
+    /// The stored CRC does not match the header bytes.
     BadCrc,
     /// Written by a format version this build does not read.
     Version(u32),
@@ -59,6 +62,7 @@ pub struct DataHeader {
 const DATA_CRC_AT: usize = 56;
 
 impl DataHeader {
+    /// The 64 bytes of the header (docs/FORMAT.md, "Data files": "Header").
     pub fn encode(&self) -> [u8; 64] {
         let mut b = [0u8; 64];
         b[0..8].copy_from_slice(&DATA_MAGIC);
@@ -74,6 +78,7 @@ impl DataHeader {
         b
     }
 
+    /// Decodes and checks the first 64 bytes of `b`.
     pub fn decode(b: &[u8]) -> Result<Self, HeaderError> {
         let head = b.get(..64).ok_or(HeaderError::Truncated)?;
         if head[0..8] != DATA_MAGIC {
@@ -110,6 +115,7 @@ impl DataHeader {
 pub struct IndexHeader {
     /// The format version of its data file.
     pub version: u32,
+    /// One entry every this many messages.
     pub interval: u32,
     /// First sequence of the data file this index belongs to.
     pub first_seq: u64,
@@ -122,6 +128,7 @@ pub struct IndexHeader {
 const INDEX_CRC_AT: usize = 40;
 
 impl IndexHeader {
+    /// The 48 bytes of the header (docs/FORMAT.md, "Sparse index files": "Header").
     pub fn encode(&self) -> [u8; 48] {
         let mut b = [0u8; 48];
         b[0..8].copy_from_slice(&INDEX_MAGIC);
@@ -135,6 +142,7 @@ impl IndexHeader {
         b
     }
 
+    /// Decodes and checks the first 48 bytes of `b`.
     pub fn decode(b: &[u8]) -> Result<Self, HeaderError> {
         let head = b.get(..48).ok_or(HeaderError::Truncated)?;
         if head[0..8] != INDEX_MAGIC {

@@ -60,7 +60,10 @@ pub struct StoredOptions {
 pub struct StoredRetention {
     /// Microseconds; `null`: no age limit.
     pub max_age_us: Option<u64>,
+    /// `RetentionPolicy::max_bytes`; `null`: no limit.
     pub max_bytes: Option<u64>,
+    /// `RetentionPolicy::max_files`; `null`: no limit.
     pub max_files: Option<u64>,
+    /// `RetentionPolicy::protect_unconsumed`.
     pub protect_unconsumed: bool,
 }

@@ -3,6 +3,7 @@
 //! `docs/FORMAT.md` is the byte-level contract these functions implement.
 
 pub mod crc;
+pub mod data_file;
 pub mod footer;
 pub mod frame;
 pub mod header;
@@ -11,9 +12,10 @@ pub mod position;
 pub mod record;
 
 /// Version of the on-disk format written by this build.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 /// Oldest format version this build reads and keeps writing: version-3
-/// files (never trimmed, no footer) stay as they are; new files are version 4.
+/// files (never trimmed, no footer) and version-4 files (no dense index) stay
+/// as they are; new files are version 5.
 pub const OLDEST_READABLE_VERSION: u32 = 3;
 
 /// Reads a little-endian `u16` at `at`, or `None` past the end.

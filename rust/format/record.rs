@@ -38,7 +38,9 @@ const KIND_TEXT: u8 = 1;
 /// One header on a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HeaderField<'a> {
+    /// Header name (UTF-8).
     pub name: &'a str,
+    /// Header value.
     pub value: &'a [u8],
     /// The value was given as text and is returned as text.
     pub value_is_text: bool,
@@ -47,9 +49,13 @@ pub struct HeaderField<'a> {
 /// A message to append: payload plus optional key and headers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Record<'a> {
+    /// The message body.
     pub payload: &'a [u8],
+    /// Key the message can be looked up by (the key index), if any.
     pub key: Option<&'a [u8]>,
+    /// The key was given as text and is returned as text.
     pub key_is_text: bool,
+    /// Named headers, in order.
     pub headers: &'a [HeaderField<'a>],
 }
 
@@ -127,6 +133,15 @@ impl<'a> Record<'a> {
         f
     }
 
+    /// Appends the record's body: the optional fields, then the payload
+    /// (what [`encode_into`] puts after flags and timestamp). Call
+    /// [`Record::validate`] first. Appenders encode the body on the caller's
+    /// thread; the I/O thread adds flags and timestamp when it writes.
+    pub fn encode_body(&self, out: &mut Vec<u8>) {
+        self.encode_fields(out);
+        out.extend_from_slice(self.payload);
+    }
+
     /// Appends the optional fields (what lies between timestamp and payload).
     /// Call [`Record::validate`] first.
     pub fn encode_fields(&self, out: &mut Vec<u8>) {
@@ -154,12 +169,16 @@ impl<'a> Record<'a> {
 /// A decoded record borrowing the bytes it came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecordView<'a> {
+    /// Flag bits (`FLAG_*`).
     pub flags: u8,
+    /// µs since the Unix epoch (UTC), assigned by the writer.
     pub timestamp: u64,
+    /// The key, if the record has one.
     pub key: Option<&'a [u8]>,
     headers: &'a [u8],
     /// Offset of the payload inside the record.
     pub payload_at: usize,
+    /// The message body.
     pub payload: &'a [u8],
 }
 
@@ -240,6 +259,14 @@ pub fn key_of_body(body: &[u8]) -> Option<&[u8]> {
     body.get(2..2 + len)
 }
 
+/// Appends a record: `flags`, `timestamp` (µs since the Unix epoch) and the
+/// `body` (see [`Record::encode_body`]). The inverse is [`decode`].
+pub fn encode_into(out: &mut Vec<u8>, flags: u8, timestamp: u64, body: &[u8]) {
+    out.push(flags);
+    out.extend_from_slice(&timestamp.to_le_bytes());
+    out.extend_from_slice(body);
+}
+
 /// Decodes a record; the error says what is malformed.
 pub fn decode(record: &[u8]) -> Result<RecordView<'_>, &'static str> {
     let flags = *record
@@ -290,10 +317,10 @@ mod tests {
     use super::*;
 
     fn encode(r: &Record<'_>, ts: u64) -> Vec<u8> {
-        let mut v = vec![r.flags()];
-        v.extend_from_slice(&ts.to_le_bytes());
-        r.encode_fields(&mut v);
-        v.extend_from_slice(r.payload);
+        let mut body = Vec::new();
+        r.encode_body(&mut body);
+        let mut v = Vec::new();
+        encode_into(&mut v, r.flags(), ts, &body);
         v
     }
 

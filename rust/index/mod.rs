@@ -1,5 +1,6 @@
 //! Indexes over the data files: the sparse index (sequence and time to file
 //! offset, one per data file) and the key index (message key to position).
 
+pub mod dense;
 pub mod key_index;
 pub mod sparse;

@@ -22,8 +22,11 @@ use crate::storage::mapped::{punch_hole, Mapping, WritableMapping};
 /// A sparse-index entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Entry {
+    /// Sequence of the entry's message.
     pub seq: u64,
+    /// Its timestamp, µs since the Unix epoch.
     pub timestamp: u64,
+    /// Offset of its frame in the data file.
     pub offset: u64,
 }
 
@@ -56,6 +59,7 @@ fn entry_at(i: u64) -> usize {
 
 /// Where the CRC and the offset (the publication word) lie in an entry.
 pub const ENTRY_CRC_AT: usize = 16;
+/// Offset of the publication word in an entry.
 pub const ENTRY_OFFSET_AT: usize = 24;
 
 impl Entry {
@@ -183,6 +187,7 @@ impl SparseIndexWriter {
         Ok(())
     }
 
+    /// msyncs the whole index file.
     pub fn sync(&self) -> Result<()> {
         self.map.sync_range(0, self.map.len())
     }

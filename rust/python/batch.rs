@@ -45,6 +45,7 @@ pub(crate) fn fill_stats(d: &Bound<'_, PyDict>, s: &crate::Stats) -> PyResult<()
     recovery.set_item("cut_reason", r.cut_reason.as_deref())?;
     recovery.set_item("repaired_end_marker", r.repaired_end_marker)?;
     recovery.set_item("index_entries_rebuilt", r.index_entries_rebuilt)?;
+    recovery.set_item("dense_entries_rebuilt", r.dense_entries_rebuilt)?;
     recovery.set_item("frames_verified", r.frames_verified)?;
     d.set_item("recovery", recovery)?;
     Ok(())

@@ -148,7 +148,10 @@ impl PayloadView {
     /// # Safety
     /// Called by CPython with a valid `view` to fill, as the buffer protocol
     /// requires.
-    #[allow(unsafe_code)]
+    #[expect(
+        unsafe_code,
+        reason = "the buffer protocol is an unsafe C interface; its one use outside storage/"
+    )]
     unsafe fn __getbuffer__(
         slf: Bound<'_, Self>,
         view: *mut ffi::Py_buffer,

@@ -2,8 +2,6 @@
 //! in the queue's `consumers/` directory, and the conversions for
 //! `Queue.consumers()` and retention.
 
-use std::time::Duration;
-
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -11,7 +9,7 @@ use pyo3::types::PyDict;
 use super::exit;
 use super::tailer::{Reader, Tailer};
 use super::time;
-use crate::{ConsumerInfo, RetentionPolicy, RetentionReport};
+use crate::{ConsumerInfo, RetentionReport};
 
 /// A named tailer: get one from ``Queue.tailer(name=...)``.
 ///
@@ -141,22 +139,6 @@ pub(crate) fn info_dict<'py>(py: Python<'py>, info: &ConsumerInfo) -> PyResult<B
     d.set_item("committed_at", time::to_datetime(py, info.committed_at)?)?;
     d.set_item("created_at", time::to_datetime(py, info.created_at)?)?;
     Ok(d)
-}
-
-/// `(max_age_us, max_bytes, max_files, protect_unconsumed)` from Python.
-pub(crate) type PolicyArg = (Option<u64>, Option<u64>, Option<usize>, bool);
-
-/// The engine policy for a `PolicyArg`.
-pub(crate) fn policy(arg: PolicyArg) -> PyResult<RetentionPolicy> {
-    let (max_age_us, max_bytes, max_files, protect_unconsumed) = arg;
-    let policy = RetentionPolicy {
-        max_age: max_age_us.map(Duration::from_micros),
-        max_bytes,
-        max_files,
-        protect_unconsumed,
-    };
-    policy.validate()?;
-    Ok(policy)
 }
 
 /// A dict for `Queue.apply_retention()`.

@@ -376,6 +376,16 @@ pub(crate) fn consumer_busy(py: Python<'_>, name: &str, err: &Error) -> PyErr {
     )
 }
 
+/// `ConfigError` with `message` as is, for an option refused at the Python
+/// boundary (`options.rs`): the message names the option and its limit,
+/// without the engine's "invalid configuration: " prefix.
+pub(crate) fn config_error(message: impl Into<String>) -> PyErr {
+    Python::attach(|py| match types(py) {
+        Ok(t) => raise(py, &t.config, message.into(), &[]),
+        Err(e) => e,
+    })
+}
+
 /// `ForkedError`, for handles used in a child process.
 pub(crate) fn forked() -> PyErr {
     Error::Forked.into()

@@ -7,7 +7,7 @@
 //! sync `append` or `flush()` re-attaches exactly so when its call returns.
 //!
 //! So litemq ends its part before finalization. `litemq.queue` registers
-//! [`close_all_at_exit`] with `atexit` (handlers run before finalization
+//! `queue::close_all_at_exit` with `atexit` (handlers run before finalization
 //! begins, after non-daemon threads are joined). It marks the exit, closes
 //! every open queue (writing and syncing what was appended; blocked calls
 //! wake), and waits for the threads that were already on their way back
@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 
-/// Set by [`close_all_at_exit`]: the interpreter is about to finalize.
+/// Set by `queue::close_all_at_exit`: the interpreter is about to finalize.
 static EXITING: AtomicBool = AtomicBool::new(false);
 /// The thread that runs the exit handlers (and then finalization).
 static EXIT_THREAD: Mutex<Option<ThreadId>> = Mutex::new(None);
@@ -107,17 +107,4 @@ pub(crate) fn wait_for_returning_threads(py: Python<'_>) {
             std::thread::sleep(Duration::from_millis(1));
         }
     });
-}
-
-/// Closes every queue this process has open, for `atexit`: what was
-/// appended is written and synced, blocked calls wake, and threads other
-/// than this one never re-enter the interpreter (see the module comment).
-/// Raises the first error a close raised (after closing the others).
-#[pyfunction]
-#[pyo3(name = "_close_all_at_exit")]
-pub(crate) fn close_all_at_exit(py: Python<'_>) -> PyResult<()> {
-    begin();
-    let result = super::queue::close_all(py);
-    wait_for_returning_threads(py);
-    result
 }

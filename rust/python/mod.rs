@@ -2,9 +2,11 @@
 //!
 //! Thin on purpose: these files convert types and errors and release the
 //! GIL around blocking calls; behaviour lives in the engine, and the
-//! Pythonic surface (option parsing, Arrow, the CLI) in `python/litemq/`.
+//! Pythonic surface (Arrow, the CLI) in `python/litemq/`. Options are
+//! parsed once, here, into the engine's types (`options.rs`).
 //! One file per concept: `queue.rs`, `appender.rs`, `tailer.rs`,
-//! `consumer.rs` (named tailers, retention), `message.rs`, `errors.rs` (the exception tree), `buffer.rs` (bytes in,
+//! `consumer.rs` (named tailers, retention reports), `options.rs` (the
+//! options of `litemq.Queue`), `message.rs`, `errors.rs` (the exception tree), `buffer.rs` (bytes in,
 //! zero-copy views out), `time.rs` (datetimes), `batch.rs` (stats and
 //! Arrow buffers), `fork.rs` (handles used after `fork()`), `exit.rs` (threads in
 //! litemq calls at interpreter exit).
@@ -17,6 +19,7 @@ mod errors;
 mod exit;
 mod fork;
 mod message;
+mod options;
 mod queue;
 mod tailer;
 mod time;
@@ -34,9 +37,10 @@ fn litemq_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_HEADER_NAME_LEN", MAX_HEADER_NAME_LEN)?;
     m.add("MAX_HEADER_VALUE_LEN", MAX_HEADER_VALUE_LEN)?;
     errors::register(m)?;
+    options::register(m)?;
     m.add_function(wrap_pyfunction!(queue::writer_pid, m)?)?;
     m.add_function(wrap_pyfunction!(queue::reindex, m)?)?;
-    m.add_function(wrap_pyfunction!(exit::close_all_at_exit, m)?)?;
+    m.add_function(wrap_pyfunction!(queue::close_all_at_exit, m)?)?;
     m.add_class::<queue::Queue>()?;
     m.add_class::<appender::Appender>()?;
     m.add_class::<tailer::Tailer>()?;

@@ -1,26 +1,27 @@
 //! `Queue` (native part): opens a queue and hands out appenders and tailers.
-//! The Python class `litemq.Queue` subclasses it and parses the options.
+//! The Python class `litemq.Queue` subclasses it (for its signature and
+//! docs); the options are parsed here, by `options.rs`.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError, Weak};
-use std::time::Duration;
 
 use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
 use super::appender::Appender;
-use super::consumer::{self, Consumer, PolicyArg};
+use super::consumer::{self, Consumer};
 use super::errors;
 use super::exit;
 use super::fork::ForkSafe;
 use super::message::Message;
+use super::options;
 use super::tailer::{seq_arg, start_arg, Reader, ReaderSlot, Tailer};
 use super::time;
 use crate::storage::mapped::fork_generation;
 use crate::{
-    ConsumerOptions, FlushMode, KeyIndexConfig, QueueBuilder, RollPeriod, RollStrategy,
-    WaitStrategy, MAX_CHANNEL_CAPACITY, MAX_FILE_SIZE, MAX_INDEX_INTERVAL, MIN_FILE_SIZE,
+    ConsumerOptions, FlushMode, KeyIndexConfig, QueueBuilder, MAX_CHANNEL_CAPACITY, MAX_FILE_SIZE,
+    MAX_INDEX_INTERVAL, MIN_FILE_SIZE,
 };
 
 /// An open engine queue and the readers of the tailers made from it, which
@@ -99,7 +100,7 @@ impl Core {
 }
 
 /// Closes every queue opened in this process and still open (see
-/// `exit::close_all_at_exit`); returns the first error.
+/// [`close_all_at_exit`]); returns the first error.
 pub(crate) fn close_all(py: Python<'_>) -> PyResult<()> {
     let generation = fork_generation();
     let cores: Vec<Arc<Core>> = lock(&OPEN)
@@ -119,7 +120,21 @@ pub(crate) fn close_all(py: Python<'_>) -> PyResult<()> {
     first_error.map_or(Ok(()), Err)
 }
 
-/// The native queue. Use `litemq.Queue`, which takes friendlier options.
+/// Closes every queue this process has open, for `atexit`: what was
+/// appended is written and synced, blocked calls wake, and threads other
+/// than this one never re-enter the interpreter (see the module comment).
+/// Raises the first error a close raised (after closing the others). Here,
+/// not in `exit.rs`, which the queue and the handles use: exit stays below them.
+#[pyfunction]
+#[pyo3(name = "_close_all_at_exit")]
+pub(crate) fn close_all_at_exit(py: Python<'_>) -> PyResult<()> {
+    exit::begin();
+    let result = close_all(py);
+    exit::wait_for_returning_threads(py);
+    result
+}
+
+/// The native queue. Use `litemq.Queue`, its subclass, which documents the options.
 #[pyclass(frozen, subclass, module = "litemq._litemq", name = "Queue")]
 pub(crate) struct Queue {
     inner: ForkSafe<Arc<Core>>,
@@ -128,75 +143,6 @@ pub(crate) struct Queue {
     /// Appends wait for the I/O thread (`Sync` flushes, or several writer
     /// processes): release the GIL while they do.
     blocking_appends: bool,
-}
-
-fn config_error(msg: String) -> PyErr {
-    crate::Error::InvalidConfig(msg).into()
-}
-
-/// `[(kind, value), ...]` with kinds size, count, minutely, hourly, daily.
-fn roll_arg(parts: Vec<(String, u64)>) -> PyResult<RollStrategy> {
-    let mut leaves = Vec::with_capacity(parts.len());
-    for (kind, value) in parts {
-        leaves.push(match kind.as_str() {
-            "size" => RollStrategy::Size(value),
-            "count" => RollStrategy::Count(value),
-            "minutely" => RollStrategy::Period(RollPeriod::Minutely),
-            "hourly" => RollStrategy::Period(RollPeriod::Hourly),
-            "daily" => RollStrategy::Period(RollPeriod::Daily),
-            other => return Err(config_error(format!("unknown roll kind {other:?}"))),
-        });
-    }
-    match leaves.len() {
-        0 => Err(config_error("roll needs at least one rule".into())),
-        1 => Ok(leaves.remove(0)),
-        _ => Ok(RollStrategy::Any(leaves)),
-    }
-}
-
-/// `(mode, bytes, interval_seconds)` with modes async, sync, batch. An
-/// interval too long for a `Duration` (or `inf`) means "by bytes only".
-fn flush_arg(mode: &str, bytes: u64, interval: f64) -> PyResult<FlushMode> {
-    match mode {
-        "async" => Ok(FlushMode::Async),
-        "sync" => Ok(FlushMode::Sync),
-        "batch" => {
-            if interval.is_nan() || interval < 0.0 {
-                return Err(config_error(format!(
-                    "flush interval must be a number of seconds >= 0, got {interval}"
-                )));
-            }
-            Ok(FlushMode::Batch {
-                bytes,
-                interval: Duration::try_from_secs_f64(interval).unwrap_or(Duration::MAX),
-            })
-        }
-        other => Err(config_error(format!(
-            "flush must be \"async\", \"sync\" or litemq.Batch(...), got {other:?}"
-        ))),
-    }
-}
-
-/// An integer option in `min..=max`; anything else (too large for 64 bits
-/// included, where pyo3 would raise `OverflowError`) is a `ConfigError`
-/// naming the limits.
-fn bounded_arg(obj: &Bound<'_, PyAny>, what: &str, min: u64, max: u64) -> PyResult<u64> {
-    let out_of_range =
-        || config_error(format!("{what} must be between {min} and {max}, got {obj}"));
-    if obj.is_instance_of::<pyo3::types::PyBool>() {
-        return Err(PyTypeError::new_err(format!(
-            "{what} must be an int, not bool"
-        )));
-    }
-    match obj.extract::<u64>() {
-        Ok(n) if (min..=max).contains(&n) => Ok(n),
-        Ok(_) => Err(out_of_range()),
-        Err(e) if e.is_instance_of::<PyOverflowError>(obj.py()) => Err(out_of_range()),
-        Err(_) => Err(PyTypeError::new_err(format!(
-            "{what} must be an int, not {}",
-            obj.get_type().name()?
-        ))),
-    }
 }
 
 /// `find(limit=...)`: at least 0; a limit beyond what memory could hold is
@@ -221,16 +167,6 @@ fn limit_arg(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
         Err(_) => Err(PyTypeError::new_err(format!(
             "limit must be an int or None, not {}",
             obj.get_type().name()?
-        ))),
-    }
-}
-
-fn wait_arg(wait: &str) -> PyResult<WaitStrategy> {
-    match wait {
-        "default" => Ok(WaitStrategy::Default),
-        "busy-spin" => Ok(WaitStrategy::BusySpin),
-        other => Err(config_error(format!(
-            "wait must be \"default\" or \"busy-spin\", got {other:?}"
         ))),
     }
 }
@@ -278,25 +214,37 @@ impl Queue {
     #[new]
     #[pyo3(signature = (
         path, *, file_size=None, roll=None, flush=None, index_interval=None,
-        verify_on_startup=false, read_only=false, channel_capacity=None, wait=None,
+        verify_on_startup=None, read_only=None, channel_capacity=None, wait=None,
         key_index=None, retention=None, multi_writer=None,
     ))]
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one argument per keyword of Queue.__init__"
+    )]
     fn new(
         py: Python<'_>,
         path: PathBuf,
         file_size: Option<&Bound<'_, PyAny>>,
-        roll: Option<Vec<(String, u64)>>,
-        flush: Option<(String, u64, f64)>,
+        roll: Option<&Bound<'_, PyAny>>,
+        flush: Option<&Bound<'_, PyAny>>,
         index_interval: Option<&Bound<'_, PyAny>>,
-        verify_on_startup: bool,
-        read_only: bool,
+        verify_on_startup: Option<&Bound<'_, PyAny>>,
+        read_only: Option<&Bound<'_, PyAny>>,
         channel_capacity: Option<&Bound<'_, PyAny>>,
-        wait: Option<String>,
-        key_index: Option<(u32, u32)>,
-        retention: Option<PolicyArg>,
-        multi_writer: Option<bool>,
+        wait: Option<&Bound<'_, PyAny>>,
+        key_index: Option<&Bound<'_, PyAny>>,
+        retention: Option<&Bound<'_, PyAny>>,
+        multi_writer: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        // Every option is parsed (options.rs) before anything is opened.
+        let flag = |obj: Option<&Bound<'_, PyAny>>, what| {
+            obj.map_or(Ok(false), |o| options::flag(o, what))
+        };
+        let verify_on_startup = flag(verify_on_startup, "verify_on_startup")?;
+        let read_only = flag(read_only, "read_only")?;
+        let multi_writer = multi_writer
+            .map(|o| options::flag(o, "multi_writer"))
+            .transpose()?;
         let mut builder = QueueBuilder::new(&path)
             .verify_on_startup(verify_on_startup)
             .read_only(read_only);
@@ -304,33 +252,41 @@ impl Queue {
             builder = builder.multi_writer(m);
         }
         if let Some(n) = file_size {
-            builder = builder.file_size(bounded_arg(n, "file_size", MIN_FILE_SIZE, MAX_FILE_SIZE)?);
+            builder = builder.file_size(options::size_in(
+                n,
+                "file_size",
+                MIN_FILE_SIZE,
+                MAX_FILE_SIZE,
+            )?);
         }
-        if let Some(parts) = roll {
-            builder = builder.roll(roll_arg(parts)?);
+        if let Some(roll) = roll {
+            let options::Roll(roll) = roll.extract()?;
+            builder = builder.roll(roll);
         }
         let mut blocking_appends = false;
-        if let Some((mode, bytes, interval)) = flush {
-            let mode = flush_arg(&mode, bytes, interval)?;
+        if let Some(flush) = flush {
+            let mode = flush.extract::<options::Flush>()?.mode();
             blocking_appends |= mode == FlushMode::Sync;
             builder = builder.flush_mode(mode);
         }
         if let Some(n) = index_interval {
-            let n = bounded_arg(n, "index_interval", 1, MAX_INDEX_INTERVAL.into())?;
+            let n = options::int_in(n, "index_interval", 1, MAX_INDEX_INTERVAL.into())?;
             builder = builder.index_interval(n as u32);
         }
         if let Some(n) = channel_capacity {
-            let n = bounded_arg(n, "channel_capacity", 1, MAX_CHANNEL_CAPACITY as u64)?;
+            let n = options::int_in(n, "channel_capacity", 1, MAX_CHANNEL_CAPACITY as u64)?;
             builder = builder.channel_capacity(n as usize);
         }
-        if let Some(w) = wait {
-            builder = builder.wait_strategy(wait_arg(&w)?);
+        if let Some(wait) = wait {
+            let options::Wait(wait) = wait.extract()?;
+            builder = builder.wait_strategy(wait);
         }
-        if let Some((slots, items)) = key_index {
-            builder = builder.key_index(KeyIndexConfig { slots, items });
+        if let Some(key_index) = key_index {
+            let options::KeyIndex(config) = key_index.extract()?;
+            builder = builder.key_index(config);
         }
         if let Some(policy) = retention {
-            builder = builder.retention(consumer::policy(policy)?);
+            builder = builder.retention(options::retention(policy, "retention")?);
         }
         let queue = exit::detach(py, || builder.open())?;
         // Given or remembered: with several writers an append returns once written.
@@ -427,12 +383,12 @@ impl Queue {
     fn _apply_retention<'py>(
         &self,
         py: Python<'py>,
-        policy: Option<PolicyArg>,
+        policy: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let queue = self.queue()?;
         let report = match policy {
             Some(p) => {
-                let p = consumer::policy(p)?;
+                let p = options::retention(p, "policy")?;
                 exit::detach(py, || queue.apply_retention_with(&p))?
             }
             None => exit::detach(py, || queue.apply_retention())?,
@@ -444,7 +400,8 @@ impl Queue {
     /// `first_seq`, `end_seq` (one past the last sequence it holds),
     /// `created` (UTC datetime), `size` (the largest the file may grow to),
     /// `bytes_written` (header and frames), `bytes_allocated` (disk blocks,
-    /// `st_blocks` × 512) and `index_bytes_allocated` (its sparse index's).
+    /// `st_blocks` × 512) and `index_bytes_allocated` (its sparse and dense
+    /// indexes').
     ///
     /// >>> [f["first_seq"] for f in q.data_files()]
     /// [0, 50, 100]

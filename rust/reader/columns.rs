@@ -5,28 +5,42 @@ use crate::error::Result;
 use crate::format::record::RecordView;
 use crate::reader::tailer::Tailer;
 
-/// ColumnSet of consecutive messages in Arrow's layout: validity bitmaps are
-/// LSB-first, offsets are `i32` (a batch stops before any column's data
+/// Columns of consecutive messages in Arrow's layout: validity bitmaps are
+/// LSB-first, offsets are `i32` (a read stops before any column's data
 /// would pass `i32::MAX` bytes).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Columns {
+    /// Messages read.
     pub rows: usize,
+    /// Sequence of each message.
     pub seq: Vec<i64>,
     /// µs since the Unix epoch, UTC.
     pub timestamp: Vec<i64>,
+    /// Validity bitmap of `key` (bit set: has a key).
     pub key_valid: Vec<u8>,
+    /// Rows without a key.
     pub key_nulls: usize,
+    /// Row `i`'s key is `key_data[key_offsets[i]..key_offsets[i+1]]`.
     pub key_offsets: Vec<i32>,
+    /// The keys' bytes.
     pub key_data: Vec<u8>,
+    /// Validity bitmap of `headers` (bit set: has headers).
     pub headers_valid: Vec<u8>,
+    /// Rows without headers.
     pub headers_nulls: usize,
     /// Row `i`'s headers are entries `headers_offsets[i]..headers_offsets[i+1]`.
     pub headers_offsets: Vec<i32>,
+    /// Entry `j`'s name is `header_name_data[header_name_offsets[j]..header_name_offsets[j+1]]`.
     pub header_name_offsets: Vec<i32>,
+    /// The header names' bytes (UTF-8).
     pub header_name_data: Vec<u8>,
+    /// Offsets of the header values, as for the names.
     pub header_value_offsets: Vec<i32>,
+    /// The header values' bytes.
     pub header_value_data: Vec<u8>,
+    /// Row `i`'s payload is `payload_data[payload_offsets[i]..payload_offsets[i+1]]`.
     pub payload_offsets: Vec<i32>,
+    /// The payloads' bytes.
     pub payload_data: Vec<u8>,
 }
 
@@ -36,8 +50,11 @@ const LIMIT: usize = i32::MAX as usize;
 /// always are); one left out stays empty: no offsets, no data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ColumnSet {
+    /// The `key` column.
     pub key: bool,
+    /// The `headers` column.
     pub headers: bool,
+    /// The `payload` column.
     pub payload: bool,
 }
 

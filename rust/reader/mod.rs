@@ -3,7 +3,7 @@
 
 pub mod catalog;
 pub mod columns;
-pub mod redispatch;
+pub mod keys;
 pub(crate) mod sealed;
 pub mod tailer;
 pub mod wait;

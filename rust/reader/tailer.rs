@@ -5,14 +5,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::catalog::{Catalog, FileInfo};
-use super::wait::{Sleeper, Slept, Waiter};
+use super::wait::{Sleeper, Slept, WaitStrategy, Waiter};
 use super::wake::{WakeSource, RETRY};
-use crate::config::WaitStrategy;
 use crate::error::{Error, Result};
 use crate::format::footer::{Footer, FOOTER_LEN};
 use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN};
 use crate::format::position;
 use crate::format::record::{self, HeaderIter, RecordView};
+use crate::index::dense::{DenseIndex, DENSE_SINCE_VERSION};
 use crate::index::sparse::{Entry, SparseIndex};
 use crate::storage::layout::FileId;
 use crate::storage::mapped::Mapping;
@@ -60,10 +60,13 @@ pub enum Start {
 /// A message borrowed from a data file's mapping.
 #[derive(Debug, Clone)]
 pub struct Message<'a> {
+    /// Sequence of the message.
     pub seq: u64,
     /// µs since the Unix epoch (UTC), assigned when the message was written.
     pub timestamp: u64,
+    /// Key given at append, if any.
     pub key: Option<&'a [u8]>,
+    /// The message body.
     pub payload: &'a [u8],
     view: RecordView<'a>,
     mapping: &'a Arc<Mapping>,
@@ -115,12 +118,17 @@ impl<'a> Message<'a> {
 /// A message copied out of the queue.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OwnedMessage {
+    /// Sequence of the message.
     pub seq: u64,
+    /// µs since the Unix epoch (UTC), assigned when the message was written.
     pub timestamp: u64,
+    /// Key given at append, if any.
     pub key: Option<Vec<u8>>,
+    /// The key was given as text.
     pub key_is_text: bool,
     /// `(name, value, value_is_text)`.
     pub headers: Vec<(String, Vec<u8>, bool)>,
+    /// The message body.
     pub payload: Vec<u8>,
 }
 
@@ -136,6 +144,9 @@ struct Cursor {
     footer: Option<Option<super::sealed::Sealed>>,
     /// Its frame area matched the footer's CRC in this process.
     verified: bool,
+    /// The file's dense index (format 5), opened on first use (`Some(None)`:
+    /// none, or unusable).
+    dense: Option<Option<DenseIndex>>,
 }
 
 impl Cursor {
@@ -148,7 +159,40 @@ impl Cursor {
             index: None,
             footer: None,
             verified: false,
+            dense: None,
         })
+    }
+
+    /// Offset of message `seq`'s frame from the dense index, if the file has
+    /// one, its entry for `seq` is written and matches, and the frame there
+    /// passes its CRC and decodes. A damaged entry must not send a reader to
+    /// the wrong message: anything else is `None`, and the caller scans.
+    fn dense_frame(&mut self, catalog: &Catalog, seq: u64) -> Option<usize> {
+        let info = self.info;
+        let ix = self
+            .dense
+            .get_or_insert_with(|| {
+                (info.header.version >= DENSE_SINCE_VERSION)
+                    .then(|| {
+                        DenseIndex::open(
+                            &info.id.offsets_path(catalog.base()),
+                            info.header.first_seq,
+                            info.header.file_number,
+                        )
+                    })
+                    .flatten()
+            })
+            .as_ref()?;
+        let at = ix.offset(seq, self.map.len())?;
+        let file = self.map.as_slice();
+        match frame::decode(file, at, self.map.load_u32(at)) {
+            Ok(FrameAt::Frame { record_len, .. }) => {
+                record::decode(&file[at + 4..at + 4 + record_len])
+                    .is_ok()
+                    .then_some(at)
+            }
+            _ => None,
+        }
     }
 
     /// A sparse-index entry chosen by `pick`, if the frame it points at
@@ -254,6 +298,16 @@ impl Tailer {
             Some(loc) => self.message(loc).map(Some),
             None => Ok(None),
         }
+    }
+
+    /// Reads message `seq`: a seek (skipped when the tailer stands at
+    /// `seq` already) and a read. `None` or [`Error::NotFound`] when it is
+    /// not published (or no longer kept).
+    pub(crate) fn read_at(&mut self, seq: u64) -> Result<Option<Message<'_>>> {
+        if self.cursor.is_none() || self.seq != seq {
+            self.seek(seq)?;
+        }
+        self.read_next()
     }
 
     /// Reads the next message, waiting up to `timeout` for one.
@@ -363,6 +417,13 @@ impl Tailer {
                 Err(e) => return Err(e),
             },
         };
+        // One probe of the dense index (format 5) when its entry checks out.
+        if let Some(at) = cursor.dense_frame(&self.catalog, seq) {
+            cursor.offset = at;
+            self.cursor = Some(cursor);
+            self.seq = seq;
+            return Ok(());
+        }
         let (mut at_seq, mut offset) = (info.header.first_seq, DATA_HEADER_LEN);
         if reused && self.seq <= seq {
             (at_seq, offset) = (self.seq, cursor.offset); // never a longer scan than from the file start
@@ -549,6 +610,7 @@ impl Tailer {
             index: None,
             footer: None,
             verified: false,
+            dense: None,
         };
         if let Some(e) = cursor.entry(&self.catalog, |ix| ix.floor_time(micros)) {
             (at_seq, offset) = (e.seq, e.offset as usize);

@@ -2,7 +2,21 @@
 
 use std::time::Duration;
 
-use crate::config::WaitStrategy;
+/// How a blocking read waits for the next message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WaitStrategy {
+    /// Spin a few microseconds, then sleep on the queue's wake-up word
+    /// (`wake.ctl`, a futex a writer in any process bumps after publishing):
+    /// low latency while messages flow, no CPU while they don't. Where there
+    /// is no usable wake-up word (a read-only handle that cannot write
+    /// `wake.ctl`, not Linux), spin, yield, then sleep with back-off up to 1 ms.
+    #[default]
+    Default,
+    /// Spin on the mapping without ever sleeping: lowest latency, one core
+    /// busy per waiting follower. On a machine with few cores (2) it starves
+    /// the writer's I/O thread and latency gets worse, not better.
+    BusySpin,
+}
 
 /// Escalating back-off: spin, then yield, then sleep up to 1 ms.
 #[derive(Debug)]

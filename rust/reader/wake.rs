@@ -113,8 +113,9 @@ impl WakeSource {
             .file
             .take();
         // Followers of this handle asleep on the word wake now and find the
-        // queue closed (others re-check and sleep again).
-        if let Some(f) = file {
+        // queue closed (others re-check and sleep again); with nobody asleep
+        // the file is left as it is.
+        if let Some(f) = file.filter(|f| f.waiters() > 0) {
             f.bump();
         }
     }

@@ -64,6 +64,11 @@ impl FileId {
         self.dir(base).join(format!("{}.index", self.stem()))
     }
 
+    /// The data file's dense index (format version 5): `NAME.offsets`.
+    pub fn offsets_path(self, base: &Path) -> PathBuf {
+        self.dir(base).join(format!("{}.offsets", self.stem()))
+    }
+
     /// Directory that holds this file, created on demand by the writer.
     pub fn parent(self, base: &Path) -> PathBuf {
         self.dir(base)

@@ -15,7 +15,10 @@
 //! and are coordinated by the length word only. `docs/DESIGN.md` explains
 //! why that is sound across processes and what is assumed of other writers
 //! (none may modify published bytes; none may truncate a file).
-#![allow(unsafe_code)]
+#![expect(
+    unsafe_code,
+    reason = "the one module that maps files; each block states its SAFETY"
+)]
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -92,14 +95,17 @@ impl Mapping {
         })
     }
 
+    /// The mapped file.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// Bytes mapped.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// True when nothing is mapped.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -251,9 +257,14 @@ impl WritableMapping {
 
     /// The whole mapping, for reading back what this writer wrote.
     pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: `raw` maps `len` bytes (invariant); only `&mut self`
-        // methods write, so nothing changes while this borrow lives, except
-        // by other processes, which litemq never lets write (the lock).
+        // SAFETY: `raw` maps `len` bytes (invariant); in this process only
+        // `&mut self` methods write, so nothing of ours changes while this
+        // borrow lives. Other processes do write the file with `multi_writer`,
+        // but each only while it holds the append lock and only past the
+        // published tail (DESIGN.md, "Several writers"); the bytes are opaque
+        // `u8`s (every bit pattern valid) and callers decode them with every
+        // length bounds-checked and the CRC checked (DESIGN.md, "Other
+        // processes"), so a change under the slice fails a check, no more.
         unsafe { std::slice::from_raw_parts(self.raw.as_ptr(), self.len) }
     }
 
@@ -499,7 +510,7 @@ impl MappedWords {
         // patterns. All in-process accesses are atomic (type invariant), so there is no
         // data race with the writer. Another process writing the same file is outside the
         // Rust memory model; the words it can change are re-validated on every read (see
-        // DESIGN.md, "Reading a mapping another process writes").
+        // DESIGN.md, "Other processes").
         unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(32).cast::<AtomicU32>(), len) }
     }
 
@@ -578,6 +589,9 @@ impl WordFile {
     }
 }
 
+// The fork counter lives here, not with the appender and the bindings that
+// use it, because registering the handler is `unsafe` and this is the one
+// module of the engine allowed `unsafe`.
 static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
 static FORK_HOOK: std::sync::Once = std::sync::Once::new();
 

@@ -4,14 +4,15 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::config::RollStrategy;
+use super::options::RollStrategy;
 use crate::error::{Error, Result};
 use crate::format::crc::crc64;
 use crate::format::footer::{trimmed_len, Footer, FOOTER_LEN};
-use crate::format::frame::{frame_size, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
+use crate::format::frame::{self, frame_size, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
 use crate::format::header::{DataHeader, IndexHeader};
-use crate::format::position;
-use crate::format::record::RECORD_FIXED_LEN;
+use crate::format::record;
+use crate::format::{data_file, position};
+use crate::index::dense::{self, DenseHeader, DenseIndexWriter, DENSE_SINCE_VERSION};
 use crate::index::sparse::{self, Entry, SparseIndexWriter};
 use crate::storage::alloc::{ChunkAllocator, DATA_MAX_CHUNK, DATA_MIN_CHUNK};
 use crate::storage::fsutil::sync_dir_chain;
@@ -24,6 +25,8 @@ pub struct ActiveFile {
     pub header: DataHeader,
     pub map: WritableMapping,
     pub index: SparseIndexWriter,
+    /// Its dense index (one entry per message; format version 5 on).
+    pub dense: Option<DenseIndexWriter>,
     /// Offset of the next frame.
     pub write_pos: usize,
     /// Sequence of the next frame.
@@ -71,8 +74,15 @@ impl ActiveFile {
         durable_dirs: bool,
     ) -> Result<ActiveFile> {
         let dir = id.parent(base);
-        std::fs::create_dir_all(&dir).map_err(|e| crate::Error::io("create directory", &dir, e))?;
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| crate::error::Error::io("create directory", &dir, e))?;
         let index = SparseIndexWriter::create(&id.index_path(base), index_header(&header))?;
+        // Created before the data file appears under its name: a reader
+        // that finds the data file finds its dense index.
+        let dense = match dense_header(&header) {
+            Some(h) => Some(DenseIndexWriter::create(&id.offsets_path(base), h)?),
+            None => None,
+        };
         let path = id.data_path(base);
         let tmp = path.with_extension("data.tmp");
         let _ = std::fs::remove_file(&tmp);
@@ -88,7 +98,7 @@ impl ActiveFile {
         )?);
         map.write(0, &header.encode());
         map.sync_range(0, DATA_HEADER_LEN)?;
-        std::fs::rename(&tmp, &path).map_err(|e| crate::Error::io("rename", &path, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| crate::error::Error::io("rename", &path, e))?;
         map.set_path(&path);
         if durable_dirs {
             sync_dir_chain(base, &dir)?;
@@ -97,6 +107,7 @@ impl ActiveFile {
             header,
             map,
             index,
+            dense,
             write_pos: DATA_HEADER_LEN,
             next_seq: header.first_seq,
             synced_pos: 0,
@@ -111,7 +122,7 @@ impl ActiveFile {
     pub fn resume(
         header: DataHeader,
         map: WritableMapping,
-        index: SparseIndexWriter,
+        (index, dense): (SparseIndexWriter, Option<DenseIndexWriter>),
         write_pos: usize,
         next_seq: u64,
         (first_ts, last_ts): (Option<u64>, u64),
@@ -127,6 +138,7 @@ impl ActiveFile {
             header,
             map,
             index,
+            dense,
             write_pos,
             next_seq,
             synced_pos: write_pos,
@@ -143,11 +155,19 @@ impl ActiveFile {
         let map = WritableMapping::open(&id.data_path(base))?;
         let (index, _) =
             SparseIndexWriter::open_or_rebuild(&id.index_path(base), index_header(&header))?;
-        let first_ts = crate::recovery::first_message_ts(map.as_slice());
+        let first_ts = data_file::first_message_ts(map.as_slice());
+        // Another writer process created it with its dense index; one
+        // missing or damaged is recreated, and the entries written from
+        // here on fill it (a reader falls back to the sparse index for the
+        // others).
+        let dense = match dense_header(&header) {
+            Some(h) => Some(DenseIndexWriter::open_or_rebuild(&id.offsets_path(base), h)?.0),
+            None => None,
+        };
         let mut a = ActiveFile::resume(
             header,
             map,
-            index,
+            (index, dense),
             DATA_HEADER_LEN,
             header.first_seq,
             (first_ts, 0),
@@ -192,21 +212,15 @@ impl ActiveFile {
     /// called [`ActiveFile::allocate_for`].
     /// Returns the frame's offset.
     pub fn write_frame(&mut self, flags: u8, timestamp: u64, body: &[u8]) -> Result<usize> {
-        let record_len = RECORD_FIXED_LEN + body.len();
-        let len = record_len as u32;
         let at = self.write_pos;
-        // Assemble length, record and CRC in one buffer: the CRC then runs
-        // over one contiguous slice (one SIMD pass, see format/crc.rs,
-        // instead of three pieces), and record and CRC reach the mapping in
-        // one copy.
+        // Length, record and CRC in one buffer: record and CRC reach the
+        // mapping in one copy, the length word after them.
         let frame = &mut self.scratch;
         frame.clear();
-        frame.extend_from_slice(&len.to_le_bytes());
-        frame.push(flags);
-        frame.extend_from_slice(&timestamp.to_le_bytes());
-        frame.extend_from_slice(body);
-        let crc = crc64(&[frame]);
-        frame.extend_from_slice(&crc.to_le_bytes());
+        let record_len = frame::encode_into(frame, |out| {
+            record::encode_into(out, flags, timestamp, body)
+        });
+        let len = record_len as u32;
         self.map.write(at + 4, &frame[4..]);
         // The word after the frame must read 0 ("nothing yet") once the frame
         // is published, whatever a writer process that died there left.
@@ -217,6 +231,10 @@ impl ActiveFile {
         self.map.store_u32(at, len);
 
         let i = self.count();
+        // After the frame's length: a reader that sees the entry sees the frame.
+        if let Some(d) = &mut self.dense {
+            d.put(i, at)?;
+        }
         if i.is_multiple_of(self.header.index_interval as u64) {
             let entry = Entry {
                 seq: self.next_seq,
@@ -251,6 +269,7 @@ impl ActiveFile {
             header,
             mut map,
             mut index,
+            dense,
             write_pos,
             next_seq,
             synced_pos,
@@ -297,6 +316,12 @@ impl ActiveFile {
             file.set_len(len).map_err(|e| Error::io("trim", &path, e))?;
             let entries = (next_seq - header.first_seq).div_ceil(u64::from(header.index_interval));
             index.seal(entries)?;
+            if let Some(mut d) = dense {
+                d.seal(next_seq - header.first_seq)?;
+                if durable {
+                    d.sync()?;
+                }
+            }
             if durable {
                 file.sync_data()
                     .map_err(|e| Error::io("fdatasync", &path, e))?;
@@ -352,6 +377,17 @@ pub fn index_header(header: &DataHeader) -> IndexHeader {
     }
 }
 
+/// The dense-index header that goes with a data file; `None` before
+/// format version 5 (those files have none).
+pub fn dense_header(header: &DataHeader) -> Option<DenseHeader> {
+    (header.version >= DENSE_SINCE_VERSION).then(|| DenseHeader {
+        version: header.version,
+        first_seq: header.first_seq,
+        file_number: header.file_number,
+        capacity: dense::capacity(header.file_size),
+    })
+}
+
 /// A roll strategy flattened for the per-message check: the tightest size
 /// and count, and the shortest period (every longer period's boundary is
 /// also one of the shortest's: UTC days start on hours, hours on minutes).
@@ -384,7 +420,7 @@ impl RollLimits {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::RollPeriod;
+    use crate::writer::options::RollPeriod;
 
     #[test]
     fn combined_roll_strategy_keeps_the_tightest_limits() {

@@ -3,7 +3,7 @@
 //! `base/append.lock` is a 4 KiB file every writer process maps. One word is
 //! the lock: 0 when free, else the holder's identity (pid and the process's
 //! start time, so a reused pid is not mistaken for the holder). A writer
-//! holds it for one batch: it takes the lock, moves to the tail the last
+//! holds it for one bundle: it takes the lock, moves to the tail the last
 //! holder recorded, writes its frames, records the new tail and lets go.
 //!
 //! A holder that dies keeps the word set. A waiter checks the holder's
@@ -22,7 +22,7 @@ use crate::storage::mapped::WordFile;
 pub const APPEND_LOCK_FILE: &str = "append.lock";
 
 /// How long a waiter waits before it first asks whether the holder lives,
-/// and between later checks. A live holder keeps the lock for one batch
+/// and between later checks. A live holder keeps the lock for one bundle
 /// (microseconds, a few milliseconds when it rolls a file).
 pub const LIVENESS_CHECK: Duration = Duration::from_millis(10);
 

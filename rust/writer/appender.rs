@@ -3,10 +3,10 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use super::command::{BatchSlot, EncodedBatch};
+use super::command::{Bundle, BundleSlot};
 use super::handoff::{Handoff, SendError};
+use super::options::FlushMode;
 use super::shared::WriterShared;
-use crate::config::FlushMode;
 use crate::error::{Error, Result};
 use crate::format::record::{Record, RECORD_FIXED_LEN};
 use crate::storage::mapped::fork_generation;
@@ -70,10 +70,7 @@ impl Appender {
     pub fn append_record(&self, record: &Record<'_>) -> Result<u64> {
         record.validate().map_err(Error::InvalidArgument)?;
         self.check_size(record.body_len())?;
-        self.push(record.flags(), |out| {
-            record.encode_fields(out);
-            out.extend_from_slice(record.payload);
-        })
+        self.push(record.flags(), |out| record.encode_body(out))
     }
 
     /// Appends payloads in one command; returns their sequences.
@@ -81,29 +78,28 @@ impl Appender {
     where
         I: IntoIterator<Item = &'a [u8]>,
     {
-        let mut batch = EncodedBatch::default();
+        let mut bundle = Bundle::default();
         for p in payloads {
             self.check_size(p.len())?;
-            batch.bodies.extend_from_slice(p);
-            batch.entries.push((0, p.len() as u32));
+            bundle.bodies.extend_from_slice(p);
+            bundle.entries.push((0, p.len() as u32));
         }
-        self.send_batch(batch)
+        self.send_bundle(bundle)
     }
 
     /// Appends records (with keys or headers) in one command.
     pub fn append_records(&self, records: &[Record<'_>]) -> Result<Range<u64>> {
-        let mut batch = EncodedBatch::default();
+        let mut bundle = Bundle::default();
         for r in records {
             r.validate().map_err(Error::InvalidArgument)?;
             self.check_size(r.body_len())?;
-            let start = batch.bodies.len();
-            r.encode_fields(&mut batch.bodies);
-            batch.bodies.extend_from_slice(r.payload);
-            batch
+            let start = bundle.bodies.len();
+            r.encode_body(&mut bundle.bodies);
+            bundle
                 .entries
-                .push((r.flags(), (batch.bodies.len() - start) as u32));
+                .push((r.flags(), (bundle.bodies.len() - start) as u32));
         }
-        self.send_batch(batch)
+        self.send_bundle(bundle)
     }
 
     /// Returns once every message appended before this call is written and
@@ -167,12 +163,12 @@ impl Appender {
         }
     }
 
-    fn send_batch(&self, batch: EncodedBatch) -> Result<Range<u64>> {
+    fn send_bundle(&self, bundle: Bundle) -> Result<Range<u64>> {
         self.check_alive()?;
         let (range, slot) = self
             .inner
             .handoff
-            .push_batch(batch)
+            .push_bundle(bundle)
             .map_err(|e| self.send_error(e))?;
         if self.inner.flush == FlushMode::Sync && !range.is_empty() {
             self.inner
@@ -191,7 +187,7 @@ impl Appender {
 
     /// The error for an append (numbered `first`) whose wait failed: says
     /// when its frame may be stored although the append failed.
-    fn failed(&self, e: Error, first: u64, slot: Option<&BatchSlot>) -> Error {
+    fn failed(&self, e: Error, first: u64, slot: Option<&BundleSlot>) -> Error {
         let seq = match slot {
             None => Some(first),
             Some(slot) => slot.seq_of(first),
@@ -201,7 +197,7 @@ impl Appender {
 
     /// Several writer processes: waits until the I/O thread has written the
     /// message with `ticket` and returns the sequence it got.
-    fn seq_of(&self, slot: &BatchSlot, ticket: u64) -> Result<u64> {
+    fn seq_of(&self, slot: &BundleSlot, ticket: u64) -> Result<u64> {
         self.inner
             .shared
             .wait_written(ticket + 1)
@@ -218,19 +214,13 @@ impl Appender {
 
     /// Returns once every message appended before the call is written to
     /// the mapping (visible to readers; not necessarily durable).
+    /// One mechanism for every wait on `written`: [`WriterShared::wait_written`]
+    /// (spin briefly, then a condition variable the I/O thread signals).
     pub(crate) fn wait_written(&self) -> Result<()> {
-        let target = self.inner.handoff.assigned();
-        let mut rounds = 0u32;
-        while self.inner.shared.written() < target {
-            self.check_alive()?;
-            rounds += 1;
-            if rounds < 100 {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(std::time::Duration::from_micros(50));
-            }
-        }
-        Ok(())
+        self.check_alive()?;
+        self.inner
+            .shared
+            .wait_written(self.inner.handoff.assigned())
     }
 
     pub(crate) fn forked(&self) -> bool {

@@ -3,35 +3,38 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// Messages as appenders encoded them, in one allocation: each message's
-/// body (optional fields, then payload) back to back, and one `(flags, len)`
-/// per message. The I/O thread adds the timestamp when it writes.
+/// A bundle: messages as appenders encoded them, handed to the I/O thread
+/// together, in one allocation: each message's body (optional fields, then
+/// payload) back to back, and one `(flags, len)` per message. The I/O thread
+/// adds the timestamp when it writes. ("Batch" is the flush mode, Python's
+/// `litemq.Batch`; a bundle is what the hand-off sends, up to 1024 messages
+/// or 64 KiB, or one `append_batch` call.)
 #[derive(Debug, Default)]
-pub struct EncodedBatch {
+pub struct Bundle {
     pub bodies: Vec<u8>,
     pub entries: Vec<(u8, u32)>,
     /// With several writer processes: where the I/O thread reports the
-    /// sequences the batch got (they are known only once it is written).
-    pub slot: Option<Arc<BatchSlot>>,
+    /// sequences the bundle got (they are known only once it is written).
+    pub slot: Option<Arc<BundleSlot>>,
 }
 
-/// The sequence a batch's first message got, for appenders waiting on it.
+/// The sequence a bundle's first message got, for appenders waiting on it.
 #[derive(Debug)]
-pub struct BatchSlot {
-    /// Ticket of the batch's first message (see `Handoff`).
+pub struct BundleSlot {
+    /// Ticket of the bundle's first message (see `Handoff`).
     pub first_ticket: u64,
     first_seq: AtomicU64,
 }
 
-impl BatchSlot {
-    pub fn new(first_ticket: u64) -> Arc<BatchSlot> {
-        Arc::new(BatchSlot {
+impl BundleSlot {
+    pub fn new(first_ticket: u64) -> Arc<BundleSlot> {
+        Arc::new(BundleSlot {
             first_ticket,
             first_seq: AtomicU64::new(u64::MAX),
         })
     }
 
-    /// Set by the I/O thread before it counts the batch as written.
+    /// Set by the I/O thread before it counts the bundle as written.
     pub fn set_first_seq(&self, seq: u64) {
         self.first_seq.store(seq, Ordering::Release);
     }
@@ -46,9 +49,9 @@ impl BatchSlot {
 /// A command for the I/O thread. Commands are handled in the order sent.
 #[derive(Debug)]
 pub enum Command {
-    /// Write several messages with consecutive tickets from `first_seq`
+    /// Write several messages with consecutive tickets from `first_ticket`
     /// (tickets are sequences unless several processes write).
-    Batch { first_seq: u64, batch: EncodedBatch },
+    Write { first_ticket: u64, bundle: Bundle },
     /// msync everything written so far, then raise the durable mark.
     Flush,
     /// Write what is queued, msync everything and stop.

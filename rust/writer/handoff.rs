@@ -2,17 +2,17 @@
 //!
 //! A channel operation per message would cap throughput at the cost of a
 //! channel send, an allocation and often a futex wake-up. Instead appenders
-//! copy messages into one pending batch under a short lock; a batch is sent
+//! copy messages into one pending bundle under a short lock; a bundle is sent
 //! down the bounded channel when it is full, when the I/O thread is asleep,
 //! or before a flush. While the I/O thread is awake it takes the pending
-//! batch itself as soon as its channel is empty, so a lone message waits
+//! bundle itself as soon as its channel is empty, so a lone message waits
 //! only as long as the I/O thread's current work. Sequences are assigned
 //! under the same lock, so they reach the I/O thread in order.
 //!
 //! With several writer processes a message's sequence is known only once
 //! the I/O thread has written it under the append lock. The handoff then
 //! numbers messages with *tickets* (this process's own count) and hangs a
-//! [`BatchSlot`] on each batch, where the I/O thread reports the sequences.
+//! [`BundleSlot`] on each bundle, where the I/O thread reports the sequences.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,19 +20,19 @@ use std::sync::{Arc, Mutex};
 
 use crossbeam_channel::Sender;
 
-use super::command::{BatchSlot, Command, EncodedBatch};
+use super::command::{Bundle, BundleSlot, Command};
 
-/// A pending batch is sent once it holds this many messages…
-const BATCH_MESSAGES: usize = 1024;
+/// A pending bundle is sent once it holds this many messages…
+const BUNDLE_MESSAGES: usize = 1024;
 /// …or this many bytes.
-const BATCH_BYTES: usize = 64 * 1024;
+const BUNDLE_BYTES: usize = 64 * 1024;
 
 #[derive(Debug)]
 struct State {
     /// Sequence the next message gets.
     next_seq: u64,
     /// Messages with sequences `pending_first..next_seq`, not yet sent.
-    pending: EncodedBatch,
+    pending: Bundle,
     pending_first: u64,
     tx: Option<Sender<Command>>,
 }
@@ -40,15 +40,15 @@ struct State {
 #[derive(Debug)]
 pub struct Handoff {
     state: Mutex<State>,
-    /// Emptied batches returned by the I/O thread, reused to avoid
+    /// Emptied bundles returned by the I/O thread, reused to avoid
     /// allocation. A lock of its own: the I/O thread must never wait for
     /// `state`, which an appender may hold while blocked on a full channel.
-    spare: Mutex<Vec<EncodedBatch>>,
-    /// The pending batch is not empty (read by the I/O thread without the lock).
+    spare: Mutex<Vec<Bundle>>,
+    /// The pending bundle is not empty (read by the I/O thread without the lock).
     has_pending: AtomicBool,
     /// The I/O thread is about to block, or blocked, on the channel.
     io_sleeping: AtomicBool,
-    /// Several writer processes: numbers are tickets, batches carry slots.
+    /// Several writer processes: numbers are tickets, bundles carry slots.
     tickets: bool,
 }
 
@@ -57,8 +57,8 @@ pub struct Handoff {
 pub enum Sleep {
     /// Nothing pending: block on the channel; appenders send directly now.
     Ok,
-    /// A batch slipped in: write it instead of sleeping.
-    Work(u64, EncodedBatch),
+    /// A bundle slipped in: write it instead of sleeping.
+    Work(u64, Bundle),
     /// An appender holds the lock (it is sending): don't sleep.
     Busy,
 }
@@ -77,7 +77,7 @@ impl Handoff {
         Handoff {
             state: Mutex::new(State {
                 next_seq,
-                pending: EncodedBatch::default(),
+                pending: Bundle::default(),
                 pending_first: next_seq,
                 tx: Some(tx),
             }),
@@ -92,8 +92,8 @@ impl Handoff {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Adds one message, written by `encode` into the batch's body buffer;
-    /// returns its sequence (or ticket, and the batch's slot). With
+    /// Adds one message, written by `encode` into the bundle's body buffer;
+    /// returns its sequence (or ticket, and the bundle's slot). With
     /// `direct`, the message is sent at once (sync mode: the caller is
     /// about to wait for it).
     pub fn push(
@@ -101,7 +101,7 @@ impl Handoff {
         flags: u8,
         direct: bool,
         encode: impl FnOnce(&mut Vec<u8>),
-    ) -> Result<(u64, Option<Arc<BatchSlot>>), SendError> {
+    ) -> Result<(u64, Option<Arc<BundleSlot>>), SendError> {
         let mut s = self.lock();
         if s.tx.is_none() {
             return Err(SendError::Closed);
@@ -116,11 +116,11 @@ impl Handoff {
             let first = s.pending_first;
             s.pending
                 .slot
-                .get_or_insert_with(|| BatchSlot::new(first))
+                .get_or_insert_with(|| BundleSlot::new(first))
                 .clone()
         });
         let full =
-            s.pending.entries.len() >= BATCH_MESSAGES || s.pending.bodies.len() >= BATCH_BYTES;
+            s.pending.entries.len() >= BUNDLE_MESSAGES || s.pending.bodies.len() >= BUNDLE_BYTES;
         if direct || full || self.io_sleeping.load(Ordering::SeqCst) {
             self.send_pending(&mut s)?;
             self.has_pending.store(false, Ordering::Release);
@@ -130,29 +130,29 @@ impl Handoff {
         Ok((seq, slot))
     }
 
-    /// Sends a whole batch as one command (after whatever is pending);
+    /// Sends a whole bundle as one command (after whatever is pending);
     /// returns its sequences (or tickets, and its slot).
-    pub fn push_batch(
+    pub fn push_bundle(
         &self,
-        mut batch: EncodedBatch,
-    ) -> Result<(Range<u64>, Option<Arc<BatchSlot>>), SendError> {
+        mut bundle: Bundle,
+    ) -> Result<(Range<u64>, Option<Arc<BundleSlot>>), SendError> {
         let mut s = self.lock();
         if s.tx.is_none() {
             return Err(SendError::Closed);
         }
-        let n = batch.entries.len() as u64;
+        let n = bundle.entries.len() as u64;
         let first = s.next_seq;
         if n == 0 {
             return Ok((first..first, None));
         }
-        let slot = self.tickets.then(|| BatchSlot::new(first));
-        batch.slot = slot.clone();
+        let slot = self.tickets.then(|| BundleSlot::new(first));
+        bundle.slot = slot.clone();
         self.send_pending(&mut s)?;
         self.has_pending.store(false, Ordering::Release);
         let tx = s.tx.as_ref().ok_or(SendError::Closed)?;
-        tx.send(Command::Batch {
-            first_seq: first,
-            batch,
+        tx.send(Command::Write {
+            first_ticket: first,
+            bundle,
         })
         .map_err(|_| SendError::Disconnected)?;
         s.next_seq += n;
@@ -191,7 +191,7 @@ impl Handoff {
         true
     }
 
-    fn spare_batch(&self) -> EncodedBatch {
+    fn spare_bundle(&self) -> Bundle {
         self.spare
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -203,20 +203,23 @@ impl Handoff {
         if s.pending.entries.is_empty() {
             return Ok(());
         }
-        let replacement = self.spare_batch();
-        let batch = std::mem::replace(&mut s.pending, replacement);
+        let replacement = self.spare_bundle();
+        let bundle = std::mem::replace(&mut s.pending, replacement);
         let first_seq = s.pending_first;
         s.pending_first = s.next_seq;
         let tx = s.tx.as_ref().ok_or(SendError::Closed)?;
-        tx.send(Command::Batch { first_seq, batch })
-            .map_err(|_| SendError::Disconnected)
+        tx.send(Command::Write {
+            first_ticket: first_seq,
+            bundle,
+        })
+        .map_err(|_| SendError::Disconnected)
     }
 
     // ---- the I/O thread's side ----
 
-    /// Takes the pending batch, if any: `(first_seq, batch)`. Never waits:
+    /// Takes the pending bundle, if any: `(first_seq, bundle)`. Never waits:
     /// when an appender holds the lock, it is sending, so there is other work.
-    pub fn take_pending(&self) -> Option<(u64, EncodedBatch)> {
+    pub fn take_pending(&self) -> Option<(u64, Bundle)> {
         if !self.has_pending.load(Ordering::Acquire) {
             return None;
         }
@@ -224,35 +227,35 @@ impl Handoff {
         self.take_locked(&mut s)
     }
 
-    fn take_locked(&self, s: &mut State) -> Option<(u64, EncodedBatch)> {
+    fn take_locked(&self, s: &mut State) -> Option<(u64, Bundle)> {
         if s.pending.entries.is_empty() {
             return None;
         }
-        // Batches sent earlier hold earlier sequences: the I/O thread must
+        // Bundles sent earlier hold earlier sequences: the I/O thread must
         // drain the channel first. Appenders only send under this lock, so
         // an empty channel here means nothing older is in flight.
         if !s.tx.as_ref().is_none_or(|tx| tx.is_empty()) {
             return None;
         }
-        let replacement = self.spare_batch();
-        let batch = std::mem::replace(&mut s.pending, replacement);
+        let replacement = self.spare_bundle();
+        let bundle = std::mem::replace(&mut s.pending, replacement);
         let first = s.pending_first;
         s.pending_first = s.next_seq;
         self.has_pending.store(false, Ordering::Release);
-        Some((first, batch))
+        Some((first, bundle))
     }
 
-    /// Hands an emptied batch back for reuse.
-    pub fn recycle(&self, mut batch: EncodedBatch) {
-        if batch.bodies.capacity() > 4 * BATCH_BYTES {
-            return; // a huge batch: let it go rather than hold its memory
+    /// Hands an emptied bundle back for reuse.
+    pub fn recycle(&self, mut bundle: Bundle) {
+        if bundle.bodies.capacity() > 4 * BUNDLE_BYTES {
+            return; // a huge bundle: let it go rather than hold its memory
         }
-        batch.bodies.clear();
-        batch.entries.clear();
-        batch.slot = None;
+        bundle.bodies.clear();
+        bundle.entries.clear();
+        bundle.slot = None;
         let mut spare = self.spare.lock().unwrap_or_else(|e| e.into_inner());
         if spare.len() < 4 {
-            spare.push(batch);
+            spare.push(bundle);
         }
     }
 
@@ -266,9 +269,9 @@ impl Handoff {
             return Sleep::Busy;
         };
         match self.take_locked(&mut s) {
-            Some((first, batch)) => {
+            Some((first, bundle)) => {
                 self.io_sleeping.store(false, Ordering::SeqCst);
-                Sleep::Work(first, batch)
+                Sleep::Work(first, bundle)
             }
             None => Sleep::Ok,
         }

@@ -16,12 +16,12 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 
 use super::active::{ActiveFile, RollLimits, Sealed};
 use super::append_lock::AppendLock;
-use super::command::{Command, EncodedBatch};
+use super::command::{Bundle, Command};
 use super::handoff::{Handoff, Sleep};
+use super::options::{FlushMode, WriterOptions};
 use super::prefault::PrefaultThread;
 use super::shared::WriterShared;
 use crate::clock::Clock;
-use crate::config::{Config, FlushMode};
 use crate::error::{Error, Result};
 use crate::format::header::DataHeader;
 use crate::format::position;
@@ -36,7 +36,7 @@ mod catch_up;
 
 /// In `Sync` mode, most commands handled before a sync even when more keep coming.
 const DRAIN_LIMIT: usize = 4096;
-/// Polls of channel and pending batch before the I/O thread blocks.
+/// Polls of channel and pending bundle before the I/O thread blocks.
 const IDLE_SPINS: u32 = 2_000;
 /// Sealed files whose pages may still be dirty (async mode) kept for the next
 /// flush; beyond this the oldest is synced at once.
@@ -65,9 +65,15 @@ impl Resume {
     }
 }
 
+/// Deletes old files after a roll (the queue's retention policy, set by the
+/// queue, which sits above the writer): given the catalog and the time,
+/// returns the data files deleted, or `None` when another pass held the
+/// retention lock (that pass does the work; the I/O thread must not wait).
+pub type AfterRoll = Box<dyn FnMut(&Catalog, u64) -> Result<Option<Vec<PathBuf>>> + Send>;
+
 pub struct IoThread {
     base: PathBuf,
-    config: Config,
+    config: WriterOptions,
     clock: Arc<dyn Clock>,
     rx: Receiver<Command>,
     handoff: Arc<Handoff>,
@@ -83,10 +89,10 @@ pub struct IoThread {
     /// them: equal to `next_seq` with one writer process, from 0 with several.
     tickets: u64,
     /// Tickets whose frames are in the data file, counted frame by frame
-    /// (`tickets` moves per batch): on a failure, every append below this
+    /// (`tickets` moves per bundle): on a failure, every append below this
     /// may be stored although it was not done (`Error::MaybeStored`).
     frames_out: u64,
-    /// Several writer processes: the lock taken per batch, and the key-index
+    /// Several writer processes: the lock taken per bundle, and the key-index
     /// generation this process has seen (see `catch_up`).
     append_lock: Option<Arc<AppendLock>>,
     key_gen_seen: u64,
@@ -99,12 +105,16 @@ pub struct IoThread {
     prefault: PrefaultThread,
     roll: RollLimits,
     last_sync: Instant,
+    after_roll: Option<AfterRoll>,
 }
 
 impl IoThread {
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "everything the thread owns, handed over once at start"
+    )]
     pub fn new(
-        config: Config,
+        config: WriterOptions,
         rx: Receiver<Command>,
         handoff: Arc<Handoff>,
         shared: Arc<WriterShared>,
@@ -112,6 +122,7 @@ impl IoThread {
         resume: Resume,
         key_index: KeyIndexWriter,
         append_lock: Option<Arc<AppendLock>>,
+        after_roll: Option<AfterRoll>,
     ) -> IoThread {
         let mut prefault = PrefaultThread::start();
         if let Some(a) = &resume.active {
@@ -142,7 +153,7 @@ impl IoThread {
                 resume.next_seq
             },
             append_lock,
-            // Unlike any recorded generation: the first batch reloads the index.
+            // Unlike any recorded generation: the first bundle reloads the index.
             key_gen_seen: u64::MAX,
             last_ts: resume.last_timestamp,
             sealed_unsynced: Vec::new(),
@@ -150,6 +161,7 @@ impl IoThread {
             key_index,
             prefault,
             last_sync: Instant::now(),
+            after_roll,
         }
     }
 
@@ -186,8 +198,8 @@ impl IoThread {
                 }
                 Err(TryRecvError::Disconnected) => return self.shutdown(),
                 Err(TryRecvError::Empty) => match self.handoff.take_pending() {
-                    Some((first, batch)) => {
-                        self.write_batch(first, batch)?;
+                    Some((first, bundle)) => {
+                        self.write_bundle(first, bundle)?;
                         since_sync += 1;
                     }
                     None => {
@@ -228,8 +240,8 @@ impl IoThread {
         }
         match self.handoff.prepare_sleep() {
             Sleep::Ok => {}
-            Sleep::Work(first, batch) => {
-                self.write_batch(first, batch)?;
+            Sleep::Work(first, bundle) => {
+                self.write_bundle(first, bundle)?;
                 return Ok(None);
             }
             Sleep::Busy => return Ok(None),
@@ -245,7 +257,10 @@ impl IoThread {
 
     fn handle(&mut self, cmd: Command) -> Result<()> {
         match cmd {
-            Command::Batch { first_seq, batch } => self.write_batch(first_seq, batch),
+            Command::Write {
+                first_ticket,
+                bundle,
+            } => self.write_bundle(first_ticket, bundle),
             Command::Flush => self.sync_all(),
             Command::Shutdown => Ok(()),
         }
@@ -281,9 +296,9 @@ impl IoThread {
         self.last_ts
     }
 
-    fn write_batch(&mut self, first_ticket: u64, batch: EncodedBatch) -> Result<()> {
+    fn write_bundle(&mut self, first_ticket: u64, bundle: Bundle) -> Result<()> {
         self.expect_ticket(first_ticket)?;
-        // Several writer processes: one of them at a time, per batch.
+        // Several writer processes: one of them at a time, per bundle.
         let held = match self.append_lock.clone() {
             Some(lock) => Some(self.lock_tail(lock)?),
             None => None,
@@ -293,8 +308,8 @@ impl IoThread {
         let mut at = 0usize;
         let mut bytes = 0u64;
         let mut keys = false;
-        for &(flags, len) in &batch.entries {
-            let body = &batch.bodies[at..at + len as usize];
+        for &(flags, len) in &bundle.entries {
+            let body = &bundle.bodies[at..at + len as usize];
             at += len as usize;
             self.write(flags, ts, body)?;
             keys |= flags & FLAG_KEY != 0;
@@ -304,10 +319,10 @@ impl IoThread {
             self.key_gen_seen = self.key_gen_seen.wrapping_add(u64::from(keys));
             held.release(self.tail());
         }
-        if let Some(slot) = &batch.slot {
+        if let Some(slot) = &bundle.slot {
             slot.set_first_seq(first_seq);
         }
-        self.tickets += batch.entries.len() as u64;
+        self.tickets += bundle.entries.len() as u64;
         self.shared.set_written(self.tickets);
         // Every frame of the batch is published: wake followers sleeping on
         // the word in any process (no system call when nobody sleeps).
@@ -318,7 +333,7 @@ impl IoThread {
         if let Some(a) = &self.active {
             self.prefault.advance(a.write_pos);
         }
-        self.handoff.recycle(batch);
+        self.handoff.recycle(bundle);
         Ok(())
     }
 
@@ -417,18 +432,18 @@ impl IoThread {
     /// writer: nothing written is at risk; it is counted, and the next
     /// roll or `Queue::apply_retention` tries again and reports it.
     fn apply_retention(&mut self, now_us: u64) {
-        let Some(policy) = self.config.retention else {
+        let Some(after_roll) = self.after_roll.as_mut() else {
             return;
         };
-        match crate::retention::run_if_idle(&self.catalog, &policy, now_us) {
-            Ok(Some(report)) if !report.deleted_files.is_empty() => {
+        match after_roll(&self.catalog, now_us) {
+            Ok(Some(deleted_files)) if !deleted_files.is_empty() => {
                 // Don't keep deleted files' space pinned by our dup'd fds.
                 self.sealed_unsynced
-                    .retain(|(path, _)| !report.deleted_files.contains(path));
+                    .retain(|(path, _)| !deleted_files.contains(path));
                 self.shared
                     .counters
                     .retention_deleted
-                    .fetch_add(report.deleted_files.len() as u64, Relaxed);
+                    .fetch_add(deleted_files.len() as u64, Relaxed);
             }
             Ok(_) => {}
             Err(_) => {
@@ -493,8 +508,8 @@ impl IoThread {
         while let Ok(cmd) = self.rx.try_recv() {
             self.handle(cmd)?;
         }
-        if let Some((first, batch)) = self.handoff.take_pending() {
-            self.write_batch(first, batch)?;
+        if let Some((first, bundle)) = self.handoff.take_pending() {
+            self.write_bundle(first, bundle)?;
         }
         self.sync_all()?;
         // Several writer processes: the index and the tail are shared; bring

@@ -8,5 +8,6 @@ pub mod appender;
 pub mod command;
 pub mod handoff;
 pub mod io_thread;
+pub mod options;
 pub mod prefault;
 pub mod shared;

@@ -1,8 +1,11 @@
 //! State the I/O thread shares with appenders and the queue: how far writing
 //! and syncing got, and whether the writer is poisoned.
 //!
-//! `written` and `durable` count what the appenders' numbers count:
-//! sequences, or tickets when several processes write (see `Handoff`).
+//! `written` and `durable` count *tickets*: the number an appender gives a
+//! message when it takes it (see `Handoff`). With one writer process a
+//! ticket is the message's sequence; with several, it is this process's own
+//! count, and the sequence is known only once the message is written. The
+//! one sequence-valued mark here is `Counters::durable_seq`, for `Stats`.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -12,11 +15,11 @@ use crate::storage::wake::WakeFile;
 
 #[derive(Debug, Default)]
 struct Progress {
-    /// Every sequence below this is msync'd.
+    /// Every ticket below this is msync'd.
     durable: u64,
     /// Set once, by the I/O thread, when a write or sync failed.
     poison: Option<Arc<Error>>,
-    /// With `poison`: every number (sequence or ticket) below this had its
+    /// With `poison`: every ticket below this had its
     /// frame written to the data file before the failure.
     stored_below: u64,
 }
@@ -45,7 +48,7 @@ pub struct WriterShared {
     /// Threads blocked in `wait_written` (several writer processes only).
     written_waiters: AtomicUsize,
     poisoned: AtomicBool,
-    /// Every sequence below this is written and visible to readers.
+    /// Every ticket below this is written and visible to readers.
     written: AtomicU64,
     /// Key-index coverage recorded at shutdown (see `Metadata::key_index_upto`).
     indexed_upto: AtomicU64,
@@ -58,7 +61,7 @@ pub struct WriterShared {
 }
 
 impl WriterShared {
-    /// `next` is the appenders' first number (sequence or ticket);
+    /// `next` is the appenders' first ticket;
     /// `durable_seq` the sequence everything below which is on disk.
     /// `wake`: the queue's wake-up word, if it has one.
     pub fn new(next: u64, durable_seq: u64, wake: Option<Arc<WakeFile>>) -> Arc<WriterShared> {
@@ -206,7 +209,7 @@ impl WriterShared {
         }
     }
 
-    /// Blocks until every sequence below `target` is durable, or poison.
+    /// Blocks until every ticket below `target` is durable, or poison.
     pub fn wait_durable(&self, target: u64) -> Result<()> {
         let mut p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
         loop {

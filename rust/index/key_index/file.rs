@@ -33,7 +33,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use memmap2::MmapOptions;
 
 use super::hash::slot_of;
-use super::{io_err, KeyIndexError, Result};
+use super::{corrupt, io_err};
+use crate::error::{Error, Result};
 
 /// Bytes in the header (seed 001: begin/end timestamp, begin/end position, used slots, items).
 pub const HEADER_LEN: u64 = 40;
@@ -86,8 +87,11 @@ use crate::storage::mapped::MappedWords;
 /// A decoded item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Item {
+    /// Hash of the key ([`super::hash`]).
     pub hash: u32,
+    /// Data position of the message (`format::position`).
     pub position: u64,
+    /// Milliseconds after the file's `begin_ts`.
     pub time_diff_ms: u32,
     /// Item number (index + 1) of the previous item in the same slot; 0 = none.
     pub prev: u32,
@@ -96,11 +100,17 @@ pub struct Item {
 /// A header snapshot.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Header {
+    /// Timestamp (ms) of the first item.
     pub begin_ts: u64,
+    /// Timestamp (ms) of the last item.
     pub end_ts: u64,
+    /// Position of the first item.
     pub begin_pos: u64,
+    /// Position of the last item.
     pub end_pos: u64,
+    /// Slots that hold at least one item.
     pub used_slots: u32,
+    /// Items written.
     pub count: u32,
 }
 
@@ -141,13 +151,6 @@ impl std::fmt::Debug for IndexFile {
     }
 }
 
-fn corrupt(path: &Path, reason: impl Into<String>) -> KeyIndexError {
-    KeyIndexError::Corrupt {
-        path: path.to_owned(),
-        reason: reason.into(),
-    }
-}
-
 /// The trailer bytes of a freshly created, open (unsealed) file.
 fn trailer_bytes(slots: u32, items: u32) -> [u8; TRAILER_LEN as usize] {
     let mut t = [0u8; TRAILER_LEN as usize];
@@ -166,7 +169,9 @@ impl IndexFile {
     /// listing the directory therefore never see a file without its trailer.
     pub fn create(dir: &Path, name_ms: u64, slots: u32, items: u32) -> Result<Self> {
         let name = format_name(name_ms).ok_or_else(|| {
-            KeyIndexError::InvalidArgument(format!("timestamp {name_ms} ms is past year 9999"))
+            Error::InvalidArgument(format!(
+                "key index: timestamp {name_ms} ms is past year 9999"
+            ))
         })?;
         let path = dir.join(format!("{name}{SUFFIX}"));
         let tmp = dir.join(format!("{name}{TMP_SUFFIX}"));
@@ -262,15 +267,19 @@ impl IndexFile {
         })
     }
 
+    /// The file.
     pub fn path(&self) -> &Path {
         &self.path
     }
+    /// Milliseconds in the file's name (the first item's time).
     pub fn name_ms(&self) -> u64 {
         self.name_ms
     }
+    /// Slots in the hash table.
     pub fn slots(&self) -> u32 {
         self.slots
     }
+    /// Capacity in items.
     pub fn items(&self) -> u32 {
         self.items
     }

@@ -23,7 +23,7 @@
 //!   the file (a full default file: about 10 ms from the page cache, 37 ms cold on the test
 //!   machine); a file that fails is removed and its data re-indexed. The open file left by a
 //!   crash is replayed to its longest valid prefix. [`KeyIndexWriter::last_position`] then
-//!   tells the engine where to re-index the data tail (RocketMQ's redispatch).
+//!   tells the engine where to re-index the data tail (RocketMQ's redispatch, [`catch_up`]).
 //! * **Determinism.** Everything written (names included) is a function of the sequence of
 //!   `(key, position, timestamp)` added and of the configuration, never of the wall clock, so
 //!   a rebuild from the data ([`KeyIndexWriter::clear`], then `add` everything, then
@@ -40,6 +40,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::SystemTime;
 
+pub mod catch_up;
 pub mod file;
 pub mod hash;
 mod resync;
@@ -47,60 +48,27 @@ mod resync;
 use file::{IndexFile, SUFFIX, TMP_SUFFIX};
 pub use hash::{key_hash, slot_of};
 
-/// Result type of this module.
-pub type Result<T> = std::result::Result<T, KeyIndexError>;
+use crate::error::{Error, Result};
 
-/// What went wrong in the key index. The engine converts it into the crate error.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum KeyIndexError {
-    /// An operating-system call on an index file or directory failed.
-    #[error("key index: {op} {}: {source}", path.display())]
-    Io {
-        /// The operation (`"open"`, `"mmap"`, `"msync"`, ...).
-        op: &'static str,
-        /// The file or directory.
-        path: PathBuf,
-        /// The OS error.
-        #[source]
-        source: io::Error,
-    },
-    /// An index file failed its checks. It must not be trusted: the engine removes it and
-    /// every later file ([`KeyIndexWriter::remove_from`]) and re-indexes the data from
-    /// [`KeyIndexWriter::last_position`] ([`KeyIndexWriter::open_or_repair`] does the first
-    /// part).
-    #[error("key index file {} is corrupt: {reason}", path.display())]
-    Corrupt {
-        /// The file that failed.
-        path: PathBuf,
-        /// Which check failed.
-        reason: String,
-    },
-    /// A [`KeyIndexConfig`] outside the supported range.
-    #[error("invalid key index configuration: {0}")]
-    InvalidConfig(String),
-    /// `add` was given a position that is not above the last one indexed, or a timestamp
-    /// (to the millisecond) below the last one: the engine's order invariant is broken.
-    #[error("key index add out of order: {what} {value} after {last}")]
-    NotAscending {
-        /// `"position"` or `"timestamp_ms"`.
-        what: &'static str,
-        /// The value given.
-        value: u64,
-        /// The last value indexed.
-        last: u64,
-    },
-    /// An argument no file can represent (position 0, a timestamp past year 9999).
-    #[error("invalid key index argument: {0}")]
-    InvalidArgument(String),
+/// A key-index file that fails its checks is reported as [`Error::Corrupted`] naming it
+/// (offset 0: the file as a whole is not trusted); [`KeyIndexWriter::open_or_repair`] removes
+/// such a file and every later one, then the engine re-indexes the data from
+/// [`KeyIndexWriter::last_position`].
+fn corrupt(path: &Path, reason: impl Into<String>) -> Error {
+    Error::corrupted(path, 0, None, reason)
 }
 
-fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> KeyIndexError + 'a {
-    move |source| KeyIndexError::Io {
-        op,
-        path: path.to_owned(),
-        source,
-    }
+/// `add` was given a position not above the last one indexed, or a timestamp (to the
+/// millisecond) below the last one: the engine adds in order, so this is a bug in litemq
+/// ([`Error::Internal`]). `what` is `"position"` or `"timestamp_ms"`.
+fn out_of_order(what: &str, value: u64, last: u64) -> Error {
+    Error::Internal(format!(
+        "key index add out of order: {what} {value} after {last}"
+    ))
+}
+
+fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Error + 'a {
+    move |source| Error::io(op, path, source)
 }
 
 /// Geometry of the largest index files: a queue's first file has [`FIRST_FILE_ITEMS`] items
@@ -161,14 +129,14 @@ impl KeyIndexConfig {
     /// Checks the ranges: at least one slot and one item, files at most 4 GiB.
     pub fn validate(&self) -> Result<()> {
         if self.slots == 0 || self.items == 0 {
-            return Err(KeyIndexError::InvalidConfig(format!(
-                "slots ({}) and items ({}) must be at least 1",
+            return Err(Error::InvalidConfig(format!(
+                "key index: slots ({}) and items ({}) must be at least 1",
                 self.slots, self.items
             )));
         }
         if self.file_len() > Self::MAX_FILE_LEN {
-            return Err(KeyIndexError::InvalidConfig(format!(
-                "{} slots and {} items make a {} byte file (max {})",
+            return Err(Error::InvalidConfig(format!(
+                "key index: {} slots and {} items make a {} byte file (max {})",
                 self.slots,
                 self.items,
                 self.file_len(),
@@ -258,10 +226,8 @@ fn scan_dir(dir: &Path) -> Result<Vec<(u64, PathBuf, u64)>> {
             continue;
         };
         let path = ent.path();
-        let ms = file::parse_name(stem).ok_or_else(|| KeyIndexError::Corrupt {
-            path: path.clone(),
-            reason: "file name is not <yyyyMMddHHmmssSSS>.idx".into(),
-        })?;
+        let ms = file::parse_name(stem)
+            .ok_or_else(|| corrupt(&path, "file name is not <yyyyMMddHHmmssSSS>.idx"))?;
         out.push((ms, path, ent.ino()));
     }
     out.sort();
@@ -280,8 +246,8 @@ fn is_gone(path: &Path) -> bool {
     fs::symlink_metadata(path).is_err_and(|e| e.kind() == io::ErrorKind::NotFound)
 }
 
-fn is_not_found(e: &KeyIndexError) -> bool {
-    matches!(e, KeyIndexError::Io { source, .. } if source.kind() == io::ErrorKind::NotFound)
+fn is_not_found(e: &Error) -> bool {
+    matches!(e, Error::Io { source, .. } if source.kind() == io::ErrorKind::NotFound)
 }
 
 /// The index files in `dir`, oldest first, for retention's accounting: each file's path, the
@@ -561,7 +527,7 @@ impl KeyIndexWriter {
     /// Every file's trailer is checked; sealed files have their header checked against its
     /// CRC; an open (unsealed) file, left by a crash, is replayed to its longest valid prefix
     /// and trimmed to it. Consecutive files must cover ascending position and time ranges.
-    /// A file that fails is reported as [`KeyIndexError::Corrupt`]; nothing is deleted here
+    /// A file that fails is reported as [`Error::Corrupted`] naming it; nothing is deleted here
     /// except leftover `*.idx.tmp` files and an open last file that turned out empty.
     /// No file is created until the first `add` (its name is that item's time).
     pub fn open_or_create(dir: &Path, cfg: KeyIndexConfig) -> Result<Self> {
@@ -583,13 +549,13 @@ impl KeyIndexWriter {
                 let before = f.header().count;
                 let h = f.recover()?;
                 if h.count < before && !is_last {
-                    return Err(KeyIndexError::Corrupt {
-                        path,
-                        reason: format!(
+                    return Err(corrupt(
+                        &path,
+                        format!(
                             "lost {} items in a crash; later files are out of step",
                             before - h.count
                         ),
-                    });
+                    ));
                 }
                 h
             };
@@ -599,17 +565,14 @@ impl KeyIndexWriter {
                     file::sync_dir(dir)?;
                     continue;
                 }
-                return Err(KeyIndexError::Corrupt {
-                    path,
-                    reason: "empty file before the last".into(),
-                });
+                return Err(corrupt(&path, "empty file before the last"));
             }
             if let Some((prev, _)) = &last {
                 if h.begin_pos <= prev.end_pos || h.begin_ts / 1000 < prev.end_ts / 1000 {
-                    return Err(KeyIndexError::Corrupt {
-                        path,
-                        reason: "position or time range overlaps the previous file".into(),
-                    });
+                    return Err(corrupt(
+                        &path,
+                        "position or time range overlaps the previous file",
+                    ));
                 }
             }
             if !is_last && !sealed {
@@ -654,20 +617,30 @@ impl KeyIndexWriter {
     }
 
     /// [`open_or_create`](Self::open_or_create), removing each file reported corrupt together
-    /// with every later one until the rest opens. Returns the errors that caused removals;
-    /// the engine re-indexes the data after [`last_position`](Self::last_position).
-    pub fn open_or_repair(dir: &Path, cfg: KeyIndexConfig) -> Result<(Self, Vec<KeyIndexError>)> {
+    /// with every later one until the rest opens. Returns the errors that caused removals
+    /// (each an [`Error::Corrupted`] naming a file of `dir`); the engine re-indexes the data
+    /// after [`last_position`](Self::last_position). Only a corrupt index file is repaired:
+    /// any other error, or a `Corrupted` naming a file outside `dir`, is returned as is.
+    pub fn open_or_repair(dir: &Path, cfg: KeyIndexConfig) -> Result<(Self, Vec<Error>)> {
         let mut removed = Vec::new();
         loop {
             match Self::open_or_create(dir, cfg) {
                 Ok(w) => return Ok((w, removed)),
-                Err(KeyIndexError::Corrupt { path, reason }) => {
-                    Self::remove_from(dir, &path)?;
-                    removed.push(KeyIndexError::Corrupt { path, reason });
+                Err(e @ Error::Corrupted { .. }) if Self::is_index_file(dir, &e) => {
+                    if let Error::Corrupted { path, .. } = &e {
+                        Self::remove_from(dir, path)?;
+                    }
+                    removed.push(e);
                 }
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Whether `e` reports a key-index file of `dir` corrupt: the ones
+    /// [`open_or_repair`](Self::open_or_repair) may remove.
+    fn is_index_file(dir: &Path, e: &Error) -> bool {
+        matches!(e, Error::Corrupted { path, .. } if path.parent() == Some(dir))
     }
 
     /// Deletes `path` and every index file named after it.
@@ -754,22 +727,14 @@ impl KeyIndexWriter {
         let ts_ms = timestamp_us / 1000;
         if let Some(last) = self.last_position {
             if position <= last {
-                return Err(KeyIndexError::NotAscending {
-                    what: "position",
-                    value: position,
-                    last,
-                });
+                return Err(out_of_order("position", position, last));
             }
             if ts_ms < self.last_ms {
-                return Err(KeyIndexError::NotAscending {
-                    what: "timestamp_ms",
-                    value: ts_ms,
-                    last: self.last_ms,
-                });
+                return Err(out_of_order("timestamp_ms", ts_ms, self.last_ms));
             }
         } else if position == 0 {
-            return Err(KeyIndexError::InvalidArgument(
-                "position 0 is reserved".into(),
+            return Err(Error::InvalidArgument(
+                "key index: position 0 is reserved".into(),
             ));
         }
         self.reserve(timestamp_us)?;

@@ -1,5 +1,5 @@
 //! Several writer processes: the I/O thread takes the append lock for each
-//! batch and first moves to where the last holder left the tail.
+//! bundle and first moves to where the last holder left the tail.
 //!
 //! The tail the last holder recorded is trusted (it was written before the
 //! lock was released); from there the thread steps over any frame already
@@ -20,6 +20,7 @@ use crate::format::frame::{self, END_OF_FILE};
 use crate::format::{le_u64, position};
 use crate::index::sparse::Entry;
 use crate::reader::catalog::FileInfo;
+use crate::storage::layout::KEY_INDEX_DIR;
 use crate::writer::active::{ActiveFile, Sealed};
 use crate::writer::append_lock::{AppendLock, Tail};
 
@@ -206,12 +207,16 @@ impl IoThread {
             None => position::encode(self.next_file_number, 0),
         };
         self.catalog.refresh()?;
-        self.key_index = crate::reader::redispatch::open_key_index(
-            &self.config,
-            &self.catalog,
+        let catalog = self.catalog.clone();
+        self.key_index = crate::index::key_index::catch_up::open_level_with_data(
+            &self.config.path.join(KEY_INDEX_DIR),
+            self.config.key_index,
             0,
             None,
             data_end,
+            &mut |writer, from| {
+                crate::reader::keys::index_keys_from(&catalog, writer, from, &mut |_| {})
+            },
         )?;
         Ok(())
     }

@@ -1,0 +1,44 @@
+//! Bringing the key index level with the data when the writer opens it
+//! (RocketMQ's redispatch): the key index is only ever behind the data, never
+//! ahead, so opening it means dropping items past the data's end and adding
+//! the keyed messages written after its last position.
+//!
+//! The index does not read the data itself: the caller passes the function
+//! that does (`reader::keys::index_keys_from`), so this layer stays below the
+//! reader.
+
+use std::path::Path;
+
+use super::{KeyIndexConfig, KeyIndexWriter};
+use crate::error::Result;
+
+/// Opens the key index in `dir` for writing and brings it level with the
+/// data, which ends before position `data_end`: items past it are dropped
+/// (the data was cut by recovery), and `add_from(writer, from)` is called to
+/// add the keyed messages at or after position `from` that the index lacks
+/// (a crash came between data and index). `upto` is the position the index
+/// covered at the last clean close, when its last item was `last_at_close`.
+pub fn open_level_with_data(
+    dir: &Path,
+    cfg: KeyIndexConfig,
+    upto: u64,
+    last_at_close: Option<u64>,
+    data_end: u64,
+    add_from: &mut dyn FnMut(&mut KeyIndexWriter, u64) -> Result<u64>,
+) -> Result<KeyIndexWriter> {
+    let (mut writer, removed) = KeyIndexWriter::open_or_repair(dir, cfg)?;
+    writer.truncate_after(data_end.saturating_sub(1))?;
+    // `upto` holds only for the index as it was at that close: if files were
+    // removed (failed checks, deleted) or items added since, start from the
+    // index's own last position instead.
+    let upto = if removed.is_empty() && writer.last_position() == last_at_close {
+        upto
+    } else {
+        0
+    };
+    let from = writer.last_position().map_or(0, |p| p + 1).max(upto);
+    if from < data_end {
+        add_from(&mut writer, from)?;
+    }
+    Ok(writer)
+}

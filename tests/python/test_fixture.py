@@ -1,0 +1,163 @@
+"""Every committed fixture queue (tests/fixtures/queue-v*/) is still read.
+
+Each directory holds a queue written by one format version and a manifest
+of what it holds (see tests/fixtures/make_fixture.py). A later version adds
+a directory; the older ones stay, so a format change that stops reading an
+older queue fails here. tests/rust/fixture.rs checks the other direction: that
+the engine still writes the current version's fixture byte for byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import litemq
+from conftest import cli
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+DIRS = sorted(FIXTURES.glob("queue-v*"))
+
+
+def _manifest(fixture: Path) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads((fixture / "manifest.json").read_text())
+    return result
+
+
+def _value(spec: dict[str, str] | None) -> str | bytes | None:
+    """A key or header value as the manifest spells it: text or hex bytes."""
+    if spec is None:
+        return None
+    if "text" in spec:
+        return spec["text"]
+    return bytes.fromhex(spec["hex"])
+
+
+def _check_message(msg: litemq.Message, want: dict[str, Any]) -> None:
+    assert msg.seq == want["seq"]
+    assert msg.timestamp == want["timestamp"]
+    assert msg.payload == bytes.fromhex(want["payload_hex"])
+    key = _value(want["key"])
+    assert msg.key == key
+    assert type(msg.key) is type(key)  # text keys come back as str, bytes as bytes
+    headers = {h["name"]: _value(h["value"]) for h in want["headers"]}
+    assert msg.headers == headers
+    assert [type(v) for v in msg.headers.values()] == [type(v) for v in headers.values()]
+
+
+def test_there_is_a_fixture_for_the_current_format_version() -> None:
+    versions = {int(d.name.removeprefix("queue-v")) for d in DIRS}
+    assert versions, "no fixture queue committed"
+    assert {_manifest(d)["format_version"] for d in DIRS} == versions
+    for d in DIRS:
+        assert sum(p.stat().st_size for p in d.rglob("*") if p.is_file()) < 1 << 20
+
+
+@pytest.fixture(params=DIRS, ids=[d.name for d in DIRS])
+def fixture(request: pytest.FixtureRequest) -> Path:
+    path: Path = request.param
+    return path
+
+
+@pytest.fixture
+def copy(fixture: Path, tmp_path: Path) -> Path:
+    """The fixture queue copied to a temporary directory (opening it writes)."""
+    dest = tmp_path / "queue"
+    shutil.copytree(fixture / "queue", dest)
+    return dest
+
+
+def test_files_are_the_committed_bytes(fixture: Path) -> None:
+    """The sha256 of every file: a fixture is frozen once committed."""
+    queue = fixture / "queue"
+    on_disk = {
+        p.relative_to(queue).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(queue.rglob("*"))
+        if p.is_file()
+    }
+    assert on_disk == _manifest(fixture)["files"]
+
+
+def _check_queue(q: litemq.Queue, manifest: dict[str, Any]) -> None:
+    assert (q.first_seq, q.next_seq) == (manifest["first_seq"], manifest["next_seq"])
+    messages = manifest["messages"]
+    assert len(q) == len(messages)
+    got = list(q.tailer())
+    assert len(got) == len(messages)
+    for msg, want in zip(got, messages, strict=True):
+        _check_message(msg, want)
+    for want in messages:
+        _check_message(q.get(want["seq"]), want)
+    # Seeking by sequence and by time lands on the right message.
+    t = q.tailer()
+    for want in reversed(messages):
+        t.seek(want["seq"])
+        _check_message(t.read_next(), want)
+        t.seek_time(want["timestamp"])
+        assert t.read_next().seq == want["seq"]
+    for entry in manifest["keys"]:
+        key = _value(entry["key"])
+        assert key is not None
+        assert [m.seq for m in q.find(key)] == entry["seqs"], key
+    assert q.find("no such key") == []
+    tailers = {c.name: c for c in q.consumers()}
+    assert sorted(tailers) == [t["name"] for t in manifest["named_tailers"]]
+    for want in manifest["named_tailers"]:
+        info = tailers[want["name"]]
+        assert info.next_seq == want["next_seq"]
+        assert int(info.committed_at.timestamp() * 1_000_000) == want["committed_at"]
+        assert int(info.created_at.timestamp() * 1_000_000) == want["created_at"]
+        assert info.lag_messages == manifest["next_seq"] - max(
+            want["next_seq"], manifest["first_seq"]
+        )
+
+
+def test_read_only(fixture: Path, copy: Path) -> None:
+    manifest = _manifest(fixture)
+    with litemq.Queue(copy, read_only=True, verify_on_startup=True) as q:
+        _check_queue(q, manifest)
+        by_seq = {m["seq"]: m for m in manifest["messages"]}
+        for want in manifest["named_tailers"]:
+            with q.tailer(name=want["name"]) as t:
+                assert t.committed_seq == want["next_seq"]
+                msg = t.read_next()
+                if want["next_seq"] == manifest["next_seq"]:
+                    assert msg is None
+                else:
+                    _check_message(msg, by_seq[want["next_seq"]])
+
+
+def test_writer_opens_reads_and_appends(fixture: Path, copy: Path) -> None:
+    manifest = _manifest(fixture)
+    with litemq.Queue(copy, verify_on_startup=True, file_size=64 * 1024) as q:
+        _check_queue(q, manifest)
+        app = q.appender()
+        seq = app.append(b"after the fixture", key="customer-7", headers={"h": b"\x00"})
+        app.flush()
+        assert seq == manifest["next_seq"]
+        (custom,) = [k for k in manifest["keys"] if k["key"] == {"text": "customer-7"}]
+        assert [m.seq for m in q.find("customer-7")] == [*custom["seqs"], seq]
+        with q.tailer(name="billing") as t:
+            billing = next(x for x in manifest["named_tailers"] if x["name"] == "billing")
+            assert t.read_next().seq == billing["next_seq"]
+    # Reopened: the fixture's messages and the new one.
+    with litemq.Queue(copy, read_only=True) as q:
+        assert q.next_seq == manifest["next_seq"] + 1
+        for want in manifest["messages"]:
+            _check_message(q.get(want["seq"]), want)
+        assert q.get(manifest["next_seq"]).payload == b"after the fixture"
+
+
+def test_cli_verify_and_info(fixture: Path, copy: Path) -> None:
+    proc = cli("verify", str(copy))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = cli("info", str(copy), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    manifest = _manifest(fixture)
+    assert (info["first_seq"], info["next_seq"]) == (manifest["first_seq"], manifest["next_seq"])

@@ -1,0 +1,152 @@
+//! Helpers shared by the integration tests.
+#![allow(
+    dead_code,
+    reason = "every test crate includes this module and uses a different part of it"
+)]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use litemq::{ManualClock, Queue, QueueBuilder, Start};
+
+/// A small-file builder so tests roll often.
+pub fn small(path: &Path) -> QueueBuilder {
+    QueueBuilder::new(path)
+        .file_size(64 * 1024)
+        .index_interval(4)
+}
+
+pub fn clock_at(micros: u64) -> Arc<ManualClock> {
+    Arc::new(ManualClock::new(micros))
+}
+
+/// Every payload from `start`, as owned vectors.
+pub fn read_all(q: &Queue, start: Start) -> Vec<(u64, Vec<u8>)> {
+    let mut t = q.tailer(start).unwrap();
+    let mut out = Vec::new();
+    while let Some(m) = t.read_next().unwrap() {
+        out.push((m.seq, m.payload.to_vec()));
+    }
+    out
+}
+
+/// Deterministic payload for sequence `i`, of varying length.
+pub fn payload(i: u64) -> Vec<u8> {
+    let len = (i * 37 % 300) as usize;
+    (0..len).map(|j| (i as usize + j) as u8).collect()
+}
+
+/// Data files of a queue, oldest first.
+pub fn data_files(base: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = walk(base)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "data"))
+        .collect();
+    v.sort_by_key(|p| {
+        let stem = p.file_stem().unwrap().to_str().unwrap().to_string();
+        let (d, c) = stem.split_once('-').unwrap();
+        (d.parse::<u64>().unwrap(), c.parse::<u64>().unwrap())
+    });
+    v
+}
+
+fn walk(p: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(p).unwrap().flatten() {
+        let path = e.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// A small deterministic generator (splitmix64) for randomized tests: a
+/// failing run prints its seed and can be replayed exactly.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        mix(self.0)
+    }
+    /// Uniform-ish in `0..n` (`0` when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    /// True `percent` times in 100.
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// splitmix64's finalizer.
+pub fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// An integer from the environment, if set.
+pub fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
+/// `SOAK=1`: run the long versions of randomized tests.
+pub fn soak() -> bool {
+    std::env::var("SOAK").is_ok_and(|v| v == "1")
+}
+
+/// A command that runs only the `#[ignore]`d test `entry` of this test
+/// binary, in a process of its own: how these tests get a second process (a
+/// writer to SIGKILL, a reader beside a writer, a process that holds a lock).
+/// It runs a private copy of the binary, made once per test process:
+/// `target/` is shared, and a concurrent `cargo test` may replace the binary
+/// under us. Start it with [`spawn_child`] or [`output_of_child`].
+pub fn child_test(entry: &str) -> std::process::Command {
+    static EXE: std::sync::OnceLock<(tempfile::TempDir, std::path::PathBuf)> =
+        std::sync::OnceLock::new();
+    let (_, exe) = EXE.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let to = dir.path().join("child");
+        std::fs::copy(std::env::current_exe().unwrap(), &to).unwrap();
+        (dir, to)
+    });
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args([
+        "--exact",
+        entry,
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ]);
+    cmd
+}
+
+/// Retries `start` while it fails with ETXTBSY: another test thread may have
+/// forked while the copy of the binary was still open for writing, and the
+/// forked child holds that descriptor until it execs.
+fn retry_busy<T>(mut start: impl FnMut() -> std::io::Result<T>) -> T {
+    let mut tries = 0;
+    loop {
+        match start() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => return other.unwrap(),
+        }
+    }
+}
+
+/// Spawns a [`child_test`] command.
+pub fn spawn_child(cmd: &mut std::process::Command) -> std::process::Child {
+    retry_busy(|| cmd.spawn())
+}
+
+/// Runs a [`child_test`] command to the end and returns its output.
+pub fn output_of_child(cmd: &mut std::process::Command) -> std::process::Output {
+    retry_busy(|| cmd.output())
+}

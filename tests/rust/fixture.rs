@@ -1,0 +1,358 @@
+//! Committed fixture queues: what this format version writes, byte for byte.
+//!
+//! `tests/fixtures/queue-v<N>/queue/` is a small queue written by format
+//! version N (several files across a day boundary, keys, headers, a key-index
+//! roll, retention, named tailers, several-writer mode), and
+//! `tests/fixtures/queue-v<N>/manifest.json` says what it holds and the
+//! sha256 of every file. `tests/fixtures/make_fixture.py DIR` writes both
+//! (it runs [`write_fixture`] below, then hashes the files).
+//!
+//! This test regenerates the fixture of the *current* format version with a
+//! manual clock and requires the same bytes as the committed files: a change
+//! of the bytes the engine writes fails here even when the engine still
+//! reads its own output, as redb keeps its files (`tests/rust/backward_compatibility.rs`).
+//! A deliberate change bumps the format version and adds a new
+//! `queue-v<N+1>` directory; the older fixtures stay, frozen by their
+//! hashes, and `tests/python/test_fixture.py` checks that every one of them is still
+//! read (read-only and by a writer) message for message.
+//!
+//! The generator is deterministic: one thread, a `ManualClock` set before each
+//! append, a flush after each append so the I/O thread stamps it at that
+//! time. Three things depend on the process and are normalised: `.lock` (it
+//! holds the writer's pid and no data; a writer recreates it) and `wake.ctl`
+//! (the wake-up word: a count of wake-ups and of waiting followers, no data;
+//! a writer recreates it) are not kept, and `writer_pid` in `metadata.json`
+//! is set to 0.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use litemq::{
+    ConsumerOptions, KeyIndexConfig, ManualClock, QueueBuilder, Record, RetentionPolicy,
+    RollPeriod, RollStrategy, Start,
+};
+use serde_json::{json, Value};
+
+/// 2026-11-21T23:59:59Z: the messages cross midnight, so the queue has two
+/// day directories.
+const START_US: u64 = 1_795_305_599_000_000;
+/// Time between messages.
+const STEP_US: u64 = 200_000;
+
+/// A header as the generator gives it: name, value, whether it is text.
+type Header = (&'static str, Vec<u8>, bool);
+
+/// One message: payload, key (bytes, is text), headers.
+struct Input {
+    payload: Vec<u8>,
+    key: Option<(Vec<u8>, bool)>,
+    headers: Vec<Header>,
+}
+
+fn inputs() -> Vec<Input> {
+    let text = |s: &str| Some((s.as_bytes().to_vec(), true));
+    // The first file (seqs 0..4) is deleted by retention; one of its keys
+    // is indexed in a key-index file that stays.
+    let mut v: Vec<Input> = (0..4u32)
+        .map(|i| Input {
+            payload: format!("old {i}").into_bytes(),
+            key: (i == 3).then(|| ("customer-7".as_bytes().to_vec(), true)),
+            headers: vec![],
+        })
+        .collect();
+    v.extend([
+        Input {
+            payload: b"hello".to_vec(),
+            key: None,
+            headers: vec![],
+        },
+        Input {
+            payload: vec![],
+            key: text("customer-7"),
+            headers: vec![("source", b"web".to_vec(), true)],
+        },
+        Input {
+            payload: (0..=255u8).collect(),
+            key: Some((b"\xffk\x00".to_vec(), false)),
+            headers: vec![],
+        },
+        Input {
+            payload: b"order 3".to_vec(),
+            key: text("customer-7"),
+            headers: vec![
+                ("h1", b"\x00\x01".to_vec(), false),
+                ("h2", b"two".to_vec(), true),
+                ("\u{e9}t\u{e9}", "\u{fc}ber".as_bytes().to_vec(), true),
+            ],
+        },
+        Input {
+            payload: (0..1000u32).map(|i| (i * 7 % 251) as u8).collect(),
+            key: text("big"),
+            headers: vec![("empty", vec![], false)],
+        },
+    ]);
+    for i in 9..18u32 {
+        v.push(Input {
+            payload: format!("message {i}").into_bytes(),
+            key: match i % 3 {
+                0 => text("customer-7"),
+                1 => text(&format!("k{i}")),
+                _ => None,
+            },
+            headers: if i % 4 == 0 {
+                vec![("n", i.to_le_bytes().to_vec(), false)]
+            } else {
+                vec![]
+            },
+        });
+    }
+    v
+}
+
+/// The key as the manifest writes it.
+fn key_json(key: &Option<(Vec<u8>, bool)>) -> Value {
+    match key {
+        None => Value::Null,
+        Some((k, true)) => json!({"text": String::from_utf8(k.clone()).unwrap()}),
+        Some((k, false)) => json!({"hex": hex(k)}),
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Writes the fixture queue into `dir` (which must not exist) and returns the
+/// manifest of what it holds (everything but the file hashes).
+fn generate(dir: &Path) -> Value {
+    let clock = Arc::new(ManualClock::new(START_US));
+    let q = QueueBuilder::new(dir)
+        .file_size(64 * 1024)
+        .index_interval(4)
+        .roll(RollStrategy::Any(vec![
+            RollStrategy::Period(RollPeriod::Daily),
+            RollStrategy::Count(4),
+        ]))
+        .key_index(KeyIndexConfig { slots: 8, items: 4 })
+        .multi_writer(true)
+        .clock(clock.clone())
+        .open()
+        .unwrap();
+    let app = q.appender().unwrap();
+    let inputs = inputs();
+    let mut messages = Vec::new();
+    for (i, m) in inputs.iter().enumerate() {
+        let ts = START_US + i as u64 * STEP_US;
+        clock.set(ts);
+        let headers: Vec<_> = m
+            .headers
+            .iter()
+            .map(|(name, value, is_text)| litemq::HeaderField {
+                name,
+                value,
+                value_is_text: *is_text,
+            })
+            .collect();
+        let record = Record {
+            payload: &m.payload,
+            key: m.key.as_ref().map(|(k, _)| k.as_slice()),
+            key_is_text: m.key.as_ref().is_some_and(|(_, t)| *t),
+            headers: &headers,
+        };
+        let seq = app.append_record(&record).unwrap();
+        assert_eq!(seq, i as u64);
+        app.flush().unwrap();
+        messages.push((seq, ts, m));
+    }
+
+    // Retention deletes the oldest data file: first_seq > 0.
+    let t = START_US + inputs.len() as u64 * STEP_US;
+    clock.set(t);
+    let report = q
+        .apply_retention_with(&RetentionPolicy {
+            max_files: Some(5),
+            ..RetentionPolicy::default()
+        })
+        .unwrap();
+    assert_eq!(report.deleted_files.len(), 1);
+    let first = q.first_seq();
+
+    // "billing" starts at the first message kept and commits after three;
+    // "audit" starts at the end and never reads.
+    clock.set(t + 1_000);
+    let mut billing = q
+        .consumer(
+            "billing",
+            ConsumerOptions {
+                start_if_new: Start::Seq(first),
+                auto_commit: false,
+            },
+        )
+        .unwrap();
+    for _ in 0..3 {
+        billing.read_next().unwrap().unwrap();
+    }
+    clock.set(t + 2_000);
+    billing.commit().unwrap();
+    billing.close().unwrap();
+    clock.set(t + 3_000);
+    let audit = q
+        .consumer(
+            "audit",
+            ConsumerOptions {
+                start_if_new: Start::End,
+                auto_commit: false,
+            },
+        )
+        .unwrap();
+    audit.close().unwrap();
+    clock.set(t + 4_000);
+    drop(app);
+    q.close().unwrap();
+    drop(q);
+
+    std::fs::remove_file(dir.join(".lock")).unwrap();
+    std::fs::remove_file(dir.join("wake.ctl")).unwrap();
+    let meta_path = dir.join("metadata.json");
+    let mut meta: Value = serde_json::from_slice(&std::fs::read(&meta_path).unwrap()).unwrap();
+    let format_version = meta["format_version"].as_u64().unwrap();
+    meta["writer_pid"] = json!(0);
+    let mut text = serde_json::to_string_pretty(&meta).unwrap();
+    text.push('\n');
+    std::fs::write(&meta_path, text).unwrap();
+
+    let kept: Vec<_> = messages
+        .iter()
+        .filter(|(seq, _, _)| *seq >= first)
+        .collect();
+    let mut keys: BTreeMap<String, Value> = BTreeMap::new();
+    for (seq, _, m) in &kept {
+        if let Some((k, is_text)) = &m.key {
+            let name = if *is_text {
+                String::from_utf8(k.clone()).unwrap()
+            } else {
+                format!("hex:{}", hex(k))
+            };
+            let entry = keys
+                .entry(name)
+                .or_insert_with(|| json!({"key": key_json(&m.key), "seqs": []}));
+            entry["seqs"].as_array_mut().unwrap().push(json!(seq));
+        }
+    }
+    json!({
+        "format_version": format_version,
+        "first_seq": first,
+        "next_seq": inputs.len(),
+        "messages": kept.iter().map(|(seq, ts, m)| json!({
+            "seq": seq,
+            "timestamp": ts,
+            "payload_hex": hex(&m.payload),
+            "key": key_json(&m.key),
+            "headers": m.headers.iter().map(|(name, value, is_text)| json!({
+                "name": name,
+                "value": if *is_text {
+                    json!({"text": String::from_utf8(value.clone()).unwrap()})
+                } else {
+                    json!({"hex": hex(value)})
+                },
+            })).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "keys": keys.into_values().collect::<Vec<_>>(),
+        "named_tailers": [
+            {"name": "audit", "next_seq": inputs.len(), "committed_at": t + 3_000, "created_at": t + 3_000},
+            {"name": "billing", "next_seq": first + 3, "committed_at": t + 2_000, "created_at": t + 1_000},
+        ],
+    })
+}
+
+/// Every file under `dir`, by path relative to it.
+fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(base, &path, out);
+            } else {
+                let rel = path
+                    .strip_prefix(base)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                out.insert(rel, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+#[test]
+fn current_format_fixture_is_reproduced_byte_for_byte() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fresh = tmp.path().join("queue");
+    let mut manifest = generate(&fresh);
+    let version = manifest["format_version"].as_u64().unwrap();
+    let committed_dir = fixtures().join(format!("queue-v{version}"));
+    assert!(
+        committed_dir.is_dir(),
+        "format version {version} has no fixture: run \
+         `python tests/fixtures/make_fixture.py tests/fixtures/queue-v{version}` and commit it \
+         (keep the older queue-v* directories)"
+    );
+
+    let mut committed: Value =
+        serde_json::from_slice(&std::fs::read(committed_dir.join("manifest.json")).unwrap())
+            .unwrap();
+    committed.as_object_mut().unwrap().remove("files");
+    manifest.as_object_mut().unwrap().remove("files");
+    assert_eq!(
+        manifest, committed,
+        "the generator's manifest changed: a fixture is frozen once committed"
+    );
+
+    let want = files(&committed_dir.join("queue"));
+    let got = files(&fresh);
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>(),
+        "the engine writes other files than the committed fixture"
+    );
+    for (name, bytes) in &want {
+        let fresh_bytes = &got[name];
+        if let Some(at) = bytes
+            .iter()
+            .zip(fresh_bytes.iter())
+            .position(|(a, b)| a != b)
+            .or((bytes.len() != fresh_bytes.len()).then(|| bytes.len().min(fresh_bytes.len())))
+        {
+            panic!(
+                "{name}: the engine now writes other bytes (first difference at offset {at}, \
+                 {} bytes committed, {} written). A change of the on-disk bytes bumps the \
+                 format version (docs/FORMAT.md) and adds a new fixture directory; \
+                 an existing fixture is never regenerated.",
+                bytes.len(),
+                fresh_bytes.len()
+            );
+        }
+    }
+}
+
+/// Writes a fixture for `tests/fixtures/make_fixture.py`:
+/// `LITEMQ_FIXTURE_OUT=DIR cargo test --test fixture -- --ignored --exact write_fixture`
+/// writes `DIR/queue/` and `DIR/manifest.json` (without file hashes).
+#[test]
+#[ignore = "run by tests/fixtures/make_fixture.py"]
+fn write_fixture() {
+    let out = PathBuf::from(std::env::var("LITEMQ_FIXTURE_OUT").expect("LITEMQ_FIXTURE_OUT"));
+    std::fs::create_dir_all(&out).unwrap();
+    let manifest = generate(&out.join("queue"));
+    let mut text = serde_json::to_string_pretty(&manifest).unwrap();
+    text.push('\n');
+    std::fs::write(out.join("manifest.json"), text).unwrap();
+}
