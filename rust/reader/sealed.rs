@@ -16,10 +16,10 @@
 use std::collections::HashSet;
 use std::sync::Mutex;
 
-use super::catalog::FileInfo;
 use crate::error::{Error, Result};
 use crate::format::footer::{trimmed_len, Footer, FOOTER_LEN};
 use crate::format::frame::{DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
+use crate::format::header::DataHeader;
 use crate::storage::mapped::Mapping;
 
 /// Which file, which content: `(st_dev, st_ino, st_ctime in ns,
@@ -44,9 +44,8 @@ pub(crate) struct Sealed {
 /// trimmed reaches past its end, where touching it would fault. It counts
 /// only when it agrees with the header and the trimming rule, and the
 /// mapping shows the end-of-file marker where it says the frames end.
-pub(crate) fn footer(map: &Mapping, info: &FileInfo) -> Option<Sealed> {
+pub(crate) fn footer(map: &Mapping, h: &DataHeader) -> Option<Sealed> {
     use std::os::unix::fs::{FileExt, MetadataExt};
-    let h = &info.header;
     if h.version < 4 {
         return None;
     }

@@ -945,7 +945,7 @@ impl Tailer {
         };
         let footer = *c
             .footer
-            .get_or_insert_with(|| super::sealed::footer(&c.map, &c.info));
+            .get_or_insert_with(|| super::sealed::footer(&c.map, &c.info.header));
         let mut trusted_end = None;
         if let Some(sealed) = footer {
             let f = sealed.footer;
