@@ -111,6 +111,35 @@ fn read_throughput(c: &mut Criterion) {
             assert_eq!(rows, n);
         })
     });
+    g.bench_function(
+        "batch/64 whole queue in one call (the file being written)",
+        |b| b.iter(|| assert_eq!(q.read_columns(0, n, n as usize).unwrap().rows as u64, n)),
+    );
+    // The same messages in sealed 16 MiB files: each verified once by the
+    // CRC-64 in its footer, then parsed without a CRC per frame.
+    let sealed_dir = tempfile::tempdir().unwrap();
+    let sealed = QueueBuilder::new(sealed_dir.path())
+        .file_size(16 << 20)
+        .open()
+        .unwrap();
+    let sealed_app = sealed.appender().unwrap();
+    for _ in 0..n / 1000 {
+        sealed_app
+            .append_batch(std::iter::repeat_n(&[9u8; 64][..], 1000))
+            .unwrap();
+    }
+    wait_written(&sealed, n);
+    g.bench_function(
+        "batch/64 whole queue in one call (sealed 16 MiB files)",
+        |b| {
+            b.iter(|| {
+                assert_eq!(
+                    sealed.read_columns(0, n, n as usize).unwrap().rows as u64,
+                    n
+                )
+            })
+        },
+    );
     g.throughput(Throughput::Elements(1));
     g.bench_function("seek/random", |b| {
         let mut t = q.tailer(Start::Beginning).unwrap();

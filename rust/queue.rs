@@ -14,7 +14,7 @@ use crate::format::position;
 use crate::format::{FORMAT_VERSION, OLDEST_READABLE_VERSION};
 use crate::index::key_index::{self, KeyIndexConfig, KeyIndexReader, KeyIndexWriter};
 use crate::reader::catalog::Catalog;
-use crate::reader::columns::Columns;
+use crate::reader::columns::{ColumnSet, Columns};
 use crate::reader::keys::index_keys_from;
 use crate::reader::tailer::{Message, OwnedMessage, Start, Tailer};
 use crate::reader::wake::WakeSource;
@@ -597,6 +597,17 @@ impl Queue {
 
     /// Columns of messages `start..end` (at most `max_rows`), in Arrow layout.
     pub fn read_columns(&self, start: u64, end: u64, max_rows: usize) -> Result<Columns> {
+        self.read_column_set(start, end, max_rows, ColumnSet::ALL)
+    }
+
+    /// As [`Queue::read_columns`], filling only the columns in `cols`.
+    pub fn read_column_set(
+        &self,
+        start: u64,
+        end: u64,
+        max_rows: usize,
+        cols: ColumnSet,
+    ) -> Result<Columns> {
         self.check_open()?;
         if end > self.next_seq() {
             self.wait_visible()?;
@@ -604,7 +615,7 @@ impl Queue {
         let first = self.first_seq();
         let mut t = Tailer::new(self.inner.catalog.clone(), self.inner.config.wait);
         t.seek(start.max(first))?;
-        Columns::read(&mut t, end, max_rows)
+        Columns::read_set(&mut t, end, max_rows, cols)
     }
 
     /// Messages whose key is exactly `key`, in sequence order, stored in

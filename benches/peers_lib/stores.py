@@ -19,6 +19,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator
+from itertools import chain
 from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any, ClassVar
@@ -570,6 +571,44 @@ class LitemqBatch(LitemqBase):
         return rows, nbytes
 
 
+class LitemqArrowAll(LitemqBatch):
+    """litemq ``append_batch`` of 1,000; the whole queue read by one ``read_arrow()``."""
+
+    key = "litemq_arrow_all"
+    label = "litemq append_batch / read_arrow() whole"
+    read_api = "q.read_arrow() of the whole queue in one call (Arrow RecordBatch)"
+
+    def read_columns(self, count: int, deadline: float) -> tuple[int, int]:
+        """One call for every row (the deadline cannot cut it short)."""
+        import pyarrow.compute as pc
+
+        batch = self.q.read_arrow(start=self.q.first_seq, max_rows=count)
+        payload = batch.column(batch.schema.get_field_index("payload"))
+        return batch.num_rows, pc.sum(pc.binary_length(payload)).as_py() or 0
+
+
+class LitemqReadBatch(LitemqBase):
+    """litemq ``append_batch`` of 1,000; read with ``tailer.read_batch(1000)``."""
+
+    key = "litemq_read_batch"
+    label = "litemq append_batch / read_batch"
+    append_api = "app.append_batch(list of 1,000)"
+    read_api = "t.read_batch(1000, timeout=0) until empty: msg.payload of each"
+    durable_how = "app.flush() after every append_batch of 1,000"
+    batched = True
+
+    def append_chunk(self, payloads: list[bytes]) -> None:
+        self.app.append_batch(payloads)
+
+    def reader(self, count: int) -> Iterator[bytes]:
+        t = self.q.tailer()
+        read = t.read_batch
+        payload = attrgetter("payload")
+        return chain.from_iterable(
+            map(payload, batch) for batch in iter(lambda: read(1000, timeout=0), [])
+        )
+
+
 class LitemqSyncThreads(LitemqBase, PerCallStore):
     """litemq ``flush='sync'``: each append durable on return; 4 threads group-commit."""
 
@@ -615,6 +654,8 @@ class LitemqSyncThreads(LitemqBase, PerCallStore):
 STORES: list[type[Store]] = [
     LitemqAppend,
     LitemqBatch,
+    LitemqArrowAll,
+    LitemqReadBatch,
     LitemqSyncThreads,
     PlainFile,
     Lmdb,

@@ -18,6 +18,10 @@ column                type                               notes
 ``payload``           ``binary`` (``large_binary`` when
                       several engine reads are joined)
 ====================  =================================  ==========================
+
+``read_arrow(columns=[...])`` builds only the columns named, in that order;
+the engine then skips the others (no payload copied when ``payload`` is
+left out).
 """
 
 from __future__ import annotations
@@ -27,13 +31,41 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["SCHEMA_FIELDS", "empty_batch", "record_batch", "schema"]
+__all__ = ["SCHEMA_FIELDS", "column_names", "empty_batch", "record_batch", "schema"]
 
 SCHEMA_FIELDS = ("seq", "timestamp", "key", "headers", "payload")
 
 
-def schema() -> pa.Schema:
-    """The schema of `Queue.read_arrow` batches."""
+def column_names(columns: Any) -> tuple[str, ...]:
+    """Checks a ``columns`` argument: names from `SCHEMA_FIELDS`, each once
+    (None: all of them, in schema order)."""
+    if columns is None:
+        return SCHEMA_FIELDS
+    if isinstance(columns, (str, bytes)):
+        raise TypeError("columns must be a list of column names, not a single string")
+    try:
+        names = tuple(columns)
+    except TypeError:
+        raise TypeError(
+            f"columns must be a list of column names, not {type(columns).__name__}"
+        ) from None
+    for name in names:
+        if name not in SCHEMA_FIELDS:
+            raise ValueError(f"unknown column {name!r}; the columns are {', '.join(SCHEMA_FIELDS)}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"columns names a column twice: {list(names)}")
+    return names
+
+
+def schema(columns: tuple[str, ...] = SCHEMA_FIELDS) -> pa.Schema:
+    """The schema of `Queue.read_arrow` batches (of the columns named)."""
+    import pyarrow as pa
+
+    full = _full_schema()
+    return full if columns == SCHEMA_FIELDS else pa.schema([full.field(c) for c in columns])
+
+
+def _full_schema() -> pa.Schema:
     import pyarrow as pa
 
     return pa.schema(
@@ -47,11 +79,11 @@ def schema() -> pa.Schema:
     )
 
 
-def empty_batch() -> pa.RecordBatch:
-    """A batch with the schema and no rows."""
+def empty_batch(columns: tuple[str, ...] = SCHEMA_FIELDS) -> pa.RecordBatch:
+    """A batch with the schema (of the columns named) and no rows."""
     import pyarrow as pa
 
-    return pa.RecordBatch.from_pylist([], schema=schema())
+    return pa.RecordBatch.from_pylist([], schema=schema(columns))
 
 
 def _validity(buf: bytes, nulls: int) -> Any:
@@ -60,26 +92,44 @@ def _validity(buf: bytes, nulls: int) -> Any:
     return None if nulls == 0 else pa.py_buffer(buf)
 
 
-def record_batch(cols: dict[str, Any]) -> pa.RecordBatch:
-    """Wraps one engine batch (the dict `_read_batch` returns)."""
+def record_batch(cols: dict[str, Any], columns: tuple[str, ...] = SCHEMA_FIELDS) -> pa.RecordBatch:
+    """Wraps one engine batch (the dict `_read_batch` returns), with the
+    columns named (the engine filled those)."""
     import pyarrow as pa
 
     rows = int(cols["rows"])
     buf = pa.py_buffer
-    seq = pa.Array.from_buffers(pa.int64(), rows, [None, buf(cols["seq"])])
-    timestamp = pa.Array.from_buffers(
+    built: dict[str, Any] = {}
+    built["seq"] = pa.Array.from_buffers(pa.int64(), rows, [None, buf(cols["seq"])])
+    built["timestamp"] = pa.Array.from_buffers(
         pa.timestamp("us", tz="UTC"), rows, [None, buf(cols["timestamp"])]
     )
-    key = pa.Array.from_buffers(
-        pa.binary(),
-        rows,
-        [
-            _validity(cols["key_valid"], cols["key_nulls"]),
-            buf(cols["key_offsets"]),
-            buf(cols["key_data"]),
-        ],
-        null_count=cols["key_nulls"],
-    )
+    if "key" in columns:
+        built["key"] = pa.Array.from_buffers(
+            pa.binary(),
+            rows,
+            [
+                _validity(cols["key_valid"], cols["key_nulls"]),
+                buf(cols["key_offsets"]),
+                buf(cols["key_data"]),
+            ],
+            null_count=cols["key_nulls"],
+        )
+    if "headers" in columns:
+        built["headers"] = _headers(cols, rows)
+    if "payload" in columns:
+        built["payload"] = pa.Array.from_buffers(
+            pa.binary(),
+            rows,
+            [None, buf(cols["payload_offsets"]), buf(cols["payload_data"])],
+        )
+    return pa.RecordBatch.from_arrays([built[c] for c in columns], schema=schema(columns))
+
+
+def _headers(cols: dict[str, Any], rows: int) -> pa.Array:
+    import pyarrow as pa
+
+    buf = pa.py_buffer
     entries = (len(cols["header_name_offsets"]) // 4) - 1
     entries = max(entries, 0)
     names = pa.Array.from_buffers(
@@ -96,7 +146,7 @@ def record_batch(cols: dict[str, Any]) -> pa.RecordBatch:
     pairs = pa.StructArray.from_arrays(
         [names, values], fields=[map_type.key_field, map_type.item_field]
     )
-    headers = pa.Array.from_buffers(
+    return pa.Array.from_buffers(
         map_type,
         rows,
         [
@@ -106,12 +156,6 @@ def record_batch(cols: dict[str, Any]) -> pa.RecordBatch:
         null_count=cols["headers_nulls"],
         children=[pairs],
     )
-    payload = pa.Array.from_buffers(
-        pa.binary(),
-        rows,
-        [None, buf(cols["payload_offsets"]), buf(cols["payload_data"])],
-    )
-    return pa.RecordBatch.from_arrays([seq, timestamp, key, headers, payload], schema=schema())
 
 
 def concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
@@ -122,7 +166,10 @@ def concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
     if len(batches) == 1:
         return batches[0]
     wide = pa.schema(
-        [f.with_type(pa.large_binary()) if f.name in ("key", "payload") else f for f in schema()]
+        [
+            f.with_type(pa.large_binary()) if f.name in ("key", "payload") else f
+            for f in batches[0].schema
+        ]
     )
     table = pa.Table.from_batches([b.cast(wide) for b in batches], schema=wide)
     return table.combine_chunks().to_batches()[0]

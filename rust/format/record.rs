@@ -187,6 +187,10 @@ impl<'a> RecordView<'a> {
     pub fn key_is_text(&self) -> bool {
         self.flags & FLAG_KEY_TEXT != 0
     }
+    /// An empty header iterator.
+    pub fn no_headers() -> HeaderIter<'a> {
+        HeaderIter { rest: &[], left: 0 }
+    }
     /// The headers, in the order they were given.
     pub fn headers(&self) -> HeaderIter<'a> {
         HeaderIter {

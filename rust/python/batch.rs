@@ -6,24 +6,14 @@ use pyo3::types::{PyBytes, PyDict};
 
 use super::buffer::PayloadView;
 
-/// Little-endian bytes of an `i64` column, written straight into a `bytes`.
-fn i64_column<'py>(py: Python<'py>, v: &[i64]) -> PyResult<Bound<'py, PyBytes>> {
-    PyBytes::new_with(py, v.len() * 8, |buf| {
-        for (out, x) in buf.chunks_exact_mut(8).zip(v) {
-            out.copy_from_slice(&x.to_le_bytes());
-        }
-        Ok(())
-    })
+/// An `i64` column handed over without a copy (little-endian bytes).
+fn i64_column(py: Python<'_>, v: Vec<i64>) -> PyResult<Bound<'_, PayloadView>> {
+    Bound::new(py, PayloadView::owning_i64(v))
 }
 
-/// Little-endian bytes of an `i32` column.
-fn i32_column<'py>(py: Python<'py>, v: &[i32]) -> PyResult<Bound<'py, PyBytes>> {
-    PyBytes::new_with(py, v.len() * 4, |buf| {
-        for (out, x) in buf.chunks_exact_mut(4).zip(v) {
-            out.copy_from_slice(&x.to_le_bytes());
-        }
-        Ok(())
-    })
+/// An `i32` column (offsets) handed over without a copy.
+fn i32_column(py: Python<'_>, v: Vec<i32>) -> PyResult<Bound<'_, PayloadView>> {
+    Bound::new(py, PayloadView::owning_i32(v))
 }
 
 /// Fills `d` with the statistics' fields.
@@ -68,32 +58,32 @@ fn data_column<'py>(py: Python<'py>, v: Vec<u8>) -> PyResult<Bound<'py, PayloadV
     Bound::new(py, PayloadView::owning(v))
 }
 
-/// Fills `d` with the columns of `b`: buffers in Arrow layout (little-endian;
-/// offsets and validity as `bytes`, the data columns as buffer objects that
-/// own the engine's vectors), counts as ints.
+/// Fills `d` with the columns of `b`: buffers in Arrow layout (little-endian),
+/// each a buffer object that owns the engine's vector (no copy; validity
+/// bitmaps and header names, small, as `bytes`), counts as ints.
 pub(crate) fn fill_columns(d: &Bound<'_, PyDict>, b: crate::Columns) -> PyResult<()> {
     let py = d.py();
     d.set_item("rows", b.rows)?;
-    d.set_item("seq", i64_column(py, &b.seq)?)?;
-    d.set_item("timestamp", i64_column(py, &b.timestamp)?)?;
+    d.set_item("seq", i64_column(py, b.seq)?)?;
+    d.set_item("timestamp", i64_column(py, b.timestamp)?)?;
     d.set_item("key_valid", PyBytes::new(py, &b.key_valid))?;
     d.set_item("key_nulls", b.key_nulls)?;
-    d.set_item("key_offsets", i32_column(py, &b.key_offsets)?)?;
+    d.set_item("key_offsets", i32_column(py, b.key_offsets)?)?;
     d.set_item("key_data", data_column(py, b.key_data)?)?;
     d.set_item("headers_valid", PyBytes::new(py, &b.headers_valid))?;
     d.set_item("headers_nulls", b.headers_nulls)?;
-    d.set_item("headers_offsets", i32_column(py, &b.headers_offsets)?)?;
+    d.set_item("headers_offsets", i32_column(py, b.headers_offsets)?)?;
     d.set_item(
         "header_name_offsets",
-        i32_column(py, &b.header_name_offsets)?,
+        i32_column(py, b.header_name_offsets)?,
     )?;
     d.set_item("header_name_data", PyBytes::new(py, &b.header_name_data))?;
     d.set_item(
         "header_value_offsets",
-        i32_column(py, &b.header_value_offsets)?,
+        i32_column(py, b.header_value_offsets)?,
     )?;
     d.set_item("header_value_data", data_column(py, b.header_value_data)?)?;
-    d.set_item("payload_offsets", i32_column(py, &b.payload_offsets)?)?;
+    d.set_item("payload_offsets", i32_column(py, b.payload_offsets)?)?;
     d.set_item("payload_data", data_column(py, b.payload_data)?)?;
     Ok(())
 }

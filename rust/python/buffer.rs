@@ -76,14 +76,21 @@ pub(crate) struct PayloadView {
     bytes: Owner,
 }
 
-/// What a view's bytes live in; both are immutable for the view's life.
+/// What a view's bytes live in; all are immutable for the view's life.
 enum Owner {
     /// Published payload bytes of a mapped data file.
     Mapped(Arc<Mapping>, Range<usize>),
-    /// A buffer the engine built (a column of `read_arrow`), handed over
-    /// without a copy.
-    Built(Box<[u8]>),
+    /// A column the engine built for `read_arrow`, handed over without a
+    /// copy: bytes, or the little-endian words of an integer column.
+    Bytes(Vec<u8>),
+    I64(Vec<i64>),
+    I32(Vec<i32>),
 }
+
+// Integer columns are exported as their in-memory bytes, which Arrow reads
+// as little-endian.
+#[cfg(not(target_endian = "little"))]
+compile_error!("litemq exports integer columns as little-endian memory");
 
 impl PayloadView {
     /// A view of `mapping.as_slice()[range]`; panics if the range is outside.
@@ -97,14 +104,34 @@ impl PayloadView {
     /// A view that owns `bytes`.
     pub(crate) fn owning(bytes: Vec<u8>) -> Self {
         PayloadView {
-            bytes: Owner::Built(bytes.into_boxed_slice()),
+            bytes: Owner::Bytes(bytes),
         }
     }
 
-    fn as_slice(&self) -> &[u8] {
+    /// A view of the bytes of an `i64` column (little-endian), owning it.
+    pub(crate) fn owning_i64(words: Vec<i64>) -> Self {
+        PayloadView {
+            bytes: Owner::I64(words),
+        }
+    }
+
+    /// A view of the bytes of an `i32` column (little-endian), owning it.
+    pub(crate) fn owning_i32(words: Vec<i32>) -> Self {
+        PayloadView {
+            bytes: Owner::I32(words),
+        }
+    }
+
+    /// Start and length in bytes of what the view exports.
+    fn raw(&self) -> (*const u8, usize) {
         match &self.bytes {
-            Owner::Mapped(mapping, range) => &mapping.as_slice()[range.clone()],
-            Owner::Built(b) => b,
+            Owner::Mapped(mapping, range) => {
+                let b = &mapping.as_slice()[range.clone()];
+                (b.as_ptr(), b.len())
+            }
+            Owner::Bytes(b) => (b.as_ptr(), b.len()),
+            Owner::I64(w) => (w.as_ptr().cast(), std::mem::size_of_val(w.as_slice())),
+            Owner::I32(w) => (w.as_ptr().cast(), std::mem::size_of_val(w.as_slice())),
         }
     }
 
@@ -133,21 +160,22 @@ impl PayloadView {
         if flags & ffi::PyBUF_WRITABLE == ffi::PyBUF_WRITABLE {
             return Err(PyBufferError::new_err("payload views are read-only"));
         }
-        let bytes = slf.get().as_slice();
+        let (ptr, len) = slf.get().raw();
         // SAFETY: `view` is valid per the protocol. The exported pointer stays
         // valid for as long as the buffer is held: PyBuffer_FillInfo stores a
         // new reference to `slf` in `view.obj`, and `slf` (frozen: its owner
         // never changes) owns either an Arc of the mapping, which is unmapped
-        // only when its last Arc drops, or a boxed slice, freed only when
-        // `slf` is. Mapped bytes are published payload bytes, which nobody
-        // writes again (see docs/DESIGN.md); built bytes are never written
+        // only when its last Arc drops, or a vector, freed only when `slf`
+        // is, and `ptr..ptr + len` are the bytes of that range or vector
+        // (`raw`). Mapped bytes are published payload bytes, which nobody
+        // writes again (see docs/DESIGN.md); built columns are never written
         // after construction; the view is read-only (readonly = 1).
         let rc = unsafe {
             ffi::PyBuffer_FillInfo(
                 view,
                 slf.as_ptr(),
-                bytes.as_ptr() as *mut c_void,
-                bytes.len() as ffi::Py_ssize_t,
+                ptr as *mut c_void,
+                len as ffi::Py_ssize_t,
                 1,
                 flags,
             )
@@ -159,6 +187,6 @@ impl PayloadView {
     }
 
     fn __len__(&self) -> usize {
-        self.as_slice().len()
+        self.raw().1
     }
 }

@@ -511,16 +511,27 @@ impl Queue {
     }
 
     /// Columns of messages `[start, end)` in Arrow layout, at most
-    /// `max_rows`; used by `litemq.Queue.read_arrow`.
+    /// `max_rows`; used by `litemq.Queue.read_arrow`. `key`, `headers` and
+    /// `payload` say which variable-size columns to fill.
+    #[pyo3(signature = (start, end, max_rows, key=true, headers=true, payload=true))]
+    #[allow(clippy::too_many_arguments)]
     fn _read_batch<'py>(
         &self,
         py: Python<'py>,
         start: u64,
         end: u64,
         max_rows: usize,
+        key: bool,
+        headers: bool,
+        payload: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let queue = self.queue()?;
-        let b = exit::detach(py, || queue.read_columns(start, end, max_rows))?;
+        let cols = crate::ColumnSet {
+            key,
+            headers,
+            payload,
+        };
+        let b = exit::detach(py, || queue.read_column_set(start, end, max_rows, cols))?;
         let d = PyDict::new(py);
         super::batch::fill_columns(&d, b)?;
         Ok(d)

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyList, PyString};
 
 use super::errors;
 use super::exit;
@@ -39,6 +39,19 @@ impl Reader {
         match self {
             Reader::Plain(t) => t.read_next_until(timeout, interrupt),
             Reader::Named(c) => c.read_next_until(timeout, interrupt),
+        }
+    }
+
+    /// A run of messages of one file read in bulk (plain tailers; a named
+    /// tailer reads one at a time, `take`ing none here).
+    fn read_run(
+        &mut self,
+        max: usize,
+        take: &mut dyn FnMut(&crate::Message<'_>) -> bool,
+    ) -> crate::Result<usize> {
+        match self {
+            Reader::Plain(t) => t.read_run(max, take),
+            Reader::Named(_) => Ok(0),
         }
     }
 
@@ -193,6 +206,101 @@ impl Tailer {
     }
 }
 
+impl Tailer {
+    /// Appends to `out` the messages available now, up to `max` in all.
+    /// An error after some messages were read is left for the next call
+    /// (the tailer stays at the message that failed).
+    fn drain<'py>(
+        &self,
+        py: Python<'py>,
+        max: usize,
+        out: &mut Vec<Bound<'py, Message>>,
+    ) -> PyResult<()> {
+        let mut failed: Option<PyErr> = None;
+        self.with(py, |reader| {
+            while out.len() < max && failed.is_none() {
+                let want = max - out.len();
+                let taken = reader.read_run(want, &mut |m| match Message::from_borrowed(py, m)
+                    .and_then(|m| Bound::new(py, m))
+                {
+                    Ok(m) => {
+                        out.push(m);
+                        true
+                    }
+                    Err(e) => {
+                        failed = Some(e);
+                        false
+                    }
+                });
+                match taken {
+                    Ok(0) => {}
+                    Ok(_) => continue,
+                    Err(e) if out.is_empty() => return Err(e.into()),
+                    Err(_) => return Ok(()),
+                }
+                if failed.is_some() {
+                    break;
+                }
+                let converted = match reader.read_next() {
+                    Ok(Some(m)) => {
+                        let seq = m.seq;
+                        Message::from_borrowed(py, &m)
+                            .and_then(|m| Bound::new(py, m))
+                            .map_err(|e| (e, Some(seq)))
+                    }
+                    Ok(None) => break,
+                    Err(e) => Err((e.into(), None)),
+                };
+                match converted {
+                    Ok(m) => out.push(m),
+                    Err((e, _)) if out.is_empty() => return Err(e),
+                    Err((e, seq)) => {
+                        // Keep what was read; the failing message is read
+                        // (and fails) again on the next call.
+                        if let Some(seq) = seq {
+                            if reader.seek(seq).is_err() {
+                                return Err(e);
+                            }
+                        }
+                        break;
+                    }
+                }
+            }
+            Ok(())
+        })?;
+        match failed {
+            // A message that did not convert is left unread: with others
+            // read before it, they are returned and it fails next time.
+            Some(e) if out.is_empty() => Err(e),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// `max_messages` of `read_batch`: an int of at least 1.
+fn max_messages_arg(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
+    if obj.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(PyTypeError::new_err(
+            "max_messages must be an int, not bool",
+        ));
+    }
+    let n: i128 = obj.extract().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "max_messages must be an int, not {}",
+            obj.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        ))
+    })?;
+    if n < 1 {
+        return Err(PyValueError::new_err(format!(
+            "max_messages must be at least 1, got {n}"
+        )));
+    }
+    Ok(n.min(usize::MAX as i128) as usize)
+}
+
 /// Where a new tailer starts: `"start"` (default), `"end"` or a sequence.
 pub(crate) fn start_arg(start: Option<&Bound<'_, PyAny>>) -> PyResult<crate::Start> {
     let Some(start) = start else {
@@ -281,6 +389,37 @@ impl Tailer {
             Some(d) if d.is_zero() => self.__next__(py),
             wait => self.wait(py, wait),
         }
+    }
+
+    /// Up to `max_messages` messages as a list, in order, in one call.
+    ///
+    /// Returns at once with every message available now (at most
+    /// `max_messages`); when none is, waits up to `timeout` seconds for the
+    /// first (`None`, the default: forever; `0`: not at all) and returns it
+    /// with whatever else is available then: an empty list means the timeout
+    /// passed. A read that meets damage after some messages returns those;
+    /// the next call raises CorruptedError.
+    ///
+    /// >>> [m.seq for m in t.read_batch(1000, timeout=0)]
+    /// [0, 1, 2]
+    #[pyo3(signature = (max_messages, timeout=None))]
+    fn read_batch<'py>(
+        &self,
+        py: Python<'py>,
+        max_messages: &Bound<'py, PyAny>,
+        timeout: Option<time::Seconds>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let max = max_messages_arg(max_messages)?;
+        let wait = time::timeout_arg(timeout, "timeout")?;
+        let mut out = Vec::with_capacity(max.min(4096));
+        self.drain(py, max, &mut out)?;
+        if out.is_empty() && wait.is_none_or(|d| !d.is_zero()) {
+            if let Some(m) = self.wait(py, wait)? {
+                out.push(Bound::new(py, m)?);
+                self.drain(py, max, &mut out)?;
+            }
+        }
+        PyList::new(py, out)
     }
 
     /// An iterator that waits for each next message, forever, or until no

@@ -30,6 +30,9 @@ pub struct Catalog {
     /// Set by `Queue::close`: tailers of the queue stop (and unmap) at
     /// their next call, blocked waits included.
     closed: AtomicBool,
+    /// Sealed files whose frame area this handle verified against their
+    /// footer (see `reader::sealed`).
+    pub(crate) verified: super::sealed::Verified,
 }
 
 /// Reads and checks the header of data file `path`.
@@ -88,6 +91,7 @@ impl Catalog {
             base: base.to_path_buf(),
             files: RwLock::new(Arc::new(Vec::new())),
             closed: AtomicBool::new(false),
+            verified: Default::default(),
         };
         c.refresh()?;
         Ok(c)

@@ -2,6 +2,7 @@
 //! per-message object, for `read_arrow` and Spark.
 
 use crate::error::Result;
+use crate::format::record::RecordView;
 use crate::reader::tailer::Tailer;
 
 /// Columns of consecutive messages in Arrow's layout: validity bitmaps are
@@ -45,6 +46,32 @@ pub struct Columns {
 
 const LIMIT: usize = i32::MAX as usize;
 
+/// Which of the variable-size columns a read fills (`seq` and `timestamp`
+/// always are); one left out stays empty: no offsets, no data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ColumnSet {
+    /// The `key` column.
+    pub key: bool,
+    /// The `headers` column.
+    pub headers: bool,
+    /// The `payload` column.
+    pub payload: bool,
+}
+
+impl ColumnSet {
+    /// Every column.
+    pub const ALL: ColumnSet = ColumnSet {
+        key: true,
+        headers: true,
+        payload: true,
+    };
+}
+
+/// Most rows whose fixed-size columns are reserved up front.
+const RESERVE_ROWS: usize = 1 << 20;
+/// Most payload bytes reserved up front (from the first message's size).
+const RESERVE_BYTES: usize = 256 << 20;
+
 fn set_bit(bits: &mut Vec<u8>, i: usize, on: bool) {
     if i / 8 >= bits.len() {
         bits.push(0);
@@ -55,66 +82,182 @@ fn set_bit(bits: &mut Vec<u8>, i: usize, on: bool) {
 }
 
 impl Columns {
-    /// Reads from `tailer` until sequence `end`, `max_rows` rows, or the end
-    /// of what is published.
-    pub fn read(tailer: &mut Tailer, end: u64, max_rows: usize) -> Result<Columns> {
-        let mut b = Columns {
-            key_offsets: vec![0],
-            headers_offsets: vec![0],
-            header_name_offsets: vec![0],
-            header_value_offsets: vec![0],
-            payload_offsets: vec![0],
-            ..Columns::default()
-        };
-        let hint = max_rows
-            .min(end.saturating_sub(tailer.next_seq()) as usize)
-            .min(1 << 20);
+    fn empty(hint: usize, cols: ColumnSet) -> Columns {
+        let mut b = Columns::default();
+        let offsets = |on: bool| if on { vec![0] } else { Vec::new() };
+        b.key_offsets = offsets(cols.key);
+        b.headers_offsets = offsets(cols.headers);
+        b.header_name_offsets = offsets(cols.headers);
+        b.header_value_offsets = offsets(cols.headers);
+        b.payload_offsets = offsets(cols.payload);
+        let hint_for = |on: bool| if on { hint } else { 0 };
         b.seq.reserve(hint);
         b.timestamp.reserve(hint);
-        b.payload_offsets.reserve(hint);
-        while b.rows < max_rows && tailer.next_seq() < end {
+        b.payload_offsets.reserve(hint_for(cols.payload));
+        b.key_offsets.reserve(hint_for(cols.key));
+        b.headers_offsets.reserve(hint_for(cols.headers));
+        b.key_valid.reserve(hint_for(cols.key).div_ceil(8));
+        b.headers_valid.reserve(hint_for(cols.headers).div_ceil(8));
+        b
+    }
+
+    /// Appends one message, unless a column would pass `i32::MAX` bytes
+    /// (then returns false and leaves the batch as it was).
+    #[inline]
+    fn push(&mut self, seq: u64, rec: &RecordView<'_>, hint: usize, cols: ColumnSet) -> bool {
+        if !(cols.key && cols.headers && cols.payload) {
+            return self.push_some(seq, rec, hint, cols);
+        }
+        let key_len = rec.key.map_or(0, <[u8]>::len);
+        let mut headers = rec.headers();
+        let header_bytes: usize = match headers.size_hint().1 {
+            Some(0) => 0,
+            _ => headers.clone().map(|h| h.name.len() + h.value.len()).sum(),
+        };
+        if self.payload_data.len() + rec.payload.len() > LIMIT
+            || self.key_data.len() + key_len > LIMIT
+            || self.header_value_data.len() + header_bytes > LIMIT
+        {
+            return false;
+        }
+        let i = self.rows;
+        if i == 0 {
+            // Messages of a queue are often of one size: reserve for as many
+            // as expected like the first, so the column is not copied as it grows.
+            let want = hint.saturating_mul(rec.payload.len()).min(RESERVE_BYTES);
+            self.payload_data.reserve(want);
+        }
+        self.seq.push(seq as i64);
+        self.timestamp.push(rec.timestamp as i64);
+        set_bit(&mut self.key_valid, i, rec.key.is_some());
+        match rec.key {
+            Some(k) => self.key_data.extend_from_slice(k),
+            None => self.key_nulls += 1,
+        }
+        self.key_offsets.push(self.key_data.len() as i32);
+        let mut has_headers = false;
+        if header_bytes > 0 || headers.size_hint().1 != Some(0) {
+            for h in headers.by_ref() {
+                has_headers = true;
+                self.header_name_data.extend_from_slice(h.name.as_bytes());
+                self.header_name_offsets
+                    .push(self.header_name_data.len() as i32);
+                self.header_value_data.extend_from_slice(h.value);
+                self.header_value_offsets
+                    .push(self.header_value_data.len() as i32);
+            }
+        }
+        set_bit(&mut self.headers_valid, i, has_headers);
+        if !has_headers {
+            self.headers_nulls += 1;
+        }
+        self.headers_offsets
+            .push(self.header_name_offsets.len() as i32 - 1);
+        self.payload_data.extend_from_slice(rec.payload);
+        self.payload_offsets.push(self.payload_data.len() as i32);
+        self.rows += 1;
+        true
+    }
+
+    /// As [`Columns::push`], for a selection of columns: pushes a whole row
+    /// into a scratch batch and moves the selected columns over.
+    #[cold]
+    fn push_some(&mut self, seq: u64, rec: &RecordView<'_>, hint: usize, cols: ColumnSet) -> bool {
+        let payload = if cols.payload { rec.payload } else { &[] };
+        let key = if cols.key { rec.key } else { None };
+        let headers = if cols.headers {
+            rec.headers()
+        } else {
+            RecordView::no_headers()
+        };
+        let key_len = key.map_or(0, <[u8]>::len);
+        let header_bytes: usize = headers.clone().map(|h| h.name.len() + h.value.len()).sum();
+        if self.payload_data.len() + payload.len() > LIMIT
+            || self.key_data.len() + key_len > LIMIT
+            || self.header_value_data.len() + header_bytes > LIMIT
+        {
+            return false;
+        }
+        let i = self.rows;
+        if i == 0 && cols.payload {
+            let want = hint.saturating_mul(payload.len()).min(RESERVE_BYTES);
+            self.payload_data.reserve(want);
+        }
+        self.seq.push(seq as i64);
+        self.timestamp.push(rec.timestamp as i64);
+        if cols.key {
+            set_bit(&mut self.key_valid, i, key.is_some());
+            match key {
+                Some(k) => self.key_data.extend_from_slice(k),
+                None => self.key_nulls += 1,
+            }
+            self.key_offsets.push(self.key_data.len() as i32);
+        }
+        if cols.headers {
+            let mut has_headers = false;
+            for h in headers {
+                has_headers = true;
+                self.header_name_data.extend_from_slice(h.name.as_bytes());
+                self.header_name_offsets
+                    .push(self.header_name_data.len() as i32);
+                self.header_value_data.extend_from_slice(h.value);
+                self.header_value_offsets
+                    .push(self.header_value_data.len() as i32);
+            }
+            set_bit(&mut self.headers_valid, i, has_headers);
+            if !has_headers {
+                self.headers_nulls += 1;
+            }
+            self.headers_offsets
+                .push(self.header_name_offsets.len() as i32 - 1);
+        }
+        if cols.payload {
+            self.payload_data.extend_from_slice(payload);
+            self.payload_offsets.push(self.payload_data.len() as i32);
+        }
+        self.rows += 1;
+        true
+    }
+
+    /// Reads from `tailer` until sequence `end`, `max_rows` rows, or the end
+    /// of what is published. Runs of plain frames are read in bulk
+    /// ([`Tailer::read_run`]: a sealed file verified once by its footer's
+    /// CRC, other frames each by their own); file switches, the end of the
+    /// data and damage go through [`Tailer::read_next`].
+    pub fn read(tailer: &mut Tailer, end: u64, max_rows: usize) -> Result<Columns> {
+        Columns::read_set(tailer, end, max_rows, ColumnSet::ALL)
+    }
+
+    /// As [`Columns::read`], filling only the columns in `cols`; the others
+    /// are left empty (not even their offsets).
+    pub fn read_set(
+        tailer: &mut Tailer,
+        end: u64,
+        max_rows: usize,
+        cols: ColumnSet,
+    ) -> Result<Columns> {
+        let hint = max_rows
+            .min(end.saturating_sub(tailer.next_seq()) as usize)
+            .min(RESERVE_ROWS);
+        let mut b = Columns::empty(hint, cols);
+        let mut full = false;
+        while !full && b.rows < max_rows && tailer.next_seq() < end {
+            let want = (max_rows - b.rows).min((end - tailer.next_seq()) as usize);
+            let taken = tailer.read_run(want, &mut |m| {
+                let ok = b.push(m.seq, m.record(), hint, cols);
+                full = !ok;
+                ok
+            })?;
+            if full || taken > 0 {
+                continue;
+            }
             let Some(m) = tailer.read_next()? else { break };
-            let key_len = m.key.map_or(0, <[u8]>::len);
-            let header_bytes: usize = match m.headers().len() {
-                0 => 0,
-                _ => m.headers().map(|h| h.name.len() + h.value.len()).sum(),
-            };
-            if b.payload_data.len() + m.payload.len() > LIMIT
-                || b.key_data.len() + key_len > LIMIT
-                || b.header_value_data.len() + header_bytes > LIMIT
-            {
-                // Leave the message for the next read.
+            if !b.push(m.seq, m.record(), hint, cols) {
+                // Leave the message for the next batch.
                 let seq = m.seq;
                 tailer.seek(seq)?;
                 break;
             }
-            let i = b.rows;
-            b.seq.push(m.seq as i64);
-            b.timestamp.push(m.timestamp as i64);
-            set_bit(&mut b.key_valid, i, m.key.is_some());
-            if m.key.is_none() {
-                b.key_nulls += 1;
-            }
-            b.key_data.extend_from_slice(m.key.unwrap_or_default());
-            b.key_offsets.push(b.key_data.len() as i32);
-            let mut has_headers = false;
-            for h in m.headers() {
-                has_headers = true;
-                b.header_name_data.extend_from_slice(h.name.as_bytes());
-                b.header_name_offsets.push(b.header_name_data.len() as i32);
-                b.header_value_data.extend_from_slice(h.value);
-                b.header_value_offsets
-                    .push(b.header_value_data.len() as i32);
-            }
-            set_bit(&mut b.headers_valid, i, has_headers);
-            if !has_headers {
-                b.headers_nulls += 1;
-            }
-            b.headers_offsets
-                .push(b.header_name_offsets.len() as i32 - 1);
-            b.payload_data.extend_from_slice(m.payload);
-            b.payload_offsets.push(b.payload_data.len() as i32);
-            b.rows += 1;
         }
         Ok(b)
     }

@@ -4,6 +4,7 @@
 pub mod catalog;
 pub mod columns;
 pub mod keys;
+pub(crate) mod sealed;
 pub mod tailer;
 pub mod wait;
 pub mod wake;

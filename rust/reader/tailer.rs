@@ -79,6 +79,10 @@ impl<'a> Message<'a> {
     pub fn key_is_text(&self) -> bool {
         self.view.key_is_text()
     }
+    /// The decoded record the message was read from.
+    pub(crate) fn record(&self) -> &RecordView<'a> {
+        &self.view
+    }
     /// The message's headers, in the order given.
     pub fn headers(&self) -> HeaderIter<'a> {
         self.view.headers()
@@ -135,6 +139,11 @@ struct Cursor {
     offset: usize,
     /// The file's sparse index, opened on first use (`Some(None)`: unusable).
     index: Option<Option<SparseIndex>>,
+    /// The file's footer when it is a sealed file, looked up on a bulk
+    /// read's first use (`Some(None)`: none usable).
+    footer: Option<Option<super::sealed::Sealed>>,
+    /// Its frame area matched the footer's CRC in this process.
+    verified: bool,
     /// The file's dense index (format 5), opened on first use (`Some(None)`:
     /// none, or unusable).
     dense: Option<Option<DenseIndex>>,
@@ -148,6 +157,8 @@ impl Cursor {
             map,
             offset: DATA_HEADER_LEN,
             index: None,
+            footer: None,
+            verified: false,
             dense: None,
         })
     }
@@ -219,7 +230,8 @@ struct Located {
 }
 
 /// Reads a queue in sequence order, from any starting point. Every read
-/// checks the frame's CRC; a tailer moves to the next file only after the
+/// checks the frame's CRC (bulk runs in a sealed file: the file's CRC in its
+/// footer, once per queue handle, see [`Tailer::read_run`]); a tailer moves to the next file only after the
 /// end-of-file marker. Once its queue is closed every call returns
 /// [`Error::Closed`] (a blocked wait wakes with it) and the file is unmapped.
 ///
@@ -596,6 +608,8 @@ impl Tailer {
             map,
             offset,
             index: None,
+            footer: None,
+            verified: false,
             dense: None,
         };
         if let Some(e) = cursor.entry(&self.catalog, |ix| ix.floor_time(micros)) {
@@ -904,6 +918,93 @@ impl Tailer {
                 }
             }
         }
+    }
+
+    /// Reads up to `max` consecutive messages of the file under the cursor
+    /// in one tight loop, handing each to `take`; stops before
+    /// a message `take` refuses (returning false), and at anything that is
+    /// not a plain complete frame (the end of the published data or of the
+    /// file, a damaged frame): [`Tailer::read_next`] handles those (and
+    /// reports damage). Returns how many messages were taken.
+    ///
+    /// Each frame is checked by its own CRC, except in a sealed file whose
+    /// whole frame area this process verified against its footer's CRC (see
+    /// `reader::sealed`, remembered per queue handle): a bulk read that
+    /// wants at least a quarter of such a file's messages verifies it first
+    /// (a mismatch is [`Error::Corrupted`] naming the file) and then parses
+    /// its frames without per-frame CRC.
+    pub(crate) fn read_run(
+        &mut self,
+        max: usize,
+        take: &mut dyn FnMut(&Message<'_>) -> bool,
+    ) -> Result<usize> {
+        self.check_open()?;
+        let seq0 = self.seq;
+        let Some(c) = self.cursor.as_mut() else {
+            return Ok(0);
+        };
+        let footer = *c
+            .footer
+            .get_or_insert_with(|| super::sealed::footer(&c.map, &c.info.header));
+        let mut trusted_end = None;
+        if let Some(sealed) = footer {
+            let f = sealed.footer;
+            let wanted = (max as u64).min(f.end_seq.saturating_sub(seq0));
+            let rows = f.end_seq - f.first_seq;
+            let verified = &self.catalog.verified;
+            if !c.verified && (verified.contains(&sealed) || wanted * 4 >= rows) {
+                verified.verify(&c.map, &sealed)?;
+                c.verified = true;
+            }
+            if c.verified {
+                trusted_end = Some(f.frames_end as usize);
+            }
+        }
+        let map = &c.map;
+        let file = map.as_slice();
+        let mut at = c.offset;
+        let mut n = 0usize;
+        while n < max {
+            if at + 4 > file.len() {
+                break;
+            }
+            let len = map.load_u32(at);
+            if len == 0 || len == frame::END_OF_FILE {
+                break;
+            }
+            let record_len = len as usize;
+            let record_end = match trusted_end {
+                Some(end) => match (at + 4).checked_add(record_len) {
+                    Some(e) if e + 8 <= end => e,
+                    _ => break,
+                },
+                None => match frame::decode(file, at, len) {
+                    Ok(FrameAt::Frame { record_len, .. }) => at + 4 + record_len,
+                    _ => break,
+                },
+            };
+            let Ok(view) = record::decode(&file[at + 4..record_end]) else {
+                break;
+            };
+            let m = Message {
+                seq: seq0 + n as u64,
+                timestamp: view.timestamp,
+                key: view.key,
+                payload: view.payload,
+                payload_at: at + 4 + view.payload_at,
+                position: position::encode(c.info.header.file_number, at as u64),
+                view,
+                mapping: map,
+            };
+            if !take(&m) {
+                break;
+            }
+            at += frame::frame_size(record_len);
+            n += 1;
+        }
+        c.offset = at;
+        self.seq = seq0 + n as u64;
+        Ok(n)
     }
 
     /// Moves from a sealed file to its successor. False when the successor

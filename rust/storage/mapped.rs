@@ -71,16 +71,18 @@ pub struct Mapping {
     raw: MmapRaw,
     len: usize,
     path: PathBuf,
+    /// `(st_dev, st_ino)` of the file mapped: which file this is, even if
+    /// its path is later given to another.
+    identity: (u64, u64),
 }
 
 impl Mapping {
     /// Maps the whole of `path` read-only.
     pub fn open(path: &Path) -> Result<Mapping> {
+        use std::os::unix::fs::MetadataExt;
         let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
-        let len = file
-            .metadata()
-            .map_err(|e| Error::io("stat", path, e))?
-            .len() as usize;
+        let meta = file.metadata().map_err(|e| Error::io("stat", path, e))?;
+        let len = meta.len() as usize;
         let raw = MmapOptions::new()
             .len(len)
             .map_raw_read_only(&file)
@@ -89,6 +91,7 @@ impl Mapping {
             raw,
             len,
             path: path.to_path_buf(),
+            identity: (meta.dev(), meta.ino()),
         })
     }
 
@@ -105,6 +108,11 @@ impl Mapping {
     /// True when nothing is mapped.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// `(st_dev, st_ino)` of the mapped file, taken when it was opened.
+    pub fn identity(&self) -> (u64, u64) {
+        self.identity
     }
 
     /// The whole mapping. Bytes not yet published by a writer may change

@@ -542,3 +542,86 @@ def test_a_million_single_appends_land_in_order(qpath: Path) -> None:
             assert int.from_bytes(msg.payload[:4], "little") == expected
             expected += 1
         assert expected == n
+
+
+def test_read_batch_order_max_and_rolls(qpath: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE, roll="count:100") as q:
+        q.appender().append_batch([f"m{i}".encode() for i in range(450)])
+        q.appender().flush()
+        t = q.tailer()
+        got: list[litemq.Message] = []
+        while batch := t.read_batch(128, timeout=0):
+            assert 1 <= len(batch) <= 128
+            got.extend(batch)
+        # In order, every message once, across the file rolls at each 100.
+        assert [m.seq for m in got] == list(range(450))
+        assert [m.payload for m in got] == [f"m{i}".encode() for i in range(450)]
+        assert got[7] == q.get(7)
+        assert t.next_seq == 450
+        assert t.read_batch(10, timeout=0) == []
+        t.seek(440)
+        assert [m.seq for m in t.read_batch(1000, timeout=0)] == list(range(440, 450))
+        assert len(list(q.tailer(start=5).read_batch(3))) == 3
+
+
+def test_read_batch_timeout_waits_for_the_first(queue: litemq.Queue) -> None:
+    t = queue.tailer()
+    t0 = time.monotonic()
+    assert t.read_batch(10, timeout=0.2) == []
+    assert time.monotonic() - t0 >= 0.19
+    app = queue.appender()
+    timer = threading.Timer(0.1, lambda: (app.append(b"late"), app.flush()))
+    timer.start()
+    try:
+        batch = t.read_batch(10, timeout=10)  # returns once the first message is there
+    finally:
+        timer.join()
+    assert [m.payload for m in batch] == [b"late"]
+    app.append_batch([b"x", b"y"])
+    app.flush()
+    assert [m.payload for m in t.read_batch(10)] == [b"x", b"y"]  # available: no wait
+
+
+def test_read_batch_bad_arguments_and_closed(queue: litemq.Queue) -> None:
+    t = queue.tailer()
+    with pytest.raises(ValueError, match="at least 1"):
+        t.read_batch(0)
+    with pytest.raises(TypeError, match="max_messages"):
+        t.read_batch("3")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="bool"):
+        t.read_batch(True)
+    with pytest.raises(ValueError, match="timeout"):
+        t.read_batch(3, timeout=-1)
+    queue.close()
+    with pytest.raises(litemq.ClosedError):
+        t.read_batch(3, timeout=0)
+
+
+def test_read_batch_wakes_with_closed_error(queue: litemq.Queue) -> None:
+    t = queue.tailer()
+    errors: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            t.read_batch(10)
+        except BaseException as e:
+            errors.append(e)
+
+    th = threading.Thread(target=wait)
+    th.start()
+    time.sleep(0.1)
+    queue.close()
+    th.join(5)
+    assert not th.is_alive()
+    assert len(errors) == 1
+    assert isinstance(errors[0], litemq.ClosedError)
+
+
+def test_read_batch_of_a_named_tailer_commits_what_it_returned(queue: litemq.Queue) -> None:
+    queue.appender().append_batch([b"a", b"b", b"c"])
+    queue.appender().flush()
+    with queue.tailer(name="c1") as c:
+        assert [m.payload for m in c.read_batch(2, timeout=0)] == [b"a", b"b"]
+        c.commit()
+    with queue.tailer(name="c1") as c:
+        assert [m.payload for m in c.read_batch(5, timeout=0)] == [b"c"]
