@@ -33,7 +33,6 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Sender;
 
 use super::command::{Bundle, BundleSlot, Command};
-use super::io_thread::{Direct, IoCell};
 
 /// A pending bundle is sent once it holds this many messages…
 const BUNDLE_MESSAGES: usize = 1024;
@@ -83,7 +82,34 @@ pub struct Handoff {
     tickets: bool,
     /// The I/O thread's state, for appenders to write while it sleeps (set
     /// by the I/O thread when the mode allows it; dead once it has ended).
-    direct: OnceLock<Weak<IoCell>>,
+    direct: OnceLock<Weak<dyn DirectWriter>>,
+}
+
+/// What an appender's write through the sleeping I/O thread's state did.
+#[derive(Debug)]
+pub enum Direct {
+    /// Written and published.
+    Written,
+    /// Written and published; the flush mode wants a sync now.
+    SyncDue,
+    /// The write failed: the writer is poisoned.
+    Failed,
+}
+
+/// The I/O thread's state as appenders see it, to write a pending bundle
+/// themselves while the I/O thread sleeps (implemented by
+/// `io_thread::IoCell`; a trait, so the hand-off does not import the I/O
+/// thread that imports it).
+pub trait DirectWriter: Send + Sync {
+    /// Writes `pending` (replaced by `spare()`) starting at `first` when the
+    /// I/O thread has let go of its state and the bundle can be written
+    /// here; `None` (nothing taken) otherwise.
+    fn write_pending(
+        &self,
+        first: u64,
+        pending: &mut Bundle,
+        spare: &mut dyn FnMut() -> Bundle,
+    ) -> Option<Direct>;
 }
 
 /// What [`Handoff::prepare_sleep`] found.
@@ -132,7 +158,7 @@ impl Handoff {
 
     /// Lets appenders write pending bundles themselves while the I/O thread
     /// sleeps (called once by the I/O thread, when its mode allows it).
-    pub fn allow_direct(&self, cell: Weak<IoCell>) {
+    pub fn allow_direct(&self, cell: Weak<dyn DirectWriter>) {
         let _ = self.direct.set(cell);
     }
 
@@ -208,19 +234,13 @@ impl Handoff {
         if !s.tx.as_ref().is_some_and(|tx| tx.is_empty()) {
             return Ok(false);
         }
-        // Taken only when the I/O thread has let go of it to sleep (a
-        // poisoned lock is declined too: the I/O thread reports that).
-        let Ok(mut io) = cell.try_lock() else {
+        let first_seq = s.pending_first;
+        let Some(done) = cell.write_pending(first_seq, &mut s.pending, &mut || self.spare_bundle())
+        else {
             return Ok(false);
         };
-        if !io.can_write_direct(&s.pending) {
-            return Ok(false);
-        }
-        let replacement = self.spare_bundle();
-        let bundle = std::mem::replace(&mut s.pending, replacement);
-        let first_seq = s.pending_first;
         s.pending_first = s.next_seq;
-        match io.write_direct(first_seq, bundle) {
+        match done {
             Direct::Written => Ok(true),
             Direct::SyncDue => {
                 // Batch mode's byte or time limit is reached: the I/O thread

@@ -23,7 +23,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 use super::active::{ActiveFile, RollLimits, Sealed};
 use super::append_lock::AppendLock;
 use super::command::{Bundle, Command};
-use super::handoff::{Handoff, Sleep};
+use super::handoff::{Direct, DirectWriter, Handoff, Sleep};
 use super::options::{FlushMode, WriterOptions};
 use super::prefault::PrefaultThread;
 use super::shared::WriterShared;
@@ -87,15 +87,26 @@ pub type AfterRoll = Box<dyn FnMut(&Catalog, u64) -> Result<Option<Vec<PathBuf>>
 /// The I/O thread's state, shared with appenders that write while it sleeps.
 pub type IoCell = Mutex<IoThread>;
 
-/// What [`IoThread::write_direct`] did.
-#[derive(Debug)]
-pub enum Direct {
-    /// Written and published.
-    Written,
-    /// Written and published; the flush mode wants a sync now.
-    SyncDue,
-    /// The write failed: the writer is poisoned.
-    Failed,
+/// The I/O thread's state is what appenders write through while it sleeps
+/// (they only see it as a [`DirectWriter`]).
+impl DirectWriter for IoCell {
+    fn write_pending(
+        &self,
+        first: u64,
+        pending: &mut Bundle,
+        spare: &mut dyn FnMut() -> Bundle,
+    ) -> Option<Direct> {
+        // Taken only when the I/O thread has let go of it to sleep (a
+        // poisoned lock is declined too: the I/O thread reports that).
+        let Ok(mut io) = self.try_lock() else {
+            return None;
+        };
+        if !io.can_write_direct(pending) {
+            return None;
+        }
+        let bundle = std::mem::replace(pending, spare());
+        Some(io.write_direct(first, bundle))
+    }
 }
 
 /// What the I/O thread found while spinning for work.
@@ -221,7 +232,9 @@ impl IoThread {
         let cell = Arc::new(Mutex::new(self));
         if direct {
             // Weak: once this thread ends and drops `cell`, nobody writes.
-            handoff.allow_direct(Arc::downgrade(&cell));
+            let direct: std::sync::Weak<dyn DirectWriter> =
+                Arc::downgrade(&cell) as std::sync::Weak<IoCell>;
+            handoff.allow_direct(direct);
         }
         let _guard = PoisonOnUnwind(shared.clone());
         let served =
