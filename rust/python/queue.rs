@@ -514,7 +514,10 @@ impl Queue {
     /// `max_rows`; used by `litemq.Queue.read_arrow`. `key`, `headers` and
     /// `payload` say which variable-size columns to fill.
     #[pyo3(signature = (start, end, max_rows, key=true, headers=true, payload=true))]
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one keyword argument per column the Python caller may leave out"
+    )]
     fn _read_batch<'py>(
         &self,
         py: Python<'py>,
