@@ -9,15 +9,15 @@
 
 use std::path::Path;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::format::crc::crc64;
 use crate::format::frame::{self, frame_size, FrameAt, DATA_HEADER_LEN, FRAME_ALIGN};
 use crate::format::header::{IndexHeader, INDEX_ENTRY_LEN, INDEX_HEADER_LEN};
 use crate::format::le_u64;
 use crate::format::record;
 use crate::format::record::RECORD_FIXED_LEN;
-use crate::storage::alloc::{ChunkAllocator, INDEX_MAX_CHUNK, INDEX_MIN_CHUNK};
-use crate::storage::mapped::{punch_hole, Mapping, WritableMapping};
+use crate::index::file::IndexFile;
+use crate::storage::mapped::{Mapping, WritableMapping};
 
 /// A sparse-index entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,40 +84,19 @@ fn plausible(e: &Entry, crc: u64, h: &IndexHeader, i: u64, data_len: u64) -> boo
 /// The writer's side: owned by the I/O thread.
 #[derive(Debug)]
 pub struct SparseIndexWriter {
-    map: WritableMapping,
-    header: IndexHeader,
     /// The file is sparse (version 4): blocks are allocated before entries
     /// are written into them.
-    alloc: ChunkAllocator,
+    file: IndexFile,
+    header: IndexHeader,
 }
 
 impl SparseIndexWriter {
     /// Creates the index file for a new data file: a sparse file of its
     /// full length whose first page (the header) has a disk block.
     pub fn create(path: &Path, header: IndexHeader) -> Result<SparseIndexWriter> {
-        let _ = std::fs::remove_file(path);
         let len = IndexHeader::file_len(header.capacity);
-        let (mut map, allocated) = WritableMapping::create_sparse(path, len, 4096)?;
-        let alloc = ChunkAllocator::new(
-            map.file(),
-            path,
-            map.len(),
-            allocated as usize,
-            (INDEX_MIN_CHUNK, INDEX_MAX_CHUNK),
-        )?;
-        map.write(0, &header.encode());
-        Ok(SparseIndexWriter { map, header, alloc })
-    }
-
-    fn wrap(map: WritableMapping, header: IndexHeader) -> Result<SparseIndexWriter> {
-        let alloc = ChunkAllocator::new(
-            map.file(),
-            map.path(),
-            map.len(),
-            0,
-            (INDEX_MIN_CHUNK, INDEX_MAX_CHUNK),
-        )?;
-        Ok(SparseIndexWriter { map, header, alloc })
+        let file = IndexFile::create(path, len, &header.encode())?;
+        Ok(SparseIndexWriter { file, header })
     }
 
     /// Opens the index of an existing data file; a missing or damaged index
@@ -128,7 +107,13 @@ impl SparseIndexWriter {
             let ok = IndexHeader::decode(map.as_slice()).is_ok_and(|h| h == header)
                 && map.len() as u64 == IndexHeader::file_len(header.capacity);
             if ok {
-                return Ok((Self::wrap(map, header)?, false));
+                return Ok((
+                    SparseIndexWriter {
+                        file: IndexFile::wrap(map)?,
+                        header,
+                    },
+                    false,
+                ));
             }
         }
         Ok((Self::create(path, header)?, true))
@@ -141,19 +126,25 @@ impl SparseIndexWriter {
             return Ok(()); // cannot happen with `capacity()`; an index is only a hint
         }
         let at = entry_at(i);
-        self.alloc.ensure(at + INDEX_ENTRY_LEN)?;
-        self.map.write(at, &e.seq.to_le_bytes());
-        self.map.write(at + 8, &e.timestamp.to_le_bytes());
-        self.map.write(at + ENTRY_CRC_AT, &e.crc().to_le_bytes());
-        self.map.store_u64(at + ENTRY_OFFSET_AT, e.offset);
+        self.file.ensure(at + INDEX_ENTRY_LEN)?;
+        self.file.map.write(at, &e.seq.to_le_bytes());
+        self.file.map.write(at + 8, &e.timestamp.to_le_bytes());
+        self.file
+            .map
+            .write(at + ENTRY_CRC_AT, &e.crc().to_le_bytes());
+        self.file.map.store_u64(at + ENTRY_OFFSET_AT, e.offset);
         Ok(())
     }
 
     /// The valid entries, in order, as read back from the file.
     pub fn entries(&self, data_len: u64) -> Vec<Entry> {
         // Only the first data range: see `SparseIndex::limit`.
-        let data_end = self.map.data_ranges(0).first().map_or(0, |r| r.1);
-        valid_entries(&self.map.as_slice()[..data_end], &self.header, data_len)
+        let data_end = self.file.map.data_ranges(0).first().map_or(0, |r| r.1);
+        valid_entries(
+            &self.file.map.as_slice()[..data_end],
+            &self.header,
+            data_len,
+        )
     }
 
     /// Zeroes entries `i..` (after recovery cut the data they described).
@@ -161,14 +152,7 @@ impl SparseIndexWriter {
     /// already.
     pub fn truncate_from(&mut self, i: u64) {
         if i < self.header.capacity {
-            let at = entry_at(i);
-            for (start, stop) in self.map.data_ranges(at) {
-                let start = start.max(at);
-                let b = &self.map.as_slice()[start..stop];
-                if let Some(last) = b.iter().rposition(|&x| x != 0) {
-                    self.map.zero(start, last + 1);
-                }
-            }
+            self.file.zero_from(entry_at(i));
         }
     }
 
@@ -177,19 +161,12 @@ impl SparseIndexWriter {
     /// mapped it while it was written can still search all of it; the
     /// unused tail reads as zeros, "not written").
     pub fn seal(&mut self, entries: u64) -> Result<()> {
-        self.alloc.close();
-        let used = (entry_at(entries.min(self.header.capacity)) as u64).div_ceil(4096) * 4096;
-        let len = self.map.len() as u64;
-        if used < len {
-            punch_hole(self.map.file(), used, len - used)
-                .map_err(|e| Error::io("punch hole", self.map.path(), e))?;
-        }
-        Ok(())
+        self.file.seal(entry_at(entries.min(self.header.capacity)))
     }
 
     /// msyncs the whole index file.
     pub fn sync(&self) -> Result<()> {
-        self.map.sync_range(0, self.map.len())
+        self.file.sync()
     }
 }
 
