@@ -246,16 +246,7 @@ impl SparseIndex {
 
     /// Number of published entries (they form a prefix).
     fn count(&self) -> u64 {
-        let (mut lo, mut hi) = (0u64, self.limit);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if self.entry(mid).is_some() {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
+        self.partition(self.limit, |_| true)
     }
 
     /// The last entry at or before `seq`.
@@ -271,29 +262,13 @@ impl SparseIndex {
     /// The last entry whose timestamp is before `micros`: a scan from it
     /// reaches the first message at or after `micros`.
     pub fn floor_time(&self, micros: u64) -> Option<Entry> {
-        let n = self.count();
-        let (mut lo, mut hi) = (0u64, n);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            match self.entry(mid) {
-                Some(e) if e.timestamp < micros => lo = mid + 1,
-                _ => hi = mid,
-            }
-        }
+        let lo = self.partition(self.count(), |e| e.timestamp < micros);
         lo.checked_sub(1).and_then(|i| self.entry(i))
     }
 
     /// The last entry at or before byte `offset`.
     pub fn floor_offset(&self, offset: u64) -> Option<Entry> {
-        let n = self.count();
-        let (mut lo, mut hi) = (0u64, n);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            match self.entry(mid) {
-                Some(e) if e.offset <= offset => lo = mid + 1,
-                _ => hi = mid,
-            }
-        }
+        let lo = self.partition(self.count(), |e| e.offset <= offset);
         lo.checked_sub(1).and_then(|i| self.entry(i))
     }
 
@@ -301,15 +276,23 @@ impl SparseIndex {
     /// damage at `offset` with a known sequence.
     pub fn ceil_after(&self, offset: u64) -> Option<Entry> {
         let n = self.count();
+        let lo = self.partition(n, |e| e.offset <= offset);
+        (lo..n).find_map(|i| self.entry(i))
+    }
+
+    /// Binary search over entries `0..n`: the first index whose entry is
+    /// unreadable or fails `before` (entries are in order, so `before`
+    /// holds for a prefix).
+    fn partition(&self, n: u64, before: impl Fn(&Entry) -> bool) -> u64 {
         let (mut lo, mut hi) = (0u64, n);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             match self.entry(mid) {
-                Some(e) if e.offset <= offset => lo = mid + 1,
+                Some(e) if before(&e) => lo = mid + 1,
                 _ => hi = mid,
             }
         }
-        (lo..n).find_map(|i| self.entry(i))
+        lo
     }
 
     /// The last published entry.
