@@ -20,7 +20,7 @@ use crate::format::frame::{frame_size, DATA_HEADER_LEN, FRAME_ALIGN};
 use crate::format::record::RECORD_FIXED_LEN;
 use crate::format::{le_u32, le_u64};
 use crate::index::file::IndexFile;
-use crate::storage::mapped::{Mapping, WritableMapping};
+use crate::storage::mapped::Mapping;
 
 /// First eight bytes of a dense-index file.
 pub const DENSE_MAGIC: [u8; 8] = *b"LMQDIDX\0";
@@ -146,15 +146,11 @@ impl DenseIndexWriter {
     /// one (or one made for another file) is recreated empty, and `true`
     /// says so: the caller refills it from the data.
     pub fn open_or_rebuild(path: &Path, header: DenseHeader) -> Result<(DenseIndexWriter, bool)> {
-        if let Ok(map) = WritableMapping::open(path) {
-            let ok = DenseHeader::decode(map.as_slice()).is_some_and(|h| h == header)
-                && map.len() as u64 == DenseHeader::file_len(header.capacity);
-            if ok {
-                let file = IndexFile::wrap(map)?;
-                return Ok((DenseIndexWriter { file, header }, false));
-            }
-        }
-        Ok((Self::create(path, header)?, true))
+        let len = DenseHeader::file_len(header.capacity);
+        let (file, rebuilt) = IndexFile::open_or_create(path, len, &header.encode(), |b| {
+            DenseHeader::decode(b).is_some_and(|h| h == header)
+        })?;
+        Ok((DenseIndexWriter { file, header }, rebuilt))
     }
 
     /// Publishes entry `i` (message `first_seq + i` at `offset`), after its

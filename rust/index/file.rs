@@ -28,11 +28,24 @@ impl IndexFile {
         Ok(IndexFile { map, alloc })
     }
 
-    /// An existing file, already checked by the caller (which bytes have
-    /// blocks is not known: the first `ensure` allocates from the start).
-    pub(crate) fn wrap(map: WritableMapping) -> Result<IndexFile> {
-        let alloc = Self::allocator(&map, 0)?;
-        Ok(IndexFile { map, alloc })
+    /// Opens the file when it is `len` bytes long and `fits` accepts its
+    /// header; otherwise (missing, damaged, made for another data file)
+    /// creates it anew as [`IndexFile::create`] does, and `true` says so:
+    /// the caller refills it. Which bytes of an opened file have blocks is
+    /// not known: the first `ensure` allocates from the start.
+    pub(crate) fn open_or_create(
+        path: &Path,
+        len: u64,
+        header: &[u8],
+        fits: impl FnOnce(&[u8]) -> bool,
+    ) -> Result<(IndexFile, bool)> {
+        if let Ok(map) = WritableMapping::open(path) {
+            if map.len() as u64 == len && fits(map.as_slice()) {
+                let alloc = Self::allocator(&map, 0)?;
+                return Ok((IndexFile { map, alloc }, false));
+            }
+        }
+        Ok((Self::create(path, len, header)?, true))
     }
 
     fn allocator(map: &WritableMapping, allocated: usize) -> Result<ChunkAllocator> {

@@ -17,7 +17,7 @@ use crate::format::le_u64;
 use crate::format::record;
 use crate::format::record::RECORD_FIXED_LEN;
 use crate::index::file::IndexFile;
-use crate::storage::mapped::{Mapping, WritableMapping};
+use crate::storage::mapped::Mapping;
 
 /// A sparse-index entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,20 +103,11 @@ impl SparseIndexWriter {
     /// (or one made for another file) is recreated empty, to be refilled by
     /// the caller's scan.
     pub fn open_or_rebuild(path: &Path, header: IndexHeader) -> Result<(SparseIndexWriter, bool)> {
-        if let Ok(map) = WritableMapping::open(path) {
-            let ok = IndexHeader::decode(map.as_slice()).is_ok_and(|h| h == header)
-                && map.len() as u64 == IndexHeader::file_len(header.capacity);
-            if ok {
-                return Ok((
-                    SparseIndexWriter {
-                        file: IndexFile::wrap(map)?,
-                        header,
-                    },
-                    false,
-                ));
-            }
-        }
-        Ok((Self::create(path, header)?, true))
+        let len = IndexHeader::file_len(header.capacity);
+        let (file, rebuilt) = IndexFile::open_or_create(path, len, &header.encode(), |b| {
+            IndexHeader::decode(b).is_ok_and(|h| h == header)
+        })?;
+        Ok((SparseIndexWriter { file, header }, rebuilt))
     }
 
     /// Writes entry `i`, publishing its offset last. Allocates the entry's
