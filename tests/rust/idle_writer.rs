@@ -6,25 +6,14 @@
 mod common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{count_stored, payload, read_all, small, PanicClock};
+use common::{count_stored, payload, read_all, small, within_10s, PanicClock};
 use litemq::{Error, FlushMode, Queue, Start};
 
 /// Long enough for the I/O thread to finish its idle spin and sleep.
 const IDLE: Duration = Duration::from_millis(5);
-
-/// Runs `f` on another thread; fails the test if it has not returned
-/// within 10 s (a waiter that is never woken).
-fn within_10s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    rx.recv_timeout(Duration::from_secs(10))
-        .expect("the call never returned: nobody woke it")
-}
 
 fn appender_writes(q: &Queue) -> u64 {
     q.stats().appender_writes

@@ -6,22 +6,10 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::sync::{mpsc, Arc};
-use std::time::Duration;
+use std::sync::Arc;
 
-use common::{count_stored, data_files, payload, small, PanicClock};
+use common::{count_stored, data_files, payload, small, within_10s, PanicClock};
 use litemq::{Error, FlushMode, Queue, Record};
-
-/// Runs `f` on another thread; fails the test if it has not returned
-/// within 10 s (a waiter that is never woken).
-fn within_10s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    rx.recv_timeout(Duration::from_secs(10))
-        .expect("the call never returned: nobody woke it")
-}
 
 #[test]
 fn keyed_append_whose_key_index_file_cannot_be_created_is_not_stored() {

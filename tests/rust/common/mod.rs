@@ -40,6 +40,17 @@ impl Clock for PanicClock {
     }
 }
 
+/// Runs `f` on another thread; fails the test if it has not returned
+/// within 10 s (a waiter that is never woken).
+pub fn within_10s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the call never returned: nobody woke it")
+}
+
 /// How many messages the [`small`] queue at `base` stores, read by another
 /// (read-only) handle; they must be numbered `0..n` with no gap.
 pub fn count_stored(base: &Path) -> u64 {
