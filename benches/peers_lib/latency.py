@@ -35,20 +35,8 @@ def writer(spec: dict[str, Any]) -> int:
     import litemq
 
     n, size, rate = spec["messages"], spec["size"], spec["rate"]
-    pad = bytes(size - 8)
     with litemq.Queue(spec["path"]) as q:
-        append = q.appender().append
-        now = time.monotonic_ns
-        interval = 1e9 / rate
-        burst = max(1, rate // 1000)  # one burst per millisecond, sleeping between
-        start = now()
-        for i in range(0, n, burst):
-            left = start + int(i * interval) - now()
-            if left > 0:
-                time.sleep(left / 1e9)
-            for _ in range(min(burst, n - i)):
-                append(now().to_bytes(8, "little") + pad)
-        append(bytes(size))
+        _paced(n, rate, q.appender().append, size)
         q.appender().flush()
     return 0
 

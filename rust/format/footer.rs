@@ -10,7 +10,7 @@
 
 use super::crc::crc64;
 use super::frame::{DATA_HEADER_LEN, FRAME_ALIGN};
-use super::header::HeaderError;
+use super::header::{checked, HeaderError};
 use super::{le_u32, le_u64};
 
 /// Bytes of the footer.
@@ -74,14 +74,7 @@ impl Footer {
 
     /// Decodes the footer at the start of `b` (the last 128 bytes of a file).
     pub fn decode(b: &[u8]) -> Result<Footer, HeaderError> {
-        let f = b.get(..FOOTER_LEN).ok_or(HeaderError::Truncated)?;
-        if f[0..8] != FOOTER_MAGIC {
-            return Err(HeaderError::BadMagic);
-        }
-        let stored = le_u64(f, CRC_AT).ok_or(HeaderError::Truncated)?;
-        if crc64(&[&f[..CRC_AT]]) != stored {
-            return Err(HeaderError::BadCrc);
-        }
+        let f = checked(b, FOOTER_LEN, &FOOTER_MAGIC, CRC_AT)?;
         let version = le_u32(f, 8).ok_or(HeaderError::Truncated)?;
         if version != FOOTER_VERSION {
             return Err(HeaderError::Version(version));

@@ -39,6 +39,26 @@ impl std::fmt::Display for HeaderError {
     }
 }
 
+/// The first `len` bytes of `b`, once they are there, start with `magic`
+/// and match the CRC-64 stored at `crc_at` (over the bytes before it): the
+/// checks every fixed header and the footer share, in this order.
+pub(super) fn checked<'a>(
+    b: &'a [u8],
+    len: usize,
+    magic: &[u8; 8],
+    crc_at: usize,
+) -> Result<&'a [u8], HeaderError> {
+    let head = b.get(..len).ok_or(HeaderError::Truncated)?;
+    if head[0..8] != *magic {
+        return Err(HeaderError::BadMagic);
+    }
+    let stored = le_u64(head, crc_at).ok_or(HeaderError::Truncated)?;
+    if crc64(&[&head[..crc_at]]) != stored {
+        return Err(HeaderError::BadCrc);
+    }
+    Ok(head)
+}
+
 /// The 4 KiB header of a data file (the first 64 bytes are used).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DataHeader {
@@ -80,14 +100,7 @@ impl DataHeader {
 
     /// Decodes and checks the first 64 bytes of `b`.
     pub fn decode(b: &[u8]) -> Result<Self, HeaderError> {
-        let head = b.get(..64).ok_or(HeaderError::Truncated)?;
-        if head[0..8] != DATA_MAGIC {
-            return Err(HeaderError::BadMagic);
-        }
-        let stored = le_u64(head, DATA_CRC_AT).ok_or(HeaderError::Truncated)?;
-        if crc64(&[&head[..DATA_CRC_AT]]) != stored {
-            return Err(HeaderError::BadCrc);
-        }
+        let head = checked(b, 64, &DATA_MAGIC, DATA_CRC_AT)?;
         let version = le_u32(head, 8).ok_or(HeaderError::Truncated)?;
         if !(OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(HeaderError::Version(version));
@@ -144,14 +157,7 @@ impl IndexHeader {
 
     /// Decodes and checks the first 48 bytes of `b`.
     pub fn decode(b: &[u8]) -> Result<Self, HeaderError> {
-        let head = b.get(..48).ok_or(HeaderError::Truncated)?;
-        if head[0..8] != INDEX_MAGIC {
-            return Err(HeaderError::BadMagic);
-        }
-        let stored = le_u64(head, INDEX_CRC_AT).ok_or(HeaderError::Truncated)?;
-        if crc64(&[&head[..INDEX_CRC_AT]]) != stored {
-            return Err(HeaderError::BadCrc);
-        }
+        let head = checked(b, 48, &INDEX_MAGIC, INDEX_CRC_AT)?;
         let version = le_u32(head, 8).ok_or(HeaderError::Truncated)?;
         if !(OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(HeaderError::Version(version));

@@ -14,13 +14,13 @@
 
 use std::path::Path;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::format::crc::crc64;
 use crate::format::frame::{frame_size, DATA_HEADER_LEN, FRAME_ALIGN};
 use crate::format::record::RECORD_FIXED_LEN;
 use crate::format::{le_u32, le_u64};
-use crate::storage::alloc::{ChunkAllocator, INDEX_MAX_CHUNK, INDEX_MIN_CHUNK};
-use crate::storage::mapped::{punch_hole, Mapping, WritableMapping};
+use crate::index::file::IndexFile;
+use crate::storage::mapped::Mapping;
 
 /// First eight bytes of a dense-index file.
 pub const DENSE_MAGIC: [u8; 8] = *b"LMQDIDX\0";
@@ -129,48 +129,28 @@ pub fn decode_entry(seq: u64, word: u64, data_len: usize) -> Option<usize> {
 /// The writer's side, owned by the I/O thread (or recovery).
 #[derive(Debug)]
 pub struct DenseIndexWriter {
-    map: WritableMapping,
+    file: IndexFile,
     header: DenseHeader,
-    alloc: ChunkAllocator,
 }
 
 impl DenseIndexWriter {
     /// Creates the dense index of a new data file: a sparse file of its
     /// full length whose first page (the header) has a disk block.
     pub fn create(path: &Path, header: DenseHeader) -> Result<DenseIndexWriter> {
-        let _ = std::fs::remove_file(path);
         let len = DenseHeader::file_len(header.capacity);
-        let (mut map, allocated) = WritableMapping::create_sparse(path, len, 4096)?;
-        let alloc = ChunkAllocator::new(
-            map.file(),
-            path,
-            map.len(),
-            allocated as usize,
-            (INDEX_MIN_CHUNK, INDEX_MAX_CHUNK),
-        )?;
-        map.write(0, &header.encode());
-        Ok(DenseIndexWriter { map, header, alloc })
+        let file = IndexFile::create(path, len, &header.encode())?;
+        Ok(DenseIndexWriter { file, header })
     }
 
     /// Opens the dense index of an existing data file; a missing or damaged
     /// one (or one made for another file) is recreated empty, and `true`
     /// says so: the caller refills it from the data.
     pub fn open_or_rebuild(path: &Path, header: DenseHeader) -> Result<(DenseIndexWriter, bool)> {
-        if let Ok(map) = WritableMapping::open(path) {
-            let ok = DenseHeader::decode(map.as_slice()).is_some_and(|h| h == header)
-                && map.len() as u64 == DenseHeader::file_len(header.capacity);
-            if ok {
-                let alloc = ChunkAllocator::new(
-                    map.file(),
-                    path,
-                    map.len(),
-                    0,
-                    (INDEX_MIN_CHUNK, INDEX_MAX_CHUNK),
-                )?;
-                return Ok((DenseIndexWriter { map, header, alloc }, false));
-            }
-        }
-        Ok((Self::create(path, header)?, true))
+        let len = DenseHeader::file_len(header.capacity);
+        let (file, rebuilt) = IndexFile::open_or_create(path, len, &header.encode(), |b| {
+            DenseHeader::decode(b).is_some_and(|h| h == header)
+        })?;
+        Ok((DenseIndexWriter { file, header }, rebuilt))
     }
 
     /// Publishes entry `i` (message `first_seq + i` at `offset`), after its
@@ -182,9 +162,9 @@ impl DenseIndexWriter {
             return Ok(()); // cannot happen with `capacity()`
         }
         let at = entry_at(i);
-        self.alloc.ensure(at + DENSE_ENTRY_LEN)?;
+        self.file.ensure(at + DENSE_ENTRY_LEN)?;
         let word = encode_entry(self.header.first_seq + i, offset as u64);
-        self.map.store_u64(at, word);
+        self.file.map.store_u64(at, word);
         Ok(())
     }
 
@@ -203,21 +183,14 @@ impl DenseIndexWriter {
     }
 
     fn word(&self, i: u64) -> u64 {
-        le_u64(self.map.as_slice(), entry_at(i)).unwrap_or(0)
+        le_u64(self.file.map.as_slice(), entry_at(i)).unwrap_or(0)
     }
 
     /// Zeroes entries `i..` (recovery cut the data they described). Only
     /// ranges holding data are read and written: holes read as zeros.
     pub fn truncate_from(&mut self, i: u64) {
         if i < self.header.capacity {
-            let at = entry_at(i);
-            for (start, stop) in self.map.data_ranges(at) {
-                let start = start.max(at);
-                let b = &self.map.as_slice()[start..stop];
-                if let Some(last) = b.iter().rposition(|&x| x != 0) {
-                    self.map.zero(start, last + 1);
-                }
-            }
+            self.file.zero_from(entry_at(i));
         }
     }
 
@@ -226,19 +199,12 @@ impl DenseIndexWriter {
     /// while it was written may still probe past the last entry; truncating
     /// would be SIGBUS for it), and the unused tail reads as zeros.
     pub fn seal(&mut self, entries: u64) -> Result<()> {
-        self.alloc.close();
-        let used = (entry_at(entries.min(self.header.capacity)) as u64).div_ceil(4096) * 4096;
-        let len = self.map.len() as u64;
-        if used < len {
-            punch_hole(self.map.file(), used, len - used)
-                .map_err(|e| Error::io("punch hole", self.map.path(), e))?;
-        }
-        Ok(())
+        self.file.seal(entry_at(entries.min(self.header.capacity)))
     }
 
     /// msyncs the whole file (after a rebuild by recovery).
     pub fn sync(&self) -> Result<()> {
-        self.map.sync_range(0, self.map.len())
+        self.file.sync()
     }
 }
 

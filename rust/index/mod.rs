@@ -2,5 +2,6 @@
 //! offset, one per data file) and the key index (message key to position).
 
 pub mod dense;
+mod file;
 pub mod key_index;
 pub mod sparse;

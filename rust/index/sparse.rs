@@ -9,15 +9,15 @@
 
 use std::path::Path;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::format::crc::crc64;
 use crate::format::frame::{self, frame_size, FrameAt, DATA_HEADER_LEN, FRAME_ALIGN};
 use crate::format::header::{IndexHeader, INDEX_ENTRY_LEN, INDEX_HEADER_LEN};
 use crate::format::le_u64;
 use crate::format::record;
 use crate::format::record::RECORD_FIXED_LEN;
-use crate::storage::alloc::{ChunkAllocator, INDEX_MAX_CHUNK, INDEX_MIN_CHUNK};
-use crate::storage::mapped::{punch_hole, Mapping, WritableMapping};
+use crate::index::file::IndexFile;
+use crate::storage::mapped::Mapping;
 
 /// A sparse-index entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,54 +84,30 @@ fn plausible(e: &Entry, crc: u64, h: &IndexHeader, i: u64, data_len: u64) -> boo
 /// The writer's side: owned by the I/O thread.
 #[derive(Debug)]
 pub struct SparseIndexWriter {
-    map: WritableMapping,
-    header: IndexHeader,
     /// The file is sparse (version 4): blocks are allocated before entries
     /// are written into them.
-    alloc: ChunkAllocator,
+    file: IndexFile,
+    header: IndexHeader,
 }
 
 impl SparseIndexWriter {
     /// Creates the index file for a new data file: a sparse file of its
     /// full length whose first page (the header) has a disk block.
     pub fn create(path: &Path, header: IndexHeader) -> Result<SparseIndexWriter> {
-        let _ = std::fs::remove_file(path);
         let len = IndexHeader::file_len(header.capacity);
-        let (mut map, allocated) = WritableMapping::create_sparse(path, len, 4096)?;
-        let alloc = ChunkAllocator::new(
-            map.file(),
-            path,
-            map.len(),
-            allocated as usize,
-            (INDEX_MIN_CHUNK, INDEX_MAX_CHUNK),
-        )?;
-        map.write(0, &header.encode());
-        Ok(SparseIndexWriter { map, header, alloc })
-    }
-
-    fn wrap(map: WritableMapping, header: IndexHeader) -> Result<SparseIndexWriter> {
-        let alloc = ChunkAllocator::new(
-            map.file(),
-            map.path(),
-            map.len(),
-            0,
-            (INDEX_MIN_CHUNK, INDEX_MAX_CHUNK),
-        )?;
-        Ok(SparseIndexWriter { map, header, alloc })
+        let file = IndexFile::create(path, len, &header.encode())?;
+        Ok(SparseIndexWriter { file, header })
     }
 
     /// Opens the index of an existing data file; a missing or damaged index
     /// (or one made for another file) is recreated empty, to be refilled by
     /// the caller's scan.
     pub fn open_or_rebuild(path: &Path, header: IndexHeader) -> Result<(SparseIndexWriter, bool)> {
-        if let Ok(map) = WritableMapping::open(path) {
-            let ok = IndexHeader::decode(map.as_slice()).is_ok_and(|h| h == header)
-                && map.len() as u64 == IndexHeader::file_len(header.capacity);
-            if ok {
-                return Ok((Self::wrap(map, header)?, false));
-            }
-        }
-        Ok((Self::create(path, header)?, true))
+        let len = IndexHeader::file_len(header.capacity);
+        let (file, rebuilt) = IndexFile::open_or_create(path, len, &header.encode(), |b| {
+            IndexHeader::decode(b).is_ok_and(|h| h == header)
+        })?;
+        Ok((SparseIndexWriter { file, header }, rebuilt))
     }
 
     /// Writes entry `i`, publishing its offset last. Allocates the entry's
@@ -141,19 +117,25 @@ impl SparseIndexWriter {
             return Ok(()); // cannot happen with `capacity()`; an index is only a hint
         }
         let at = entry_at(i);
-        self.alloc.ensure(at + INDEX_ENTRY_LEN)?;
-        self.map.write(at, &e.seq.to_le_bytes());
-        self.map.write(at + 8, &e.timestamp.to_le_bytes());
-        self.map.write(at + ENTRY_CRC_AT, &e.crc().to_le_bytes());
-        self.map.store_u64(at + ENTRY_OFFSET_AT, e.offset);
+        self.file.ensure(at + INDEX_ENTRY_LEN)?;
+        self.file.map.write(at, &e.seq.to_le_bytes());
+        self.file.map.write(at + 8, &e.timestamp.to_le_bytes());
+        self.file
+            .map
+            .write(at + ENTRY_CRC_AT, &e.crc().to_le_bytes());
+        self.file.map.store_u64(at + ENTRY_OFFSET_AT, e.offset);
         Ok(())
     }
 
     /// The valid entries, in order, as read back from the file.
     pub fn entries(&self, data_len: u64) -> Vec<Entry> {
         // Only the first data range: see `SparseIndex::limit`.
-        let data_end = self.map.data_ranges(0).first().map_or(0, |r| r.1);
-        valid_entries(&self.map.as_slice()[..data_end], &self.header, data_len)
+        let data_end = self.file.map.data_ranges(0).first().map_or(0, |r| r.1);
+        valid_entries(
+            &self.file.map.as_slice()[..data_end],
+            &self.header,
+            data_len,
+        )
     }
 
     /// Zeroes entries `i..` (after recovery cut the data they described).
@@ -161,14 +143,7 @@ impl SparseIndexWriter {
     /// already.
     pub fn truncate_from(&mut self, i: u64) {
         if i < self.header.capacity {
-            let at = entry_at(i);
-            for (start, stop) in self.map.data_ranges(at) {
-                let start = start.max(at);
-                let b = &self.map.as_slice()[start..stop];
-                if let Some(last) = b.iter().rposition(|&x| x != 0) {
-                    self.map.zero(start, last + 1);
-                }
-            }
+            self.file.zero_from(entry_at(i));
         }
     }
 
@@ -177,19 +152,12 @@ impl SparseIndexWriter {
     /// mapped it while it was written can still search all of it; the
     /// unused tail reads as zeros, "not written").
     pub fn seal(&mut self, entries: u64) -> Result<()> {
-        self.alloc.close();
-        let used = (entry_at(entries.min(self.header.capacity)) as u64).div_ceil(4096) * 4096;
-        let len = self.map.len() as u64;
-        if used < len {
-            punch_hole(self.map.file(), used, len - used)
-                .map_err(|e| Error::io("punch hole", self.map.path(), e))?;
-        }
-        Ok(())
+        self.file.seal(entry_at(entries.min(self.header.capacity)))
     }
 
     /// msyncs the whole index file.
     pub fn sync(&self) -> Result<()> {
-        self.map.sync_range(0, self.map.len())
+        self.file.sync()
     }
 }
 
@@ -269,16 +237,7 @@ impl SparseIndex {
 
     /// Number of published entries (they form a prefix).
     fn count(&self) -> u64 {
-        let (mut lo, mut hi) = (0u64, self.limit);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if self.entry(mid).is_some() {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
+        self.partition(self.limit, |_| true)
     }
 
     /// The last entry at or before `seq`.
@@ -294,29 +253,13 @@ impl SparseIndex {
     /// The last entry whose timestamp is before `micros`: a scan from it
     /// reaches the first message at or after `micros`.
     pub fn floor_time(&self, micros: u64) -> Option<Entry> {
-        let n = self.count();
-        let (mut lo, mut hi) = (0u64, n);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            match self.entry(mid) {
-                Some(e) if e.timestamp < micros => lo = mid + 1,
-                _ => hi = mid,
-            }
-        }
+        let lo = self.partition(self.count(), |e| e.timestamp < micros);
         lo.checked_sub(1).and_then(|i| self.entry(i))
     }
 
     /// The last entry at or before byte `offset`.
     pub fn floor_offset(&self, offset: u64) -> Option<Entry> {
-        let n = self.count();
-        let (mut lo, mut hi) = (0u64, n);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            match self.entry(mid) {
-                Some(e) if e.offset <= offset => lo = mid + 1,
-                _ => hi = mid,
-            }
-        }
+        let lo = self.partition(self.count(), |e| e.offset <= offset);
         lo.checked_sub(1).and_then(|i| self.entry(i))
     }
 
@@ -324,15 +267,23 @@ impl SparseIndex {
     /// damage at `offset` with a known sequence.
     pub fn ceil_after(&self, offset: u64) -> Option<Entry> {
         let n = self.count();
+        let lo = self.partition(n, |e| e.offset <= offset);
+        (lo..n).find_map(|i| self.entry(i))
+    }
+
+    /// Binary search over entries `0..n`: the first index whose entry is
+    /// unreadable or fails `before` (entries are in order, so `before`
+    /// holds for a prefix).
+    fn partition(&self, n: u64, before: impl Fn(&Entry) -> bool) -> u64 {
         let (mut lo, mut hi) = (0u64, n);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             match self.entry(mid) {
-                Some(e) if e.offset <= offset => lo = mid + 1,
+                Some(e) if before(&e) => lo = mid + 1,
                 _ => hi = mid,
             }
         }
-        (lo..n).find_map(|i| self.entry(i))
+        lo
     }
 
     /// The last published entry.

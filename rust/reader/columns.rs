@@ -2,7 +2,7 @@
 //! per-message object, for `read_arrow` and Spark.
 
 use crate::error::Result;
-use crate::format::record::RecordView;
+use crate::format::record::{HeaderIter, RecordView};
 use crate::reader::tailer::Tailer;
 
 /// Columns of consecutive messages in Arrow's layout: validity bitmaps are
@@ -109,7 +109,7 @@ impl Columns {
             return self.push_some(seq, rec, hint, cols);
         }
         let key_len = rec.key.map_or(0, <[u8]>::len);
-        let mut headers = rec.headers();
+        let headers = rec.headers();
         let header_bytes: usize = match headers.size_hint().1 {
             Some(0) => 0,
             _ => headers.clone().map(|h| h.name.len() + h.value.len()).sum(),
@@ -129,15 +129,33 @@ impl Columns {
         }
         self.seq.push(seq as i64);
         self.timestamp.push(rec.timestamp as i64);
-        set_bit(&mut self.key_valid, i, rec.key.is_some());
-        match rec.key {
+        self.push_key(i, rec.key);
+        self.push_headers(i, headers);
+        self.payload_data.extend_from_slice(rec.payload);
+        self.payload_offsets.push(self.payload_data.len() as i32);
+        self.rows += 1;
+        true
+    }
+
+    /// Row `i`'s key: its validity bit, bytes and end offset (shared by
+    /// [`Columns::push`] and [`Columns::push_some`]).
+    #[inline]
+    fn push_key(&mut self, i: usize, key: Option<&[u8]>) {
+        set_bit(&mut self.key_valid, i, key.is_some());
+        match key {
             Some(k) => self.key_data.extend_from_slice(k),
             None => self.key_nulls += 1,
         }
         self.key_offsets.push(self.key_data.len() as i32);
+    }
+
+    /// Row `i`'s headers: name and value bytes and offsets, the list's
+    /// validity bit (null when there are none) and its end offset.
+    #[inline]
+    fn push_headers(&mut self, i: usize, headers: HeaderIter<'_>) {
         let mut has_headers = false;
-        if header_bytes > 0 || headers.size_hint().1 != Some(0) {
-            for h in headers.by_ref() {
+        if headers.size_hint().1 != Some(0) {
+            for h in headers {
                 has_headers = true;
                 self.header_name_data.extend_from_slice(h.name.as_bytes());
                 self.header_name_offsets
@@ -153,14 +171,10 @@ impl Columns {
         }
         self.headers_offsets
             .push(self.header_name_offsets.len() as i32 - 1);
-        self.payload_data.extend_from_slice(rec.payload);
-        self.payload_offsets.push(self.payload_data.len() as i32);
-        self.rows += 1;
-        true
     }
 
-    /// As [`Columns::push`], for a selection of columns: pushes a whole row
-    /// into a scratch batch and moves the selected columns over.
+    /// As [`Columns::push`], for a selection of columns: the others stay
+    /// empty (their bytes are not even counted against the limit).
     #[cold]
     fn push_some(&mut self, seq: u64, rec: &RecordView<'_>, hint: usize, cols: ColumnSet) -> bool {
         let payload = if cols.payload { rec.payload } else { &[] };
@@ -186,30 +200,10 @@ impl Columns {
         self.seq.push(seq as i64);
         self.timestamp.push(rec.timestamp as i64);
         if cols.key {
-            set_bit(&mut self.key_valid, i, key.is_some());
-            match key {
-                Some(k) => self.key_data.extend_from_slice(k),
-                None => self.key_nulls += 1,
-            }
-            self.key_offsets.push(self.key_data.len() as i32);
+            self.push_key(i, key);
         }
         if cols.headers {
-            let mut has_headers = false;
-            for h in headers {
-                has_headers = true;
-                self.header_name_data.extend_from_slice(h.name.as_bytes());
-                self.header_name_offsets
-                    .push(self.header_name_data.len() as i32);
-                self.header_value_data.extend_from_slice(h.value);
-                self.header_value_offsets
-                    .push(self.header_value_data.len() as i32);
-            }
-            set_bit(&mut self.headers_valid, i, has_headers);
-            if !has_headers {
-                self.headers_nulls += 1;
-            }
-            self.headers_offsets
-                .push(self.header_name_offsets.len() as i32 - 1);
+            self.push_headers(i, headers);
         }
         if cols.payload {
             self.payload_data.extend_from_slice(payload);

@@ -163,6 +163,21 @@ impl Cursor {
         })
     }
 
+    /// The length word of the frame at the cursor, which is message `seq`'s
+    /// (or a marker). A damaged file whose frames reach its (trimmed) end,
+    /// with no room left for a word, is an error.
+    fn length_word(&self, seq: u64) -> Result<u32> {
+        if self.offset + 4 > self.map.len() {
+            return Err(Error::corrupted(
+                self.map.path(),
+                self.offset as u64,
+                Some(seq),
+                "frames run to the end of the file without an end-of-file marker",
+            ));
+        }
+        Ok(self.map.load_u32(self.offset))
+    }
+
     /// Offset of message `seq`'s frame from the dense index, if the file has
     /// one, its entry for `seq` is written and matches, and the frame there
     /// passes its CRC and decodes. A damaged entry must not send a reader to
@@ -543,16 +558,7 @@ impl Tailer {
             if !more(self.seq, c.info.header.file_number, c.offset) {
                 return Ok(true);
             }
-            if c.offset + 4 > c.map.len() {
-                // A damaged file whose frames reach its (trimmed) end.
-                return Err(Error::corrupted(
-                    c.map.path(),
-                    c.offset as u64,
-                    Some(self.seq),
-                    "frames run to the end of the file without an end-of-file marker",
-                ));
-            }
-            let len = c.map.load_u32(c.offset);
+            let len = c.length_word(self.seq)?;
             match len {
                 0 => return Ok(false),
                 frame::END_OF_FILE => {
@@ -868,15 +874,7 @@ impl Tailer {
         }
         loop {
             let c = self.cursor.as_mut().expect("ensure_cursor opened one");
-            if c.offset + 4 > c.map.len() {
-                return Err(Error::corrupted(
-                    c.map.path(),
-                    c.offset as u64,
-                    Some(self.seq),
-                    "frames run to the end of the file without an end-of-file marker",
-                ));
-            }
-            let len = c.map.load_u32(c.offset);
+            let len = c.length_word(self.seq)?;
             match frame::decode(c.map.as_slice(), c.offset, len) {
                 Ok(FrameAt::Empty) => match self.zero_kind(false)? {
                     Zero::Tail => return Ok(None),

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use litemq::format::crc::crc64;
 use litemq::format::footer::{trimmed_len, Footer, FOOTER_LEN};
 use litemq::format::frame::{self, FrameAt, DATA_HEADER_LEN};
-use litemq::{Error, QueueBuilder, RollStrategy, Start};
+use litemq::{Error, Queue, QueueBuilder, RollStrategy, Start};
 
 fn files_with(base: &Path, ext: &str) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -245,15 +245,10 @@ fn rolling_every_message_with_default_file_size_costs_kilobytes() {
 }
 
 /// Rewrites a current-version data file that was never sealed (full
-/// length, no footer) and its index into version 3: the same bytes but the
-/// version fields, and no dense index. What a version-3 writer left at close.
-fn make_version_3(data: &Path) {
-    make_version(data, 3);
-}
-
-/// As [`make_version_3`], for any older version (3 or 4: neither has a
-/// dense index; an unsealed version-4 file has the same bytes as a
-/// version-3 one).
+/// length, no footer) and its index into an older `version` (3 or 4):
+/// the same bytes but the version fields, and no dense index. What a
+/// version-3 or 4 writer left at close (an unsealed version-4 file has
+/// the same bytes as a version-3 one).
 fn make_version(data: &Path, version: u32) {
     std::fs::remove_file(data.with_extension("offsets")).unwrap();
     for (p, crc_at) in [
@@ -268,31 +263,43 @@ fn make_version(data: &Path, version: u32) {
     }
 }
 
-#[test]
-fn version_3_files_stay_readable_and_writable() {
-    let dir = tempfile::tempdir().unwrap();
-    let file_size = 64 << 10;
-    let open = || {
-        QueueBuilder::new(dir.path())
-            .file_size(file_size)
-            .index_interval(4)
-            .roll(RollStrategy::Count(30))
-            .open()
-            .unwrap()
-    };
-    let q = open();
+/// The queue the version tests use: small files, four messages an index
+/// entry, 30 messages a file.
+fn open_small(dir: &Path, file_size: u64) -> Queue {
+    QueueBuilder::new(dir)
+        .file_size(file_size)
+        .index_interval(4)
+        .roll(RollStrategy::Count(30))
+        .open()
+        .unwrap()
+}
+
+/// Writes messages 0..20 into one file with [`open_small`], then makes the
+/// queue an older `version` one ([`make_version`] and its metadata).
+/// Returns the metadata path.
+fn old_version_queue(dir: &Path, file_size: u64, version: u32) -> PathBuf {
+    let q = open_small(dir, file_size);
     let app = q.appender().unwrap();
     for i in 0..20 {
         app.append(&payload(i)).unwrap();
     }
     q.close().unwrap();
-    let v3 = files_with(dir.path(), "data").remove(0);
-    make_version_3(&v3);
-    let meta = dir.path().join("metadata.json");
-    let m = std::fs::read_to_string(&meta)
-        .unwrap()
-        .replace("\"format_version\": 5", "\"format_version\": 3");
+    make_version(&files_with(dir, "data").remove(0), version);
+    let meta = dir.join("metadata.json");
+    let m = std::fs::read_to_string(&meta).unwrap().replace(
+        "\"format_version\": 5",
+        &format!("\"format_version\": {version}"),
+    );
     std::fs::write(&meta, m).unwrap();
+    meta
+}
+
+#[test]
+fn version_3_files_stay_readable_and_writable() {
+    let dir = tempfile::tempdir().unwrap();
+    let file_size = 64 << 10;
+    let open = || open_small(dir.path(), file_size);
+    let meta = old_version_queue(dir.path(), file_size, 3);
 
     // Read-only: a version-3 queue reads as it is.
     let r = QueueBuilder::new(dir.path())
@@ -352,27 +359,8 @@ fn version_3_files_stay_readable_and_writable() {
 #[test]
 fn version_4_files_stay_readable_and_writable_without_a_dense_index() {
     let dir = tempfile::tempdir().unwrap();
-    let open = || {
-        QueueBuilder::new(dir.path())
-            .file_size(64 << 10)
-            .index_interval(4)
-            .roll(RollStrategy::Count(30))
-            .open()
-            .unwrap()
-    };
-    let q = open();
-    let app = q.appender().unwrap();
-    for i in 0..20 {
-        app.append(&payload(i)).unwrap();
-    }
-    q.close().unwrap();
-    let v4 = files_with(dir.path(), "data").remove(0);
-    make_version(&v4, 4);
-    let meta = dir.path().join("metadata.json");
-    let m = std::fs::read_to_string(&meta)
-        .unwrap()
-        .replace("\"format_version\": 5", "\"format_version\": 4");
-    std::fs::write(&meta, m).unwrap();
+    let open = || open_small(dir.path(), 64 << 10);
+    old_version_queue(dir.path(), 64 << 10, 4);
     let r = QueueBuilder::new(dir.path())
         .read_only(true)
         .open()

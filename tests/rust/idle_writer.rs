@@ -5,27 +5,15 @@
 
 mod common;
 
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{payload, read_all, small};
-use litemq::{Clock, Error, FlushMode, Queue, Start};
+use common::{count_stored, payload, read_all, small, within_10s, PanicClock};
+use litemq::{Error, FlushMode, Queue, Start};
 
 /// Long enough for the I/O thread to finish its idle spin and sleep.
 const IDLE: Duration = Duration::from_millis(5);
-
-/// Runs `f` on another thread; fails the test if it has not returned
-/// within 10 s (a waiter that is never woken).
-fn within_10s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    rx.recv_timeout(Duration::from_secs(10))
-        .expect("the call never returned: nobody woke it")
-}
 
 fn appender_writes(q: &Queue) -> u64 {
     q.stats().appender_writes
@@ -195,24 +183,6 @@ fn close_while_appenders_write_keeps_every_append_that_returned() {
     );
 }
 
-/// A clock that panics once armed: whoever writes asks it for the time.
-#[derive(Debug, Default)]
-struct PanicClock(AtomicBool);
-
-impl Clock for PanicClock {
-    fn now_micros(&self) -> u64 {
-        if self.0.load(Ordering::SeqCst) {
-            panic!("clock armed to panic");
-        }
-        1_700_000_000_000_000
-    }
-}
-
-fn count(base: &Path) -> usize {
-    let q = small(base).read_only(true).open().unwrap();
-    read_all(&q, Start::Beginning).len()
-}
-
 #[test]
 fn a_failed_appender_write_is_reported_by_that_append_and_poisons_the_writer() {
     let dir = tempfile::tempdir().unwrap();
@@ -244,7 +214,11 @@ fn a_failed_appender_write_is_reported_by_that_append_and_poisons_the_writer() {
     let closed = within_10s(move || q.close());
     assert!(closed.is_err(), "close reports the failure");
     clock.0.store(false, Ordering::SeqCst);
-    assert_eq!(count(&base), 1, "only the append that returned is stored");
+    assert_eq!(
+        count_stored(&base),
+        1,
+        "only the append that returned is stored"
+    );
 }
 
 #[test]

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use litemq::{Error, ManualClock, Queue, QueueBuilder, RetentionPolicy, RollStrategy, Start};
+use litemq::{
+    Error, ManualClock, Queue, QueueBuilder, RetentionPolicy, RetentionReport, RollStrategy, Start,
+};
 
 const PER_FILE: u64 = 10;
 const T0: u64 = 1_790_000_000_000_000; // 2026-09-21, µs
@@ -33,6 +35,15 @@ fn write(q: &Queue, clock: &ManualClock, from: u64, to: u64, step: Duration) {
 
 fn policy() -> RetentionPolicy {
     RetentionPolicy::default()
+}
+
+/// Applies retention keeping the newest `n` data files.
+fn keep_files(q: &Queue, n: usize) -> RetentionReport {
+    q.apply_retention_with(&RetentionPolicy {
+        max_files: Some(n),
+        ..policy()
+    })
+    .unwrap()
 }
 
 /// Bytes of disk (`st_blocks`) `paths` hold: what retention counts.
@@ -64,12 +75,7 @@ fn by_count_keeps_the_newest_files_and_reads_report_the_first_kept() {
         .iter()
         .map(|p| allocated(&with_index(p)))
         .sum();
-    let report = q
-        .apply_retention_with(&RetentionPolicy {
-            max_files: Some(3),
-            ..policy()
-        })
-        .unwrap();
+    let report = keep_files(&q, 3);
     assert_eq!(report.deleted_files.len(), 7);
     assert_eq!(report.first_seq, 70);
     assert_eq!(report.deleted_bytes, doomed);
@@ -265,11 +271,7 @@ fn without_protection_a_lagging_consumer_is_told_what_was_lost() {
     assert_eq!(c.read_next().unwrap().unwrap().seq, 0);
     c.commit().unwrap(); // at 1
     drop(c);
-    q.apply_retention_with(&RetentionPolicy {
-        max_files: Some(2),
-        ..policy()
-    })
-    .unwrap();
+    keep_files(&q, 2);
     let mut c = q.consumer("late", Start::Beginning).unwrap();
     for _ in 0..2 {
         // Every read says so until the caller decides; nothing is skipped silently.
@@ -297,11 +299,7 @@ fn a_tailer_keeps_reading_a_deleted_file_it_has_open_then_hears_of_the_gap() {
     write(&q, &clock, 0, 50, Duration::ZERO);
     let mut t = q.tailer(Start::Seq(5)).unwrap();
     assert_eq!(t.read_next().unwrap().unwrap().seq, 5);
-    q.apply_retention_with(&RetentionPolicy {
-        max_files: Some(2),
-        ..policy()
-    })
-    .unwrap();
+    keep_files(&q, 2);
     // File 0 is unlinked but mapped: 6..10 still read, checked by CRC.
     for i in 6..10 {
         let m = t.read_next().unwrap().unwrap();
@@ -331,21 +329,14 @@ fn read_only_get_stops_at_files_another_process_deleted() {
     let clock = clock_at(T0);
     let q = builder(dir.path(), &clock).open().unwrap();
     write(&q, &clock, 0, 50, Duration::ZERO);
-    let ro = QueueBuilder::new(dir.path())
-        .read_only(true)
-        .open()
-        .unwrap();
+    let ro = read_only(dir.path());
     assert_eq!(ro.get(25).unwrap().seq, 25);
     assert_eq!(
         ro.get(4).unwrap().seq,
         4,
         "the reader now maps the first file"
     );
-    q.apply_retention_with(&RetentionPolicy {
-        max_files: Some(2),
-        ..policy()
-    })
-    .unwrap();
+    keep_files(&q, 2);
     assert!(
         matches!(
             ro.get(5),
@@ -369,19 +360,12 @@ fn another_process_sees_first_seq_move() {
     let q = builder(dir.path(), &clock).open().unwrap();
     write(&q, &clock, 0, 50, Duration::ZERO);
     // A reader as another process has it: its own catalog, no lock.
-    let ro = QueueBuilder::new(dir.path())
-        .read_only(true)
-        .open()
-        .unwrap();
+    let ro = read_only(dir.path());
     assert_eq!(ro.first_seq(), 0);
     let mut t = ro.tailer(Start::Beginning).unwrap();
     assert_eq!(t.read_next().unwrap().unwrap().seq, 0);
     drop(t);
-    q.apply_retention_with(&RetentionPolicy {
-        max_files: Some(2),
-        ..policy()
-    })
-    .unwrap();
+    keep_files(&q, 2);
     assert_eq!(ro.first_seq(), 30);
     assert!(matches!(
         ro.get(3),
@@ -401,12 +385,7 @@ fn another_process_sees_first_seq_move() {
         30
     );
     // `litemq retain` from a read-only process works the same way.
-    let report = ro
-        .apply_retention_with(&RetentionPolicy {
-            max_files: Some(1),
-            ..policy()
-        })
-        .unwrap();
+    let report = keep_files(&ro, 1);
     assert_eq!(report.first_seq, 40);
     assert_eq!(q.first_seq(), 40);
 }
@@ -425,11 +404,7 @@ fn emptied_day_directories_go_too() {
             .count()
     };
     assert!(days(dir.path()) >= 2);
-    q.apply_retention_with(&RetentionPolicy {
-        max_files: Some(1),
-        ..policy()
-    })
-    .unwrap();
+    keep_files(&q, 1);
     assert_eq!(days(dir.path()), 1, "{:?}", walk_dirs(dir.path()));
 }
 
@@ -533,16 +508,9 @@ fn find_by_key_skips_retained_files_in_every_process() {
         .unwrap();
     }
     app.flush().unwrap();
-    let ro = QueueBuilder::new(dir.path())
-        .read_only(true)
-        .open()
-        .unwrap();
+    let ro = read_only(dir.path());
     assert_eq!(ro.find(b"k3", None, None, None).unwrap().len(), 10);
-    q.apply_retention_with(&RetentionPolicy {
-        max_files: Some(2),
-        ..policy()
-    })
-    .unwrap();
+    keep_files(&q, 2);
     for queue in [&q, &ro] {
         let seqs: Vec<u64> = queue
             .find(b"k3", None, None, None)
@@ -568,11 +536,7 @@ fn unread_tailer_whose_files_were_retained_away_reports_not_found() {
     }
     app.flush().unwrap();
     let mut t = q.tailer(litemq::Start::Beginning).unwrap();
-    q.apply_retention_with(&litemq::RetentionPolicy {
-        max_files: Some(2),
-        ..Default::default()
-    })
-    .unwrap();
+    keep_files(&q, 2);
     match t.read_next() {
         Err(litemq::Error::NotFound { seq: 0, first, .. }) => assert_eq!(first, q.first_seq()),
         other => panic!("expected NotFound naming the first kept sequence, got {other:?}"),
@@ -623,10 +587,7 @@ fn key_index_files_wholly_before_the_first_kept_file_go_too() {
     let q = open();
     // 10 data files of 10 messages; key-index files of 15 items: 0..15, 15..30, ... 90..100.
     append_keyed(&q, 0..100, |_| true);
-    let ro = QueueBuilder::new(dir.path())
-        .read_only(true)
-        .open()
-        .unwrap();
+    let ro = read_only(dir.path());
     assert_eq!(find_seqs(&ro, 3).len(), 14);
     let before = idx_files(dir.path());
     assert_eq!(before.len(), 7);
@@ -635,12 +596,7 @@ fn key_index_files_wholly_before_the_first_kept_file_go_too() {
         .map(|p| allocated(&with_index(p)))
         .sum::<u64>()
         + allocated(&before[..4]);
-    let report = q
-        .apply_retention_with(&RetentionPolicy {
-            max_files: Some(3),
-            ..policy()
-        })
-        .unwrap();
+    let report = keep_files(&q, 3);
     assert_eq!(report.first_seq, 70);
     // The files holding only sequences below 70 (0..60) go; 60..75 straddles and stays.
     assert_eq!(report.deleted_key_index_files, before[..4]);
@@ -670,12 +626,7 @@ fn key_index_files_wholly_before_the_first_kept_file_go_too() {
     // kept: here only unkeyed messages follow it.
     append_keyed(&q, 106..135, |_| false);
     let before = idx_files(dir.path());
-    let report = q
-        .apply_retention_with(&RetentionPolicy {
-            max_files: Some(1),
-            ..policy()
-        })
-        .unwrap();
+    let report = keep_files(&q, 1);
     assert_eq!(report.first_seq, 130);
     assert_eq!(report.deleted_key_index_files, before[..before.len() - 1]);
     assert_eq!(idx_files(dir.path()), before[before.len() - 1..]);

@@ -5,34 +5,11 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
-use std::time::Duration;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
-use common::{data_files, payload, small};
-use litemq::{Clock, Error, FlushMode, Queue, Record, Start};
-
-fn count(base: &Path) -> u64 {
-    let q = small(base).read_only(true).open().unwrap();
-    let mut t = q.tailer(Start::Beginning).unwrap();
-    let mut n = 0;
-    while let Some(m) = t.read_next().unwrap() {
-        assert_eq!(m.seq, n);
-        n += 1;
-    }
-    n
-}
-
-/// Runs `f` on another thread; fails the test if it has not returned
-/// within 10 s (a waiter that is never woken).
-fn within_10s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    rx.recv_timeout(Duration::from_secs(10))
-        .expect("the call never returned: nobody woke it")
-}
+use common::{count_stored, data_files, payload, small, within_10s, PanicClock};
+use litemq::{Error, FlushMode, Queue, Record};
 
 #[test]
 fn keyed_append_whose_key_index_file_cannot_be_created_is_not_stored() {
@@ -66,7 +43,7 @@ fn keyed_append_whose_key_index_file_cannot_be_created_is_not_stored() {
     }
     // An append that raised a plain poison error was not stored: retrying
     // it must not make a duplicate.
-    assert_eq!(count(&base), 5);
+    assert_eq!(count_stored(&base), 5);
     let q = small(&base).open().unwrap();
     assert_eq!(q.next_seq(), 5);
 }
@@ -111,24 +88,10 @@ fn batch_cut_by_a_failed_roll_says_it_may_be_stored() {
         drop(app);
         drop(q);
         std::fs::remove_dir(&blocker).unwrap();
-        stored_at_failure = count(&base);
+        stored_at_failure = count_stored(&base);
     }
     // It said "may be stored", and indeed part of the batch is there.
     assert!(stored_at_failure > 1, "{stored_at_failure}");
-}
-
-/// A clock that panics once armed: the I/O thread asks it for the time of
-/// every batch.
-#[derive(Debug, Default)]
-struct PanicClock(AtomicBool);
-
-impl Clock for PanicClock {
-    fn now_micros(&self) -> u64 {
-        if self.0.load(Ordering::SeqCst) {
-            panic!("clock armed to panic");
-        }
-        1_700_000_000_000_000
-    }
 }
 
 fn panicking_queue(base: &Path, mode: FlushMode) -> (Queue, Arc<PanicClock>) {

@@ -5,9 +5,10 @@
 )]
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use litemq::{ManualClock, Queue, QueueBuilder, Start};
+use litemq::{Clock, ManualClock, Queue, QueueBuilder, Start};
 
 /// A small-file builder so tests roll often.
 pub fn small(path: &Path) -> QueueBuilder {
@@ -16,8 +17,51 @@ pub fn small(path: &Path) -> QueueBuilder {
         .index_interval(4)
 }
 
+/// A read-only handle on the queue at `path`, as another process opens it.
+pub fn read_only(path: &Path) -> Queue {
+    QueueBuilder::new(path).read_only(true).open().unwrap()
+}
+
 pub fn clock_at(micros: u64) -> Arc<ManualClock> {
     Arc::new(ManualClock::new(micros))
+}
+
+/// A clock that panics once armed (`.0` set): whoever writes (the I/O
+/// thread, or an appender writing its own batch) asks it for the time.
+#[derive(Debug, Default)]
+pub struct PanicClock(pub AtomicBool);
+
+impl Clock for PanicClock {
+    fn now_micros(&self) -> u64 {
+        if self.0.load(Ordering::SeqCst) {
+            panic!("clock armed to panic");
+        }
+        1_700_000_000_000_000
+    }
+}
+
+/// Runs `f` on another thread; fails the test if it has not returned
+/// within 10 s (a waiter that is never woken).
+pub fn within_10s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the call never returned: nobody woke it")
+}
+
+/// How many messages the [`small`] queue at `base` stores, read by another
+/// (read-only) handle; they must be numbered `0..n` with no gap.
+pub fn count_stored(base: &Path) -> u64 {
+    let q = small(base).read_only(true).open().unwrap();
+    let mut t = q.tailer(Start::Beginning).unwrap();
+    let mut n = 0;
+    while let Some(m) = t.read_next().unwrap() {
+        assert_eq!(m.seq, n);
+        n += 1;
+    }
+    n
 }
 
 /// Every payload from `start`, as owned vectors.
