@@ -18,6 +18,7 @@ use crate::reader::columns::{ColumnSet, Columns};
 use crate::reader::keys::index_keys_from;
 use crate::reader::tailer::{Message, OwnedMessage, Start, Tailer};
 use crate::reader::wake::WakeSource;
+use crate::reader::watch::TailWatch;
 use crate::recovery::{recover, RecoveryReport};
 use crate::retention::{self, RetentionPolicy, RetentionReport};
 use crate::storage::fsutil::write_atomic;
@@ -131,6 +132,8 @@ struct Inner {
     closed: std::sync::atomic::AtomicBool,
     /// The wake-up word this handle's tailers sleep on.
     wake: Arc<WakeSource>,
+    /// Waits for the tail for waiters without a thread (asyncio).
+    watch: TailWatch,
 }
 
 /// An open queue. `Send + Sync`; close it (or drop it) to flush and stop
@@ -424,6 +427,8 @@ impl Queue {
         recovery: RecoveryReport,
         wake: WakeSource,
     ) -> Queue {
+        let wake = Arc::new(wake);
+        let watch = TailWatch::new(catalog.clone(), wake.clone());
         Queue {
             inner: Arc::new(Inner {
                 config,
@@ -434,7 +439,8 @@ impl Queue {
                 getter: Mutex::new(None),
                 key_reader: Mutex::new(None),
                 closed: std::sync::atomic::AtomicBool::new(false),
-                wake: Arc::new(wake),
+                wake,
+                watch,
             }),
         }
     }
@@ -471,6 +477,12 @@ impl Queue {
             return Err(Error::Forked);
         }
         Ok(w.appender.clone())
+    }
+
+    /// The handle's [`TailWatch`]: register a [`crate::Notify`] to hear
+    /// when a message is published, without a thread per waiter.
+    pub fn tail_watch(&self) -> TailWatch {
+        self.inner.watch.clone()
     }
 
     /// A tailer positioned at `start`.
@@ -950,6 +962,7 @@ impl Queue {
             w.shared.drop_wake();
         }
         self.inner.wake.close();
+        self.inner.watch.close();
         *self.inner.getter.lock().unwrap_or_else(|e| e.into_inner()) = None;
         *self
             .inner

@@ -9,8 +9,9 @@
 //! options of `litemq.Queue`), `message.rs`, `errors.rs` (the exception tree), `buffer.rs` (bytes in,
 //! zero-copy views out), `time.rs` (datetimes), `batch.rs` (stats and
 //! Arrow buffers), `fork.rs` (handles used after `fork()`), `exit.rs` (threads in
-//! litemq calls at interpreter exit).
+//! litemq calls at interpreter exit), `aio.rs` (the asyncio bridge's socket).
 
+mod aio;
 mod appender;
 mod batch;
 mod buffer;
@@ -48,5 +49,6 @@ fn litemq_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<consumer::Consumer>()?;
     m.add_class::<message::Message>()?;
     m.add_class::<buffer::PayloadView>()?;
+    m.add_class::<aio::Notifier>()?;
     Ok(())
 }

@@ -334,7 +334,7 @@ impl Queue {
                 ));
             }
             let tailer = queue.tailer(start)?;
-            let t = Tailer::new(Reader::Plain(tailer), self.path.clone());
+            let t = Tailer::new(Reader::Plain(tailer), self.path.clone(), queue.tail_watch());
             core.adopt(&t);
             return Ok(Py::new(py, t)?.into_any());
         };
@@ -349,7 +349,7 @@ impl Queue {
             }
             Err(e) => return Err(e.into()),
         };
-        let t = Tailer::new(Reader::Named(c), self.path.clone());
+        let t = Tailer::new(Reader::Named(c), self.path.clone(), queue.tail_watch());
         core.adopt(&t);
         Ok(Consumer::create(py, t)?.into_any())
     }

@@ -10,6 +10,7 @@ use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 
+use super::aio::Notifier;
 use super::errors;
 use super::exit;
 use super::fork::ForkSafe;
@@ -111,14 +112,24 @@ pub(crate) struct Tailer {
     /// threads; it is only ever waited on with the GIL released.
     inner: ForkSafe<Arc<ReaderSlot>>,
     path: String,
+    /// The queue handle's tail watch, for waits without a thread (asyncio).
+    watch: crate::TailWatch,
 }
 
 impl Tailer {
-    pub(crate) fn new(inner: Reader, path: String) -> Self {
+    pub(crate) fn new(inner: Reader, path: String, watch: crate::TailWatch) -> Self {
         Tailer {
             inner: ForkSafe::new(Arc::new(Mutex::new(Some(inner)))),
             path,
+            watch,
         }
+    }
+
+    /// Names this tailer's registrations in the tail watch.
+    fn owner(&self) -> usize {
+        self.inner
+            .get()
+            .map_or(0, |slot| Arc::as_ptr(slot) as usize)
     }
 
     /// A weak reference to the reader, for the queue's `close()`.
@@ -448,6 +459,61 @@ impl Tailer {
         })
     }
 
+    /// The next message, awaited: `read_next` for asyncio. Returns None
+    /// when none came within `timeout` seconds (`None`, the default:
+    /// waits forever).
+    ///
+    /// No thread per waiter: one thread per queue handle sleeps on the
+    /// queue's wake-up word for every waiting task, and a socket registered
+    /// with the event loop (`loop.add_reader`) carries the wake-up. A
+    /// cancelled read consumes nothing: the next read returns the message.
+    /// Closing the tailer or its queue ends the wait with ClosedError.
+    ///
+    /// >>> msg = await t.read_next_async(timeout=5.0)
+    #[pyo3(signature = (timeout=None))]
+    fn read_next_async<'py>(
+        slf: Bound<'py, Self>,
+        timeout: Option<time::Seconds>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let timeout = time::timeout_arg(timeout, "timeout")?.map(|d| d.as_secs_f64());
+        py.import("litemq._aio")?
+            .getattr("read_next")?
+            .call1((slf, timeout))
+    }
+
+    /// An async iterator that awaits each next message, forever, or until
+    /// no message has come for `idle_timeout` seconds (see `read_next_async`).
+    ///
+    /// >>> async for msg in t.follow_async():
+    /// ...     await handle(msg)
+    #[pyo3(signature = (idle_timeout=None))]
+    fn follow_async<'py>(
+        slf: Bound<'py, Self>,
+        idle_timeout: Option<time::Seconds>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let idle = time::timeout_arg(idle_timeout, "idle_timeout")?.map(|d| d.as_secs_f64());
+        py.import("litemq._aio")?
+            .getattr("FollowAsync")?
+            .call1((slf, idle))
+    }
+
+    /// Registers `token` with the queue's tail watch, to be reported to
+    /// `notifier` once the message at `next_seq` is published (or the
+    /// tailer or queue closes). Returns the registration, for `_unwatch`.
+    fn _watch(&self, py: Python<'_>, notifier: &Notifier, token: u64) -> PyResult<u64> {
+        let seq = self.with(py, |t| Ok(t.next_seq()))?;
+        Ok(self
+            .watch
+            .register(self.owner(), seq, notifier.notify(token))?)
+    }
+
+    /// Forgets a registration made by `_watch` (a cancelled or timed-out wait).
+    fn _unwatch(&self, id: u64) {
+        self.watch.cancel(id);
+    }
+
     /// Moves to sequence `seq`: the next read returns that message
     /// (ValueError outside 0..2**64 - 1, NotFoundError if not in the queue).
     ///
@@ -507,6 +573,8 @@ impl Tailer {
     /// >>> t.close(); t.closed
     /// True
     fn close(&self, py: Python<'_>) -> PyResult<()> {
+        // Async waits on this tailer end with ClosedError.
+        self.watch.close_owner(self.owner());
         let taken = self.lock(py)?.take();
         match taken {
             Some(Reader::Named(c)) => Ok(exit::detach(py, || c.close())?),

@@ -8,3 +8,4 @@ pub(crate) mod sealed;
 pub mod tailer;
 pub mod wait;
 pub mod wake;
+pub mod watch;

@@ -727,6 +727,18 @@ impl Tailer {
         Ok(())
     }
 
+    /// Steps forward over every published frame by their lengths (no CRC)
+    /// and returns the sequence after the last one: the tail as far as
+    /// this tailer can tell, cheaply (a `TailWatch` follows the tail so).
+    pub(crate) fn skip_to_end(&mut self) -> Result<u64> {
+        self.check_open()?;
+        if !self.ensure_cursor()? {
+            return Ok(self.seq);
+        }
+        self.skip_while(|_, _, _| true)?;
+        Ok(self.seq)
+    }
+
     /// Steps over damage at the current position, after a read raised
     /// [`Error::Corrupted`]: a frame whose length is intact but whose
     /// contents are damaged is skipped by its length; a hole (a zero or

@@ -1,0 +1,204 @@
+"""asyncio: `read_next_async`, `follow_async`, `flush_async`.
+
+What an asyncio service relies on: a wait costs no thread and wakes when a
+writer in any process publishes, a cancelled read consumes nothing, and
+closing ends every wait with ClosedError instead of hanging.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+import litemq
+from conftest import SMALL_FILE, spawn_python
+
+pytestmark = pytest.mark.asyncio
+
+
+def native_threads() -> int:
+    """Threads of this process, native ones included."""
+    return len(os.listdir("/proc/self/task"))
+
+
+async def test_read_next_async_waits_for_a_later_append(queue: litemq.Queue) -> None:
+    t = queue.tailer()
+    app = queue.appender()
+
+    async def append_later() -> None:
+        await asyncio.sleep(0.05)
+        app.append(b"later")
+
+    writer = asyncio.create_task(append_later())
+    msg = await asyncio.wait_for(t.read_next_async(), 10)
+    await writer
+    assert msg is not None
+    assert (msg.seq, msg.payload) == (0, b"later")
+    # Nothing more: the timeout returns None.
+    assert await t.read_next_async(timeout=0.05) is None
+
+
+async def test_read_next_async_returns_what_is_there_without_waiting(
+    queue: litemq.Queue,
+) -> None:
+    queue.appender().append_batch([b"a", b"b"])
+    t = queue.tailer()
+    got = [await t.read_next_async(timeout=0), await t.read_next_async(timeout=0)]
+    assert [m.payload for m in got if m is not None] == [b"a", b"b"]
+    assert await t.read_next_async(timeout=0) is None
+
+
+async def test_bad_timeouts_are_refused_before_any_wait(queue: litemq.Queue) -> None:
+    t = queue.tailer()
+    with pytest.raises(ValueError, match="timeout"):
+        t.read_next_async(timeout=-1)
+    with pytest.raises(ValueError, match="idle_timeout"):
+        t.follow_async(idle_timeout=float("nan"))
+
+
+async def test_a_cancelled_read_consumes_nothing(queue: litemq.Queue) -> None:
+    t = queue.tailer()
+    waiting = asyncio.create_task(t.read_next_async())
+    await asyncio.sleep(0.05)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    queue.appender().append(b"kept")
+    msg = await asyncio.wait_for(t.read_next_async(), 10)
+    assert msg is not None
+    assert (msg.seq, msg.payload) == (0, b"kept")
+
+
+async def test_a_read_cancelled_by_a_timeout_consumes_nothing(queue: litemq.Queue) -> None:
+    t = queue.tailer()
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(t.read_next_async(), 0.05)
+    queue.appender().append(b"kept")
+    msg = await asyncio.wait_for(t.read_next_async(), 10)
+    assert msg is not None
+    assert msg.seq == 0
+
+
+async def test_a_thousand_idle_followers_cost_no_thread_and_all_wake(
+    queue: litemq.Queue,
+) -> None:
+    tailers = [queue.tailer(start="end") for _ in range(1000)]
+    before = native_threads()
+    tasks = [asyncio.create_task(t.read_next_async()) for t in tailers]
+    await asyncio.sleep(0.2)
+    assert not any(task.done() for task in tasks)
+    # One watch thread for the handle, not one per waiter; and one
+    # registration in wake.ctl, not a thousand.
+    assert native_threads() - before <= 1
+    assert queue.stats()["waiters"] == 1
+    queue.appender().append(b"for everyone")
+    got = await asyncio.wait_for(asyncio.gather(*tasks), 30)
+    assert [(m.seq, m.payload) for m in got if m is not None] == [(0, b"for everyone")] * 1000
+
+
+async def test_closing_the_queue_ends_a_wait_with_closed_error(qpath: Path) -> None:
+    q = litemq.Queue(qpath, file_size=SMALL_FILE)
+    t = q.tailer()
+    waiting = asyncio.create_task(t.read_next_async())
+    await asyncio.sleep(0.05)
+    q.close()
+    with pytest.raises(litemq.ClosedError):
+        await asyncio.wait_for(waiting, 10)
+    with pytest.raises(litemq.ClosedError):
+        await t.read_next_async()
+
+
+async def test_closing_the_tailer_ends_its_wait_with_closed_error(
+    queue: litemq.Queue,
+) -> None:
+    t = queue.tailer()
+    other = queue.tailer()
+    waiting = asyncio.create_task(t.read_next_async())
+    others = asyncio.create_task(other.read_next_async())
+    await asyncio.sleep(0.05)
+    t.close()
+    with pytest.raises(litemq.ClosedError):
+        await asyncio.wait_for(waiting, 10)
+    # The other tailer's wait goes on.
+    assert not others.done()
+    queue.appender().append(b"x")
+    msg = await asyncio.wait_for(others, 10)
+    assert msg is not None
+    assert msg.payload == b"x"
+
+
+async def test_follow_async_stops_after_idle_timeout(queue: litemq.Queue) -> None:
+    queue.appender().append_batch([b"0", b"1", b"2"])
+    got = [m.payload async for m in queue.tailer().follow_async(idle_timeout=0.1)]
+    assert got == [b"0", b"1", b"2"]
+
+
+@pytest.mark.multiprocess
+async def test_follow_async_sees_a_writer_in_another_process(qpath: Path) -> None:
+    n = 200
+    litemq.Queue(qpath, file_size=SMALL_FILE).close()
+    reader = litemq.Queue(qpath, read_only=True)
+    writer = None
+    try:
+        t = reader.tailer()
+        writer = spawn_python(
+            f"""
+            import sys, time, litemq
+            with litemq.Queue(sys.argv[1], file_size={SMALL_FILE}) as q:
+                app = q.appender()
+                for i in range({n}):
+                    app.append(str(i).encode())
+                    if i % 20 == 0:
+                        time.sleep(0.02)
+            """,
+            str(qpath),
+        )
+        got = []
+        async for msg in t.follow_async(idle_timeout=10):
+            got.append(msg)
+            if len(got) == n:
+                break
+        assert [m.seq for m in got] == list(range(n))
+        assert [m.payload for m in got] == [str(i).encode() for i in range(n)]
+    finally:
+        if writer is not None:
+            _, err = writer.communicate(timeout=60)
+            assert writer.returncode == 0, err
+        reader.close()
+
+
+async def test_flush_async_makes_appends_durable(queue: litemq.Queue) -> None:
+    app = queue.appender()
+    for i in range(100):
+        app.append(b"%d" % i)
+    await asyncio.wait_for(app.flush_async(), 10)
+    assert queue.stats()["durable_seq"] >= 100
+    # Nothing new: still returns.
+    await asyncio.wait_for(app.flush_async(), 10)
+
+
+async def test_flush_async_after_close_raises_closed_error(qpath: Path) -> None:
+    q = litemq.Queue(qpath, file_size=SMALL_FILE)
+    app = q.appender()
+    app.append(b"x")
+    q.close()
+    with pytest.raises(litemq.ClosedError):
+        await asyncio.wait_for(app.flush_async(), 10)
+
+
+async def test_many_loops_one_after_another(queue: litemq.Queue) -> None:
+    # Each event loop gets its own bridge; one that ended leaves nothing behind.
+    def in_new_loop() -> bytes:
+        async def read() -> bytes:
+            m = await queue.tailer().read_next_async(timeout=5)
+            assert m is not None
+            return m.payload
+
+        return asyncio.run(read())
+
+    queue.appender().append(b"x")
+    assert await asyncio.to_thread(in_new_loop) == b"x"
+    assert await asyncio.to_thread(in_new_loop) == b"x"
