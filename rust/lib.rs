@@ -51,6 +51,7 @@ pub use format::record::{HeaderField, HeaderIter, Record};
 pub use index::key_index::KeyIndexConfig;
 pub use notify::Notify;
 pub use queue::{reindex, writer_pid, DataFileInfo, Queue, Stats};
+pub use reader::backward::BackwardTailer;
 pub use reader::columns::{ColumnSet, Columns};
 pub use reader::tailer::{Message, OwnedMessage, Start, Tailer};
 pub use reader::wait::WaitStrategy;

@@ -13,6 +13,7 @@ use crate::format::metadata::Metadata;
 use crate::format::position;
 use crate::format::{FORMAT_VERSION, OLDEST_READABLE_VERSION};
 use crate::index::key_index::{self, KeyIndexConfig, KeyIndexReader, KeyIndexWriter};
+use crate::reader::backward::BackwardTailer;
 use crate::reader::catalog::Catalog;
 use crate::reader::columns::{ColumnSet, Columns};
 use crate::reader::keys::index_keys_from;
@@ -499,6 +500,40 @@ impl Queue {
             Start::Seq(seq) => t.seek(seq)?,
         }
         Ok(t)
+    }
+
+    /// A tailer reading newest first from `start`: [`Start::End`] the
+    /// newest message, [`Start::Seq`] that one, [`Start::Beginning`] only
+    /// the oldest. See [`BackwardTailer`].
+    pub fn backward_tailer(&self, start: Start) -> Result<BackwardTailer> {
+        self.check_open()?;
+        self.wait_visible()?;
+        let first = self.first_seq();
+        let mut t = self.new_tailer();
+        let before = match start {
+            Start::End => {
+                t.seek_end()?;
+                t.next_seq()
+            }
+            Start::Beginning => {
+                t.seek_end()?;
+                if t.next_seq() > first {
+                    first + 1
+                } else {
+                    first
+                }
+            }
+            Start::Seq(seq) => {
+                t.seek(seq)?;
+                // `seq` may be the end (nothing there yet): start below it.
+                if t.read_next()?.is_some() {
+                    seq + 1
+                } else {
+                    seq
+                }
+            }
+        };
+        Ok(BackwardTailer::new(t, before, first))
     }
 
     /// A tailer at the first file, told what the metadata knows is

@@ -78,6 +78,8 @@ def _bridge() -> tuple[asyncio.AbstractEventLoop, _Bridge]:
 
 async def read_next(tailer: Tailer, timeout: float | None) -> Message | None:
     """The body of `Tailer.read_next_async` (arguments checked there)."""
+    if tailer.direction == "backward":
+        return tailer.read_next(0)  # nothing older is ever written
     loop, bridge = _bridge()
     deadline = None if timeout is None else loop.time() + timeout
     backoff = 0.0

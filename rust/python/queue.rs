@@ -314,19 +314,45 @@ impl Queue {
     /// last committed, in this or an earlier process; `start` then only
     /// says where a new name begins. `auto_commit=True` commits as it reads.
     ///
+    /// `direction="backward"` reads newest first: from `start` (then
+    /// "end", the newest message, is the usual start; "start" reads only
+    /// the oldest) down to the oldest message, across files.
+    ///
     /// >>> t = q.tailer(start=100)
     /// >>> billing = q.tailer(name="billing", start="end")
-    #[pyo3(signature = (start=None, *, name=None, auto_commit=false))]
+    /// >>> [m.seq for m in q.tailer(start="end", direction="backward")]
+    /// [2, 1, 0]
+    #[pyo3(signature = (start=None, *, name=None, auto_commit=false, direction="forward"))]
     fn tailer(
         &self,
         py: Python<'_>,
         start: Option<&Bound<'_, PyAny>>,
         name: Option<&str>,
         auto_commit: bool,
+        direction: &str,
     ) -> PyResult<Py<PyAny>> {
         let start = start_arg(start)?;
         let core = self.core()?;
         let queue = &core.queue;
+        match direction {
+            "forward" => {}
+            "backward" if name.is_some() => {
+                return Err(PyValueError::new_err(
+                    "a named tailer reads forward: drop name= or direction=\"backward\"",
+                ))
+            }
+            "backward" => {
+                let b = exit::detach(py, || queue.backward_tailer(start))?;
+                let t = Tailer::new(Reader::Backward(b), self.path.clone(), queue.tail_watch());
+                core.adopt(&t);
+                return Ok(Py::new(py, t)?.into_any());
+            }
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "direction must be \"forward\" or \"backward\", got {other:?}"
+                )))
+            }
+        }
         let Some(name) = name else {
             if auto_commit {
                 return Err(PyValueError::new_err(

@@ -22,6 +22,8 @@ use super::time;
 pub(crate) enum Reader {
     Plain(crate::Tailer),
     Named(crate::Consumer),
+    /// Newest first (`direction="backward"`): never waits.
+    Backward(crate::BackwardTailer),
 }
 
 impl Reader {
@@ -29,6 +31,7 @@ impl Reader {
         match self {
             Reader::Plain(t) => t.read_next(),
             Reader::Named(c) => c.read_next(),
+            Reader::Backward(b) => b.read_next(),
         }
     }
 
@@ -40,6 +43,8 @@ impl Reader {
         match self {
             Reader::Plain(t) => t.read_next_until(timeout, interrupt),
             Reader::Named(c) => c.read_next_until(timeout, interrupt),
+            // Nothing older is ever written: there is nothing to wait for.
+            Reader::Backward(b) => b.read_next(),
         }
     }
 
@@ -52,7 +57,7 @@ impl Reader {
     ) -> crate::Result<usize> {
         match self {
             Reader::Plain(t) => t.read_run(max, take),
-            Reader::Named(_) => Ok(0),
+            Reader::Named(_) | Reader::Backward(_) => Ok(0),
         }
     }
 
@@ -60,6 +65,7 @@ impl Reader {
         match self {
             Reader::Plain(t) => t.seek(seq),
             Reader::Named(c) => c.seek(seq),
+            Reader::Backward(b) => b.seek(seq),
         }
     }
 
@@ -67,6 +73,7 @@ impl Reader {
         match self {
             Reader::Plain(t) => t.seek_time(micros),
             Reader::Named(c) => c.seek_time(micros),
+            Reader::Backward(b) => b.seek_time(micros),
         }
     }
 
@@ -74,14 +81,22 @@ impl Reader {
         match self {
             Reader::Plain(t) => t.seek_end(),
             Reader::Named(c) => c.seek_end(),
+            Reader::Backward(b) => b.seek_end(),
         }
     }
 
-    fn next_seq(&self) -> u64 {
+    /// The sequence the next read returns (a backward tailer past its
+    /// oldest message: -1 below it).
+    fn next_seq(&self) -> i128 {
         match self {
-            Reader::Plain(t) => t.next_seq(),
-            Reader::Named(c) => c.next_seq(),
+            Reader::Plain(t) => i128::from(t.next_seq()),
+            Reader::Named(c) => i128::from(c.next_seq()),
+            Reader::Backward(b) => b.next_seq().map_or(-1, i128::from),
         }
+    }
+
+    fn is_backward(&self) -> bool {
+        matches!(self, Reader::Backward(_))
     }
 }
 
@@ -197,13 +212,14 @@ impl Tailer {
                 })
                 .unwrap_or(true)
             };
+            let backward = tailer.is_backward();
             let found = exit::detach(py, || tailer.read_next_until(chunk, &mut check));
             if let Some(e) = interrupted.take() {
                 return Err(e);
             }
             match found {
                 Ok(Some(m)) => return Ok(Some(Message::from_borrowed(py, &m)?)),
-                Ok(None) if timeout.is_some() => return Ok(None),
+                Ok(None) if timeout.is_some() || backward => return Ok(None),
                 Ok(None) => {}
                 Err(crate::Error::Closed) => {
                     // The queue closed under the wait: let go of the files now.
@@ -393,6 +409,7 @@ impl Tailer {
         self.with(py, |reader| match reader {
             Reader::Plain(t) => convert(py, t.read_next()),
             Reader::Named(c) => convert(py, c.read_next()),
+            Reader::Backward(b) => convert(py, b.read_next()),
         })
     }
 
@@ -503,7 +520,14 @@ impl Tailer {
     /// `notifier` once the message at `next_seq` is published (or the
     /// tailer or queue closes). Returns the registration, for `_unwatch`.
     fn _watch(&self, py: Python<'_>, notifier: &Notifier, token: u64) -> PyResult<u64> {
-        let seq = self.with(py, |t| Ok(t.next_seq()))?;
+        let seq = self.with(py, |t| {
+            if t.is_backward() {
+                return Err(PyValueError::new_err(
+                    "a backward tailer never waits: nothing older is ever written",
+                ));
+            }
+            Ok(t.next_seq() as u64)
+        })?;
         Ok(self
             .watch
             .register(self.owner(), seq, notifier.notify(token))?)
@@ -541,10 +565,25 @@ impl Tailer {
         self.with(py, |tailer| Ok(tailer.seek_end()?))
     }
 
-    /// The sequence number the next read returns.
+    /// The sequence number the next read returns. A backward tailer that
+    /// read the oldest message stands one below it (-1 when that was 0).
     #[getter]
-    fn next_seq(&self, py: Python<'_>) -> PyResult<u64> {
+    fn next_seq(&self, py: Python<'_>) -> PyResult<i128> {
         self.with(py, |tailer| Ok(tailer.next_seq()))
+    }
+
+    /// ``"forward"`` (oldest first, the default) or ``"backward"`` (newest
+    /// first; such a tailer never waits: `read_next(timeout=...)`,
+    /// `follow()` and `read_next_async()` return what is there and stop).
+    #[getter]
+    fn direction(&self, py: Python<'_>) -> PyResult<&'static str> {
+        self.with(py, |t| {
+            Ok(if t.is_backward() {
+                "backward"
+            } else {
+                "forward"
+            })
+        })
     }
 
     /// Steps over damage at the current position, after a read raised
@@ -564,6 +603,7 @@ impl Tailer {
         self.with(py, |reader| match reader {
             Reader::Plain(tailer) => Ok(tailer.skip_damaged()?),
             Reader::Named(consumer) => Ok(consumer.skip_damaged()?),
+            Reader::Backward(b) => Ok(b.skip_damaged()?),
         })
     }
 
@@ -613,6 +653,11 @@ impl Tailer {
     fn __repr__(&self, py: Python<'_>) -> String {
         match self.lock(py) {
             Ok(guard) => match guard.as_ref() {
+                Some(t) if t.is_backward() => format!(
+                    "<litemq.Tailer for {:?} at seq {} backward>",
+                    self.path,
+                    t.next_seq()
+                ),
                 Some(t) => format!(
                     "<litemq.Tailer for {:?} at seq {}>",
                     self.path,

@@ -1,6 +1,7 @@
 //! The read path: the [`catalog::Catalog`] of data files, [`tailer::Tailer`]s
 //! that walk frames, and columnar [`columns::Columns`] reads.
 
+pub mod backward;
 pub mod catalog;
 pub mod columns;
 pub mod keys;
