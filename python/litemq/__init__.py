@@ -46,6 +46,7 @@ from litemq.consumers import ConsumerInfo
 from litemq.options import Batch
 from litemq.queue import Queue
 from litemq.retention import Retention, RetentionReport
+from litemq.stats import DataFileInfo, RecoveryReport, Stats
 
 __all__ = [
     "MAX_HEADERS",
@@ -59,6 +60,7 @@ __all__ = [
     "Consumer",
     "ConsumerInfo",
     "CorruptedError",
+    "DataFileInfo",
     "Follow",
     "ForkedError",
     "InternalError",
@@ -70,8 +72,10 @@ __all__ = [
     "PoisonedError",
     "Queue",
     "ReadOnlyError",
+    "RecoveryReport",
     "Retention",
     "RetentionReport",
+    "Stats",
     "Tailer",
     "UnsupportedVersionError",
     "__version__",

@@ -12,6 +12,7 @@ from litemq import _litemq, arrow
 from litemq.consumers import ConsumerInfo
 from litemq.options import FlushSpec, RollSpec, WaitSpec
 from litemq.retention import Retention, RetentionReport
+from litemq.stats import DataFileInfo, Stats
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -177,6 +178,23 @@ class Queue(_litemq.Queue):
             return []
         with self.tailer(start) as t:
             return t.read_batch(end - start, timeout=0)
+
+    def stats(self) -> Stats:
+        """Counters and sizes, for monitoring: a `litemq.Stats`.
+
+        >>> s = q.stats()
+        >>> (s.messages, s.files, s.recovery.cut_bytes)
+        (3, 1, 0)
+        """
+        return Stats._from_native(self._stats())
+
+    def data_files(self) -> list[DataFileInfo]:
+        """The data files, oldest first, each a `litemq.DataFileInfo`.
+
+        >>> [f.first_seq for f in q.data_files()]
+        [0, 50, 100]
+        """
+        return [DataFileInfo(**d) for d in self._data_files()]
 
     def consumers(self) -> list[ConsumerInfo]:
         """Every named tailer with its committed position and lag, by name.

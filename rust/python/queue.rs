@@ -422,16 +422,9 @@ impl Queue {
         consumer::report_dict(py, &report)
     }
 
-    /// The data files, oldest first, as dicts: `path`, `file_number`,
-    /// `first_seq`, `end_seq` (one past the last sequence it holds),
-    /// `created` (UTC datetime), `size` (the largest the file may grow to),
-    /// `bytes_written` (header and frames), `bytes_allocated` (disk blocks,
-    /// `st_blocks` × 512) and `index_bytes_allocated` (its sparse and dense
-    /// indexes').
-    ///
-    /// >>> [f["first_seq"] for f in q.data_files()]
-    /// [0, 50, 100]
-    fn data_files<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    /// The data files, oldest first, as dicts (`litemq.Queue.data_files`
+    /// makes them `litemq.DataFileInfo`).
+    fn _data_files<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let queue = self.queue()?;
         let files = exit::detach(py, || {
             queue.wait_visible().and_then(|()| queue.data_files())
@@ -525,11 +518,9 @@ impl Queue {
         Ok(self.open_queue()?.len() as usize)
     }
 
-    /// Counters and sizes, as a dict.
-    ///
-    /// >>> q.stats()["messages"]
-    /// 3
-    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    /// Counters and sizes, as a dict (`litemq.Queue.stats` makes it a
+    /// `litemq.Stats`).
+    fn _stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.open_queue()?.stats();
         let d = PyDict::new(py);
         super::batch::fill_stats(&d, &s)?;

@@ -93,7 +93,7 @@ async def test_a_thousand_idle_followers_cost_no_thread_and_all_wake(
     # One watch thread for the handle, not one per waiter; and one
     # registration in wake.ctl, not a thousand.
     assert native_threads() - before <= 1
-    assert queue.stats()["waiters"] == 1
+    assert queue.stats().waiters == 1
     queue.appender().append(b"for everyone")
     got = await asyncio.wait_for(asyncio.gather(*tasks), 30)
     assert [(m.seq, m.payload) for m in got if m is not None] == [(0, b"for everyone")] * 1000
@@ -175,7 +175,7 @@ async def test_flush_async_makes_appends_durable(queue: litemq.Queue) -> None:
     for i in range(100):
         app.append(b"%d" % i)
     await asyncio.wait_for(app.flush_async(), 10)
-    assert queue.stats()["durable_seq"] >= 100
+    assert queue.stats().durable_seq >= 100
     # Nothing new: still returns.
     await asyncio.wait_for(app.flush_async(), 10)
 
