@@ -339,6 +339,16 @@ impl Appender {
         Ok(exit::detach(py, || app.flush())?)
     }
 
+    /// Refuses pickling and copying: an appender feeds this process's I/O thread.
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(PyTypeError::new_err(format!(
+            "a litemq.Appender cannot be pickled or copied: it feeds this process's I/O \
+             thread; pass the queue's path ({:?}) and call litemq.Queue(path).appender() \
+             in the other process (one writer process at a time unless multi_writer=True)",
+            self.path
+        )))
+    }
+
     /// `flush` for asyncio: awaits until every message appended before the
     /// call is written and msync'd, without a thread blocked per flush (the
     /// I/O thread reports the durable mark to the event loop). Cancelling

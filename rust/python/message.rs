@@ -30,6 +30,11 @@ pub(crate) struct Message {
     key: Option<Py<PyAny>>,
     headers: Option<Py<PyDict>>,
     view: Option<(Arc<Mapping>, Range<usize>)>,
+    /// Offset of the frame in its data file.
+    frame_at: u64,
+    /// The data file, when `view` does not tell it (`get`, `find`,
+    /// unpickled); `None` with no view: unknown.
+    file: Option<String>,
 }
 
 fn key_object(py: Python<'_>, key: Option<&[u8]>, is_text: bool) -> PyResult<Option<Py<PyAny>>> {
@@ -70,6 +75,8 @@ impl Message {
             key: key_object(py, m.key, m.key_is_text())?,
             headers,
             view: Some((m.mapping().clone(), m.payload_range())),
+            frame_at: crate::format::position::decode(m.position()).1,
+            file: None,
         })
     }
 
@@ -95,6 +102,8 @@ impl Message {
             key: key_object(py, m.key.as_deref(), m.key_is_text)?,
             headers,
             view: None,
+            frame_at: m.offset,
+            file: Some(m.file.display().to_string()),
         })
     }
 }
@@ -141,6 +150,37 @@ impl Message {
             }
             None => PyMemoryView::from(self.payload.bind(py).as_any()),
         }
+    }
+
+    /// Where the message was read from, for debugging: `(path of the data
+    /// file, offset of its frame)`, or None when not known. Kept by pickling.
+    ///
+    /// >>> q.get(0).position
+    /// ('/tmp/orders/2026/11/21/20261121-0001.data', 4096)
+    #[getter]
+    fn position(&self) -> Option<(String, u64)> {
+        match (&self.file, &self.view) {
+            (Some(f), _) => Some((f.clone(), self.frame_at)),
+            (None, Some((map, _))) => Some((map.path().display().to_string(), self.frame_at)),
+            (None, None) => None,
+        }
+    }
+
+    /// Pickles as its values (the payload is copied; `position` is kept):
+    /// a message can cross to another process (multiprocessing, Spark).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let m = slf.get();
+        let restore = py.import("litemq._litemq")?.getattr("_restore_message")?;
+        let args = (
+            m.seq,
+            m.timestamp,
+            m.payload.clone_ref(py),
+            m.key(py),
+            m.headers.as_ref().map(|h| h.clone_ref(py)),
+            m.position(),
+        );
+        (restore, args).into_pyobject(py).map(|t| t.into_any())
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
@@ -197,5 +237,32 @@ impl Message {
     fn __hash__(&self) -> u64 {
         // Messages are values; two equal messages share seq and timestamp.
         self.seq.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ self.timestamp
+    }
+}
+
+/// Rebuilds a pickled `Message` (see `Message.__reduce__`).
+#[pyfunction]
+#[pyo3(signature = (seq, timestamp, payload, key, headers, position))]
+pub(crate) fn _restore_message(
+    seq: u64,
+    timestamp: u64,
+    payload: Py<PyBytes>,
+    key: Option<Py<PyAny>>,
+    headers: Option<Py<PyDict>>,
+    position: Option<(String, u64)>,
+) -> Message {
+    let (file, frame_at) = match position {
+        Some((f, at)) => (Some(f), at),
+        None => (None, 0),
+    };
+    Message {
+        seq,
+        timestamp,
+        payload,
+        key,
+        headers,
+        view: None,
+        frame_at,
+        file,
     }
 }

@@ -42,6 +42,7 @@ fn litemq_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(queue::writer_pid, m)?)?;
     m.add_function(wrap_pyfunction!(queue::reindex, m)?)?;
     m.add_function(wrap_pyfunction!(queue::close_all_at_exit, m)?)?;
+    m.add_function(wrap_pyfunction!(message::_restore_message, m)?)?;
     m.add_class::<queue::Queue>()?;
     m.add_class::<appender::Appender>()?;
     m.add_class::<tailer::Tailer>()?;

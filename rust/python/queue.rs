@@ -299,6 +299,17 @@ impl Queue {
         })
     }
 
+    /// Refuses pickling and copying: a queue handle holds open files, the
+    /// writer lock and an I/O thread, which cannot move to another process.
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(PyTypeError::new_err(format!(
+            "a litemq.Queue cannot be pickled or copied: it holds open files, the writer \
+             lock and an I/O thread; pass its path ({:?}) and open litemq.Queue(path) \
+             in the other process",
+            self.path
+        )))
+    }
+
     /// An appender for writing messages (raises ReadOnlyError when read-only).
     ///
     /// >>> app = q.appender()

@@ -538,6 +538,22 @@ impl Tailer {
         self.watch.cancel(id);
     }
 
+    /// Refuses pickling and copying: a tailer maps its queue's files.
+    fn __reduce__(&self, py: Python<'_>) -> PyResult<()> {
+        let at = self
+            .lock(py)
+            .ok()
+            .and_then(|g| g.as_ref().map(|r| r.next_seq()));
+        let at = at.map_or_else(|| "t.next_seq".to_string(), |s| s.to_string());
+        Err(PyTypeError::new_err(format!(
+            "a litemq.Tailer cannot be pickled or copied: it maps the queue's files; \
+             pass the queue's path ({:?}) and the position ({at}), and open \
+             litemq.Queue(path, read_only=True).tailer(start=...) in the other process \
+             (a named tailer: pass its name; messages themselves pickle)",
+            self.path
+        )))
+    }
+
     /// Moves to sequence `seq`: the next read returns that message
     /// (ValueError outside 0..2**64 - 1, NotFoundError if not in the queue).
     ///

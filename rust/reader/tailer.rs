@@ -111,6 +111,8 @@ impl<'a> Message<'a> {
                 .map(|h| (h.name.to_string(), h.value.to_vec(), h.value_is_text))
                 .collect(),
             payload: self.payload.to_vec(),
+            file: self.mapping.path().to_path_buf(),
+            offset: position::decode(self.position).1,
         }
     }
 }
@@ -130,6 +132,10 @@ pub struct OwnedMessage {
     pub headers: Vec<(String, Vec<u8>, bool)>,
     /// The message body.
     pub payload: Vec<u8>,
+    /// The data file the message was read from.
+    pub file: std::path::PathBuf,
+    /// Offset of its frame in that file.
+    pub offset: u64,
 }
 
 #[derive(Debug)]
