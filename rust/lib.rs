@@ -5,8 +5,9 @@
 //! data files. [`Tailer`]s in this or other processes read them back straight
 //! from the mapping, seek by sequence or time, and never see a torn frame.
 //!
-//! ```no_run
-//! let queue = litemq::QueueBuilder::new("/tmp/orders").open()?;
+//! ```
+//! # let dir = tempfile::tempdir().unwrap();
+//! let queue = litemq::QueueBuilder::new(dir.path().join("orders")).open()?;
 //! let appender = queue.appender()?;
 //! let seq = appender.append(b"order 1")?;
 //! let mut tailer = queue.tailer(litemq::Start::Seq(seq))?;

@@ -140,8 +140,9 @@ struct Inner {
 /// An open queue. `Send + Sync`; close it (or drop it) to flush and stop
 /// the I/O thread.
 ///
-/// ```no_run
-/// let queue = litemq::QueueBuilder::new("/tmp/orders").open()?;
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// let queue = litemq::QueueBuilder::new(dir.path().join("orders")).open()?;
 /// queue.appender()?.append(b"order 1")?;
 /// assert_eq!(queue.get(0)?.payload, b"order 1");
 /// queue.close()?;

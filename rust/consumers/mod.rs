@@ -8,8 +8,10 @@
 //! message read so far is done; after a crash the consumer sees again only
 //! what it read after its last commit, and never skips a message.
 //!
-//! ```no_run
-//! # let queue = litemq::QueueBuilder::new("/tmp/orders").open()?;
+//! ```
+//! # let dir = tempfile::tempdir().unwrap();
+//! # let queue = litemq::QueueBuilder::new(dir.path()).open()?;
+//! # queue.appender()?.append(b"order 1")?;
 //! let mut billing = queue.consumer("billing", litemq::Start::Beginning)?;
 //! while let Some(msg) = billing.read_next()? {
 //!     println!("bill order {}", msg.seq);

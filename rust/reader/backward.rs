@@ -16,12 +16,19 @@ use crate::error::{Error, Result};
 /// Reads messages from a starting point towards the oldest, one sequence
 /// lower at each read, across files.
 ///
-/// ```no_run
-/// # let queue = litemq::QueueBuilder::new("/tmp/q").open()?;
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let queue = litemq::QueueBuilder::new(dir.path()).open()?;
+/// queue.appender()?.append_batch([&b"a"[..], b"b", b"c"])?;
 /// let mut newest_first = queue.backward_tailer(litemq::Start::End)?;
 /// while let Some(msg) = newest_first.read_next()? {
 ///     println!("{} {:?}", msg.seq, msg.payload);
 /// }
+/// let seqs: Vec<u64> = queue
+///     .backward_tailer(litemq::Start::End)?
+///     .map(|m| m.map(|m| m.seq))
+///     .collect::<litemq::Result<_>>()?;
+/// assert_eq!(seqs, [2, 1, 0]);
 /// # Ok::<(), litemq::Error>(())
 /// ```
 #[derive(Debug)]
@@ -111,5 +118,17 @@ impl BackwardTailer {
             }
             None => Ok(false),
         }
+    }
+}
+
+/// Newest first, owned copies; see [`Tailer`]'s `Iterator` for how errors
+/// are reported.
+impl Iterator for BackwardTailer {
+    type Item = Result<crate::reader::tailer::OwnedMessage>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.read_next()
+            .map(|m| m.map(|m| m.to_owned()))
+            .transpose()
     }
 }

@@ -256,12 +256,20 @@ struct Located {
 /// end-of-file marker. Once its queue is closed every call returns
 /// [`Error::Closed`] (a blocked wait wakes with it) and the file is unmapped.
 ///
-/// ```no_run
-/// # let queue = litemq::QueueBuilder::new("/tmp/q").open()?;
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let queue = litemq::QueueBuilder::new(dir.path()).open()?;
+/// # queue.appender()?.append_batch([&b"a"[..], b"b"])?;
 /// let mut tailer = queue.tailer(litemq::Start::Beginning)?;
 /// while let Some(msg) = tailer.read_next()? {
 ///     println!("{} {:?}", msg.seq, msg.payload);
 /// }
+/// // Or as an iterator of owned messages (a copy each):
+/// let payloads: Vec<Vec<u8>> = queue
+///     .tailer(litemq::Start::Beginning)?
+///     .map(|m| m.map(|m| m.payload))
+///     .collect::<litemq::Result<_>>()?;
+/// assert_eq!(payloads, [b"a".to_vec(), b"b".to_vec()]);
 /// # Ok::<(), litemq::Error>(())
 /// ```
 #[derive(Debug)]
@@ -278,6 +286,22 @@ pub struct Tailer {
     /// The queue handle's wake-up word (`None`: poll).
     wake: Option<Arc<WakeSource>>,
     sleeper: Sleeper,
+}
+
+/// Iterating a tailer yields the messages published so far as owned copies
+/// ([`OwnedMessage`]; [`Tailer::read_next`] borrows instead of copying) and
+/// ends at the tail, like Python's `for msg in tailer`; iterate again later
+/// to get newer ones. An error (damage: [`Error::Corrupted`]) is yielded as
+/// `Some(Err(..))` with the tailer left at the message that failed, so the
+/// next call fails again: stop, or call [`Tailer::skip_damaged`] to go on.
+impl Iterator for Tailer {
+    type Item = Result<OwnedMessage>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.read_next()
+            .map(|m| m.map(|m| m.to_owned()))
+            .transpose()
+    }
 }
 
 impl Tailer {

@@ -65,6 +65,18 @@ struct Shared {
 
 /// Waits for the tail of one queue handle on behalf of registered waiters;
 /// see the module documentation. Cloning shares the watch.
+///
+/// ```
+/// use std::sync::mpsc;
+/// # let dir = tempfile::tempdir().unwrap();
+/// let queue = litemq::QueueBuilder::new(dir.path()).open()?;
+/// let (tx, rx) = mpsc::channel();
+/// // Tell me when message 0 is published (owner 1 names the waiter).
+/// queue.tail_watch().register(1, 0, litemq::Notify::new(move |r| tx.send(r.is_ok()).unwrap()))?;
+/// queue.appender()?.append(b"hello")?;
+/// assert!(rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap());
+/// # Ok::<(), litemq::Error>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct TailWatch {
     shared: Arc<Shared>,

@@ -29,8 +29,9 @@ pub(crate) struct AppenderInner {
 /// fails with [`Error::MaybeStored`] may be in the queue: the writer failed
 /// after writing it, so read before retrying.
 ///
-/// ```no_run
-/// # let queue = litemq::QueueBuilder::new("/tmp/q").open()?;
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let queue = litemq::QueueBuilder::new(dir.path()).open()?;
 /// let appender = queue.appender()?;
 /// let first = appender.append(b"hello")?;
 /// let rest = appender.append_batch([&b"a"[..], b"b"])?;
