@@ -18,6 +18,9 @@
 //!     // ... once the message is handled:
 //! }
 //! billing.commit()?;
+//! // Or as an iterator of owned messages:
+//! let rest: Vec<u64> = billing.map(|m| m.map(|m| m.seq)).collect::<litemq::Result<_>>()?;
+//! assert!(rest.is_empty());
 //! # Ok::<(), litemq::Error>(())
 //! ```
 //!
@@ -116,6 +119,19 @@ pub struct Consumer {
     /// means whatever is first when reading starts, even if retention
     /// removed the first message in between.
     from_beginning: bool,
+}
+
+/// Owned copies of the messages available now, as [`Tailer`]'s `Iterator`
+/// (an error is yielded and the consumer stays at the failing message).
+/// Nothing is committed until [`Consumer::commit`] (or auto-commit).
+impl Iterator for Consumer {
+    type Item = Result<crate::reader::tailer::OwnedMessage>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.read_next()
+            .map(|m| m.map(|m| m.to_owned()))
+            .transpose()
+    }
 }
 
 impl Consumer {
