@@ -113,8 +113,17 @@ async def read_next(tailer: Tailer, timeout: float | None) -> Message | None:
         finally:
             tailer._unwatch(watch)
             bridge.forget(token)
-            if not fut.done():
-                fut.cancel()
+            _settle(fut)
+
+
+def _settle(fut: asyncio.Future[None]) -> None:
+    """Leaves `fut` with nothing to report: cancelled if pending, its error
+    retrieved if it failed while the task was being cancelled (else asyncio
+    logs "Future exception was never retrieved")."""
+    if not fut.done():
+        fut.cancel()
+    elif not fut.cancelled():
+        fut.exception()
 
 
 class FollowAsync(AsyncIterator["Message"]):
@@ -146,3 +155,4 @@ async def flush(appender: Appender) -> None:
         await fut
     finally:
         bridge.forget(token)
+        _settle(fut)

@@ -16,14 +16,13 @@ import pytest
 import litemq
 from conftest import SMALL_FILE, spawn_python
 
-pytestmark = pytest.mark.asyncio
-
 
 def native_threads() -> int:
     """Threads of this process, native ones included."""
     return len(os.listdir("/proc/self/task"))
 
 
+@pytest.mark.asyncio
 async def test_read_next_async_waits_for_a_later_append(queue: litemq.Queue) -> None:
     t = queue.tailer()
     app = queue.appender()
@@ -41,6 +40,7 @@ async def test_read_next_async_waits_for_a_later_append(queue: litemq.Queue) -> 
     assert await t.read_next_async(timeout=0.05) is None
 
 
+@pytest.mark.asyncio
 async def test_read_next_async_returns_what_is_there_without_waiting(
     queue: litemq.Queue,
 ) -> None:
@@ -51,6 +51,7 @@ async def test_read_next_async_returns_what_is_there_without_waiting(
     assert await t.read_next_async(timeout=0) is None
 
 
+@pytest.mark.asyncio
 async def test_bad_timeouts_are_refused_before_any_wait(queue: litemq.Queue) -> None:
     t = queue.tailer()
     with pytest.raises(ValueError, match="timeout"):
@@ -59,6 +60,7 @@ async def test_bad_timeouts_are_refused_before_any_wait(queue: litemq.Queue) -> 
         t.follow_async(idle_timeout=float("nan"))
 
 
+@pytest.mark.asyncio
 async def test_a_cancelled_read_consumes_nothing(queue: litemq.Queue) -> None:
     t = queue.tailer()
     waiting = asyncio.create_task(t.read_next_async())
@@ -72,6 +74,7 @@ async def test_a_cancelled_read_consumes_nothing(queue: litemq.Queue) -> None:
     assert (msg.seq, msg.payload) == (0, b"kept")
 
 
+@pytest.mark.asyncio
 async def test_a_read_cancelled_by_a_timeout_consumes_nothing(queue: litemq.Queue) -> None:
     t = queue.tailer()
     with pytest.raises(TimeoutError):
@@ -82,6 +85,7 @@ async def test_a_read_cancelled_by_a_timeout_consumes_nothing(queue: litemq.Queu
     assert msg.seq == 0
 
 
+@pytest.mark.asyncio
 async def test_a_thousand_idle_followers_cost_no_thread_and_all_wake(
     queue: litemq.Queue,
 ) -> None:
@@ -99,6 +103,7 @@ async def test_a_thousand_idle_followers_cost_no_thread_and_all_wake(
     assert [(m.seq, m.payload) for m in got if m is not None] == [(0, b"for everyone")] * 1000
 
 
+@pytest.mark.asyncio
 async def test_closing_the_queue_ends_a_wait_with_closed_error(qpath: Path) -> None:
     q = litemq.Queue(qpath, file_size=SMALL_FILE)
     t = q.tailer()
@@ -111,6 +116,7 @@ async def test_closing_the_queue_ends_a_wait_with_closed_error(qpath: Path) -> N
         await t.read_next_async()
 
 
+@pytest.mark.asyncio
 async def test_closing_the_tailer_ends_its_wait_with_closed_error(
     queue: litemq.Queue,
 ) -> None:
@@ -130,12 +136,14 @@ async def test_closing_the_tailer_ends_its_wait_with_closed_error(
     assert msg.payload == b"x"
 
 
+@pytest.mark.asyncio
 async def test_follow_async_stops_after_idle_timeout(queue: litemq.Queue) -> None:
     queue.appender().append_batch([b"0", b"1", b"2"])
     got = [m.payload async for m in queue.tailer().follow_async(idle_timeout=0.1)]
     assert got == [b"0", b"1", b"2"]
 
 
+@pytest.mark.asyncio
 @pytest.mark.multiprocess
 async def test_follow_async_sees_a_writer_in_another_process(qpath: Path) -> None:
     n = 200
@@ -170,6 +178,7 @@ async def test_follow_async_sees_a_writer_in_another_process(qpath: Path) -> Non
         reader.close()
 
 
+@pytest.mark.asyncio
 async def test_flush_async_makes_appends_durable(queue: litemq.Queue) -> None:
     app = queue.appender()
     for i in range(100):
@@ -180,6 +189,7 @@ async def test_flush_async_makes_appends_durable(queue: litemq.Queue) -> None:
     await asyncio.wait_for(app.flush_async(), 10)
 
 
+@pytest.mark.asyncio
 async def test_flush_async_after_close_raises_closed_error(qpath: Path) -> None:
     q = litemq.Queue(qpath, file_size=SMALL_FILE)
     app = q.appender()
@@ -189,6 +199,7 @@ async def test_flush_async_after_close_raises_closed_error(qpath: Path) -> None:
         await asyncio.wait_for(app.flush_async(), 10)
 
 
+@pytest.mark.asyncio
 async def test_many_loops_one_after_another(queue: litemq.Queue) -> None:
     # Each event loop gets its own bridge; one that ended leaves nothing behind.
     def in_new_loop() -> bytes:
@@ -202,3 +213,29 @@ async def test_many_loops_one_after_another(queue: litemq.Queue) -> None:
     queue.appender().append(b"x")
     assert await asyncio.to_thread(in_new_loop) == b"x"
     assert await asyncio.to_thread(in_new_loop) == b"x"
+
+
+def test_a_wait_cancelled_as_its_queue_closes_leaves_no_unretrieved_error(qpath: Path) -> None:
+    # The queue closes (the wait's future gets ClosedError) and the task is
+    # cancelled before it looks: asyncio must have nothing to complain about.
+    import gc
+
+    complaints: list[dict[str, object]] = []
+
+    async def scenario() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda _, ctx: complaints.append(ctx))
+        q = litemq.Queue(qpath, file_size=SMALL_FILE)
+        task = asyncio.create_task(q.tailer().read_next_async())
+        await asyncio.sleep(0.05)
+        q.close()
+        await asyncio.sleep(0)  # the loop reads the notifier: the future fails
+        task.cancel()
+        with pytest.raises((asyncio.CancelledError, litemq.ClosedError)):
+            await task
+        del task
+        gc.collect()
+        await asyncio.sleep(0)
+
+    asyncio.run(scenario())
+    gc.collect()
+    assert complaints == []
