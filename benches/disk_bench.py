@@ -15,7 +15,7 @@ Prints, for the scenarios of issue 13 ("Disk that matches the data"):
 
 "Allocated" is ``st_blocks * 512`` of every file under the queue directory
 (data, sparse index, key index, metadata), "written" is the header and frame
-bytes of the data files (``stats()["data_bytes_written"]``). Run:
+bytes of the data files (``stats().data_bytes_written``). Run:
 ``.venv/bin/python benches/disk_bench.py [--dir DIR] [--messages N]``.
 This is a measurement, not a test: it prints figures and asserts nothing.
 """
