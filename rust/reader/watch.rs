@@ -17,12 +17,12 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::catalog::Catalog;
 use super::tailer::Tailer;
 use super::wait::{WaitStrategy, SLEEP_AT_MOST};
-use super::wake::WakeSource;
+use super::wake::{WakeSource, RETRY};
 use crate::error::{Error, Result};
 use crate::notify::Notify;
 
@@ -30,7 +30,8 @@ use crate::notify::Notify;
 /// starts again with the next one).
 pub const IDLE_EXIT: Duration = Duration::from_secs(1);
 /// How often the thread polls the tail when the handle has no wake-up word
-/// (a read-only handle that cannot write `wake.ctl`, not Linux).
+/// (a read-only handle that cannot write `wake.ctl`, not Linux); it asks
+/// for the word again every [`RETRY`].
 const POLL_EVERY: Duration = Duration::from_millis(1);
 
 /// Identifies a registration, to cancel it.
@@ -242,6 +243,7 @@ fn run(shared: &Shared) {
         }
         let file = shared.wake.file();
         let _registered = file.as_ref().map(|f| f.register());
+        let polling_since = Instant::now();
         loop {
             let seen = file.as_ref().map(|f| f.current());
             let tail = if positioned {
@@ -273,6 +275,7 @@ fn run(shared: &Shared) {
                 (Some(f), Some(seen)) => {
                     f.sleep(seen, SLEEP_AT_MOST);
                 }
+                _ if polling_since.elapsed() >= RETRY => break, // try the word again
                 _ => std::thread::sleep(POLL_EVERY),
             }
         }

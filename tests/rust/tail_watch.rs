@@ -133,3 +133,30 @@ fn flush_then_reports_once_the_appends_are_durable() {
         "a closed writer flushed"
     );
 }
+
+#[test]
+fn a_watch_without_a_wake_up_word_polls_and_still_fires() {
+    let dir = tempfile::tempdir().unwrap();
+    small(dir.path()).open().unwrap().close().unwrap();
+    // As after an older litemq: no wake.ctl when the reader opens.
+    std::fs::remove_file(dir.path().join("wake.ctl")).unwrap();
+    let reader = small(dir.path()).read_only(true).open().unwrap();
+    let watch = reader.tail_watch();
+    let (n, rx) = channel_notify();
+    watch.register(1, 0, n).unwrap();
+    assert!(rx.recv_timeout(SHORT).is_err());
+    assert!(!reader.stats().wake_word, "the reader found a wake-up word");
+    // A writer appears (creating wake.ctl) and appends twice, a while apart.
+    let writer = small(dir.path()).open().unwrap();
+    let app = writer.appender().unwrap();
+    app.append(b"0").unwrap();
+    assert_eq!(rx.recv_timeout(LONG).unwrap(), Ok(()));
+    let (n, rx) = channel_notify();
+    watch.register(1, 1, n).unwrap();
+    // Past the retry, the watch sleeps on the word the writer made.
+    std::thread::sleep(Duration::from_millis(2500));
+    let stats = reader.stats();
+    assert!(stats.wake_word && stats.waiters == 1, "{stats:?}");
+    app.append(b"1").unwrap();
+    assert_eq!(rx.recv_timeout(LONG).unwrap(), Ok(()));
+}
