@@ -710,4 +710,9 @@ impl Follow {
     fn __repr__(&self, py: Python<'_>) -> String {
         format!("<litemq.Follow over {}>", self.tailer.get().__repr__(py))
     }
+
+    /// Refuses pickling and copying, as its tailer does.
+    fn __reduce__(&self, py: Python<'_>) -> PyResult<()> {
+        self.tailer.get().__reduce__(py)
+    }
 }

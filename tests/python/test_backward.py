@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,20 @@ def test_backward_from_a_sequence_starts_there(filled: litemq.Queue) -> None:
     msg = t.read_next()
     assert msg is not None
     assert msg.seq == N - 1
+
+
+def test_backward_seek_time_goes_to_the_newest_message_before_it(queue: litemq.Queue) -> None:
+    app = queue.appender()
+    for i in range(5):
+        app.append(b"%d" % i)
+        time.sleep(0.002)  # distinct timestamps
+    stamps = [m.timestamp for m in queue.tailer()]
+    assert len(set(stamps)) == 5
+    t = queue.tailer(start="end", direction="backward")
+    t.seek_time(stamps[3])
+    assert [m.seq for m in t] == [2, 1, 0]
+    t.seek_time(stamps[0])  # nothing before the first
+    assert t.read_next() is None
 
 
 def test_backward_from_the_start_reads_only_the_oldest(filled: litemq.Queue) -> None:

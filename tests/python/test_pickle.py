@@ -77,13 +77,14 @@ def test_repr_shows_what_the_message_is(three: litemq.Queue) -> None:
     assert "(100 bytes)" in long
 
 
-@pytest.mark.parametrize("what", ["queue", "tailer", "named", "appender"])
+@pytest.mark.parametrize("what", ["queue", "tailer", "named", "appender", "follow"])
 def test_handles_refuse_pickling_and_say_what_to_pass(three: litemq.Queue, what: str) -> None:
     handle = {
         "queue": lambda: three,
         "tailer": lambda: three.tailer(),
         "named": lambda: three.tailer(name="billing"),
         "appender": lambda: three.appender(),
+        "follow": lambda: three.tailer().follow(),
     }[what]()
     with pytest.raises(TypeError, match="cannot be pickled") as info:
         pickle.dumps(handle)
