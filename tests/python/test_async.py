@@ -239,3 +239,19 @@ def test_a_wait_cancelled_as_its_queue_closes_leaves_no_unretrieved_error(qpath:
     asyncio.run(scenario())
     gc.collect()
     assert complaints == []
+
+
+@pytest.mark.asyncio
+async def test_a_named_tailer_awaits_and_commits_like_a_blocking_one(queue: litemq.Queue) -> None:
+    app = queue.appender()
+    with queue.tailer(name="billing", auto_commit=True) as c:
+        waiting = asyncio.create_task(c.read_next_async(timeout=10))
+        await asyncio.sleep(0.02)
+        app.append(b"bill me")
+        msg = await waiting
+        assert msg is not None
+        assert msg.payload == b"bill me"
+    # auto_commit committed what was read: the name resumes after it.
+    with queue.tailer(name="billing") as c:
+        assert c.next_seq == 1
+        assert await c.read_next_async(timeout=0.02) is None
