@@ -92,11 +92,13 @@ async def read_next(tailer: Tailer, timeout: float | None) -> Message | None:
             return None
         if backoff:
             await asyncio.sleep(min(backoff, remaining) if remaining is not None else backoff)
+            remaining = None if deadline is None else max(deadline - loop.time(), 0.0)
         token, fut = bridge.future()
         try:
             watch = tailer._watch(bridge.notifier, token)
         except BaseException:
             bridge.forget(token)
+            _settle(fut)
             raise
         try:
             done, _ = await asyncio.wait({fut}, timeout=remaining)
