@@ -255,3 +255,34 @@ async def test_a_named_tailer_awaits_and_commits_like_a_blocking_one(queue: lite
     with queue.tailer(name="billing") as c:
         assert c.next_seq == 1
         assert await c.read_next_async(timeout=0.02) is None
+
+
+@pytest.mark.asyncio
+async def test_a_hole_before_published_messages_is_reported_not_awaited_forever(
+    qpath: Path,
+) -> None:
+    # A zeroed length word in the file being written, with messages after it:
+    # an async reader gets CorruptedError (as a blocking one does), it does
+    # not wait for a message that can never come.
+    with litemq.Queue(qpath, file_size=SMALL_FILE, index_interval=4) as q:
+        q.appender().append_batch([b"m%d" % i for i in range(20)])
+        q.appender().flush()
+        position = q.get(10).position
+        assert position is not None
+        path, offset = position
+        with open(path, "r+b") as f:
+            f.seek(offset)
+            f.write(b"\0\0\0\0")
+        reader = litemq.Queue(qpath, read_only=True)
+        try:
+            t = reader.tailer()
+            assert [m.seq for m in t.read_batch(100, timeout=0)] == list(range(10))
+            with pytest.raises(litemq.CorruptedError) as info:
+                await asyncio.wait_for(t.read_next_async(), 10)
+            assert info.value.offset == offset
+            assert t.skip_damaged()
+            msg = await t.read_next_async(timeout=5)
+            assert msg is not None
+            assert msg.seq == 11
+        finally:
+            reader.close()
