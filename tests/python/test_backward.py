@@ -57,7 +57,8 @@ def test_backward_seek_time_goes_to_the_newest_message_before_it(queue: litemq.Q
     app = queue.appender()
     for i in range(5):
         app.append(b"%d" % i)
-        time.sleep(0.002)  # distinct timestamps
+        app.flush()  # written (and stamped) now, not in one bundle with the next
+        time.sleep(0.002)
     stamps = [m.timestamp for m in queue.tailer()]
     assert len(set(stamps)) == 5
     t = queue.tailer(start="end", direction="backward")
