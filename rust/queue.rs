@@ -998,7 +998,11 @@ impl Queue {
             w.shared.drop_wake();
         }
         self.inner.wake.close();
-        self.inner.watch.close();
+        if stop_tailers {
+            // Dropped, not closed: tailers made from the queue read on, and
+            // their async waits with them.
+            self.inner.watch.close();
+        }
         *self.inner.getter.lock().unwrap_or_else(|e| e.into_inner()) = None;
         *self
             .inner

@@ -286,3 +286,20 @@ async def test_a_hole_before_published_messages_is_reported_not_awaited_forever(
             assert msg.seq == 11
         finally:
             reader.close()
+
+
+@pytest.mark.asyncio
+async def test_a_tailer_outliving_its_dropped_queue_handle_still_awaits(qpath: Path) -> None:
+    # `litemq.Queue(path).tailer()` keeps only the tailer: dropping the
+    # handle (not closing it) leaves its tailers reading, async waits too.
+    import gc
+
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as writer:
+        t = litemq.Queue(qpath, read_only=True).tailer(start="end")
+        gc.collect()
+        waiting = asyncio.create_task(t.read_next_async(timeout=10))
+        await asyncio.sleep(0.05)
+        writer.appender().append(b"still here")
+        msg = await asyncio.wait_for(waiting, 20)
+        assert msg is not None
+        assert msg.payload == b"still here"
