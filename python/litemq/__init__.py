@@ -46,6 +46,7 @@ from litemq.consumers import ConsumerInfo
 from litemq.options import Batch
 from litemq.queue import Queue
 from litemq.retention import Retention, RetentionReport
+from litemq.stats import DataFileInfo, RecoveryReport, Stats
 from litemq.topics import TopicInfo
 
 __all__ = [
@@ -60,6 +61,7 @@ __all__ = [
     "Consumer",
     "ConsumerInfo",
     "CorruptedError",
+    "DataFileInfo",
     "Follow",
     "ForkedError",
     "InternalError",
@@ -71,8 +73,10 @@ __all__ = [
     "PoisonedError",
     "Queue",
     "ReadOnlyError",
+    "RecoveryReport",
     "Retention",
     "RetentionReport",
+    "Stats",
     "Tailer",
     "TopicInfo",
     "UnsupportedVersionError",

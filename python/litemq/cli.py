@@ -214,15 +214,15 @@ def cmd_info(args: argparse.Namespace, out: IO[str]) -> int:
             "writer_pid": _litemq.writer_pid(base),
             "data_files": [
                 {
-                    "file": str(Path(f["path"]).relative_to(base)),
-                    "bytes": f["bytes_written"],
-                    "allocated": f["bytes_allocated"],
-                    "size": f["size"],
+                    "file": str(Path(f.path).relative_to(base)),
+                    "bytes": f.bytes_written,
+                    "allocated": f.bytes_allocated,
+                    "size": f.size,
                 }
                 for f in files
             ],
             "index_files": len(index_files),
-            "bytes_written": sum(f["bytes_written"] for f in files),
+            "bytes_written": sum(f.bytes_written for f in files),
             "disk_bytes": sum(_allocated(p) for p in base.rglob("*") if p.is_file()),
             "options": _options(base),
         }

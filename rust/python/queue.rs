@@ -300,6 +300,17 @@ impl Queue {
         })
     }
 
+    /// Refuses pickling and copying: a queue handle holds open files, the
+    /// writer lock and an I/O thread, which cannot move to another process.
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(PyTypeError::new_err(format!(
+            "a litemq.Queue cannot be pickled or copied: it holds open files, the writer \
+             lock and an I/O thread; pass its path ({:?}) and open litemq.Queue(path) \
+             in the other process",
+            self.path
+        )))
+    }
+
     /// An appender for writing messages (raises ReadOnlyError when read-only).
     ///
     /// >>> app = q.appender()
@@ -320,10 +331,19 @@ impl Queue {
     /// reading only them where the topic index allows; `tags` alone
     /// filters every message by its tags. Sequence numbers stay the queue's.
     ///
+    /// `direction="backward"` reads newest first: from `start` (then
+    /// "end", the newest message, is the usual start; "start" reads only
+    /// the oldest) down to the oldest message, across files.
+    ///
     /// >>> t = q.tailer(start=100)
     /// >>> billing = q.tailer(name="billing", start="end")
     /// >>> paid = q.tailer(topic="orders", tags=["paid"])
-    #[pyo3(signature = (start=None, *, name=None, auto_commit=false, topic=None, tags=None, queue_id=None))]
+    /// >>> [m.seq for m in q.tailer(start="end", direction="backward")]
+    /// [2, 1, 0]
+    #[pyo3(signature = (
+        start=None, *, name=None, auto_commit=false, direction="forward",
+        topic=None, tags=None, queue_id=None
+    ))]
     #[expect(
         clippy::too_many_arguments,
         reason = "mirrors the Python keyword arguments"
@@ -334,6 +354,7 @@ impl Queue {
         start: Option<&Bound<'_, PyAny>>,
         name: Option<&str>,
         auto_commit: bool,
+        direction: &str,
         topic: Option<String>,
         tags: Option<&Bound<'_, PyAny>>,
         queue_id: Option<&Bound<'_, PyAny>>,
@@ -342,6 +363,31 @@ impl Queue {
         let start = start_arg(start)?;
         let core = self.core()?;
         let queue = &core.queue;
+        match direction {
+            "forward" => {}
+            "backward" if selector.is_some() => {
+                return Err(PyValueError::new_err(
+                    "a backward tailer reads every message: drop topic=/tags=/queue_id= \
+                     or direction=\"backward\"",
+                ))
+            }
+            "backward" if name.is_some() => {
+                return Err(PyValueError::new_err(
+                    "a named tailer reads forward: drop name= or direction=\"backward\"",
+                ))
+            }
+            "backward" => {
+                let b = exit::detach(py, || queue.backward_tailer(start))?;
+                let t = Tailer::new(Reader::Backward(b), self.path.clone(), queue.tail_watch());
+                core.adopt(&t);
+                return Ok(Py::new(py, t)?.into_any());
+            }
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "direction must be \"forward\" or \"backward\", got {other:?}"
+                )))
+            }
+        }
         let Some(name) = name else {
             if auto_commit {
                 return Err(PyValueError::new_err(
@@ -352,7 +398,7 @@ impl Queue {
             if let Some(s) = selector {
                 tailer.select(s);
             }
-            let t = Tailer::new(Reader::Plain(tailer), self.path.clone());
+            let t = Tailer::new(Reader::Plain(tailer), self.path.clone(), queue.tail_watch());
             core.adopt(&t);
             return Ok(Py::new(py, t)?.into_any());
         };
@@ -370,7 +416,7 @@ impl Queue {
         if let Some(s) = selector {
             c.select(s);
         }
-        let t = Tailer::new(Reader::Named(c), self.path.clone());
+        let t = Tailer::new(Reader::Named(c), self.path.clone(), queue.tail_watch());
         core.adopt(&t);
         Ok(Consumer::create(py, t)?.into_any())
     }
@@ -429,16 +475,9 @@ impl Queue {
         consumer::report_dict(py, &report)
     }
 
-    /// The data files, oldest first, as dicts: `path`, `file_number`,
-    /// `first_seq`, `end_seq` (one past the last sequence it holds),
-    /// `created` (UTC datetime), `size` (the largest the file may grow to),
-    /// `bytes_written` (header and frames), `bytes_allocated` (disk blocks,
-    /// `st_blocks` × 512) and `index_bytes_allocated` (its sparse and dense
-    /// indexes').
-    ///
-    /// >>> [f["first_seq"] for f in q.data_files()]
-    /// [0, 50, 100]
-    fn data_files<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    /// The data files, oldest first, as dicts (`litemq.Queue.data_files`
+    /// makes them `litemq.DataFileInfo`).
+    fn _data_files<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let queue = self.queue()?;
         let files = exit::detach(py, || {
             queue.wait_visible().and_then(|()| queue.data_files())
@@ -532,11 +571,9 @@ impl Queue {
         Ok(self.open_queue()?.len() as usize)
     }
 
-    /// Counters and sizes, as a dict.
-    ///
-    /// >>> q.stats()["messages"]
-    /// 3
-    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    /// Counters and sizes, as a dict (`litemq.Queue.stats` makes it a
+    /// `litemq.Stats`).
+    fn _stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.open_queue()?.stats();
         let d = PyDict::new(py);
         super::batch::fill_stats(&d, &s)?;
