@@ -579,6 +579,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     with_format(p, ("text", "json"))
     p.set_defaults(run=cmd_retain, needs_limit=True)
+
+    from litemq import cli_litemq  # read-commitlog, import-litemq, export-litemq
+
+    cli_litemq.register(sub)
     return parser
 
 

@@ -37,11 +37,11 @@ import mmap
 import os
 import re
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Literal, Self
+from typing import Any, Literal, Self
 
 from litemq._litemq import LiteMQError
 
@@ -49,22 +49,34 @@ __all__ = [
     "CONSUME_QUEUE_ENTRY_SIZE",
     "DEFAULT_CONSUME_QUEUE_FILE_SIZE",
     "DEFAULT_FILE_SIZE",
+    "HEADER_PREFIX",
     "MAGIC",
     "MIN_RECORD_SIZE",
+    "PROPERTIES_HEADER",
+    "PROPERTY_PREFIX",
     "CommitLogFile",
     "ConsumeQueueEntry",
+    "HeaderError",
+    "ImportReport",
     "LiteMQRecord",
     "LiteMQStore",
     "LiteMQStoreError",
     "MessageStatus",
     "MessageType",
     "RecordDecodeError",
+    "RecordEncodeError",
     "RecordNotFoundError",
     "SkipReport",
+    "StoreExistsError",
     "StoreNotFoundError",
     "StoreWriter",
     "StoredRecord",
     "decode_record",
+    "export_queue",
+    "import_store",
+    "is_imported",
+    "record_from_message",
+    "record_to_message",
     "tag_hash",
 ]
 
@@ -112,6 +124,18 @@ class RecordDecodeError(LiteMQStoreError, ValueError):
         super().__init__(f"{reason} (at byte {at} of the record)")
         self.reason = reason
         self.at = at
+
+
+class RecordEncodeError(LiteMQStoreError, ValueError):
+    """A value the format cannot hold: a string over 65,535 bytes, a number out of range."""
+
+
+class StoreExistsError(LiteMQStoreError, FileExistsError):
+    """The writer's directory already holds a commit log."""
+
+
+class HeaderError(LiteMQStoreError, ValueError):
+    """A litemq message's headers do not describe a LiteMQ record."""
 
 
 class MessageType(enum.IntEnum):
@@ -235,13 +259,9 @@ class LiteMQRecord:
                 self.consume_count,
             )
         except (struct.error, ValueError, OverflowError) as e:
-            raise _EncodeError(f"cannot encode the record {self.message_id!r}: {e}") from None
+            raise RecordEncodeError(f"cannot encode the record {self.message_id!r}: {e}") from None
         out += self.trailing
         return bytes(out)
-
-
-class _EncodeError(LiteMQStoreError, ValueError):
-    pass
 
 
 def _put_str(out: bytearray, text: str, what: str) -> None:
@@ -864,18 +884,18 @@ class StoreWriter:
 
     def __post_init__(self) -> None:
         if self.naming not in ("index", "offset"):
-            raise _EncodeError(f"naming={self.naming!r}: expected 'index' or 'offset'")
+            raise RecordEncodeError(f"naming={self.naming!r}: expected 'index' or 'offset'")
         if self.file_size < MIN_RECORD_SIZE + 4:
-            raise _EncodeError(f"file_size={self.file_size}: at least {MIN_RECORD_SIZE + 4}")
+            raise RecordEncodeError(f"file_size={self.file_size}: at least {MIN_RECORD_SIZE + 4}")
         if self.consume_queue_file_size < CONSUME_QUEUE_ENTRY_SIZE:
-            raise _EncodeError(
+            raise RecordEncodeError(
                 f"consume_queue_file_size={self.consume_queue_file_size}: at least "
                 f"{CONSUME_QUEUE_ENTRY_SIZE}"
             )
         root = Path(self.path)
         commitlog = root / "commitlog"
         if _numbered_files(commitlog):
-            raise _ExistsError(f"{commitlog}: already holds a commit log; write to a new store")
+            raise StoreExistsError(f"{commitlog}: already holds a commit log; write to a new store")
         self._log = _RollingFile(commitlog, self.file_size, self.naming, self.preallocate, 1)
         self._queues = {}
         self._queue_counts = {}
@@ -922,18 +942,18 @@ class StoreWriter:
 
     def _write(self, record: LiteMQRecord, data: bytes) -> int:
         if len(data) + 4 > self.file_size:
-            raise _EncodeError(
+            raise RecordEncodeError(
                 f"record {record.message_id!r} takes {len(data) + 4:,} bytes with its length, "
                 f"more than a file ({self.file_size:,} bytes)"
             )
         if self.consume_queues and not _safe_topic(record.topic):
-            raise _EncodeError(
+            raise RecordEncodeError(
                 f"record {record.message_id!r}: topic {record.topic!r} cannot name a consume "
                 "queue directory (empty, '.', '..', or holding '/' or NUL); "
                 "write with consume_queues=False"
             )
         if not 0 <= record.queue_id <= 0xFFFFFFFF:
-            raise _EncodeError(f"queue_id {record.queue_id} out of range")
+            raise RecordEncodeError(f"queue_id {record.queue_id} out of range")
         at = self._log.write(_U32.pack(len(data)) + data)
         self.count += 1
         if self.consume_queues:
@@ -960,5 +980,275 @@ class StoreWriter:
             q.close()
 
 
-class _ExistsError(LiteMQStoreError, FileExistsError):
-    pass
+# --- litemq queues <-> LiteMQ records -------------------------------------------------------
+
+#: Every LiteMQ field a record imported into a litemq queue keeps in its headers.
+HEADER_PREFIX = "litemq."
+#: A property goes into its own header, ``litemq.property.NAME``, when it can (a name of 1 to
+#: 239 bytes of UTF-8, said once); else all the properties go into ``litemq.properties``.
+PROPERTY_PREFIX = "litemq.property."
+PROPERTIES_HEADER = "litemq.properties"
+_STRING_FIELDS = (
+    "message_id",
+    "topic",
+    "transaction_id",
+    "sharding_key",
+    "born_host",
+    "store_host",
+)
+_INT_FIELDS = (
+    "message_type",
+    "priority",
+    "reliability",
+    "delay_time",
+    "status",
+    "broadcast",
+    "born_timestamp",
+    "queue_id",
+    "queue_offset",
+    "commit_log_offset",
+    "store_size",
+    "store_timestamp",
+    "consume_start_time",
+    "consume_end_time",
+    "consume_count",
+)
+_MAX_HEADER_VALUE = 0xFFFF
+_MAX_HEADER_NAME = 255
+_MAX_HEADERS = 255
+
+
+def _header_text(text: str) -> str | bytes:
+    """A string for a header: itself when it is valid UTF-8, else its raw bytes."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return _raw(text)
+
+
+def _json(value: object) -> str:
+    import json
+
+    try:
+        out = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        out.encode("utf-8")
+        return out
+    except UnicodeEncodeError:  # bytes that are not UTF-8: escape them (\udcXX)
+        return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+
+
+def record_to_message(
+    record: LiteMQRecord,
+) -> tuple[bytes, str | bytes | None, dict[str, str | bytes]]:
+    """``(payload, key, headers)`` for a litemq queue holding every field of ``record``.
+
+    The payload is the body; the key the first key (none when the record has no key or an
+    empty first key); the headers hold every field (see docs/FORMAT.md, "LiteMQ broker
+    stores"): ``litemq.message_id``, ``litemq.topic``, ``litemq.tags`` and ``litemq.keys``
+    (JSON arrays), the properties, the numbers in decimal, ``litemq.trailing`` when the
+    record had bytes after its last field. :func:`record_from_message` reverses it.
+    Raises :class:`LiteMQStoreError` when a field cannot fit a header (over 65,535 bytes).
+    """
+    headers: dict[str, str | bytes] = {}
+    for name in ("message_id", "topic"):
+        headers[HEADER_PREFIX + name] = _header_text(getattr(record, name))
+    headers[HEADER_PREFIX + "tags"] = _json(list(record.tags))
+    headers[HEADER_PREFIX + "keys"] = _json(list(record.keys))
+    names = [_raw(n) for n, _ in record.properties]
+    fixed = 2 + 2 + len(_STRING_FIELDS) - 2 + len(_INT_FIELDS) + 1
+    one_each = (
+        len(set(names)) == len(names)
+        and len(names) + fixed <= _MAX_HEADERS
+        and all(
+            n and len(n) + len(PROPERTY_PREFIX) <= _MAX_HEADER_NAME and _valid_utf8(n)
+            for n in names
+        )
+    )
+    if one_each:
+        for pname, value in record.properties:
+            headers[PROPERTY_PREFIX + pname] = _header_text(value)
+    elif record.properties:
+        headers[PROPERTIES_HEADER] = _json([list(p) for p in record.properties])
+    for name in _STRING_FIELDS[2:]:
+        headers[HEADER_PREFIX + name] = _header_text(getattr(record, name))
+    for name in _INT_FIELDS:
+        headers[HEADER_PREFIX + name] = str(getattr(record, name))
+    if record.trailing:
+        headers[HEADER_PREFIX + "trailing"] = record.trailing
+    for hname, hvalue in headers.items():
+        size = len(hvalue.encode("utf-8") if isinstance(hvalue, str) else hvalue)
+        if size > _MAX_HEADER_VALUE:
+            raise RecordEncodeError(
+                f"record {record.message_id!r}: header {hname} would take {size:,} bytes, "
+                f"more than a litemq header holds ({_MAX_HEADER_VALUE:,})"
+            )
+    key: str | bytes | None = None
+    if record.keys and record.keys[0]:
+        key = _header_text(record.keys[0])
+    return record.body, key, headers
+
+
+def _valid_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+def is_imported(headers: dict[str, str | bytes]) -> bool:
+    """Whether a litemq message's headers hold a LiteMQ record (``litemq.message_id``)."""
+    return HEADER_PREFIX + "message_id" in headers
+
+
+def record_from_message(
+    payload: bytes,
+    key: str | bytes | None,
+    headers: dict[str, str | bytes],
+    *,
+    timestamp_us: int = 0,
+    seq: int = 0,
+    topic: str = "litemq",
+) -> LiteMQRecord:
+    """The LiteMQ record a litemq message stands for; the reverse of :func:`record_to_message`.
+
+    A message imported from a LiteMQ store gives back its record, every field as it was.
+    Any other message becomes a new record: message id its sequence number, topic ``topic``,
+    its key as the only key, its headers as properties, born and store timestamps its
+    timestamp (in ms), LiteMQ's defaults for a new message (priority 3, reliability 1); the
+    store fields are left for :meth:`StoreWriter.append_new` to fill.
+    """
+
+    def text(value: str | bytes) -> str:
+        return value if isinstance(value, str) else _text(bytes(value))
+
+    if not is_imported(headers):
+        keys = () if key is None else (text(key),)
+        ms = timestamp_us // 1000
+        return LiteMQRecord(
+            message_id=str(seq),
+            topic=topic,
+            keys=keys,
+            properties=tuple((n, text(v)) for n, v in headers.items()),
+            body=bytes(payload),
+            priority=3,
+            reliability=1,
+            born_timestamp=ms,
+            store_timestamp=ms,
+        )
+    import json
+
+    fields: dict[str, object] = {}
+    properties: list[tuple[str, str]] = []
+    for name, value in headers.items():
+        if name.startswith(PROPERTY_PREFIX):
+            properties.append((name[len(PROPERTY_PREFIX) :], text(value)))
+        elif name == PROPERTIES_HEADER:
+            properties.extend((str(n), str(v)) for n, v in json.loads(text(value)))
+        elif not name.startswith(HEADER_PREFIX):
+            properties.append((name, text(value)))  # a header added after the import
+        else:
+            field_name = name[len(HEADER_PREFIX) :]
+            if field_name in _STRING_FIELDS:
+                fields[field_name] = text(value)
+            elif field_name in _INT_FIELDS:
+                fields[field_name] = int(text(value))
+            elif field_name in ("tags", "keys"):
+                fields[field_name] = tuple(str(s) for s in json.loads(text(value)))
+            elif field_name == "trailing":
+                fields[field_name] = bytes(value) if isinstance(value, bytes) else _raw(value)
+            else:
+                raise HeaderError(
+                    f"header {name}: not a LiteMQ field this version knows; export would drop it"
+                )
+    return LiteMQRecord(body=bytes(payload), properties=tuple(properties), **fields)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    """What :func:`import_store` did."""
+
+    records: int  # appended to the queue
+    first_seq: int | None  # the first appended message's sequence (None when none)
+    skipped: tuple[SkipReport, ...]  # what the store held that could not be read
+
+
+def import_store(
+    store: str | os.PathLike[str],
+    queue: str | os.PathLike[str],
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    **queue_options: Any,
+) -> ImportReport:
+    """Append every record of a LiteMQ store's commit log to a litemq queue, in offset order.
+
+    Each record becomes one message as :func:`record_to_message` maps it (nothing is lost:
+    :func:`export_queue` writes the same records back). ``progress(done, total)`` is called
+    with commit-log bytes read so far. ``queue_options`` go to :class:`litemq.Queue`.
+    """
+    from litemq.queue import Queue
+
+    with LiteMQStore(store) as s, Queue(queue, **queue_options) as q:
+        total = sum(f.size for f in s.files)
+        app = q.appender()
+        first: int | None = None
+        count = 0
+        for stored in s.records():
+            payload, key, headers = record_to_message(stored.record)
+            seq = app.append(payload, key, headers)
+            if first is None:
+                first = seq
+            count += 1
+            if progress is not None and count % 1024 == 0:
+                progress(stored.offset + stored.size, total)
+        app.flush()
+        if progress is not None:
+            progress(total, total)
+        return ImportReport(count, first, tuple(s.skipped))
+
+
+def export_queue(
+    queue: str | os.PathLike[str],
+    store: str | os.PathLike[str],
+    *,
+    topic: str = "litemq",
+    progress: Callable[[int, int], None] | None = None,
+    **writer_options: Any,
+) -> int:
+    """Write every message of a litemq queue to a new LiteMQ store; returns the count.
+
+    Messages imported by :func:`import_store` are written back as the records they were,
+    byte for byte; other messages become new records (see :func:`record_from_message`;
+    ``topic`` is theirs) with the store fields filled. ``writer_options`` go to
+    :class:`StoreWriter` (``file_size``, ``naming``, ...): give the original store's
+    ``file_size`` to get its files back byte for byte. ``progress(done, total)`` counts
+    messages.
+    """
+    from litemq.queue import Queue
+
+    with Queue(queue, read_only=True) as q, StoreWriter(store, **writer_options) as w:
+        first, end = q.first_seq, q.next_seq
+        total = end - first
+        with q.tailer(first) as t:
+            for msg in t:
+                if msg.seq >= end:
+                    break
+                headers = msg.headers
+                record = record_from_message(
+                    msg.payload,
+                    msg.key,
+                    headers,
+                    timestamp_us=msg.timestamp,
+                    seq=msg.seq,
+                    topic=topic,
+                )
+                if is_imported(headers):
+                    w.append(record)
+                else:
+                    w.append_new(record)
+                if progress is not None and w.count % 1024 == 0:
+                    progress(w.count, total)
+        if progress is not None:
+            progress(w.count, total)
+        return w.count
