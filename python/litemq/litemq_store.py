@@ -502,10 +502,8 @@ def _boundary(data: mmap.mmap | bytes, at: int) -> bool:
     end = len(data)
     if at == end:
         return True
-    if at + 4 > end:
+    if data[at : at + 4] == b"\x00\x00\x00\x00" or at + 4 > end:
         return _zero_until(data, at) == end
-    if data[at : at + 4] == b"\x00\x00\x00\x00":
-        return True
     return at + 8 <= end and data[at + 4 : at + 8] == _MAGIC_BYTES
 
 
