@@ -762,3 +762,30 @@ def test_export_refuses_an_existing_store(store, tmp_path: Path) -> None:
     proc = cli("export-litemq", str(tmp_path / "q"), str(path))
     assert proc.returncode == 1
     assert "already holds a commit log" in proc.stderr
+
+
+def test_the_readme_example_runs(tmp_path: Path) -> None:
+    import re
+    import shlex
+
+    from conftest import run_python
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## LiteMQ stores\n", 1)[1].split("\n## ", 1)[0]
+    code = re.search(r"```python\n(.*?)```", section, re.S)
+    shell = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert code
+    assert shell
+    proc = run_python(code.group(1).replace("/tmp/", f"{tmp_path}/"))
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "0 orders b'order 1'"
+    assert lines[1].split(" ", 1)[1] == "audit b'login'"
+    assert lines[2:] == ["['m-1']", "('paid',) []"]
+    for line in shell.group(1).splitlines():
+        args = shlex.split(line.split("#")[0].replace("/tmp/", f"{tmp_path}/"))
+        assert args[0] == "litemq"
+        done = cli(*args[1:])
+        assert done.returncode == 0, done.stderr
+    for name in os.listdir(tmp_path / "broker" / "commitlog"):
+        copy = tmp_path / "broker-copy" / "commitlog" / name
+        assert copy.read_bytes() == (tmp_path / "broker" / "commitlog" / name).read_bytes()
