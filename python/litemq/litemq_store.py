@@ -43,7 +43,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
 
-from litemq._litemq import LiteMQError
+from litemq._litemq import LiteMQError, PoisonedError
 
 __all__ = [
     "CONSUME_QUEUE_ENTRY_SIZE",
@@ -71,6 +71,7 @@ __all__ = [
     "StoreNotFoundError",
     "StoreWriter",
     "StoredRecord",
+    "WriterPoisonedError",
     "decode_record",
     "export_queue",
     "import_store",
@@ -833,7 +834,9 @@ class _RollingFile:
         if self.fh is None or self.pos + len(data) > self.file_size - self.file_size % self.unit:
             self._roll()
         assert self.fh is not None
-        os.pwrite(self.fh, data, self.pos)
+        done = 0
+        while done < len(data):  # pwrite may write less than asked
+            done += os.pwrite(self.fh, data[done:], self.pos + done)
         at = self.index * self.file_size + self.pos
         self.pos += len(data)
         return at
@@ -845,9 +848,20 @@ class _RollingFile:
         return self.index * self.file_size + self.pos
 
     def close(self) -> None:
+        """Forces the file to disk and closes it (closed even when the fsync fails)."""
         if self.fh is not None:
-            os.close(self.fh)
-            self.fh = None
+            fh, self.fh = self.fh, None
+            try:
+                os.fsync(fh)
+            finally:
+                os.close(fh)
+
+
+class WriterPoisonedError(LiteMQStoreError, PoisonedError):
+    """A write of the :class:`StoreWriter` failed earlier: the store is incomplete.
+
+    ``cause`` is the first failure; every later call raises this.
+    """
 
 
 @dataclass
@@ -861,7 +875,9 @@ class StoreWriter:
     LiteMQ does: 00…00, 00…01, …) or by its first offset (``naming="offset"``, as RocketMQ
     does). Files are preallocated to ``file_size`` (zero-filled), as LiteMQ's are; with
     ``preallocate=False`` the last file ends at its last record. The store's directory must
-    not hold a commit log yet.
+    not hold a commit log yet. Files are forced to disk (fsync) when left and at
+    :meth:`close`. A write that fails (a full disk) poisons the writer: it raises, and every
+    later :meth:`append` raises :class:`WriterPoisonedError`.
 
     Example::
 
@@ -879,6 +895,8 @@ class StoreWriter:
     _log: _RollingFile = field(init=False, repr=False)
     _queues: dict[tuple[str, int], _RollingFile] = field(init=False, repr=False)
     _queue_counts: dict[tuple[str, int], int] = field(init=False, repr=False)
+    _failed: BaseException | None = field(default=None, init=False, repr=False)
+    _closed: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.naming not in ("index", "offset"):
@@ -939,6 +957,15 @@ class StoreWriter:
         return self._write(filled, filled.encode())
 
     def _write(self, record: LiteMQRecord, data: bytes) -> int:
+        if self._failed is not None:
+            err = WriterPoisonedError(
+                f"{self.path}: an earlier write failed ({self._failed}); the store is "
+                "incomplete: write it again"
+            )
+            err.cause = self._failed
+            raise err
+        if self._closed:
+            raise LiteMQStoreError(f"{self.path}: the writer is closed")
         if len(data) + 4 > self.file_size:
             raise RecordEncodeError(
                 f"record {record.message_id!r} takes {len(data) + 4:,} bytes with its length, "
@@ -952,6 +979,14 @@ class StoreWriter:
             )
         if not 0 <= record.queue_id <= 0xFFFFFFFF:
             raise RecordEncodeError(f"queue_id {record.queue_id} out of range")
+        try:
+            return self._write_unchecked(record, data)
+        except BaseException as e:
+            # The record may be in the commit log and not in its consume queue.
+            self._failed = e
+            raise
+
+    def _write_unchecked(self, record: LiteMQRecord, data: bytes) -> int:
         at = self._log.write(_U32.pack(len(data)) + data)
         self.count += 1
         if self.consume_queues:
@@ -972,10 +1007,21 @@ class StoreWriter:
         return at
 
     def close(self) -> None:
-        """Closes the files (a commit-log file left behind is ``file_size`` bytes)."""
-        self._log.close()
-        for q in self._queues.values():
-            q.close()
+        """Forces the files to disk and closes them; raises the first fsync failure.
+
+        Closing again does nothing; :meth:`append` after ``close`` raises.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        first: BaseException | None = None
+        for f in [self._log, *self._queues.values()]:
+            try:
+                f.close()
+            except OSError as e:
+                first = first or e
+        if first is not None:
+            raise first
 
 
 # --- litemq queues <-> LiteMQ records -------------------------------------------------------

@@ -33,6 +33,7 @@ from litemq.litemq_store import (
     StoreExistsError,
     StoreNotFoundError,
     StoreWriter,
+    WriterPoisonedError,
     decode_record,
     export_queue,
     import_store,
@@ -789,3 +790,44 @@ def test_the_readme_example_runs(tmp_path: Path) -> None:
     for name in os.listdir(tmp_path / "broker" / "commitlog"):
         copy = tmp_path / "broker-copy" / "commitlog" / name
         assert copy.read_bytes() == (tmp_path / "broker" / "commitlog" / name).read_bytes()
+
+
+def test_a_failed_write_poisons_the_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    w = StoreWriter(tmp_path / "b", file_size=4096)
+    w.append(LiteMQRecord(topic="t", body=b"kept"))
+    real = os.pwrite
+
+    def full_disk(fd: int, data: bytes, offset: int) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "pwrite", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        w.append(LiteMQRecord(topic="t", body=b"lost"))
+    monkeypatch.setattr(os, "pwrite", real)
+    with pytest.raises(WriterPoisonedError, match="earlier write failed") as e:
+        w.append(LiteMQRecord(topic="t", body=b"after"))
+    assert isinstance(e.value, litemq.PoisonedError)
+    assert isinstance(e.value.cause, OSError)
+    w.close()
+    with LiteMQStore(tmp_path / "b") as s:
+        assert [g.record.body for g in s.records()] == [b"kept"]
+
+
+def test_a_short_pwrite_is_finished(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = os.pwrite
+    monkeypatch.setattr(os, "pwrite", lambda fd, data, off: real(fd, data[:7], off))
+    with StoreWriter(tmp_path / "b", file_size=4096) as w:
+        w.append(LiteMQRecord(topic="t", body=b"written seven bytes at a time"))
+    monkeypatch.setattr(os, "pwrite", real)
+    with LiteMQStore(tmp_path / "b") as s:
+        assert [g.record.body for g in s.records()] == [b"written seven bytes at a time"]
+
+
+def test_append_after_close_raises(tmp_path: Path) -> None:
+    w = StoreWriter(tmp_path / "b", file_size=4096)
+    w.close()
+    w.close()
+    with pytest.raises(LiteMQStoreError, match="closed"):
+        w.append(LiteMQRecord(topic="t"))
