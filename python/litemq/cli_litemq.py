@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import mmap
 import os
 import sys
 from datetime import UTC, datetime
@@ -241,7 +242,7 @@ def cmd_read_commitlog(args: argparse.Namespace, out: IO[str]) -> int:
         n = 0
         for pos, rsize, record in _walk(str(path), data, skipped):
             if text:
-                shown = _print_skips(skipped, shown, out)
+                shown = _print_skips(skipped, shown, data, out)
             n += 1
             total += rsize
             end = pos + rsize
@@ -250,7 +251,7 @@ def cmd_read_commitlog(args: argparse.Namespace, out: IO[str]) -> int:
             else:
                 messages.append(_json_record(n, pos, rsize, record))
         if text:
-            _print_skips(skipped, shown, out)
+            _print_skips(skipped, shown, data, out)
         for s in skipped:
             end = max(end, s.offset + s.length)
         tail = end < size and _zero_until(data, end) == size
@@ -279,9 +280,15 @@ def cmd_read_commitlog(args: argparse.Namespace, out: IO[str]) -> int:
     return 0
 
 
-def _print_skips(skipped: list[SkipReport], shown: int, out: IO[str]) -> int:
+def _print_skips(
+    skipped: list[SkipReport], shown: int, data: bytes | mmap.mmap, out: IO[str]
+) -> int:
     for s in skipped[shown:]:
-        out.write(f"\n=== Skipped {s.length} bytes (offset: {s.offset}) ===\nReason: {s.reason}\n")
+        raw = data[s.offset : s.offset + min(100, s.length)]
+        out.write(
+            f"\n=== Skipped {s.length} bytes (offset: {s.offset}) ===\nReason: {s.reason}\n"
+            f"Raw data (first 100 bytes): {raw.hex()}\n"
+        )
     return len(skipped)
 
 

@@ -197,6 +197,46 @@ def test_records_encode_as_the_seed_lays_them_out() -> None:
     assert MAGIC.to_bytes(4, "big") == b"LMQ\x01"
 
 
+_text = st.text(max_size=12)
+
+
+@given(
+    record=st.builds(
+        LiteMQRecord,
+        message_id=_text,
+        topic=_text,
+        tags=st.lists(_text, max_size=3).map(tuple),
+        keys=st.lists(_text, max_size=3).map(tuple),
+        properties=st.lists(st.tuples(_text, _text), max_size=3).map(tuple),
+        body=st.binary(max_size=64),
+        message_type=st.integers(0, 255),
+        priority=st.integers(0, 255),
+        reliability=st.integers(0, 255),
+        delay_time=st.integers(-(2**63), 2**63 - 1),
+        transaction_id=_text,
+        status=st.integers(0, 255),
+        sharding_key=_text,
+        broadcast=st.integers(0, 255),
+        born_timestamp=st.integers(-(2**63), 2**63 - 1),
+        born_host=_text,
+        store_host=_text,
+        queue_id=st.integers(0, 2**32 - 1),
+        queue_offset=st.integers(-(2**63), 2**63 - 1),
+        commit_log_offset=st.integers(-(2**63), 2**63 - 1),
+        store_size=st.integers(0, 2**32 - 1),
+        store_timestamp=st.integers(-(2**63), 2**63 - 1),
+        consume_count=st.integers(0, 2**32 - 1),
+        trailing=st.binary(max_size=8),
+    )
+)
+def test_any_record_encodes_as_the_seed_says_and_decodes_back(record: LiteMQRecord) -> None:
+    data = record.encode()
+    assert data == seed_encode(record)
+    assert decode_record(data) == record
+    payload, key, headers = record_to_message(record)
+    assert record_from_message(payload, key, headers) == record
+
+
 def test_strings_that_are_not_utf8_come_back_as_the_same_bytes() -> None:
     raw = b"id-\xff\xfe"
     data = bytearray(seed_encode(LiteMQRecord(message_id="id-xx", topic="t")))
@@ -620,6 +660,7 @@ def test_read_commitlog_shows_what_it_skipped(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     skipped = written[2].commit_log_offset - at
     assert f"\n=== Skipped {skipped} bytes (offset: {at}) ===\nReason: a record of" in proc.stdout
+    assert f"Raw data (first 100 bytes): {bytes(data[at : at + 100]).hex()}\n" in proc.stdout
     assert "Total messages: 3\n" in proc.stdout
     assert f"Skipped: {skipped} bytes in 1 places\n" in proc.stdout
     report = json.loads(cli("read-commitlog", "--format", "json", str(f)).stdout)
