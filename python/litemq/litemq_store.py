@@ -450,16 +450,16 @@ def _layout(files: list[Path]) -> tuple[list[CommitLogFile], Literal["index", "o
 
     LiteMQ names files by their index (00…00, 00…01, …; every file preallocated to the same
     size, so file i starts at i * file size); RocketMQ-style stores name them by their first
-    offset. Names 0, 1, …, n-1 with n > 1 are indexes (a record is far longer than one byte);
-    anything else is read as offsets.
+    offset, a multiple of the file size. Names all smaller than the file size are indexes
+    (gaps allowed: files deleted); anything else is read as offsets.
     """
     sizes = [p.stat().st_size for p in files]
     numbers = [int(p.name) for p in files]
-    if len(files) > 1 and numbers == list(range(len(files))):
-        full = max(sizes[:-1])
+    full = max(sizes, default=0)
+    if all(n < full for n in numbers):
         out = [
-            CommitLogFile(str(p), i * full, s)
-            for i, (p, s) in enumerate(zip(files, sizes, strict=True))
+            CommitLogFile(str(p), n * full, s)
+            for p, n, s in zip(files, numbers, sizes, strict=True)
         ]
         return out, "index"
     return [

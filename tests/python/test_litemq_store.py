@@ -362,6 +362,18 @@ def test_files_named_by_offset_read_the_same(tmp_path: Path) -> None:
         assert s.skipped == []
 
 
+def test_index_named_files_with_the_first_deleted_keep_their_offsets(store) -> None:
+    path, written = store
+    (path / "commitlog" / f"{0:020d}").unlink()
+    with LiteMQStore(path) as s:
+        assert s.naming == "index"
+        later = [r for r in written if r.commit_log_offset >= FILE_SIZE]
+        assert [g.record for g in s.records()] == later
+        assert [g.offset for g in s.records()] == [r.commit_log_offset for r in later]
+        with pytest.raises(RecordNotFoundError, match="no commit-log file holds"):
+            s.get(0)
+
+
 def test_a_commitlog_directory_alone_is_a_store(store) -> None:
     path, written = store
     with LiteMQStore(path / "commitlog") as s:
