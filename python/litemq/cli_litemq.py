@@ -217,8 +217,9 @@ def _json_record(n: int, pos: int, size: int, r: LiteMQRecord) -> dict[str, Any]
 def cmd_read_commitlog(args: argparse.Namespace, out: IO[str]) -> int:
     """Prints one commit-log file's records (offsets are in the file), what it skipped, totals.
 
-    The text is read_commitlog's; what it could not read is shown where it lies, as
-    ``=== Skipped N bytes (offset: X) ===``, and reading goes on. JSON is one object:
+    The text is read_commitlog's (times in UTC, where the Go tool uses the local zone); what
+    it could not read is shown where it lies, as ``=== Skipped N bytes (offset: X) ===``
+    with its reason and first bytes, and reading goes on. JSON is one object:
     ``file``, ``size``, ``messages`` (every field), ``skipped``, ``end_of_records``,
     ``total_messages``, ``total_size``.
     """

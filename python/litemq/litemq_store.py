@@ -912,6 +912,7 @@ class StoreWriter:
         commitlog = root / "commitlog"
         if _numbered_files(commitlog):
             raise StoreExistsError(f"{commitlog}: already holds a commit log; write to a new store")
+        commitlog.mkdir(parents=True, exist_ok=True)  # an empty store is still a store
         self._log = _RollingFile(commitlog, self.file_size, self.naming, self.preallocate, 1)
         self._queues = {}
         self._queue_counts = {}

@@ -793,6 +793,16 @@ def test_plain_messages_export_as_new_records(tmp_path: Path) -> None:
     assert got[1].store_size == 4 + len(got[1].encode())
 
 
+def test_an_empty_queue_exports_as_an_empty_store(tmp_path: Path) -> None:
+    litemq.Queue(tmp_path / "q", file_size=1 << 20).close()
+    proc = cli("export-litemq", str(tmp_path / "q"), str(tmp_path / "b"))
+    assert proc.returncode == 0, proc.stderr
+    assert "OK: 0 records" in proc.stdout
+    with LiteMQStore(tmp_path / "b") as s:
+        assert list(s.records()) == []
+        assert s.topics() == {}
+
+
 def test_import_reports_what_it_skipped(tmp_path: Path) -> None:
     written = small_store(tmp_path / "b")
     f = log_file(tmp_path / "b")
