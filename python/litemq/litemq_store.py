@@ -1231,6 +1231,9 @@ def import_store(
     Each record becomes one message as :func:`record_to_message` maps it (nothing is lost:
     :func:`export_queue` writes the same records back). ``progress(done, total)`` is called
     with commit-log bytes read so far. ``queue_options`` go to :class:`litemq.Queue`.
+
+    A record whose fields cannot fit litemq headers (a value over 65,535 bytes) stops the
+    import with :class:`RecordEncodeError`, naming the record and what was appended before.
     """
     from litemq.queue import Queue
 
@@ -1240,7 +1243,15 @@ def import_store(
         first: int | None = None
         count = 0
         for stored in s.records():
-            payload, key, headers = record_to_message(stored.record)
+            try:
+                payload, key, headers = record_to_message(stored.record)
+            except RecordEncodeError as e:
+                app.flush()
+                done = "none" if first is None else f"seq {first}..{first + count - 1}"
+                raise RecordEncodeError(
+                    f"{stored.file} offset {stored.file_offset}: {e}; the import stopped "
+                    f"there, {count:,} records appended before it ({done})"
+                ) from e
             seq = app.append(payload, key, headers)
             if first is None:
                 first = seq

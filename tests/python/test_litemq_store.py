@@ -763,6 +763,18 @@ def test_a_header_too_large_is_refused_not_cut() -> None:
         record_to_message(record)
 
 
+def test_an_import_that_cannot_go_on_says_where_it_stopped(tmp_path: Path) -> None:
+    records = [
+        LiteMQRecord(message_id="ok", topic="t"),
+        LiteMQRecord(message_id="huge", topic="t", tags=tuple("t" * 1000 for _ in range(70))),
+    ]
+    write_store(tmp_path / "b", records, file_size=1 << 20)
+    with pytest.raises(RecordEncodeError, match=r"offset \d+: .*huge.*1 records appended"):
+        import_store(tmp_path / "b", tmp_path / "q")
+    with litemq.Queue(tmp_path / "q", read_only=True) as q:
+        assert [m.headers["litemq.message_id"] for m in q.tailer()] == ["ok"]
+
+
 def test_unknown_litemq_headers_are_refused() -> None:
     _, _, headers = record_to_message(LiteMQRecord(message_id="m"))
     headers["litemq.future_field"] = "1"
