@@ -529,6 +529,31 @@ def _resync(data: mmap.mmap | bytes, after: int) -> int:
         search = found + 1
 
 
+def _nonzero_end(data: mmap.mmap | bytes, start: int) -> int:
+    """The offset just past the last non-zero byte at or after start (start if none)."""
+    at = len(data)
+    while at > start:
+        lo = max(start, at - _CHUNK)
+        kept = data[lo:at].rstrip(b"\x00")
+        if kept:
+            return lo + len(kept)
+        at = lo
+    return start
+
+
+def _skip_to(data: mmap.mmap | bytes, pos: int) -> int:
+    """Where reading goes on after damage at pos: the next record, else the zero tail.
+
+    Without a next record, the skip ends at the last non-zero byte: a preallocated file's
+    zero tail after it is not damage (a record being written by a live broker has its
+    length before its bytes, so it shows as a few bytes, not as the rest of the file).
+    """
+    resume = _resync(data, pos)
+    if resume < len(data):
+        return resume
+    return max(_nonzero_end(data, pos), pos + 1)
+
+
 def _walk(
     path: str, data: mmap.mmap | bytes, skipped: list[SkipReport]
 ) -> Iterator[tuple[int, int, LiteMQRecord]]:
@@ -546,7 +571,7 @@ def _walk(
             nonzero = _zero_until(data, pos)
             if nonzero == end:
                 return
-            resume = _resync(data, pos)
+            resume = _skip_to(data, pos)
             skipped.append(
                 SkipReport(
                     path,
@@ -558,7 +583,7 @@ def _walk(
             pos = resume
             continue
         if length > end - pos - 4:
-            resume = _resync(data, pos)
+            resume = _skip_to(data, pos)
             skipped.append(
                 SkipReport(
                     path,
@@ -575,7 +600,7 @@ def _walk(
             record = decode_record(data[pos + 4 : pos + 4 + length])
         except RecordDecodeError as e:
             nxt = pos + 4 + length
-            resume = nxt if _boundary(data, nxt) else _resync(data, pos)
+            resume = nxt if _boundary(data, nxt) else _skip_to(data, pos)
             skipped.append(
                 SkipReport(path, pos, resume - pos, f"a record of {length:,} bytes: {e}")
             )

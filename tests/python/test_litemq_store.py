@@ -441,7 +441,26 @@ def test_a_partly_written_last_record_is_skipped_and_reported(tmp_path: Path) ->
         assert [g.record for g in s.records()] == written[:-1]
         [skip] = s.skipped
         last = written[-1].commit_log_offset
-        assert (skip.file, skip.offset, skip.length) == (str(f), last, len(data) - 10 - last)
+        # Up to the last non-zero byte (zeros at the end may as well be a zero tail).
+        kept = len(data[:-10].rstrip(b"\x00"))
+        assert (skip.file, skip.offset, skip.length) == (str(f), last, kept - last)
+        assert "runs past the end of the file" in skip.reason
+
+
+def test_a_garbage_length_before_a_zero_tail_skips_no_zeros(tmp_path: Path) -> None:
+    written = small_store(tmp_path / "b")
+    f = log_file(tmp_path / "b")
+    data = bytearray(f.read_bytes())
+    last = written[-1].commit_log_offset
+    data[last : last + 4] = struct.pack(">I", 1 << 30)  # past the end of the file
+    f.write_bytes(bytes(data))
+    with LiteMQStore(tmp_path / "b") as s:
+        assert [g.record for g in s.records()] == written[:-1]
+        [skip] = s.skipped
+        # The skip ends at the last non-zero byte: the preallocated tail is not damage.
+        nonzero_end = len(bytes(data).rstrip(b"\x00"))
+        assert (skip.offset, skip.length) == (last, nonzero_end - last)
+        assert nonzero_end < 4096
         assert "runs past the end of the file" in skip.reason
 
 
