@@ -619,6 +619,11 @@ class LiteMQStore:
     consume queue; :meth:`get` reads the record at a commit-log offset. What could not be read
     is listed in :attr:`skipped` (each report once, however often it is read).
 
+    Files are mapped read-only. Reading beside a running broker is fine (it appends into
+    preallocated files; a record it is writing shows as a skip at the end), but a file
+    truncated while mapped (LiteMQ's ``Truncate`` at recovery) makes any mapped reader fail
+    with SIGBUS: read a stopped broker's store, or a copy.
+
     Example::
 
         with LiteMQStore("data/broker") as store:
