@@ -31,7 +31,6 @@ encoding the record again gives back the same bytes.
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import mmap
 import os
@@ -99,6 +98,7 @@ _AFTER_BODY = struct.Struct(">BBBq")
 # After the store host: queue id u32, queue offset i64, commit-log offset i64, store size u32,
 # store timestamp i64, consume start and end i64, consume count u32.
 _STORE_FIELDS = struct.Struct(">IqqIqqqI")
+_FILLED = struct.Struct(">qqI")  # queue offset, commit-log offset, store size
 #: The smallest record: every string, list and body empty.
 MIN_RECORD_SIZE = 4 + 2 + 2 + 4 + 4 + 4 + 4 + _AFTER_BODY.size + 2 + 1 + 2 + 1 + 8 + 2 + 2
 MIN_RECORD_SIZE += _STORE_FIELDS.size
@@ -976,16 +976,15 @@ class StoreWriter:
         length prefix, ``queue_offset`` its consume queue entry's byte offset (entry index *
         24, as LiteMQ's document has it).
         """
-        size = 4 + len(record.encode())
+        data = record.encode()
+        size = 4 + len(data)
         at = self._log.next_offset(size)
         entries = self._queue_counts.get((record.topic, record.queue_id), 0)
-        filled = dataclasses.replace(
-            record,
-            commit_log_offset=at,
-            store_size=size,
-            queue_offset=entries * CONSUME_QUEUE_ENTRY_SIZE,
-        )
-        return self._write(filled, filled.encode())
+        # Fixed-width fields: patch them in place of encoding the record again.
+        # queue offset, commit-log offset, store size follow the queue id (see _STORE_FIELDS).
+        k = len(data) - len(record.trailing) - _STORE_FIELDS.size + 4
+        filled = _FILLED.pack(entries * CONSUME_QUEUE_ENTRY_SIZE, at, size)
+        return self._write(record, data[:k] + filled + data[k + _FILLED.size :])
 
     def _write(self, record: LiteMQRecord, data: bytes) -> int:
         if self._failed is not None:
