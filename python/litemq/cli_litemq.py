@@ -63,7 +63,7 @@ def register(sub: Any) -> None:
 
     p = command(
         "import-litemq",
-        "append the records of a LiteMQ store to a litemq queue (every field kept in headers)",
+        "append the records of a LiteMQ store to a litemq queue (topic and tags as the messages' own, every other field in litemq.* headers)",
         "STORE",
         "the LiteMQ store (data/broker, holding commitlog/)",
     )

@@ -36,7 +36,8 @@ import mmap
 import os
 import re
 import struct
-from collections.abc import Callable, Iterable, Iterator
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -62,6 +63,7 @@ __all__ = [
     "LiteMQStoreError",
     "MessageStatus",
     "MessageType",
+    "QueueMessage",
     "RecordDecodeError",
     "RecordEncodeError",
     "RecordNotFoundError",
@@ -1112,22 +1114,70 @@ def _json(value: object) -> str:
         return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
 
 
-def record_to_message(
-    record: LiteMQRecord,
-) -> tuple[bytes, str | bytes | None, dict[str, str | bytes]]:
-    """``(payload, key, headers)`` for a litemq queue holding every field of ``record``.
+@dataclass(frozen=True, slots=True)
+class QueueMessage:
+    """A LiteMQ record as a litemq message: what :func:`record_to_message` makes of it.
+
+    ``topic``, ``tags`` and ``queue_id`` are the message's own fields (litemq format 6) when
+    the record's fit them; :meth:`append_to` appends it.
+    """
+
+    payload: bytes
+    key: str | bytes | None
+    headers: dict[str, str | bytes]
+    topic: str | None = None
+    tags: tuple[str, ...] = ()
+    queue_id: int = 0
+
+    def append_to(self, appender: Any) -> int:
+        """Appends the message with an :class:`litemq.Appender`; returns its sequence."""
+        fields: dict[str, Any] = {}
+        if self.topic is not None:
+            fields["topic"] = self.topic
+            if self.queue_id:
+                fields["queue_id"] = self.queue_id
+        if self.tags:
+            fields["tags"] = self.tags
+        return int(appender.append(self.payload, self.key, self.headers, **fields))
+
+
+_MAX_NAME = 255  # litemq topic names and tags: 1 to 255 bytes of UTF-8, no control character
+_MAX_TAGS = 255
+_MAX_QUEUE_ID = 0xFFFF
+
+
+def _litemq_name(text: str) -> bool:
+    """Whether a LiteMQ string can be a litemq topic name or tag as it is."""
+    try:
+        n = len(text.encode("utf-8"))
+    except UnicodeEncodeError:  # bytes that were not UTF-8
+        return False
+    return 1 <= n <= _MAX_NAME and not any(unicodedata.category(c) == "Cc" for c in text)
+
+
+def record_to_message(record: LiteMQRecord) -> QueueMessage:
+    """The litemq message that holds every field of ``record``; :func:`record_from_message`
+    gives the record back.
 
     The payload is the body; the key the first key (none when the record has no key or an
-    empty first key); the headers hold every field (see docs/FORMAT.md, "LiteMQ broker
-    stores"): ``litemq.message_id``, ``litemq.topic``, ``litemq.tags`` and ``litemq.keys``
-    (JSON arrays), the properties, the numbers in decimal, ``litemq.trailing`` when the
-    record had bytes after its last field. :func:`record_from_message` reverses it.
-    Raises :class:`LiteMQStoreError` when a field cannot fit a header (over 65,535 bytes).
+    empty first key). The topic, its queue id and the tags become the message's own
+    ``topic``, ``queue_id`` and ``tags`` when litemq can hold them as they are (a topic and
+    tags of 1 to 255 bytes of UTF-8 without control characters, up to 255 tags, a queue id
+    up to 65,535); what it cannot hold goes into headers like every other field (see
+    docs/FORMAT.md, "LiteMQ broker stores"): ``litemq.message_id``, ``litemq.keys`` (a JSON
+    array), the properties, the numbers in decimal, ``litemq.trailing`` when the record had
+    bytes after its last field. Raises :class:`RecordEncodeError` when a field cannot fit a
+    header (over 65,535 bytes).
     """
+    topic = record.topic if _litemq_name(record.topic) else None
+    native_qid = topic is not None and record.queue_id <= _MAX_QUEUE_ID
+    native_tags = len(record.tags) <= _MAX_TAGS and all(_litemq_name(t) for t in record.tags)
     headers: dict[str, str | bytes] = {}
-    for name in ("message_id", "topic"):
-        headers[HEADER_PREFIX + name] = _header_text(getattr(record, name))
-    headers[HEADER_PREFIX + "tags"] = _json(list(record.tags))
+    headers[HEADER_PREFIX + "message_id"] = _header_text(record.message_id)
+    if topic is None:
+        headers[HEADER_PREFIX + "topic"] = _header_text(record.topic)
+    if not native_tags:
+        headers[HEADER_PREFIX + "tags"] = _json(list(record.tags))
     headers[HEADER_PREFIX + "keys"] = _json(list(record.keys))
     names = [_raw(n) for n, _ in record.properties]
     fixed = 2 + 2 + len(_STRING_FIELDS) - 2 + len(_INT_FIELDS) + 1
@@ -1147,6 +1197,8 @@ def record_to_message(
     for name in _STRING_FIELDS[2:]:
         headers[HEADER_PREFIX + name] = _header_text(getattr(record, name))
     for name in _INT_FIELDS:
+        if name == "queue_id" and native_qid:
+            continue
         headers[HEADER_PREFIX + name] = str(getattr(record, name))
     if record.trailing:
         headers[HEADER_PREFIX + "trailing"] = record.trailing
@@ -1160,7 +1212,14 @@ def record_to_message(
     key: str | bytes | None = None
     if record.keys and record.keys[0]:
         key = _header_text(record.keys[0])
-    return record.body, key, headers
+    return QueueMessage(
+        record.body,
+        key,
+        headers,
+        topic=topic,
+        tags=record.tags if native_tags else (),
+        queue_id=record.queue_id if native_qid else 0,
+    )
 
 
 def _valid_utf8(raw: bytes) -> bool:
@@ -1171,49 +1230,55 @@ def _valid_utf8(raw: bytes) -> bool:
         return False
 
 
-def is_imported(headers: dict[str, str | bytes]) -> bool:
+def is_imported(headers: Mapping[str, str | bytes]) -> bool:
     """Whether a litemq message's headers hold a LiteMQ record (``litemq.message_id``)."""
     return HEADER_PREFIX + "message_id" in headers
 
 
-def record_from_message(
-    payload: bytes,
-    key: str | bytes | None,
-    headers: dict[str, str | bytes],
-    *,
-    timestamp_us: int = 0,
-    seq: int = 0,
-    topic: str = "litemq",
-) -> LiteMQRecord:
+def record_from_message(message: Any, *, topic: str = "litemq") -> LiteMQRecord:
     """The LiteMQ record a litemq message stands for; the reverse of :func:`record_to_message`.
 
-    A message imported from a LiteMQ store gives back its record, every field as it was.
-    Any other message becomes a new record: message id its sequence number, topic ``topic``,
-    its key as the only key, its headers as properties, born and store timestamps its
-    timestamp (in ms), LiteMQ's defaults for a new message (priority 3, reliability 1); the
-    store fields are left for :meth:`StoreWriter.append_new` to fill.
+    ``message`` is a :class:`litemq.Message` (or a :class:`QueueMessage`). A message
+    imported from a LiteMQ store gives back its record, every field as it was (topic, tags
+    and queue id from the message's own fields unless headers hold them). Any other message
+    becomes a new record: message id its sequence number, its topic (``topic`` when it has
+    none), tags and queue id, its key as the only key, its headers as properties, born and
+    store timestamps its timestamp (in ms), LiteMQ's defaults for a new message (priority 3,
+    reliability 1); the store fields are left for :meth:`StoreWriter.append_new` to fill.
     """
 
     def text(value: str | bytes) -> str:
         return value if isinstance(value, str) else _text(bytes(value))
 
+    payload: bytes = bytes(message.payload)
+    key: str | bytes | None = message.key
+    headers: Mapping[str, str | bytes] = message.headers
+    own_topic: str | None = getattr(message, "topic", None)
+    own_tags: tuple[str, ...] = tuple(getattr(message, "tags", ()))
+    own_queue_id: int = getattr(message, "queue_id", 0)
     if not is_imported(headers):
         keys = () if key is None else (text(key),)
-        ms = timestamp_us // 1000
+        ms = getattr(message, "timestamp", 0) // 1000
         return LiteMQRecord(
-            message_id=str(seq),
-            topic=topic,
+            message_id=str(getattr(message, "seq", 0)),
+            topic=own_topic if own_topic is not None else topic,
+            tags=own_tags,
             keys=keys,
             properties=tuple((n, text(v)) for n, v in headers.items()),
-            body=bytes(payload),
+            body=payload,
             priority=3,
             reliability=1,
             born_timestamp=ms,
             store_timestamp=ms,
+            queue_id=own_queue_id,
         )
     import json
 
-    fields: dict[str, object] = {}
+    fields: dict[str, Any] = {
+        "topic": own_topic or "",
+        "tags": own_tags,
+        "queue_id": own_queue_id,
+    }
     properties: list[tuple[str, str]] = []
     for name, value in headers.items():
         if name.startswith(PROPERTY_PREFIX):
@@ -1236,7 +1301,7 @@ def record_from_message(
                 raise HeaderError(
                     f"header {name}: not a LiteMQ field this version knows; export would drop it"
                 )
-    return LiteMQRecord(body=bytes(payload), properties=tuple(properties), **fields)  # type: ignore[arg-type]
+    return LiteMQRecord(body=payload, properties=tuple(properties), **fields)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1273,7 +1338,7 @@ def import_store(
         count = 0
         for stored in s.records():
             try:
-                payload, key, headers = record_to_message(stored.record)
+                message = record_to_message(stored.record)
             except RecordEncodeError as e:
                 app.flush()
                 done = "none" if first is None else f"seq {first}..{first + count - 1}"
@@ -1281,7 +1346,7 @@ def import_store(
                     f"{stored.file} offset {stored.file_offset}: {e}; the import stopped "
                     f"there, {count:,} records appended before it ({done})"
                 ) from e
-            seq = app.append(payload, key, headers)
+            seq = message.append_to(app)
             if first is None:
                 first = seq
             count += 1
@@ -1305,7 +1370,7 @@ def export_queue(
 
     Messages imported by :func:`import_store` are written back as the records they were,
     byte for byte; other messages become new records (see :func:`record_from_message`;
-    ``topic`` is theirs) with the store fields filled. ``writer_options`` go to
+    ``topic`` is the topic of those without one) with the store fields filled. ``writer_options`` go to
     :class:`StoreWriter` (``file_size``, ``naming``, ...): give the original store's
     ``file_size`` to get its files back byte for byte. ``progress(done, total)`` counts
     messages.
@@ -1319,16 +1384,8 @@ def export_queue(
             for msg in t:
                 if msg.seq >= end:
                     break
-                headers = msg.headers
-                record = record_from_message(
-                    msg.payload,
-                    msg.key,
-                    headers,
-                    timestamp_us=msg.timestamp,
-                    seq=msg.seq,
-                    topic=topic,
-                )
-                if is_imported(headers):
+                record = record_from_message(msg, topic=topic)
+                if is_imported(msg.headers):
                     w.append(record)
                 else:
                     w.append_new(record)

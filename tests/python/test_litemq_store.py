@@ -233,8 +233,7 @@ def test_any_record_encodes_as_the_seed_says_and_decodes_back(record: LiteMQReco
     data = record.encode()
     assert data == seed_encode(record)
     assert decode_record(data) == record
-    payload, key, headers = record_to_message(record)
-    assert record_from_message(payload, key, headers) == record
+    assert record_from_message(record_to_message(record)) == record
 
 
 def test_strings_that_are_not_utf8_come_back_as_the_same_bytes() -> None:
@@ -741,9 +740,14 @@ def test_imported_messages_carry_every_field(store, tmp_path: Path) -> None:
     first = msgs[0]
     assert first.payload == written[0].body
     assert first.key == "order-1"
+    # Topic, tags and queue id are the message's own fields (litemq format 6).
+    assert (first.topic, first.tags, first.queue_id) == ("orders", ("paid", "eu"), 0)
+    assert (msgs[1].topic, msgs[1].queue_id) == ("orders", 1)
+    assert (msgs[3].topic, msgs[3].tags, msgs[3].queue_id) == ("notices", ("全体",), 3)
     h = first.headers
-    assert h["litemq.topic"] == "orders"
-    assert json.loads(h["litemq.tags"]) == ["paid", "eu"]
+    assert "litemq.topic" not in h
+    assert "litemq.tags" not in h
+    assert "litemq.queue_id" not in h
     assert json.loads(h["litemq.keys"]) == ["order-1", "customer-9"]
     assert h["litemq.property.region"] == "eu-west"
     assert h["litemq.born_timestamp"] == str(T0)
@@ -751,7 +755,10 @@ def test_imported_messages_carry_every_field(store, tmp_path: Path) -> None:
     assert msgs[3].headers["litemq.trailing"] == bytes(6)
     assert msgs[-1].key is None  # no keys
     for m, r in zip(msgs, written, strict=True):
-        assert record_from_message(m.payload, m.key, m.headers) == r
+        assert record_from_message(m) == r
+    with litemq.Queue(tmp_path / "q", read_only=True) as q:
+        orders = [m.headers["litemq.message_id"] for m in q.tailer(topic="orders", queue_id=0)]
+    assert orders == [r.message_id for r in written if (r.topic, r.queue_id) == ("orders", 0)]
 
 
 @pytest.mark.parametrize(
@@ -764,16 +771,32 @@ def test_imported_messages_carry_every_field(store, tmp_path: Path) -> None:
             message_id="\udcff\udcfe", topic="t\udc80", keys=("\udcff",), tags=("\udc81",)
         ),
         LiteMQRecord(keys=("", "second")),
+        LiteMQRecord(topic="", queue_id=7, tags=("a",)),
+        LiteMQRecord(topic="bell\x07", tags=("ok", "tab\t")),
+        LiteMQRecord(topic="t" * 256, tags=("",)),
+        LiteMQRecord(topic="orders", queue_id=70_000, tags=tuple(f"t{i}" for i in range(300))),
+        LiteMQRecord(topic="orders", queue_id=65_535, tags=("dup", "dup", "b")),
     ],
-    ids=["duplicate-names", "300-properties", "odd-names", "not-utf8", "empty-first-key"],
+    ids=[
+        "duplicate-names",
+        "300-properties",
+        "odd-names",
+        "not-utf8",
+        "empty-first-key",
+        "no-topic-but-queue-id",
+        "control-characters",
+        "long-topic-empty-tag",
+        "queue-id-over-u16-300-tags",
+        "largest-queue-id-repeated-tag",
+    ],
 )
-def test_records_headers_cannot_name_one_by_one_still_round_trip(record, tmp_path: Path) -> None:
-    payload, key, headers = record_to_message(record)
+def test_records_litemq_cannot_hold_natively_still_round_trip(record, tmp_path: Path) -> None:
     with litemq.Queue(tmp_path / "q", file_size=1 << 20) as q:
-        q.appender().append(payload, key, headers)
-        q.appender().flush()
+        app = q.appender()
+        record_to_message(record).append_to(app)
+        app.flush()
         m = q.get(0)
-    assert record_from_message(m.payload, m.key, m.headers) == record
+    assert record_from_message(m) == record
 
 
 def test_a_header_too_large_is_refused_not_cut() -> None:
@@ -795,10 +818,10 @@ def test_an_import_that_cannot_go_on_says_where_it_stopped(tmp_path: Path) -> No
 
 
 def test_unknown_litemq_headers_are_refused() -> None:
-    _, _, headers = record_to_message(LiteMQRecord(message_id="m"))
-    headers["litemq.future_field"] = "1"
+    m = record_to_message(LiteMQRecord(message_id="m"))
+    m.headers["litemq.future_field"] = "1"
     with pytest.raises(HeaderError, match="future_field"):
-        record_from_message(b"", None, headers)
+        record_from_message(m)
 
 
 def test_plain_messages_export_as_new_records(tmp_path: Path) -> None:
@@ -806,16 +829,19 @@ def test_plain_messages_export_as_new_records(tmp_path: Path) -> None:
         app = q.appender()
         app.append(b"first", "k1", {"source": "web", "raw": b"\xff"})
         app.append(b"second")
+        app.append(b"third", topic="payments", tags=["card", "eu"], queue_id=2)
         app.flush()
         stamps = [m.timestamp for m in q.tailer()]
     count = export_queue(tmp_path / "q", tmp_path / "b", topic="events", file_size=4096)
-    assert count == 2
+    assert count == 3
     with LiteMQStore(tmp_path / "b") as s:
         got = [g.record for g in s.records()]
-        assert [m.record for m in s.messages("events")] == got
-    assert [(r.message_id, r.topic, r.body, r.keys) for r in got] == [
-        ("0", "events", b"first", ("k1",)),
-        ("1", "events", b"second", ()),
+        assert [m.record for m in s.messages("events")] == got[:2]
+        assert [m.record for m in s.messages("payments", queue_id=2)] == got[2:]
+    assert [(r.message_id, r.topic, r.tags, r.queue_id, r.body, r.keys) for r in got] == [
+        ("0", "events", (), 0, b"first", ("k1",)),
+        ("1", "events", (), 0, b"second", ()),
+        ("2", "payments", ("card", "eu"), 2, b"third", ()),
     ]
     assert got[0].properties == (("source", "web"), ("raw", "\udcff"))
     assert got[0].born_timestamp == stamps[0] // 1000 == got[0].store_timestamp
