@@ -16,10 +16,15 @@
                                           named tailers: position, lag, last commit
     litemq retain PATH [--max-age 7d] [--max-bytes 10G] [--max-files N] [--protect-unconsumed]
                                           delete old data files now (beside a live writer)
+    litemq read-commitlog FILE [--format text|json]
+                                          a LiteMQ broker's commit-log file, record by record
+    litemq import-litemq STORE QUEUE      a LiteMQ broker store into a queue (appends)
+    litemq export-litemq QUEUE STORE      a queue as a new LiteMQ broker store
+                                          (these three: litemq/cli_litemq.py)
 
 Every command but ``reindex`` opens the queue read-only, so it runs beside a
 live writer; ``reindex`` takes the writer lock (it fails with LockedError
-while a writer runs).
+while a writer runs); ``import-litemq`` appends to its queue as a writer.
 ``--format json`` prints one JSON object per line (JSON Lines) for programs.
 Errors print one line on stderr and exit with status 1 (2 for usage errors).
 """
@@ -644,6 +649,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     with_format(p, ("text", "json"))
     p.set_defaults(run=cmd_retain, needs_limit=True)
+
+    from litemq import cli_litemq  # read-commitlog, import-litemq, export-litemq
+
+    cli_litemq.register(sub)
     return parser
 
 

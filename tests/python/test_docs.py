@@ -81,14 +81,14 @@ def _cli_commands() -> set[str]:
 
 
 def test_every_cli_command_is_in_the_readme_list() -> None:
-    listed = set(re.findall(r"^litemq (\w+)", _section(README, "Command line"), re.M))
+    listed = set(re.findall(r"^litemq ([\w-]+)", _section(README, "Command line"), re.M))
     commands = _cli_commands()
     assert len(commands) >= 9
     assert commands == listed
 
 
 def test_every_cli_command_is_in_the_cli_docstring() -> None:
-    listed = set(re.findall(r"^\s+litemq (\w+)", cli.__doc__ or "", re.M))
+    listed = set(re.findall(r"^\s+litemq ([\w-]+)", cli.__doc__ or "", re.M))
     assert _cli_commands() == listed
 
 
