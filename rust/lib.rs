@@ -49,6 +49,7 @@ pub use error::{Error, Result};
 pub use format::record::{HeaderField, HeaderIter, Record};
 pub use index::key_index::KeyIndexConfig;
 pub use queue::{reindex, writer_pid, DataFileInfo, Queue, Stats};
+pub use reader::archived;
 pub use reader::columns::{ColumnSet, Columns};
 pub use reader::tailer::{Message, OwnedMessage, Start, Tailer};
 pub use reader::wait::WaitStrategy;

@@ -34,7 +34,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
-from litemq import _litemq
+from litemq import _litemq, cli_archive
 from litemq._litemq import LiteMQError, Message
 from litemq.options import parse_size
 from litemq.queue import Queue
@@ -579,6 +579,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     with_format(p, ("text", "json"))
     p.set_defaults(run=cmd_retain, needs_limit=True)
+
+    cli_archive.register(command)
     return parser
 
 
