@@ -741,14 +741,14 @@ def open_archive(uri: str | os.PathLike[str], filesystem: pafs.FileSystem | None
 def find_archives(uri: str | os.PathLike[str]) -> list[tuple[str, str]]:
     """``(name, archive uri)`` of the archive at ``uri`` or of every archive below it
     (skipping names that start with ``_`` or ``.``), sorted by name. An archive given
-    directly is named after its queue's directory; one found below, by its relative path."""
+    directly is named after its last path component; one found below, by its path relative
+    to ``uri`` (as the Spark source names queues)."""
     import pyarrow.fs as pafs
 
     text = os.fspath(uri).rstrip("/")
     fs, root = resolve(text)
     if _exists(fs, _join(root, MANIFEST)) is not None:
-        m = _load_manifest(fs, root) or {}
-        return [(str(m.get("queue") or os.path.basename(root)), text)]
+        return [(os.path.basename(root.rstrip("/")) or root, text)]
     try:
         infos = fs.get_file_info(pafs.FileSelector(root, recursive=True))
     except FileNotFoundError:

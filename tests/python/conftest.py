@@ -92,3 +92,65 @@ def spawn_python(code: str, *args: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+class S3Server:
+    """A local S3-compatible server (moto's server mode) on 127.0.0.1, for archive tests."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.endpoint = f"http://127.0.0.1:{port}"
+
+    def uri(self, bucket: str, path: str) -> str:
+        """An ``s3://`` URI that ``pyarrow.fs`` resolves to this server."""
+        return (
+            f"s3://{bucket}/{path}?endpoint_override=127.0.0.1:{self.port}"
+            "&scheme=http&region=us-east-1"
+        )
+
+    def bucket(self, name: str) -> str:
+        import boto3
+
+        client = boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1")
+        client.create_bucket(Bucket=name)
+        return name
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """moto's S3 server in a thread of this process, on a free port of 127.0.0.1, with
+    dummy credentials in the environment (which Spark's Python workers inherit). Skipped,
+    saying why, when moto (the ``test`` extra's ``moto[server]``) is missing or will not
+    start."""
+    import logging
+
+    try:
+        from moto.server import ThreadedMotoServer
+    except ImportError as e:
+        pytest.skip(f"no local S3 server: moto[server] is not installed ({e})")
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    saved = {k: os.environ.get(k) for k in _S3_ENV}
+    os.environ.update(_S3_ENV)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    try:
+        server.start()
+        _, port = server.get_host_and_port()
+    except Exception as e:  # pragma: no cover - depends on the machine
+        pytest.skip(f"the local S3 server (moto) did not start: {e!r}")
+    try:
+        yield S3Server(int(port))
+    finally:
+        server.stop()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+_S3_ENV = {
+    "AWS_ACCESS_KEY_ID": "litemq-test",
+    "AWS_SECRET_ACCESS_KEY": "litemq-test",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_EC2_METADATA_DISABLED": "true",
+}
