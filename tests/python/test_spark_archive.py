@@ -162,7 +162,7 @@ def test_damage_in_an_archive_fails_the_read(spark: Any, archived: Any, tmp_path
     raw = bytearray((dest / f.path).read_bytes())
     raw[4096 + 100] ^= 0x01
     (dest / f.path).write_bytes(bytes(raw))
-    with pytest.raises(Exception, match="CorruptedError|frames_crc"):
+    with pytest.raises(Exception, match=r"CorruptedError|frames_crc"):
         spark.read.format("litemq").load(str(dest)).count()
 
 
