@@ -13,6 +13,9 @@
                                           named tailers: position, lag, last commit
     litemq retain PATH [--max-age 7d] [--max-bytes 10G] [--max-files N] [--protect-unconsumed]
                                           delete old data files now (beside a live writer)
+    litemq archive PATH DEST [--delete-local] [--json]
+                                          copy sealed files to a path or s3://, gs:// URI
+                                          (litemq/cli_archive.py)
 
 Every command but ``reindex`` opens the queue read-only, so it runs beside a
 live writer; ``reindex`` takes the writer lock (it fails with LockedError
