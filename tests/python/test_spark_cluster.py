@@ -2,11 +2,14 @@
 worker with its own executor JVM and Python workers (``spark_cluster.py``).
 
 What local mode cannot show: speculative task attempts (local mode disables speculation),
-an executor killed with SIGKILL in the middle of a write, and tasks of one read spread over
-two executors. Skipped, saying so, only when Java is missing.
+an executor killed with SIGKILL in the middle of a write (batch, and streaming then restarted
+from its checkpoint), and tasks of one read spread over two executors. Skipped, saying so,
+only when Java is missing.
 
-Cost on the 2-core reference machine: about 30 s to start the cluster and the session, then
-roughly 15 to 40 s per test (run with ``nice``); the whole module takes about 2 minutes.
+Cost on the 2-core reference machine (measured with ``nice``, another Spark test running
+beside): about 30 to 40 s to start the cluster and the session, then 20 to 55 s per test;
+the whole module takes about 3 minutes and about 2.5 GiB of memory (driver 512 MiB, two
+256 MiB daemons per role, two 512 MiB executors, their Python workers).
 """
 
 from __future__ import annotations
@@ -292,6 +295,74 @@ def test_an_executor_killed_mid_write_loses_and_doubles_nothing(
         m.name for m in markers.iterdir() if f"-e{victim}-" not in m.name and "-a0-" not in m.name
     ]
     assert retried, sorted(m.name for m in markers.iterdir())
+    seen = dataset_payloads(out)
+    assert len(seen) == n
+    assert set(seen.values()) == {1}
+
+
+def test_a_stream_survives_a_killed_executor_and_a_restart_from_its_checkpoint(
+    spark: SparkSession, cluster: StandaloneCluster, tmp_path: Path
+) -> None:
+    n = 12_000
+    source = tmp_path / "source"
+    with litemq.Queue(source, file_size=256 * 1024) as q:
+        app = q.appender()
+        app.append_batch([f"row-{i}".encode() for i in range(n)])
+        app.flush()
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    out, ckpt = tmp_path / "out", tmp_path / "ckpt"
+
+    def start() -> Any:
+        # Every task's first attempt dawdles 1.5 s: micro-batches of 3,000 rows in 3 tasks
+        # take a few seconds each, long enough to be interrupted.
+        df = (
+            spark.readStream.format("litemq")
+            .option("maxRecordsPerTrigger", 3000)
+            .option("rowsPerPartition", 1024)
+            .load(str(source))
+            .select("payload")
+            .mapInArrow(marking_fn(str(markers), dict.fromkeys(range(64), 1.5)), "payload binary")
+        )
+        return (
+            df.writeStream.format("litemq")
+            .option("checkpointLocation", str(ckpt))
+            .option("fileSize", WRITE_FILE_SIZE)
+            .trigger(availableNow=True)
+            .start(str(out))
+        )
+
+    def published() -> int:
+        return (
+            len([e for e in os.listdir(out) if e.startswith("stream-batch-")])
+            if out.exists()
+            else 0
+        )
+
+    query = start()
+    # Kill one executor while both run a task of the first micro-batch.
+    victim = None
+    deadline = time.monotonic() + 120
+    while victim is None and time.monotonic() < deadline and query.isActive:
+        started = {
+            int(m.name.split("-")[2][1:]) for m in markers.iterdir() if "-eNone" not in m.name
+        }
+        busy = sorted(started & set(cluster.executor_pids()))
+        if len(busy) == 2:
+            victim = busy[0]
+            os.kill(victim, signal.SIGKILL)
+        time.sleep(0.1)
+    assert victim is not None, "no executor was caught mid-batch"
+    # Then stop the query in the middle of a later batch, as a driver that goes away would.
+    while published() < 2 and query.isActive and time.monotonic() < deadline:
+        time.sleep(0.1)
+    query.stop()
+    first_run = published()
+    assert first_run < 4, "the query finished before it could be stopped midway"
+    query = start()
+    query.awaitTermination(300)
+    assert query.exception() is None, query.exception()
+    assert published() == 4  # 12,000 rows in micro-batches of at most 3,000
     seen = dataset_payloads(out)
     assert len(seen) == n
     assert set(seen.values()) == {1}
