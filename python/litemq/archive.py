@@ -67,10 +67,6 @@ __all__ = [
 MANIFEST = "_litemq_archive.json"
 #: Version of the manifest's layout.
 ARCHIVE_VERSION = 1
-#: A read of at least this fraction of a data file fetches the whole file and checks its
-#: footer's ``frames_crc`` once; a smaller range is fetched alone through the dense index
-#: and each frame checked by its own CRC (as ``Queue.read_arrow`` decides for mapped files).
-WHOLE_FILE_FRACTION = 0.25
 #: The manifest is rewritten after this many uploaded files, so a long run that is killed
 #: keeps most of its work listed.
 MANIFEST_EVERY = 32
@@ -664,8 +660,11 @@ class Archive:
             return
         flags = {c: c in columns for c in ("key", "headers", "payload")}
         path = self._data_path(f)
-        rows = end - start
-        if rows >= (last - first) * WHOLE_FILE_FRACTION:
+        # All of a file: fetch it whole and check its footer's frames_crc once. Part of one
+        # (a Spark partition cut by rowsPerPartition, a small range): fetch only its bytes,
+        # found through the dense index, and check each frame's own CRC; fetching the whole
+        # file for each part would multiply the bytes read.
+        if start == first and end == last:
             yield from self._read_whole(f, path, start, end, columns, flags)
             return
         span = self._range_of(f, start, end)
