@@ -97,6 +97,10 @@ def spawn_python(code: str, *args: str) -> subprocess.Popen[str]:
 class S3Server:
     """A local S3-compatible server (moto's server mode) on 127.0.0.1, for archive tests."""
 
+    #: Any key works with moto; they travel in the URIs, so Spark's Python workers need no
+    #: environment (their JVM may have started before this server).
+    KEY = "litemq-test"
+
     def __init__(self, port: int) -> None:
         self.port = port
         self.endpoint = f"http://127.0.0.1:{port}"
@@ -104,22 +108,27 @@ class S3Server:
     def uri(self, bucket: str, path: str) -> str:
         """An ``s3://`` URI that ``pyarrow.fs`` resolves to this server."""
         return (
-            f"s3://{bucket}/{path}?endpoint_override=127.0.0.1:{self.port}"
+            f"s3://{self.KEY}:{self.KEY}@{bucket}/{path}?endpoint_override=127.0.0.1:{self.port}"
             "&scheme=http&region=us-east-1"
         )
 
     def bucket(self, name: str) -> str:
         import boto3
 
-        client = boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1")
+        client = boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            region_name="us-east-1",
+            aws_access_key_id=self.KEY,
+            aws_secret_access_key=self.KEY,
+        )
         client.create_bucket(Bucket=name)
         return name
 
 
 @pytest.fixture(scope="session")
 def s3_server() -> Iterator[S3Server]:
-    """moto's S3 server in a thread of this process, on a free port of 127.0.0.1, with
-    dummy credentials in the environment (which Spark's Python workers inherit). Skipped,
+    """moto's S3 server in a thread of this process, on a free port of 127.0.0.1. Skipped,
     saying why, when moto (the ``test`` extra's ``moto[server]``) is missing or will not
     start."""
     import logging
@@ -129,8 +138,6 @@ def s3_server() -> Iterator[S3Server]:
     except ImportError as e:
         pytest.skip(f"no local S3 server: moto[server] is not installed ({e})")
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    saved = {k: os.environ.get(k) for k in _S3_ENV}
-    os.environ.update(_S3_ENV)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     try:
         server.start()
@@ -141,16 +148,3 @@ def s3_server() -> Iterator[S3Server]:
         yield S3Server(int(port))
     finally:
         server.stop()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
-_S3_ENV = {
-    "AWS_ACCESS_KEY_ID": "litemq-test",
-    "AWS_SECRET_ACCESS_KEY": "litemq-test",
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_EC2_METADATA_DISABLED": "true",
-}

@@ -33,9 +33,7 @@ FILE_SIZE = 64 * 1024
 
 
 @pytest.fixture(scope="module")
-def spark(tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server) -> Any:
-    # s3_server first: its credentials must be in the environment the JVM and its Python
-    # workers inherit.
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Any:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     session = (
