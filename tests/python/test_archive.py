@@ -17,7 +17,7 @@ pa = pytest.importorskip("pyarrow")
 pafs = pytest.importorskip("pyarrow.fs")
 
 import litemq  # noqa: E402
-from conftest import SMALL_FILE, S3Server, cli  # noqa: E402
+from conftest import SMALL_FILE, S3Server, cli, run_python  # noqa: E402
 from litemq import archive as arc  # noqa: E402
 
 
@@ -354,3 +354,50 @@ def test_s3_archive_is_resumable_and_reads_back_by_ranges(filled: Path, s3_dest:
     assert a.read_arrow(start=777, end=790).to_pylist() == local_rows(filled, 777, 790)
     parent = s3_dest.replace("/orders?", "?")
     assert [name for name, _ in arc.find_archives(parent)] == ["orders"]
+
+
+def test_a_run_killed_by_sigkill_mid_upload_is_finished_by_the_next(
+    filled: Path, tmp_path: Path
+) -> None:
+    dest = tmp_path / "archive"
+    # The child dies (SIGKILL, no cleanup) halfway through writing its third data file.
+    proc = run_python(
+        """
+        import os, signal, sys
+        import litemq
+        from litemq import archive
+
+        real_write = archive._write
+        count = [0]
+
+        def dying_write(fs, path, data):
+            if path.endswith(".data"):
+                count[0] += 1
+                if count[0] == 3:
+                    with fs.open_output_stream(path) as out:
+                        out.write(data[: len(data) // 2])
+                    os.kill(os.getpid(), signal.SIGKILL)
+            real_write(fs, path, data)
+
+        archive._write = dying_write
+        litemq.archive_queue(sys.argv[1], sys.argv[2])
+        """,
+        str(filled),
+        str(dest),
+        check=False,
+    )
+    assert proc.returncode == -9, proc.stderr
+    assert not (dest / arc.MANIFEST).exists()
+    with pytest.raises(FileNotFoundError, match="no archive"):
+        litemq.open_archive(dest)
+    halves = [
+        p
+        for p in sealed_data_files(filled)
+        if (dest / p).exists() and (dest / p).stat().st_size < (filled / p).stat().st_size
+    ]
+    assert len(halves) == 1
+    report = litemq.archive_queue(filled, dest)
+    assert report.redone == halves
+    assert len([p for p in report.adopted if p.endswith(".data")]) == 2
+    a = litemq.open_archive(dest)
+    assert a.read_arrow().to_pylist() == local_rows(filled, 0, a.end_seq)
