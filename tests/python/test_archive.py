@@ -17,7 +17,7 @@ pa = pytest.importorskip("pyarrow")
 pafs = pytest.importorskip("pyarrow.fs")
 
 import litemq  # noqa: E402
-from conftest import SMALL_FILE, S3Server, cli, run_python  # noqa: E402
+from conftest import SMALL_FILE, S3Server, cli, run_python, spawn_python  # noqa: E402
 from litemq import archive as arc  # noqa: E402
 
 
@@ -401,3 +401,43 @@ def test_a_run_killed_by_sigkill_mid_upload_is_finished_by_the_next(
     assert len([p for p in report.adopted if p.endswith(".data")]) == 2
     a = litemq.open_archive(dest)
     assert a.read_arrow().to_pylist() == local_rows(filled, 0, a.end_seq)
+
+
+def test_archiving_beside_a_live_writer_in_another_process(qpath: Path, tmp_path: Path) -> None:
+    dest = tmp_path / "archive"
+    writer = spawn_python(
+        f"""
+        import sys, litemq
+        with litemq.Queue(sys.argv[1], file_size={SMALL_FILE}) as q:
+            app = q.appender()
+            for i in range(20000):
+                app.append(b"live %d " % i * 3, key=b"k%d" % (i % 11))
+                if i % 500 == 0:
+                    app.flush()
+            app.flush()
+            print("done", flush=True)
+            sys.stdin.readline()  # keep the writer (and its last file) open until told
+        """,
+        str(qpath),
+    )
+    try:
+        runs = 0
+        while writer.poll() is None and runs < 40:
+            if (qpath / "metadata.json").exists():
+                litemq.archive_queue(qpath, dest)
+                runs += 1
+            line = ""
+            if runs >= 3:
+                assert writer.stdout is not None
+                line = writer.stdout.readline()
+            if line.startswith("done"):
+                break
+        report = litemq.archive_queue(qpath, dest)
+        a = litemq.open_archive(dest)
+        with litemq.Queue(qpath, read_only=True) as q:
+            assert a.end_seq == q.data_files()[-1]["first_seq"]
+        assert report.gaps == []
+        assert a.read_arrow().to_pylist() == local_rows(qpath, 0, a.end_seq)
+    finally:
+        out, err = writer.communicate(input="\n", timeout=60)
+    assert writer.returncode == 0, err
