@@ -439,5 +439,5 @@ def test_archiving_beside_a_live_writer_in_another_process(qpath: Path, tmp_path
         assert report.gaps == []
         assert a.read_arrow().to_pylist() == local_rows(qpath, 0, a.end_seq)
     finally:
-        out, err = writer.communicate(input="\n", timeout=60)
+        _out, err = writer.communicate(input="\n", timeout=60)
     assert writer.returncode == 0, err
