@@ -6,10 +6,10 @@ an executor killed with SIGKILL in the middle of a write (batch, and streaming t
 from its checkpoint), and tasks of one read spread over two executors. Skipped, saying so,
 only when Java is missing.
 
-Cost on the 2-core reference machine (measured with ``nice``, another Spark test running
-beside): about 30 to 40 s to start the cluster and the session, then 4 to 55 s per test;
-the whole module takes 2 to 3 minutes (107 s in one run) and about 2.5 GiB of memory (driver 512 MiB, two
-256 MiB daemons per role, two 512 MiB executors, their Python workers).
+Cost on the 2-core reference machine (measured with ``nice``, other sessions' tests
+running beside): about 30 to 40 s to start the cluster and the session, then 4 to 55 s
+per test; the whole module takes 2 to 3 minutes (107 s in one run) and about 2.5 GiB of
+memory (driver 512 MiB, three 256 MiB daemons, two 512 MiB executors, Python workers).
 """
 
 from __future__ import annotations
