@@ -198,6 +198,24 @@ def _read_range(fs: pafs.FileSystem, path: str, offset: int, length: int) -> byt
         return bytes(f.read_at(length, offset))
 
 
+#: Bytes per read when a copy is checked piece by piece.
+READ_CHUNK = 8 << 20
+
+
+def _crc64_of(fs: pafs.FileSystem, path: str) -> tuple[int, int]:
+    """Length and CRC-64 of the file at ``path``, read in pieces (a copy may be large)."""
+    crc: int | None = None
+    size = 0
+    with fs.open_input_stream(path) as f:
+        while True:
+            piece = f.read(READ_CHUNK)
+            if not piece:
+                break
+            crc = _litemq._crc64(piece, crc)
+            size += len(piece)
+    return size, (_litemq._crc64(b"") if crc is None else crc)
+
+
 def _write(fs: pafs.FileSystem, path: str, data: bytes) -> None:
     parent = path.rsplit("/", 1)[0]
     if parent and parent != path:
@@ -355,8 +373,9 @@ def archive_queue(
     with its sparse and dense index (their used entries), the sealed key-index files (all but
     the newest) and ``metadata.json``. Each copy is read back and checked: its CRC-64 must
     equal the local file's, and a data file's header, footer and ``frames_crc`` must check
-    out. Only then is it listed in the manifest, which is written last (and every
-    ``MANIFEST_EVERY`` files), so readers see whole, checked files only.
+    out (on the local file, before it leaves). Only then is it listed in the manifest, which
+    is written last (and every ``MANIFEST_EVERY`` files), so readers see whole, checked files
+    only. One file is held in memory at a time; copies are read back in ``READ_CHUNK`` pieces.
 
     Idempotent and resumable: files the manifest lists are skipped; a file at the
     destination that it does not list (a killed run's) is checked against the local file
@@ -474,7 +493,7 @@ def _upload_one(
     if there is not None:
         # Not in the manifest: a killed run's upload, whole or partial. Keep it only if it
         # is exactly the local file.
-        if there == len(local) and _litemq._crc64(_read_all(fs, path)) == crc:
+        if there == len(local) and _crc64_of(fs, path) == (len(local), crc):
             report.adopted.append(u.rel)
         else:
             report.redone.append(u.rel)
@@ -482,7 +501,7 @@ def _upload_one(
     if there is None:
         _write(fs, path, local)
         report.copied.append(u.rel)
-    _verify_copy(fs, path, u.rel, len(local), crc, summary)
+    _verify_copy(fs, path, len(local), crc)
     entry = ArchiveFile(u.rel, u.kind, len(local), crc)
     if summary is not None:
         entry = ArchiveFile(
@@ -501,31 +520,20 @@ def _upload_one(
     return entry
 
 
-def _verify_copy(
-    fs: pafs.FileSystem,
-    path: str,
-    rel: str,
-    size: int,
-    crc: int,
-    summary: dict[str, Any] | None,
-) -> None:
-    """Read the copy back: same length, same CRC-64, and for a data file a footer and
-    ``frames_crc`` that check out and describe the same messages."""
-    copy = _read_all(fs, path)
-    if len(copy) != size:
+def _verify_copy(fs: pafs.FileSystem, path: str, size: int, crc: int) -> None:
+    """Read the copy back, in pieces: the same length and CRC-64 as the local bytes (whose
+    header, footer and ``frames_crc`` were checked before the upload), so the copy is those
+    bytes, footer and ``frames_crc`` included."""
+    got_size, got = _crc64_of(fs, path)
+    if got_size != size:
         raise ArchiveError(
-            f"litemq: archived copy {path} is {len(copy)} bytes after upload, expected {size}"
+            f"litemq: archived copy {path} is {got_size} bytes after upload, expected {size}"
         )
-    got = _litemq._crc64(copy)
     if got != crc:
         raise ArchiveError(
             f"litemq: archived copy {path} does not match its source after upload "
             f"(CRC-64 {got:#018x}, expected {crc:#018x})"
         )
-    if summary is not None:
-        again = _litemq._sealed_summary(copy, path)
-        if again != summary:
-            raise ArchiveError(f"litemq: archived copy {path} does not describe {rel}'s messages")
 
 
 def _delete_archived(

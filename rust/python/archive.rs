@@ -10,20 +10,26 @@ use pyo3::types::PyDict;
 
 use super::buffer::bytes_arg;
 use super::exit;
-use crate::format::crc::Crc64;
+use crate::format::crc::{crc64_combine, Crc64};
 use crate::index::dense;
 use crate::reader::archived;
 use crate::ColumnSet;
 
-/// CRC-64/XZ of a bytes-like object (docs/FORMAT.md, "CRC").
+/// CRC-64/XZ of a bytes-like object (docs/FORMAT.md, "CRC"); with `prev`,
+/// the CRC of the bytes before it (a file checked piece by piece), the CRC
+/// of both together.
 #[pyfunction]
-pub(crate) fn _crc64(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u64> {
+#[pyo3(signature = (data, prev=None))]
+pub(crate) fn _crc64(py: Python<'_>, data: &Bound<'_, PyAny>, prev: Option<u64>) -> PyResult<u64> {
     let b = bytes_arg(data, "data")?;
     let s = b.as_slice();
     Ok(exit::detach(py, || {
         let mut d = Crc64::new();
         d.write(s);
-        d.finish()
+        match prev {
+            Some(p) => crc64_combine(p, d.finish(), s.len() as u64),
+            None => d.finish(),
+        }
     }))
 }
 
