@@ -181,3 +181,33 @@ def test_archives_are_for_batch_reads_only(spark: Any, archived: Any, s3_server:
     df = spark.read.format("litemq").load(str(dest)).select("payload")
     with pytest.raises(Exception, match="litemq archive"):
         df.write.format("litemq").mode("append").save(s3_server.uri("lmq-spark-w", "out"))
+
+
+def test_pushed_filters_on_an_archive_give_the_same_rows(spark: Any, archived: Any) -> None:
+    if not litemq.spark.features()["filter_pushdown"]:
+        pytest.skip("filter pushdown needs PySpark 4.1")
+    from pyspark.sql import functions as F
+
+    _, dest, _ = archived
+
+    def query(df: Any) -> Any:
+        return df.where((F.col("seq") >= 700) & (F.col("seq") < 1900)).where(
+            F.col("key") == F.lit(b"k3")
+        )
+
+    plain = spark.read.format("litemq").option("rowsPerPartition", 300).load(str(dest))
+    expect = rows(query(plain))
+    assert expect
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    try:
+        pushed = (
+            spark.read.format("litemq")
+            .option("rowsPerPartition", 300)
+            .option("filterPushdown", "true")
+            .load(str(dest))
+        )
+        q = query(pushed)
+        assert rows(q) == expect
+        assert q.rdd.getNumPartitions() < plain.rdd.getNumPartitions()
+    finally:
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
