@@ -217,24 +217,46 @@ def _crc64_of(fs: pafs.FileSystem, path: str) -> tuple[int, int]:
 
 
 def _write(fs: pafs.FileSystem, path: str, data: bytes) -> None:
+    """Write ``data`` to ``path``, durably: an object store's PUT is, once it returns; on a
+    file system the file and its directory are fsynced, so that a manifest written later
+    never lists a file a power loss could take back (and ``--delete-local`` never deletes
+    the only durable copy)."""
     parent = path.rsplit("/", 1)[0]
     if parent and parent != path:
         fs.create_dir(parent, recursive=True)
     with fs.open_output_stream(path) as out:
         out.write(data)
+    _sync_local(fs, path)
+
+
+def _sync_local(fs: pafs.FileSystem, path: str) -> None:
+    import pyarrow.fs as pafs
+
+    if not isinstance(fs, pafs.LocalFileSystem):
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _write_atomically(fs: pafs.FileSystem, path: str, data: bytes) -> None:
     """Readers see the old bytes or the new, never a part: an object store's PUT is atomic;
-    on a file system, write a temporary then rename it over."""
+    on a file system, write a temporary (fsynced) then rename it over, and fsync the
+    directory."""
     import pyarrow.fs as pafs
 
     if isinstance(fs, pafs.LocalFileSystem):
         tmp = f"{path}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
         _write(fs, tmp, data)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
         os.replace(tmp, path)
+        _sync_local(fs, path)
         return
     _write(fs, path, data)
 
