@@ -321,9 +321,13 @@ class _Progress:
         self.bytes = 0
         self.last = 0.0
 
-    def step(self, nbytes: int, name: str, force: bool = False) -> None:
+    def step(self, nbytes: int, name: str) -> None:
+        """One more file done, of ``nbytes`` (as counted in ``total_bytes``)."""
         self.files += 1
         self.bytes += nbytes
+        self.draw(name)
+
+    def draw(self, name: str, force: bool = False) -> None:
         now = time.monotonic()
         if self.stream is None or (not force and now - self.last < 0.1):
             return
@@ -338,8 +342,7 @@ class _Progress:
 
     def done(self) -> None:
         if self.stream is not None:
-            self.step(0, "done", force=True)
-            self.files -= 1
+            self.draw("done", force=True)
             self.stream.write("\n")
             self.stream.flush()
 
@@ -447,11 +450,11 @@ def archive_queue(
                 if rel not in listed and _key_index_sealed(os.path.join(kdir, n)):
                     todo.append(_Upload(rel, "key_index", os.path.join(kdir, n)))
 
-        total = 0
+        sizes = {}
         for u in todo:
             with contextlib.suppress(OSError):
-                total += os.path.getsize(u.local)
-        bar = _Progress(len(todo), total, progress)
+                sizes[u.rel] = os.path.getsize(u.local)
+        bar = _Progress(len(todo), sum(sizes.values()), progress)
         since_manifest = 0
         for u in todo:
             entry = _upload_one(fs, root, u, report)
@@ -461,7 +464,7 @@ def archive_queue(
                 since_manifest += 1
                 if on_file is not None:
                     on_file(u.rel)
-            bar.step(entry.size if entry is not None else 0, u.rel)
+            bar.step(sizes.get(u.rel, 0), u.rel)
             if since_manifest >= MANIFEST_EVERY:
                 _write_atomically(fs, report.manifest, _manifest_bytes(name, listed, src))
                 since_manifest = 0
