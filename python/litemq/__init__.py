@@ -48,6 +48,7 @@ from litemq.consumers import ConsumerInfo
 from litemq.options import Batch
 from litemq.queue import Queue
 from litemq.retention import Retention, RetentionReport
+from litemq.topics import TopicInfo
 
 __all__ = [
     "MAX_HEADERS",
@@ -78,6 +79,7 @@ __all__ = [
     "Retention",
     "RetentionReport",
     "Tailer",
+    "TopicInfo",
     "UnsupportedVersionError",
     "__version__",
     "archive_queue",

@@ -12,6 +12,7 @@ from litemq import _litemq, arrow
 from litemq.consumers import ConsumerInfo
 from litemq.options import FlushSpec, RollSpec, WaitSpec
 from litemq.retention import Retention, RetentionReport
+from litemq.topics import TopicInfo
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -167,6 +168,19 @@ class Queue(_litemq.Queue):
         [('billing', 120, 0)]
         """
         return [ConsumerInfo(**d) for d in self._consumers()]
+
+    def topics(self) -> list[TopicInfo]:
+        """Every topic stream (topic and queue id) with messages in the queue,
+        ordered by topic then queue id: how many, first and last sequence.
+
+        Sealed files are counted from their topic index, without reading
+        their messages; the active file (and a file whose index is not built
+        yet) is read. Works on read-only queues.
+
+        >>> [(t.topic, t.queue_id, t.count) for t in q.topics()]
+        [('orders', 0, 2)]
+        """
+        return [TopicInfo(**d) for d in self._topics()]
 
     def apply_retention(self, policy: Retention | None = None) -> RetentionReport:
         """Deletes old data files now, per `policy` or, when None, the queue's

@@ -24,6 +24,7 @@ mod options;
 mod queue;
 mod tailer;
 mod time;
+mod topic;
 
 use pyo3::prelude::*;
 
