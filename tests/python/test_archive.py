@@ -441,3 +441,23 @@ def test_archiving_beside_a_live_writer_in_another_process(qpath: Path, tmp_path
     finally:
         _out, err = writer.communicate(input="\n", timeout=60)
     assert writer.returncode == 0, err
+
+
+def test_records_with_format_6_fields_archive_and_read_back(qpath: Path, tmp_path: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        app = q.appender()
+        for i in range(3000):
+            app.append(
+                b"field %d " % i * 3,
+                key=f"k{i % 5}",
+                topic=f"t{i % 3}",
+                tags=("a", f"b{i % 2}"),
+                priority=i % 4,
+                expires_at=4_000_000_000_000_000 + i,
+            )
+        app.flush()
+    report = litemq.archive_queue(qpath, tmp_path / "archive")
+    assert report.end_seq
+    a = litemq.open_archive(tmp_path / "archive")
+    assert a.read_arrow().to_pylist() == local_rows(qpath, 0, a.end_seq)
+    assert a.read_arrow(start=100, end=110).to_pylist() == local_rows(qpath, 100, 110)
