@@ -53,6 +53,7 @@ pub use format::FORMAT_VERSION;
 pub use index::key_index::KeyIndexConfig;
 pub use notify::Notify;
 pub use queue::{reindex, writer_pid, DataFileInfo, Queue, Stats};
+pub use reader::archived;
 pub use reader::backward::BackwardTailer;
 pub use reader::columns::{ColumnSet, Columns};
 pub use reader::tailer::{Message, OwnedMessage, Start, Tailer};

@@ -866,6 +866,21 @@ impl Queue {
         }
     }
 
+    /// Deletes the oldest data files whose messages all lie below `before`
+    /// (`litemq archive --delete-local`, after a verified copy): under the
+    /// retention lock like a retention pass, never the last file, never a
+    /// file a named consumer has not consumed. Allowed on read-only queues.
+    pub fn delete_files_before(&self, before: u64) -> Result<RetentionReport> {
+        self.check_open()?;
+        let base = self.path();
+        let min_consumer = || crate::consumers::min_position(base);
+        let report = retention::run_before(&self.inner.catalog, before, &min_consumer)?;
+        if !report.deleted_files.is_empty() {
+            *self.inner.getter.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        }
+        Ok(report)
+    }
+
     /// Applies `policy` once (for tools such as `litemq retain`). Allowed on
     /// read-only queues: deleting old sealed files never touches what the
     /// writer writes.

@@ -11,7 +11,8 @@
 
 Named tailers resume where they last committed, in this or a later process
 (``q.tailer(name="billing")``, then ``t.commit()``); ``retention=litemq.Retention(...)``
-bounds disk use (see `litemq.Retention`).
+bounds disk use (see `litemq.Retention`); `litemq.archive_queue` copies sealed files to shared
+storage and `litemq.open_archive` reads them back.
 
 Errors form one tree under `LiteMQError`; OS failures are `OSError`
 subclasses (with errno), bad argument types `TypeError`, bad values
@@ -42,6 +43,7 @@ from litemq._litemq import (
     UnsupportedVersionError,
     __version__,
 )
+from litemq.archive import Archive, ArchiveError, ArchiveReport, archive_queue, open_archive
 from litemq.consumers import ConsumerInfo
 from litemq.options import Batch
 from litemq.queue import Queue
@@ -55,6 +57,9 @@ __all__ = [
     "MAX_HEADER_VALUE_LEN",
     "MAX_KEY_LEN",
     "Appender",
+    "Archive",
+    "ArchiveError",
+    "ArchiveReport",
     "Batch",
     "ClosedError",
     "ConfigError",
@@ -81,4 +86,6 @@ __all__ = [
     "TopicInfo",
     "UnsupportedVersionError",
     "__version__",
+    "archive_queue",
+    "open_archive",
 ]

@@ -41,6 +41,10 @@ __all__ = [
     "__version__",
     "_check_batch",
     "_close_all_at_exit",
+    "_crc64",
+    "_decode_frames",
+    "_decode_sealed",
+    "_dense_offset",
     "_parse_age",
     "_parse_flush",
     "_parse_key_index",
@@ -49,6 +53,7 @@ __all__ = [
     "_parse_wait",
     "_restore_message",
     "_retention_tuple",
+    "_sealed_summary",
     "reindex",
     "writer_pid",
 ]
@@ -95,6 +100,31 @@ def _parse_key_index(spec: object) -> tuple[int, int]: ...
 def _parse_age(value: object, what: str = "max_age") -> int: ...
 def _check_batch(bytes: object, interval: object) -> tuple[int, float]: ...
 def _retention_tuple(policy: object) -> tuple[int | None, int | None, int | None, bool]: ...
+
+# Archives (rust/python/archive.rs), for litemq.archive.
+def _crc64(data: object, prev: int | None = None) -> int: ...
+def _sealed_summary(data: object, name: str) -> dict[str, Any]: ...
+def _decode_sealed(
+    data: object,
+    name: str,
+    start: int,
+    end: int,
+    max_rows: int,
+    key: bool = True,
+    headers: bool = True,
+    payload: bool = True,
+) -> dict[str, Any]: ...
+def _decode_frames(
+    data: object,
+    name: str,
+    offset: int,
+    first_seq: int,
+    rows: int,
+    key: bool = True,
+    headers: bool = True,
+    payload: bool = True,
+) -> dict[str, Any]: ...
+def _dense_offset(word: int, seq: int, data_len: int) -> int | None: ...
 
 class LiteMQError(Exception): ...
 
@@ -297,6 +327,7 @@ class Queue:
     def remove_consumer(self, name: str) -> bool: ...
     def _apply_retention(self, policy: Retention | None = None) -> dict[str, Any]: ...
     def _data_files(self) -> list[dict[str, Any]]: ...
+    def _delete_files_before(self, before: int) -> dict[str, Any]: ...
     def get(self, seq: int) -> Message: ...
     def find(
         self,

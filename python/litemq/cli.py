@@ -21,6 +21,9 @@
     litemq import-litemq STORE QUEUE      a LiteMQ broker store into a queue (appends)
     litemq export-litemq QUEUE STORE      a queue as a new LiteMQ broker store
                                           (these three: litemq/cli_litemq.py)
+    litemq archive PATH DEST [--delete-local] [--json]
+                                          copy sealed files to a path or s3://, gs:// URI
+                                          (litemq/cli_archive.py)
 
 Every command but ``reindex`` opens the queue read-only, so it runs beside a
 live writer; ``reindex`` takes the writer lock (it fails with LockedError
@@ -44,7 +47,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
-from litemq import _litemq
+from litemq import _litemq, cli_archive
 from litemq._litemq import LiteMQError, Message
 from litemq.options import parse_size
 from litemq.queue import Queue
@@ -653,6 +656,7 @@ def _parser() -> argparse.ArgumentParser:
     from litemq import cli_litemq  # read-commitlog, import-litemq, export-litemq
 
     cli_litemq.register(sub)
+    cli_archive.register(command)
     return parser
 
 

@@ -8,11 +8,13 @@
 //! `consumer.rs` (named tailers, retention reports), `options.rs` (the
 //! options of `litemq.Queue`), `message.rs`, `errors.rs` (the exception tree), `buffer.rs` (bytes in,
 //! zero-copy views out), `time.rs` (datetimes), `batch.rs` (stats and
-//! Arrow buffers), `fork.rs` (handles used after `fork()`), `exit.rs` (threads in
-//! litemq calls at interpreter exit), `aio.rs` (the asyncio bridge's socket).
+//! Arrow buffers), `archive.rs` (CRC-64 and decoding of archived data files), `fork.rs` (handles used
+//! after `fork()`), `exit.rs` (threads in litemq calls at interpreter exit), `aio.rs` (the asyncio
+//! bridge's socket).
 
 mod aio;
 mod appender;
+mod archive;
 mod batch;
 mod buffer;
 mod consumer;
@@ -44,6 +46,11 @@ fn litemq_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(queue::reindex, m)?)?;
     m.add_function(wrap_pyfunction!(queue::close_all_at_exit, m)?)?;
     m.add_function(wrap_pyfunction!(message::_restore_message, m)?)?;
+    m.add_function(wrap_pyfunction!(archive::_crc64, m)?)?;
+    m.add_function(wrap_pyfunction!(archive::_sealed_summary, m)?)?;
+    m.add_function(wrap_pyfunction!(archive::_decode_sealed, m)?)?;
+    m.add_function(wrap_pyfunction!(archive::_decode_frames, m)?)?;
+    m.add_function(wrap_pyfunction!(archive::_dense_offset, m)?)?;
     m.add_class::<queue::Queue>()?;
     m.add_class::<appender::Appender>()?;
     m.add_class::<tailer::Tailer>()?;

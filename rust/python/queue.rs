@@ -475,6 +475,20 @@ impl Queue {
         consumer::report_dict(py, &report)
     }
 
+    /// Deletes the oldest data files whose messages all lie below `before`
+    /// (never the last file, never one a named tailer has not consumed) and
+    /// returns the report as a dict, like `_apply_retention`; for
+    /// `litemq archive --delete-local`.
+    fn _delete_files_before<'py>(
+        &self,
+        py: Python<'py>,
+        before: u64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let queue = self.queue()?;
+        let report = exit::detach(py, || queue.delete_files_before(before))?;
+        consumer::report_dict(py, &report)
+    }
+
     /// The data files, oldest first, as dicts (`litemq.Queue.data_files`
     /// makes them `litemq.DataFileInfo`).
     fn _data_files<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
