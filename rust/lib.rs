@@ -44,6 +44,9 @@ pub use config::{
     FlushMode, QueueBuilder, RollPeriod, RollStrategy, MAX_CHANNEL_CAPACITY, MAX_FILE_SIZE,
     MAX_INDEX_INTERVAL, MIN_FILE_SIZE,
 };
+pub use consumers::work_queue::{
+    DeadLetterSink, Job, Ticket, WorkQueue, WorkQueueInfo, WorkQueueOptions,
+};
 pub use consumers::{Consumer, ConsumerInfo, ConsumerOptions};
 pub use error::{Error, Result};
 pub use format::record::{HeaderField, HeaderIter, Record};

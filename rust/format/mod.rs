@@ -10,6 +10,7 @@ pub mod header;
 pub mod metadata;
 pub mod position;
 pub mod record;
+pub mod work_queue;
 
 /// Version of the on-disk format written by this build.
 pub const FORMAT_VERSION: u32 = 5;

@@ -17,10 +17,11 @@ use super::fork::ForkSafe;
 use super::message::Message;
 use super::options;
 use super::tailer::{seq_arg, start_arg, Reader, ReaderSlot, Tailer};
+use super::work_queue::{self, WorkQueue};
 use super::time;
 use crate::storage::mapped::fork_generation;
 use crate::{
-    ConsumerOptions, FlushMode, KeyIndexConfig, QueueBuilder, MAX_CHANNEL_CAPACITY, MAX_FILE_SIZE,
+    ConsumerOptions, DeadLetterSink, WorkQueueOptions, FlushMode, KeyIndexConfig, QueueBuilder, MAX_CHANNEL_CAPACITY, MAX_FILE_SIZE,
     MAX_INDEX_INTERVAL, MIN_FILE_SIZE,
 };
 
@@ -47,6 +48,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Core {
+    /// The engine queue.
+    pub(crate) fn queue(&self) -> &crate::Queue {
+        &self.queue
+    }
+
     fn new(queue: crate::Queue) -> Arc<Core> {
         let core = Arc::new(Core {
             queue,
@@ -354,6 +360,89 @@ impl Queue {
         Ok(Consumer::create(py, t)?.into_any())
     }
 
+    /// A work queue (competing consumers): hands each message to exactly
+    /// one `get()` among every handle of group `name`, in any process, until
+    /// acked; see `litemq.WorkQueue`. `visibility_timeout` (seconds, default
+    /// 30): a job not acked by then is handed out again (so is a job whose
+    /// worker process died); `max_deliveries` (1-255, default 5): handouts
+    /// before a job is dead-lettered; `dead_letter`: None (drop and count),
+    /// a directory (a litemq queue, opened for several writer processes) or
+    /// an open `litemq.Queue`. For a new group: `start` ("start", "end" or
+    /// a sequence) and `window` (slots in its ring, a power of two, default
+    /// 65,536: in-flight plus acked-ahead jobs; a full ring makes `get` wait).
+    ///
+    /// >>> wq = q.work_queue("thumbnails", visibility_timeout=60, dead_letter="thumbs.dlq")
+    #[pyo3(signature = (name, *, visibility_timeout=None, max_deliveries=5, dead_letter=None, start=None, window=None))]
+    #[expect(clippy::too_many_arguments, reason = "Python keyword arguments")]
+    fn work_queue(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        visibility_timeout: Option<time::Seconds>,
+        max_deliveries: i64,
+        dead_letter: Option<&Bound<'_, PyAny>>,
+        start: Option<&Bound<'_, PyAny>>,
+        window: Option<u64>,
+    ) -> PyResult<WorkQueue> {
+        let core = self.core()?.clone();
+        let mut options = WorkQueueOptions::default();
+        if let Some(t) = visibility_timeout {
+            options.visibility_timeout = time::timeout_arg(Some(t), "visibility_timeout")?
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| {
+                    PyValueError::new_err("visibility_timeout must be a finite number of seconds > 0")
+                })?;
+        }
+        options.max_deliveries = u8::try_from(max_deliveries)
+            .ok()
+            .filter(|&m| m > 0)
+            .ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "max_deliveries must be 1 to 255, got {max_deliveries}"
+                ))
+            })?;
+        if let Some(w) = window {
+            options.window = w;
+        }
+        options.start_seq = match start_arg(start)? {
+            crate::Start::Beginning => None,
+            crate::Start::End => Some(exit::detach(py, || {
+                core.queue.wait_visible().map(|()| core.queue.next_seq())
+            })?),
+            crate::Start::Seq(s) => Some(s),
+        };
+        options.dead_letter = match dead_letter {
+            None => None,
+            Some(obj) if obj.is_none() => None,
+            Some(obj) => Some(dead_letter_arg(py, obj)?),
+        };
+        let queue = &core.queue;
+        let wq = exit::detach(py, || queue.work_queue(name, options))?;
+        Ok(WorkQueue::new(wq, core.clone(), self.path.clone()))
+    }
+
+    /// Every work queue with its figures, as dicts (`litemq.Queue.work_queues`
+    /// wraps them).
+    fn _work_queues<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let queue = self.queue()?;
+        let infos = exit::detach(py, || {
+            queue.wait_visible().and_then(|()| queue.work_queues())
+        })?;
+        let list = PyList::empty(py);
+        for info in &infos {
+            list.append(work_queue::info_dict(py, info)?)?;
+        }
+        Ok(list)
+    }
+
+    /// Forgets work queue `name` (removes its state file), so that it no
+    /// longer holds back retention. Returns whether it existed. Handles
+    /// still open go on with the removed file: close them first.
+    fn remove_work_queue(&self, py: Python<'_>, name: &str) -> PyResult<bool> {
+        let queue = self.queue()?;
+        Ok(exit::detach(py, || queue.remove_work_queue(name))?)
+    }
+
     /// Every named tailer with its committed position and lag, as dicts
     /// (`litemq.Queue.consumers` wraps them).
     fn _consumers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
@@ -626,4 +715,20 @@ pub(crate) fn reindex(
         return Err(e);
     }
     Ok(keys?)
+}
+
+/// Where dead-lettered jobs go: a directory (opened as a queue for several
+/// writer processes) or an open `litemq.Queue` (its appender).
+fn dead_letter_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<DeadLetterSink> {
+    if let Ok(q) = obj.cast::<Queue>() {
+        let appender = q.get().open_queue()?.appender()?;
+        return Ok(Arc::new(move |record: &crate::Record<'_>| {
+            appender.append_record(record)?;
+            appender.flush()
+        }));
+    }
+    let path: PathBuf = obj.extract().map_err(|_| {
+        PyTypeError::new_err("dead_letter must be None, a path or a litemq.Queue")
+    })?;
+    Ok(exit::detach(py, || crate::Queue::dead_letter_sink(&path))?)
 }
