@@ -11,7 +11,9 @@
 
 Named tailers resume where they last committed, in this or a later process
 (``q.tailer(name="billing")``, then ``t.commit()``); ``retention=litemq.Retention(...)``
-bounds disk use (see `litemq.Retention`).
+bounds disk use (see `litemq.Retention`); work queues hand each message to
+exactly one of many workers, with acks and redelivery
+(``wq = q.work_queue("thumbnails")``, ``job = wq.get()``, ``wq.ack(job)``).
 
 Errors form one tree under `LiteMQError`; OS failures are `OSError`
 subclasses (with errno), bad argument types `TypeError`, bad values
@@ -38,14 +40,17 @@ from litemq._litemq import (
     NotFoundError,
     PoisonedError,
     ReadOnlyError,
+    Job,
     Tailer,
     UnsupportedVersionError,
+    WorkQueue,
     __version__,
 )
 from litemq.consumers import ConsumerInfo
 from litemq.options import Batch
 from litemq.queue import Queue
 from litemq.retention import Retention, RetentionReport
+from litemq.work_queue import WorkQueueInfo
 
 __all__ = [
     "MAX_HEADERS",
@@ -62,6 +67,7 @@ __all__ = [
     "Follow",
     "ForkedError",
     "InternalError",
+    "Job",
     "LiteMQError",
     "LockedError",
     "MaybeStoredError",
@@ -74,5 +80,7 @@ __all__ = [
     "RetentionReport",
     "Tailer",
     "UnsupportedVersionError",
+    "WorkQueue",
+    "WorkQueueInfo",
     "__version__",
 ]

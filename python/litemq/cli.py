@@ -34,6 +34,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
+from litemq import cli_wq
 from litemq import _litemq
 from litemq._litemq import LiteMQError, Message
 from litemq.options import parse_size
@@ -579,6 +580,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     with_format(p, ("text", "json"))
     p.set_defaults(run=cmd_retain, needs_limit=True)
+
+    cli_wq.register(command)
     return parser
 
 

@@ -12,6 +12,7 @@ from litemq import _litemq, arrow
 from litemq.consumers import ConsumerInfo
 from litemq.options import FlushSpec, RollSpec, WaitSpec
 from litemq.retention import Retention, RetentionReport
+from litemq.work_queue import WorkQueueInfo
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -167,6 +168,16 @@ class Queue(_litemq.Queue):
         [('billing', 120, 0)]
         """
         return [ConsumerInfo(**d) for d in self._consumers()]
+
+    def work_queues(self) -> list[WorkQueueInfo]:
+        """Every work queue (``work_queue(name)`` group) with its figures, by name.
+
+        Works on read-only queues and takes no lock.
+
+        >>> [(w.name, w.pending, w.in_flight) for w in q.work_queues()]
+        [('thumbnails', 120, 4)]
+        """
+        return [WorkQueueInfo(**d) for d in self._work_queues()]
 
     def apply_retention(self, policy: Retention | None = None) -> RetentionReport:
         """Deletes old data files now, per `policy` or, when None, the queue's
