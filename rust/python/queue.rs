@@ -48,11 +48,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Core {
-    /// The engine queue.
-    pub(crate) fn queue(&self) -> &crate::Queue {
-        &self.queue
-    }
-
     fn new(queue: crate::Queue) -> Arc<Core> {
         let core = Arc::new(Core {
             queue,
@@ -418,7 +413,11 @@ impl Queue {
         };
         let queue = &core.queue;
         let wq = exit::detach(py, || queue.work_queue(name, options))?;
-        Ok(WorkQueue::new(wq, core.clone(), self.path.clone()))
+        let next_seq: work_queue::NextSeq = Box::new(move || {
+            core.queue.wait_visible()?;
+            Ok(core.queue.next_seq())
+        });
+        Ok(WorkQueue::new(wq, next_seq, self.path.clone()))
     }
 
     /// Every work queue with its figures, as dicts (`litemq.Queue.work_queues`

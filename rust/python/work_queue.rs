@@ -12,9 +12,12 @@ use super::errors;
 use super::exit;
 use super::fork::ForkSafe;
 use super::message::Message;
-use super::queue::Core;
 use super::time::{self, Seconds};
 use crate::{Ticket, WorkQueueInfo};
+
+/// The queue's `next_seq`, as the handle that opened the work queue sees it
+/// (after its own appends are visible).
+pub(crate) type NextSeq = Box<dyn Fn() -> crate::Result<u64> + Send + Sync>;
 
 /// Longest single wait with the GIL released; `get(timeout=None)` loops.
 const FOREVER_CHUNK: Duration = Duration::from_secs(3600);
@@ -95,18 +98,18 @@ impl Job {
 #[pyclass(frozen, module = "litemq", name = "WorkQueue")]
 pub(crate) struct WorkQueue {
     inner: ForkSafe<Mutex<Option<Arc<crate::WorkQueue>>>>,
-    /// The queue handle it was opened from (for `next_seq` in `stats`).
-    queue: Arc<Core>,
+    /// The `next_seq` of the queue handle it was opened from (for `stats`).
+    next_seq: NextSeq,
     name: String,
     path: String,
 }
 
 impl WorkQueue {
-    pub(crate) fn new(wq: crate::WorkQueue, queue: Arc<Core>, path: String) -> Self {
+    pub(crate) fn new(wq: crate::WorkQueue, next_seq: NextSeq, path: String) -> Self {
         WorkQueue {
             name: wq.name().to_string(),
             inner: ForkSafe::new(Mutex::new(Some(Arc::new(wq)))),
-            queue,
+            next_seq,
             path,
         }
     }
@@ -232,11 +235,8 @@ impl WorkQueue {
     /// ``created_at``.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let wq = self.engine()?;
-        let queue = self.queue.queue();
-        let info = exit::detach(py, || {
-            queue.wait_visible()?;
-            Ok::<_, crate::Error>(wq.info(queue.next_seq()))
-        })?;
+        let next_seq = &self.next_seq;
+        let info = exit::detach(py, || next_seq().map(|next| wq.info(next)))?;
         info_dict(py, &info)
     }
 
