@@ -13,6 +13,8 @@
                                           named tailers: position, lag, last commit
     litemq retain PATH [--max-age 7d] [--max-bytes 10G] [--max-files N] [--protect-unconsumed]
                                           delete old data files now (beside a live writer)
+    litemq wq PATH stats [NAME] [--format text|json]
+                                          work queues: pending, in flight, acked, dead, oldest age
 
 Every command but ``reindex`` opens the queue read-only, so it runs beside a
 live writer; ``reindex`` takes the writer lock (it fails with LockedError

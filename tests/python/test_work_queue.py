@@ -23,7 +23,6 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 import litemq
-
 from conftest import SMALL_FILE, cli
 
 
@@ -43,7 +42,8 @@ def test_each_job_goes_to_one_handle_and_acks_in_any_order_move_the_mark(
     assert all(j is not None for j in jobs)
     got = [j.id for j in jobs if j is not None]
     assert got == list(range(10)), "first handouts come in sequence order, each once"
-    assert a.get(timeout=0) is None and b.get(timeout=0) is None
+    assert a.get(timeout=0) is None
+    assert b.get(timeout=0) is None
     first = jobs[0]
     assert first is not None
     assert (first.deliveries, first.seq, first.payload, first.group) == (1, 0, b"job 0", "thumbs")
@@ -71,10 +71,12 @@ def test_an_unacked_job_comes_back_after_the_visibility_timeout(queue: litemq.Qu
     fill(queue, 1)
     wq = queue.work_queue("slow", visibility_timeout=0.3)
     job = wq.get(timeout=1)
-    assert job is not None and job.deliveries == 1
+    assert job is not None
+    assert job.deliveries == 1
     assert wq.get(timeout=0.1) is None, "leased: not handed out again before its deadline"
     again = wq.get(timeout=2)
-    assert again is not None and (again.id, again.deliveries) == (0, 2)
+    assert again is not None
+    assert (again.id, again.deliveries) == (0, 2)
     assert wq.ack(job) is False, "the first handout lost its lease"
     assert wq.ack(again) is True
     assert wq.stats()["redelivered"] == 1
@@ -99,13 +101,16 @@ def test_nack_hands_a_job_out_again_after_its_delay(queue: litemq.Queue) -> None
     assert job is not None
     assert wq.nack(job, delay=0.3) is True
     nxt = wq.get(timeout=0.1)
-    assert nxt is not None and nxt.id == 1, "a delayed job waits; the next one does not"
+    assert nxt is not None
+    assert nxt.id == 1, "a delayed job waits; the next one does not"
     assert wq.get(timeout=0.05) is None
     again = wq.get(timeout=2)
-    assert again is not None and (again.id, again.deliveries) == (0, 2)
+    assert again is not None
+    assert (again.id, again.deliveries) == (0, 2)
     assert wq.nack(again) is True
     third = wq.get(timeout=1)
-    assert third is not None and (third.id, third.deliveries) == (0, 3)
+    assert third is not None
+    assert (third.id, third.deliveries) == (0, 3)
     with pytest.raises(ValueError, match="delay"):
         wq.nack(third, delay=-1)
 
@@ -121,17 +126,20 @@ def test_past_max_deliveries_a_job_goes_to_the_dead_letter_queue(
     wq = queue.work_queue("dl", visibility_timeout=60, max_deliveries=2, dead_letter=str(dlq_path))
     for attempt in (1, 2):
         job = wq.get(timeout=1)
-        assert job is not None and (job.id, job.deliveries) == (0, attempt)
+        assert job is not None
+        assert (job.id, job.deliveries) == (0, attempt)
         assert wq.nack(job)
     fine = wq.get(timeout=1)
-    assert fine is not None and fine.id == 1, "the poison job is dead-lettered, not handed out"
+    assert fine is not None
+    assert fine.id == 1, "the poison job is dead-lettered, not handed out"
     assert wq.ack(fine)
     assert wq.get(timeout=0.1) is None
     s = wq.stats()
     assert (s["dead_lettered"], s["acked"], s["low"]) == (1, 1, 2)
     with litemq.Queue(dlq_path, read_only=True) as dlq:
         [msg] = list(dlq.tailer())
-    assert msg.payload == b"poison" and msg.key == "k1"
+    assert msg.payload == b"poison"
+    assert msg.key == "k1"
     h = msg.headers
     assert h["kind"] == "resize"
     assert h["litemq.dlq.reason"] == "max_deliveries"
@@ -145,7 +153,8 @@ def test_a_dead_letter_queue_can_be_an_open_queue(queue: litemq.Queue, tmp_path:
     with litemq.Queue(tmp_path / "dlq", file_size=SMALL_FILE) as dlq:
         wq = queue.work_queue("dl", max_deliveries=1, dead_letter=dlq)
         job = wq.get(timeout=1)
-        assert job is not None and wq.nack(job)
+        assert job is not None
+        assert wq.nack(job)
         assert wq.get(timeout=0.1) is None
         dlq.tailer()  # readable while open
         assert [m.headers["litemq.dlq.seq"] for m in dlq.tailer()] == ["0"]
@@ -155,7 +164,8 @@ def test_without_a_dead_letter_queue_a_job_is_dropped_and_counted(queue: litemq.
     fill(queue, 1)
     wq = queue.work_queue("drop", max_deliveries=1)
     job = wq.get(timeout=1)
-    assert job is not None and wq.nack(job)
+    assert job is not None
+    assert wq.nack(job)
     assert wq.get(timeout=0.1) is None
     assert (wq.stats()["dead_lettered"], wq.stats()["low"]) == (1, 1)
 
@@ -174,7 +184,8 @@ def test_a_full_window_waits_for_the_job_at_the_mark(queue: litemq.Queue) -> Non
     time.sleep(0.1)
     assert wq.ack(jobs[0])  # type: ignore[arg-type]
     waiter.join()
-    assert got[0] is not None and got[0].id == 16, "the ack at the mark wakes the waiter"
+    assert got[0] is not None
+    assert got[0].id == 16, "the ack at the mark wakes the waiter"
 
 
 def test_get_waits_for_a_writer_in_another_process_without_holding_the_gil(
@@ -206,7 +217,8 @@ def test_get_waits_for_a_writer_in_another_process_without_holding_the_gil(
         stop.set()
         t.join()
         writer.wait(timeout=30)
-        assert job is not None and job.payload == b"late"
+        assert job is not None
+        assert job.payload == b"late"
         assert len(ticks) >= 10, "the GIL was released while get() waited"
 
 
@@ -239,7 +251,8 @@ def test_state_persists_across_handles_and_the_group_is_listed(
         fill(q, 5)
         wq = q.work_queue("persist", start=2)
         job = wq.get(timeout=1)
-        assert job is not None and job.id == 2, "a new group starts where asked"
+        assert job is not None
+        assert job.id == 2, "a new group starts where asked"
         assert wq.ack(job)
         wq.close()
         with pytest.raises(litemq.ClosedError):
@@ -253,9 +266,11 @@ def test_state_persists_across_handles_and_the_group_is_listed(
             1,
             2,
         )
-        assert info.oldest_age is not None and info.oldest_age >= 0
+        assert info.oldest_age is not None
+        assert info.oldest_age >= 0
         job = q.work_queue("persist", start=0).get(timeout=1)
-        assert job is not None and job.id == 3, "an existing group keeps its mark"
+        assert job is not None
+        assert job.id == 3, "an existing group keeps its mark"
         assert q.remove_work_queue("persist") is True
         assert q.work_queues() == []
 
@@ -271,9 +286,12 @@ def test_cli_prints_the_stats(qpath: Path) -> None:
     rec = json.loads(out.stdout)
     assert (rec["name"], rec["pending"], rec["in_flight"], rec["acked"]) == ("thumbs", 2, 1, 1)
     text = cli("wq", str(qpath), "stats")
-    assert text.returncode == 0 and "thumbs" in text.stdout and "IN_FLIGHT" in text.stdout
+    assert text.returncode == 0
+    assert "thumbs" in text.stdout
+    assert "IN_FLIGHT" in text.stdout
     missing = cli("wq", str(qpath), "stats", "nope")
-    assert missing.returncode != 0 and "no work queue named 'nope'" in missing.stderr
+    assert missing.returncode != 0
+    assert "no work queue named 'nope'" in missing.stderr
 
 
 def test_retention_keeps_what_a_work_queue_has_not_finished(qpath: Path) -> None:
@@ -282,7 +300,8 @@ def test_retention_keeps_what_a_work_queue_has_not_finished(qpath: Path) -> None
         wq = q.work_queue("keep")
         jobs = [wq.get(timeout=1) for _ in range(15)]
         for j in jobs[1:]:
-            assert j is not None and wq.ack(j)
+            assert j is not None
+            assert wq.ack(j)
         report = q.apply_retention(litemq.Retention(max_files=1, protect_unconsumed=True))
         assert report.first_seq == 0, "job 0 is unfinished: its file stays"
         assert wq.ack(jobs[0])  # type: ignore[arg-type]
@@ -469,7 +488,7 @@ WORKER = textwrap.dedent(
     with open(log, "a", buffering=1) as out:
         print("ready", flush=True)
         while True:
-            job = wq.get(timeout=1)
+            job = wq.get(timeout=0.1)
             if job is None:
                 if wq.stats()["low"] >= int(sys.argv[5]):
                     break
@@ -483,7 +502,9 @@ WORKER = textwrap.dedent(
 )
 
 
-def spawn_worker(qpath: Path, log: Path, pace: float, vis: float, total: int) -> subprocess.Popen[str]:
+def spawn_worker(
+    qpath: Path, log: Path, pace: float, vis: float, total: int
+) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-c", WORKER, str(qpath), str(log), str(pace), str(vis), str(total)],
         stdout=subprocess.PIPE,
@@ -510,7 +531,8 @@ def test_workers_killed_with_sigkill_lose_no_job_and_ack_none_twice(
         nonlocal n
         w = spawn_worker(qpath, logs / f"w{n}.log", 0.0002, 60.0, total)
         n += 1
-        assert w.stdout is not None and w.stdout.readline().strip() == "ready"
+        assert w.stdout is not None
+        assert w.stdout.readline().strip() == "ready"
         workers.append(w)
 
     for _ in range(3):
@@ -521,7 +543,9 @@ def test_workers_killed_with_sigkill_lose_no_job_and_ack_none_twice(
         while any(w.poll() is None for w in workers) and time.monotonic() < deadline:
             time.sleep(0.2)
             live = [w for w in workers if w.poll() is None]
-            if live and kills < 25:
+            with litemq.Queue(qpath, read_only=True) as q:
+                done = q.work_queues()[0].low >= total
+            if live and kills < 25 and not done:
                 live[kills % len(live)].send_signal(signal.SIGKILL)
                 live[kills % len(live)].wait()
                 kills += 1
@@ -581,7 +605,8 @@ def test_a_dead_workers_job_comes_back_within_the_visibility_timeout(qpath: Path
             text=True,
         )
         try:
-            assert grab.stdout is not None and grab.stdout.readline().strip() == "0"
+            assert grab.stdout is not None
+            assert grab.stdout.readline().strip() == "0"
             wq = q.work_queue("jobs", visibility_timeout=vis)
             assert wq.get(timeout=0.1) is None, "leased to a live process"
             killed = time.monotonic()
@@ -595,5 +620,6 @@ def test_a_dead_workers_job_comes_back_within_the_visibility_timeout(qpath: Path
                 grab.wait()
             if grab.stdout is not None:
                 grab.stdout.close()
-        assert job is not None and (job.id, job.deliveries) == (0, 2)
+        assert job is not None
+        assert (job.id, job.deliveries) == (0, 2)
         assert elapsed < vis, f"found by the owner's death, not the deadline ({elapsed:.2f} s)"
