@@ -25,6 +25,7 @@ __all__ = [
     "Follow",
     "ForkedError",
     "InternalError",
+    "Job",
     "LiteMQError",
     "LockedError",
     "MaybeStoredError",
@@ -36,6 +37,7 @@ __all__ = [
     "ReadOnlyError",
     "Tailer",
     "UnsupportedVersionError",
+    "WorkQueue",
     "__version__",
     "_check_batch",
     "_close_all_at_exit",
@@ -196,7 +198,6 @@ class Follow:
     def __iter__(self) -> Self: ...
     def __next__(self) -> Message: ...
 
-@disjoint_base
 @final
 class Job:
     @property
@@ -216,7 +217,7 @@ class Job:
 class WorkQueue:
     def get(self, timeout: float | None = None) -> Job | None: ...
     def ack(self, job: Job) -> bool: ...
-    def nack(self, job: Job, delay: float = 0.0) -> bool: ...
+    def nack(self, job: Job, delay: float | None = None) -> bool: ...
     def extend(self, job: Job, timeout: float | None = None) -> bool: ...
     def stats(self) -> dict[str, Any]: ...
     def sync(self) -> None: ...
@@ -232,6 +233,7 @@ class WorkQueue:
     def __enter__(self) -> Self: ...
     def __exit__(self, *args: object) -> None: ...
 
+@disjoint_base
 class Queue:
     def __new__(
         cls,

@@ -36,8 +36,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
-from litemq import cli_wq
-from litemq import _litemq
+from litemq import _litemq, cli_wq
 from litemq._litemq import LiteMQError, Message
 from litemq.options import parse_size
 from litemq.queue import Queue

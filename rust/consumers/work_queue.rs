@@ -39,12 +39,12 @@ use crate::error::{Error, Result};
 use crate::format::record::{HeaderField, Record};
 use crate::format::work_queue::{
     decode_header, encode_header, file_len, lap_of, slot_word, JobState, SlotWord, WqHeader,
-    MAX_WINDOW, MIN_WINDOW, W_ACKED, W_CURSOR, W_DEAD, W_EXPIRED, W_GONE, W_HINT, W_LOW,
-    W_REDELIVERED, WQ_HEADER_LEN, WQ_MAX_NAME_LEN,
+    MAX_WINDOW, MIN_WINDOW, WQ_HEADER_LEN, WQ_MAX_NAME_LEN, W_ACKED, W_CURSOR, W_DEAD, W_EXPIRED,
+    W_GONE, W_HINT, W_LOW, W_REDELIVERED,
 };
 use crate::reader::catalog::Catalog;
 use crate::reader::tailer::{Message, OwnedMessage, Tailer};
-use crate::reader::wait::{Slept, Sleeper, Waiter, WaitStrategy, SLEEP_AT_MOST};
+use crate::reader::wait::{Sleeper, Slept, WaitStrategy, Waiter, SLEEP_AT_MOST};
 use crate::reader::wake::WakeSource;
 use crate::storage::fsutil::sync_dir;
 use crate::storage::mapped::{Mapping, WordFile};
@@ -139,9 +139,7 @@ impl WorkQueueOptions {
             ));
         }
         if self.max_deliveries == 0 {
-            return bad(format!(
-                "max_deliveries must be 1 to {MAX_DELIVERIES}"
-            ));
+            return bad(format!("max_deliveries must be 1 to {MAX_DELIVERIES}"));
         }
         if !self.window.is_power_of_two() || !(MIN_WINDOW..=MAX_WINDOW).contains(&self.window) {
             return bad(format!(
@@ -225,7 +223,12 @@ impl StateFile {
     }
     fn cas(&self, i: usize, old: u64, new: u64) -> bool {
         self.word(i)
-            .compare_exchange(old.to_le(), new.to_le(), Ordering::AcqRel, Ordering::Acquire)
+            .compare_exchange(
+                old.to_le(),
+                new.to_le(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
             .is_ok()
     }
     fn add(&self, i: usize, n: u64) {
@@ -406,7 +409,11 @@ impl WorkQueue {
                 epoch_us: handles.clock.now_micros(),
                 name: group.to_string(),
             };
-            create(&path, &header, options.start_seq.unwrap_or(handles.first_seq))?;
+            create(
+                &path,
+                &header,
+                options.start_seq.unwrap_or(handles.first_seq),
+            )?;
         }
         let header = read_header(&path)?;
         if header.name != group {
@@ -554,10 +561,7 @@ impl WorkQueue {
 
     /// One attempt, without waiting: a redelivery when a scan is due, else
     /// the job at the cursor.
-    fn try_get<R>(
-        &self,
-        f: &mut dyn FnMut(&Message<'_>) -> R,
-    ) -> Result<Option<(Ticket, R)>> {
+    fn try_get<R>(&self, f: &mut dyn FnMut(&Message<'_>) -> R) -> Result<Option<(Ticket, R)>> {
         if self.scan_due() {
             if let Some(found) = self.scan(f)? {
                 return Ok(Some(found));
@@ -582,10 +586,7 @@ impl WorkQueue {
 
     /// Claims the job at the dispatch cursor, if it is published and the
     /// ring has room.
-    fn next_new<R>(
-        &self,
-        f: &mut dyn FnMut(&Message<'_>) -> R,
-    ) -> Result<Option<(Ticket, R)>> {
+    fn next_new<R>(&self, f: &mut dyn FnMut(&Message<'_>) -> R) -> Result<Option<(Ticket, R)>> {
         let st = &self.state;
         loop {
             let low = st.load(W_LOW);

@@ -110,7 +110,10 @@ pub fn decode_header(b: &[u8]) -> Result<WqHeader, (usize, String)> {
     }
     let version = le_u64(b, VERSION_AT).unwrap_or(0);
     if version != WQ_VERSION {
-        return Err((VERSION_AT, format!("version {version}, expected {WQ_VERSION}")));
+        return Err((
+            VERSION_AT,
+            format!("version {version}, expected {WQ_VERSION}"),
+        ));
     }
     let crc = le_u64(b, CRC_AT).unwrap_or(0);
     if crc != crc_of(b) {

@@ -17,12 +17,12 @@ use super::fork::ForkSafe;
 use super::message::Message;
 use super::options;
 use super::tailer::{seq_arg, start_arg, Reader, ReaderSlot, Tailer};
-use super::work_queue::{self, WorkQueue};
 use super::time;
+use super::work_queue::{self, WorkQueue};
 use crate::storage::mapped::fork_generation;
 use crate::{
-    ConsumerOptions, DeadLetterSink, WorkQueueOptions, FlushMode, KeyIndexConfig, QueueBuilder, MAX_CHANNEL_CAPACITY, MAX_FILE_SIZE,
-    MAX_INDEX_INTERVAL, MIN_FILE_SIZE,
+    ConsumerOptions, DeadLetterSink, FlushMode, KeyIndexConfig, QueueBuilder, WorkQueueOptions,
+    MAX_CHANNEL_CAPACITY, MAX_FILE_SIZE, MAX_INDEX_INTERVAL, MIN_FILE_SIZE,
 };
 
 /// An open engine queue and the readers of the tailers made from it, which
@@ -385,7 +385,9 @@ impl Queue {
             options.visibility_timeout = time::timeout_arg(Some(t), "visibility_timeout")?
                 .filter(|d| !d.is_zero())
                 .ok_or_else(|| {
-                    PyValueError::new_err("visibility_timeout must be a finite number of seconds > 0")
+                    PyValueError::new_err(
+                        "visibility_timeout must be a finite number of seconds > 0",
+                    )
                 })?;
         }
         options.max_deliveries = u8::try_from(max_deliveries)
@@ -726,8 +728,8 @@ fn dead_letter_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<DeadLette
             appender.flush()
         }));
     }
-    let path: PathBuf = obj.extract().map_err(|_| {
-        PyTypeError::new_err("dead_letter must be None, a path or a litemq.Queue")
-    })?;
+    let path: PathBuf = obj
+        .extract()
+        .map_err(|_| PyTypeError::new_err("dead_letter must be None, a path or a litemq.Queue"))?;
     Ok(exit::detach(py, || crate::Queue::dead_letter_sink(&path))?)
 }

@@ -165,9 +165,7 @@ impl WorkQueue {
                 })
                 .unwrap_or(true)
             };
-            let found = exit::detach(py, || {
-                wq.get_with(chunk, &mut check, &mut |m| m.to_owned())
-            });
+            let found = exit::detach(py, || wq.get_with(chunk, &mut check, &mut |m| m.to_owned()));
             if let Some(e) = interrupted.take() {
                 return Err(e);
             }
@@ -196,13 +194,21 @@ impl WorkQueue {
         Ok(exit::detach(py, || wq.ack(ticket))?)
     }
 
-    /// Gives a job back: handed out again after `delay` seconds (0: at
-    /// once); counts toward ``max_deliveries``. False when its lease was
-    /// lost (as for `ack`).
-    #[pyo3(signature = (job, delay=Seconds(0.0)))]
-    fn nack(&self, py: Python<'_>, job: &Bound<'_, PyAny>, delay: Seconds) -> PyResult<bool> {
+    /// Gives a job back: handed out again after `delay` seconds (None or
+    /// 0: at once); counts toward ``max_deliveries``. False when its lease
+    /// was lost (as for `ack`).
+    #[pyo3(signature = (job, delay=None))]
+    fn nack(
+        &self,
+        py: Python<'_>,
+        job: &Bound<'_, PyAny>,
+        delay: Option<Seconds>,
+    ) -> PyResult<bool> {
         let ticket = self.ticket(job)?;
-        let delay = seconds(delay, "delay")?;
+        let delay = match delay {
+            Some(d) => seconds(d, "delay")?,
+            None => Duration::ZERO,
+        };
         let wq = self.engine()?;
         Ok(exit::detach(py, || wq.nack(ticket, delay))?)
     }

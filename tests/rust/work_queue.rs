@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::*;
 use litemq::format::work_queue::{
-    slot_word, JobState, SlotWord, W_CURSOR, W_LOW, WQ_HEADER_LEN, WQ_SLOT_LEN,
+    slot_word, JobState, SlotWord, WQ_HEADER_LEN, WQ_SLOT_LEN, W_CURSOR, W_LOW,
 };
 use litemq::{Queue, WorkQueueOptions};
 
@@ -74,7 +74,11 @@ fn a_new_group_has_the_documented_bytes() {
     fill(&q, 3);
     let _wq = q.work_queue("thumbnails", options(64)).unwrap();
     let path = state_file(dir.path());
-    assert_eq!(path.file_name().unwrap(), "oruhk3lcnzqws3dt.wq", "base32 of the name");
+    assert_eq!(
+        path.file_name().unwrap(),
+        "oruhk3lcnzqws3dt.wq",
+        "base32 of the name"
+    );
     let bytes = std::fs::read(&path).unwrap();
     assert_eq!(bytes.len(), WQ_HEADER_LEN + 64 * WQ_SLOT_LEN);
     assert_eq!(&bytes[0..8], b"LMQWORKQ");
@@ -85,7 +89,10 @@ fn a_new_group_has_the_documented_bytes() {
     assert_eq!(&bytes[64..74], b"thumbnails");
     assert_eq!(read_word(&path, W_LOW), 0);
     assert_eq!(read_word(&path, W_CURSOR), 0);
-    assert!(bytes[WQ_HEADER_LEN..].iter().all(|&b| b == 0), "slots start zero");
+    assert!(
+        bytes[WQ_HEADER_LEN..].iter().all(|&b| b == 0),
+        "slots start zero"
+    );
 }
 
 #[test]
@@ -96,7 +103,10 @@ fn leases_run_out_on_the_queue_clock_and_acks_move_the_mark() {
     fill(&q, 3);
     let wq = q.work_queue("w", options(16)).unwrap();
     let jobs: Vec<_> = (0..3).map(|_| get_now(&wq).unwrap()).collect();
-    assert_eq!(jobs.iter().map(|j| j.ticket.seq).collect::<Vec<_>>(), [0, 1, 2]);
+    assert_eq!(
+        jobs.iter().map(|j| j.ticket.seq).collect::<Vec<_>>(),
+        [0, 1, 2]
+    );
     assert_eq!(jobs[1].message.payload, payload(1));
     assert!(wq.ack(jobs[2].ticket).unwrap());
     assert!(wq.ack(jobs[0].ticket).unwrap());
@@ -151,7 +161,10 @@ fn an_owner_is_trusted_only_once_its_claim_is_complete() {
     // so the lease stands until its deadline.
     write_word(&path, slot + 1, DEAD_OWNER);
     let wq = q.work_queue("w", options(16)).unwrap();
-    assert!(get_now(&wq).is_none(), "a half-done claim is left to its deadline");
+    assert!(
+        get_now(&wq).is_none(),
+        "a half-done claim is left to its deadline"
+    );
     // The claim completed: the owner is dead, so the job comes back at once.
     write_word(&path, slot + 2, leased);
     std::thread::sleep(Duration::from_millis(30)); // a scan is due
@@ -218,5 +231,8 @@ fn the_ring_reuses_slots_lap_after_lap() {
     }
     assert_eq!(seen, (0..100).collect::<Vec<_>>());
     let info = &q.work_queues().unwrap()[0];
-    assert_eq!((info.low, info.cursor, info.acked, info.pending), (100, 100, 100, 0));
+    assert_eq!(
+        (info.low, info.cursor, info.acked, info.pending),
+        (100, 100, 100, 0)
+    );
 }
