@@ -256,8 +256,13 @@ struct Readers {
 }
 
 struct ScanState {
+    /// When the next periodic scan is due (real time: dead owners).
     next_at: Instant,
+    /// The nack counter at the last scan.
     hint: u64,
+    /// The earliest deadline (ms since the epoch, queue clock) the last
+    /// complete scan passed over: a scan is due once it has come.
+    next_deadline_ms: u64,
 }
 
 /// A handle on a work-queue group. `Send + Sync`: threads share a handle,
@@ -455,6 +460,7 @@ impl WorkQueue {
             scan: Mutex::new(ScanState {
                 next_at: Instant::now(),
                 hint: u64::MAX,
+                next_deadline_ms: 0,
             }),
             gone_below: AtomicU64::new(0),
         })
@@ -571,17 +577,27 @@ impl WorkQueue {
     }
 
     /// True when this handle should look through the ring now: a nack
-    /// happened since it last looked, or [`SCAN_EVERY`] passed.
+    /// happened since it last looked, a deadline it saw then has come, or
+    /// [`SCAN_EVERY`] passed (which finds dead owners, and deadlines of
+    /// leases other handles made since).
     fn scan_due(&self) -> bool {
         let mut s = lock(&self.scan);
         let hint = self.state.load(W_HINT);
         let now = Instant::now();
-        if hint != s.hint || now >= s.next_at {
+        if hint != s.hint || now >= s.next_at || self.now_ms() >= s.next_deadline_ms {
             s.hint = hint;
             s.next_at = now + SCAN_EVERY;
+            s.next_deadline_ms = u64::MAX; // the scan sets it
             return true;
         }
         false
+    }
+
+    /// Records how a scan ended: `Some(earliest)` when it looked at every
+    /// slot, `None` when it stopped at a job it handed out (the next get
+    /// looks again).
+    fn scanned(&self, earliest: Option<u64>) {
+        lock(&self.scan).next_deadline_ms = earliest.unwrap_or(0);
     }
 
     /// Claims the job at the dispatch cursor, if it is published and the
@@ -639,16 +655,21 @@ impl WorkQueue {
     /// process; then the owner and the claim tag.
     fn lease(&self, seq: u64, raw: u64, word: SlotWord, now_ms: u64) -> Option<Ticket> {
         let deliveries = word.deliveries.saturating_add(1);
+        let deadline_ms = self.deadline_after(now_ms, self.options.visibility_timeout);
         let new = SlotWord {
             lap: lap_of(seq, self.state.window),
             state: JobState::Leased,
             deliveries,
-            deadline_ms: self.deadline_after(now_ms, self.options.visibility_timeout),
+            deadline_ms,
         }
         .encode();
         if !self.claim(seq, raw, new) {
             return None;
         }
+        // This handle looks again when its own lease runs out.
+        let mut scan = lock(&self.scan);
+        scan.next_deadline_ms = scan.next_deadline_ms.min(deadline_ms);
+        drop(scan);
         if word.deliveries > 0 {
             self.state.add(W_REDELIVERED, 1);
         }
@@ -678,14 +699,24 @@ impl WorkQueue {
         let (low, cursor) = (st.load(W_LOW), st.load(W_CURSOR));
         let now = self.now_ms();
         let mut alive: HashMap<u64, bool> = HashMap::new();
+        let mut earliest = u64::MAX;
         for seq in low..cursor.min(low.saturating_add(st.window)) {
             let (raw, word) = st.state_of(seq);
             let Some(word) = word else { continue };
             if !self.redeliverable(seq, raw, word, now, &mut alive) {
+                if matches!(
+                    word.state,
+                    JobState::Leased | JobState::Delayed | JobState::DeadLettering
+                ) {
+                    earliest = earliest.min(word.deadline_ms);
+                }
                 continue;
             }
             if word.deliveries >= self.options.max_deliveries {
-                self.dead_letter(seq, raw, word, now)?;
+                if let Err(e) = self.dead_letter(seq, raw, word, now) {
+                    self.scanned(None);
+                    return Err(e);
+                }
                 continue;
             }
             let mut readers = lock(&self.readers);
@@ -699,12 +730,17 @@ impl WorkQueue {
                     }
                     continue;
                 }
-                Err(e) => return Err(e),
+                Err(e) => {
+                    self.scanned(None);
+                    return Err(e);
+                }
             };
             if let Some(ticket) = self.lease(seq, raw, word, now) {
+                self.scanned(None);
                 return Ok(Some((ticket, f(&msg))));
             }
         }
+        self.scanned(Some(earliest));
         self.advance_low();
         Ok(None)
     }

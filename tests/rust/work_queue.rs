@@ -236,3 +236,202 @@ fn the_ring_reuses_slots_lap_after_lap() {
         (100, 100, 100, 0)
     );
 }
+
+/// The model's view of one job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Model {
+    Leased { deliveries: u8, deadline: u64 },
+    Delayed { deliveries: u8, ready: u64 },
+    Acked,
+    Dead,
+}
+
+/// Random appends, gets, acks, nacks, extends and clock jumps on one handle,
+/// against a model of every job (deadlines on a manual clock, so every
+/// lease end and nack delay is exact). Checked after every step: which job
+/// `get` hands out (the oldest ready redelivery, else the job at the
+/// cursor, with dead letters on the way), what acks and nacks return, the
+/// figures, and the dead-letter queue.
+#[test]
+fn random_operations_match_a_model() {
+    let seeds = if soak() { 300 } else { 25 };
+    for seed in 0..seeds {
+        run_model(seed);
+    }
+}
+
+fn run_model(seed: u64) {
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Mutex};
+
+    const MAX: u8 = 3;
+    const WINDOW: u64 = 16;
+    const VIS: u64 = 1_000; // ms
+    let mut rng = Rng(seed);
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock_at(T0);
+    let q = small(dir.path()).clock(clock.clone()).open().unwrap();
+    let app = q.appender().unwrap();
+    let dead_letters: Arc<Mutex<Vec<u64>>> = Arc::default();
+    let sink_seen = dead_letters.clone();
+    let wq = q
+        .work_queue(
+            "model",
+            WorkQueueOptions {
+                visibility_timeout: Duration::from_millis(VIS),
+                max_deliveries: MAX,
+                window: WINDOW,
+                start_seq: None,
+                dead_letter: Some(Arc::new(move |r: &litemq::Record<'_>| {
+                    let seq = r
+                        .headers
+                        .iter()
+                        .find(|h| h.name == "litemq.dlq.seq")
+                        .map(|h| std::str::from_utf8(h.value).unwrap().parse().unwrap())
+                        .unwrap();
+                    sink_seen.lock().unwrap().push(seq);
+                    Ok(())
+                })),
+            },
+        )
+        .unwrap();
+    let mut published = 0u64;
+    let mut cursor = 0u64;
+    let mut now = 0u64;
+    let mut jobs: BTreeMap<u64, Model> = BTreeMap::new();
+    let mut held: Vec<litemq::Ticket> = Vec::new();
+    let mut dead_expected: Vec<u64> = Vec::new();
+    let ctx = |step: usize| format!("seed {seed}, step {step}");
+    for step in 0..200 {
+        let low = (0..cursor)
+            .find(|s| !matches!(jobs.get(s), Some(Model::Acked | Model::Dead)))
+            .unwrap_or(cursor);
+        match rng.below(10) {
+            0 => {
+                let k = 1 + rng.below(4);
+                for _ in 0..k {
+                    app.append(&payload(published)).unwrap();
+                    published += 1;
+                }
+                app.flush().unwrap();
+            }
+            1..=3 => {
+                // The oldest ready redelivery, dead-lettering on the way.
+                let mut expected = None;
+                for (&seq, m) in jobs.iter_mut() {
+                    let (deliveries, ready) = match *m {
+                        Model::Leased {
+                            deliveries,
+                            deadline,
+                        } => (deliveries, deadline <= now),
+                        Model::Delayed { deliveries, ready } => (deliveries, ready <= now),
+                        _ => continue,
+                    };
+                    if !ready {
+                        continue;
+                    }
+                    if deliveries >= MAX {
+                        *m = Model::Dead;
+                        dead_expected.push(seq);
+                        continue;
+                    }
+                    expected = Some((seq, deliveries + 1));
+                    break;
+                }
+                if expected.is_none() && cursor < published && cursor < low + WINDOW {
+                    expected = Some((cursor, 1));
+                    cursor += 1;
+                }
+                let got = get_now(&wq);
+                assert_eq!(
+                    got.as_ref().map(|j| (j.ticket.seq, j.ticket.deliveries)),
+                    expected,
+                    "{}: get",
+                    ctx(step)
+                );
+                if let Some(job) = got {
+                    assert_eq!(job.message.payload, payload(job.ticket.seq));
+                    jobs.insert(
+                        job.ticket.seq,
+                        Model::Leased {
+                            deliveries: job.ticket.deliveries,
+                            deadline: now + VIS,
+                        },
+                    );
+                    held.push(job.ticket);
+                }
+            }
+            4 | 5 if !held.is_empty() => {
+                let t = held.swap_remove(rng.below(held.len() as u64) as usize);
+                let holds = matches!(jobs.get(&t.seq),
+                    Some(Model::Leased { deliveries, .. }) if *deliveries == t.deliveries);
+                if rng.chance(50) {
+                    assert_eq!(wq.ack(t).unwrap(), holds, "{}: ack {t:?}", ctx(step));
+                    if holds {
+                        jobs.insert(t.seq, Model::Acked);
+                    }
+                } else {
+                    let delay = if rng.chance(50) { 0 } else { 500 };
+                    let nacked = wq.nack(t, Duration::from_millis(delay)).unwrap();
+                    assert_eq!(nacked, holds, "{}: nack {t:?}", ctx(step));
+                    if holds {
+                        jobs.insert(
+                            t.seq,
+                            Model::Delayed {
+                                deliveries: t.deliveries,
+                                ready: now + delay,
+                            },
+                        );
+                    }
+                }
+            }
+            6 if !held.is_empty() => {
+                let t = held[rng.below(held.len() as u64) as usize];
+                let holds = matches!(jobs.get(&t.seq),
+                    Some(Model::Leased { deliveries, .. }) if *deliveries == t.deliveries);
+                let extended = wq.extend(t, Duration::from_millis(VIS)).unwrap();
+                assert_eq!(extended, holds, "{}: extend {t:?}", ctx(step));
+                if holds {
+                    jobs.insert(
+                        t.seq,
+                        Model::Leased {
+                            deliveries: t.deliveries,
+                            deadline: now + VIS,
+                        },
+                    );
+                }
+            }
+            _ => {
+                let by = rng.below(1_500);
+                clock.advance(Duration::from_millis(by));
+                now += by;
+            }
+        }
+        let info = wq.info(published);
+        let count = |f: &dyn Fn(&Model) -> bool| jobs.values().filter(|m| f(m)).count() as u64;
+        let in_flight = count(&|m| matches!(m, Model::Leased { deadline, .. } if *deadline > now));
+        let acked = count(&|m| *m == Model::Acked);
+        let low = (0..cursor)
+            .find(|s| !matches!(jobs.get(s), Some(Model::Acked | Model::Dead)))
+            .unwrap_or(cursor);
+        assert_eq!(
+            (info.cursor, info.in_flight, info.acked, info.low),
+            (cursor, in_flight, acked, low),
+            "{}: figures",
+            ctx(step)
+        );
+        assert_eq!(
+            info.pending,
+            published - cursor + count(&|m| !matches!(m, Model::Acked | Model::Dead)) - in_flight,
+            "{}: pending",
+            ctx(step)
+        );
+        assert_eq!(info.dead_lettered, dead_expected.len() as u64);
+        assert_eq!(
+            *dead_letters.lock().unwrap(),
+            dead_expected,
+            "{}",
+            ctx(step)
+        );
+    }
+}
