@@ -616,23 +616,26 @@ impl WorkQueue {
             }
             let mut readers = lock(&self.readers);
             let scout = &mut readers.scout;
-            if scout.next_seq() != c {
+            let read = if scout.next_seq() == c {
+                scout.read_next()
+            } else {
                 match scout.seek(c) {
-                    Ok(()) => {}
-                    Err(Error::NotFound { first, next, .. }) if c < first => {
-                        // Retention removed messages never handed out.
-                        drop(readers);
-                        self.gone_below.fetch_max(first, Ordering::Relaxed);
-                        let _ = st.cas(W_CURSOR, c, first.min(next));
-                        self.advance_low();
-                        continue;
-                    }
-                    Err(Error::NotFound { .. }) => return Ok(None),
-                    Err(e) => return Err(e),
+                    Ok(()) => scout.read_next(),
+                    Err(e) => Err(e),
                 }
-            }
-            let Some(msg) = readers.scout.read_next()? else {
-                return Ok(None);
+            };
+            let msg = match read {
+                Ok(Some(m)) => m,
+                Ok(None) => return Ok(None),
+                Err(Error::NotFound { first, next, .. }) if c < first => {
+                    // Retention removed messages never handed out: skip them.
+                    self.gone_below.fetch_max(first, Ordering::Relaxed);
+                    let _ = st.cas(W_CURSOR, c, first.min(next));
+                    self.advance_low();
+                    continue;
+                }
+                Err(Error::NotFound { .. }) => return Ok(None),
+                Err(e) => return Err(e),
             };
             if !st.cas(W_CURSOR, c, c + 1) {
                 continue; // another worker took it

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 import litemq
-from conftest import SMALL_FILE, cli
+from conftest import SMALL_FILE, cli, run_python
 
 
 def fill(q: litemq.Queue, n: int, prefix: str = "job") -> None:
@@ -623,3 +623,60 @@ def test_a_dead_workers_job_comes_back_within_the_visibility_timeout(qpath: Path
         assert job is not None
         assert (job.id, job.deliveries) == (0, 2)
         assert elapsed < vis, f"found by the owner's death, not the deadline ({elapsed:.2f} s)"
+
+
+def test_an_idle_get_sleeps_instead_of_spinning(qpath: Path) -> None:
+    litemq.Queue(qpath, file_size=SMALL_FILE).close()
+    out = run_python(
+        """
+        import os, sys, litemq
+        q = litemq.Queue(sys.argv[1], read_only=True)
+        wq = q.work_queue("idle")
+        before = os.times()
+        assert wq.get(timeout=2) is None
+        after = os.times()
+        print(after.user - before.user + after.system - before.system)
+        """,
+        str(qpath),
+    )
+    cpu = float(out.stdout.strip())
+    assert cpu < 0.5, f"an idle get used {cpu:.2f} s of CPU in 2 s"
+
+
+def test_closing_the_queue_ends_a_blocked_get(qpath: Path) -> None:
+    q = litemq.Queue(qpath, file_size=SMALL_FILE)
+    wq = q.work_queue("c")
+    errors: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            wq.get(timeout=20)
+        except BaseException as e:
+            errors.append(e)
+
+    t = threading.Thread(target=wait)
+    t.start()
+    time.sleep(0.2)
+    q.close()
+    t.join(timeout=10)
+    assert not t.is_alive()
+    assert len(errors) == 1
+    assert isinstance(errors[0], litemq.ClosedError)
+    with pytest.raises(litemq.ClosedError):
+        wq.get(timeout=0)
+
+
+def test_jobs_retention_removed_before_a_handout_are_skipped_and_counted(
+    qpath: Path,
+) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE, roll="count:10") as q:
+        wq = q.work_queue("late")  # created at 0, before anything is written
+        fill(q, 35)
+        report = q.apply_retention(litemq.Retention(max_files=2))
+        assert report.first_seq == 20
+        job = wq.get(timeout=1)
+        assert job is not None
+        assert job.id == 20, "the removed jobs are skipped"
+        assert wq.ack(job)
+        s = wq.stats()
+        assert (s["gone"], s["low"], s["acked"]) == (20, 21, 1)
