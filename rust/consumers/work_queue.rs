@@ -429,7 +429,7 @@ impl WorkQueue {
                 format!("state file holds group {:?}", header.name),
             ));
         }
-        let words = WordFile::open(&path, (file_len(header.window) / 8) as usize)?;
+        let words = WordFile::open_existing(&path, (file_len(header.window) / 8) as usize)?;
         let me = identity(std::process::id()).ok_or_else(|| {
             Error::io(
                 "read /proc/self/stat",
