@@ -32,7 +32,7 @@ import sys, time, litemq
 path, log, total = sys.argv[1], sys.argv[2], int(sys.argv[3])
 q = litemq.Queue(path, read_only=True)
 wq = q.work_queue("jobs", visibility_timeout=60, max_deliveries=255)
-with open(log, "a", buffering=1 << 16) as out:
+with open(log, "a", buffering=1) as out:  # a line survives a SIGKILL once written
     print("ready", flush=True)
     while True:
         job = wq.get(timeout=0.1)
