@@ -250,20 +250,31 @@ impl SlotWord {
         })
     }
 
-    /// The state this word gives `seq`: a word of another lap (left from an
-    /// earlier pass of the ring, or never written) means "pending, never
-    /// handed out".
+    /// The state this word gives `seq`. A slot holds a word of `seq`'s own
+    /// lap, of the lap before (left by `seq - window`, finished), or of the
+    /// lap after (`seq` finished and `seq + window` claimed the slot):
+    /// the mark never passes a slot that was not written in its own lap, so
+    /// no slot is ever more than one lap off. An all-zero word was never
+    /// written (no transition writes one). So: never written, or the lap
+    /// before, reads "pending, never handed out"; the lap after reads as
+    /// finished (`Acked`: its exact end is not known, only that it ended).
     pub fn for_seq(w: u64, seq: u64, window: u64) -> Option<SlotWord> {
         let word = SlotWord::decode(w)?;
-        if word.lap != lap_of(seq, window) {
-            return Some(SlotWord {
-                lap: lap_of(seq, window),
-                state: JobState::Pending,
-                deliveries: 0,
-                deadline_ms: 0,
-            });
+        let lap = lap_of(seq, window);
+        if word.lap == lap && w != 0 {
+            return Some(word);
         }
-        Some(word)
+        let state = if w != 0 && word.lap == (lap + 1) & LAP_MASK {
+            JobState::Acked
+        } else {
+            JobState::Pending
+        };
+        Some(SlotWord {
+            lap,
+            state,
+            deliveries: 0,
+            deadline_ms: 0,
+        })
     }
 }
 
@@ -299,8 +310,14 @@ mod tests {
         let seq = 7 * 64 + 3;
         assert_eq!(SlotWord::for_seq(w.encode(), seq, 64), Some(w));
         let next_lap = SlotWord::for_seq(w.encode(), seq + 64, 64).unwrap();
-        assert_eq!(next_lap.state, JobState::Pending);
+        assert_eq!(next_lap.state, JobState::Pending, "left by the lap before");
         assert_eq!(next_lap.deliveries, 0);
+        let reused = SlotWord::for_seq(w.encode(), seq - 64, 64).unwrap();
+        assert!(reused.state.is_done(), "the lap after: finished and reused");
+        assert_eq!(
+            SlotWord::for_seq(0, 4095 * 64, 64).unwrap().state,
+            JobState::Pending
+        );
         assert_eq!(SlotWord::decode(8 << 12), None, "undefined state code");
     }
 }

@@ -435,3 +435,33 @@ fn run_model(seed: u64) {
         );
     }
 }
+
+#[test]
+fn a_slot_reused_by_the_next_lap_is_never_handed_out_for_the_old_job() {
+    // A scan that read the mark before it moved on, or a header page older
+    // than the slot pages after a machine crash: the slot of a finished job
+    // already holds the claim of the job one lap later. Neither job may be
+    // handed out again.
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).clock(clock_at(T0)).open().unwrap();
+    fill(&q, 20);
+    let wq = q.work_queue("lap", options(16)).unwrap();
+    for _ in 0..16 {
+        let job = get_now(&wq).unwrap();
+        assert!(wq.ack(job.ticket).unwrap());
+    }
+    let sixteen = get_now(&wq).unwrap();
+    assert_eq!(sixteen.ticket.seq, 16, "in slot 0, one lap on");
+    drop(wq);
+    let path = state_file(dir.path());
+    write_word(&path, W_LOW, 0);
+    write_word(&path, W_CURSOR, 16);
+    let wq = q.work_queue("lap", options(16)).unwrap();
+    let next = get_now(&wq).unwrap();
+    assert_eq!(
+        (next.ticket.seq, next.ticket.deliveries),
+        (17, 1),
+        "job 0 (acked) and job 16 (leased) are not handed out"
+    );
+    assert!(wq.ack(sixteen.ticket).unwrap(), "job 16's lease survived");
+}
