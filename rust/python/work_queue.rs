@@ -38,6 +38,8 @@ pub(crate) struct Job {
     #[pyo3(get)]
     deliveries: u8,
     group: String,
+    /// The directory of the queue whose work queue handed it out.
+    path: String,
     ticket: Ticket,
 }
 
@@ -128,10 +130,10 @@ impl WorkQueue {
             .cast::<Job>()
             .map_err(|_| PyTypeError::new_err("expected a litemq.Job from WorkQueue.get()"))?
             .get();
-        if job.group != self.name {
+        if job.group != self.name || job.path != self.path {
             return Err(PyValueError::new_err(format!(
-                "job {} was handed out by work queue {:?}, not {:?}",
-                job.ticket.seq, job.group, self.name
+                "job {} was handed out by work queue {:?} of {:?}, not {:?} of {:?}",
+                job.ticket.seq, job.group, job.path, self.name, self.path
             )));
         }
         Ok(job.ticket)
@@ -176,6 +178,7 @@ impl WorkQueue {
                         message,
                         deliveries: ticket.deliveries,
                         group: self.name.clone(),
+                        path: self.path.clone(),
                         ticket,
                     }));
                 }

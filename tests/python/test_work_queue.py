@@ -222,7 +222,7 @@ def test_get_waits_for_a_writer_in_another_process_without_holding_the_gil(
         assert len(ticks) >= 10, "the GIL was released while get() waited"
 
 
-def test_options_are_checked(queue: litemq.Queue) -> None:
+def test_options_are_checked(queue: litemq.Queue, qpath: Path) -> None:
     for kwargs, match in [
         ({"visibility_timeout": 0}, "visibility_timeout"),
         ({"visibility_timeout": -1}, "visibility_timeout"),
@@ -242,6 +242,11 @@ def test_options_are_checked(queue: litemq.Queue) -> None:
     assert job is not None
     with pytest.raises(ValueError, match='handed out by work queue "y"'):
         wq.ack(job)
+    with litemq.Queue(qpath.parent / "other", file_size=SMALL_FILE) as other_queue:
+        fill(other_queue, 1)
+        namesake = other_queue.work_queue("y")
+        with pytest.raises(ValueError, match="handed out by work queue"):
+            namesake.ack(job)
 
 
 def test_state_persists_across_handles_and_the_group_is_listed(
