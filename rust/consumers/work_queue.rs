@@ -242,7 +242,7 @@ impl StateFile {
     fn slot(&self, seq: u64) -> usize {
         slot_word((seq & (self.window - 1)) as usize)
     }
-    fn state_of(&self, seq: u64) -> (u64, Option<SlotWord>) {
+    fn state_of(&self, seq: u64) -> (u64, SlotWord) {
         let raw = self.load(self.slot(seq));
         (raw, SlotWord::for_seq(raw, seq, self.window))
     }
@@ -644,9 +644,9 @@ impl WorkQueue {
             // pending first (it does after a worker died between moving the
             // cursor and claiming the slot).
             let (raw, word) = st.state_of(c);
-            let Some(word) = word.filter(|w| w.state == JobState::Pending) else {
+            if word.state != JobState::Pending {
                 continue;
-            };
+            }
             let now = self.now_ms();
             if let Some(ticket) = self.lease(c, raw, word, now) {
                 return Ok(Some((ticket, f(&msg))));
@@ -705,7 +705,6 @@ impl WorkQueue {
         let mut earliest = u64::MAX;
         for seq in low..cursor.min(low.saturating_add(st.window)) {
             let (raw, word) = st.state_of(seq);
-            let Some(word) = word else { continue };
             if !self.redeliverable(seq, raw, word, now, &mut alive) {
                 if matches!(
                     word.state,
@@ -895,9 +894,9 @@ impl WorkQueue {
         let i = st.slot(t.seq);
         loop {
             let (raw, word) = st.state_of(t.seq);
-            let Some(word) = word.filter(|w| self.holds(w, t)) else {
+            if !self.holds(&word, t) {
                 return Ok(false);
-            };
+            }
             let new = SlotWord {
                 deadline_ms: deadline,
                 ..word
@@ -924,9 +923,9 @@ impl WorkQueue {
         let full_before = st.load(W_CURSOR) >= st.load(W_LOW).saturating_add(st.window);
         loop {
             let (raw, word) = st.state_of(t.seq);
-            let Some(word) = word.filter(|w| self.holds(w, t)) else {
+            if !self.holds(&word, t) {
                 return Ok(false);
-            };
+            }
             let new = to(word);
             if st.cas(i, raw, new.encode()) {
                 if new.state == JobState::Acked {
@@ -958,7 +957,6 @@ impl WorkQueue {
                 return;
             }
             let (raw, word) = st.state_of(low);
-            let Some(word) = word else { return };
             if !word.state.is_done() {
                 // Removed by retention and held by nobody: gone.
                 if low < gone_below && !word.state.is_owned() {
@@ -1039,11 +1037,10 @@ fn summarize(
     };
     for seq in low..cursor.min(low.saturating_add(window)) {
         let raw = load(slot_word((seq & (window - 1)) as usize));
-        match SlotWord::for_seq(raw, seq, window).map(|w| (w.state, w.deadline_ms)) {
-            Some((JobState::Leased | JobState::DeadLettering, d)) if d > now_ms => {
-                info.in_flight += 1
-            }
-            Some((s, _)) if !s.is_done() => info.pending += 1,
+        let word = SlotWord::for_seq(raw, seq, window);
+        match (word.state, word.deadline_ms) {
+            (JobState::Leased | JobState::DeadLettering, d) if d > now_ms => info.in_flight += 1,
+            (s, _) if !s.is_done() => info.pending += 1,
             _ => {}
         }
     }

@@ -258,23 +258,29 @@ impl SlotWord {
     /// written (no transition writes one). So: never written, or the lap
     /// before, reads "pending, never handed out"; the lap after reads as
     /// finished (`Acked`: its exact end is not known, only that it ended).
-    pub fn for_seq(w: u64, seq: u64, window: u64) -> Option<SlotWord> {
-        let word = SlotWord::decode(w)?;
+    /// A word with an undefined state code (damage: slots carry no checksum,
+    /// each is one compare-and-swap word) reads as pending too, so that its
+    /// job comes back rather than blocking the mark for ever.
+    pub fn for_seq(w: u64, seq: u64, window: u64) -> SlotWord {
         let lap = lap_of(seq, window);
+        let pending = SlotWord {
+            lap,
+            state: JobState::Pending,
+            deliveries: 0,
+            deadline_ms: 0,
+        };
+        let Some(word) = SlotWord::decode(w) else {
+            return pending;
+        };
         if word.lap == lap && w != 0 {
-            return Some(word);
+            return word;
         }
         let state = if w != 0 && word.lap == (lap + 1) & LAP_MASK {
             JobState::Acked
         } else {
             JobState::Pending
         };
-        Some(SlotWord {
-            lap,
-            state,
-            deliveries: 0,
-            deadline_ms: 0,
-        })
+        SlotWord { state, ..pending }
     }
 }
 
@@ -308,16 +314,19 @@ mod tests {
         };
         assert_eq!(SlotWord::decode(w.encode()), Some(w));
         let seq = 7 * 64 + 3;
-        assert_eq!(SlotWord::for_seq(w.encode(), seq, 64), Some(w));
-        let next_lap = SlotWord::for_seq(w.encode(), seq + 64, 64).unwrap();
+        assert_eq!(SlotWord::for_seq(w.encode(), seq, 64), w);
+        let next_lap = SlotWord::for_seq(w.encode(), seq + 64, 64);
         assert_eq!(next_lap.state, JobState::Pending, "left by the lap before");
         assert_eq!(next_lap.deliveries, 0);
-        let reused = SlotWord::for_seq(w.encode(), seq - 64, 64).unwrap();
+        let reused = SlotWord::for_seq(w.encode(), seq - 64, 64);
         assert!(reused.state.is_done(), "the lap after: finished and reused");
-        assert_eq!(
-            SlotWord::for_seq(0, 4095 * 64, 64).unwrap().state,
-            JobState::Pending
-        );
+        assert_eq!(SlotWord::for_seq(0, 4095 * 64, 64).state, JobState::Pending);
         assert_eq!(SlotWord::decode(8 << 12), None, "undefined state code");
+        let damaged = SlotWord::for_seq((8 << 12) | 7, seq, 64);
+        assert_eq!(
+            damaged.state,
+            JobState::Pending,
+            "damage: the job comes back"
+        );
     }
 }
