@@ -465,3 +465,25 @@ fn a_slot_reused_by_the_next_lap_is_never_handed_out_for_the_old_job() {
     );
     assert!(wq.ack(sixteen.ticket).unwrap(), "job 16's lease survived");
 }
+
+#[test]
+fn a_damaged_slot_gives_its_job_back_instead_of_blocking_the_mark() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).clock(clock_at(T0)).open().unwrap();
+    fill(&q, 2);
+    let wq = q.work_queue("damage", options(16)).unwrap();
+    let zero = get_now(&wq).unwrap();
+    let one = get_now(&wq).unwrap();
+    assert!(wq.ack(one.ticket).unwrap());
+    // State code 9 is undefined: the slot of job 0 is damaged.
+    write_word(&state_file(dir.path()), slot_word(0), (9 << 12) | 0xABC);
+    assert!(
+        !wq.ack(zero.ticket).unwrap(),
+        "the lease is gone with the damage"
+    );
+    std::thread::sleep(Duration::from_millis(30)); // a scan is due
+    let again = get_now(&wq).unwrap();
+    assert_eq!(again.ticket.seq, 0, "job 0 comes back");
+    assert!(wq.ack(again.ticket).unwrap());
+    assert_eq!(read_word(&state_file(dir.path()), W_LOW), 2);
+}
