@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 import litemq
-from conftest import SMALL_FILE, cli, run_python
+from conftest import SMALL_FILE, cli, run_python, spawn_python
 
 
 def fill(q: litemq.Queue, n: int, prefix: str = "job") -> None:
@@ -685,3 +685,54 @@ def test_jobs_retention_removed_before_a_handout_are_skipped_and_counted(
         assert wq.ack(job)
         s = wq.stats()
         assert (s["gone"], s["low"], s["acked"]) == (20, 21, 1)
+
+
+def test_ctrl_c_interrupts_a_blocked_get(qpath: Path) -> None:
+    litemq.Queue(qpath, file_size=SMALL_FILE).close()
+    proc = spawn_python(
+        """
+        import sys, litemq
+        q = litemq.Queue(sys.argv[1], read_only=True)
+        wq = q.work_queue("ctrl-c")
+        try:
+            print("waiting", flush=True)
+            wq.get()
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+            sys.exit(3)
+        """,
+        str(qpath),
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "waiting"
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert out.strip() == "interrupted", err
+    assert proc.returncode == 3
+
+
+def test_a_forked_child_gets_forked_error_and_can_open_the_group_again(qpath: Path) -> None:
+    out = run_python(
+        """
+        import os, sys, litemq
+        q = litemq.Queue(sys.argv[1], file_size=64 * 1024)
+        q.appender().append_batch([b"a", b"b"])
+        q.appender().flush()
+        wq = q.work_queue("fork")
+        job = wq.get(timeout=1)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                wq.get(timeout=0)
+                print("no error", flush=True)
+            except litemq.ForkedError:
+                again = litemq.Queue(sys.argv[1], read_only=True).work_queue("fork")
+                print("child got", again.get(timeout=5).id, flush=True)
+            os._exit(0)
+        os.waitpid(pid, 0)
+        print("parent acks", wq.ack(job), flush=True)
+        """,
+        str(qpath),
+    )
+    assert out.stdout.splitlines() == ["child got 1", "parent acks True"]
