@@ -242,3 +242,24 @@ def lines(results: list[dict[str, Any]]) -> list[str]:
     if four:
         out.append(f"  goal ≥ 300,000 jobs/s with 4 workers: {four:,.0f}")
     return out
+
+
+def markdown(results: list[dict[str, Any]]) -> list[str]:
+    """The section of docs/PERFORMANCE.md."""
+    body = [line[2:] for line in lines(results)[1:]]
+    return [
+        "## Work queues: get + ack per job (issue 18)",
+        "",
+        "Each store is filled first, then 1 or 4 worker processes started together take "
+        "jobs one at a time and acknowledge each: litemq `job = wq.get(timeout=0)`, "
+        "`wq.ack(job)` (`q.work_queue(...)` on a read-only handle); persist-queue "
+        "`get_nowait()`, `task_done()` (its file `Queue` is not process-safe: 1 worker "
+        "only); litequeue `pop()`, `done(id)`; diskcache `Deque.popleft()` (no "
+        "acknowledgement). Jobs/s over the span from the first worker's start to the "
+        "last one's end; × is litemq's rate over the store's with as many workers.",
+        "",
+        "```text",
+        *body,
+        "```",
+        "",
+    ]
