@@ -266,7 +266,20 @@ struct ScanState {
 }
 
 /// A handle on a work-queue group. `Send + Sync`: threads share a handle,
-/// and `get`, `ack` and `nack` may run in several at once.
+/// and `get`, `ack` and `nack` may run in several at once. A handle belongs
+/// to the process that opened it (its jobs are leased in that process's
+/// name): after `fork()`, open another one in the child.
+///
+/// ```no_run
+/// # use std::time::Duration;
+/// # let queue = litemq::QueueBuilder::new("/tmp/jobs").open()?;
+/// let wq = queue.work_queue("thumbnails", litemq::WorkQueueOptions::default())?;
+/// if let Some(job) = wq.get(Duration::from_secs(1), &mut || false)? {
+///     println!("resize {:?}", job.message.payload);
+///     wq.ack(job.ticket)?;
+/// }
+/// # Ok::<(), litemq::Error>(())
+/// ```
 pub struct WorkQueue {
     name: String,
     queue_path: PathBuf,
