@@ -18,7 +18,7 @@
 //! Layout, from the bottom up: `format/` encodes and decodes bytes (no I/O),
 //! `storage/` owns the mapped files (the only `unsafe` in the engine),
 //! `index/` the sparse and key indexes, `reader/` tailers and `writer/` the
-//! appender and I/O thread, then `consumers/`, `retention.rs` and
+//! appender and I/O thread, then `consumers/` (named tailers, work queues), `retention.rs` and
 //! `recovery.rs`, and `queue.rs` ties them together. Each layer imports only
 //! those below it (`tests/rust/layers.rs` checks). `docs/DESIGN.md` opens with the
 //! layer diagram and explains the threads; `docs/FORMAT.md` the bytes.
