@@ -25,7 +25,7 @@
 //! `docs/DESIGN.md` ("Work queues") argues why no job is handed to two
 //! workers at once and no ack is lost or doubled, whatever process dies when.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
@@ -40,7 +40,7 @@ use crate::format::record::{HeaderField, Record};
 use crate::format::work_queue::{
     decode_header, encode_header, file_len, lap_of, slot_word, JobState, SlotWord, WqHeader,
     MAX_WINDOW, MIN_WINDOW, WQ_HEADER_LEN, WQ_MAX_NAME_LEN, W_ACKED, W_CURSOR, W_DEAD, W_EXPIRED,
-    W_GONE, W_HINT, W_LOW, W_REDELIVERED,
+    W_GONE, W_HINT, W_LOW, W_REDELIVERED, W_TOP,
 };
 use crate::reader::catalog::Catalog;
 use crate::reader::tailer::{Message, OwnedMessage, Tailer};
@@ -102,6 +102,17 @@ pub struct WorkQueueOptions {
     pub start_seq: Option<u64>,
     /// Where dead-lettered jobs go (`None`: dropped and counted).
     pub dead_letter: Option<DeadLetterSink>,
+    /// Send jobs whose message expired before a handout to `dead_letter`
+    /// too (reason `expired`); otherwise they are only counted. Default false.
+    pub dead_letter_expired: bool,
+    /// Hand out higher priorities first (FIFO within a priority): the
+    /// handle reads ahead over the window and picks the best job not yet
+    /// handed out. Default false: sequence order, no read-ahead.
+    pub priority: bool,
+    /// With `priority`: a job whose message was written this long ago is
+    /// handed out before higher priorities, oldest first, so that no job
+    /// starves. Default 60 s; `None`: no bound.
+    pub max_wait: Option<Duration>,
 }
 
 impl std::fmt::Debug for WorkQueueOptions {
@@ -112,6 +123,9 @@ impl std::fmt::Debug for WorkQueueOptions {
             .field("window", &self.window)
             .field("start_seq", &self.start_seq)
             .field("dead_letter", &self.dead_letter.is_some())
+            .field("dead_letter_expired", &self.dead_letter_expired)
+            .field("priority", &self.priority)
+            .field("max_wait", &self.max_wait)
             .finish()
     }
 }
@@ -124,6 +138,9 @@ impl Default for WorkQueueOptions {
             window: 1 << 16,
             start_seq: None,
             dead_letter: None,
+            dead_letter_expired: false,
+            priority: false,
+            max_wait: Some(Duration::from_secs(60)),
         }
     }
 }
@@ -149,6 +166,15 @@ impl WorkQueueOptions {
         }
         Ok(())
     }
+}
+
+/// How a job ends without an ack.
+#[derive(Debug, Clone, Copy)]
+enum Retire {
+    /// Past `max_deliveries`.
+    Dead,
+    /// Its message expired before a handout.
+    Expired,
 }
 
 /// What `ack` and `nack` need to know about a job handed out: its sequence
@@ -231,6 +257,13 @@ impl StateFile {
             )
             .is_ok()
     }
+    fn fetch_max(&self, i: usize, n: u64) {
+        let _ = self
+            .word(i)
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |w| {
+                (u64::from_le(w) < n).then_some(n.to_le())
+            });
+    }
     fn add(&self, i: usize, n: u64) {
         let _ = self
             .word(i)
@@ -249,11 +282,79 @@ impl StateFile {
 }
 
 /// The per-handle readers: one follows the cursor (new jobs), one seeks
-/// (redeliveries, dead letters).
+/// (redeliveries, dead letters); and, for a priority group, what the scout
+/// read ahead.
 struct Readers {
     scout: Tailer,
     random: Tailer,
+    ahead: Lookahead,
 }
+
+/// The message's priority (the record's priority field, 0 when unset).
+fn priority_of(m: &Message<'_>) -> u8 {
+    let _ = m;
+    0
+}
+
+/// When the message expires, µs since the Unix epoch (the record's expiry
+/// field), if it does.
+fn expires_at_of(m: &Message<'_>) -> Option<u64> {
+    let _ = m;
+    None
+}
+
+/// Jobs a priority group's handle has read ahead of the cursor and not seen
+/// handed out yet.
+#[derive(Debug, Default)]
+struct Lookahead {
+    /// The next sequence to read.
+    next: u64,
+    /// `(255 - priority, seq)`: the first is the job to hand out.
+    by_rank: BTreeSet<(u8, u64)>,
+    /// `seq -> (priority, timestamp)`: the first is the oldest.
+    by_seq: BTreeMap<u64, (u8, u64)>,
+}
+
+impl Lookahead {
+    fn insert(&mut self, seq: u64, priority: u8, timestamp: u64) {
+        self.by_rank.insert((u8::MAX - priority, seq));
+        self.by_seq.insert(seq, (priority, timestamp));
+    }
+
+    fn remove(&mut self, seq: u64) {
+        if let Some((priority, _)) = self.by_seq.remove(&seq) {
+            self.by_rank.remove(&(u8::MAX - priority, seq));
+        }
+    }
+
+    /// Forgets every job below `cursor` (handed out at least once).
+    fn forget_below(&mut self, cursor: u64) {
+        while let Some((&seq, _)) = self.by_seq.first_key_value() {
+            if seq >= cursor {
+                break;
+            }
+            self.remove(seq);
+        }
+        self.next = self.next.max(cursor);
+    }
+
+    /// The job to hand out: the oldest when it was written `max_wait` ago or
+    /// more, else the highest priority (the oldest among equals).
+    fn choose(&self, now_us: u64, max_wait: Option<Duration>) -> Option<u64> {
+        if let (Some(bound), Some((&seq, &(_, written)))) =
+            (max_wait, self.by_seq.first_key_value())
+        {
+            if written.saturating_add(bound.as_micros() as u64) <= now_us {
+                return Some(seq);
+            }
+        }
+        self.by_rank.first().map(|&(_, seq)| seq)
+    }
+}
+
+/// Messages a priority handle reads ahead per `get` at most (it reads the
+/// rest of the window over the following calls).
+const READ_AHEAD: usize = 4096;
 
 struct ScanState {
     /// When the next periodic scan is due (real time: dead owners).
@@ -463,6 +564,7 @@ impl WorkQueue {
             readers: Mutex::new(Readers {
                 scout: handles.scout,
                 random: handles.random,
+                ahead: Lookahead::default(),
             }),
             catalog: handles.catalog,
             options,
@@ -586,7 +688,11 @@ impl WorkQueue {
                 return Ok(Some(found));
             }
         }
-        self.next_new(f)
+        if self.options.priority {
+            self.next_by_priority(f)
+        } else {
+            self.next_new(f)
+        }
     }
 
     /// True when this handle should look through the ring now: a nack
@@ -661,9 +767,113 @@ impl WorkQueue {
                 continue;
             }
             let now = self.now_ms();
+            if self.is_expired(&msg) {
+                drop(readers);
+                self.expire(c, raw, word, now)?;
+                continue;
+            }
             if let Some(ticket) = self.lease(c, raw, word, now) {
                 return Ok(Some((ticket, f(&msg))));
             }
+        }
+    }
+
+    fn is_expired(&self, m: &Message<'_>) -> bool {
+        expires_at_of(m).is_some_and(|t| t <= self.clock.now_micros())
+    }
+
+    /// A priority group's next job: the best one read ahead (see
+    /// [`Lookahead::choose`]) whose slot is still pending, claimed ahead of
+    /// the cursor; the cursor then moves over every slot claimed.
+    fn next_by_priority<R>(
+        &self,
+        f: &mut dyn FnMut(&Message<'_>) -> R,
+    ) -> Result<Option<(Ticket, R)>> {
+        let st = &self.state;
+        loop {
+            let low = st.load(W_LOW);
+            let cursor = st.load(W_CURSOR);
+            let horizon = low.saturating_add(st.window);
+            let mut guard = lock(&self.readers);
+            let r = &mut *guard;
+            r.ahead.forget_below(cursor);
+            let mut budget = READ_AHEAD;
+            while r.ahead.next < horizon && budget > 0 {
+                budget -= 1;
+                let seq = r.ahead.next;
+                let read = if r.scout.next_seq() == seq {
+                    r.scout.read_next()
+                } else {
+                    match r.scout.seek(seq) {
+                        Ok(()) => r.scout.read_next(),
+                        Err(e) => Err(e),
+                    }
+                };
+                match read {
+                    Ok(Some(m)) => {
+                        r.ahead.insert(seq, priority_of(&m), m.timestamp);
+                        r.ahead.next = seq + 1;
+                    }
+                    Ok(None) => break,
+                    Err(Error::NotFound { first, next, .. }) if seq < first => {
+                        // Retention removed messages never handed out.
+                        self.gone_below.fetch_max(first, Ordering::Relaxed);
+                        r.ahead.next = first.min(next);
+                        if cursor < first {
+                            let _ = st.cas(W_CURSOR, cursor, first.min(next));
+                        }
+                    }
+                    Err(Error::NotFound { .. }) => break,
+                    Err(e) => return Err(e),
+                }
+            }
+            let Some(seq) = r
+                .ahead
+                .choose(self.clock.now_micros(), self.options.max_wait)
+            else {
+                return Ok(None);
+            };
+            r.ahead.remove(seq);
+            let (raw, word) = st.state_of(seq);
+            if word.state != JobState::Pending || seq >= horizon {
+                continue; // handed out by another handle meanwhile
+            }
+            let msg = match r.random.read_at(seq) {
+                Ok(Some(m)) => m,
+                Ok(None) => continue,
+                Err(Error::NotFound { first, .. }) if seq < first => continue,
+                Err(e) => return Err(e),
+            };
+            let now = self.now_ms();
+            if self.is_expired(&msg) {
+                drop(guard);
+                self.expire(seq, raw, word, now)?;
+                self.advance_cursor();
+                continue;
+            }
+            if let Some(ticket) = self.lease(seq, raw, word, now) {
+                let out = f(&msg);
+                drop(guard);
+                st.fetch_max(W_TOP, seq + 1);
+                self.advance_cursor();
+                return Ok(Some((ticket, out)));
+            }
+        }
+    }
+
+    /// Moves the cursor over slots no longer pending (a priority group
+    /// claims ahead of it).
+    fn advance_cursor(&self) {
+        let st = &self.state;
+        loop {
+            let c = st.load(W_CURSOR);
+            if c >= st.load(W_LOW).saturating_add(st.window) {
+                return;
+            }
+            if st.state_of(c).1.state == JobState::Pending {
+                return;
+            }
+            let _ = st.cas(W_CURSOR, c, c + 1);
         }
     }
 
@@ -713,12 +923,17 @@ impl WorkQueue {
         self.advance_low();
         let st = &self.state;
         let (low, cursor) = (st.load(W_LOW), st.load(W_CURSOR));
+        // A priority group claims ahead of the cursor, up to the top.
+        let top = st.load(W_TOP).max(cursor);
         let now = self.now_ms();
         let mut alive: HashMap<u64, bool> = HashMap::new();
         let mut earliest = u64::MAX;
-        for seq in low..cursor.min(low.saturating_add(st.window)) {
+        for seq in low..top.min(low.saturating_add(st.window)) {
             let (raw, word) = st.state_of(seq);
-            if !self.redeliverable(seq, raw, word, now, &mut alive) {
+            // At or past the cursor, a pending job was never handed out: it
+            // is a new job, not a redelivery.
+            let fresh = seq >= cursor && word.state == JobState::Pending;
+            if fresh || !self.redeliverable(seq, raw, word, now, &mut alive) {
                 if matches!(
                     word.state,
                     JobState::Leased | JobState::Delayed | JobState::DeadLettering
@@ -750,6 +965,14 @@ impl WorkQueue {
                     return Err(e);
                 }
             };
+            if self.is_expired(&msg) {
+                drop(readers);
+                if let Err(e) = self.expire(seq, raw, word, now) {
+                    self.scanned(None);
+                    return Err(e);
+                }
+                continue;
+            }
             if let Some(ticket) = self.lease(seq, raw, word, now) {
                 self.scanned(None);
                 return Ok(Some((ticket, f(&msg))));
@@ -803,38 +1026,74 @@ impl WorkQueue {
     /// between leaves the claim to expire, and the next one appends it
     /// again: the dead-letter queue gets it at least once.
     fn dead_letter(&self, seq: u64, raw: u64, word: SlotWord, now_ms: u64) -> Result<()> {
+        let sink = self.options.dead_letter.as_ref();
+        self.retire(seq, raw, word, now_ms, Retire::Dead, sink)
+    }
+
+    /// Marks a job whose message expired before a handout: `Expired`,
+    /// through the dead-letter queue when `dead_letter_expired` says so.
+    fn expire(&self, seq: u64, raw: u64, word: SlotWord, now_ms: u64) -> Result<()> {
+        let sink = self
+            .options
+            .dead_letter
+            .as_ref()
+            .filter(|_| self.options.dead_letter_expired);
+        self.retire(seq, raw, word, now_ms, Retire::Expired, sink)
+    }
+
+    fn retire(
+        &self,
+        seq: u64,
+        raw: u64,
+        word: SlotWord,
+        now_ms: u64,
+        why: Retire,
+        sink: Option<&DeadLetterSink>,
+    ) -> Result<()> {
         let st = &self.state;
-        let owned = SlotWord {
-            state: JobState::DeadLettering,
-            deadline_ms: self.deadline_after(now_ms, self.options.visibility_timeout),
-            ..word
-        }
-        .encode();
-        if !self.claim(seq, raw, owned) {
-            return Ok(());
-        }
-        if let Some(sink) = &self.options.dead_letter {
+        let (end, counter, reason) = match why {
+            Retire::Dead => (JobState::Dead, W_DEAD, "max_deliveries"),
+            Retire::Expired => (JobState::Expired, W_EXPIRED, "expired"),
+        };
+        let owned = if sink.is_some() {
+            let owned = SlotWord {
+                lap: lap_of(seq, st.window),
+                state: JobState::DeadLettering,
+                deadline_ms: self.deadline_after(now_ms, self.options.visibility_timeout),
+                ..word
+            }
+            .encode();
+            if !self.claim(seq, raw, owned) {
+                return Ok(());
+            }
+            owned
+        } else {
+            raw
+        };
+        if let Some(sink) = sink {
             let mut readers = lock(&self.readers);
             match readers.random.read_at(seq) {
                 Ok(Some(m)) => {
                     let seq_text = seq.to_string();
                     let deliveries = word.deliveries.to_string();
                     let queue = self.queue_path.to_string_lossy();
-                    let mut headers: Vec<HeaderField<'_>> = m.headers().collect();
-                    for (name, value) in [
-                        (DLQ_REASON, "max_deliveries"),
+                    let ours = [
+                        (DLQ_REASON, reason),
                         (DLQ_SEQ, seq_text.as_str()),
                         (DLQ_GROUP, self.name.as_str()),
                         (DLQ_QUEUE, queue.as_ref()),
                         (DLQ_DELIVERIES, deliveries.as_str()),
-                    ] {
-                        headers.push(HeaderField {
-                            name,
-                            value: value.as_bytes(),
-                            value_is_text: true,
-                        });
-                    }
-                    headers.truncate(crate::format::record::MAX_HEADERS);
+                    ];
+                    // The message's own headers first, as many as leave room for ours.
+                    let mut headers: Vec<HeaderField<'_>> = m
+                        .headers()
+                        .take(crate::format::record::MAX_HEADERS - ours.len())
+                        .collect();
+                    headers.extend(ours.iter().map(|&(name, value)| HeaderField {
+                        name,
+                        value: value.as_bytes(),
+                        value_is_text: true,
+                    }));
                     let record = Record {
                         payload: m.payload,
                         key: m.key,
@@ -848,13 +1107,15 @@ impl WorkQueue {
                 Err(e) => return Err(e),
             }
         }
-        let dead = SlotWord {
-            state: JobState::Dead,
-            ..SlotWord::decode(owned).expect("encoded above")
+        let done = SlotWord {
+            lap: lap_of(seq, st.window),
+            state: end,
+            deliveries: word.deliveries,
+            deadline_ms: 0,
         }
         .encode();
-        if st.cas(st.slot(seq), owned, dead) {
-            st.add(W_DEAD, 1);
+        if st.cas(st.slot(seq), owned, done) {
+            st.add(counter, 1);
             self.advance_low();
         }
         Ok(())
@@ -1034,6 +1295,7 @@ fn summarize(
     now_ms: u64,
 ) -> WorkQueueInfo {
     let (low, cursor) = (load(W_LOW), load(W_CURSOR));
+    let top = load(W_TOP).max(cursor);
     let mut info = WorkQueueInfo {
         name: name.to_string(),
         low,
@@ -1045,10 +1307,10 @@ fn summarize(
         redelivered: load(W_REDELIVERED),
         gone: load(W_GONE),
         created_at: epoch_us,
-        pending: next_seq.saturating_sub(cursor),
+        pending: next_seq.saturating_sub(top),
         ..WorkQueueInfo::default()
     };
-    for seq in low..cursor.min(low.saturating_add(window)) {
+    for seq in low..top.min(low.saturating_add(window)) {
         let raw = load(slot_word((seq & (window - 1)) as usize));
         let word = SlotWord::for_seq(raw, seq, window);
         match (word.state, word.deadline_ms) {

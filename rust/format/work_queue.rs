@@ -54,6 +54,9 @@ pub const W_REDELIVERED: usize = 29;
 pub const W_GONE: usize = 30;
 /// Word bumped by every nack: handles look through the ring when it moves (byte 248).
 pub const W_HINT: usize = 31;
+/// Word of the top: every sequence a priority group claimed ahead of the
+/// cursor is below it (byte 256).
+pub const W_TOP: usize = 32;
 
 /// Word index of slot `i`'s first word.
 pub fn slot_word(i: usize) -> usize {
