@@ -279,6 +279,9 @@ class Queue:
         dead_letter: str | PathLike[str] | Queue | None = None,
         start: int | str | None = None,
         window: int | None = None,
+        priority: bool = False,
+        max_wait: float = 60.0,
+        dead_letter_expired: bool = False,
     ) -> WorkQueue: ...
     def _work_queues(self) -> list[dict[str, Any]]: ...
     def remove_work_queue(self, name: str) -> bool: ...

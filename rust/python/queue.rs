@@ -365,9 +365,14 @@ impl Queue {
     /// an open `litemq.Queue`. For a new group: `start` ("start", "end" or
     /// a sequence) and `window` (slots in its ring, a power of two, default
     /// 65,536: in-flight plus acked-ahead jobs; a full ring makes `get` wait).
+    /// `priority=True` hands out higher message priorities first (FIFO within
+    /// one), looking ahead over the window; `max_wait` (seconds, default 60,
+    /// ``math.inf``: no bound) serves a job written that long ago first, whatever its
+    /// priority. Expired messages are never handed out: they are counted, and
+    /// with `dead_letter_expired=True` dead-lettered (reason ``expired``).
     ///
     /// >>> wq = q.work_queue("thumbnails", visibility_timeout=60, dead_letter="thumbs.dlq")
-    #[pyo3(signature = (name, *, visibility_timeout=None, max_deliveries=5, dead_letter=None, start=None, window=None))]
+    #[pyo3(signature = (name, *, visibility_timeout=None, max_deliveries=5, dead_letter=None, start=None, window=None, priority=false, max_wait=60.0, dead_letter_expired=false))]
     #[expect(clippy::too_many_arguments, reason = "Python keyword arguments")]
     fn work_queue(
         &self,
@@ -378,6 +383,9 @@ impl Queue {
         dead_letter: Option<&Bound<'_, PyAny>>,
         start: Option<&Bound<'_, PyAny>>,
         window: Option<u64>,
+        priority: bool,
+        max_wait: f64,
+        dead_letter_expired: bool,
     ) -> PyResult<WorkQueue> {
         let core = self.core()?.clone();
         let mut options = WorkQueueOptions::default();
@@ -401,6 +409,10 @@ impl Queue {
         if let Some(w) = window {
             options.window = w;
         }
+        options.priority = priority;
+        options.dead_letter_expired = dead_letter_expired;
+        // `inf` (or any wait too long for a Duration): no bound.
+        options.max_wait = time::timeout_arg(Some(time::Seconds(max_wait)), "max_wait")?;
         options.start_seq = match start_arg(start)? {
             crate::Start::Beginning => None,
             crate::Start::End => Some(exit::detach(py, || {
