@@ -835,11 +835,19 @@ impl WorkQueue {
                         });
                     }
                     headers.truncate(crate::format::record::MAX_HEADERS);
+                    let tags: Vec<&str> = m.tags().collect();
+                    // Topic, tags and priority go along; an expiry would
+                    // hide the dead letter from readers that skip expired ones.
                     let record = Record {
                         payload: m.payload,
                         key: m.key,
                         key_is_text: m.key_is_text(),
                         headers: &headers,
+                        topic: m.topic(),
+                        queue_id: m.queue_id(),
+                        tags: &tags,
+                        expires_at: None,
+                        priority: m.priority(),
                     };
                     sink(&record)?;
                 }
