@@ -49,11 +49,14 @@ pub use consumers::work_queue::{
 };
 pub use consumers::{Consumer, ConsumerInfo, ConsumerOptions};
 pub use error::{Error, Result};
-pub use format::record::{HeaderField, HeaderIter, Record};
+pub use format::record::{HeaderField, HeaderIter, Record, TagIter};
+pub use format::FORMAT_VERSION;
 pub use index::key_index::KeyIndexConfig;
 pub use queue::{reindex, writer_pid, DataFileInfo, Queue, Stats};
 pub use reader::columns::{ColumnSet, Columns};
 pub use reader::tailer::{Message, OwnedMessage, Start, Tailer};
+pub use reader::topic::TopicSelector;
+pub use reader::topics_summary::TopicInfo;
 pub use reader::wait::WaitStrategy;
 pub use recovery::RecoveryReport;
 pub use retention::{RetentionPolicy, RetentionReport};

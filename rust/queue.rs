@@ -477,6 +477,15 @@ impl Queue {
         Ok(w.appender.clone())
     }
 
+    /// Every topic stream (topic and queue id) with messages still in the
+    /// queue: how many, the first and last sequence, the last timestamp.
+    /// Sealed files are counted from their topic index; files without one
+    /// (the active file, an index not built yet) are read.
+    pub fn topics(&self) -> Result<Vec<crate::reader::topics_summary::TopicInfo>> {
+        let mut t = self.tailer(Start::Beginning)?;
+        crate::reader::topics_summary::topic_summary(&self.inner.catalog, &mut t)
+    }
+
     /// A tailer positioned at `start`.
     pub fn tailer(&self, start: Start) -> Result<Tailer> {
         self.check_open()?;
@@ -1106,7 +1115,10 @@ impl Drop for Queue {
     }
 }
 
-/// Bytes of disk a data file's sparse and dense indexes hold.
+/// Bytes of disk a data file's indexes (sparse, dense, topics) hold.
 fn index_bytes(base: &Path, id: crate::storage::layout::FileId) -> u64 {
-    allocated_bytes(&id.index_path(base)) + allocated_bytes(&id.offsets_path(base))
+    id.index_paths(base)
+        .iter()
+        .map(|p| allocated_bytes(p))
+        .sum()
 }

@@ -533,11 +533,8 @@ fn cut_at_first_gap(
             }
             Boundary::Gap(_) => {
                 for f in files.drain(i + 1..).rev() {
-                    for path in [
-                        catalog.data_path(f.id),
-                        f.id.index_path(catalog.base()),
-                        f.id.offsets_path(catalog.base()),
-                    ] {
+                    let [index, offsets, topics] = f.id.index_paths(catalog.base());
+                    for path in [catalog.data_path(f.id), index, offsets, topics] {
                         match std::fs::remove_file(&path) {
                             Ok(()) => {}
                             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -663,6 +660,11 @@ pub(crate) fn finish_seal(
         first_ts: first_ts.unwrap_or(0),
         last_ts: if end_seq > header.first_seq {
             last_ts
+        } else {
+            0
+        },
+        content_flags: if header.version >= 6 {
+            data_file::content_flags(map.as_slice(), frames_end)
         } else {
             0
         },

@@ -92,12 +92,13 @@ pub struct RetentionReport {
     pub protected_files: usize,
 }
 
-/// Bytes of disk allocated to a data file, its sparse index and its dense
-/// index (format 5).
+/// Bytes of disk allocated to a data file and its indexes.
 fn file_bytes(base: &Path, id: FileId) -> u64 {
     allocated_bytes(&id.data_path(base))
-        + allocated_bytes(&id.index_path(base))
-        + allocated_bytes(&id.offsets_path(base))
+        + id.index_paths(base)
+            .iter()
+            .map(|p| allocated_bytes(p))
+            .sum::<u64>()
 }
 
 /// What each data file would free with it, by file number: its key-index files (those whose
@@ -211,11 +212,11 @@ pub fn apply(
     };
     for f in &files[..delete] {
         let data = f.id.data_path(base);
-        let index = f.id.index_path(base);
         let bytes = file_bytes(base, f.id);
         remove_if_present(&data)?;
-        remove_if_present(&index)?;
-        remove_if_present(&f.id.offsets_path(base))?;
+        for index in f.id.index_paths(base) {
+            remove_if_present(&index)?;
+        }
         report.deleted_bytes += bytes;
         report.deleted_files.push(data);
     }

@@ -9,6 +9,7 @@ use libfuzzer_sys::fuzz_target;
 use litemq::format::frame::{self, FrameAt};
 use litemq::format::header::{DataHeader, IndexHeader};
 use litemq::format::record::{self, HeaderField, Record};
+use litemq::format::topics::{self, TopicsOf};
 
 fuzz_target!(|data: &[u8]| {
     // Headers: decoding arbitrary bytes never panics; a decoded header
@@ -20,15 +21,44 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(&h.encode()[..], &data[..48]);
     }
 
+    // Topic index files: decoding arbitrary bytes never panics, and a group
+    // whose entries decode gives `count` of them.
+    if data.len() >= 48 {
+        let word = |at: usize| u64::from_le_bytes(data[at..at + 8].try_into().unwrap());
+        let of = TopicsOf {
+            file_number: word(16),
+            first_seq: word(24),
+            end_seq: word(32),
+            frames_crc: word(40),
+        };
+        for g in topics::decode_directory(data, &of).unwrap_or_default() {
+            let Some((at, len)) = g.entries_range() else {
+                continue;
+            };
+            let bytes = usize::try_from(at)
+                .ok()
+                .and_then(|at| data.get(at..at.checked_add(len)?));
+            if let Some(entries) = bytes.and_then(|b| g.decode_entries(b)) {
+                assert_eq!(entries.len() as u64, g.count);
+            }
+        }
+    }
+
     // Records: a decoded record re-encodes byte for byte.
     if let Ok(view) = record::decode(data) {
         let headers: Vec<HeaderField<'_>> = view.headers().collect();
         assert!(headers.len() <= 255);
+        let tags: Vec<&str> = view.tags().collect();
         let rec = Record {
             payload: view.payload,
             key: view.key,
             key_is_text: view.key_is_text(),
             headers: &headers,
+            topic: view.topic,
+            queue_id: view.queue_id,
+            tags: &tags,
+            expires_at: view.expires_at,
+            priority: view.priority,
         };
         rec.validate().expect("a decoded record is valid");
         // The one form the writer never produces but the decoder accepts:
@@ -36,8 +66,10 @@ fuzz_target!(|data: &[u8]| {
         let empty_header_block = view.flags & record::FLAG_HEADERS != 0 && headers.is_empty();
         let mut body = Vec::new();
         if empty_header_block {
-            rec.encode_fields(&mut body);
+            // The key, the empty header block, then the later fields.
+            Record { key: rec.key, ..Record::default() }.encode_fields(&mut body);
             body.push(0);
+            Record { key: None, ..rec }.encode_fields(&mut body);
             body.extend_from_slice(rec.payload);
         } else {
             rec.encode_body(&mut body);

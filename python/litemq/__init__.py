@@ -50,6 +50,7 @@ from litemq.consumers import ConsumerInfo
 from litemq.options import Batch
 from litemq.queue import Queue
 from litemq.retention import Retention, RetentionReport
+from litemq.topics import TopicInfo
 from litemq.work_queue import WorkQueueInfo
 
 __all__ = [
@@ -79,6 +80,7 @@ __all__ = [
     "Retention",
     "RetentionReport",
     "Tailer",
+    "TopicInfo",
     "UnsupportedVersionError",
     "WorkQueue",
     "WorkQueueInfo",

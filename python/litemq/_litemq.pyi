@@ -2,7 +2,7 @@
 # Checked against the compiled module by `python -m mypy.stubtest litemq._litemq`.
 
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from os import PathLike
 from types import TracebackType
 from typing import Any, Literal, Self, final, overload
@@ -136,6 +136,16 @@ class Message:
     @property
     def headers(self) -> dict[str, str | bytes]: ...
     @property
+    def topic(self) -> str | None: ...
+    @property
+    def tags(self) -> tuple[str, ...]: ...
+    @property
+    def queue_id(self) -> int: ...
+    @property
+    def priority(self) -> int: ...
+    @property
+    def expires_at(self) -> int | None: ...
+    @property
     def datetime(self) -> datetime: ...
     def payload_view(self) -> memoryview: ...
     def __eq__(self, other: object, /) -> bool: ...
@@ -153,6 +163,13 @@ class Appender:
         payload: Buffer,
         key: _Key | None = None,
         headers: Mapping[str, _HeaderValue] | None = None,
+        *,
+        topic: str | None = None,
+        tags: Iterable[str] | None = None,
+        queue_id: int | None = None,
+        priority: int | None = None,
+        ttl: timedelta | float | str | None = None,
+        expires_at: datetime | int | None = None,
     ) -> int: ...
     def append_batch(self, items: Iterable[_BatchItem]) -> range: ...
     def flush(self) -> None: ...
@@ -259,6 +276,9 @@ class Queue:
         *,
         name: None = None,
         auto_commit: Literal[False] = False,
+        topic: str | None = None,
+        tags: Iterable[str] | None = None,
+        queue_id: int | None = None,
     ) -> Tailer: ...
     @overload
     def tailer(
@@ -267,8 +287,12 @@ class Queue:
         *,
         name: str,
         auto_commit: bool = False,
+        topic: str | None = None,
+        tags: Iterable[str] | None = None,
+        queue_id: int | None = None,
     ) -> Consumer: ...
     def _consumers(self) -> list[dict[str, Any]]: ...
+    def _topics(self) -> list[dict[str, Any]]: ...
     def remove_consumer(self, name: str) -> bool: ...
     def work_queue(
         self,

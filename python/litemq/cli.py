@@ -1,8 +1,11 @@
 """The ``litemq`` command: look into queues from a shell.
 
     litemq info PATH                      files, sizes, sequence and time range, writer
-    litemq dump PATH [--from SEQ] [--limit N] [--format text|json|hex]
-    litemq tail [-f] [-n N] PATH          the last messages; -f keeps following
+    litemq dump PATH [--from SEQ] [--limit N] [--topic T] [--tag TAG]... [--format text|json|hex]
+    litemq tail [-f] [-n N] [--topic T] [--tag TAG]... PATH
+                                          the last messages (of a topic); -f keeps following
+    litemq topics PATH [--format text|json]
+                                          topic streams: messages, first and last sequence
     litemq verify PATH                    check every frame up to the tail seen at the start;
                                           exit 1 if any is bad or unreachable
     litemq get PATH SEQ                   one message
@@ -27,6 +30,8 @@ from __future__ import annotations
 
 import argparse
 import base64
+import collections
+import dataclasses
 import json
 import os
 import string
@@ -126,6 +131,11 @@ def _json_record(msg: Message) -> dict[str, Any]:
         "key": None,
         "key_encoding": None,
         "headers": {},
+        "topic": msg.topic,
+        "queue_id": msg.queue_id,
+        "tags": list(msg.tags),
+        "priority": msg.priority,
+        "expires_at": msg.expires_at,
     }
     if msg.key is not None:
         record["key"], record["key_encoding"] = _encoded(msg.key)
@@ -158,6 +168,14 @@ def _print_message(msg: Message, fmt: str, out: IO[str]) -> None:
             for k, v in headers.items()
         )
         parts.append("{" + shown + "}")
+    if msg.topic is not None:
+        parts.append(f"topic={msg.topic!r}" + (f"/{msg.queue_id}" if msg.queue_id else ""))
+    if msg.tags:
+        parts.append("tags=" + ",".join(msg.tags))
+    if msg.priority:
+        parts.append(f"priority={msg.priority}")
+    if msg.expires_at is not None:
+        parts.append(f"expires={_iso(msg.expires_at)}")
     if fmt == "hex":
         parts.append(f"{len(msg.payload)} bytes")
         out.write("  ".join(parts) + "\n")
@@ -267,10 +285,15 @@ def _limited(messages: Iterable[Message], limit: int | None) -> Iterable[Message
         yield msg
 
 
+def _selector(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``tailer`` arguments of ``--topic`` and ``--tag``."""
+    return {"topic": args.topic, "tags": args.tag or None}
+
+
 def cmd_dump(args: argparse.Namespace, out: IO[str]) -> int:
     with _open(args.path) as q:
         start = q.first_seq if args.start is None else max(args.start, q.first_seq)
-        with q.tailer(start=start) as t:
+        with q.tailer(start=start, **_selector(args)) as t:
             for msg in _limited(t, args.limit):
                 _print_message(msg, args.format, out)
     return 0
@@ -278,15 +301,42 @@ def cmd_dump(args: argparse.Namespace, out: IO[str]) -> int:
 
 def cmd_tail(args: argparse.Namespace, out: IO[str]) -> int:
     with _open(args.path) as q:
-        start = max(q.first_seq, q.next_seq - args.lines)
-        with q.tailer(start=start) as t:
-            for msg in t:
+        selector = _selector(args)
+        # Without a topic the last N are the last N sequences; with one,
+        # the topic is read and its last N kept.
+        plain = selector["topic"] is None and selector["tags"] is None
+        start = max(q.first_seq, q.next_seq - args.lines) if plain else None
+        with q.tailer(start=start, **selector) as t:
+            for msg in collections.deque(t, maxlen=args.lines):
                 _print_message(msg, args.format, out)
             out.flush()
             if args.follow:
                 for msg in t.follow():
                     _print_message(msg, args.format, out)
                     out.flush()
+    return 0
+
+
+def cmd_topics(args: argparse.Namespace, out: IO[str]) -> int:
+    with _open(args.path) as q:
+        infos = q.topics()
+    if args.format == "json":
+        for t in infos:
+            out.write(json.dumps(dataclasses.asdict(t), ensure_ascii=False) + "\n")
+        return 0
+    if not infos:
+        out.write("no topics\n")
+        return 0
+    width = max(len(t.topic or "(tags only)") for t in infos)
+    out.write(
+        f"{'topic':<{width}}  queue  {'messages':>10}  {'first':>10}  {'last':>10}  last written\n"
+    )
+    for t in infos:
+        name = t.topic or "(tags only)"
+        out.write(
+            f"{name:<{width}}  {t.queue_id:>5}  {t.count:>10}  {t.first_seq:>10}  "
+            f"{t.last_seq:>10}  {_iso(t.last_timestamp)}\n"
+        )
     return 0
 
 
@@ -531,17 +581,32 @@ def _parser() -> argparse.ArgumentParser:
     with_format(p, ("text", "json"))
     p.set_defaults(run=cmd_info)
 
+    def with_topic(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--topic", metavar="TOPIC", help="only this topic's messages")
+        p.add_argument(
+            "--tag",
+            action="append",
+            metavar="TAG",
+            help="only messages with this tag (repeat: any of them)",
+        )
+
     p = command("dump", "print messages in sequence order")
     p.add_argument("--from", dest="start", type=_seq_arg, metavar="SEQ", help="first sequence")
     p.add_argument("--limit", type=_count_arg, metavar="N", help="at most N messages")
+    with_topic(p)
     with_format(p, ("text", "json", "hex"))
     p.set_defaults(run=cmd_dump)
 
     p = command("tail", "print the last messages; with -f, keep printing new ones")
     p.add_argument("-f", "--follow", action="store_true", help="wait for new messages")
     p.add_argument("-n", "--lines", type=_count_arg, default=10, metavar="N", help="default 10")
+    with_topic(p)
     with_format(p, ("text", "json", "hex"))
     p.set_defaults(run=cmd_tail)
+
+    p = command("topics", "list topic streams: messages, first and last sequence")
+    with_format(p, ("text", "json"))
+    p.set_defaults(run=cmd_topics)
 
     p = command("verify", "check the CRC of every frame; exit 1 if any is bad")
     p.set_defaults(run=cmd_verify)

@@ -12,6 +12,7 @@ from litemq import _litemq, arrow
 from litemq.consumers import ConsumerInfo
 from litemq.options import FlushSpec, RollSpec, WaitSpec
 from litemq.retention import Retention, RetentionReport
+from litemq.topics import TopicInfo
 from litemq.work_queue import WorkQueueInfo
 
 if TYPE_CHECKING:
@@ -178,6 +179,19 @@ class Queue(_litemq.Queue):
         [('thumbnails', 120, 4)]
         """
         return [WorkQueueInfo(**d) for d in self._work_queues()]
+
+    def topics(self) -> list[TopicInfo]:
+        """Every topic stream (topic and queue id) with messages in the queue,
+        ordered by topic then queue id: how many, first and last sequence.
+
+        Sealed files are counted from their topic index, without reading
+        their messages; the active file (and a file whose index is not built
+        yet) is read. Works on read-only queues.
+
+        >>> [(t.topic, t.queue_id, t.count) for t in q.topics()]
+        [('orders', 0, 2)]
+        """
+        return [TopicInfo(**d) for d in self._topics()]
 
     def apply_retention(self, policy: Retention | None = None) -> RetentionReport:
         """Deletes old data files now, per `policy` or, when None, the queue's

@@ -156,6 +156,13 @@ impl Consumer {
     }
 
     /// The consumer's name.
+    /// Reads only the messages `selector` wants (see [`Tailer::select`]);
+    /// the committed position stays a queue sequence.
+    pub fn select(&mut self, selector: crate::reader::topic::TopicSelector) {
+        self.tailer.select(selector);
+    }
+
+    /// The consumer's name.
     pub fn name(&self) -> &str {
         &self.name
     }

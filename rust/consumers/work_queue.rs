@@ -290,19 +290,6 @@ struct Readers {
     ahead: Lookahead,
 }
 
-/// The message's priority (the record's priority field, 0 when unset).
-fn priority_of(m: &Message<'_>) -> u8 {
-    let _ = m;
-    0
-}
-
-/// When the message expires, µs since the Unix epoch (the record's expiry
-/// field), if it does.
-fn expires_at_of(m: &Message<'_>) -> Option<u64> {
-    let _ = m;
-    None
-}
-
 /// Jobs a priority group's handle has read ahead of the cursor and not seen
 /// handed out yet.
 #[derive(Debug, Default)]
@@ -779,7 +766,7 @@ impl WorkQueue {
     }
 
     fn is_expired(&self, m: &Message<'_>) -> bool {
-        expires_at_of(m).is_some_and(|t| t <= self.clock.now_micros())
+        m.expires_at().is_some_and(|t| t <= self.clock.now_micros())
     }
 
     /// A priority group's next job: the best one read ahead (see
@@ -811,7 +798,7 @@ impl WorkQueue {
                 };
                 match read {
                     Ok(Some(m)) => {
-                        r.ahead.insert(seq, priority_of(&m), m.timestamp);
+                        r.ahead.insert(seq, m.priority(), m.timestamp);
                         r.ahead.next = seq + 1;
                     }
                     Ok(None) => break,
@@ -835,7 +822,8 @@ impl WorkQueue {
             };
             r.ahead.remove(seq);
             let (raw, word) = st.state_of(seq);
-            if word.state != JobState::Pending || seq >= horizon {
+
+            if word.state != JobState::Pending {
                 continue; // handed out by another handle meanwhile
             }
             let msg = match r.random.read_at(seq) {
@@ -1094,11 +1082,19 @@ impl WorkQueue {
                         value: value.as_bytes(),
                         value_is_text: true,
                     }));
+                    let tags: Vec<&str> = m.tags().collect();
+                    // Topic, tags and priority go along; an expiry would
+                    // hide the dead letter from readers that skip expired ones.
                     let record = Record {
                         payload: m.payload,
                         key: m.key,
                         key_is_text: m.key_is_text(),
                         headers: &headers,
+                        topic: m.topic(),
+                        queue_id: m.queue_id(),
+                        tags: &tags,
+                        expires_at: None,
+                        priority: m.priority(),
                     };
                     sink(&record)?;
                 }

@@ -25,3 +25,24 @@ pub fn first_message_ts(file: &[u8]) -> Option<u64> {
         _ => None,
     }
 }
+
+/// The footer's `content_flags` for the frames in `4096..frames_end` of
+/// `file`: what their records' flags say (`CONTENT_TOPICS` when some record
+/// carries a topic field). Walks the length words and flag bytes only.
+pub fn content_flags(file: &[u8], frames_end: usize) -> u64 {
+    let mut at = DATA_HEADER_LEN;
+    let mut flags = 0;
+    while at < frames_end {
+        let Some(len) = plain_len(file, at).filter(|&l| l != 0) else {
+            break;
+        };
+        if file
+            .get(at + 4)
+            .is_some_and(|f| f & record::FLAG_TOPIC != 0)
+        {
+            flags |= super::footer::CONTENT_TOPICS;
+        }
+        at += super::frame::frame_size(len as usize);
+    }
+    flags
+}

@@ -22,6 +22,9 @@ pub const FOOTER_VERSION: u32 = 1;
 /// A sealed file's length is rounded up to a multiple of this (a page).
 pub const TRIM_ALIGN: u64 = 4096;
 const CRC_AT: usize = 120;
+/// `content_flags` bit: some record of the file carries a topic field
+/// (record flag `0x08`), so the file gets a topic index (`NAME.topics`).
+pub const CONTENT_TOPICS: u64 = 1;
 
 /// The decoded footer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +43,9 @@ pub struct Footer {
     pub first_ts: u64,
     /// Timestamp of the last message (0 when empty).
     pub last_ts: u64,
+    /// What the file's records hold (`CONTENT_*` bits; version 6, zero in
+    /// older files, whose records cannot hold those fields).
+    pub content_flags: u64,
 }
 
 /// Length a sealed file is trimmed to when its end-of-file marker is at
@@ -66,7 +72,8 @@ impl Footer {
         b[48..56].copy_from_slice(&self.end_seq.to_le_bytes());
         b[56..64].copy_from_slice(&self.first_ts.to_le_bytes());
         b[64..72].copy_from_slice(&self.last_ts.to_le_bytes());
-        // 72..120: reserved for zone maps, zero.
+        b[72..80].copy_from_slice(&self.content_flags.to_le_bytes());
+        // 80..120: reserved for zone maps, zero.
         let crc = crc64(&[&b[..CRC_AT]]);
         b[CRC_AT..].copy_from_slice(&crc.to_le_bytes());
         b
@@ -91,6 +98,7 @@ impl Footer {
             end_seq: q(48)?,
             first_ts: q(56)?,
             last_ts: q(64)?,
+            content_flags: q(72)?,
         })
     }
 
@@ -149,6 +157,7 @@ mod tests {
             end_seq: 12,
             first_ts: 5,
             last_ts: 6,
+            content_flags: CONTENT_TOPICS,
         };
         let mut file = vec![0u8; 8192];
         file[8192 - FOOTER_LEN..].copy_from_slice(&f.encode());

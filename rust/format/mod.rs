@@ -10,13 +10,17 @@ pub mod header;
 pub mod metadata;
 pub mod position;
 pub mod record;
+pub mod topics;
 pub mod work_queue;
 
 /// Version of the on-disk format written by this build.
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 /// Oldest format version this build reads and keeps writing: version-3
-/// files (never trimmed, no footer) and version-4 files (no dense index) stay
-/// as they are; new files are version 5.
+/// files (never trimmed, no footer), version-4 files (no dense index) and
+/// version-5 files (no topic, expiry or priority fields) stay as they are;
+/// new files are version 6. A record with a field of a later version than
+/// the active file's is written after a roll (see
+/// [`record::FLAGS_SINCE_V6`]).
 pub const OLDEST_READABLE_VERSION: u32 = 3;
 
 /// Reads a little-endian `u16` at `at`, or `None` past the end.

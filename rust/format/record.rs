@@ -1,14 +1,19 @@
 //! Records: what a frame carries.
 //!
 //! ```text
-//! flags:u8 | timestamp:u64 | [key] | [headers] | payload
-//! key     = len:u16 | bytes                      (flag KEY)
-//! headers = count:u8 | count × (name_len:u8 | name | kind:u8 | value_len:u16 | value)
+//! flags:u8 | timestamp:u64 | [key] | [headers] | [topic] | [expiry] | [priority] | payload
+//! key      = len:u16 | bytes                      (flag KEY)
+//! headers  = count:u8 | count × (name_len:u8 | name | kind:u8 | value_len:u16 | value)
+//! topic    = len:u8 | topic | queue_id:u16 | tag_count:u8 | tag_count × (len:u8 | tag)
+//!                                                 (flag TOPIC, format 6)
+//! expiry   = expires_at:u64, µs since the Unix epoch (flag EXPIRY, format 6)
+//! priority = u8, higher is served first          (flag PRIORITY, format 6)
 //! ```
-//! Flags announce optional fields; a message without them costs nine bytes
-//! of record overhead. Bits not listed in [`KNOWN_FLAGS`] are reserved for
-//! later versions (topic and tags, expiry, priority, compression); a reader
-//! that meets one reports the frame as unsupported instead of guessing.
+//! Flags announce optional fields, which follow in bit order; a message
+//! without them costs nine bytes of record overhead. Bits not listed in
+//! [`KNOWN_FLAGS`] are reserved for later versions (compression, an
+//! extension byte); a reader that meets one reports the frame as unsupported
+//! instead of guessing.
 
 use super::{le_u16, le_u64};
 
@@ -18,8 +23,21 @@ pub const FLAG_KEY: u8 = 0x01;
 pub const FLAG_HEADERS: u8 = 0x02;
 /// The key was given as text (UTF-8) and is returned as text.
 pub const FLAG_KEY_TEXT: u8 = 0x04;
+/// The record has a topic field: topic name (may be empty: no topic), queue
+/// id and tags.
+pub const FLAG_TOPIC: u8 = 0x08;
+/// The record has an expiry time.
+pub const FLAG_EXPIRY: u8 = 0x10;
+/// The record has a priority (absent means 0).
+pub const FLAG_PRIORITY: u8 = 0x20;
 /// Flags this version understands.
-pub const KNOWN_FLAGS: u8 = FLAG_KEY | FLAG_HEADERS | FLAG_KEY_TEXT;
+pub const KNOWN_FLAGS: u8 =
+    FLAG_KEY | FLAG_HEADERS | FLAG_KEY_TEXT | FLAG_TOPIC | FLAG_EXPIRY | FLAG_PRIORITY;
+/// Flags whose fields format 6 introduced: a writer puts such a record only
+/// in a file of version 6 or later (it rolls out of an older active file
+/// first), so a reader of an older build never meets them in a file it
+/// claims to read.
+pub const FLAGS_SINCE_V6: u8 = FLAG_TOPIC | FLAG_EXPIRY | FLAG_PRIORITY;
 
 /// Flags byte and timestamp.
 pub const RECORD_FIXED_LEN: usize = 9;
@@ -31,6 +49,12 @@ pub const MAX_HEADERS: usize = u8::MAX as usize;
 pub const MAX_HEADER_NAME_LEN: usize = u8::MAX as usize;
 /// Longest header value, in bytes.
 pub const MAX_HEADER_VALUE_LEN: usize = u16::MAX as usize;
+/// Longest topic name, in bytes (UTF-8).
+pub const MAX_TOPIC_LEN: usize = u8::MAX as usize;
+/// Most tags on one message.
+pub const MAX_TAGS: usize = u8::MAX as usize;
+/// Longest tag, in bytes (UTF-8).
+pub const MAX_TAG_LEN: usize = u8::MAX as usize;
 
 const KIND_BYTES: u8 = 0;
 const KIND_TEXT: u8 = 1;
@@ -46,7 +70,8 @@ pub struct HeaderField<'a> {
     pub value_is_text: bool,
 }
 
-/// A message to append: payload plus optional key and headers.
+/// A message to append: payload plus optional key, headers, topic and tags,
+/// expiry and priority.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Record<'a> {
     /// The message body.
@@ -57,6 +82,39 @@ pub struct Record<'a> {
     pub key_is_text: bool,
     /// Named headers, in order.
     pub headers: &'a [HeaderField<'a>],
+    /// Topic the message belongs to, if any (1 to 255 bytes of UTF-8
+    /// without control characters).
+    pub topic: Option<&'a str>,
+    /// Which ordered stream of the topic (RocketMQ's queue id); 0 unless
+    /// the topic is sharded. Needs a topic when not 0.
+    pub queue_id: u16,
+    /// Tags, in order (each 1 to 255 bytes of UTF-8 without control characters).
+    pub tags: &'a [&'a str],
+    /// When the message expires, µs since the Unix epoch.
+    pub expires_at: Option<u64>,
+    /// Priority; higher is served first by work queues. 0 is not stored.
+    pub priority: u8,
+}
+
+/// Checks a topic name or tag: 1 to 255 bytes, no control characters.
+fn check_name(what: &str, name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() > u8::MAX as usize {
+        return Err(format!(
+            "{what} {name:?} must be 1 to 255 bytes of UTF-8, not {}",
+            name.len()
+        ));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(format!(
+            "{what} {name:?} must not contain control characters"
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a topic name the way [`Record::validate`] does.
+pub fn validate_topic(topic: &str) -> Result<(), String> {
+    check_name("topic", topic)
 }
 
 impl<'a> Record<'a> {
@@ -99,7 +157,26 @@ impl<'a> Record<'a> {
                 ));
             }
         }
+        if let Some(t) = self.topic {
+            validate_topic(t)?;
+        } else if self.queue_id != 0 {
+            return Err(format!(
+                "queue_id {} needs a topic: a queue id names a stream of a topic",
+                self.queue_id
+            ));
+        }
+        if self.tags.len() > MAX_TAGS {
+            return Err(format!("{} tags; the limit is {MAX_TAGS}", self.tags.len()));
+        }
+        for t in self.tags {
+            check_name("tag", t)?;
+        }
         Ok(())
+    }
+
+    /// The record carries a topic field (a topic or tags).
+    fn has_topic_field(&self) -> bool {
+        self.topic.is_some() || !self.tags.is_empty()
     }
 
     /// Bytes of the optional fields and payload (the record minus flags
@@ -115,7 +192,17 @@ impl<'a> Record<'a> {
                 .map(|h| 4 + h.name.len() + h.value.len())
                 .sum::<usize>()
         };
-        key + headers + self.payload.len()
+        let topic = if self.has_topic_field() {
+            1 + self.topic.map_or(0, str::len)
+                + 2
+                + 1
+                + self.tags.iter().map(|t| 1 + t.len()).sum::<usize>()
+        } else {
+            0
+        };
+        let expiry = if self.expires_at.is_some() { 8 } else { 0 };
+        let priority = usize::from(self.priority != 0);
+        key + headers + topic + expiry + priority + self.payload.len()
     }
 
     /// Flags byte announcing this record's optional fields.
@@ -129,6 +216,15 @@ impl<'a> Record<'a> {
         }
         if !self.headers.is_empty() {
             f |= FLAG_HEADERS;
+        }
+        if self.has_topic_field() {
+            f |= FLAG_TOPIC;
+        }
+        if self.expires_at.is_some() {
+            f |= FLAG_EXPIRY;
+        }
+        if self.priority != 0 {
+            f |= FLAG_PRIORITY;
         }
         f
     }
@@ -163,6 +259,23 @@ impl<'a> Record<'a> {
                 out.extend_from_slice(h.value);
             }
         }
+        if self.has_topic_field() {
+            let topic = self.topic.unwrap_or("");
+            out.push(topic.len() as u8);
+            out.extend_from_slice(topic.as_bytes());
+            out.extend_from_slice(&self.queue_id.to_le_bytes());
+            out.push(self.tags.len() as u8);
+            for t in self.tags {
+                out.push(t.len() as u8);
+                out.extend_from_slice(t.as_bytes());
+            }
+        }
+        if let Some(at) = self.expires_at {
+            out.extend_from_slice(&at.to_le_bytes());
+        }
+        if self.priority != 0 {
+            out.push(self.priority);
+        }
     }
 }
 
@@ -176,6 +289,16 @@ pub struct RecordView<'a> {
     /// The key, if the record has one.
     pub key: Option<&'a [u8]>,
     headers: &'a [u8],
+    /// The topic, if the record has one.
+    pub topic: Option<&'a str>,
+    /// The topic's stream (0 unless sharded).
+    pub queue_id: u16,
+    /// The tag block: count byte, then `len:u8 | tag` each (empty: no tags).
+    tags: &'a [u8],
+    /// When the message expires, µs since the Unix epoch, if it does.
+    pub expires_at: Option<u64>,
+    /// Priority (0 when the record has none).
+    pub priority: u8,
     /// Offset of the payload inside the record.
     pub payload_at: usize,
     /// The message body.
@@ -198,6 +321,52 @@ impl<'a> RecordView<'a> {
             left: self.headers.first().copied().unwrap_or(0),
         }
     }
+    /// The tags, in the order they were given.
+    pub fn tags(&self) -> TagIter<'a> {
+        TagIter {
+            rest: self.tags.get(1..).unwrap_or(&[]),
+            left: self.tags.first().copied().unwrap_or(0),
+        }
+    }
+    /// True when the message expired at `now_us` (µs since the Unix epoch).
+    pub fn expired_at(&self, now_us: u64) -> bool {
+        self.expires_at.is_some_and(|at| at <= now_us)
+    }
+}
+
+/// Iterates a record's tags. The block was validated when the record was
+/// decoded, so iteration cannot fail.
+#[derive(Debug, Clone)]
+pub struct TagIter<'a> {
+    rest: &'a [u8],
+    left: u8,
+}
+
+impl<'a> Iterator for TagIter<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        if self.left == 0 {
+            return None;
+        }
+        let (tag, used) = parse_name(self.rest)?;
+        self.rest = &self.rest[used..];
+        self.left -= 1;
+        Some(tag)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left as usize, Some(self.left as usize))
+    }
+}
+
+impl ExactSizeIterator for TagIter<'_> {}
+
+/// Parses `len:u8 | UTF-8 bytes`; `None` when malformed.
+fn parse_name(b: &[u8]) -> Option<(&str, usize)> {
+    let len = *b.first()? as usize;
+    let name = std::str::from_utf8(b.get(1..1 + len)?).ok()?;
+    Some((name, 1 + len))
 }
 
 /// Iterates a record's headers. The block was validated when the record was
@@ -302,11 +471,60 @@ pub fn decode(record: &[u8]) -> Result<RecordView<'_>, &'static str> {
         headers = &record[at..end];
         at = end;
     }
+    let mut topic = None;
+    let mut queue_id = 0;
+    let mut tags: &[u8] = &[];
+    if flags & FLAG_TOPIC != 0 {
+        let (name, used) = parse_name(record.get(at..).unwrap_or(&[])).ok_or("malformed topic")?;
+        topic = (!name.is_empty()).then_some(name);
+        if topic.is_some_and(|t| validate_topic(t).is_err()) {
+            return Err("topic with control characters");
+        }
+        at += used;
+        queue_id = le_u16(record, at).ok_or("topic queue id past the end")?;
+        if queue_id != 0 && topic.is_none() {
+            return Err("queue id without a topic");
+        }
+        at += 2;
+        let count = *record.get(at).ok_or("tag count past the end")?;
+        if count == 0 && topic.is_none() {
+            return Err("topic field with neither topic nor tags");
+        }
+        let mut end = at + 1;
+        for _ in 0..count {
+            let rest = record.get(end..).ok_or("tags past the end")?;
+            let (tag, used) = parse_name(rest).ok_or("malformed tag")?;
+            if check_name("tag", tag).is_err() {
+                return Err("empty tag, or one with control characters");
+            }
+            end += used;
+        }
+        tags = &record[at..end];
+        at = end;
+    }
+    let mut expires_at = None;
+    if flags & FLAG_EXPIRY != 0 {
+        expires_at = Some(le_u64(record, at).ok_or("expiry past the end")?);
+        at += 8;
+    }
+    let mut priority = 0;
+    if flags & FLAG_PRIORITY != 0 {
+        priority = *record.get(at).ok_or("priority past the end")?;
+        if priority == 0 {
+            return Err("priority flag with priority 0");
+        }
+        at += 1;
+    }
     Ok(RecordView {
         flags,
         timestamp,
         key,
         headers,
+        topic,
+        queue_id,
+        tags,
+        expires_at,
+        priority,
         payload_at: at,
         payload: &record[at..],
     })
@@ -352,6 +570,7 @@ mod tests {
             key: Some("clé".as_bytes()),
             key_is_text: true,
             headers: &headers,
+            ..Record::default()
         };
         r.validate().unwrap();
         let v = encode(&r, 9);
@@ -363,11 +582,99 @@ mod tests {
     }
 
     #[test]
+    fn topic_tags_expiry_priority_round_trip_in_bit_order() {
+        let tags = ["paid", "eu"];
+        let r = Record {
+            payload: b"body",
+            key: Some(b"k"),
+            topic: Some("orders"),
+            queue_id: 3,
+            tags: &tags,
+            expires_at: Some(0x0102_0304_0506_0708),
+            priority: 7,
+            ..Record::default()
+        };
+        r.validate().unwrap();
+        let v = encode(&r, 11);
+        assert_eq!(v[0], FLAG_KEY | FLAG_TOPIC | FLAG_EXPIRY | FLAG_PRIORITY);
+        // key (2+1), topic (1+6+2+1+5+3), expiry 8, priority 1, payload 4
+        assert_eq!(v.len(), 9 + 3 + 18 + 8 + 1 + 4);
+        assert_eq!(v.len(), RECORD_FIXED_LEN + r.body_len());
+        assert_eq!(&v[12..19], b"\x06orders");
+        let d = decode(&v).unwrap();
+        assert_eq!(d.topic, Some("orders"));
+        assert_eq!(d.queue_id, 3);
+        assert_eq!(d.tags().collect::<Vec<_>>(), tags.to_vec());
+        assert_eq!(d.expires_at, Some(0x0102_0304_0506_0708));
+        assert!(d.expired_at(0x0102_0304_0506_0708) && !d.expired_at(5));
+        assert_eq!(d.priority, 7);
+        assert_eq!(d.payload, b"body");
+    }
+
+    #[test]
+    fn tags_without_topic_and_fields_alone() {
+        let tags = ["t"];
+        let d_bytes = encode(
+            &Record {
+                tags: &tags,
+                ..Record::new(b"p")
+            },
+            1,
+        );
+        let d = decode(&d_bytes).unwrap();
+        assert_eq!((d.topic, d.tags().count(), d.payload), (None, 1, &b"p"[..]));
+        let only_priority = encode(
+            &Record {
+                priority: 200,
+                ..Record::new(b"p")
+            },
+            1,
+        );
+        assert_eq!(only_priority.len(), 9 + 1 + 1);
+        let d = decode(&only_priority).unwrap();
+        assert_eq!((d.priority, d.topic, d.expires_at), (200, None, None));
+        // priority 0 is not stored: the record is a plain one.
+        let zero = encode(&Record::new(b"p"), 1);
+        assert_eq!(zero[0], 0);
+    }
+
+    #[test]
+    fn topic_and_tag_limits() {
+        for (topic, tags, queue_id) in [
+            (Some(""), &[][..], 0u16),
+            (Some("a\nb"), &[], 0),
+            (None, &[""][..], 0),
+            (None, &[], 1),
+        ] {
+            let r = Record {
+                topic,
+                tags,
+                queue_id,
+                ..Record::new(b"")
+            };
+            assert!(r.validate().is_err(), "{topic:?} {tags:?} {queue_id}");
+        }
+        let long = "x".repeat(256);
+        assert!(validate_topic(&long).is_err());
+        assert!(validate_topic("commandes/été").is_ok());
+    }
+
+    #[test]
     fn malformed_records_are_errors_not_panics() {
         assert!(decode(&[]).is_err());
         assert!(decode(&[0x80, 0, 0, 0, 0, 0, 0, 0, 0]).is_err());
         assert!(decode(&[FLAG_KEY, 0, 0, 0, 0, 0, 0, 0, 0, 9, 0]).is_err());
         assert!(decode(&[FLAG_HEADERS, 0, 0, 0, 0, 0, 0, 0, 0, 1, 5, b'a']).is_err());
+        assert!(decode(&[FLAG_TOPIC, 0, 0, 0, 0, 0, 0, 0, 0, 2, b'a']).is_err());
+        assert!(decode(&[FLAG_TOPIC, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0]).is_err());
+        assert!(decode(&[FLAG_EXPIRY, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2]).is_err());
+        assert!(decode(&[FLAG_PRIORITY, 0, 0, 0, 0, 0, 0, 0, 0]).is_err());
+        assert!(decode(&[FLAG_PRIORITY, 0, 0, 0, 0, 0, 0, 0, 0, 0]).is_err());
+        // Forms the encoder never writes: no topic but a queue id, an
+        // empty topic field, a control character.
+        assert!(decode(&[FLAG_TOPIC, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0]).is_err());
+        assert!(decode(&[FLAG_TOPIC, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]).is_err());
+        assert!(decode(&[FLAG_TOPIC, 0, 0, 0, 0, 0, 0, 0, 0, 1, b'\n', 0, 0, 0]).is_err());
     }
 
     #[test]

@@ -5,3 +5,4 @@ pub mod dense;
 mod file;
 pub mod key_index;
 pub mod sparse;
+pub mod topics;

@@ -7,8 +7,9 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyRange, PyString, PyTuple};
 use super::buffer::{bytes_arg, BytesArg};
 use super::exit;
 use super::fork::ForkSafe;
+use super::{options, time, topic};
 use crate::format::record::HeaderField;
-use crate::Record;
+use crate::{Clock, Record, SystemClock};
 
 /// Writes messages to a queue; get one from `Queue.appender()`.
 ///
@@ -124,12 +125,132 @@ impl<'py> HeadersArg<'py> {
     }
 }
 
+/// Topic, tags, queue id, priority and expiry of one message, parsed once.
+#[derive(Default)]
+struct FieldsArg<'py> {
+    topic: Option<Bound<'py, PyString>>,
+    tags: Vec<Bound<'py, PyString>>,
+    queue_id: u16,
+    priority: u8,
+    expires_at: Option<u64>,
+}
+
+impl<'py> FieldsArg<'py> {
+    /// Parses the keyword arguments `append` and batch dicts share; `None`
+    /// and absent mean "not set". `ttl` and `expires_at` exclude each other.
+    fn parse(
+        topic: Option<&Bound<'py, PyAny>>,
+        tags: Option<&Bound<'py, PyAny>>,
+        queue_id: Option<&Bound<'py, PyAny>>,
+        priority: Option<&Bound<'py, PyAny>>,
+        ttl: Option<&Bound<'py, PyAny>>,
+        expires_at: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Self> {
+        let set = |o: Option<&Bound<'py, PyAny>>| o.filter(|v| !v.is_none()).cloned();
+        let mut out = FieldsArg::default();
+        if let Some(t) = set(topic) {
+            out.topic = Some(t.cast_into::<PyString>().map_err(|e| {
+                PyTypeError::new_err(format!(
+                    "topic must be str, not {}",
+                    type_name(e.into_inner().as_any())
+                ))
+            })?);
+        }
+        if let Some(t) = set(tags) {
+            out.tags = topic::tag_strings(&t)?;
+        }
+        if let Some(q) = set(queue_id) {
+            out.queue_id = options::int_in(&q, "queue_id", 0, u16::MAX.into())? as u16;
+        }
+        if let Some(p) = set(priority) {
+            out.priority = options::int_in(&p, "priority", 0, u8::MAX.into())? as u8;
+        }
+        match (set(ttl), set(expires_at)) {
+            (Some(_), Some(_)) => {
+                return Err(PyTypeError::new_err("give ttl or expires_at, not both"))
+            }
+            (Some(ttl), None) => {
+                let ttl = options::age(&ttl, "ttl")?;
+                out.expires_at = Some(SystemClock.now_micros().saturating_add(ttl));
+            }
+            (None, Some(at)) => out.expires_at = Some(time::to_micros(&at, "expires_at")?),
+            (None, None) => {}
+        }
+        Ok(out)
+    }
+
+    /// The string fields borrowed for a [`Record`].
+    fn borrow(&self) -> PyResult<(Option<&str>, Vec<&str>)> {
+        let topic = self.topic.as_ref().map(|t| t.to_str()).transpose()?;
+        let tags = self
+            .tags
+            .iter()
+            .map(|t| t.to_str())
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok((topic, tags))
+    }
+}
+
+/// Everything a record borrows from its Python arguments, borrowed at once.
+struct Borrowed<'a> {
+    headers: Vec<HeaderField<'a>>,
+    topic: Option<&'a str>,
+    tags: Vec<&'a str>,
+}
+
+impl<'a> Borrowed<'a> {
+    fn new(headers: Option<&'a HeadersArg<'_>>, fields: &'a FieldsArg<'_>) -> PyResult<Self> {
+        let (topic, tags) = fields.borrow()?;
+        Ok(Borrowed {
+            headers: match headers {
+                Some(h) => h.borrow()?,
+                None => Vec::new(),
+            },
+            topic,
+            tags,
+        })
+    }
+
+    fn record(
+        &'a self,
+        payload: &'a [u8],
+        key: Option<&'a KeyArg<'_>>,
+        fields: &FieldsArg<'_>,
+    ) -> PyResult<Record<'a>> {
+        Ok(Record {
+            payload,
+            key: key.map(KeyArg::as_bytes).transpose()?,
+            key_is_text: key.is_some_and(KeyArg::is_text),
+            headers: &self.headers,
+            topic: self.topic,
+            queue_id: fields.queue_id,
+            tags: &self.tags,
+            expires_at: fields.expires_at,
+            priority: fields.priority,
+        })
+    }
+}
+
 /// One item of `append_batch`, parsed but still borrowing Python objects.
 struct ItemArg<'py> {
     payload: BytesArg<'py>,
     key: Option<KeyArg<'py>>,
     headers: Option<HeadersArg<'py>>,
+    fields: FieldsArg<'py>,
 }
+
+/// The entries a batch item dict may have.
+const ITEM_ENTRIES: [&str; 9] = [
+    "payload",
+    "key",
+    "headers",
+    "topic",
+    "tags",
+    "queue_id",
+    "priority",
+    "ttl",
+    "expires_at",
+];
 
 impl<'py> ItemArg<'py> {
     fn parse(item: &Bound<'py, PyAny>, index: usize) -> PyResult<Self> {
@@ -166,16 +287,28 @@ impl<'py> ItemArg<'py> {
             };
             for k in d.keys() {
                 let k: String = k.extract().unwrap_or_default();
-                if !matches!(k.as_str(), "payload" | "key" | "headers") {
+                if !ITEM_ENTRIES.contains(&k.as_str()) {
                     return Err(PyTypeError::new_err(format!(
                         "append_batch item {index}: unexpected dict entry {k:?} \
-                         (expected payload, key, headers)"
+                         (expected {})",
+                        ITEM_ENTRIES.join(", ")
                     )));
                 }
             }
-            let key = d.get_item("key")?;
-            let headers = d.get_item("headers")?;
-            return Self::from_parts(&payload, key.as_ref(), headers.as_ref()).map_err(context);
+            let get = |name: &str| d.get_item(name);
+            let mut parsed =
+                Self::from_parts(&payload, get("key")?.as_ref(), get("headers")?.as_ref())
+                    .map_err(context)?;
+            parsed.fields = FieldsArg::parse(
+                get("topic")?.as_ref(),
+                get("tags")?.as_ref(),
+                get("queue_id")?.as_ref(),
+                get("priority")?.as_ref(),
+                get("ttl")?.as_ref(),
+                get("expires_at")?.as_ref(),
+            )
+            .map_err(context)?;
+            return Ok(parsed);
         }
         Self::from_parts(item, None, None).map_err(context)
     }
@@ -195,6 +328,7 @@ impl<'py> ItemArg<'py> {
                 .filter(|h| !h.is_none())
                 .map(HeadersArg::parse)
                 .transpose()?,
+            fields: FieldsArg::default(),
         })
     }
 }
@@ -212,39 +346,63 @@ impl Appender {
     ///
     /// `payload` is any bytes-like object; `key` a `str` or bytes (returned
     /// as given, and searchable with `Queue.find`); `headers` a mapping of
-    /// `str` to `str` or bytes.
+    /// `str` to `str` or bytes. `topic` (a `str`) and `tags` (a list of
+    /// `str`) classify the message; `queue_id` (0..65535, with a topic)
+    /// names one ordered stream of a sharded topic; `priority` (0..255,
+    /// higher first) orders work-queue delivery; `ttl` (a `timedelta`,
+    /// seconds or a string such as `"30m"`) or `expires_at` (an aware
+    /// `datetime` or µs since the epoch) sets when the message expires.
     ///
     /// >>> app.append(b"order 1", key="customer-7", headers={"source": "web"})
     /// 0
-    #[pyo3(signature = (payload, key=None, headers=None))]
+    /// >>> app.append(b"paid", topic="orders", tags=["paid", "eu"], priority=5, ttl="1h")
+    /// 1
+    #[pyo3(signature = (
+        payload, key=None, headers=None, *,
+        topic=None, tags=None, queue_id=None, priority=None, ttl=None, expires_at=None
+    ))]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "mirrors the Python keyword arguments"
+    )]
     fn append(
         &self,
         py: Python<'_>,
         payload: &Bound<'_, PyAny>,
         key: Option<&Bound<'_, PyAny>>,
         headers: Option<&Bound<'_, PyAny>>,
+        topic: Option<&Bound<'_, PyAny>>,
+        tags: Option<&Bound<'_, PyAny>>,
+        queue_id: Option<&Bound<'_, PyAny>>,
+        priority: Option<&Bound<'_, PyAny>>,
+        ttl: Option<&Bound<'_, PyAny>>,
+        expires_at: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<u64> {
         let app = self.inner.get()?;
         let payload = bytes_arg(payload, "payload")?;
-        if key.is_none() && headers.is_none() {
+        let plain = [
+            key, headers, topic, tags, queue_id, priority, ttl, expires_at,
+        ]
+        .iter()
+        .all(Option::is_none);
+        if plain {
             let bytes = payload.as_slice();
             if self.blocking {
                 return Ok(exit::detach(py, || app.append(bytes))?);
             }
             return Ok(app.append(bytes)?);
         }
-        let key = key.map(KeyArg::parse).transpose()?;
-        let headers = headers.map(HeadersArg::parse).transpose()?;
-        let fields = match &headers {
-            Some(h) => h.borrow()?,
-            None => Vec::new(),
-        };
-        let record = Record {
-            payload: payload.as_slice(),
-            key: key.as_ref().map(KeyArg::as_bytes).transpose()?,
-            key_is_text: key.as_ref().is_some_and(KeyArg::is_text),
-            headers: &fields,
-        };
+        let key = key
+            .filter(|k| !k.is_none())
+            .map(KeyArg::parse)
+            .transpose()?;
+        let headers = headers
+            .filter(|h| !h.is_none())
+            .map(HeadersArg::parse)
+            .transpose()?;
+        let fields = FieldsArg::parse(topic, tags, queue_id, priority, ttl, expires_at)?;
+        let borrowed = Borrowed::new(headers.as_ref(), &fields)?;
+        let record = borrowed.record(payload.as_slice(), key.as_ref(), &fields)?;
         if self.blocking {
             return Ok(exit::detach(py, || app.append_record(&record))?);
         }
@@ -256,7 +414,8 @@ impl Appender {
     ///
     /// Items are bytes-like payloads, `(payload, key)` or
     /// `(payload, key, headers)` tuples, or dicts with `payload` and optional
-    /// `key` and `headers` entries.
+    /// `key`, `headers`, `topic`, `tags`, `queue_id`, `priority`, `ttl` and
+    /// `expires_at` entries (as the keyword arguments of `append`).
     ///
     /// >>> app.append_batch([b"a", (b"b", "key-b"), {"payload": b"c", "headers": {"h": "v"}}])
     /// range(1, 4)
@@ -304,24 +463,14 @@ impl Appender {
                 .enumerate()
                 .map(|(i, obj)| ItemArg::parse(obj, i))
                 .collect::<PyResult<Vec<_>>>()?;
-            let fields = parsed
+            let borrowed = parsed
                 .iter()
-                .map(|item| match &item.headers {
-                    Some(h) => h.borrow(),
-                    None => Ok(Vec::new()),
-                })
+                .map(|item| Borrowed::new(item.headers.as_ref(), &item.fields))
                 .collect::<PyResult<Vec<_>>>()?;
             let records = parsed
                 .iter()
-                .zip(&fields)
-                .map(|(item, fields)| {
-                    Ok(Record {
-                        payload: item.payload.as_slice(),
-                        key: item.key.as_ref().map(KeyArg::as_bytes).transpose()?,
-                        key_is_text: item.key.as_ref().is_some_and(KeyArg::is_text),
-                        headers: fields,
-                    })
-                })
+                .zip(&borrowed)
+                .map(|(item, b)| b.record(item.payload.as_slice(), item.key.as_ref(), &item.fields))
                 .collect::<PyResult<Vec<_>>>()?;
             exit::detach(py, || app.append_records(&records))?
         };

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use pyo3::basic::CompareOp;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyMemoryView, PyString};
+use pyo3::types::{PyBytes, PyDict, PyMemoryView, PyString, PyTuple};
 
 use super::buffer::PayloadView;
 use super::time;
@@ -29,7 +29,61 @@ pub(crate) struct Message {
     payload: Py<PyBytes>,
     key: Option<Py<PyAny>>,
     headers: Option<Py<PyDict>>,
+    /// Topic, tags, queue id, priority and expiry; `None` for the common
+    /// message that has none of them, so it costs one word.
+    fields: Option<Box<Fields>>,
     view: Option<(Arc<Mapping>, Range<usize>)>,
+}
+
+/// The format-6 record fields of a message that has any.
+struct Fields {
+    topic: Option<Py<PyString>>,
+    tags: Py<PyTuple>,
+    queue_id: u16,
+    priority: u8,
+    expires_at: Option<u64>,
+}
+
+impl Fields {
+    /// `None` when the message has none of the fields.
+    fn new<'a>(
+        py: Python<'_>,
+        topic: Option<&str>,
+        tags: impl ExactSizeIterator<Item = &'a str>,
+        queue_id: u16,
+        priority: u8,
+        expires_at: Option<u64>,
+    ) -> PyResult<Option<Box<Fields>>> {
+        if topic.is_none() && tags.len() == 0 && priority == 0 && expires_at.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(Box::new(Fields {
+            topic: topic.map(|t| PyString::new(py, t).unbind()),
+            tags: PyTuple::new(py, tags)?.unbind(),
+            queue_id,
+            priority,
+            expires_at,
+        })))
+    }
+
+    /// Equal field by field.
+    fn same(a: &Option<Box<Fields>>, b: &Option<Box<Fields>>, py: Python<'_>) -> PyResult<bool> {
+        Ok(match (a, b) {
+            (None, None) => true,
+            (Some(a), Some(b)) => {
+                a.queue_id == b.queue_id
+                    && a.priority == b.priority
+                    && a.expires_at == b.expires_at
+                    && match (&a.topic, &b.topic) {
+                        (None, None) => true,
+                        (Some(x), Some(y)) => x.bind(py).to_str()? == y.bind(py).to_str()?,
+                        _ => false,
+                    }
+                    && a.tags.bind(py).eq(b.tags.bind(py))?
+            }
+            _ => false,
+        })
+    }
 }
 
 fn key_object(py: Python<'_>, key: Option<&[u8]>, is_text: bool) -> PyResult<Option<Py<PyAny>>> {
@@ -69,6 +123,14 @@ impl Message {
             payload: PyBytes::new(py, m.payload).unbind(),
             key: key_object(py, m.key, m.key_is_text())?,
             headers,
+            fields: Fields::new(
+                py,
+                m.topic(),
+                m.tags(),
+                m.queue_id(),
+                m.priority(),
+                m.expires_at(),
+            )?,
             view: Some((m.mapping().clone(), m.payload_range())),
         })
     }
@@ -94,6 +156,14 @@ impl Message {
             payload: PyBytes::new(py, &m.payload).unbind(),
             key: key_object(py, m.key.as_deref(), m.key_is_text)?,
             headers,
+            fields: Fields::new(
+                py,
+                m.topic.as_deref(),
+                m.tags.iter().map(String::as_str),
+                m.queue_id,
+                m.priority,
+                m.expires_at,
+            )?,
             view: None,
         })
     }
@@ -120,6 +190,41 @@ impl Message {
             Some(h) => h.bind(py).copy(),
             None => Ok(PyDict::new(py)),
         }
+    }
+
+    /// The topic (`str`), or None.
+    #[getter]
+    fn topic(&self, py: Python<'_>) -> Option<Py<PyString>> {
+        self.fields
+            .as_ref()
+            .and_then(|f| f.topic.as_ref().map(|t| t.clone_ref(py)))
+    }
+
+    /// The tags, a tuple of `str` (empty when none).
+    #[getter]
+    fn tags<'py>(&self, py: Python<'py>) -> Bound<'py, PyTuple> {
+        match &self.fields {
+            Some(f) => f.tags.bind(py).clone(),
+            None => PyTuple::empty(py),
+        }
+    }
+
+    /// The topic's stream the message belongs to (0 unless the topic is sharded).
+    #[getter]
+    fn queue_id(&self) -> u16 {
+        self.fields.as_ref().map_or(0, |f| f.queue_id)
+    }
+
+    /// The priority, 0..255 (0 when none was given); work queues serve higher first.
+    #[getter]
+    fn priority(&self) -> u8 {
+        self.fields.as_ref().map_or(0, |f| f.priority)
+    }
+
+    /// When the message expires, µs since the Unix epoch (UTC), or None.
+    #[getter]
+    fn expires_at(&self) -> Option<u64> {
+        self.fields.as_ref().and_then(|f| f.expires_at)
     }
 
     /// The timestamp as a timezone-aware `datetime` in UTC.
@@ -164,6 +269,23 @@ impl Message {
         if let Some(h) = &self.headers {
             out.push_str(&format!(", headers={}", h.bind(py).repr()?));
         }
+        if let Some(f) = &self.fields {
+            if let Some(t) = &f.topic {
+                out.push_str(&format!(", topic={}", t.bind(py).repr()?));
+            }
+            if f.queue_id != 0 {
+                out.push_str(&format!(", queue_id={}", f.queue_id));
+            }
+            if !f.tags.bind(py).is_empty() {
+                out.push_str(&format!(", tags={}", f.tags.bind(py).repr()?));
+            }
+            if f.priority != 0 {
+                out.push_str(&format!(", priority={}", f.priority));
+            }
+            if let Some(at) = f.expires_at {
+                out.push_str(&format!(", expires_at={at}"));
+            }
+        }
         out.push(')');
         Ok(out)
     }
@@ -186,7 +308,8 @@ impl Message {
                 (Some(a), Some(b)) => a.bind(py).eq(b.bind(py))?,
                 _ => false,
             }
-            && self.headers(py)?.eq(other.headers(py)?)?;
+            && self.headers(py)?.eq(other.headers(py)?)?
+            && Fields::same(&self.fields, &other.fields, py)?;
         Ok(match op {
             CompareOp::Eq => equal.into_pyobject(py)?.to_owned().into_any().unbind(),
             CompareOp::Ne => (!equal).into_pyobject(py)?.to_owned().into_any().unbind(),

@@ -24,6 +24,7 @@ mod options;
 mod queue;
 mod tailer;
 mod time;
+mod topic;
 mod work_queue;
 
 use pyo3::prelude::*;

@@ -18,6 +18,7 @@ use super::message::Message;
 use super::options;
 use super::tailer::{seq_arg, start_arg, Reader, ReaderSlot, Tailer};
 use super::time;
+use super::topic;
 use super::work_queue::{self, WorkQueue};
 use crate::storage::mapped::fork_generation;
 use crate::{
@@ -315,16 +316,30 @@ impl Queue {
     /// last committed, in this or an earlier process; `start` then only
     /// says where a new name begins. `auto_commit=True` commits as it reads.
     ///
+    /// With `topic` (and optionally `queue_id` and `tags`), it returns only
+    /// that topic's messages (of that stream; carrying any of the tags),
+    /// reading only them where the topic index allows; `tags` alone
+    /// filters every message by its tags. Sequence numbers stay the queue's.
+    ///
     /// >>> t = q.tailer(start=100)
     /// >>> billing = q.tailer(name="billing", start="end")
-    #[pyo3(signature = (start=None, *, name=None, auto_commit=false))]
+    /// >>> paid = q.tailer(topic="orders", tags=["paid"])
+    #[pyo3(signature = (start=None, *, name=None, auto_commit=false, topic=None, tags=None, queue_id=None))]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "mirrors the Python keyword arguments"
+    )]
     fn tailer(
         &self,
         py: Python<'_>,
         start: Option<&Bound<'_, PyAny>>,
         name: Option<&str>,
         auto_commit: bool,
+        topic: Option<String>,
+        tags: Option<&Bound<'_, PyAny>>,
+        queue_id: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        let selector = topic::selector_arg(topic, tags, queue_id)?;
         let start = start_arg(start)?;
         let core = self.core()?;
         let queue = &core.queue;
@@ -334,7 +349,10 @@ impl Queue {
                     "auto_commit needs a named tailer: q.tailer(name=..., auto_commit=True)",
                 ));
             }
-            let tailer = queue.tailer(start)?;
+            let mut tailer = queue.tailer(start)?;
+            if let Some(s) = selector {
+                tailer.select(s);
+            }
             let t = Tailer::new(Reader::Plain(tailer), self.path.clone());
             core.adopt(&t);
             return Ok(Py::new(py, t)?.into_any());
@@ -343,13 +361,16 @@ impl Queue {
             start_if_new: start,
             auto_commit,
         };
-        let c = match exit::detach(py, || queue.consumer(name, options)) {
+        let mut c = match exit::detach(py, || queue.consumer(name, options)) {
             Ok(c) => c,
             Err(e @ crate::Error::Locked { .. }) => {
                 return Err(errors::consumer_busy(py, name, &e))
             }
             Err(e) => return Err(e.into()),
         };
+        if let Some(s) = selector {
+            c.select(s);
+        }
         let t = Tailer::new(Reader::Named(c), self.path.clone());
         core.adopt(&t);
         Ok(Consumer::create(py, t)?.into_any())
@@ -444,6 +465,18 @@ impl Queue {
         let list = PyList::empty(py);
         for info in &infos {
             list.append(work_queue::info_dict(py, info)?)?;
+        }
+        Ok(list)
+    }
+
+    /// Every topic stream with its count and range, as dicts
+    /// (`litemq.Queue.topics` wraps them).
+    fn _topics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let queue = self.queue()?;
+        let infos = exit::detach(py, || queue.topics())?;
+        let list = PyList::empty(py);
+        for info in &infos {
+            list.append(topic::info_dict(py, info)?)?;
         }
         Ok(list)
     }

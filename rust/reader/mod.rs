@@ -6,5 +6,7 @@ pub mod columns;
 pub mod keys;
 pub(crate) mod sealed;
 pub mod tailer;
+pub mod topic;
+pub mod topics_summary;
 pub mod wait;
 pub mod wake;

@@ -5,13 +5,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::catalog::{Catalog, FileInfo};
+use super::topic::{TopicFilter, TopicSelector};
 use super::wait::{Sleeper, Slept, WaitStrategy, Waiter};
 use super::wake::{WakeSource, RETRY};
 use crate::error::{Error, Result};
 use crate::format::footer::{Footer, FOOTER_LEN};
 use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN};
 use crate::format::position;
-use crate::format::record::{self, HeaderIter, RecordView};
+use crate::format::record::{self, HeaderIter, RecordView, TagIter};
 use crate::index::dense::{DenseIndex, DENSE_SINCE_VERSION};
 use crate::index::sparse::{Entry, SparseIndex};
 use crate::storage::layout::FileId;
@@ -87,6 +88,26 @@ impl<'a> Message<'a> {
     pub fn headers(&self) -> HeaderIter<'a> {
         self.view.headers()
     }
+    /// The message's topic, if any.
+    pub fn topic(&self) -> Option<&'a str> {
+        self.view.topic
+    }
+    /// The topic's stream the message belongs to (0 unless sharded).
+    pub fn queue_id(&self) -> u16 {
+        self.view.queue_id
+    }
+    /// The message's tags, in the order given.
+    pub fn tags(&self) -> TagIter<'a> {
+        self.view.tags()
+    }
+    /// The message's priority (0 when none was given).
+    pub fn priority(&self) -> u8 {
+        self.view.priority
+    }
+    /// When the message expires, µs since the Unix epoch, if it does.
+    pub fn expires_at(&self) -> Option<u64> {
+        self.view.expires_at
+    }
     /// The file mapping the payload lives in; holding it keeps it mapped.
     pub fn mapping(&self) -> &Arc<Mapping> {
         self.mapping
@@ -110,6 +131,11 @@ impl<'a> Message<'a> {
                 .headers()
                 .map(|h| (h.name.to_string(), h.value.to_vec(), h.value_is_text))
                 .collect(),
+            topic: self.topic().map(str::to_string),
+            queue_id: self.queue_id(),
+            tags: self.tags().map(str::to_string).collect(),
+            priority: self.priority(),
+            expires_at: self.expires_at(),
             payload: self.payload.to_vec(),
         }
     }
@@ -128,6 +154,16 @@ pub struct OwnedMessage {
     pub key_is_text: bool,
     /// `(name, value, value_is_text)`.
     pub headers: Vec<(String, Vec<u8>, bool)>,
+    /// Topic, if any.
+    pub topic: Option<String>,
+    /// The topic's stream (0 unless sharded).
+    pub queue_id: u16,
+    /// Tags, in order.
+    pub tags: Vec<String>,
+    /// Priority (0 when none was given).
+    pub priority: u8,
+    /// When the message expires, µs since the Unix epoch, if it does.
+    pub expires_at: Option<u64>,
     /// The message body.
     pub payload: Vec<u8>,
 }
@@ -272,6 +308,8 @@ pub struct Tailer {
     /// The queue handle's wake-up word (`None`: poll).
     wake: Option<Arc<WakeSource>>,
     sleeper: Sleeper,
+    /// Reads only the messages of a topic (see [`Tailer::select`]).
+    filter: Option<TopicFilter>,
 }
 
 impl Tailer {
@@ -286,7 +324,21 @@ impl Tailer {
             stuck: None,
             wake: None,
             sleeper: Sleeper::default(),
+            filter: None,
         }
+    }
+
+    /// From now on, reads return only the messages `selector` wants (a
+    /// topic, a queue id of it, tags), skipping files and messages that
+    /// cannot match (see `reader::topic`). Seeks by sequence and time land
+    /// on the first wanted message at or after the target.
+    pub fn select(&mut self, selector: TopicSelector) {
+        self.filter = Some(TopicFilter::new(selector));
+    }
+
+    /// The selector set with [`Tailer::select`], if any.
+    pub fn selector(&self) -> Option<&TopicSelector> {
+        self.filter.as_ref().map(TopicFilter::selector)
     }
 
     /// Lets blocking reads sleep on the queue's wake-up word
@@ -867,8 +919,49 @@ impl Tailer {
         }
     }
 
-    /// Finds the next complete frame and steps past it.
+    /// Finds the next message the tailer returns (every one, or those its
+    /// topic filter wants) and steps past it.
     fn advance(&mut self) -> Result<Option<Located>> {
+        if self.filter.is_none() {
+            return self.advance_frame();
+        }
+        loop {
+            let to = match self.filter.as_mut() {
+                Some(f) => f.jump(&self.catalog, self.seq),
+                None => None,
+            };
+            if let Some(to) = to {
+                // The topic index gives the frame: no seek when the cursor
+                // is in that file already (the frame's CRC is checked as
+                // it is read, its record's topic below).
+                match (to.frame, self.cursor.as_mut()) {
+                    (Some((number, offset)), Some(c))
+                        if c.info.header.file_number == number && offset < c.map.len() =>
+                    {
+                        c.offset = offset;
+                        self.seq = to.seq;
+                    }
+                    _ if to.seq != self.seq => self.seek(to.seq)?,
+                    _ => {}
+                }
+            }
+            let Some(loc) = self.advance_frame()? else {
+                return Ok(None);
+            };
+            let c = self.cursor.as_ref().expect("a located record has a cursor");
+            let rec = &c.map.as_slice()[loc.record_at..loc.record_at + loc.record_len];
+            let wanted = match (record::decode(rec), &self.filter) {
+                (Ok(view), Some(f)) => f.matches(&view),
+                _ => false,
+            };
+            if wanted {
+                return Ok(Some(loc));
+            }
+        }
+    }
+
+    /// Finds the next complete frame and steps past it.
+    fn advance_frame(&mut self) -> Result<Option<Located>> {
         self.check_open()?;
         if !self.ensure_cursor()? {
             return Ok(None);
@@ -938,6 +1031,9 @@ impl Tailer {
         take: &mut dyn FnMut(&Message<'_>) -> bool,
     ) -> Result<usize> {
         self.check_open()?;
+        if self.filter.is_some() {
+            return Ok(0); // one message at a time, through the filter
+        }
         let seq0 = self.seq;
         let Some(c) = self.cursor.as_mut() else {
             return Ok(0);

@@ -69,6 +69,21 @@ impl FileId {
         self.dir(base).join(format!("{}.offsets", self.stem()))
     }
 
+    /// The data file's topic index (format version 6): `NAME.topics`.
+    pub fn topics_path(self, base: &Path) -> PathBuf {
+        self.dir(base).join(format!("{}.topics", self.stem()))
+    }
+
+    /// Every index derived from the data file (sparse, dense, topics): what
+    /// goes with it when it is deleted, and what its indexes weigh.
+    pub fn index_paths(self, base: &Path) -> [PathBuf; 3] {
+        [
+            self.index_path(base),
+            self.offsets_path(base),
+            self.topics_path(base),
+        ]
+    }
+
     /// Directory that holds this file, created on demand by the writer.
     pub fn parent(self, base: &Path) -> PathBuf {
         self.dir(base)

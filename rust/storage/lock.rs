@@ -20,6 +20,11 @@ use crate::error::{Error, Result};
 const SHARED_TAG: &str = "shared";
 /// How long a shared writer waits for the first one to finish recovery.
 const JOIN_WAIT: Duration = Duration::from_secs(30);
+/// How long a writer retries a lock its own process seems to hold: a
+/// child this process is starting (fork, then exec) shares every open file
+/// until its exec closes them, and with them the flock of a queue this
+/// process has just closed.
+const SELF_WAIT: Duration = Duration::from_millis(200);
 
 /// Held by a writing process for as long as its queue is open.
 #[derive(Debug)]
@@ -65,12 +70,26 @@ fn locked(queue: &Path, contents: &str) -> Error {
 
 impl WriterLock {
     /// Takes the lock exclusively or reports who holds it.
+    ///
+    /// When the file names this process, the holder may be a child between
+    /// its fork and its exec, holding a copy of a lock this process already
+    /// released: it retries for up to [`SELF_WAIT`] before reporting it.
     pub fn acquire(path: &Path, queue: &Path) -> Result<WriterLock> {
         let file = open(path)?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => return Err(locked(queue, &contents(&file))),
-            Err(TryLockError::Error(e)) => return Err(Error::io("flock", path, e)),
+        let start = Instant::now();
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(TryLockError::WouldBlock) => {
+                    let c = contents(&file);
+                    let ours = c.split_whitespace().next() == Some(&std::process::id().to_string());
+                    if !ours || start.elapsed() > SELF_WAIT {
+                        return Err(locked(queue, &c));
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(TryLockError::Error(e)) => return Err(Error::io("flock", path, e)),
+            }
         }
         let lock = WriterLock { file };
         lock.write_pid(path, "")?;

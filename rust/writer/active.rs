@@ -7,10 +7,10 @@ use std::sync::Arc;
 use super::options::RollStrategy;
 use crate::error::{Error, Result};
 use crate::format::crc::crc64;
-use crate::format::footer::{trimmed_len, Footer, FOOTER_LEN};
+use crate::format::footer::{trimmed_len, Footer, CONTENT_TOPICS, FOOTER_LEN};
 use crate::format::frame::{self, frame_size, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
 use crate::format::header::{DataHeader, IndexHeader};
-use crate::format::record;
+use crate::format::record::{self, FLAGS_SINCE_V6, FLAG_TOPIC};
 use crate::format::{data_file, position};
 use crate::index::dense::{self, DenseHeader, DenseIndexWriter, DENSE_SINCE_VERSION};
 use crate::index::sparse::{self, Entry, SparseIndexWriter};
@@ -43,6 +43,11 @@ pub struct ActiveFile {
     pub scratch: Vec<u8>,
     /// Disk blocks of the (sparse) file, allocated ahead of `write_pos`.
     pub alloc: Arc<ChunkAllocator>,
+    /// What its records hold, for the footer (`footer::CONTENT_*`). A file
+    /// this writer did not write from its first frame (resumed, or created
+    /// by another writer process) claims topics: the topic-index builder
+    /// checks.
+    pub content_flags: u64,
 }
 
 /// A file just sealed whose bytes may not be on disk yet (`Async` mode):
@@ -115,6 +120,7 @@ impl ActiveFile {
             last_ts: 0,
             scratch: Vec::new(),
             alloc,
+            content_flags: 0,
         })
     }
 
@@ -146,6 +152,11 @@ impl ActiveFile {
             last_ts,
             scratch: Vec::new(),
             alloc,
+            content_flags: if header.version >= 6 {
+                CONTENT_TOPICS
+            } else {
+                0
+            },
         })
     }
 
@@ -182,10 +193,19 @@ impl ActiveFile {
     }
 
     /// True when a frame with a `record_len`-byte record must go to a new file.
-    pub fn must_roll(&self, record_len: usize, timestamp: u64, roll: &RollLimits) -> bool {
+    pub fn must_roll(
+        &self,
+        flags: u8,
+        record_len: usize,
+        timestamp: u64,
+        roll: &RollLimits,
+    ) -> bool {
         let end = self.write_pos + frame_size(record_len);
         if end + reserved_tail(self.header.version) > self.map.len() {
             return true; // no room for the frame, an end-of-file marker and the footer
+        }
+        if flags & FLAGS_SINCE_V6 != 0 && self.header.version < 6 {
+            return true; // an older file never holds fields its readers do not know
         }
         if self.count() == 0 {
             return false;
@@ -244,6 +264,9 @@ impl ActiveFile {
             self.index
                 .put(i / self.header.index_interval as u64, entry)?;
         }
+        if flags & FLAG_TOPIC != 0 {
+            self.content_flags |= CONTENT_TOPICS;
+        }
         self.first_ts.get_or_insert(timestamp);
         self.last_ts = timestamp;
         self.synced_pos = self.synced_pos.min(at);
@@ -276,6 +299,7 @@ impl ActiveFile {
             first_ts,
             last_ts,
             alloc,
+            content_flags,
             ..
         } = self;
         map.store_u32(write_pos, END_OF_FILE);
@@ -297,6 +321,7 @@ impl ActiveFile {
                 } else {
                     0
                 },
+                content_flags,
             };
             map.write(len as usize - FOOTER_LEN, &footer.encode());
             len

@@ -27,13 +27,14 @@ use super::handoff::{Direct, DirectWriter, Handoff, Sleep};
 use super::options::{FlushMode, WriterOptions};
 use super::prefault::PrefaultThread;
 use super::shared::WriterShared;
+use super::topics::TopicsBuilder;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::format::header::DataHeader;
 use crate::format::position;
 use crate::format::record::{self, FLAG_KEY, RECORD_FIXED_LEN};
 use crate::index::key_index::KeyIndexWriter;
-use crate::reader::catalog::Catalog;
+use crate::reader::catalog::{Catalog, FileInfo};
 use crate::storage::fsutil::sync_dir_chain;
 use crate::storage::layout::FileId;
 use crate::storage::wake::WakeFile;
@@ -147,6 +148,8 @@ pub struct IoThread {
     dirs_unsynced: Vec<PathBuf>,
     key_index: KeyIndexWriter,
     prefault: PrefaultThread,
+    /// Writes the topic index of each file sealed.
+    topics: TopicsBuilder,
     roll: RollLimits,
     last_sync: Instant,
     after_roll: Option<AfterRoll>,
@@ -177,6 +180,7 @@ impl IoThread {
         if let Some(a) = &resume.active {
             prefault.set_file(a);
         }
+        let topics = TopicsBuilder::start(config.path.clone(), catalog.clone());
         IoThread {
             roll: RollLimits::new(&config.roll),
             base: config.path.clone(),
@@ -209,6 +213,7 @@ impl IoThread {
             dirs_unsynced: Vec::new(),
             key_index,
             prefault,
+            topics,
             last_sync: Instant::now(),
             after_roll,
             failed: None,
@@ -292,9 +297,14 @@ impl IoThread {
         if self.failed.is_some() || bundle.entries.len() != 1 {
             return false;
         }
-        let (_, len) = bundle.entries[0];
+        let (flags, len) = bundle.entries[0];
         self.active.as_ref().is_some_and(|a| {
-            !a.must_roll(RECORD_FIXED_LEN + len as usize, self.last_ts, &self.roll)
+            !a.must_roll(
+                flags,
+                RECORD_FIXED_LEN + len as usize,
+                self.last_ts,
+                &self.roll,
+            )
         })
     }
 
@@ -412,7 +422,7 @@ impl IoThread {
         let record_len = RECORD_FIXED_LEN + body.len();
         let roll = match &self.active {
             None => true,
-            Some(a) => a.must_roll(record_len, ts, &self.roll),
+            Some(a) => a.must_roll(flags, record_len, ts, &self.roll),
         };
         if roll {
             self.roll(ts)?;
@@ -444,8 +454,12 @@ impl IoThread {
         if let Some(old) = self.active.take() {
             // The prefault thread lets go of the file before it is trimmed.
             self.prefault.clear();
+            let header = old.header;
             if let Some(sealed) = old.seal(durable)? {
                 self.keep_unsynced(sealed)?;
+            }
+            if let Some(id) = self.last_id {
+                self.topics.submit(FileInfo { id, header });
             }
             self.shared
                 .counters
@@ -586,6 +600,8 @@ impl IoThread {
             self.write_bundle(first, bundle)?;
         }
         self.sync_all()?;
+        // The topic indexes of the files sealed here are written before close returns.
+        self.topics.finish();
         // Several writer processes: the index and the tail are shared; bring
         // them level under the lock so the last to close records them right.
         let held = match self.append_lock.clone() {

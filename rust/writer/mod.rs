@@ -11,3 +11,4 @@ pub mod io_thread;
 pub mod options;
 pub mod prefault;
 pub mod shared;
+pub mod topics;

@@ -102,6 +102,29 @@ def test_dump_limit_and_json(filled: Path) -> None:
     assert isinstance(binary["timestamp"], int)
 
 
+def test_dump_shows_topic_tags_priority_and_expiry(queue: litemq.Queue) -> None:
+    app = queue.appender()
+    app.append(b"plain")
+    app.append(b"paid", topic="orders", queue_id=2, tags=["paid", "eu"], priority=5, expires_at=0)
+    app.flush()
+    proc = cli("dump", queue.path, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    plain, paid = (json.loads(line) for line in proc.stdout.splitlines())
+    assert (plain["topic"], plain["tags"], plain["priority"], plain["expires_at"]) == (
+        None,
+        [],
+        0,
+        None,
+    )
+    assert (paid["topic"], paid["queue_id"], paid["tags"]) == ("orders", 2, ["paid", "eu"])
+    assert (paid["priority"], paid["expires_at"]) == (5, 0)
+    text = cli("dump", queue.path, "--from", "1").stdout
+    assert "topic='orders'/2" in text
+    assert "tags=paid,eu" in text
+    assert "priority=5" in text
+    assert "expires=1970-01-01T00:00:00" in text
+
+
 def test_dump_hex(filled: Path) -> None:
     proc = cli("dump", str(filled), "--from", "120", "--limit", "1", "--format", "hex")
     assert proc.returncode == 0, proc.stderr
@@ -328,3 +351,30 @@ def test_verify_beside_a_live_writer_checks_up_to_the_tail_it_saw(qpath: Path) -
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.startswith("OK: ")
     assert " 0 bad" in proc.stdout
+
+
+def test_topics_and_topic_filters(queue: litemq.Queue) -> None:
+    app = queue.appender()
+    for i in range(30):
+        if i % 3 == 0:
+            app.append(f"o{i}".encode(), topic="orders", tags=["paid"] if i % 2 else ["eu"])
+        elif i % 3 == 1:
+            app.append(f"a{i}".encode(), topic="audit")
+        else:
+            app.append(f"p{i}".encode())
+    app.flush()
+    proc = cli("topics", queue.path, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [(r["topic"], r["count"], r["first_seq"], r["last_seq"]) for r in rows] == [
+        ("audit", 10, 1, 28),
+        ("orders", 10, 0, 27),
+    ]
+    text = cli("topics", queue.path).stdout
+    assert "orders" in text
+    assert "audit" in text
+    dumped = cli("dump", queue.path, "--topic", "orders", "--tag", "paid", "--format", "json")
+    assert [json.loads(line)["seq"] for line in dumped.stdout.splitlines()] == [3, 9, 15, 21, 27]
+    tail = cli("tail", queue.path, "--topic", "audit", "-n", "2", "--format", "json")
+    assert [json.loads(line)["seq"] for line in tail.stdout.splitlines()] == [25, 28]
+    assert cli("dump", queue.path, "--topic", "").returncode != 0

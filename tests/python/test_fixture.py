@@ -48,6 +48,23 @@ def _check_message(msg: litemq.Message, want: dict[str, Any]) -> None:
     headers = {h["name"]: _value(h["value"]) for h in want["headers"]}
     assert msg.headers == headers
     assert [type(v) for v in msg.headers.values()] == [type(v) for v in headers.values()]
+    if "topic" in want:  # format 6 and later
+        fields = (msg.topic, msg.queue_id, list(msg.tags), msg.expires_at, msg.priority)
+        assert fields == (
+            want["topic"],
+            want["queue_id"],
+            want["tags"],
+            want["expires_at"],
+            want["priority"],
+        )
+    else:
+        assert (msg.topic, msg.queue_id, msg.tags, msg.expires_at, msg.priority) == (
+            None,
+            0,
+            (),
+            None,
+            0,
+        )
 
 
 def test_there_is_a_fixture_for_the_current_format_version() -> None:
@@ -140,6 +157,15 @@ def test_writer_opens_reads_and_appends(fixture: Path, copy: Path) -> None:
         seq = app.append(b"after the fixture", key="customer-7", headers={"h": b"\x00"})
         app.flush()
         assert seq == manifest["next_seq"]
+        # A message with format-6 fields never lands in an older file: the
+        # writer starts a new one, so older readers never meet its fields.
+        topical = app.append(b"topical", topic="orders", tags=["x"], priority=2)
+        app.flush()
+        assert q.get(topical).topic == "orders"
+        holder = q.data_files()[-1]
+        assert holder["first_seq"] <= topical
+        header = Path(holder["path"]).read_bytes()[:12]
+        assert int.from_bytes(header[8:12], "little") >= 6  # the data file's version
         (custom,) = [k for k in manifest["keys"] if k["key"] == {"text": "customer-7"}]
         assert [m.seq for m in q.find("customer-7")] == [*custom["seqs"], seq]
         with q.tailer(name="billing") as t:
@@ -147,10 +173,12 @@ def test_writer_opens_reads_and_appends(fixture: Path, copy: Path) -> None:
             assert t.read_next().seq == billing["next_seq"]
     # Reopened: the fixture's messages and the new one.
     with litemq.Queue(copy, read_only=True) as q:
-        assert q.next_seq == manifest["next_seq"] + 1
+        assert q.next_seq == manifest["next_seq"] + 2
         for want in manifest["messages"]:
             _check_message(q.get(want["seq"]), want)
         assert q.get(manifest["next_seq"]).payload == b"after the fixture"
+        last = q.get(manifest["next_seq"] + 1)
+        assert (last.topic, last.tags, last.priority) == ("orders", ("x",), 2)
 
 
 def test_cli_verify_and_info(fixture: Path, copy: Path) -> None:

@@ -43,11 +43,18 @@ const STEP_US: u64 = 200_000;
 /// A header as the generator gives it: name, value, whether it is text.
 type Header = (&'static str, Vec<u8>, bool);
 
-/// One message: payload, key (bytes, is text), headers.
+/// One message: payload, key (bytes, is text), headers, and the record
+/// fields of format 6 (topic, queue id, tags, expiry, priority).
+#[derive(Default)]
 struct Input {
     payload: Vec<u8>,
     key: Option<(Vec<u8>, bool)>,
     headers: Vec<Header>,
+    topic: Option<&'static str>,
+    queue_id: u16,
+    tags: Vec<&'static str>,
+    expires_at: Option<u64>,
+    priority: u8,
 }
 
 fn inputs() -> Vec<Input> {
@@ -59,6 +66,7 @@ fn inputs() -> Vec<Input> {
             payload: format!("old {i}").into_bytes(),
             key: (i == 3).then(|| ("customer-7".as_bytes().to_vec(), true)),
             headers: vec![],
+            ..Input::default()
         })
         .collect();
     v.extend([
@@ -66,16 +74,19 @@ fn inputs() -> Vec<Input> {
             payload: b"hello".to_vec(),
             key: None,
             headers: vec![],
+            ..Input::default()
         },
         Input {
             payload: vec![],
             key: text("customer-7"),
             headers: vec![("source", b"web".to_vec(), true)],
+            ..Input::default()
         },
         Input {
             payload: (0..=255u8).collect(),
             key: Some((b"\xffk\x00".to_vec(), false)),
             headers: vec![],
+            ..Input::default()
         },
         Input {
             payload: b"order 3".to_vec(),
@@ -85,11 +96,13 @@ fn inputs() -> Vec<Input> {
                 ("h2", b"two".to_vec(), true),
                 ("\u{e9}t\u{e9}", "\u{fc}ber".as_bytes().to_vec(), true),
             ],
+            ..Input::default()
         },
         Input {
             payload: (0..1000u32).map(|i| (i * 7 % 251) as u8).collect(),
             key: text("big"),
             headers: vec![("empty", vec![], false)],
+            ..Input::default()
         },
     ]);
     for i in 9..18u32 {
@@ -105,8 +118,47 @@ fn inputs() -> Vec<Input> {
             } else {
                 vec![]
             },
+            ..Input::default()
         });
     }
+    // Format 6: topic, queue id, tags, expiry and priority, alone and together.
+    v.extend([
+        Input {
+            payload: b"order paid".to_vec(),
+            key: text("customer-7"),
+            headers: vec![("source", b"web".to_vec(), true)],
+            topic: Some("orders"),
+            tags: vec!["paid", "eu"],
+            ..Input::default()
+        },
+        Input {
+            payload: b"shard 3".to_vec(),
+            topic: Some("commandes/\u{e9}t\u{e9}"),
+            queue_id: 3,
+            ..Input::default()
+        },
+        Input {
+            payload: b"tagged only".to_vec(),
+            tags: vec!["t\u{e9}"],
+            ..Input::default()
+        },
+        Input {
+            payload: b"urgent".to_vec(),
+            priority: 9,
+            expires_at: Some(START_US + 3_600_000_000),
+            ..Input::default()
+        },
+        Input {
+            payload: b"all fields".to_vec(),
+            key: Some((b"\x00\x01".to_vec(), false)),
+            headers: vec![("h", b"v".to_vec(), true)],
+            topic: Some("orders"),
+            queue_id: 1,
+            tags: vec!["refund"],
+            expires_at: Some(START_US),
+            priority: 255,
+        },
+    ]);
     v
 }
 
@@ -159,6 +211,11 @@ fn generate(dir: &Path) -> Value {
             key: m.key.as_ref().map(|(k, _)| k.as_slice()),
             key_is_text: m.key.as_ref().is_some_and(|(_, t)| *t),
             headers: &headers,
+            topic: m.topic,
+            queue_id: m.queue_id,
+            tags: &m.tags,
+            expires_at: m.expires_at,
+            priority: m.priority,
         };
         let seq = app.append_record(&record).unwrap();
         assert_eq!(seq, i as u64);
@@ -171,7 +228,7 @@ fn generate(dir: &Path) -> Value {
     clock.set(t);
     let report = q
         .apply_retention_with(&RetentionPolicy {
-            max_files: Some(5),
+            max_files: Some(6),
             ..RetentionPolicy::default()
         })
         .unwrap();
@@ -257,6 +314,11 @@ fn generate(dir: &Path) -> Value {
                     json!({"hex": hex(value)})
                 },
             })).collect::<Vec<_>>(),
+            "topic": m.topic,
+            "queue_id": m.queue_id,
+            "tags": m.tags,
+            "expires_at": m.expires_at,
+            "priority": m.priority,
         })).collect::<Vec<_>>(),
         "keys": keys.into_values().collect::<Vec<_>>(),
         "named_tailers": [
@@ -355,4 +417,76 @@ fn write_fixture() {
     let mut text = serde_json::to_string_pretty(&manifest).unwrap();
     text.push('\n');
     std::fs::write(out.join("manifest.json"), text).unwrap();
+}
+
+/// Copies `from` into `to`, recursively.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let dest = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_tree(&path, &dest);
+        } else {
+            std::fs::copy(&path, &dest).unwrap();
+        }
+    }
+}
+
+/// A writer that resumes a version-5 active file keeps appending plain
+/// messages to it, but a message with a format-6 field (topic, expiry,
+/// priority) starts a new version-6 file first: a version-5 reader never
+/// meets a record it cannot decode in a file it claims to read.
+#[test]
+fn a_format_6_field_never_lands_in_an_older_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("queue");
+    copy_tree(&fixtures().join("queue-v5/queue"), &dir);
+    // Just after the fixture's last message: the same day, no time roll.
+    let clock = Arc::new(ManualClock::new(START_US + 60_000_000));
+    let q = QueueBuilder::new(&dir)
+        .file_size(64 * 1024)
+        .roll(RollStrategy::Count(1000))
+        .clock(clock)
+        .open()
+        .unwrap();
+    let app = q.appender().unwrap();
+    let before = q.data_files().unwrap().len();
+    let plain = app.append(b"plain").unwrap();
+    app.flush().unwrap();
+    assert_eq!(
+        q.data_files().unwrap().len(),
+        before,
+        "a plain message stays"
+    );
+    let tags = ["x"];
+    let topical = app
+        .append_record(&Record {
+            topic: Some("orders"),
+            tags: &tags,
+            ..Record::new(b"topical")
+        })
+        .unwrap();
+    let prioritized = app
+        .append_record(&Record {
+            priority: 1,
+            ..Record::new(b"urgent")
+        })
+        .unwrap();
+    app.flush().unwrap();
+    let files = q.data_files().unwrap();
+    assert_eq!(files.len(), before + 1);
+    let last = files.last().unwrap();
+    assert_eq!(last.first_seq, topical);
+    let version =
+        |p: &Path| u32::from_le_bytes(std::fs::read(p).unwrap()[8..12].try_into().unwrap());
+    assert_eq!(version(&files[before - 1].path), 5);
+    assert_eq!(version(&last.path), litemq::FORMAT_VERSION);
+    assert_eq!(q.get(plain).unwrap().payload, b"plain");
+    let m = q.get(topical).unwrap();
+    assert_eq!(
+        (m.topic.as_deref(), m.tags),
+        (Some("orders"), vec!["x".to_string()])
+    );
+    assert_eq!(q.get(prioritized).unwrap().priority, 1);
 }

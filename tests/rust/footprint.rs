@@ -108,6 +108,7 @@ fn sealed_files_are_trimmed_and_end_with_a_footer() {
                 end_seq: k as u64 * 100 + 100,
                 first_ts: first,
                 last_ts: q_first_ts(dir.path(), k as u64 * 100 + 99),
+                content_flags: 0,
             }
         );
         // Its sparse index keeps its length, but only its used pages.
@@ -287,7 +288,7 @@ fn old_version_queue(dir: &Path, file_size: u64, version: u32) -> PathBuf {
     make_version(&files_with(dir, "data").remove(0), version);
     let meta = dir.join("metadata.json");
     let m = std::fs::read_to_string(&meta).unwrap().replace(
-        "\"format_version\": 5",
+        &format!("\"format_version\": {}", litemq::FORMAT_VERSION),
         &format!("\"format_version\": {version}"),
     );
     std::fs::write(&meta, m).unwrap();
@@ -309,7 +310,7 @@ fn version_3_files_stay_readable_and_writable() {
     assert_eq!(r.get(19).unwrap().payload, payload(19));
     drop(r);
     // A writer appends to the version-3 file, seals it the version-3 way
-    // (marker only, full length) and writes version-5 files after it.
+    // (marker only, full length) and writes current-version files after it.
     let q = open();
     let app = q.appender().unwrap();
     for i in 20..70 {
@@ -330,11 +331,12 @@ fn version_3_files_stay_readable_and_writable() {
     assert_eq!(frame::plain_len(&b, end), Some(frame::END_OF_FILE));
     assert!(b[end + 8..].iter().all(|&x| x == 0), "no footer");
     let b = std::fs::read(&data[1]).unwrap();
-    assert_eq!(&b[8..12], &5u32.to_le_bytes());
-    assert!((b.len() as u64) < file_size, "version-5 files are trimmed");
+    assert_eq!(&b[8..12], &litemq::FORMAT_VERSION.to_le_bytes());
+    assert!((b.len() as u64) < file_size, "new files are trimmed");
     // Both kinds verify and read back, after a crash too.
     let m = std::fs::read_to_string(&meta).unwrap();
-    assert!(m.contains("\"format_version\": 5"), "{m}");
+    let current = format!("\"format_version\": {}", litemq::FORMAT_VERSION);
+    assert!(m.contains(&current), "{m}");
     std::fs::write(
         &meta,
         m.replace("\"clean_shutdown\": true", "\"clean_shutdown\": false"),
@@ -354,7 +356,7 @@ fn version_3_files_stay_readable_and_writable() {
 
 /// A version-4 queue (no dense index) is read through its sparse index;
 /// a version-5 writer continues its last file as version 4 (no dense index
-/// appears for it) and creates version-5 files, with one, after it. `get`
+/// appears for it) and creates current-version files, with one, after it. `get`
 /// and `seek` of every sequence, across both kinds.
 #[test]
 fn version_4_files_stay_readable_and_writable_without_a_dense_index() {
@@ -380,7 +382,7 @@ fn version_4_files_stay_readable_and_writable_without_a_dense_index() {
     assert!(!data[0].with_extension("offsets").exists());
     assert_eq!(
         &std::fs::read(&data[1]).unwrap()[8..12],
-        &5u32.to_le_bytes()
+        &litemq::FORMAT_VERSION.to_le_bytes()
     );
     assert!(data[1].with_extension("offsets").exists());
     for r in [

@@ -70,6 +70,7 @@ fn keys_and_headers_round_trip() {
         key: Some("clé".as_bytes()),
         key_is_text: true,
         headers: &headers,
+        ..Record::default()
     };
     app.append_record(&rec).unwrap();
     app.flush().unwrap();
@@ -454,4 +455,30 @@ fn batches_of_shrinking_and_growing_sizes_read_back_exactly() {
         .map(|(_, p)| p)
         .collect();
     assert_eq!(got, want);
+}
+
+/// Reopening a queue this process just closed works while other threads
+/// start child processes: a child between its fork and its exec holds a
+/// copy of every open file, the writer lock's too, for a moment.
+#[test]
+fn reopen_while_another_thread_spawns_children() {
+    let dir = tempfile::tempdir().unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spawner = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = std::process::Command::new("true").status();
+            }
+        })
+    };
+    for i in 0..100u64 {
+        let q = small(dir.path()).open().unwrap();
+        q.appender().unwrap().append(&i.to_le_bytes()).unwrap();
+        q.close().unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    spawner.join().unwrap();
+    let q = small(dir.path()).open().unwrap();
+    assert_eq!(q.next_seq(), 100);
 }

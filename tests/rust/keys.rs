@@ -117,6 +117,7 @@ fn text_keys_non_ascii_and_binary_keys() {
         key: Some(text.as_bytes()),
         key_is_text: true,
         headers: &h,
+        ..Record::default()
     })
     .unwrap();
     app.append_record(&keyed(b"b", &bin)).unwrap();

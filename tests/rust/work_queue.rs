@@ -260,10 +260,11 @@ fn random_operations_match_a_model() {
     }
 }
 
-/// The same with `priority` on and every message at priority 0: the
-/// read-ahead path must hand out exactly what sequence order does.
+/// The same for a priority group, messages at random priorities 0 to 3:
+/// new jobs come highest priority first (the oldest among equals) within the
+/// window, unless the oldest has waited 60 s (`max_wait`).
 #[test]
-fn a_priority_group_of_equal_priorities_matches_the_model() {
+fn a_priority_group_matches_the_model() {
     let seeds = if soak() { 300 } else { 25 };
     for seed in 0..seeds {
         run_model(seed, true);
@@ -309,6 +310,8 @@ fn run_model(seed: u64, priority: bool) {
         .unwrap();
     let mut published = 0u64;
     let mut cursor = 0u64;
+    let mut prio: Vec<u8> = Vec::new();
+    let mut written: Vec<u64> = Vec::new();
     let mut now = 0u64;
     let mut jobs: BTreeMap<u64, Model> = BTreeMap::new();
     let mut held: Vec<litemq::Ticket> = Vec::new();
@@ -322,7 +325,15 @@ fn run_model(seed: u64, priority: bool) {
             0 => {
                 let k = 1 + rng.below(4);
                 for _ in 0..k {
-                    app.append(&payload(published)).unwrap();
+                    let p = if priority { rng.below(4) as u8 } else { 0 };
+                    app.append_record(&litemq::Record {
+                        payload: &payload(published),
+                        priority: p,
+                        ..litemq::Record::default()
+                    })
+                    .unwrap();
+                    prio.push(p);
+                    written.push(now);
                     published += 1;
                 }
                 app.flush().unwrap();
@@ -350,9 +361,27 @@ fn run_model(seed: u64, priority: bool) {
                     expected = Some((seq, deliveries + 1));
                     break;
                 }
+                // Dead letters on the way may have moved the mark.
+                let low = (0..cursor)
+                    .find(|s| !matches!(jobs.get(s), Some(Model::Acked | Model::Dead)))
+                    .unwrap_or(cursor);
                 if expected.is_none() && cursor < published && cursor < low + WINDOW {
-                    expected = Some((cursor, 1));
-                    cursor += 1;
+                    // Sequence order; with priority, the highest priority not
+                    // handed out yet in the window (the oldest among equals),
+                    // unless the oldest waited 60 s (max_wait).
+                    let seq = if !priority || written[cursor as usize] + 60_000 <= now {
+                        cursor
+                    } else {
+                        (cursor..published.min(low + WINDOW))
+                            .filter(|s| !jobs.contains_key(s))
+                            .max_by_key(|&s| (prio[s as usize], std::cmp::Reverse(s)))
+                            .unwrap()
+                    };
+                    expected = Some((seq, 1));
+                    jobs.insert(seq, Model::Dead); // replaced below: claimed
+                    while cursor < published && jobs.contains_key(&cursor) {
+                        cursor += 1;
+                    }
                 }
                 let got = get_now(&wq);
                 assert_eq!(
@@ -432,9 +461,12 @@ fn run_model(seed: u64, priority: bool) {
             "{}: figures",
             ctx(step)
         );
+        let claimed_ahead = jobs.range(cursor..).count() as u64;
         assert_eq!(
             info.pending,
-            published - cursor + count(&|m| !matches!(m, Model::Acked | Model::Dead)) - in_flight,
+            published - cursor - claimed_ahead
+                + count(&|m| !matches!(m, Model::Acked | Model::Dead))
+                - in_flight,
             "{}: pending",
             ctx(step)
         );
@@ -498,4 +530,161 @@ fn a_damaged_slot_gives_its_job_back_instead_of_blocking_the_mark() {
     assert_eq!(again.ticket.seq, 0, "job 0 comes back");
     assert!(wq.ack(again.ticket).unwrap());
     assert_eq!(read_word(&state_file(dir.path()), W_LOW), 2);
+}
+
+fn append_with(q: &Queue, priority: u8, expires_at: Option<u64>) -> u64 {
+    let app = q.appender().unwrap();
+    let seq = app
+        .append_record(&litemq::Record {
+            payload: b"job",
+            priority,
+            expires_at,
+            ..litemq::Record::default()
+        })
+        .unwrap();
+    app.flush().unwrap();
+    seq
+}
+
+fn priority_options(max_wait: Option<Duration>) -> WorkQueueOptions {
+    WorkQueueOptions {
+        priority: true,
+        max_wait,
+        ..options(16)
+    }
+}
+
+#[test]
+fn a_priority_group_hands_out_higher_priorities_first_fifo_within_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).clock(clock_at(T0)).open().unwrap();
+    for p in [0, 5, 1, 5, 0, 9] {
+        append_with(&q, p, None);
+    }
+    let a = q.work_queue("p", priority_options(None)).unwrap();
+    let b = q.work_queue("p", priority_options(None)).unwrap();
+    let mut order = Vec::new();
+    for i in 0..6 {
+        let job = get_now(if i % 2 == 0 { &a } else { &b }).unwrap();
+        assert_eq!(job.ticket.deliveries, 1);
+        order.push(job.ticket.seq);
+    }
+    assert_eq!(
+        order,
+        [5, 1, 3, 2, 0, 4],
+        "9, then 5 and 5 in order, then 1, then 0s"
+    );
+    assert!(get_now(&a).is_none());
+    let info = a.info(6);
+    assert_eq!((info.cursor, info.in_flight, info.pending), (6, 6, 0));
+    // The ordinary path on the same group sees nothing left either.
+    let fifo = q.work_queue("p", options(16)).unwrap();
+    assert!(get_now(&fifo).is_none());
+}
+
+#[test]
+fn max_wait_serves_an_old_low_priority_job_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock_at(T0);
+    let q = small(dir.path()).clock(clock.clone()).open().unwrap();
+    let old = append_with(&q, 0, None);
+    clock.advance(Duration::from_secs(61));
+    let urgent = append_with(&q, 200, None);
+    let starving = q
+        .work_queue("s", priority_options(Some(Duration::from_secs(60))))
+        .unwrap();
+    assert_eq!(
+        get_now(&starving).unwrap().ticket.seq,
+        old,
+        "waited 61 s > 60 s"
+    );
+    assert_eq!(get_now(&starving).unwrap().ticket.seq, urgent);
+    let unbounded = q.work_queue("u", priority_options(None)).unwrap();
+    assert_eq!(
+        get_now(&unbounded).unwrap().ticket.seq,
+        urgent,
+        "no bound: priority wins"
+    );
+}
+
+#[test]
+fn a_priority_claim_ahead_of_the_cursor_comes_back_when_its_owner_dies() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).clock(clock_at(T0)).open().unwrap();
+    for p in [0, 0, 7] {
+        append_with(&q, p, None);
+    }
+    let a = q.work_queue("d", priority_options(None)).unwrap();
+    let job = get_now(&a).unwrap();
+    assert_eq!(job.ticket.seq, 2, "claimed ahead of the cursor");
+    drop(a);
+    // Its owner dies (the claim was complete).
+    let path = state_file(dir.path());
+    assert_eq!(read_word(&path, W_CURSOR), 0);
+    write_word(&path, slot_word(2) + 1, DEAD_OWNER);
+    let b = q.work_queue("d", priority_options(None)).unwrap();
+    let again = get_now(&b).unwrap();
+    assert_eq!((again.ticket.seq, again.ticket.deliveries), (2, 2));
+}
+
+#[test]
+fn expired_messages_are_never_handed_out_and_may_be_dead_lettered() {
+    use std::sync::{Arc, Mutex};
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock_at(T0);
+    let q = small(dir.path()).clock(clock.clone()).open().unwrap();
+    let short = append_with(&q, 0, Some(T0 + 1_000_000));
+    let long = append_with(&q, 0, Some(T0 + 100_000_000));
+    let forever = append_with(&q, 0, None);
+    clock.advance(Duration::from_secs(2));
+    let letters: Arc<Mutex<Vec<(u64, String)>>> = Arc::default();
+    let seen = letters.clone();
+    let sink: litemq::DeadLetterSink = Arc::new(move |r: &litemq::Record<'_>| {
+        let header = |n: &str| {
+            let h = r.headers.iter().find(|h| h.name == n).unwrap();
+            String::from_utf8(h.value.to_vec()).unwrap()
+        };
+        assert_eq!(r.expires_at, None, "a dead letter does not expire");
+        let seq = header("litemq.dlq.seq").parse().unwrap();
+        seen.lock()
+            .unwrap()
+            .push((seq, header("litemq.dlq.reason")));
+        Ok(())
+    });
+    for (name, to_dlq) in [("plain", false), ("dlq", true)] {
+        let wq = q
+            .work_queue(
+                name,
+                WorkQueueOptions {
+                    dead_letter: Some(sink.clone()),
+                    dead_letter_expired: to_dlq,
+                    ..options(16)
+                },
+            )
+            .unwrap();
+        let first = get_now(&wq).unwrap();
+        assert_eq!(first.ticket.seq, long, "{name}: the expired one is skipped");
+        let info = wq.info(3);
+        assert_eq!((info.expired, info.low), (1, 1), "{name}");
+        // A lease that outlives its message: not handed out again.
+        clock.advance(Duration::from_secs(200));
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(get_now(&wq).unwrap().ticket.seq, forever, "{name}");
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(
+            get_now(&wq).is_none(),
+            "{name}: job {long} expired while leased"
+        );
+        assert_eq!(wq.info(3).expired, 2, "{name}");
+        assert!(!wq.ack(first.ticket).unwrap(), "{name}: too late");
+        clock.set(T0 + 2_000_000);
+    }
+    assert_eq!(
+        *letters.lock().unwrap(),
+        [
+            (short, "expired".to_string()),
+            (long, "expired".to_string())
+        ],
+        "only the group that asked dead-letters expired jobs"
+    );
 }

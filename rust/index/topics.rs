@@ -1,0 +1,107 @@
+//! Topic indexes (`NAME.topics`): built from a sealed data file, read by
+//! topic tailers. The bytes are in [`crate::format::topics`]; the data file
+//! stays the truth (an index that is missing or fails a check is rebuilt
+//! by the writer and read around by readers).
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use crate::format::footer::Footer;
+use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN};
+use crate::format::header::DataHeader;
+use crate::format::record::{self, FLAG_TOPIC};
+use crate::format::topics::{self, tag_mask, TopicEntry, TopicGroup, TopicsOf, TOPICS_HEADER_LEN};
+
+/// What a topic index is of, from a sealed file's header and footer.
+pub fn of(header: &DataHeader, footer: &Footer) -> TopicsOf {
+    TopicsOf {
+        file_number: header.file_number,
+        first_seq: header.first_seq,
+        end_seq: footer.end_seq,
+        frames_crc: footer.frames_crc,
+    }
+}
+
+/// The topic index of sealed data file `file` (its bytes), whose header
+/// and footer are given. Every frame's CRC is checked; a damaged frame or
+/// record is an error (the file gets no index, readers read it whole and
+/// report the damage).
+pub fn build(file: &[u8], header: &DataHeader, footer: &Footer) -> Result<Vec<u8>, String> {
+    let mut groups: BTreeMap<(String, u16), Vec<TopicEntry>> = BTreeMap::new();
+    let mut at = DATA_HEADER_LEN;
+    let mut seq = header.first_seq;
+    let end = footer.frames_end as usize;
+    while at < end {
+        let len = frame::plain_len(file, at).ok_or("frame past the end")?;
+        match frame::decode(file, at, len) {
+            Ok(FrameAt::Frame { record_len, next }) => {
+                let rec = &file[at + 4..at + 4 + record_len];
+                let view = record::decode(rec).map_err(|r| format!("offset {at}: {r}"))?;
+                if view.flags & FLAG_TOPIC != 0 {
+                    let mask = view.tags().fold(0, |m, t| m | tag_mask(t));
+                    groups
+                        .entry((view.topic.unwrap_or("").to_string(), view.queue_id))
+                        .or_default()
+                        .push(TopicEntry {
+                            seq,
+                            offset: at as u64,
+                            timestamp: view.timestamp,
+                            tag_mask: mask,
+                            record_len: record_len as u32,
+                        });
+                }
+                at = next;
+                seq += 1;
+            }
+            Ok(_) => return Err(format!("no frame at offset {at} before the footer's end")),
+            Err(e) => return Err(format!("offset {at}: {e}")),
+        }
+    }
+    if seq != footer.end_seq {
+        return Err(format!(
+            "{} messages, the footer says {}",
+            seq - header.first_seq,
+            footer.end_seq - header.first_seq
+        ));
+    }
+    let groups: Vec<_> = groups.into_iter().collect();
+    Ok(topics::encode(&of(header, footer), &groups))
+}
+
+/// A topic index opened for reading: its directory, and the file to read
+/// groups' entries from.
+#[derive(Debug)]
+pub struct TopicsIndex {
+    file: File,
+    /// Its groups, ordered by (topic, queue id).
+    pub groups: Vec<TopicGroup>,
+}
+
+impl TopicsIndex {
+    /// Opens the index at `path` when it is valid and of the data file `of`.
+    pub fn open(path: &Path, of: &TopicsOf) -> Option<TopicsIndex> {
+        let file = File::open(path).ok()?;
+        let mut head = [0u8; TOPICS_HEADER_LEN];
+        file.read_exact_at(&mut head, 0).ok()?;
+        let dir_len = u32::from_le_bytes(head[48..52].try_into().ok()?) as usize;
+        let mut b = vec![0u8; TOPICS_HEADER_LEN + dir_len];
+        file.read_exact_at(&mut b, 0).ok()?;
+        let groups = topics::decode_directory(&b, of)?;
+        Some(TopicsIndex { file, groups })
+    }
+
+    /// True when every group's entries pass their CRC.
+    pub fn verify(&self) -> bool {
+        self.groups.iter().all(|g| self.entries(g).is_some())
+    }
+
+    /// The entries of `group`; `None` when they fail their CRC.
+    pub fn entries(&self, group: &TopicGroup) -> Option<Vec<TopicEntry>> {
+        let (at, len) = group.entries_range()?;
+        let mut b = vec![0u8; len];
+        self.file.read_exact_at(&mut b, at).ok()?;
+        group.decode_entries(&b)
+    }
+}

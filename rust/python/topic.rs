@@ -1,0 +1,93 @@
+//! Topic arguments: the selector of `Queue.tailer(topic=..., tags=...,
+//! queue_id=...)`, the tags of `append`, and `Queue._topics()`.
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyString};
+
+use super::options;
+use crate::format::record::validate_topic;
+use crate::TopicSelector;
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// The tags of an iterable of `str` (a single `str` is refused: it would
+/// be read as its characters).
+pub(crate) fn tag_strings<'py>(tags: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyString>>> {
+    if tags.is_instance_of::<PyString>() || tags.is_instance_of::<PyBytes>() {
+        return Err(PyTypeError::new_err(
+            "tags must be an iterable of str (a list or tuple), not a single str; \
+             write tags=[\"paid\"]",
+        ));
+    }
+    let iter = tags.try_iter().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "tags must be an iterable of str, not {}",
+            type_name(tags)
+        ))
+    })?;
+    iter.map(|tag| {
+        tag?.cast_into::<PyString>().map_err(|e| {
+            PyTypeError::new_err(format!(
+                "tags must be str, not {}",
+                type_name(e.into_inner().as_any())
+            ))
+        })
+    })
+    .collect()
+}
+
+/// The selector of a topic tailer; `None` when no argument asks for one.
+pub(crate) fn selector_arg(
+    topic: Option<String>,
+    tags: Option<&Bound<'_, PyAny>>,
+    queue_id: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<TopicSelector>> {
+    let tags = tags.filter(|t| !t.is_none());
+    let queue_id = queue_id.filter(|q| !q.is_none());
+    if topic.is_none() && tags.is_none() && queue_id.is_none() {
+        return Ok(None);
+    }
+    if let Some(t) = &topic {
+        validate_topic(t).map_err(PyValueError::new_err)?;
+    } else if queue_id.is_some() {
+        return Err(PyValueError::new_err(
+            "queue_id needs a topic: q.tailer(topic=..., queue_id=...)",
+        ));
+    }
+    let tags = match tags {
+        Some(t) => tag_strings(t)?
+            .iter()
+            .map(|s| s.to_str().map(str::to_string))
+            .collect::<PyResult<Vec<_>>>()?,
+        None => Vec::new(),
+    };
+    let queue_id = queue_id
+        .map(|q| options::int_in(q, "queue_id", 0, u16::MAX.into()).map(|v| v as u16))
+        .transpose()?;
+    Ok(Some(TopicSelector {
+        topic,
+        queue_id,
+        tags,
+    }))
+}
+
+/// A topic stream as a dict for `litemq.TopicInfo`.
+pub(crate) fn info_dict<'py>(
+    py: Python<'py>,
+    t: &crate::TopicInfo,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("topic", (!t.topic.is_empty()).then_some(t.topic.as_str()))?;
+    d.set_item("queue_id", t.queue_id)?;
+    d.set_item("count", t.count)?;
+    d.set_item("first_seq", t.first_seq)?;
+    d.set_item("last_seq", t.last_seq)?;
+    d.set_item("last_timestamp", t.last_timestamp)?;
+    Ok(d)
+}

@@ -1,0 +1,120 @@
+//! The topic-index builder: a thread that writes `NAME.topics` for each
+//! sealed data file whose footer says some record carries a topic, so the
+//! I/O thread never spends a walk of a whole file on it.
+//!
+//! It starts with the files already sealed (an index missing after a crash,
+//! or never built because the writer closed first, is built then), then
+//! takes each file the I/O thread seals. An index appears under its name
+//! only complete (temp file, then rename); a reader that finds none reads
+//! the data file instead, so nothing waits for the builder. Closing the
+//! queue lets it finish what was handed to it.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{unbounded, Sender};
+
+use crate::format::footer::{Footer, CONTENT_TOPICS};
+use crate::index::topics::{self, TopicsIndex};
+use crate::reader::catalog::{Catalog, FileInfo};
+use crate::storage::mapped::Mapping;
+
+/// The I/O thread's handle on the builder.
+#[derive(Debug)]
+pub struct TopicsBuilder {
+    tx: Option<Sender<FileInfo>>,
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl TopicsBuilder {
+    /// Starts the thread; it first checks every sealed file of `catalog`.
+    pub fn start(base: PathBuf, catalog: Arc<Catalog>) -> TopicsBuilder {
+        let (tx, rx) = unbounded::<FileInfo>();
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("litemq-topics".into())
+            .spawn(move || {
+                let files = catalog.snapshot();
+                // The last file is the active one: not sealed.
+                for info in files.iter().take(files.len().saturating_sub(1)) {
+                    if s.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    ensure(&base, info);
+                }
+                for info in rx {
+                    ensure(&base, &info);
+                }
+            })
+            .ok();
+        TopicsBuilder {
+            tx: Some(tx),
+            stop,
+            handle,
+        }
+    }
+
+    /// Hands over a file just sealed.
+    pub fn submit(&self, info: FileInfo) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(info);
+        }
+    }
+
+    /// Builds what was handed over, skips the start-up check of older files
+    /// if it is still running, and waits for the thread.
+    pub fn finish(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.tx = None;
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for TopicsBuilder {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// Builds the topic index of sealed file `info` when it needs one and has
+/// none that checks out. Failures leave no index: readers then read the
+/// data file, which reports any damage itself.
+fn ensure(base: &Path, info: &FileInfo) {
+    let h = info.header;
+    if h.version < 6 {
+        return; // older files hold no topic fields
+    }
+    let path = info.id.data_path(base);
+    let Ok(map) = Mapping::open(&path) else {
+        return;
+    };
+    let file = map.as_slice();
+    let Ok(footer) = Footer::read(file, h.file_number, h.first_seq, h.file_size) else {
+        return; // not sealed (yet), or damaged: nothing to index from
+    };
+    if footer.content_flags & CONTENT_TOPICS == 0 {
+        return;
+    }
+    let out = info.id.topics_path(base);
+    if TopicsIndex::open(&out, &topics::of(&h, &footer)).is_some_and(|ix| ix.verify()) {
+        return;
+    }
+    let Ok(bytes) = topics::build(file, &h, &footer) else {
+        return;
+    };
+    let tmp = out.with_extension(format!("topics.{}.tmp", std::process::id()));
+    if std::fs::write(&tmp, &bytes).is_err() || std::fs::rename(&tmp, &out).is_err() {
+        let _ = std::fs::remove_file(&tmp);
+        return;
+    }
+    if !path.exists() {
+        // Retention deleted the data file meanwhile.
+        let _ = std::fs::remove_file(&out);
+    }
+}
