@@ -279,6 +279,7 @@ class Queue:
         topic: str | None = None,
         tags: Iterable[str] | None = None,
         queue_id: int | None = None,
+        skip_expired: bool = False,
     ) -> Tailer: ...
     @overload
     def tailer(
@@ -290,6 +291,7 @@ class Queue:
         topic: str | None = None,
         tags: Iterable[str] | None = None,
         queue_id: int | None = None,
+        skip_expired: bool = False,
     ) -> Consumer: ...
     def _consumers(self) -> list[dict[str, Any]]: ...
     def _topics(self) -> list[dict[str, Any]]: ...

@@ -162,6 +162,11 @@ impl Consumer {
         self.tailer.select(selector);
     }
 
+    /// As [`Tailer::skip_expired`]: reads skip expired messages.
+    pub fn skip_expired(&mut self, clock: Arc<dyn Clock>) {
+        self.tailer.skip_expired(clock);
+    }
+
     /// The consumer's name.
     pub fn name(&self) -> &str {
         &self.name

@@ -320,11 +320,13 @@ impl Queue {
     /// that topic's messages (of that stream; carrying any of the tags),
     /// reading only them where the topic index allows; `tags` alone
     /// filters every message by its tags. Sequence numbers stay the queue's.
+    /// `skip_expired=True` skips messages whose expiry (`ttl`/`expires_at`
+    /// at append) has passed.
     ///
     /// >>> t = q.tailer(start=100)
     /// >>> billing = q.tailer(name="billing", start="end")
     /// >>> paid = q.tailer(topic="orders", tags=["paid"])
-    #[pyo3(signature = (start=None, *, name=None, auto_commit=false, topic=None, tags=None, queue_id=None))]
+    #[pyo3(signature = (start=None, *, name=None, auto_commit=false, topic=None, tags=None, queue_id=None, skip_expired=false))]
     #[expect(
         clippy::too_many_arguments,
         reason = "mirrors the Python keyword arguments"
@@ -338,6 +340,7 @@ impl Queue {
         topic: Option<String>,
         tags: Option<&Bound<'_, PyAny>>,
         queue_id: Option<&Bound<'_, PyAny>>,
+        skip_expired: bool,
     ) -> PyResult<Py<PyAny>> {
         let selector = topic::selector_arg(topic, tags, queue_id)?;
         let start = start_arg(start)?;
@@ -352,6 +355,9 @@ impl Queue {
             let mut tailer = queue.tailer(start)?;
             if let Some(s) = selector {
                 tailer.select(s);
+            }
+            if skip_expired {
+                tailer.skip_expired(queue.clock().clone());
             }
             let t = Tailer::new(Reader::Plain(tailer), self.path.clone());
             core.adopt(&t);
@@ -370,6 +376,9 @@ impl Queue {
         };
         if let Some(s) = selector {
             c.select(s);
+        }
+        if skip_expired {
+            c.skip_expired(queue.clock().clone());
         }
         let t = Tailer::new(Reader::Named(c), self.path.clone());
         core.adopt(&t);

@@ -5,6 +5,7 @@ across processes killed with SIGKILL."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import signal
@@ -736,3 +737,71 @@ def test_a_forked_child_gets_forked_error_and_can_open_the_group_again(qpath: Pa
         str(qpath),
     )
     assert out.stdout.splitlines() == ["child got 1", "parent acks True"]
+
+
+# ---- priority and expiry (record fields of format 6) ----
+
+
+def test_a_priority_group_serves_higher_priorities_first(queue: litemq.Queue) -> None:
+    app = queue.appender()
+    for i, p in enumerate([0, 3, None, 3, 9, 1]):
+        app.append(f"job {i}".encode(), priority=p)
+    app.flush()
+    plain = queue.work_queue("fifo")
+    ranked = queue.work_queue("ranked", priority=True)
+    assert [plain.get(timeout=1).id for _ in range(6)] == [0, 1, 2, 3, 4, 5]  # type: ignore[union-attr]
+    order = []
+    while (job := ranked.get(timeout=0.1)) is not None:
+        order.append((job.id, job.message.priority))
+        assert ranked.ack(job)
+    assert order == [(4, 9), (1, 3), (3, 3), (5, 1), (0, 0), (2, 0)]
+
+
+def test_max_wait_bounds_how_long_a_low_priority_job_waits(queue: litemq.Queue) -> None:
+    app = queue.appender()
+    app.append(b"old and low", priority=0)
+    time.sleep(0.3)
+    app.append(b"new and high", priority=7)
+    app.flush()
+    patient = queue.work_queue("patient", priority=True, max_wait=0.2)
+    assert patient.get(timeout=1).payload == b"old and low"  # type: ignore[union-attr]
+    strict = queue.work_queue("strict", priority=True, max_wait=math.inf)
+    assert strict.get(timeout=1).payload == b"new and high"  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match="max_wait"):
+        queue.work_queue("bad", priority=True, max_wait=-1)
+
+
+def test_expired_jobs_are_counted_not_handed_out(queue: litemq.Queue, tmp_path: Path) -> None:
+    app = queue.appender()
+    app.append(b"stale", ttl=0.05)
+    app.append(b"fresh", ttl=3600)
+    app.append(b"forever")
+    app.flush()
+    time.sleep(0.1)
+    wq = queue.work_queue("ttl", dead_letter=str(tmp_path / "dlq"), dead_letter_expired=True)
+    got = [wq.get(timeout=1) for _ in range(2)]
+    assert [j.payload for j in got if j] == [b"fresh", b"forever"]
+    assert wq.get(timeout=0.1) is None
+    s = wq.stats()
+    assert (s["expired"], s["dead_lettered"], s["low"]) == (1, 0, 1)
+    with litemq.Queue(tmp_path / "dlq", read_only=True) as dlq:
+        [msg] = list(dlq.tailer())
+    assert msg.payload == b"stale"
+    assert msg.headers["litemq.dlq.reason"] == "expired"
+    assert msg.expires_at is None, "a dead letter does not expire again"
+    quiet = queue.work_queue("ttl-quiet")
+    assert quiet.get(timeout=1).payload == b"fresh"  # type: ignore[union-attr]
+    assert quiet.stats()["expired"] == 1
+
+
+def test_a_tailer_can_skip_expired_messages(queue: litemq.Queue) -> None:
+    app = queue.appender()
+    app.append(b"a")
+    app.append(b"stale", ttl=0.05)
+    app.append(b"b", ttl=3600)
+    app.flush()
+    time.sleep(0.1)
+    assert [m.payload for m in queue.tailer()] == [b"a", b"stale", b"b"]
+    assert [m.payload for m in queue.tailer(skip_expired=True)] == [b"a", b"b"]
+    with queue.tailer(name="fresh-only", skip_expired=True) as named:
+        assert [m.seq for m in named] == [0, 2]

@@ -318,9 +318,6 @@ fn run_model(seed: u64, priority: bool) {
     let mut dead_expected: Vec<u64> = Vec::new();
     let ctx = |step: usize| format!("seed {seed}, priority {priority}, step {step}");
     for step in 0..200 {
-        let low = (0..cursor)
-            .find(|s| !matches!(jobs.get(s), Some(Model::Acked | Model::Dead)))
-            .unwrap_or(cursor);
         match rng.below(10) {
             0 => {
                 let k = 1 + rng.below(4);
