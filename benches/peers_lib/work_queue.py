@@ -163,6 +163,7 @@ def measure(store: str, base: Path, n: int, size: int, workers: int, cap: float)
             [sys.executable, "-c", code],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
         )
         for _ in range(workers)
@@ -178,8 +179,12 @@ def measure(store: str, base: Path, n: int, size: int, workers: int, cap: float)
             p.stdin.flush()
         results = []
         for p in procs:
-            out, _ = p.communicate(timeout=cap + 120)
-            results.append(json.loads(out.strip().splitlines()[-1]))
+            out, err = p.communicate(timeout=cap + 120)
+            lines = [line for line in out.splitlines() if line.startswith("{")]
+            if p.returncode != 0 or not lines:
+                last = (err.strip().splitlines() or ["(no message)"])[-1]
+                raise RuntimeError(f"a worker exited with {p.returncode}: {last}")
+            results.append(json.loads(lines[-1]))
     finally:
         for p in procs:
             if p.poll() is None:
