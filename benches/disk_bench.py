@@ -15,7 +15,7 @@ Prints, for the scenarios of issue 13 ("Disk that matches the data"):
 
 "Allocated" is ``st_blocks * 512`` of every file under the queue directory
 (data, sparse index, key index, metadata), "written" is the header and frame
-bytes of the data files (``stats()["data_bytes_written"]``). Run:
+bytes of the data files (``stats().data_bytes_written``). Run:
 ``.venv/bin/python benches/disk_bench.py [--dir DIR] [--messages N]``.
 This is a measurement, not a test: it prints figures and asserts nothing.
 """
@@ -52,7 +52,7 @@ def million(base: Path, n: int) -> None:
             app.append_batch(batch)
         app.flush()
         open_alloc = allocated(path)
-    written = litemq.Queue(path, read_only=True).stats()["data_bytes_written"]
+    written = litemq.Queue(path, read_only=True).stats().data_bytes_written
     closed = allocated(path)
     print(
         f"1. {n:,} x 100 B, default 1 GiB files: {written / MiB:,.1f} MiB written, "
@@ -73,7 +73,7 @@ def hourly(base: Path) -> None:
         files = q.data_files()
         open_alloc = allocated(path)
     closed = allocated(path)
-    written = sum(f["bytes_written"] for f in files)
+    written = sum(f.bytes_written for f in files)
     print(
         f"2. 24 files of 1,000 x 100 B (hourly simulated by count:1000), 1 GiB files: "
         f"{len(files)} files, {written / MiB:.2f} MiB written, {closed / MiB:.2f} MiB "

@@ -73,10 +73,11 @@ pub(crate) struct Explicit {
 /// A remembered value that does not validate (a hand-edited file) is an
 /// [`Error::InvalidConfig`] naming `metadata.json`.
 ///
-/// ```no_run
+/// ```
 /// use litemq::{FlushMode, QueueBuilder, RollPeriod, RollStrategy};
 /// use std::time::Duration;
-/// let queue = QueueBuilder::new("/tmp/trades")
+/// # let dir = tempfile::tempdir().unwrap();
+/// let queue = QueueBuilder::new(dir.path().join("trades"))
 ///     .file_size(256 << 20)
 ///     .roll(RollStrategy::Any(vec![
 ///         RollStrategy::Period(RollPeriod::Hourly),

@@ -5,8 +5,9 @@
 //! data files. [`Tailer`]s in this or other processes read them back straight
 //! from the mapping, seek by sequence or time, and never see a torn frame.
 //!
-//! ```no_run
-//! let queue = litemq::QueueBuilder::new("/tmp/orders").open()?;
+//! ```
+//! # let dir = tempfile::tempdir().unwrap();
+//! let queue = litemq::QueueBuilder::new(dir.path().join("orders")).open()?;
 //! let appender = queue.appender()?;
 //! let seq = appender.append(b"order 1")?;
 //! let mut tailer = queue.tailer(litemq::Start::Seq(seq))?;
@@ -29,6 +30,7 @@ mod consumers;
 mod error;
 pub mod format;
 pub mod index;
+mod notify;
 mod queue;
 mod reader;
 mod recovery;
@@ -52,12 +54,15 @@ pub use error::{Error, Result};
 pub use format::record::{HeaderField, HeaderIter, Record, TagIter};
 pub use format::FORMAT_VERSION;
 pub use index::key_index::KeyIndexConfig;
+pub use notify::Notify;
 pub use queue::{reindex, writer_pid, DataFileInfo, Queue, Stats};
+pub use reader::backward::BackwardTailer;
 pub use reader::columns::{ColumnSet, Columns};
 pub use reader::tailer::{Message, OwnedMessage, Start, Tailer};
 pub use reader::topic::TopicSelector;
 pub use reader::topics_summary::TopicInfo;
 pub use reader::wait::WaitStrategy;
+pub use reader::watch::{TailWatch, WatchId};
 pub use recovery::RecoveryReport;
 pub use retention::{RetentionPolicy, RetentionReport};
 pub use storage::mapped::Mapping;

@@ -17,11 +17,13 @@ use crate::format::position;
 use crate::format::record::Record;
 use crate::format::{FORMAT_VERSION, OLDEST_READABLE_VERSION};
 use crate::index::key_index::{self, KeyIndexConfig, KeyIndexReader, KeyIndexWriter};
+use crate::reader::backward::BackwardTailer;
 use crate::reader::catalog::Catalog;
 use crate::reader::columns::{ColumnSet, Columns};
 use crate::reader::keys::index_keys_from;
 use crate::reader::tailer::{Message, OwnedMessage, Start, Tailer};
 use crate::reader::wake::WakeSource;
+use crate::reader::watch::TailWatch;
 use crate::recovery::{recover, RecoveryReport};
 use crate::retention::{self, RetentionPolicy, RetentionReport};
 use crate::storage::fsutil::write_atomic;
@@ -135,13 +137,16 @@ struct Inner {
     closed: std::sync::atomic::AtomicBool,
     /// The wake-up word this handle's tailers sleep on.
     wake: Arc<WakeSource>,
+    /// Waits for the tail for waiters without a thread (asyncio).
+    watch: TailWatch,
 }
 
 /// An open queue. `Send + Sync`; close it (or drop it) to flush and stop
 /// the I/O thread.
 ///
-/// ```no_run
-/// let queue = litemq::QueueBuilder::new("/tmp/orders").open()?;
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// let queue = litemq::QueueBuilder::new(dir.path().join("orders")).open()?;
 /// queue.appender()?.append(b"order 1")?;
 /// assert_eq!(queue.get(0)?.payload, b"order 1");
 /// queue.close()?;
@@ -428,6 +433,8 @@ impl Queue {
         recovery: RecoveryReport,
         wake: WakeSource,
     ) -> Queue {
+        let wake = Arc::new(wake);
+        let watch = TailWatch::new(catalog.clone(), wake.clone());
         Queue {
             inner: Arc::new(Inner {
                 config,
@@ -438,7 +445,8 @@ impl Queue {
                 getter: Mutex::new(None),
                 key_reader: Mutex::new(None),
                 closed: std::sync::atomic::AtomicBool::new(false),
-                wake: Arc::new(wake),
+                wake,
+                watch,
             }),
         }
     }
@@ -486,6 +494,12 @@ impl Queue {
         crate::reader::topics_summary::topic_summary(&self.inner.catalog, &mut t)
     }
 
+    /// The handle's [`TailWatch`]: register a [`crate::Notify`] to hear
+    /// when a message is published, without a thread per waiter.
+    pub fn tail_watch(&self) -> TailWatch {
+        self.inner.watch.clone()
+    }
+
     /// A tailer positioned at `start`.
     pub fn tailer(&self, start: Start) -> Result<Tailer> {
         self.check_open()?;
@@ -500,6 +514,40 @@ impl Queue {
             Start::Seq(seq) => t.seek(seq)?,
         }
         Ok(t)
+    }
+
+    /// A tailer reading newest first from `start`: [`Start::End`] the
+    /// newest message, [`Start::Seq`] that one, [`Start::Beginning`] only
+    /// the oldest. See [`BackwardTailer`].
+    pub fn backward_tailer(&self, start: Start) -> Result<BackwardTailer> {
+        self.check_open()?;
+        self.wait_visible()?;
+        let first = self.first_seq();
+        let mut t = self.new_tailer();
+        let before = match start {
+            Start::End => {
+                t.seek_end()?;
+                t.next_seq()
+            }
+            Start::Beginning => {
+                t.seek_end()?;
+                if t.next_seq() > first {
+                    first + 1
+                } else {
+                    first
+                }
+            }
+            Start::Seq(seq) => {
+                t.seek(seq)?;
+                // `seq` may be the end (nothing there yet): start below it.
+                if t.read_next()?.is_some() {
+                    seq + 1
+                } else {
+                    seq
+                }
+            }
+        };
+        Ok(BackwardTailer::new(t, before, first))
     }
 
     /// A tailer at the first file, told what the metadata knows is
@@ -1016,6 +1064,11 @@ impl Queue {
             w.shared.drop_wake();
         }
         self.inner.wake.close();
+        if stop_tailers {
+            // Dropped, not closed: tailers made from the queue read on, and
+            // their async waits with them.
+            self.inner.watch.close();
+        }
         *self.inner.getter.lock().unwrap_or_else(|e| e.into_inner()) = None;
         *self
             .inner

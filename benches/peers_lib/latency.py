@@ -202,7 +202,7 @@ def follow_reader(spec: dict[str, Any]) -> int:
             deltas.append(now() - stamp)
             if len(deltas) == 1:
                 first_cpu, first_wall = _cpu_seconds(), time.monotonic()
-        extra["wake_word"] = q.stats()["wake_word"]
+        extra["wake_word"] = q.stats().wake_word
         q.close()
     cpu, wall = _cpu_seconds() - first_cpu, time.monotonic() - first_wall
     Path(spec["out"]).write_bytes(deltas.tobytes())

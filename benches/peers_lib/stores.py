@@ -509,7 +509,7 @@ class LitemqBase(Store):
         # Header and frame bytes of the data files (the disk holds about that:
         # files are sparse, allocated as they fill and trimmed when sealed).
         self.app.flush()
-        written: int = self.q.stats()["data_bytes_written"]
+        written: int = self.q.stats().data_bytes_written
         return written
 
     def reader(self, count: int) -> Iterator[bytes]:

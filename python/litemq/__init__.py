@@ -50,6 +50,7 @@ from litemq.consumers import ConsumerInfo
 from litemq.options import Batch
 from litemq.queue import Queue
 from litemq.retention import Retention, RetentionReport
+from litemq.stats import DataFileInfo, RecoveryReport, Stats
 from litemq.topics import TopicInfo
 from litemq.work_queue import WorkQueueInfo
 
@@ -65,6 +66,7 @@ __all__ = [
     "Consumer",
     "ConsumerInfo",
     "CorruptedError",
+    "DataFileInfo",
     "Follow",
     "ForkedError",
     "InternalError",
@@ -77,8 +79,10 @@ __all__ = [
     "PoisonedError",
     "Queue",
     "ReadOnlyError",
+    "RecoveryReport",
     "Retention",
     "RetentionReport",
+    "Stats",
     "Tailer",
     "TopicInfo",
     "UnsupportedVersionError",

@@ -18,10 +18,15 @@
                                           delete old data files now (beside a live writer)
     litemq wq PATH stats [NAME] [--format text|json]
                                           work queues: pending, in flight, acked, dead, oldest age
+    litemq read-commitlog FILE [--format text|json]
+                                          a LiteMQ broker's commit-log file, record by record
+    litemq import-litemq STORE QUEUE      a LiteMQ broker store into a queue (appends)
+    litemq export-litemq QUEUE STORE      a queue as a new LiteMQ broker store
+                                          (these three: litemq/cli_litemq.py)
 
 Every command but ``reindex`` opens the queue read-only, so it runs beside a
 live writer; ``reindex`` takes the writer lock (it fails with LockedError
-while a writer runs).
+while a writer runs); ``import-litemq`` appends to its queue as a writer.
 ``--format json`` prints one JSON object per line (JSON Lines) for programs.
 Errors print one line on stderr and exit with status 1 (2 for usage errors).
 """
@@ -216,15 +221,15 @@ def cmd_info(args: argparse.Namespace, out: IO[str]) -> int:
             "writer_pid": _litemq.writer_pid(base),
             "data_files": [
                 {
-                    "file": str(Path(f["path"]).relative_to(base)),
-                    "bytes": f["bytes_written"],
-                    "allocated": f["bytes_allocated"],
-                    "size": f["size"],
+                    "file": str(Path(f.path).relative_to(base)),
+                    "bytes": f.bytes_written,
+                    "allocated": f.bytes_allocated,
+                    "size": f.size,
                 }
                 for f in files
             ],
             "index_files": len(index_files),
-            "bytes_written": sum(f["bytes_written"] for f in files),
+            "bytes_written": sum(f.bytes_written for f in files),
             "disk_bytes": sum(_allocated(p) for p in base.rglob("*") if p.is_file()),
             "options": _options(base),
         }
@@ -648,6 +653,9 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_retain, needs_limit=True)
 
     cli_wq.register(command)
+    from litemq import cli_litemq  # read-commitlog, import-litemq, export-litemq
+
+    cli_litemq.register(sub)
     return parser
 
 

@@ -192,7 +192,7 @@ def run(path: Path, count: int, size: int, paced: int = 20_000, rate: int = 20_0
         and [m.seq for m in fetched] == probes
     )
     print(
-        f"  {stats['files']} data file(s), {stats['disk_bytes'] / 2**20:,.0f} MiB on disk; "
+        f"  {stats.files} data file(s), {stats.disk_bytes / 2**20:,.0f} MiB on disk; "
         f"every message seen once, in order, by both readers: {'yes' if ok else 'NO'}"
     )
     return 0 if ok else 1

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import atexit
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from litemq import _litemq, arrow
 from litemq.consumers import ConsumerInfo
 from litemq.options import FlushSpec, RollSpec, WaitSpec
 from litemq.retention import Retention, RetentionReport
+from litemq.stats import DataFileInfo, Stats
 from litemq.topics import TopicInfo
 from litemq.work_queue import WorkQueueInfo
 
@@ -160,6 +161,66 @@ class Queue(_litemq.Queue):
         """
         return self.tailer()
 
+    def iter_batches(
+        self,
+        n: int,
+        start: int | Literal["start", "end"] | None = None,
+        end: int | None = None,
+    ) -> Iterator[list[_litemq.Message]]:
+        """Messages from `start` (as in `tailer`) up to `end` (exclusive;
+        None: whatever is there when the iteration gets to it) in lists of
+        at most `n`, in order; for consumers that process in chunks. Never
+        waits for new messages. Each list is one `Tailer.read_batch`: a
+        sealed file read in bulk is checked once by its footer's CRC.
+
+        >>> [[m.seq for m in b] for b in q.iter_batches(2)]
+        [[0, 1], [2]]
+        """
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise TypeError(f"n must be an int, not {type(n).__name__}")
+        if n < 1:
+            raise ValueError(f"n must be at least 1, got {n}")
+        stop = None if end is None else _seq_arg(end, "end")
+        tailer = self.tailer(start)
+        return _batches(tailer, n, stop)
+
+    def last(self, n: int) -> list[_litemq.Message]:
+        """The last `n` messages (fewer when the queue holds fewer), oldest
+        first, as ``tail -n`` prints lines; `reversed` gives newest first.
+
+        Cheap whatever the queue's size: one seek by sequence (a probe of
+        the dense index) and `n` reads.
+
+        >>> [m.payload for m in q.last(2)]
+        [b'b', b'c']
+        """
+        n = _seq_arg(n, "n")
+        if n == 0:
+            return []
+        end = self.next_seq
+        start = max(self.first_seq, end - n)
+        if start >= end:
+            return []
+        with self.tailer(start) as t:
+            return t.read_batch(end - start, timeout=0)
+
+    def stats(self) -> Stats:
+        """Counters and sizes, for monitoring: a `litemq.Stats`.
+
+        >>> s = q.stats()
+        >>> (s.messages, s.files, s.recovery.cut_bytes)
+        (3, 1, 0)
+        """
+        return Stats._from_native(self._stats())
+
+    def data_files(self) -> list[DataFileInfo]:
+        """The data files, oldest first, each a `litemq.DataFileInfo`.
+
+        >>> [f.first_seq for f in q.data_files()]
+        [0, 50, 100]
+        """
+        return [DataFileInfo(**d) for d in self._data_files()]
+
     def consumers(self) -> list[ConsumerInfo]:
         """Every named tailer with its committed position and lag, by name.
 
@@ -266,6 +327,18 @@ class Queue(_litemq.Queue):
         ['seq', 'timestamp', 'key', 'headers', 'payload']
         """
         return self.read_arrow(start, end, max_rows, columns).to_pandas()
+
+
+def _batches(tailer: _litemq.Tailer, n: int, stop: int | None) -> Iterator[list[_litemq.Message]]:
+    with tailer:
+        while True:
+            want = n if stop is None else min(n, stop - tailer.next_seq)
+            if want <= 0:
+                return
+            batch = tailer.read_batch(want, timeout=0)
+            if not batch:
+                return
+            yield batch
 
 
 def _seq_arg(value: int, what: str) -> int:

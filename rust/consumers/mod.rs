@@ -8,14 +8,19 @@
 //! message read so far is done; after a crash the consumer sees again only
 //! what it read after its last commit, and never skips a message.
 //!
-//! ```no_run
-//! # let queue = litemq::QueueBuilder::new("/tmp/orders").open()?;
+//! ```
+//! # let dir = tempfile::tempdir().unwrap();
+//! # let queue = litemq::QueueBuilder::new(dir.path()).open()?;
+//! # queue.appender()?.append(b"order 1")?;
 //! let mut billing = queue.consumer("billing", litemq::Start::Beginning)?;
 //! while let Some(msg) = billing.read_next()? {
 //!     println!("bill order {}", msg.seq);
 //!     // ... once the message is handled:
 //! }
 //! billing.commit()?;
+//! // Or as an iterator of owned messages:
+//! let rest: Vec<u64> = billing.map(|m| m.map(|m| m.seq)).collect::<litemq::Result<_>>()?;
+//! assert!(rest.is_empty());
 //! # Ok::<(), litemq::Error>(())
 //! ```
 //!
@@ -115,6 +120,19 @@ pub struct Consumer {
     /// means whatever is first when reading starts, even if retention
     /// removed the first message in between.
     from_beginning: bool,
+}
+
+/// Owned copies of the messages available now, as [`Tailer`]'s `Iterator`
+/// (an error is yielded and the consumer stays at the failing message).
+/// Nothing is committed until [`Consumer::commit`] (or auto-commit).
+impl Iterator for Consumer {
+    type Item = Result<crate::reader::tailer::OwnedMessage>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.read_next()
+            .map(|m| m.map(|m| m.to_owned()))
+            .transpose()
+    }
 }
 
 impl Consumer {

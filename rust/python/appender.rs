@@ -4,6 +4,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyRange, PyString, PyTuple};
 
+use super::aio::Notifier;
 use super::buffer::{bytes_arg, BytesArg};
 use super::exit;
 use super::fork::ForkSafe;
@@ -485,6 +486,35 @@ impl Appender {
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
         let app = self.inner.get()?;
         Ok(exit::detach(py, || app.flush())?)
+    }
+
+    /// Refuses pickling and copying: an appender feeds this process's I/O thread.
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(PyTypeError::new_err(format!(
+            "a litemq.Appender cannot be pickled or copied: it feeds this process's I/O \
+             thread; pass the queue's path ({:?}) and call litemq.Queue(path).appender() \
+             in the other process (one writer process at a time unless multi_writer=True)",
+            self.path
+        )))
+    }
+
+    /// `flush` for asyncio: awaits until every message appended before the
+    /// call is written and msync'd, without a thread blocked per flush (the
+    /// I/O thread reports the durable mark to the event loop). Cancelling
+    /// the await does not cancel the flush.
+    ///
+    /// >>> await app.flush_async()
+    fn flush_async<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        py.import("litemq._aio")?.getattr("flush")?.call1((slf,))
+    }
+
+    /// Asks for a flush and reports `token` to `notifier` when it is durable.
+    fn _flush_notify(&self, py: Python<'_>, notifier: &Notifier, token: u64) -> PyResult<()> {
+        let app = self.inner.get()?;
+        let notify = notifier.notify(token);
+        exit::detach(py, || app.flush_then(notify));
+        Ok(())
     }
 
     fn __repr__(&self) -> String {

@@ -48,6 +48,14 @@ pub(crate) fn fill_stats(d: &Bound<'_, PyDict>, s: &crate::Stats) -> PyResult<()
     recovery.set_item("index_entries_rebuilt", r.index_entries_rebuilt)?;
     recovery.set_item("dense_entries_rebuilt", r.dense_entries_rebuilt)?;
     recovery.set_item("frames_verified", r.frames_verified)?;
+    let dropped: Vec<String> = r
+        .dropped_files
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    recovery.set_item("dropped_files", dropped)?;
+    recovery.set_item("finished_seals", r.finished_seals)?;
+    recovery.set_item("restored_length", r.restored_length)?;
     d.set_item("recovery", recovery)?;
     Ok(())
 }

@@ -39,7 +39,9 @@ impl Consumer {
     pub(crate) fn create(py: Python<'_>, tailer: Tailer) -> PyResult<Py<Consumer>> {
         let name = tailer.with(py, |reader| match reader {
             Reader::Named(c) => Ok(c.name().to_string()),
-            Reader::Plain(_) => Err(PyTypeError::new_err("not a named tailer")),
+            Reader::Plain(_) | Reader::Backward(_) => {
+                Err(PyTypeError::new_err("not a named tailer"))
+            }
         })?;
         let init = PyClassInitializer::from(tailer).add_subclass(Consumer { name });
         Py::new(py, init)
@@ -54,7 +56,9 @@ impl Consumer {
         let base: &Tailer = slf.as_super();
         base.with(py, |reader| match reader {
             Reader::Named(c) => f(c),
-            Reader::Plain(_) => Err(PyTypeError::new_err("not a named tailer")),
+            Reader::Plain(_) | Reader::Backward(_) => {
+                Err(PyTypeError::new_err("not a named tailer"))
+            }
         })
     }
 }

@@ -264,26 +264,43 @@ pub(crate) fn to_pyerr(py: Python<'_>, err: &Error) -> PyErr {
             offset,
             seq,
             reason,
-        } => raise(
-            py,
-            &t.corrupted,
-            message,
-            &[
-                ("file", path_str(path).into_pyobject(py).unwrap().into_any()),
-                ("offset", offset.into_pyobject(py).unwrap().into_any()),
-                ("seq", seq.into_pyobject(py).unwrap().into_any()),
-                ("reason", reason.into_pyobject(py).unwrap().into_any()),
-            ],
-        ),
-        Error::Locked { path, pid } => raise(
-            py,
-            &t.locked,
-            message,
-            &[
-                ("file", path_str(path).into_pyobject(py).unwrap().into_any()),
-                ("pid", pid.into_pyobject(py).unwrap().into_any()),
-            ],
-        ),
+        } => {
+            let err = raise(
+                py,
+                &t.corrupted,
+                message,
+                &[
+                    ("file", path_str(path).into_pyobject(py).unwrap().into_any()),
+                    ("offset", offset.into_pyobject(py).unwrap().into_any()),
+                    ("seq", seq.into_pyobject(py).unwrap().into_any()),
+                    ("reason", reason.into_pyobject(py).unwrap().into_any()),
+                ],
+            );
+            add_note(py, &err, format!("file: {}", path.display()));
+            add_note(py, &err, format!("offset: {offset}"));
+            if let Some(seq) = seq {
+                add_note(py, &err, format!("seq: {seq}"));
+            }
+            add_note(
+                py,
+                &err,
+                "a tailer steps over the damage with skip_damaged() (what it skips is lost)",
+            );
+            err
+        }
+        Error::Locked { path, pid } => {
+            let err = raise(
+                py,
+                &t.locked,
+                message,
+                &[
+                    ("file", path_str(path).into_pyobject(py).unwrap().into_any()),
+                    ("pid", pid.into_pyobject(py).unwrap().into_any()),
+                ],
+            );
+            add_note(py, &err, format!("file: {}", path.display()));
+            err
+        }
         Error::Closed => raise(py, &t.closed, message, &[]),
         Error::Poisoned { cause } => {
             let cause = to_pyerr(py, cause);
@@ -302,16 +319,20 @@ pub(crate) fn to_pyerr(py: Python<'_>, err: &Error) -> PyErr {
             path,
             found,
             supported,
-        } => raise(
-            py,
-            &t.unsupported_version,
-            message,
-            &[
-                ("file", path_str(path).into_pyobject(py).unwrap().into_any()),
-                ("found", found.into_pyobject(py).unwrap().into_any()),
-                ("supported", supported.into_pyobject(py).unwrap().into_any()),
-            ],
-        ),
+        } => {
+            let err = raise(
+                py,
+                &t.unsupported_version,
+                message,
+                &[
+                    ("file", path_str(path).into_pyobject(py).unwrap().into_any()),
+                    ("found", found.into_pyobject(py).unwrap().into_any()),
+                    ("supported", supported.into_pyobject(py).unwrap().into_any()),
+                ],
+            );
+            add_note(py, &err, format!("file: {}", path.display()));
+            err
+        }
         Error::ReadOnly => raise(py, &t.read_only, message, &[]),
         Error::NotFound { seq, first, next } => raise(
             py,
@@ -340,6 +361,13 @@ pub(crate) fn to_pyerr(py: Python<'_>, err: &Error) -> PyErr {
         Error::Forked => raise(py, &t.forked, message, &[]),
         Error::Internal(_) => raise(py, &t.internal, message, &[]),
     }
+}
+
+/// Adds `note` to the exception's `__notes__` (shown under the traceback):
+/// where the problem is, for errors that know it.
+fn add_note(py: Python<'_>, err: &PyErr, note: impl Into<String>) {
+    // Best effort: a failure here must not replace the error being raised.
+    let _ = err.value(py).call_method1("add_note", (note.into(),));
 }
 
 impl From<Error> for PyErr {

@@ -33,6 +33,11 @@ pub(crate) struct Message {
     /// message that has none of them, so it costs one word.
     fields: Option<Box<Fields>>,
     view: Option<(Arc<Mapping>, Range<usize>)>,
+    /// Offset of the frame in its data file.
+    frame_at: u64,
+    /// The data file, when `view` does not tell it (`get`, `find`,
+    /// unpickled); `None` with no view: unknown.
+    file: Option<String>,
 }
 
 /// The format-6 record fields of a message that has any.
@@ -132,6 +137,8 @@ impl Message {
                 m.expires_at(),
             )?,
             view: Some((m.mapping().clone(), m.payload_range())),
+            frame_at: crate::format::position::decode(m.position()).1,
+            file: None,
         })
     }
 
@@ -165,6 +172,8 @@ impl Message {
                 m.expires_at,
             )?,
             view: None,
+            frame_at: m.offset,
+            file: Some(m.file.display().to_string()),
         })
     }
 }
@@ -248,6 +257,46 @@ impl Message {
         }
     }
 
+    /// Where the message was read from, for debugging: `(path of the data
+    /// file, offset of its frame)`, or None when not known. Kept by pickling.
+    ///
+    /// >>> q.get(0).position
+    /// ('/tmp/orders/2026/11/21/20261121-0001.data', 4096)
+    #[getter]
+    fn position(&self) -> Option<(String, u64)> {
+        match (&self.file, &self.view) {
+            (Some(f), _) => Some((f.clone(), self.frame_at)),
+            (None, Some((map, _))) => Some((map.path().display().to_string(), self.frame_at)),
+            (None, None) => None,
+        }
+    }
+
+    /// Pickles as its values (the payload is copied; `position` is kept):
+    /// a message can cross to another process (multiprocessing, Spark).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let m = slf.get();
+        let restore = py.import("litemq._litemq")?.getattr("_restore_message")?;
+        let args = (
+            m.seq,
+            m.timestamp,
+            m.payload.clone_ref(py),
+            m.key(py),
+            m.headers.as_ref().map(|h| h.clone_ref(py)),
+            m.position(),
+            m.fields.as_ref().map(|f| {
+                (
+                    f.topic.as_ref().map(|t| t.clone_ref(py)),
+                    f.tags.clone_ref(py),
+                    f.queue_id,
+                    f.priority,
+                    f.expires_at,
+                )
+            }),
+        );
+        (restore, args).into_pyobject(py).map(|t| t.into_any())
+    }
+
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         let payload = self.payload.bind(py);
         let shown = if payload.as_bytes().len() > 32 {
@@ -322,3 +371,43 @@ impl Message {
         self.seq.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ self.timestamp
     }
 }
+
+/// Rebuilds a pickled `Message` (see `Message.__reduce__`).
+#[pyfunction]
+#[pyo3(signature = (seq, timestamp, payload, key, headers, position, fields=None))]
+pub(crate) fn _restore_message(
+    seq: u64,
+    timestamp: u64,
+    payload: Py<PyBytes>,
+    key: Option<Py<PyAny>>,
+    headers: Option<Py<PyDict>>,
+    position: Option<(String, u64)>,
+    fields: Option<PickledFields>,
+) -> Message {
+    let (file, frame_at) = match position {
+        Some((f, at)) => (Some(f), at),
+        None => (None, 0),
+    };
+    Message {
+        seq,
+        timestamp,
+        payload,
+        key,
+        headers,
+        fields: fields.map(|(topic, tags, queue_id, priority, expires_at)| {
+            Box::new(Fields {
+                topic,
+                tags,
+                queue_id,
+                priority,
+                expires_at,
+            })
+        }),
+        view: None,
+        frame_at,
+        file,
+    }
+}
+
+/// `(topic, tags, queue_id, priority, expires_at)` as `__reduce__` gives them.
+type PickledFields = (Option<Py<PyString>>, Py<PyTuple>, u16, u8, Option<u64>);

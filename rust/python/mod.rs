@@ -10,8 +10,9 @@
 //! options of `litemq.Queue`), `message.rs`, `errors.rs` (the exception tree), `buffer.rs` (bytes in,
 //! zero-copy views out), `time.rs` (datetimes), `batch.rs` (stats and
 //! Arrow buffers), `fork.rs` (handles used after `fork()`), `exit.rs` (threads in
-//! litemq calls at interpreter exit).
+//! litemq calls at interpreter exit), `aio.rs` (the asyncio bridge's socket).
 
+mod aio;
 mod appender;
 mod batch;
 mod buffer;
@@ -44,6 +45,7 @@ fn litemq_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(queue::writer_pid, m)?)?;
     m.add_function(wrap_pyfunction!(queue::reindex, m)?)?;
     m.add_function(wrap_pyfunction!(queue::close_all_at_exit, m)?)?;
+    m.add_function(wrap_pyfunction!(message::_restore_message, m)?)?;
     m.add_class::<queue::Queue>()?;
     m.add_class::<appender::Appender>()?;
     m.add_class::<tailer::Tailer>()?;
@@ -53,5 +55,6 @@ fn litemq_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<buffer::PayloadView>()?;
     m.add_class::<work_queue::WorkQueue>()?;
     m.add_class::<work_queue::Job>()?;
+    m.add_class::<aio::Notifier>()?;
     Ok(())
 }

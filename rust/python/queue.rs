@@ -301,6 +301,17 @@ impl Queue {
         })
     }
 
+    /// Refuses pickling and copying: a queue handle holds open files, the
+    /// writer lock and an I/O thread, which cannot move to another process.
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(PyTypeError::new_err(format!(
+            "a litemq.Queue cannot be pickled or copied: it holds open files, the writer \
+             lock and an I/O thread; pass its path ({:?}) and open litemq.Queue(path) \
+             in the other process",
+            self.path
+        )))
+    }
+
     /// An appender for writing messages (raises ReadOnlyError when read-only).
     ///
     /// >>> app = q.appender()
@@ -323,10 +334,19 @@ impl Queue {
     /// `skip_expired=True` skips messages whose expiry (`ttl`/`expires_at`
     /// at append) has passed.
     ///
+    /// `direction="backward"` reads newest first: from `start` (then
+    /// "end", the newest message, is the usual start; "start" reads only
+    /// the oldest) down to the oldest message, across files.
+    ///
     /// >>> t = q.tailer(start=100)
     /// >>> billing = q.tailer(name="billing", start="end")
     /// >>> paid = q.tailer(topic="orders", tags=["paid"])
-    #[pyo3(signature = (start=None, *, name=None, auto_commit=false, topic=None, tags=None, queue_id=None, skip_expired=false))]
+    /// >>> [m.seq for m in q.tailer(start="end", direction="backward")]
+    /// [2, 1, 0]
+    #[pyo3(signature = (
+        start=None, *, name=None, auto_commit=false, direction="forward",
+        topic=None, tags=None, queue_id=None, skip_expired=false
+    ))]
     #[expect(
         clippy::too_many_arguments,
         reason = "mirrors the Python keyword arguments"
@@ -337,6 +357,7 @@ impl Queue {
         start: Option<&Bound<'_, PyAny>>,
         name: Option<&str>,
         auto_commit: bool,
+        direction: &str,
         topic: Option<String>,
         tags: Option<&Bound<'_, PyAny>>,
         queue_id: Option<&Bound<'_, PyAny>>,
@@ -346,6 +367,37 @@ impl Queue {
         let start = start_arg(start)?;
         let core = self.core()?;
         let queue = &core.queue;
+        match direction {
+            "forward" => {}
+            "backward" if selector.is_some() => {
+                return Err(PyValueError::new_err(
+                    "a backward tailer reads every message: drop topic=/tags=/queue_id= \
+                     or direction=\"backward\"",
+                ))
+            }
+            "backward" if skip_expired => {
+                return Err(PyValueError::new_err(
+                    "a backward tailer reads every message: drop skip_expired=True \
+                     or direction=\"backward\"",
+                ))
+            }
+            "backward" if name.is_some() => {
+                return Err(PyValueError::new_err(
+                    "a named tailer reads forward: drop name= or direction=\"backward\"",
+                ))
+            }
+            "backward" => {
+                let b = exit::detach(py, || queue.backward_tailer(start))?;
+                let t = Tailer::new(Reader::Backward(b), self.path.clone(), queue.tail_watch());
+                core.adopt(&t);
+                return Ok(Py::new(py, t)?.into_any());
+            }
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "direction must be \"forward\" or \"backward\", got {other:?}"
+                )))
+            }
+        }
         let Some(name) = name else {
             if auto_commit {
                 return Err(PyValueError::new_err(
@@ -359,7 +411,7 @@ impl Queue {
             if skip_expired {
                 tailer.skip_expired(queue.clock().clone());
             }
-            let t = Tailer::new(Reader::Plain(tailer), self.path.clone());
+            let t = Tailer::new(Reader::Plain(tailer), self.path.clone(), queue.tail_watch());
             core.adopt(&t);
             return Ok(Py::new(py, t)?.into_any());
         };
@@ -380,7 +432,7 @@ impl Queue {
         if skip_expired {
             c.skip_expired(queue.clock().clone());
         }
-        let t = Tailer::new(Reader::Named(c), self.path.clone());
+        let t = Tailer::new(Reader::Named(c), self.path.clone(), queue.tail_watch());
         core.adopt(&t);
         Ok(Consumer::create(py, t)?.into_any())
     }
@@ -457,11 +509,12 @@ impl Queue {
         };
         let queue = &core.queue;
         let wq = exit::detach(py, || queue.work_queue(name, options))?;
+        let watch = core.queue.tail_watch();
         let next_seq: work_queue::NextSeq = Box::new(move || {
             core.queue.wait_visible()?;
             Ok(core.queue.next_seq())
         });
-        Ok(WorkQueue::new(wq, next_seq, self.path.clone()))
+        Ok(WorkQueue::new(wq, next_seq, watch, self.path.clone()))
     }
 
     /// Every work queue with its figures, as dicts (`litemq.Queue.work_queues`
@@ -540,16 +593,9 @@ impl Queue {
         consumer::report_dict(py, &report)
     }
 
-    /// The data files, oldest first, as dicts: `path`, `file_number`,
-    /// `first_seq`, `end_seq` (one past the last sequence it holds),
-    /// `created` (UTC datetime), `size` (the largest the file may grow to),
-    /// `bytes_written` (header and frames), `bytes_allocated` (disk blocks,
-    /// `st_blocks` × 512) and `index_bytes_allocated` (its sparse and dense
-    /// indexes').
-    ///
-    /// >>> [f["first_seq"] for f in q.data_files()]
-    /// [0, 50, 100]
-    fn data_files<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    /// The data files, oldest first, as dicts (`litemq.Queue.data_files`
+    /// makes them `litemq.DataFileInfo`).
+    fn _data_files<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let queue = self.queue()?;
         let files = exit::detach(py, || {
             queue.wait_visible().and_then(|()| queue.data_files())
@@ -643,11 +689,9 @@ impl Queue {
         Ok(self.open_queue()?.len() as usize)
     }
 
-    /// Counters and sizes, as a dict.
-    ///
-    /// >>> q.stats()["messages"]
-    /// 3
-    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    /// Counters and sizes, as a dict (`litemq.Queue.stats` makes it a
+    /// `litemq.Stats`).
+    fn _stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.open_queue()?.stats();
         let d = PyDict::new(py);
         super::batch::fill_stats(&d, &s)?;

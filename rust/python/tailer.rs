@@ -10,6 +10,7 @@ use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 
+use super::aio::Notifier;
 use super::errors;
 use super::exit;
 use super::fork::ForkSafe;
@@ -21,6 +22,8 @@ use super::time;
 pub(crate) enum Reader {
     Plain(crate::Tailer),
     Named(crate::Consumer),
+    /// Newest first (`direction="backward"`): never waits.
+    Backward(crate::BackwardTailer),
 }
 
 impl Reader {
@@ -28,6 +31,7 @@ impl Reader {
         match self {
             Reader::Plain(t) => t.read_next(),
             Reader::Named(c) => c.read_next(),
+            Reader::Backward(b) => b.read_next(),
         }
     }
 
@@ -39,6 +43,8 @@ impl Reader {
         match self {
             Reader::Plain(t) => t.read_next_until(timeout, interrupt),
             Reader::Named(c) => c.read_next_until(timeout, interrupt),
+            // Nothing older is ever written: there is nothing to wait for.
+            Reader::Backward(b) => b.read_next(),
         }
     }
 
@@ -51,7 +57,7 @@ impl Reader {
     ) -> crate::Result<usize> {
         match self {
             Reader::Plain(t) => t.read_run(max, take),
-            Reader::Named(_) => Ok(0),
+            Reader::Named(_) | Reader::Backward(_) => Ok(0),
         }
     }
 
@@ -59,6 +65,7 @@ impl Reader {
         match self {
             Reader::Plain(t) => t.seek(seq),
             Reader::Named(c) => c.seek(seq),
+            Reader::Backward(b) => b.seek(seq),
         }
     }
 
@@ -66,6 +73,7 @@ impl Reader {
         match self {
             Reader::Plain(t) => t.seek_time(micros),
             Reader::Named(c) => c.seek_time(micros),
+            Reader::Backward(b) => b.seek_time(micros),
         }
     }
 
@@ -73,14 +81,22 @@ impl Reader {
         match self {
             Reader::Plain(t) => t.seek_end(),
             Reader::Named(c) => c.seek_end(),
+            Reader::Backward(b) => b.seek_end(),
         }
     }
 
-    fn next_seq(&self) -> u64 {
+    /// The sequence the next read returns (a backward tailer past its
+    /// oldest message: -1 below it).
+    fn next_seq(&self) -> i128 {
         match self {
-            Reader::Plain(t) => t.next_seq(),
-            Reader::Named(c) => c.next_seq(),
+            Reader::Plain(t) => i128::from(t.next_seq()),
+            Reader::Named(c) => i128::from(c.next_seq()),
+            Reader::Backward(b) => b.next_seq().map_or(-1, i128::from),
         }
+    }
+
+    fn is_backward(&self) -> bool {
+        matches!(self, Reader::Backward(_))
     }
 }
 
@@ -111,14 +127,24 @@ pub(crate) struct Tailer {
     /// threads; it is only ever waited on with the GIL released.
     inner: ForkSafe<Arc<ReaderSlot>>,
     path: String,
+    /// The queue handle's tail watch, for waits without a thread (asyncio).
+    watch: crate::TailWatch,
 }
 
 impl Tailer {
-    pub(crate) fn new(inner: Reader, path: String) -> Self {
+    pub(crate) fn new(inner: Reader, path: String, watch: crate::TailWatch) -> Self {
         Tailer {
             inner: ForkSafe::new(Arc::new(Mutex::new(Some(inner)))),
             path,
+            watch,
         }
+    }
+
+    /// Names this tailer's registrations in the tail watch.
+    fn owner(&self) -> usize {
+        self.inner
+            .get()
+            .map_or(0, |slot| Arc::as_ptr(slot) as usize)
     }
 
     /// A weak reference to the reader, for the queue's `close()`.
@@ -186,13 +212,14 @@ impl Tailer {
                 })
                 .unwrap_or(true)
             };
+            let backward = tailer.is_backward();
             let found = exit::detach(py, || tailer.read_next_until(chunk, &mut check));
             if let Some(e) = interrupted.take() {
                 return Err(e);
             }
             match found {
                 Ok(Some(m)) => return Ok(Some(Message::from_borrowed(py, &m)?)),
-                Ok(None) if timeout.is_some() => return Ok(None),
+                Ok(None) if timeout.is_some() || backward => return Ok(None),
                 Ok(None) => {}
                 Err(crate::Error::Closed) => {
                     // The queue closed under the wait: let go of the files now.
@@ -382,6 +409,7 @@ impl Tailer {
         self.with(py, |reader| match reader {
             Reader::Plain(t) => convert(py, t.read_next()),
             Reader::Named(c) => convert(py, c.read_next()),
+            Reader::Backward(b) => convert(py, b.read_next()),
         })
     }
 
@@ -448,6 +476,84 @@ impl Tailer {
         })
     }
 
+    /// The next message, awaited: `read_next` for asyncio. Returns None
+    /// when none came within `timeout` seconds (`None`, the default:
+    /// waits forever).
+    ///
+    /// No thread per waiter: one thread per queue handle sleeps on the
+    /// queue's wake-up word for every waiting task, and a socket registered
+    /// with the event loop (`loop.add_reader`) carries the wake-up. A
+    /// cancelled read consumes nothing: the next read returns the message.
+    /// Closing the tailer or its queue ends the wait with ClosedError.
+    ///
+    /// >>> msg = await t.read_next_async(timeout=5.0)
+    #[pyo3(signature = (timeout=None))]
+    fn read_next_async<'py>(
+        slf: Bound<'py, Self>,
+        timeout: Option<time::Seconds>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let timeout = time::timeout_arg(timeout, "timeout")?.map(|d| d.as_secs_f64());
+        py.import("litemq._aio")?
+            .getattr("read_next")?
+            .call1((slf, timeout))
+    }
+
+    /// An async iterator that awaits each next message, forever, or until
+    /// no message has come for `idle_timeout` seconds (see `read_next_async`).
+    ///
+    /// >>> async for msg in t.follow_async():
+    /// ...     await handle(msg)
+    #[pyo3(signature = (idle_timeout=None))]
+    fn follow_async<'py>(
+        slf: Bound<'py, Self>,
+        idle_timeout: Option<time::Seconds>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let idle = time::timeout_arg(idle_timeout, "idle_timeout")?.map(|d| d.as_secs_f64());
+        py.import("litemq._aio")?
+            .getattr("FollowAsync")?
+            .call1((slf, idle))
+    }
+
+    /// Registers `token` with the queue's tail watch, to be reported to
+    /// `notifier` once the message at `next_seq` is published (or the
+    /// tailer or queue closes). Returns the registration, for `_unwatch`.
+    fn _watch(&self, py: Python<'_>, notifier: &Notifier, token: u64) -> PyResult<u64> {
+        let seq = self.with(py, |t| {
+            if t.is_backward() {
+                return Err(PyValueError::new_err(
+                    "a backward tailer never waits: nothing older is ever written",
+                ));
+            }
+            Ok(t.next_seq() as u64)
+        })?;
+        Ok(self
+            .watch
+            .register(self.owner(), seq, notifier.notify(token))?)
+    }
+
+    /// Forgets a registration made by `_watch` (a cancelled or timed-out wait).
+    fn _unwatch(&self, id: u64) {
+        self.watch.cancel(id);
+    }
+
+    /// Refuses pickling and copying: a tailer maps its queue's files.
+    fn __reduce__(&self, py: Python<'_>) -> PyResult<()> {
+        let at = self
+            .lock(py)
+            .ok()
+            .and_then(|g| g.as_ref().map(|r| r.next_seq()));
+        let at = at.map_or_else(|| "t.next_seq".to_string(), |s| s.to_string());
+        Err(PyTypeError::new_err(format!(
+            "a litemq.Tailer cannot be pickled or copied: it maps the queue's files; \
+             pass the queue's path ({:?}) and the position ({at}), and open \
+             litemq.Queue(path, read_only=True).tailer(start=...) in the other process \
+             (a named tailer: pass its name; messages themselves pickle)",
+            self.path
+        )))
+    }
+
     /// Moves to sequence `seq`: the next read returns that message
     /// (ValueError outside 0..2**64 - 1, NotFoundError if not in the queue).
     ///
@@ -475,10 +581,25 @@ impl Tailer {
         self.with(py, |tailer| Ok(tailer.seek_end()?))
     }
 
-    /// The sequence number the next read returns.
+    /// The sequence number the next read returns. A backward tailer that
+    /// read the oldest message stands one below it (-1 when that was 0).
     #[getter]
-    fn next_seq(&self, py: Python<'_>) -> PyResult<u64> {
+    fn next_seq(&self, py: Python<'_>) -> PyResult<i128> {
         self.with(py, |tailer| Ok(tailer.next_seq()))
+    }
+
+    /// ``"forward"`` (oldest first, the default) or ``"backward"`` (newest
+    /// first; such a tailer never waits: `read_next(timeout=...)`,
+    /// `follow()` and `read_next_async()` return what is there and stop).
+    #[getter]
+    fn direction(&self, py: Python<'_>) -> PyResult<&'static str> {
+        self.with(py, |t| {
+            Ok(if t.is_backward() {
+                "backward"
+            } else {
+                "forward"
+            })
+        })
     }
 
     /// Steps over damage at the current position, after a read raised
@@ -498,6 +619,7 @@ impl Tailer {
         self.with(py, |reader| match reader {
             Reader::Plain(tailer) => Ok(tailer.skip_damaged()?),
             Reader::Named(consumer) => Ok(consumer.skip_damaged()?),
+            Reader::Backward(b) => Ok(b.skip_damaged()?),
         })
     }
 
@@ -507,6 +629,8 @@ impl Tailer {
     /// >>> t.close(); t.closed
     /// True
     fn close(&self, py: Python<'_>) -> PyResult<()> {
+        // Async waits on this tailer end with ClosedError.
+        self.watch.close_owner(self.owner());
         let taken = self.lock(py)?.take();
         match taken {
             Some(Reader::Named(c)) => Ok(exit::detach(py, || c.close())?),
@@ -545,6 +669,11 @@ impl Tailer {
     fn __repr__(&self, py: Python<'_>) -> String {
         match self.lock(py) {
             Ok(guard) => match guard.as_ref() {
+                Some(t) if t.is_backward() => format!(
+                    "<litemq.Tailer for {:?} at seq {} backward>",
+                    self.path,
+                    t.next_seq()
+                ),
                 Some(t) => format!(
                     "<litemq.Tailer for {:?} at seq {}>",
                     self.path,
@@ -580,5 +709,10 @@ impl Follow {
 
     fn __repr__(&self, py: Python<'_>) -> String {
         format!("<litemq.Follow over {}>", self.tailer.get().__repr__(py))
+    }
+
+    /// Refuses pickling and copying, as its tailer does.
+    fn __reduce__(&self, py: Python<'_>) -> PyResult<()> {
+        self.tailer.get().__reduce__(py)
     }
 }

@@ -8,6 +8,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use super::aio::Notifier;
 use super::errors;
 use super::exit;
 use super::fork::ForkSafe;
@@ -102,18 +103,31 @@ pub(crate) struct WorkQueue {
     inner: ForkSafe<Mutex<Option<Arc<crate::WorkQueue>>>>,
     /// The `next_seq` of the queue handle it was opened from (for `stats`).
     next_seq: NextSeq,
+    /// The queue handle's tail watch, for `get_async`.
+    watch: crate::TailWatch,
     name: String,
     path: String,
 }
 
 impl WorkQueue {
-    pub(crate) fn new(wq: crate::WorkQueue, next_seq: NextSeq, path: String) -> Self {
+    pub(crate) fn new(
+        wq: crate::WorkQueue,
+        next_seq: NextSeq,
+        watch: crate::TailWatch,
+        path: String,
+    ) -> Self {
         WorkQueue {
             name: wq.name().to_string(),
             inner: ForkSafe::new(Mutex::new(Some(Arc::new(wq)))),
             next_seq,
+            watch,
             path,
         }
+    }
+
+    /// Names this handle's registrations in the tail watch.
+    fn owner(&self) -> usize {
+        self as *const WorkQueue as usize
     }
 
     fn engine(&self) -> PyResult<Arc<crate::WorkQueue>> {
@@ -186,6 +200,41 @@ impl WorkQueue {
                 None => {}
             }
         }
+    }
+
+    /// `get` for asyncio: waits without a thread (a writer's publish wakes
+    /// the task at once; redeliveries, acks that free a full ring and nacks
+    /// are looked for at least every 50 ms). A cancelled wait takes no job.
+    /// Closing the work queue or its queue ends the wait with ClosedError.
+    ///
+    /// >>> job = await wq.get_async(timeout=5)
+    #[pyo3(signature = (timeout=None))]
+    fn get_async<'py>(
+        slf: Bound<'py, Self>,
+        timeout: Option<Seconds>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let timeout = time::timeout_arg(timeout, "timeout")?.map(|d| d.as_secs_f64());
+        py.import("litemq._wq_aio")?
+            .getattr("get")?
+            .call1((slf, timeout))
+    }
+
+    /// Registers `token` with the queue's tail watch, to be reported to
+    /// `notifier` once a message is published after those published now
+    /// (or the queue or this handle closes). Returns the registration.
+    fn _watch(&self, py: Python<'_>, notifier: &Notifier, token: u64) -> PyResult<u64> {
+        self.engine()?;
+        let next_seq = &self.next_seq;
+        let seq = exit::detach(py, next_seq)?;
+        Ok(self
+            .watch
+            .register(self.owner(), seq, notifier.notify(token))?)
+    }
+
+    /// Forgets a registration made by `_watch`.
+    fn _unwatch(&self, id: u64) {
+        self.watch.cancel(id);
     }
 
     /// Marks a job done for good. False when its lease was lost (the
@@ -284,6 +333,7 @@ impl WorkQueue {
             .unwrap_or_else(|e| e.into_inner())
             .take();
         exit::detach(py, || drop(taken));
+        self.watch.close_owner(self.owner());
         Ok(())
     }
 

@@ -1,6 +1,7 @@
 //! The read path: the [`catalog::Catalog`] of data files, [`tailer::Tailer`]s
 //! that walk frames, and columnar [`columns::Columns`] reads.
 
+pub mod backward;
 pub mod catalog;
 pub mod columns;
 pub mod keys;
@@ -10,3 +11,4 @@ pub mod topic;
 pub mod topics_summary;
 pub mod wait;
 pub mod wake;
+pub mod watch;

@@ -138,6 +138,8 @@ impl<'a> Message<'a> {
             priority: self.priority(),
             expires_at: self.expires_at(),
             payload: self.payload.to_vec(),
+            file: self.mapping.path().to_path_buf(),
+            offset: position::decode(self.position).1,
         }
     }
 }
@@ -167,6 +169,10 @@ pub struct OwnedMessage {
     pub expires_at: Option<u64>,
     /// The message body.
     pub payload: Vec<u8>,
+    /// The data file the message was read from.
+    pub file: std::path::PathBuf,
+    /// Offset of its frame in that file.
+    pub offset: u64,
 }
 
 #[derive(Debug)]
@@ -287,12 +293,20 @@ struct Located {
 /// end-of-file marker. Once its queue is closed every call returns
 /// [`Error::Closed`] (a blocked wait wakes with it) and the file is unmapped.
 ///
-/// ```no_run
-/// # let queue = litemq::QueueBuilder::new("/tmp/q").open()?;
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let queue = litemq::QueueBuilder::new(dir.path()).open()?;
+/// # queue.appender()?.append_batch([&b"a"[..], b"b"])?;
 /// let mut tailer = queue.tailer(litemq::Start::Beginning)?;
 /// while let Some(msg) = tailer.read_next()? {
 ///     println!("{} {:?}", msg.seq, msg.payload);
 /// }
+/// // Or as an iterator of owned messages (a copy each):
+/// let payloads: Vec<Vec<u8>> = queue
+///     .tailer(litemq::Start::Beginning)?
+///     .map(|m| m.map(|m| m.payload))
+///     .collect::<litemq::Result<_>>()?;
+/// assert_eq!(payloads, [b"a".to_vec(), b"b".to_vec()]);
 /// # Ok::<(), litemq::Error>(())
 /// ```
 #[derive(Debug)]
@@ -313,6 +327,22 @@ pub struct Tailer {
     filter: Option<TopicFilter>,
     /// Skips messages expired by this clock (see [`Tailer::skip_expired`]).
     skip_expired: Option<Arc<dyn Clock>>,
+}
+
+/// Iterating a tailer yields the messages published so far as owned copies
+/// ([`OwnedMessage`]; [`Tailer::read_next`] borrows instead of copying) and
+/// ends at the tail, like Python's `for msg in tailer`; iterate again later
+/// to get newer ones. An error (damage: [`Error::Corrupted`]) is yielded as
+/// `Some(Err(..))` with the tailer left at the message that failed, so the
+/// next call fails again: stop, or call [`Tailer::skip_damaged`] to go on.
+impl Iterator for Tailer {
+    type Item = Result<OwnedMessage>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.read_next()
+            .map(|m| m.map(|m| m.to_owned()))
+            .transpose()
+    }
 }
 
 impl Tailer {
@@ -789,6 +819,18 @@ impl Tailer {
         self.seq = seq;
         self.skip_while(|_, _, _| true)?;
         Ok(())
+    }
+
+    /// Steps forward over every published frame by their lengths (no CRC)
+    /// and returns the sequence after the last one: the tail as far as
+    /// this tailer can tell, cheaply (a `TailWatch` follows the tail so).
+    pub(crate) fn skip_to_end(&mut self) -> Result<u64> {
+        self.check_open()?;
+        if !self.ensure_cursor()? {
+            return Ok(self.seq);
+        }
+        self.skip_while(|_, _, _| true)?;
+        Ok(self.seq)
     }
 
     /// Steps over damage at the current position, after a read raised

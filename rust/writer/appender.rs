@@ -9,6 +9,7 @@ use super::options::FlushMode;
 use super::shared::WriterShared;
 use crate::error::{Error, Result};
 use crate::format::record::{Record, RECORD_FIXED_LEN};
+use crate::notify::Notify;
 use crate::storage::mapped::fork_generation;
 
 #[derive(Debug)]
@@ -28,8 +29,9 @@ pub(crate) struct AppenderInner {
 /// fails with [`Error::MaybeStored`] may be in the queue: the writer failed
 /// after writing it, so read before retrying.
 ///
-/// ```no_run
-/// # let queue = litemq::QueueBuilder::new("/tmp/q").open()?;
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let queue = litemq::QueueBuilder::new(dir.path()).open()?;
 /// let appender = queue.appender()?;
 /// let first = appender.append(b"hello")?;
 /// let rest = appender.append_batch([&b"a"[..], b"b"])?;
@@ -115,6 +117,22 @@ impl Appender {
             .request_flush()
             .map_err(|e| self.send_error(e))?;
         self.inner.shared.wait_durable(target)
+    }
+
+    /// [`Appender::flush`] without blocking for the sync: asks for the
+    /// flush and returns; `notify` runs (on the I/O thread, or here when
+    /// there is nothing to wait for) once every message appended before
+    /// this call is written and msync'd, or with the error that stopped the
+    /// writer. Asking may still wait while the channel is full
+    /// (backpressure), as `append` does.
+    pub fn flush_then(&self, notify: Notify) {
+        if let Err(e) = self.check_alive() {
+            return notify.fire(Err(e));
+        }
+        match self.inner.handoff.request_flush() {
+            Ok(target) => self.inner.shared.on_durable(target, notify),
+            Err(e) => notify.fire(Err(self.send_error(e))),
+        }
     }
 
     /// Largest body (key, headers and payload) one message may have.

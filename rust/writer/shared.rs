@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use crate::error::{Error, Result};
+use crate::notify::Notify;
 use crate::storage::wake::WakeFile;
 
 #[derive(Debug, Default)]
@@ -22,6 +23,8 @@ struct Progress {
     /// With `poison`: every ticket below this had its
     /// frame written to the data file before the failure.
     stored_below: u64,
+    /// Callbacks waiting for a durable mark (`flush_then`), by target.
+    on_durable: Vec<(u64, Notify)>,
 }
 
 /// Counters for `Queue::stats`.
@@ -154,10 +157,43 @@ impl WriterShared {
         if next > p.durable {
             p.durable = next;
         }
+        let durable = p.durable;
+        let ready: Vec<(u64, Notify)> = if p.on_durable.is_empty() {
+            Vec::new()
+        } else {
+            let (ready, rest) = std::mem::take(&mut p.on_durable)
+                .into_iter()
+                .partition(|(target, _)| *target <= durable);
+            p.on_durable = rest;
+            ready
+        };
         drop(p);
         if self.waiters.load(Ordering::Acquire) > 0 {
             self.cond.notify_all();
         }
+        // Outside the lock: a callback only records and wakes its owner.
+        for (_, n) in ready {
+            n.fire(Ok(()));
+        }
+    }
+
+    /// Calls `notify` once every ticket below `target` is durable (at
+    /// once if it is), or with the poisoning error: [`Self::wait_durable`]
+    /// without a blocked thread.
+    pub fn on_durable(&self, target: u64, notify: Notify) {
+        let mut p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        if p.durable >= target {
+            drop(p);
+            return notify.fire(Ok(()));
+        }
+        if let Some(cause) = &p.poison {
+            let err = Error::Poisoned {
+                cause: cause.clone(),
+            };
+            drop(p);
+            return notify.fire(Err(err));
+        }
+        p.on_durable.push((target, notify));
     }
 
     /// Records the failure that stops the writer and wakes every waiter.
@@ -174,8 +210,15 @@ impl WriterShared {
             p.stored_below = stored_below;
         }
         self.poisoned.store(true, Ordering::Release);
+        let cause = p.poison.clone().expect("set above");
+        let waiting = std::mem::take(&mut p.on_durable);
         drop(p);
         self.cond.notify_all();
+        for (_, n) in waiting {
+            n.fire(Err(Error::Poisoned {
+                cause: cause.clone(),
+            }));
+        }
     }
 
     /// The error for an append numbered `first` that waited and saw

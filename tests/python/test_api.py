@@ -356,8 +356,8 @@ def test_rolls_across_files(qpath: Path) -> None:
         q.appender().append_batch([b"x" * 100] * 1000)
         q.appender().flush()
         stats = q.stats()
-        assert stats["files"] >= 10
-        assert stats["rolls"] >= 9
+        assert stats.files >= 10
+        assert stats.rolls >= 9
         assert [m.seq for m in q.tailer()] == list(range(1000))
     assert len(list(qpath.rglob("*.data"))) >= 10
 
@@ -384,13 +384,39 @@ def test_stats(queue: litemq.Queue) -> None:
     queue.appender().flush()
     queue.appender().flush()
     s = queue.stats()
-    assert s["messages"] == 3
-    assert s["first_seq"] == 0
-    assert s["next_seq"] == 3
-    assert s["files"] >= 1
-    assert s["read_only"] is False
-    assert s["durable_seq"] == 3
-    assert isinstance(s["recovery"], dict)
+    assert s.messages == 3
+    assert s.first_seq == 0
+    assert s.next_seq == 3
+    assert s.files >= 1
+    assert s.read_only is False
+    assert s.durable_seq == 3
+    assert isinstance(s.recovery, litemq.RecoveryReport)
+    assert s.recovery.cut_bytes == 0
+    assert s.recovery.dropped_files == ()
+
+
+def test_stats_and_data_files_are_frozen_dataclasses_with_a_deprecated_dict_face(
+    queue: litemq.Queue,
+) -> None:
+    import dataclasses
+
+    queue.appender().append_batch([b"x"] * 3)
+    s = queue.stats()
+    assert isinstance(s, litemq.Stats)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.files = 0  # type: ignore[misc]
+    assert dataclasses.asdict(s)["messages"] == 3
+    # Code written for the dicts still runs, and is told what to write instead.
+    with pytest.warns(DeprecationWarning, match=r"use \.messages instead"):
+        assert s["messages"] == 3
+    with pytest.raises(KeyError):
+        s["no_such_field"]
+    (f,) = queue.data_files()
+    assert isinstance(f, litemq.DataFileInfo)
+    assert (f.first_seq, f.end_seq, f.file_number) == (0, 3, 1)
+    assert Path(f.path).exists()
+    with pytest.warns(DeprecationWarning, match=r"use \.first_seq instead"):
+        assert f["first_seq"] == 0
 
 
 def test_lone_appends_are_written_by_the_appending_thread(qpath: Path) -> None:
@@ -406,7 +432,7 @@ def test_lone_appends_are_written_by_the_appending_thread(qpath: Path) -> None:
             msg = t.read_next(timeout=10)
             assert msg is not None
             assert (msg.seq, msg.payload) == (i, b"%d" % i)
-        assert q.stats()["appender_writes"] >= 5
+        assert q.stats().appender_writes >= 5
 
 
 def test_iterating_a_queue_reads_everything(queue: litemq.Queue) -> None:
@@ -433,7 +459,7 @@ def test_flush_modes_write_and_read_back(qpath: Path, flush: litemq.options.Flus
         for i in range(50):
             app.append(f"{i}".encode())
         app.flush()
-        assert q.stats()["durable_seq"] == 50
+        assert q.stats().durable_seq == 50
         assert [m.payload for m in q.tailer()] == [f"{i}".encode() for i in range(50)]
 
 

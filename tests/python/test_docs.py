@@ -20,6 +20,7 @@ from litemq.queue import Queue
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 FORMAT = (ROOT / "docs" / "FORMAT.md").read_text()
+API = (ROOT / "docs" / "API.md").read_text()
 
 
 def _section(text: str, title: str) -> str:
@@ -80,14 +81,14 @@ def _cli_commands() -> set[str]:
 
 
 def test_every_cli_command_is_in_the_readme_list() -> None:
-    listed = set(re.findall(r"^litemq (\w+)", _section(README, "Command line"), re.M))
+    listed = set(re.findall(r"^litemq ([\w-]+)", _section(README, "Command line"), re.M))
     commands = _cli_commands()
     assert len(commands) >= 9
     assert commands == listed
 
 
 def test_every_cli_command_is_in_the_cli_docstring() -> None:
-    listed = set(re.findall(r"^\s+litemq (\w+)", cli.__doc__ or "", re.M))
+    listed = set(re.findall(r"^\s+litemq ([\w-]+)", cli.__doc__ or "", re.M))
     assert _cli_commands() == listed
 
 
@@ -220,3 +221,65 @@ def test_cited_paths_and_tests_exist(doc: str, token: str) -> None:
         assert re.search(rf"\b(fn|def) {re.escape(test)}\b", source), (
             f"{doc} cites {token}: no such test"
         )
+
+
+# -- docs/API.md: every public name, examples that run ----------------------------
+
+
+def _quoted(name: str) -> bool:
+    """`name` appears inside a backtick span of API.md."""
+    return re.search(rf"`[^`\n]*\b{re.escape(name)}\b[^`\n]*`", API) is not None
+
+
+def test_api_md_names_every_public_name() -> None:
+    missing = [name for name in litemq.__all__ if not _quoted(name)]
+    assert missing == []
+
+
+def test_api_md_names_every_public_method_and_field() -> None:
+    import dataclasses
+
+    classes = [
+        litemq.Queue,
+        litemq.Tailer,
+        litemq.Consumer,
+        litemq.Appender,
+        litemq.Message,
+        litemq.Stats,
+        litemq.RecoveryReport,
+        litemq.DataFileInfo,
+        litemq.ConsumerInfo,
+        litemq.TopicInfo,
+        litemq.WorkQueue,
+        litemq.Job,
+        litemq.WorkQueueInfo,
+        litemq.Retention,
+        litemq.RetentionReport,
+        litemq.Batch,
+    ]
+    missing = []
+    for cls in classes:
+        names = {n for n in dir(cls) if not n.startswith("_")}
+        if dataclasses.is_dataclass(cls):
+            names |= {f.name for f in dataclasses.fields(cls)}
+        missing += [f"{cls.__name__}.{n}" for n in sorted(names) if not _quoted(n)]
+    assert missing == []
+
+
+def test_api_md_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ```python blocks of API.md, in order, as one program."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    blocks = re.findall(r"^```python\n(.*?)^```", API, re.M | re.S)
+    assert len(blocks) >= 15
+    namespace: dict[str, object] = {"__name__": "api_md"}
+    for i, block in enumerate(blocks):
+        exec(compile(block, f"docs/API.md, example {i + 1}", "exec"), namespace)
+    q = namespace["q"]
+    assert isinstance(q, litemq.Queue)
+    assert q.closed
+
+
+def test_readme_links_the_api_reference() -> None:
+    assert "(docs/API.md)" in README

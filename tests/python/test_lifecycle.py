@@ -206,7 +206,7 @@ def test_close_unmaps_and_closes_every_file(qpath: Path, read_only: bool) -> Non
     assert named.read_next() is not None
     assert [m.seq for m in q.find("k1", limit=3)] == [1, 4, 7]
     assert q.get(6999).seq == 6999
-    assert q.stats()["files"] > 3
+    assert q.stats().files > 3
     assert held_under(qpath), "the test should see the queue's files while open"
     q.close()
     assert held_under(qpath) == []
@@ -222,7 +222,7 @@ def test_close_frees_the_space_of_deleted_files(qpath: Path) -> None:
     files = q.data_files()
     assert len(files) > 2
     # Retention (here: by hand) deletes a file a tailer is reading.
-    os.unlink(files[0]["path"])
+    os.unlink(files[0].path)
     assert any("(deleted)" in h for h in held_under(qpath))
     q.close()
     assert held_under(qpath) == []

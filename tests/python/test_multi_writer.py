@@ -112,7 +112,7 @@ def test_writer_killed_mid_write_does_not_block_the_others(qpath: Path) -> None:
     with litemq.Queue(qpath, verify_on_startup=True) as q:
         mine_seen = [m.payload for m in q.tailer() if m.payload.startswith(b"0:")]
         assert mine_seen == [f"0:{i}".encode() for i in range(mine)]
-        assert q.stats()["next_seq"] > mine
+        assert q.stats().next_seq > mine
 
 
 def test_single_writer_and_multi_writers_exclude_each_other(qpath: Path) -> None:
@@ -122,7 +122,7 @@ def test_single_writer_and_multi_writers_exclude_each_other(qpath: Path) -> None
         with litemq.Queue(qpath, file_size=SMALL_FILE, multi_writer=True) as b:
             assert a.appender().append(b"a") == 0
             assert b.appender().append(b"b") == 1
-            assert a.stats()["takeovers"] == 0
+            assert a.stats().takeovers == 0
         with pytest.raises(litemq.LockedError):
             litemq.Queue(qpath, file_size=SMALL_FILE, multi_writer=False)
         # Remembered: a plain open joins the writers.

@@ -203,7 +203,7 @@ with litemq.Queue(sys.argv[1], read_only=True) as q:
         for msg in t.follow():
             pass
     except KeyboardInterrupt:
-        print("interrupted", q.stats()["waiters"], flush=True)
+        print("interrupted", q.stats().waiters, flush=True)
         sys.exit(3)
 """
 
@@ -221,12 +221,12 @@ def test_ctrl_c_interrupts_a_follower_asleep_on_the_wake_word(qpath: Path) -> No
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "waiting"
         # Registered on the wake-up word: asleep in FUTEX_WAIT, GIL released.
-        _until(lambda: q.stats()["waiters"] == 1, "the follower to sleep")
+        _until(lambda: q.stats().waiters == 1, "the follower to sleep")
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
         assert out.strip() == "interrupted 0", err  # deregistered on the way out
         assert proc.returncode == 3
-        assert q.stats()["waiters"] == 0
+        assert q.stats().waiters == 0
 
 
 FORK_FOLLOW = """
@@ -244,12 +244,12 @@ if pid == 0:
             os.write(w, b"x")
             if len(got) == 3:
                 break
-        print("child", got, mine.stats()["wake_word"], flush=True)
+        print("child", got, mine.stats().wake_word, flush=True)
     os._exit(0)
 os.close(w)
 for i in range(3):
     deadline = time.monotonic() + 30
-    while q.stats()["waiters"] != 1:
+    while q.stats().waiters != 1:
         assert time.monotonic() < deadline, "the child never slept on the word"
         time.sleep(0.002)
     app.append(b"m%d" % i)
@@ -257,7 +257,7 @@ for i in range(3):
 _, status = os.waitpid(pid, 0)
 s = q.stats()
 # Wakes that woke the child (its 50 ms re-check may beat a wake call).
-print("parent", os.waitstatus_to_exitcode(status), s["wake_calls"] >= s["woken"] >= 1, flush=True)
+print("parent", os.waitstatus_to_exitcode(status), s.wake_calls >= s.woken >= 1, flush=True)
 q.close()
 """
 

@@ -61,7 +61,7 @@ def test_size_roll_really_rolls_by_size(qpath: object) -> None:
         app = q.appender()
         app.append_batch([b"z" * 1000] * 400)
         app.flush()
-        assert q.stats()["files"] >= 4
+        assert q.stats().files >= 4
         assert [m.seq for m in q.tailer()] == list(range(400))
 
 
@@ -96,15 +96,15 @@ def test_options_are_remembered(tmp_path: Path) -> None:
         q.appender().append_batch([b"y"] * 13)
         files = q.data_files()
         # count:5 still rolls, files are still 128 KiB, retention still keeps 3.
-        assert [f["size"] for f in files] == [128 << 10] * 3
-        assert [f["end_seq"] - f["first_seq"] for f in files] == [5, 5, 5]
+        assert [f.size for f in files] == [128 << 10] * 3
+        assert [f.end_seq - f.first_seq for f in files] == [5, 5, 5]
     # A different value applies to new files, and is remembered from then on.
     with litemq.Queue(path, file_size="256KiB") as q:
         q.appender().append_batch([b"z"] * 5)
-        assert q.data_files()[-1]["size"] == 256 << 10
+        assert q.data_files()[-1].size == 256 << 10
     with litemq.Queue(path) as q:
         q.appender().append_batch([b"w"] * 5)
-        assert q.data_files()[-1]["size"] == 256 << 10
+        assert q.data_files()[-1].size == 256 << 10
     info = json.loads(cli("info", str(path), "--format", "json").stdout)
     assert info["options"]["file_size"] == 256 << 10
     assert info["options"]["roll"] == [["count", 5]]
@@ -129,13 +129,13 @@ def test_stats_report_bytes_written_and_allocated(tmp_path: Path) -> None:
         q.appender().flush()
         s = q.stats()
         files = q.data_files()
-        assert s["data_bytes_written"] == sum(f["bytes_written"] for f in files)
-        assert s["data_bytes_written"] == 3 * 4096 + 250 * 128  # header, frames of 128 bytes
-        assert s["data_bytes_allocated"] == sum(f["bytes_allocated"] for f in files)
-        assert s["disk_bytes"] == s["data_bytes_allocated"] + s["index_bytes_allocated"]
+        assert s.data_bytes_written == sum(f.bytes_written for f in files)
+        assert s.data_bytes_written == 3 * 4096 + 250 * 128  # header, frames of 128 bytes
+        assert s.data_bytes_allocated == sum(f.bytes_allocated for f in files)
+        assert s.disk_bytes == s.data_bytes_allocated + s.index_bytes_allocated
         # Sealed files hold their data rounded to a page, with the footer.
         for f in files[:2]:
-            assert f["bytes_allocated"] <= f["bytes_written"] + 8192
+            assert f.bytes_allocated <= f.bytes_written + 8192
 
 
 def test_the_native_queue_parses_the_spellings_itself(tmp_path: Path) -> None:
@@ -156,7 +156,7 @@ def test_the_native_queue_parses_the_spellings_itself(tmp_path: Path) -> None:
     try:
         q.appender().append_batch([b"x"] * 12)
         q.appender().flush()
-        files = q.data_files()
+        files = q._data_files()  # the native class's plain dicts
         assert [f["size"] for f in files] == [128 << 10] * 2
         assert [f["end_seq"] - f["first_seq"] for f in files] == [5, 2]
     finally:

@@ -140,3 +140,28 @@ def test_fields_read_from_another_process(qpath: Path) -> None:
         str(qpath),
     )
     assert out.stdout.split() == ["été", "ü", "255"]
+
+
+def test_fields_survive_pickling(queue: litemq.Queue) -> None:
+    import pickle
+
+    app = queue.appender()
+    seq = app.append(b"x", topic="orders", tags=["a", "b"], queue_id=3, priority=4, expires_at=9)
+    plain = app.append(b"y")
+    app.flush()
+    for s in (seq, plain):
+        msg = queue.get(s)
+        back = pickle.loads(pickle.dumps(msg))
+        assert back == msg
+        assert (back.topic, back.tags, back.queue_id, back.priority, back.expires_at) == (
+            msg.topic,
+            msg.tags,
+            msg.queue_id,
+            msg.priority,
+            msg.expires_at,
+        )
+
+
+def test_a_backward_tailer_does_not_take_a_topic(queue: litemq.Queue) -> None:
+    with pytest.raises(ValueError, match="backward tailer reads every message"):
+        queue.tailer(start="end", direction="backward", topic="orders")

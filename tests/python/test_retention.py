@@ -3,6 +3,7 @@ what retention removed, `Queue.data_files()` and the `litemq consumers` command.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Iterator
@@ -28,7 +29,7 @@ def tens(qpath: Path) -> Iterator[litemq.Queue]:
     q = litemq.Queue(qpath, file_size=SMALL_FILE, roll="count:10")
     try:
         fill(q, 100)
-        assert [f["first_seq"] for f in q.data_files()] == list(range(0, 100, 10))
+        assert [f.first_seq for f in q.data_files()] == list(range(0, 100, 10))
         yield q
     finally:
         q.close()
@@ -36,12 +37,10 @@ def tens(qpath: Path) -> Iterator[litemq.Queue]:
 
 def test_data_files(tens: litemq.Queue) -> None:
     files = tens.data_files()
-    assert [f["file_number"] for f in files] == list(range(1, 11))
-    assert [(f["first_seq"], f["end_seq"]) for f in files] == [
-        (i, i + 10) for i in range(0, 100, 10)
-    ]
+    assert [f.file_number for f in files] == list(range(1, 11))
+    assert [(f.first_seq, f.end_seq) for f in files] == [(i, i + 10) for i in range(0, 100, 10)]
     for i, f in enumerate(files):
-        assert set(f) == {
+        assert {field.name for field in dataclasses.fields(f)} == {
             "path",
             "file_number",
             "first_seq",
@@ -52,28 +51,28 @@ def test_data_files(tens: litemq.Queue) -> None:
             "bytes_allocated",
             "index_bytes_allocated",
         }
-        st = Path(f["path"]).stat()
-        assert f["size"] == SMALL_FILE
+        st = Path(f.path).stat()
+        assert f.size == SMALL_FILE
         # Header and ten frames written; the disk holds about that (sealed
         # files are trimmed to their data and footer, the last one gives
         # back what is allocated past its data at close).
-        assert 4096 + 10 * 24 <= f["bytes_written"] < 4096 + 10 * 200
-        assert f["bytes_allocated"] == st.st_blocks * 512
+        assert 4096 + 10 * 24 <= f.bytes_written < 4096 + 10 * 200
+        assert f.bytes_allocated == st.st_blocks * 512
         # Its sparse index (.index) and dense index (.offsets, format 5).
-        indexes = [Path(f["path"]).with_suffix(s) for s in (".index", ".offsets")]
+        indexes = [Path(f.path).with_suffix(s) for s in (".index", ".offsets")]
         assert all(p.exists() for p in indexes)
-        assert f["index_bytes_allocated"] == sum(p.stat().st_blocks * 512 for p in indexes)
+        assert f.index_bytes_allocated == sum(p.stat().st_blocks * 512 for p in indexes)
         if i < len(files) - 1:
             assert st.st_size < SMALL_FILE  # sealed: trimmed
-            assert f["bytes_allocated"] <= st.st_size
-        assert f["created"].tzinfo is not None
-        assert f["created"] <= datetime.now(UTC)
-    assert files == sorted(files, key=lambda f: f["created"])
+            assert f.bytes_allocated <= st.st_size
+        assert f.created.tzinfo is not None
+        assert f.created <= datetime.now(UTC)
+    assert files == sorted(files, key=lambda f: f.created)
 
 
 def _on_disk(files: list[dict[str, Any]]) -> int:
     """Disk blocks of data files and their sparse indexes: what retention counts."""
-    return sum(f["bytes_allocated"] + f["index_bytes_allocated"] for f in files)
+    return sum(f.bytes_allocated + f.index_bytes_allocated for f in files)
 
 
 def test_retention_by_count(tens: litemq.Queue) -> None:
@@ -85,7 +84,7 @@ def test_retention_by_count(tens: litemq.Queue) -> None:
     assert all(not Path(p).exists() for p in report.deleted_files)
     assert report.deleted_bytes == doomed > 0
     assert report.protected_files == 0
-    assert [f["first_seq"] for f in tens.data_files()] == [70, 80, 90]
+    assert [f.first_seq for f in tens.data_files()] == [70, 80, 90]
     assert len(tens) == 30
     assert [m.seq for m in tens.tailer()] == list(range(70, 100))
     # A second pass has nothing left to do.
@@ -129,7 +128,7 @@ def test_retention_by_bytes(tens: litemq.Queue) -> None:
     )
     assert kept <= limit
     # The oldest kept file is the first whose removal was not needed.
-    assert report.first_seq == tens.first_seq == tens.data_files()[0]["first_seq"]
+    assert report.first_seq == tens.first_seq == tens.data_files()[0].first_seq
     assert tens.first_seq >= 60
 
 
@@ -164,7 +163,7 @@ def test_retention_at_roll_time(qpath: Path) -> None:
         deadline = time.monotonic() + 30
         while len(q.data_files()) > 3 and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert [f["first_seq"] for f in q.data_files()] == [70, 80, 90]
+        assert [f.first_seq for f in q.data_files()] == [70, 80, 90]
         assert q.first_seq == 70
         # apply_retention uses the queue's own policy.
         assert q.apply_retention().first_seq == 70

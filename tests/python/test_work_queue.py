@@ -4,6 +4,7 @@ across processes killed with SIGKILL."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import os
@@ -805,3 +806,45 @@ def test_a_tailer_can_skip_expired_messages(queue: litemq.Queue) -> None:
     assert [m.payload for m in queue.tailer(skip_expired=True)] == [b"a", b"b"]
     with queue.tailer(name="fresh-only", skip_expired=True) as named:
         assert [m.seq for m in named] == [0, 2]
+
+
+def test_get_async_waits_for_a_publish_and_finds_redeliveries(queue: litemq.Queue) -> None:
+    wq = queue.work_queue("aio", visibility_timeout=0.2)
+    app = queue.appender()
+
+    async def scenario() -> list[tuple[int, int]]:
+        waiting = asyncio.create_task(wq.get_async(timeout=10))
+        await asyncio.sleep(0.05)
+        assert not waiting.done(), "nothing published yet"
+        app.append(b"late")
+        first = await waiting
+        assert first is not None
+        # Not acked: it comes back once its lease runs out, with no publish.
+        again = await wq.get_async(timeout=5)
+        assert again is not None
+        assert await wq.get_async(timeout=0.05) is None
+        # A cancelled wait takes no job.
+        cancelled = asyncio.create_task(wq.get_async(timeout=10))
+        await asyncio.sleep(0.02)
+        cancelled.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await cancelled
+        app.append(b"after")
+        after = await wq.get_async(timeout=5)
+        assert after is not None
+        return [(j.id, j.deliveries) for j in (first, again, after)]
+
+    assert asyncio.run(scenario()) == [(0, 1), (0, 2), (1, 1)]
+
+
+def test_closing_the_handle_ends_an_async_get(queue: litemq.Queue) -> None:
+    wq = queue.work_queue("aio-close")
+
+    async def scenario() -> None:
+        waiting = asyncio.create_task(wq.get_async())
+        await asyncio.sleep(0.05)
+        wq.close()
+        with pytest.raises(litemq.ClosedError):
+            await waiting
+
+    asyncio.run(scenario())

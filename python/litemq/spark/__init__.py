@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from .commitlog import LiteMQCommitLogDataSource
 from .dataset import (
     DATASET_MARKER,
     NoQueueError,
@@ -43,6 +44,7 @@ from .write import Columns, write_arrow, write_records
 __all__ = [
     "DATASET_MARKER",
     "SCHEMA",
+    "LiteMQCommitLogDataSource",
     "LiteMQDataSource",
     "NoQueueError",
     "OptionError",
@@ -68,6 +70,7 @@ def register(spark: Any) -> None:
         spark.read.format("litemq").load("/data/orders").show()
     """
     spark.dataSource.register(LiteMQDataSource)
+    spark.dataSource.register(LiteMQCommitLogDataSource)  # LiteMQ broker stores
 
 
 @dataclass(frozen=True)

@@ -150,8 +150,8 @@ def file_starts(q: Any, path: str) -> list[int] | None:
     fn = getattr(q, "data_files", None)
     if callable(fn):
         try:
-            return sorted({int(f["first_seq"]) for f in fn()})
-        except (TypeError, KeyError, ValueError):
+            return sorted({int(f.first_seq) for f in fn()})
+        except (TypeError, KeyError, ValueError, AttributeError):
             pass
     starts: set[int] = set()
     for data in glob.glob(os.path.join(glob.escape(path), "[0-9]" * 4, "*", "*", "*.data")):
