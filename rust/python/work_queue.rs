@@ -358,7 +358,15 @@ impl WorkQueue {
     }
 
     fn __repr__(&self) -> String {
-        format!("<litemq.WorkQueue {:?} of {:?}>", self.name, self.path)
+        let state = match self.inner.get() {
+            Ok(m) if m.lock().unwrap_or_else(|e| e.into_inner()).is_none() => " (closed)",
+            Ok(_) => "",
+            Err(_) => " (from parent process)",
+        };
+        format!(
+            "<litemq.WorkQueue {:?} of {:?}{state}>",
+            self.name, self.path
+        )
     }
 }
 

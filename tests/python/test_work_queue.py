@@ -261,7 +261,9 @@ def test_state_persists_across_handles_and_the_group_is_listed(
         assert job is not None
         assert job.id == 2, "a new group starts where asked"
         assert wq.ack(job)
+        assert repr(wq) == f'<litemq.WorkQueue "persist" of {str(qpath)!r}>'.replace("'", '"')
         wq.close()
+        assert repr(wq).endswith("(closed)>")
         with pytest.raises(litemq.ClosedError):
             wq.get(timeout=0)
     with litemq.Queue(qpath, read_only=True) as q:
