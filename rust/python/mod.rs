@@ -5,7 +5,8 @@
 //! Pythonic surface (Arrow, the CLI) in `python/litemq/`. Options are
 //! parsed once, here, into the engine's types (`options.rs`).
 //! One file per concept: `queue.rs`, `appender.rs`, `tailer.rs`,
-//! `consumer.rs` (named tailers, retention reports), `options.rs` (the
+//! `consumer.rs` (named tailers, retention reports), `work_queue.rs` (work
+//! queues and their jobs), `options.rs` (the
 //! options of `litemq.Queue`), `message.rs`, `errors.rs` (the exception tree), `buffer.rs` (bytes in,
 //! zero-copy views out), `time.rs` (datetimes), `batch.rs` (stats and
 //! Arrow buffers), `archive.rs` (CRC-64 and decoding of archived data files), `fork.rs` (handles used
@@ -27,6 +28,7 @@ mod queue;
 mod tailer;
 mod time;
 mod topic;
+mod work_queue;
 
 use pyo3::prelude::*;
 
@@ -58,6 +60,8 @@ fn litemq_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<consumer::Consumer>()?;
     m.add_class::<message::Message>()?;
     m.add_class::<buffer::PayloadView>()?;
+    m.add_class::<work_queue::WorkQueue>()?;
+    m.add_class::<work_queue::Job>()?;
     m.add_class::<aio::Notifier>()?;
     Ok(())
 }
