@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::format::metadata::Metadata;
 use crate::format::position;
 use crate::format::{FORMAT_VERSION, OLDEST_READABLE_VERSION};
+use crate::index::fields::{FieldIndexDef, FieldQuery};
 use crate::index::key_index::{self, KeyIndexConfig, KeyIndexReader, KeyIndexWriter};
 use crate::reader::backward::BackwardTailer;
 use crate::reader::catalog::Catalog;
@@ -544,6 +545,123 @@ impl Queue {
             }
         };
         Ok(BackwardTailer::new(t, before, first))
+    }
+
+    /// The declared secondary indexes (see [`QueueBuilder::index`]).
+    pub fn indexes(&self) -> Vec<FieldIndexDef> {
+        self.inner
+            .config
+            .fields
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Declares a secondary index on header field `def.name` and builds it
+    /// now for every sealed data file that lacks a valid one (in this
+    /// thread, calling `progress(done, total)` after each file); files
+    /// sealed from then on get theirs from the writer's builder, and the
+    /// active file is read by queries. The index is remembered in
+    /// `metadata.json`. Declaring an index again with the same type only
+    /// builds what is missing; with another type it is
+    /// [`Error::InvalidConfig`]. Returns how many index files were written.
+    /// A read-only handle gets [`Error::ReadOnly`]. With several writer
+    /// processes, the others learn of the index when they next open.
+    pub fn add_index(
+        &self,
+        def: FieldIndexDef,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<usize> {
+        self.check_open()?;
+        if self.inner.writer.is_none() {
+            return Err(Error::ReadOnly);
+        }
+        {
+            let mut defs = self
+                .inner
+                .config
+                .fields
+                .write()
+                .unwrap_or_else(|e| e.into_inner());
+            if let Some(d) = defs.iter().find(|d| d.name == def.name) {
+                if d.kind != def.kind {
+                    return Err(Error::InvalidConfig(format!(
+                        "index {:?} is declared as {:?}; an index keeps its type",
+                        d.name,
+                        d.kind.name()
+                    )));
+                }
+            } else {
+                defs.push(def.clone());
+            }
+        }
+        {
+            let mut meta = self
+                .inner
+                .metadata
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            meta.options = Some(self.inner.config.stored());
+            write_metadata(&self.inner.config.path.join(METADATA_FILE), &meta)?;
+        }
+        self.inner.catalog.refresh()?;
+        let files = self.inner.catalog.snapshot();
+        // The last file is the active one: not sealed.
+        let sealed = &files[..files.len().saturating_sub(1)];
+        let base = self.inner.config.path.as_path();
+        let mut wrote = 0;
+        for (i, f) in sealed.iter().enumerate() {
+            wrote +=
+                crate::index::fields::ensure(base, f.id, &f.header, std::slice::from_ref(&def));
+            progress(i + 1, sealed.len());
+        }
+        Ok(wrote)
+    }
+
+    /// A tailer from the first message returning only those where `query`
+    /// holds (a header value of a declared index equal to, in a range of,
+    /// or starting with what it asks), in sequence order. Sealed files are
+    /// read through their secondary index when it checks out (a file whose
+    /// zone map excludes the query is skipped unread); the others are read
+    /// whole. Every message returned is checked against the query. A field
+    /// that is not declared is [`Error::InvalidArgument`].
+    pub fn where_field(&self, query: FieldQuery) -> Result<Tailer> {
+        if !self.indexes().contains(&query.def) {
+            return Err(Error::InvalidArgument(format!(
+                "no {} index on {:?}: declare it with add_index (or indexes=) first",
+                query.def.kind.name(),
+                query.def.name
+            )));
+        }
+        let mut t = self.tailer(Start::Beginning)?;
+        t.select_field(query);
+        Ok(t)
+    }
+
+    /// The messages where `query` holds, in sequence order, written in
+    /// `[start, end)` (µs since the epoch; `None`: unbounded), at most
+    /// `limit`: [`Queue::where_field`] read to the end of what is
+    /// published now.
+    pub fn query_field(
+        &self,
+        query: FieldQuery,
+        start: Option<u64>,
+        end: Option<u64>,
+        limit: Option<usize>,
+    ) -> Result<Vec<OwnedMessage>> {
+        let mut t = self.where_field(query)?;
+        if let Some(s) = start {
+            t.seek_time(s)?;
+        }
+        let mut out = Vec::new();
+        while limit.is_none_or(|l| out.len() < l) {
+            let Some(m) = t.read_next()? else { break };
+            if end.is_some_and(|e| m.timestamp >= e) {
+                break;
+            }
+            out.push(m.to_owned());
+        }
+        Ok(out)
     }
 
     /// A tailer at the first file, told what the metadata knows is
@@ -1111,7 +1229,7 @@ impl Drop for Queue {
     }
 }
 
-/// Bytes of disk a data file's indexes (sparse, dense, topics) hold.
+/// Bytes of disk a data file's indexes (sparse, dense, topics, fields) hold.
 fn index_bytes(base: &Path, id: crate::storage::layout::FileId) -> u64 {
     id.index_paths(base)
         .iter()

@@ -4,7 +4,9 @@
 pub mod backward;
 pub mod catalog;
 pub mod columns;
+pub(crate) mod field;
 pub mod keys;
+pub(crate) mod plan;
 pub(crate) mod sealed;
 pub mod tailer;
 pub mod topic;
