@@ -51,7 +51,7 @@ pub use error::{Error, Result};
 pub use format::fields::FieldKind;
 pub use format::record::{HeaderField, HeaderIter, Record, TagIter};
 pub use format::FORMAT_VERSION;
-pub use index::fields::{FieldIndexDef, FieldQuery, KeyPredicate};
+pub use index::fields::{FieldIndexDef, FieldQuery, IndexState, KeyPredicate};
 pub use index::key_index::KeyIndexConfig;
 pub use notify::Notify;
 pub use queue::{reindex, writer_pid, DataFileInfo, Queue, Stats};

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::format::metadata::Metadata;
 use crate::format::position;
 use crate::format::{FORMAT_VERSION, OLDEST_READABLE_VERSION};
-use crate::index::fields::{FieldIndexDef, FieldQuery};
+use crate::index::fields::{FieldIndexDef, FieldQuery, IndexState};
 use crate::index::key_index::{self, KeyIndexConfig, KeyIndexReader, KeyIndexWriter};
 use crate::reader::backward::BackwardTailer;
 use crate::reader::catalog::Catalog;
@@ -564,7 +564,9 @@ impl Queue {
     /// active file is read by queries. The index is remembered in
     /// `metadata.json`. Declaring an index again with the same type only
     /// builds what is missing; with another type it is
-    /// [`Error::InvalidConfig`]. Returns how many index files were written.
+    /// [`Error::InvalidConfig`]. Returns how many sealed files have a valid
+    /// index on the field afterwards (the writer's builder may have written
+    /// some of them meanwhile).
     /// A read-only handle gets [`Error::ReadOnly`]. With several writer
     /// processes, the others learn of the index when they next open.
     pub fn add_index(
@@ -660,6 +662,27 @@ impl Queue {
                 break;
             }
             out.push(m.to_owned());
+        }
+        Ok(out)
+    }
+
+    /// Checks every secondary index file of every sealed data file:
+    /// `(index file, field, state)` for each declared index, oldest file
+    /// first. Sealed files without a valid footer are left out (reading
+    /// their frames reports them).
+    pub fn check_indexes(&self) -> Result<Vec<(std::path::PathBuf, String, IndexState)>> {
+        self.check_open()?;
+        self.inner.catalog.refresh()?;
+        let files = self.inner.catalog.snapshot();
+        let base = self.inner.config.path.as_path();
+        let defs = self.indexes();
+        let mut out = Vec::new();
+        for f in &files[..files.len().saturating_sub(1)] {
+            for def in &defs {
+                if let Some(state) = crate::index::fields::check(base, f.id, &f.header, def) {
+                    out.push((f.id.field_path(base, &def.name), def.name.clone(), state));
+                }
+            }
         }
         Ok(out)
     }

@@ -253,6 +253,37 @@ impl FieldIndex {
     }
 }
 
+/// What `verify` finds of one index file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexState {
+    /// Present, of its data file, every block passing its CRC.
+    Valid,
+    /// Not there (not built yet: the writer builds it).
+    Missing,
+    /// There, but failing a check (another data file's, a bad CRC,
+    /// truncated): readers read the data file instead, the writer
+    /// rebuilds it.
+    Damaged,
+}
+
+/// Checks the index on `def` of sealed file `id` (header `h`); `None` when
+/// the data file has no valid footer (not sealed, or damaged: its frames
+/// are what `verify` reports then).
+pub fn check(base: &Path, id: FileId, h: &DataHeader, def: &FieldIndexDef) -> Option<IndexState> {
+    let map = Mapping::open(&id.data_path(base)).ok()?;
+    let footer = Footer::read(map.as_slice(), h.file_number, h.first_seq, h.file_size).ok()?;
+    let path = id.field_path(base, &def.name);
+    if !path.exists() {
+        return Some(IndexState::Missing);
+    }
+    Some(
+        match FieldIndex::open(&path, &of(h, &footer, def)).is_some_and(|ix| ix.verify()) {
+            true => IndexState::Valid,
+            false => IndexState::Damaged,
+        },
+    )
+}
+
 /// A unique temporary name beside `out`.
 fn temp_path(out: &Path) -> PathBuf {
     static N: AtomicU64 = AtomicU64::new(0);
@@ -276,7 +307,8 @@ fn write_whole(out: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// Builds the indexes on `defs` of sealed file `id` (header `h`) that are
-/// missing or fail a check. Returns how many it wrote. A file not sealed
+/// missing or fail a check. Returns how many of them are valid afterwards
+/// (found valid, or written). A file not sealed
 /// (yet) or damaged gets none: readers then read the data file, which
 /// reports any damage itself.
 pub fn ensure(base: &Path, id: FileId, h: &DataHeader, defs: &[FieldIndexDef]) -> usize {
@@ -291,6 +323,7 @@ pub fn ensure(base: &Path, id: FileId, h: &DataHeader, defs: &[FieldIndexDef]) -
     let Ok(footer) = Footer::read(file, h.file_number, h.first_seq, h.file_size) else {
         return 0;
     };
+    let before = defs.len();
     let todo: Vec<FieldIndexDef> = defs
         .iter()
         .filter(|d| {
@@ -299,13 +332,14 @@ pub fn ensure(base: &Path, id: FileId, h: &DataHeader, defs: &[FieldIndexDef]) -
         })
         .cloned()
         .collect();
+    let valid = before - todo.len();
     if todo.is_empty() {
-        return 0;
+        return valid;
     }
     let Ok(built) = build(file, h, &footer, &todo) else {
-        return 0;
+        return valid;
     };
-    let mut wrote = 0;
+    let mut wrote = valid;
     for (def, bytes) in todo.iter().zip(built) {
         let out = id.field_path(base, &def.name);
         if write_whole(&out, &bytes).is_ok() {

@@ -560,17 +560,66 @@ impl Queue {
     /// Declares a secondary index on header `name` ("str": text headers;
     /// "int": a text header holding a signed 64-bit integer in decimal, or
     /// a bytes header of 8 bytes little-endian) and builds it now for every
-    /// sealed data file; remembered in metadata.json. Returns how many index
-    /// files it wrote. Declaring an index again with the same type builds
-    /// only what is missing; with another type raises ConfigError.
+    /// sealed data file; remembered in metadata.json. Returns how many
+    /// sealed files have the index afterwards. Declaring an index again with
+    /// the same type builds only what is missing; with another type raises
+    /// ConfigError.
     ///
     /// >>> q.add_index("customer", "str")
     /// 3
-    #[pyo3(signature = (name, r#type="str"))]
-    fn add_index(&self, py: Python<'_>, name: &str, r#type: &str) -> PyResult<usize> {
+    /// `progress`, when given, is called with `(files done, files)` after
+    /// each sealed file (an exception it raises is reported when the build
+    /// is over; the index is declared and built all the same).
+    #[pyo3(signature = (name, r#type="str", *, progress=None))]
+    fn add_index(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        r#type: &str,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<usize> {
         let queue = self.queue()?;
         let def = crate::FieldIndexDef::new(name, r#type)?;
-        Ok(exit::detach(py, || queue.add_index(def, &mut |_, _| {}))?)
+        let mut failed: Option<PyErr> = None;
+        let wrote = exit::detach(py, || {
+            queue.add_index(def, &mut |done, total| {
+                if let (Some(cb), None) = (&progress, &failed) {
+                    Python::attach(|py| {
+                        if let Err(e) = cb.call1(py, (done, total)) {
+                            failed = Some(e);
+                        }
+                    });
+                }
+            })
+        })?;
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(wrote),
+        }
+    }
+
+    /// Every secondary index file of every sealed data file as dicts of
+    /// `file`, `field` and `state` ("ok", "missing", "damaged"), for
+    /// `litemq verify`.
+    fn _check_indexes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let queue = self.queue()?;
+        let found = exit::detach(py, || queue.check_indexes())?;
+        let list = PyList::empty(py);
+        for (file, field, state) in found {
+            let d = PyDict::new(py);
+            d.set_item("file", file.display().to_string())?;
+            d.set_item("field", field)?;
+            d.set_item(
+                "state",
+                match state {
+                    crate::IndexState::Valid => "ok",
+                    crate::IndexState::Missing => "missing",
+                    crate::IndexState::Damaged => "damaged",
+                },
+            )?;
+            list.append(d)?;
+        }
+        Ok(list)
     }
 
     /// Messages whose header `field` (a declared index) satisfies `op`:

@@ -94,7 +94,7 @@ def test_add_index_builds_for_old_files_and_is_remembered(tmp_path: Path) -> Non
             q.where("customer", "=", "c7")
         sealed = len(list(path.rglob("*.data"))) - 1
         assert q.add_index("customer", "str") == sealed
-        assert q.add_index("customer") == 0  # nothing missing
+        assert q.add_index("customer") == sealed  # nothing missing: nothing to do
         with pytest.raises(litemq.ConfigError, match="keeps its type"):
             q.add_index("customer", "int")
         assert len(_field_files(path, "customer")) == sealed
@@ -123,3 +123,29 @@ def test_bad_index_declarations_and_queries_are_refused(tmp_path: Path) -> None:
             q.where("price", "between", 7)
         with pytest.raises(ValueError, match="op must be"):
             q.where("price", ">", 7)  # type: ignore[arg-type]
+
+
+def test_cli_index_add_list_where_and_verify_reports_a_damaged_index(tmp_path: Path) -> None:
+    from conftest import cli
+
+    path = tmp_path / "q"
+    with litemq.Queue(path, file_size=SMALL_FILE, roll="count:500") as q:
+        _fill(q, 0, N)
+    proc = cli("index", "add", str(path), "price", "--type", "int")
+    assert proc.returncode == 0, proc.stderr
+    sealed = len(list(path.rglob("*.data"))) - 1
+    assert proc.stdout.strip() == f"OK: index 'price' (int): {sealed} sealed files indexed"
+    proc = cli("index", "list", str(path))
+    assert proc.stdout.strip() == f"price\tint\t{sealed} ok"
+    proc = cli("where", str(path), "price", "between", "-4", "5")
+    assert [json.loads(line)["seq"] for line in proc.stdout.splitlines()] == [332, 333, 334, 335]
+    assert cli("verify", str(path)).returncode == 0
+
+    f = _field_files(path, "price")[2]
+    raw = bytearray(f.read_bytes())
+    raw[-5] ^= 0x01
+    f.write_bytes(bytes(raw))
+    proc = cli("verify", str(path))
+    assert proc.returncode == 1
+    assert f"BAD index file={f} field=price: damaged (read around)" in proc.stdout
+    assert proc.stdout.splitlines()[-1] == f"FAILED: {N:,} frames checked, 0 bad, 1 damaged index files"
