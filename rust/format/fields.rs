@@ -313,8 +313,10 @@ impl BlockRef {
             at += deltas.len();
             let seqs = deltas
                 .chunks_exact(4)
-                .map(|d| first_seq + u64::from(u32::from_le_bytes([d[0], d[1], d[2], d[3]])))
-                .collect();
+                .map(|d| {
+                    first_seq.checked_add(u64::from(u32::from_le_bytes([d[0], d[1], d[2], d[3]])))
+                })
+                .collect::<Option<Vec<u64>>>()?;
             out.push((value, seqs));
         }
         Some(out)

@@ -194,7 +194,12 @@ impl FieldIndex {
         let file = File::open(path).ok()?;
         let mut head = [0u8; FIELDS_HEADER_LEN];
         file.read_exact_at(&mut head, 0).ok()?;
-        let mut b = vec![0u8; fields::head_len(&head)?];
+        let len = fields::head_len(&head)?;
+        // A damaged length must not make us allocate more than the file.
+        if len as u64 > file.metadata().ok()?.len() {
+            return None;
+        }
+        let mut b = vec![0u8; len];
         file.read_exact_at(&mut b, 0).ok()?;
         let top = fields::decode_top(&b, of)?;
         Some(FieldIndex {
@@ -206,6 +211,9 @@ impl FieldIndex {
 
     fn block(&self, i: usize) -> Option<Vec<(Vec<u8>, Vec<u64>)>> {
         let blk = self.top.blocks.get(i)?;
+        if blk.at.checked_add(u64::from(blk.len))? > self.file.metadata().ok()?.len() {
+            return None;
+        }
         let mut b = vec![0u8; blk.len as usize];
         self.file.read_exact_at(&mut b, blk.at).ok()?;
         blk.decode(&b, self.first_seq)
