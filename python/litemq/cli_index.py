@@ -88,9 +88,7 @@ def _cmd_where(args: argparse.Namespace, out: IO[str]) -> int:
             value = values[0]
         for m in q.where(args.field, args.op, value, limit=args.limit):
             out.write(
-                json.dumps(
-                    {"seq": m.seq, "timestamp": m.timestamp, "payload": m.payload.hex()}
-                )
+                json.dumps({"seq": m.seq, "timestamp": m.timestamp, "payload": m.payload.hex()})
                 + "\n"
             )
     return 0

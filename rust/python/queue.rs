@@ -570,7 +570,10 @@ impl Queue {
     /// `progress`, when given, is called with `(files done, files)` after
     /// each sealed file (an exception it raises is reported when the build
     /// is over; the index is declared and built all the same).
-    #[pyo3(signature = (name, r#type="str", *, progress=None))]
+    #[pyo3(
+        signature = (name, r#type="str", *, progress=None),
+        text_signature = "(self, /, name, type='str', *, progress=None)"
+    )]
     fn add_index(
         &self,
         py: Python<'_>,

@@ -148,4 +148,7 @@ def test_cli_index_add_list_where_and_verify_reports_a_damaged_index(tmp_path: P
     proc = cli("verify", str(path))
     assert proc.returncode == 1
     assert f"BAD index file={f} field=price: damaged (read around)" in proc.stdout
-    assert proc.stdout.splitlines()[-1] == f"FAILED: {N:,} frames checked, 0 bad, 1 damaged index files"
+    assert (
+        proc.stdout.splitlines()[-1]
+        == f"FAILED: {N:,} frames checked, 0 bad, 1 damaged index files"
+    )
