@@ -312,3 +312,32 @@ fn an_index_added_later_covers_old_files_and_goes_with_retention() {
         data_files(dir.path()).len() - 1
     );
 }
+
+#[test]
+fn retention_sweeps_index_files_left_without_their_data_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = indexed(dir.path()).open().unwrap();
+    append(&q, 0..1500);
+    q.close().unwrap();
+    // An older build's retention (or a pass interrupted between unlinks)
+    // deleted a data file and left its derived files behind.
+    let data = data_files(dir.path());
+    std::fs::remove_file(&data[0]).unwrap();
+    let orphans = [
+        data[0].with_extension("field-customer"),
+        data[0].with_extension("field-price"),
+        data[0].with_extension("topics"),
+    ];
+    std::fs::write(&orphans[2], b"left over").unwrap();
+    assert!(orphans.iter().all(|p| p.exists()));
+    let q = indexed(dir.path()).open().unwrap();
+    q.apply_retention_with(&RetentionPolicy {
+        max_files: Some(3),
+        ..RetentionPolicy::default()
+    })
+    .unwrap();
+    for p in &orphans {
+        assert!(!p.exists(), "{} left behind", p.display());
+    }
+    assert!(!data[1].exists() && data[3].exists());
+}
