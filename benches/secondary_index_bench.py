@@ -17,8 +17,9 @@ data is in 8 sealed, indexed files and the active file holds one message.
    SQLite (same rows: seq, customer, payload; an index on customer;
    ``SELECT seq, payload ... WHERE customer = ? ORDER BY seq``). Best of 3 rounds (the full
    scan: best of 2), interleaved, files in the page cache for all three.
-4. The active file is not indexed (queries read its frames): N / 8 more messages are
-   appended to it and the query is timed again.
+4. The active file has no index file: N / 8 more messages are appended to it and the query
+   is timed again, first once (the handle's first query builds its in-memory index of the
+   active file by reading it), then best of 3 (the in-memory index is only extended).
 
 Prints figures and ratios; asserts only that the three return the same sequences. Disk:
 about N x 300 B in a temp dir, removed at the end.
@@ -147,9 +148,10 @@ def main() -> None:
         assert len(a) == len(range(7, n, CUSTOMERS))
         q.close()
         db.close()
-        # Into the active file (it holds one message: N / 8 more fit), not indexed.
+        # Into the active file (it holds one message: N / 8 more fit): no index file.
         fill(path, n // 8, file_size, start_at=n, roll=n // 8 + 1)
         with litemq.Queue(path, read_only=True) as q2:
+            t_first, got = best(lambda: [m.seq for m in q2.where("customer", "=", "c7")], 1)
             t_active, got = best(lambda: [m.seq for m in q2.where("customer", "=", "c7")], 3)
         assert got[: len(a)] == a
         print(f"query customer = 'c7': {len(a):,} of {n:,} messages ({len(a) / n:.2%})")
@@ -159,8 +161,9 @@ def main() -> None:
             f"  SQLite (indexed)   {t_sql * 1e3:9.1f} ms   (where / sqlite = {t_where / t_sql:.2f})"
         )
         print(
-            f"  q.where with {n // 8:,} more messages in the active file (scanned): "
-            f"{t_active * 1e3:.1f} ms, {len(got):,} found"
+            f"  q.where with {n // 8:,} more messages in the active file: first query "
+            f"(reads the active file) {t_first * 1e3:.1f} ms, then {t_active * 1e3:.1f} ms; "
+            f"{len(got):,} found"
         )
     finally:
         shutil.rmtree(base, ignore_errors=True)

@@ -12,11 +12,12 @@ use crate::error::{Error, Result};
 use crate::format::metadata::Metadata;
 use crate::format::position;
 use crate::format::{FORMAT_VERSION, OLDEST_READABLE_VERSION};
-use crate::index::fields::{FieldIndexDef, FieldQuery, IndexState};
+use crate::index::fields::{ActiveIndex, FieldIndexDef, FieldQuery, IndexState};
 use crate::index::key_index::{self, KeyIndexConfig, KeyIndexReader, KeyIndexWriter};
 use crate::reader::backward::BackwardTailer;
 use crate::reader::catalog::Catalog;
 use crate::reader::columns::{ColumnSet, Columns};
+use crate::reader::field::ActiveSeqs;
 use crate::reader::keys::index_keys_from;
 use crate::reader::tailer::{Message, OwnedMessage, Start, Tailer};
 use crate::reader::wake::WakeSource;
@@ -121,6 +122,9 @@ struct Writer {
 }
 
 struct Inner {
+    /// In-memory indexes of the active file, per declared field, built
+    /// by field queries and extended by each (see `Queue::where_field`).
+    active_fields: Mutex<std::collections::HashMap<FieldIndexDef, ActiveIndex>>,
     config: Config,
     catalog: Arc<Catalog>,
     writer: Option<Writer>,
@@ -434,6 +438,7 @@ impl Queue {
         let watch = TailWatch::new(catalog.clone(), wake.clone());
         Queue {
             inner: Arc::new(Inner {
+                active_fields: Mutex::new(std::collections::HashMap::new()),
                 config,
                 catalog,
                 writer,
@@ -561,7 +566,7 @@ impl Queue {
     /// now for every sealed data file that lacks a valid one (in this
     /// thread, calling `progress(done, total)` after each file); files
     /// sealed from then on get theirs from the writer's builder, and the
-    /// active file is read by queries. The index is remembered in
+    /// active file is indexed in memory by queries. The index is remembered in
     /// `metadata.json`. Declaring an index again with the same type only
     /// builds what is missing; with another type it is
     /// [`Error::InvalidConfig`]. Returns how many sealed files have a valid
@@ -624,9 +629,11 @@ impl Queue {
     /// holds (a header value of a declared index equal to, in a range of,
     /// or starting with what it asks), in sequence order. Sealed files are
     /// read through their secondary index when it checks out (a file whose
-    /// zone map excludes the query is skipped unread); the others are read
-    /// whole. Every message returned is checked against the query. A field
-    /// that is not declared is [`Error::InvalidArgument`].
+    /// zone map excludes the query is skipped unread), the active file
+    /// through the handle's in-memory index of the field (extended first
+    /// over what was published since the last query on it); the others are
+    /// read whole. Every message returned is checked against the query. A
+    /// field that is not declared is [`Error::InvalidArgument`].
     pub fn where_field(&self, query: FieldQuery) -> Result<Tailer> {
         if !self.indexes().contains(&query.def) {
             return Err(Error::InvalidArgument(format!(
@@ -635,9 +642,57 @@ impl Queue {
                 query.def.name
             )));
         }
+        let active = self.active_seqs(&query)?;
         let mut t = self.tailer(Start::Beginning)?;
-        t.select_field(query);
+        t.select_field(query, active);
         Ok(t)
+    }
+
+    /// Brings the in-memory index of `query`'s field over the active file
+    /// up to what is published (reading only the messages published since
+    /// the last query on the field: the first one reads the whole file, as
+    /// a scan would), and returns what it lists for the query.
+    fn active_seqs(&self, query: &FieldQuery) -> Result<Option<ActiveSeqs>> {
+        self.inner.catalog.refresh()?;
+        let Some(last) = self.inner.catalog.snapshot().last().copied() else {
+            return Ok(None);
+        };
+        let mut cache = self
+            .inner
+            .active_fields
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let ix = cache.entry(query.def.clone()).or_default();
+        if ix.file_number != last.header.file_number || ix.upto < last.header.first_seq {
+            *ix = ActiveIndex {
+                file_number: last.header.file_number,
+                upto: last.header.first_seq,
+                values: Default::default(),
+            };
+        }
+        let mut t = self.new_tailer();
+        match t.seek(ix.upto) {
+            Ok(()) => {}
+            // Nothing published past it yet.
+            Err(Error::NotFound { .. }) => t.seek_end()?,
+            Err(e) => return Err(e),
+        }
+        if t.next_seq() == ix.upto {
+            while let Some(m) = t.read_next()? {
+                for k in query.def.keys(m.record()) {
+                    let seqs = ix.values.entry(k).or_default();
+                    if seqs.last() != Some(&m.seq) {
+                        seqs.push(m.seq);
+                    }
+                }
+                ix.upto = m.seq + 1;
+            }
+        }
+        Ok(Some(ActiveSeqs {
+            file_number: ix.file_number,
+            upto: ix.upto,
+            seqs: query.seqs_in(&ix.values),
+        }))
     }
 
     /// The messages where `query` holds, in sequence order, written in

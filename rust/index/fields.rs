@@ -135,6 +135,40 @@ impl FieldQuery {
     }
 }
 
+impl FieldQuery {
+    /// The sequences `values` (key to ascending sequences, in key order)
+    /// lists for keys the query wants, ascending: each predicate reads a
+    /// range of the map.
+    pub fn seqs_in(&self, values: &BTreeMap<Vec<u8>, Vec<u64>>) -> Vec<u64> {
+        let mut out = Vec::new();
+        for p in &self.any {
+            for (k, seqs) in values.range(p.lower().to_vec()..) {
+                if p.past(k) {
+                    break;
+                }
+                if p.matches(k) {
+                    out.extend_from_slice(seqs);
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
+/// The in-memory index of one field over the active data file, extended as
+/// messages are published (see `Queue::where_field`).
+#[derive(Debug, Default)]
+pub struct ActiveIndex {
+    /// The data file it covers.
+    pub file_number: u64,
+    /// Every message of that file below this is in `values`.
+    pub upto: u64,
+    /// Key to ascending sequences.
+    pub values: BTreeMap<Vec<u8>, Vec<u64>>,
+}
+
 /// What a field index is of, from a sealed file's header and footer.
 pub fn of(header: &DataHeader, footer: &Footer, def: &FieldIndexDef) -> FieldsOf {
     FieldsOf {

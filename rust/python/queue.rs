@@ -630,9 +630,10 @@ impl Queue {
     /// values, "prefix" (str indexes) — in sequence order, written in
     /// `[start, end)` (aware datetimes or µs since the epoch), at most
     /// `limit`. Sealed files are read through their index (a file whose
-    /// min/max excludes the query is skipped unread); the active file and
-    /// files whose index is missing or damaged are scanned. Every message
-    /// returned is checked against the query.
+    /// min/max excludes the query is skipped unread); the active file
+    /// through an in-memory index this handle extends at each query; files
+    /// whose index is missing or damaged are scanned. Every message returned
+    /// is checked against the query.
     ///
     /// >>> [m.seq for m in q.where("customer", "=", "c7")]
     /// [0, 12]

@@ -6,8 +6,10 @@
 //! index's min and max value) excludes the query is skipped without
 //! reading its blocks, and any other is read only at the sequences the
 //! index lists for matching values; a sealed file without a valid index
-//! (not built yet, damaged) and the active file are read frame by frame.
-//! Every message returned is compared exactly.
+//! (not built yet, damaged) is read frame by frame; the active file is
+//! read at the sequences the queue handle's in-memory index lists (see
+//! `Queue::where_field`) up to where that index reaches, and frame by frame
+//! from there. Every message returned is compared exactly.
 
 use super::catalog::{Catalog, FileInfo};
 use super::plan::{Jump, Plan, Planned};
@@ -15,17 +17,31 @@ use super::topic::read_footer;
 use crate::format::record::RecordView;
 use crate::index::fields::{self, FieldIndex, FieldQuery};
 
+/// What the in-memory index of the active file says for a query: in data
+/// file `file_number`, the sequences below `upto` that can match.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActiveSeqs {
+    /// The (then) active data file.
+    pub file_number: u64,
+    /// Every message of the file below this was indexed.
+    pub upto: u64,
+    /// The matching ones, ascending.
+    pub seqs: Vec<u64>,
+}
+
 /// A [`FieldQuery`] and the plan for the file the tailer is in.
 #[derive(Debug)]
 pub(crate) struct FieldFilter {
     query: FieldQuery,
+    active: Option<ActiveSeqs>,
     planned: Planned,
 }
 
 impl FieldFilter {
-    pub(crate) fn new(query: FieldQuery) -> FieldFilter {
+    pub(crate) fn new(query: FieldQuery, active: Option<ActiveSeqs>) -> FieldFilter {
         FieldFilter {
             query,
+            active,
             planned: Planned::default(),
         }
     }
@@ -37,9 +53,18 @@ impl FieldFilter {
     /// Where a tailer standing at `seq` should read next (see
     /// [`Planned::jump`]).
     pub(crate) fn jump(&mut self, catalog: &Catalog, seq: u64) -> Option<Jump> {
-        let query = &self.query;
-        self.planned
-            .jump(catalog, seq, &mut |c, info| plan_sealed(query, c, info))
+        let (query, active) = (&self.query, &self.active);
+        self.planned.jump(
+            catalog,
+            seq,
+            &mut |c, info| plan_sealed(query, c, info),
+            &mut |info| match active {
+                Some(a) if a.file_number == info.header.file_number => {
+                    Plan::SeqsThenScan(a.seqs.clone(), a.upto)
+                }
+                _ => Plan::Scan,
+            },
+        )
     }
 }
 

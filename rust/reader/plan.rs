@@ -17,6 +17,9 @@ pub(crate) enum Plan {
     Seqs(Vec<(u64, Option<u64>)>),
     /// Read every frame.
     Scan,
+    /// The active file, indexed in memory up to a sequence: only these
+    /// sequences below it can match (sorted); from it on, read every frame.
+    SeqsThenScan(Vec<u64>, u64),
 }
 
 /// Where a filtered tailer goes next.
@@ -40,13 +43,14 @@ impl Planned {
     /// Where a tailer standing at `seq` should read next: `Some(jump)` with
     /// `jump.seq > seq` to move forward (past messages that cannot match;
     /// it may be the first sequence of the next file), `None` to read on
-    /// from `seq`. A sealed file is planned by `plan_sealed`; the active
-    /// file is read whole.
+    /// from `seq`. A sealed file is planned by `plan_sealed`, the active
+    /// file by `plan_active`.
     pub(crate) fn jump(
         &mut self,
         catalog: &Catalog,
         seq: u64,
         plan_sealed: &mut dyn FnMut(&Catalog, &FileInfo) -> Plan,
+        plan_active: &mut dyn FnMut(&FileInfo) -> Plan,
     ) -> Option<Jump> {
         let fresh = match &self.plan {
             // The active file may have been sealed, and the tailer moved on.
@@ -60,8 +64,8 @@ impl Planned {
             let info = catalog.locate(seq)?;
             let next = catalog.successor(info.id);
             let (end, plan) = match next {
-                // The active file: new frames come; read them all.
-                None => (u64::MAX, Plan::Scan),
+                // The active file: new frames come.
+                None => (u64::MAX, plan_active(&info)),
                 Some(n) => (n.header.first_seq, plan_sealed(catalog, &info)),
             };
             self.plan = Some((info.header.file_number, info.header.first_seq, end, plan));
@@ -74,6 +78,15 @@ impl Planned {
         match plan {
             Plan::Scan => None,
             Plan::Skip => Some(to_end),
+            Plan::SeqsThenScan(_, upto) if seq >= *upto => None,
+            Plan::SeqsThenScan(seqs, upto) => {
+                let i = seqs.partition_point(|&s| s < seq);
+                let to = seqs.get(i).copied().filter(|s| s < upto).unwrap_or(*upto);
+                (to > seq).then_some(Jump {
+                    seq: to,
+                    frame: None,
+                })
+            }
             Plan::Seqs(seqs) => {
                 let i = seqs.partition_point(|&(s, _)| s < seq);
                 let to = match seqs.get(i) {

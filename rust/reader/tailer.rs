@@ -370,10 +370,14 @@ impl Tailer {
     }
 
     /// From now on, reads return only the messages `query` wants, reading
-    /// the secondary index of each sealed file where one checks out (see
-    /// `reader::field`).
-    pub fn select_field(&mut self, query: crate::index::fields::FieldQuery) {
-        self.filter = Some(Filter::Field(FieldFilter::new(query)));
+    /// the secondary index of each sealed file where one checks out, and
+    /// `active` for the active file (see `reader::field`).
+    pub(crate) fn select_field(
+        &mut self,
+        query: crate::index::fields::FieldQuery,
+        active: Option<super::field::ActiveSeqs>,
+    ) {
+        self.filter = Some(Filter::Field(FieldFilter::new(query, active)));
     }
 
     /// The selector set with [`Tailer::select`], if any.

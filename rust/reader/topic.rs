@@ -77,9 +77,13 @@ impl TopicFilter {
     /// [`Planned::jump`]).
     pub(crate) fn jump(&mut self, catalog: &Catalog, seq: u64) -> Option<Jump> {
         let (selector, masks) = (&self.selector, &self.masks);
-        self.planned.jump(catalog, seq, &mut |c, info| {
-            plan_sealed(selector, masks, c, info)
-        })
+        self.planned.jump(
+            catalog,
+            seq,
+            &mut |c, info| plan_sealed(selector, masks, c, info),
+            // The active file: new frames come; read them all.
+            &mut |_| Plan::Scan,
+        )
     }
 }
 

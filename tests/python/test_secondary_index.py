@@ -1,7 +1,7 @@
 """Secondary indexes on header fields: `Queue(indexes=...)`, `add_index` and
 `where`. A query returns exactly the messages whose header satisfies it, in
 sequence order, whether a sealed file's index is built, missing or damaged
-and for the active file (scanned); indexes are remembered in metadata.json.
+and for the active file (indexed in memory); indexes are remembered in metadata.json.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def test_where_is_exact_with_built_missing_and_damaged_indexes(tmp_path: Path) -
         path, file_size=SMALL_FILE, roll="count:500", indexes={"customer": "str", "price": "int"}
     ) as q:
         _fill(q, 0, N)
-        _check(q)  # the active file is scanned
+        _check(q)  # the active file is indexed in memory
     files = _field_files(path, "customer")
     assert len(files) == len(list(path.rglob("*.data"))) - 1 >= 5
     meta = json.loads((path / "metadata.json").read_text())

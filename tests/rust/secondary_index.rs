@@ -341,3 +341,45 @@ fn retention_sweeps_index_files_left_without_their_data_file() {
     }
     assert!(!data[1].exists() && data[3].exists());
 }
+
+#[test]
+fn the_active_file_is_indexed_in_memory_and_extended_as_messages_come() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path())
+        .file_size(1 << 20)
+        .index(customer())
+        .open()
+        .unwrap();
+    append(&q, 0..300);
+    assert_eq!(data_files(dir.path()).len(), 1, "one active file");
+    let c3 = FieldQuery {
+        def: customer(),
+        any: vec![KeyPredicate::Eq(b"c3".to_vec())],
+    };
+    let want = |n: u64| -> Vec<u64> {
+        (0..n)
+            .filter(|&i| customers(i).contains(&"c3".into()))
+            .collect()
+    };
+    assert_eq!(run(&q, &c3).unwrap(), want(300));
+    // Messages published since the last query are indexed by the next one.
+    append(&q, 300..500);
+    assert_eq!(run(&q, &c3).unwrap(), want(500));
+    q.close().unwrap();
+
+    // A reader's first query indexes the active file; damage to a message
+    // it does not want is then jumped over, not read (a scan reports it).
+    let ro = read_only(dir.path());
+    assert_eq!(run(&ro, &c3).unwrap(), want(500));
+    let data = &data_files(dir.path())[0];
+    let mut d = std::fs::read(data).unwrap();
+    assert!(!customers(401).contains(&"c3".into()));
+    let at = find(&d, &body(401)).unwrap();
+    d[at + 2] ^= 0xff;
+    std::fs::write(data, &d).unwrap();
+    assert_eq!(run(&ro, &c3).unwrap(), want(500));
+    assert!(matches!(
+        run(&read_only(dir.path()), &c3),
+        Err(litemq::Error::Corrupted { .. })
+    ));
+}
