@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import litemq
 from conftest import SMALL_FILE
@@ -93,7 +95,9 @@ def test_add_index_builds_for_old_files_and_is_remembered(tmp_path: Path) -> Non
         with pytest.raises(ValueError, match='no index on "customer"'):
             q.where("customer", "=", "c7")
         sealed = len(list(path.rglob("*.data"))) - 1
-        assert q.add_index("customer", "str") == sealed
+        steps: list[tuple[int, int]] = []
+        assert q.add_index("customer", "str", progress=lambda d, t: steps.append((d, t))) == sealed
+        assert steps == [(i, sealed) for i in range(1, sealed + 1)]
         assert q.add_index("customer") == sealed  # nothing missing: nothing to do
         with pytest.raises(litemq.ConfigError, match="keeps its type"):
             q.add_index("customer", "int")
@@ -152,3 +156,41 @@ def test_cli_index_add_list_where_and_verify_reports_a_damaged_index(tmp_path: P
         proc.stdout.splitlines()[-1]
         == f"FAILED: {N:,} frames checked, 0 bad, 1 damaged index files"
     )
+
+
+_OPS = st.one_of(
+    st.tuples(st.just("="), st.integers(-3, 3)),
+    st.tuples(st.just("between"), st.tuples(st.integers(-4, 4), st.integers(-4, 4))),
+    st.tuples(st.just("in"), st.lists(st.integers(-4, 4), max_size=3)),
+)
+
+
+@given(
+    prices=st.lists(st.one_of(st.none(), st.integers(-3, 3)), min_size=1, max_size=120),
+    queries=st.lists(_OPS, min_size=1, max_size=4),
+)
+def test_where_matches_a_python_filter(
+    tmp_path_factory: pytest.TempPathFactory,
+    prices: list[int | None],
+    queries: list[tuple[str, object]],
+) -> None:
+    """Any int query on any mix of messages (no header, text, 8-byte values; sealed files
+    with indexes and the active file) returns what filtering the list in Python returns."""
+    path = tmp_path_factory.mktemp("prop") / "q"
+    with litemq.Queue(path, file_size=SMALL_FILE, roll="count:17", indexes={"p": "int"}) as q:
+        app = q.appender()
+        for i, p in enumerate(prices):
+            headers: dict[str, str | bytes] = {}
+            if p is not None:
+                headers["p"] = str(p) if i % 2 else p.to_bytes(8, "little", signed=True)
+            app.append(b"x", headers=headers)
+        app.flush()
+        for op, value in queries:
+            if op == "=":
+                want = [i for i, p in enumerate(prices) if p == value]
+            elif op == "between":
+                lo, hi = value  # type: ignore[misc]
+                want = [i for i, p in enumerate(prices) if p is not None and lo <= p <= hi]
+            else:
+                want = [i for i, p in enumerate(prices) if p in value]  # type: ignore[operator]
+            assert [m.seq for m in q.where("p", op, value)] == want, (op, value)  # type: ignore[arg-type]
