@@ -216,12 +216,16 @@ impl QueueBuilder {
     /// kept by every later open (an open adds the indexes it gives to the
     /// remembered ones; declaring a name again with another type is an
     /// [`Error::InvalidConfig`]).
-    pub fn index(self, def: FieldIndexDef) -> Self {
-        self.config
+    pub fn index(mut self, def: FieldIndexDef) -> Self {
+        // A list of its own: a clone of this builder keeps the one it had.
+        let mut defs = self
+            .config
             .fields
-            .write()
+            .read()
             .unwrap_or_else(|e| e.into_inner())
-            .push(def);
+            .clone();
+        defs.push(def);
+        self.config.fields = SharedDefs::new(std::sync::RwLock::new(defs));
         self
     }
 

@@ -211,6 +211,14 @@ impl QueueBuilder {
 
 impl Queue {
     pub(crate) fn open(mut config: Config) -> Result<Queue> {
+        // The queue's own list of indexes (`add_index` adds to it), not one
+        // shared with a clone of the builder.
+        let defs = config
+            .fields
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        config.fields = crate::index::fields::SharedDefs::new(std::sync::RwLock::new(defs));
         let base = config.path.clone();
         let meta_path = base.join(METADATA_FILE);
         // Options the caller did not give come from what the queue remembers
