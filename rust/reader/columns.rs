@@ -82,7 +82,7 @@ fn set_bit(bits: &mut Vec<u8>, i: usize, on: bool) {
 }
 
 impl Columns {
-    fn empty(hint: usize, cols: ColumnSet) -> Columns {
+    pub(crate) fn empty(hint: usize, cols: ColumnSet) -> Columns {
         let mut b = Columns::default();
         let offsets = |on: bool| if on { vec![0] } else { Vec::new() };
         b.key_offsets = offsets(cols.key);
@@ -104,7 +104,13 @@ impl Columns {
     /// Appends one message, unless a column would pass `i32::MAX` bytes
     /// (then returns false and leaves the batch as it was).
     #[inline]
-    fn push(&mut self, seq: u64, rec: &RecordView<'_>, hint: usize, cols: ColumnSet) -> bool {
+    pub(crate) fn push(
+        &mut self,
+        seq: u64,
+        rec: &RecordView<'_>,
+        hint: usize,
+        cols: ColumnSet,
+    ) -> bool {
         if !(cols.key && cols.headers && cols.payload) {
             return self.push_some(seq, rec, hint, cols);
         }
