@@ -76,3 +76,9 @@ def test_where_option_reads_through_the_index_exactly(spark, tmp_path: Path) -> 
         spark.read.format("litemq").option("where", "customer").load(str(root))
     with pytest.raises(Exception, match="no index on 'region'"):
         spark.read.format("litemq").option("where", "region=eu").load(str(root)).collect()
+    # An archive has no secondary indexes: refused, not silently unfiltered.
+    litemq.archive_queue(root / "a", tmp_path / "arch")
+    with pytest.raises(Exception, match="needs a queue's secondary indexes"):
+        spark.read.format("litemq").option("where", "customer=c7").load(
+            str(tmp_path / "arch")
+        ).collect()

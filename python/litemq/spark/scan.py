@@ -53,10 +53,10 @@ class Chunk:
     start: int
     end: int
     keys: tuple[bytes, ...] = ()  # not empty: read these keys' messages through the key index
-    where: tuple[str, str] | None = None  # (header, value): read through its secondary index
     time_start_us: int | None = None
     time_end_us: int | None = None
     archive: bool = False  # ``path`` is an archive (read through pyarrow.fs), not a queue
+    where: tuple[str, str] | None = None  # (header, value): read through its secondary index
 
 
 @dataclass(frozen=True)
@@ -255,6 +255,11 @@ def plan_archive_chunks(ref: QueueRef, bounds: Bounds, rows_per_partition: int) 
     """
     from litemq.archive import open_archive
 
+    if bounds.where is not None:
+        raise ValueError(
+            f"litemq: option where needs a queue's secondary indexes; {ref.path} is an archive "
+            "(filter on headers in Spark instead)"
+        )
     a = open_archive(ref.path)
     lo_t, hi_t = bounds.time_lo_us, bounds.time_hi_us
     keys = tuple(sorted(bounds.keys)) if bounds.keys is not None else ()
