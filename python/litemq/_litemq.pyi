@@ -335,6 +335,7 @@ class Queue:
         key_index: Mapping[str, int] | None = None,
         retention: Retention | None = None,
         multi_writer: bool | None = None,
+        indexes: Mapping[str, Literal["str", "int"]] | None = None,
     ) -> Self: ...
     def appender(self) -> Appender: ...
     def __reduce__(self) -> NoReturn: ...
@@ -389,6 +390,26 @@ class Queue:
     def find(
         self,
         key: _Key,
+        start: datetime | int | None = None,
+        end: datetime | int | None = None,
+        limit: int | None = None,
+    ) -> list[Message]: ...
+    @property
+    def indexes(self) -> dict[str, str]: ...
+    def add_index(
+        self,
+        name: str,
+        type: Literal["str", "int"] = "str",
+        *,
+        progress: Callable[[int, int], object] | None = None,
+    ) -> int: ...
+    def _check_indexes(self) -> list[dict[str, str]]: ...
+    def where(
+        self,
+        field: str,
+        op: Literal["=", "==", "between", "in", "prefix"],
+        value: Any,
+        *,
         start: datetime | int | None = None,
         end: datetime | int | None = None,
         limit: int | None = None,

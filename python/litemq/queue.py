@@ -78,6 +78,12 @@ class Queue(_litemq.Queue):
       which old data files to delete when the writer rolls to a new file and
       on `apply_retention`.
 
+    - ``indexes`` (``None``): secondary indexes on header fields, a dict of
+      header name to ``"str"`` or ``"int"`` (``{"customer": "str"}``); each
+      sealed data file gets one index file per field, read by `where`.
+      Remembered, and added to by later opens and `add_index`; see the
+      README's "Secondary indexes".
+
     A value outside an option's range raises `ConfigError` naming the limit.
 
     ``file_size``, ``roll``, ``index_interval``, ``key_index``, ``retention``
@@ -122,6 +128,7 @@ class Queue(_litemq.Queue):
         key_index: Mapping[str, int] | None = None,
         retention: Retention | None = None,
         multi_writer: bool | None = None,
+        indexes: Mapping[str, Literal["str", "int"]] | None = None,
     ) -> Self:
         if not isinstance(path, str | os.PathLike):
             raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
@@ -140,6 +147,7 @@ class Queue(_litemq.Queue):
             key_index=key_index,
             retention=retention,
             multi_writer=multi_writer,
+            indexes=indexes,
         )
 
     def __enter__(self) -> Self:

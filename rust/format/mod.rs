@@ -4,6 +4,7 @@
 
 pub mod crc;
 pub mod data_file;
+pub mod fields;
 pub mod footer;
 pub mod frame;
 pub mod header;
