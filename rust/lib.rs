@@ -48,7 +48,8 @@ pub use config::{
 };
 pub use consumers::{Consumer, ConsumerInfo, ConsumerOptions};
 pub use error::{Error, Result};
-pub use format::record::{HeaderField, HeaderIter, Record, TagIter};
+pub use format::compression::{Codec, Compression};
+pub use format::record::{Compress, HeaderField, HeaderIter, Record, TagIter};
 pub use format::FORMAT_VERSION;
 pub use index::key_index::KeyIndexConfig;
 pub use notify::Notify;

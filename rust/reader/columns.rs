@@ -3,7 +3,7 @@
 
 use crate::error::Result;
 use crate::format::record::{HeaderIter, RecordView};
-use crate::reader::tailer::Tailer;
+use crate::reader::tailer::{Message, Tailer};
 
 /// Columns of consecutive messages in Arrow's layout: validity bitmaps are
 /// LSB-first, offsets are `i32` (a read stops before any column's data
@@ -104,9 +104,10 @@ impl Columns {
     /// Appends one message, unless a column would pass `i32::MAX` bytes
     /// (then returns false and leaves the batch as it was).
     #[inline]
-    fn push(&mut self, seq: u64, rec: &RecordView<'_>, hint: usize, cols: ColumnSet) -> bool {
+    fn push(&mut self, m: &Message<'_>, hint: usize, cols: ColumnSet) -> bool {
+        let (seq, rec, payload) = (m.seq, m.record(), m.payload);
         if !(cols.key && cols.headers && cols.payload) {
-            return self.push_some(seq, rec, hint, cols);
+            return self.push_some(seq, rec, payload, hint, cols);
         }
         let key_len = rec.key.map_or(0, <[u8]>::len);
         let headers = rec.headers();
@@ -114,7 +115,7 @@ impl Columns {
             Some(0) => 0,
             _ => headers.clone().map(|h| h.name.len() + h.value.len()).sum(),
         };
-        if self.payload_data.len() + rec.payload.len() > LIMIT
+        if self.payload_data.len() + payload.len() > LIMIT
             || self.key_data.len() + key_len > LIMIT
             || self.header_value_data.len() + header_bytes > LIMIT
         {
@@ -124,14 +125,14 @@ impl Columns {
         if i == 0 {
             // Messages of a queue are often of one size: reserve for as many
             // as expected like the first, so the column is not copied as it grows.
-            let want = hint.saturating_mul(rec.payload.len()).min(RESERVE_BYTES);
+            let want = hint.saturating_mul(payload.len()).min(RESERVE_BYTES);
             self.payload_data.reserve(want);
         }
         self.seq.push(seq as i64);
         self.timestamp.push(rec.timestamp as i64);
         self.push_key(i, rec.key);
         self.push_headers(i, headers);
-        self.payload_data.extend_from_slice(rec.payload);
+        self.payload_data.extend_from_slice(payload);
         self.payload_offsets.push(self.payload_data.len() as i32);
         self.rows += 1;
         true
@@ -176,8 +177,15 @@ impl Columns {
     /// As [`Columns::push`], for a selection of columns: the others stay
     /// empty (their bytes are not even counted against the limit).
     #[cold]
-    fn push_some(&mut self, seq: u64, rec: &RecordView<'_>, hint: usize, cols: ColumnSet) -> bool {
-        let payload = if cols.payload { rec.payload } else { &[] };
+    fn push_some(
+        &mut self,
+        seq: u64,
+        rec: &RecordView<'_>,
+        payload: &[u8],
+        hint: usize,
+        cols: ColumnSet,
+    ) -> bool {
+        let payload = if cols.payload { payload } else { &[] };
         let key = if cols.key { rec.key } else { None };
         let headers = if cols.headers {
             rec.headers()
@@ -238,7 +246,7 @@ impl Columns {
         while !full && b.rows < max_rows && tailer.next_seq() < end {
             let want = (max_rows - b.rows).min((end - tailer.next_seq()) as usize);
             let taken = tailer.read_run(want, &mut |m| {
-                let ok = b.push(m.seq, m.record(), hint, cols);
+                let ok = b.push(m, hint, cols);
                 full = !ok;
                 ok
             })?;
@@ -246,7 +254,7 @@ impl Columns {
                 continue;
             }
             let Some(m) = tailer.read_next()? else { break };
-            if !b.push(m.seq, m.record(), hint, cols) {
+            if !b.push(&m, hint, cols) {
                 // Leave the message for the next batch.
                 let seq = m.seq;
                 tailer.seek(seq)?;

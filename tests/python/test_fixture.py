@@ -57,7 +57,12 @@ def _check_message(msg: litemq.Message, want: dict[str, Any]) -> None:
             want["expires_at"],
             want["priority"],
         )
+        if "compression" in want:  # format 7 and later
+            assert (msg.compression, msg.tombstone) == (want["compression"], want["tombstone"])
+        else:
+            assert (msg.compression, msg.tombstone) == (None, False)
     else:
+        assert (msg.compression, msg.tombstone) == (None, False)
         assert (msg.topic, msg.queue_id, msg.tags, msg.expires_at, msg.priority) == (
             None,
             0,
@@ -163,8 +168,8 @@ def test_writer_opens_reads_and_appends(fixture: Path, copy: Path) -> None:
         app.flush()
         assert q.get(topical).topic == "orders"
         holder = q.data_files()[-1]
-        assert holder["first_seq"] <= topical
-        header = Path(holder["path"]).read_bytes()[:12]
+        assert holder.first_seq <= topical
+        header = Path(holder.path).read_bytes()[:12]
         assert int.from_bytes(header[8:12], "little") >= 6  # the data file's version
         (custom,) = [k for k in manifest["keys"] if k["key"] == {"text": "customer-7"}]
         assert [m.seq for m in q.find("customer-7")] == [*custom["seqs"], seq]
