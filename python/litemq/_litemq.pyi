@@ -41,6 +41,7 @@ __all__ = [
     "__version__",
     "_check_batch",
     "_close_all_at_exit",
+    "_crc32c",
     "_parse_age",
     "_parse_flush",
     "_parse_key_index",
@@ -77,6 +78,7 @@ def reindex(
     items: int | None = None,
 ) -> int: ...
 def _close_all_at_exit() -> None: ...
+def _crc32c(data: Buffer) -> int: ...
 def _restore_message(
     seq: int,
     timestamp: int,

@@ -21,10 +21,12 @@
     litemq import-litemq STORE QUEUE      a LiteMQ broker store into a queue (appends)
     litemq export-litemq QUEUE STORE      a queue as a new LiteMQ broker store
                                           (these three: litemq/cli_litemq.py)
+    litemq import-ledgerq DIR QUEUE     a LedgerQ queue directory into a queue (appends;
+                                          litemq/cli_ledgerq.py)
 
 Every command but ``reindex`` opens the queue read-only, so it runs beside a
 live writer; ``reindex`` takes the writer lock (it fails with LockedError
-while a writer runs); ``import-litemq`` appends to its queue as a writer.
+while a writer runs); ``import-litemq`` and ``import-ledgerq`` append to their queue as a writer.
 ``--format json`` prints one JSON object per line (JSON Lines) for programs.
 Errors print one line on stderr and exit with status 1 (2 for usage errors).
 """
@@ -653,6 +655,9 @@ def _parser() -> argparse.ArgumentParser:
     from litemq import cli_litemq  # read-commitlog, import-litemq, export-litemq
 
     cli_litemq.register(sub)
+    from litemq import cli_ledgerq  # import-ledgerq
+
+    cli_ledgerq.register(sub)
     return parser
 
 
