@@ -5,6 +5,7 @@
     .venv/bin/python benches/peers.py --quick     # smoke run, results in bench-results/ only
     .venv/bin/python benches/peers.py --only litemq,lmdb --n 200000
     .venv/bin/python benches/peers.py --random-get  # only random get, litemq vs lmdb
+    .venv/bin/python benches/peers.py --work-queue-only  # only get+ack, 1 and 4 workers
 
 Measures, one store after another and each in a fresh process, append and
 sequential-read throughput (also in a durable variant), peak memory and
@@ -13,7 +14,9 @@ from a read-only handle and the writer's queue against lmdb's random
 ``txn.get`` (issue 15, ratio printed, ``--random-get`` runs just that); the latency
 from ``append`` to a tailer in another process; and, against an ``os.pipe``
 between the same two processes, the latency and the follower's CPU at
-20,000 and 1,000 msg/s (``--follow-only`` runs just that). Prints a table with each
+20,000 and 1,000 msg/s (``--follow-only`` runs just that); and work queues,
+get + ack per job from 1 and 4 worker processes against persist-queue,
+litequeue and diskcache (issue 18; ``--work-queue-only`` runs just that). Prints a table with each
 store's ratio to litemq and the goals of issue 8, writes
 ``bench-results/peers.json``, the charts and ``docs/PERFORMANCE.md``.
 
@@ -45,7 +48,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from peers_lib import contention, latency, random_get, report  # noqa: E402
+from peers_lib import contention, latency, random_get, report, work_queue  # noqa: E402
 from peers_lib.phases import current_rss  # noqa: E402
 from peers_lib.redis_server import RedisServer  # noqa: E402
 from peers_lib.stores import STORES, RedisStream, Store, Unavailable  # noqa: E402
@@ -152,6 +155,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "use less than --quiet-threshold of the cores (default 30; 0: never wait)",
     )
     p.add_argument("--quiet-threshold", type=float, default=0.15, help="default 0.15")
+    work_queue.add_arguments(p)
     args = p.parse_args(argv)
     if args.quick:
         args.n = min(args.n, 20_000)
@@ -441,6 +445,14 @@ def main(argv: list[str]) -> int:
         print("\n" + "\n".join(random_get.lines(result)))
         print(f"command: {results['command']}")
         return 0 if "median" in result else 1
+    if args.work_queue_only:
+        try:
+            wq = work_queue.run(scratch, args.wq_n, args.wq_peer_n, args.size, args.cap, progress)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        print("\n" + "\n".join(work_queue.lines(wq)))
+        print(f"command: {results['command']}")
+        return 0
     try:
         if args.follow_only:
             results.update({"runs": {}, "litemq_missing": litemq_problem()})
@@ -452,6 +464,10 @@ def main(argv: list[str]) -> int:
             results["latency"] = lat
         if not args.no_follow and any(s.is_litemq for s in stores):
             results["follow"] = run_follow(args, results["litemq_missing"])
+        if not args.no_work_queue and not args.follow_only and not results["litemq_missing"]:
+            results["work_queue"] = work_queue.run(
+                scratch, args.wq_n, args.wq_peer_n, args.size, args.cap, progress
+            )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     results["goals"] = report.goals(results)
@@ -494,6 +510,8 @@ def main(argv: list[str]) -> int:
     if "follow" in results:
         print()
         print(report.follow_text(results["follow"]))
+    if "work_queue" in results:
+        print("\n" + "\n".join(work_queue.lines(results["work_queue"])))
 
     img_dir = ROOT / "docs" / "img" if args.docs else args.json.parent
     img_dir.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,13 @@ Prints rows per second for each and the ratio; also ``Queue.read_arrow`` rows pe
 
 Targets (issue 6): Spark on litemq at least half the rows/s of Spark on Parquet;
 ``read_arrow`` at least 20 million rows/s.
+
+    python benches/spark_bench.py --cluster --n 2000000
+
+``--cluster`` (issue 21) instead reads the queue, and an archive of it (``litemq archive``
+to a local directory, read through pyarrow.fs), on a Spark standalone cluster on this
+machine with 1 worker and then 2 (one core and 512 MiB each; ``tests/python/
+spark_cluster.py`` starts them) and prints rows/s of each and the ratio.
 """
 
 from __future__ import annotations
@@ -110,6 +117,79 @@ def time_query(df: Any, n: int, repeats: int) -> float:
     return best
 
 
+def cluster_bench(args: argparse.Namespace) -> None:
+    """Rows/s of a full read on a standalone cluster of 1 worker, then of 2."""
+    sys.path.insert(
+        0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python")
+    )
+    from pathlib import Path
+
+    from pyspark.sql import SparkSession
+
+    import litemq
+    import litemq.spark
+    from spark_cluster import StandaloneCluster, free_port
+
+    work = args.dir or tempfile.mkdtemp(prefix="litemq-spark-cluster-bench-")
+    qpath, apath = os.path.join(work, "queue"), os.path.join(work, "archive")
+    rpp = args.rows_per_partition or 250_000
+    results = []
+    try:
+        t0 = time.perf_counter()
+        with litemq.Queue(qpath, file_size=64 << 20) as q:
+            app = q.appender()
+            blob = os.urandom(args.n * PAYLOAD)
+            app.append_batch([blob[i * PAYLOAD : (i + 1) * PAYLOAD] for i in range(args.n)])
+            app.flush()
+        report = litemq.archive_queue(qpath, apath)
+        archived = int(report.end_seq or 0) - int(report.first_seq or 0)
+        print(
+            f"setup: {args.n:,} messages, archive of {archived:,} (sealed files) in "
+            f"{time.perf_counter() - t0:.1f} s"
+        )
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        for workers in (1, 2):
+            cluster = StandaloneCluster(Path(work) / f"cluster-{workers}", workers=workers).start()
+            try:
+                spark = (
+                    SparkSession.builder.master(cluster.master_url)
+                    .appName(f"litemq-bench-{workers}")
+                    .config("spark.driver.host", "127.0.0.1")
+                    .config("spark.driver.bindAddress", "127.0.0.1")
+                    .config("spark.driver.memory", "1g")
+                    .config("spark.executor.memory", "512m")
+                    .config("spark.executor.cores", "1")
+                    .config("spark.cores.max", str(workers))
+                    .config("spark.pyspark.python", sys.executable)
+                    .config("spark.ui.port", str(free_port()))
+                    .getOrCreate()
+                )
+                spark.sparkContext.setLogLevel("ERROR")
+                litemq.spark.register(spark)
+                read = spark.read.format("litemq").option("rowsPerPartition", rpp)
+                q_rate = time_query(read.load(qpath), args.n, args.repeats)
+                a_rate = time_query(read.load(apath), archived, args.repeats)
+                results.append((workers, q_rate, a_rate))
+                spark.stop()
+            finally:
+                cluster.stop()
+    finally:
+        if not args.dir:
+            shutil.rmtree(work, ignore_errors=True)
+
+    import pyspark
+
+    print(
+        f"\n{args.n:,} messages of {PAYLOAD} bytes; PySpark {pyspark.__version__}, standalone "
+        f"cluster on {os.cpu_count()} cores, 1 core per worker, rowsPerPartition {rpp}\n"
+    )
+    print(f"{'workers':>7}  {'queue rows/s':>14}  {'archive rows/s':>14}")
+    for workers, q_rate, a_rate in results:
+        print(f"{workers:>7}  {q_rate:>14,.0f}  {a_rate:>14,.0f}")
+    (_, q1, a1), (_, q2, a2) = results
+    print(f"\n2 workers / 1 worker: queue {q2 / q1:.2f}x, archive {a2 / a1:.2f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--n", type=int, default=10_000_000, help="messages (default 10 million)")
@@ -117,7 +197,13 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3, help="runs of each Spark query; best counts")
     ap.add_argument("--rows-per-partition", type=int, default=None, help="litemq rowsPerPartition")
     ap.add_argument("--batch-rows", type=int, default=None, help="litemq batchRows")
+    ap.add_argument(
+        "--cluster", action="store_true", help="1 worker against 2 on a standalone cluster"
+    )
     args = ap.parse_args()
+    if args.cluster:
+        cluster_bench(args)
+        return
 
     work = args.dir or tempfile.mkdtemp(prefix="litemq-spark-bench-")
     qpath, ppath = os.path.join(work, "queue"), os.path.join(work, "rows.parquet")

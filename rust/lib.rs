@@ -19,7 +19,7 @@
 //! Layout, from the bottom up: `format/` encodes and decodes bytes (no I/O),
 //! `storage/` owns the mapped files (the only `unsafe` in the engine),
 //! `index/` the sparse and key indexes, `reader/` tailers and `writer/` the
-//! appender and I/O thread, then `consumers/`, `retention.rs` and
+//! appender and I/O thread, then `consumers/` (named tailers, work queues), `retention.rs` and
 //! `recovery.rs`, and `queue.rs` ties them together. Each layer imports only
 //! those below it (`tests/rust/layers.rs` checks). `docs/DESIGN.md` opens with the
 //! layer diagram and explains the threads; `docs/FORMAT.md` the bytes.
@@ -46,6 +46,9 @@ pub use config::{
     FlushMode, QueueBuilder, RollPeriod, RollStrategy, MAX_CHANNEL_CAPACITY, MAX_FILE_SIZE,
     MAX_INDEX_INTERVAL, MIN_FILE_SIZE,
 };
+pub use consumers::work_queue::{
+    DeadLetterSink, Job, Ticket, WorkQueue, WorkQueueInfo, WorkQueueOptions,
+};
 pub use consumers::{Consumer, ConsumerInfo, ConsumerOptions};
 pub use error::{Error, Result};
 pub use format::compression::{Codec, Compression};
@@ -54,6 +57,7 @@ pub use format::FORMAT_VERSION;
 pub use index::key_index::KeyIndexConfig;
 pub use notify::Notify;
 pub use queue::{reindex, writer_pid, DataFileInfo, Queue, Stats};
+pub use reader::archived;
 pub use reader::backward::BackwardTailer;
 pub use reader::columns::{ColumnSet, Columns};
 pub use reader::tailer::{Message, OwnedMessage, Start, Tailer};

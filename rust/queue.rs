@@ -7,10 +7,14 @@ use std::thread::JoinHandle;
 
 use crate::clock::Clock;
 use crate::config::{Config, QueueBuilder};
+use crate::consumers::work_queue::{
+    DeadLetterSink, Handles, WorkQueue, WorkQueueInfo, WorkQueueOptions,
+};
 use crate::consumers::{Consumer, ConsumerInfo, ConsumerOptions};
 use crate::error::{Error, Result};
 use crate::format::metadata::Metadata;
 use crate::format::position;
+use crate::format::record::Record;
 use crate::format::{FORMAT_VERSION, OLDEST_READABLE_VERSION};
 use crate::index::key_index::{self, KeyIndexConfig, KeyIndexReader, KeyIndexWriter};
 use crate::reader::backward::BackwardTailer;
@@ -892,6 +896,59 @@ impl Queue {
         )
     }
 
+    /// A handle on work-queue group `name` (created when new): hands each
+    /// message to exactly one of the handles that opened the group, in any
+    /// process, until acked. See [`WorkQueue`].
+    pub fn work_queue(&self, name: &str, options: WorkQueueOptions) -> Result<WorkQueue> {
+        self.check_open()?;
+        let handles = Handles {
+            scout: self.tailer(Start::Beginning)?,
+            random: self.tailer(Start::Beginning)?,
+            catalog: self.inner.catalog.clone(),
+            clock: self.clock().clone(),
+            wake: self.inner.wake.clone(),
+            wait: self.inner.config.wait,
+            first_seq: self.first_seq(),
+        };
+        WorkQueue::open(self.path(), name, options, handles)
+    }
+
+    /// A sink that appends dead-lettered jobs to the queue at `path`, opened
+    /// (created when missing) for several writer processes, since every
+    /// worker process may dead-letter: pass it as
+    /// [`WorkQueueOptions::dead_letter`].
+    pub fn dead_letter_sink(path: &Path) -> Result<DeadLetterSink> {
+        let dlq = QueueBuilder::new(path).multi_writer(true).open()?;
+        let appender = dlq.appender()?;
+        Ok(Arc::new(move |record: &Record<'_>| {
+            let _keep_open = &dlq;
+            appender.append_record(record)?;
+            appender.flush()
+        }))
+    }
+
+    /// Every work-queue group with its figures. Works on read-only queues
+    /// and takes no lock.
+    pub fn work_queues(&self) -> Result<Vec<WorkQueueInfo>> {
+        self.check_open()?;
+        let next = self.next_seq();
+        let mut infos =
+            crate::consumers::work_queue::list(self.path(), next, self.clock().now_micros())?;
+        for info in &mut infos {
+            if info.low < next {
+                info.oldest_timestamp = self.get(info.low).ok().map(|m| m.timestamp);
+            }
+        }
+        Ok(infos)
+    }
+
+    /// Removes work-queue group `name` (its state file), so that it no
+    /// longer holds back retention. Returns whether it existed.
+    pub fn remove_work_queue(&self, name: &str) -> Result<bool> {
+        self.check_open()?;
+        crate::consumers::work_queue::remove(self.path(), name)
+    }
+
     /// Every consumer with its committed position and lag. Works on
     /// read-only queues and takes no lock.
     pub fn consumers(&self) -> Result<Vec<ConsumerInfo>> {
@@ -919,6 +976,21 @@ impl Queue {
                 ..RetentionReport::default()
             }),
         }
+    }
+
+    /// Deletes the oldest data files whose messages all lie below `before`
+    /// (`litemq archive --delete-local`, after a verified copy): under the
+    /// retention lock like a retention pass, never the last file, never a
+    /// file a named consumer has not consumed. Allowed on read-only queues.
+    pub fn delete_files_before(&self, before: u64) -> Result<RetentionReport> {
+        self.check_open()?;
+        let base = self.path();
+        let min_consumer = || crate::consumers::min_position(base);
+        let report = retention::run_before(&self.inner.catalog, before, &min_consumer)?;
+        if !report.deleted_files.is_empty() {
+            *self.inner.getter.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        }
+        Ok(report)
     }
 
     /// Applies `policy` once (for tools such as `litemq retain`). Allowed on

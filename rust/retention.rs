@@ -205,6 +205,59 @@ pub fn apply(
         file_bytes(base, f.id) + ki[i] + if Some(f.id) == last { fixed } else { 0 }
     };
     let (delete, protected) = plan(files, policy, now_us, min_consumer, &mut size);
+    delete_prefix(base, files, delete, protected)
+}
+
+/// How many files, from the oldest, hold only sequences below `before`
+/// (never the last file), and how many of those the consumers protect:
+/// each must lie wholly before `min_consumer`, the smallest committed
+/// position. Pure, like [`plan`].
+pub fn plan_before(files: &[FileInfo], before: u64, min_consumer: Option<u64>) -> (usize, usize) {
+    // File i holds sequences below files[i + 1].first_seq only.
+    let below = |limit: u64| {
+        files
+            .windows(2)
+            .take_while(|w| w[1].header.first_seq <= limit)
+            .count()
+    };
+    let want = below(before);
+    let delete = match min_consumer {
+        Some(min) => want.min(below(min)),
+        None => want,
+    };
+    (delete, want - delete)
+}
+
+/// Deletes the oldest data files whose messages are all below `before`
+/// (for `litemq archive --delete-local`, once they are safely copied), as a
+/// retention pass does: under the retention lock, oldest first, never the
+/// last file, and never a file a named consumer has not consumed (whatever
+/// the queue's policy says about consumers).
+pub fn run_before(
+    catalog: &Catalog,
+    before: u64,
+    min_consumer: MinConsumer<'_>,
+) -> Result<RetentionReport> {
+    let _lock = RetentionLock::acquire(catalog.base(), true)?;
+    catalog.refresh()?;
+    let files = catalog.snapshot();
+    let (delete, protected) = plan_before(&files, before, min_consumer()?);
+    let report = delete_prefix(catalog.base(), &files, delete, protected)?;
+    if !report.deleted_files.is_empty() {
+        catalog.refresh()?;
+    }
+    Ok(report)
+}
+
+/// Deletes the first `delete` of `files` (data before indexes), sweeps the
+/// leftovers before the first file kept and the key-index files that only
+/// point before it.
+fn delete_prefix(
+    base: &Path,
+    files: &[FileInfo],
+    delete: usize,
+    protected: usize,
+) -> Result<RetentionReport> {
     let mut report = RetentionReport {
         protected_files: protected,
         first_seq: files.first().map_or(0, |f| f.header.first_seq),
@@ -481,5 +534,17 @@ mod tests {
             ..p
         };
         assert_eq!(plan_of(6, unprotected, 0, Some(0)), (5, 0));
+    }
+
+    #[test]
+    fn before_a_sequence_only_whole_files_consumed_and_never_the_last() {
+        let f = files(6); // file i holds 100·i .. 100·(i+1); the last is open
+        assert_eq!(plan_before(&f, 0, None), (0, 0));
+        assert_eq!(plan_before(&f, 299, None), (2, 0)); // file 2 still has 299
+        assert_eq!(plan_before(&f, 300, None), (3, 0));
+        assert_eq!(plan_before(&f, u64::MAX, None), (5, 0));
+        // A consumer at 150 has not finished file 1: only file 0 may go.
+        assert_eq!(plan_before(&f, 300, Some(150)), (1, 2));
+        assert_eq!(plan_before(&files(1), u64::MAX, None), (0, 0));
     }
 }

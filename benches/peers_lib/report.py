@@ -14,6 +14,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from . import work_queue
 from .stores import BY_KEY, STORES, Store
 
 MiB = 1024 * 1024
@@ -755,6 +756,8 @@ def performance_md(results: dict[str, Any], old: str | None, img_rel: str) -> st
         lines += ["## Latency", "", f"Not measured: {latency['error']}", ""]
     if "follow" in results:
         lines += follow_md(results["follow"])
+    if "work_queue" in results:
+        lines += work_queue.markdown(results["work_queue"])
     lines += [
         "## How each store is used",
         "",

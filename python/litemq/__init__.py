@@ -11,7 +11,10 @@
 
 Named tailers resume where they last committed, in this or a later process
 (``q.tailer(name="billing")``, then ``t.commit()``); ``retention=litemq.Retention(...)``
-bounds disk use (see `litemq.Retention`).
+bounds disk use (see `litemq.Retention`); `litemq.archive_queue` copies sealed files to shared
+storage and `litemq.open_archive` reads them back; work queues hand each message to
+exactly one of many workers, with acks and redelivery
+(``wq = q.work_queue("thumbnails")``, ``job = wq.get()``, ``wq.ack(job)``).
 
 Errors form one tree under `LiteMQError`; OS failures are `OSError`
 subclasses (with errno), bad argument types `TypeError`, bad values
@@ -31,6 +34,7 @@ from litemq._litemq import (
     Follow,
     ForkedError,
     InternalError,
+    Job,
     LiteMQError,
     LockedError,
     MaybeStoredError,
@@ -40,14 +44,17 @@ from litemq._litemq import (
     ReadOnlyError,
     Tailer,
     UnsupportedVersionError,
+    WorkQueue,
     __version__,
 )
+from litemq.archive import Archive, ArchiveError, ArchiveReport, archive_queue, open_archive
 from litemq.consumers import ConsumerInfo
 from litemq.options import Batch
 from litemq.queue import Queue
 from litemq.retention import Retention, RetentionReport
 from litemq.stats import DataFileInfo, RecoveryReport, Stats
 from litemq.topics import TopicInfo
+from litemq.work_queue import WorkQueueInfo
 
 __all__ = [
     "MAX_HEADERS",
@@ -55,6 +62,9 @@ __all__ = [
     "MAX_HEADER_VALUE_LEN",
     "MAX_KEY_LEN",
     "Appender",
+    "Archive",
+    "ArchiveError",
+    "ArchiveReport",
     "Batch",
     "ClosedError",
     "ConfigError",
@@ -65,6 +75,7 @@ __all__ = [
     "Follow",
     "ForkedError",
     "InternalError",
+    "Job",
     "LiteMQError",
     "LockedError",
     "MaybeStoredError",
@@ -80,5 +91,9 @@ __all__ = [
     "Tailer",
     "TopicInfo",
     "UnsupportedVersionError",
+    "WorkQueue",
+    "WorkQueueInfo",
     "__version__",
+    "archive_queue",
+    "open_archive",
 ]

@@ -16,6 +16,8 @@
                                           named tailers: position, lag, last commit
     litemq retain PATH [--max-age 7d] [--max-bytes 10G] [--max-files N] [--protect-unconsumed]
                                           delete old data files now (beside a live writer)
+    litemq wq PATH stats [NAME] [--format text|json]
+                                          work queues: pending, in flight, acked, dead, oldest age
     litemq read-commitlog FILE [--format text|json]
                                           a LiteMQ broker's commit-log file, record by record
     litemq import-litemq STORE QUEUE      a LiteMQ broker store into a queue (appends)
@@ -23,6 +25,9 @@
                                           (these three: litemq/cli_litemq.py)
     litemq import-ledgerq DIR QUEUE     a LedgerQ queue directory into a queue (appends;
                                           litemq/cli_ledgerq.py)
+    litemq archive PATH DEST [--delete-local] [--json]
+                                          copy sealed files to a path or s3://, gs:// URI
+                                          (litemq/cli_archive.py)
 
 Every command but ``reindex`` opens the queue read-only, so it runs beside a
 live writer; ``reindex`` takes the writer lock (it fails with LockedError
@@ -46,7 +51,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
-from litemq import _litemq
+from litemq import _litemq, cli_archive, cli_wq
 from litemq._litemq import LiteMQError, Message
 from litemq.options import parse_size
 from litemq.queue import Queue
@@ -652,12 +657,14 @@ def _parser() -> argparse.ArgumentParser:
     with_format(p, ("text", "json"))
     p.set_defaults(run=cmd_retain, needs_limit=True)
 
+    cli_wq.register(command)
     from litemq import cli_litemq  # read-commitlog, import-litemq, export-litemq
 
     cli_litemq.register(sub)
     from litemq import cli_ledgerq  # import-ledgerq
 
     cli_ledgerq.register(sub)
+    cli_archive.register(command)
     return parser
 
 

@@ -14,6 +14,7 @@ from litemq.options import FlushSpec, RollSpec, WaitSpec
 from litemq.retention import Retention, RetentionReport
 from litemq.stats import DataFileInfo, Stats
 from litemq.topics import TopicInfo
+from litemq.work_queue import WorkQueueInfo
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -251,6 +252,16 @@ class Queue(_litemq.Queue):
         [('billing', 120, 0)]
         """
         return [ConsumerInfo(**d) for d in self._consumers()]
+
+    def work_queues(self) -> list[WorkQueueInfo]:
+        """Every work queue (``work_queue(name)`` group) with its figures, by name.
+
+        Works on read-only queues and takes no lock.
+
+        >>> [(w.name, w.pending, w.in_flight) for w in q.work_queues()]
+        [('thumbnails', 120, 4)]
+        """
+        return [WorkQueueInfo(**d) for d in self._work_queues()]
 
     def topics(self) -> list[TopicInfo]:
         """Every topic stream (topic and queue id) with messages in the queue,

@@ -29,6 +29,7 @@
 
 pub mod name;
 pub mod position;
+pub mod work_queue;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -177,6 +178,11 @@ impl Consumer {
     /// the committed position stays a queue sequence.
     pub fn select(&mut self, selector: crate::reader::topic::TopicSelector) {
         self.tailer.select(selector);
+    }
+
+    /// As [`Tailer::skip_expired`]: reads skip expired messages.
+    pub fn skip_expired(&mut self, clock: Arc<dyn Clock>) {
+        self.tailer.skip_expired(clock);
     }
 
     /// The consumer's name.
@@ -355,10 +361,13 @@ pub fn snapshots(base: &Path) -> Result<Vec<Snapshot>> {
     Ok(out)
 }
 
-/// The smallest committed position of the queue's named consumers, if any:
-/// what `protect_unconsumed` retention must keep.
+/// The smallest committed position of the queue's named consumers and
+/// low-water mark of its work queues, if any: what `protect_unconsumed`
+/// retention must keep.
 pub fn min_position(base: &Path) -> Result<Option<u64>> {
-    Ok(snapshots(base)?.iter().map(|s| s.position.next_seq).min())
+    let consumers = snapshots(base)?.iter().map(|s| s.position.next_seq).min();
+    let groups = work_queue::min_low(base)?;
+    Ok(consumers.into_iter().chain(groups).min())
 }
 
 /// Every named consumer with its lag: the messages still in the queue

@@ -46,6 +46,12 @@ pub fn crc64(parts: &[&[u8]]) -> u64 {
     digest.finish()
 }
 
+/// CRC-64/XZ of `a ‖ b` from the CRC of `a` and the CRC and length of `b`
+/// (for files checked piece by piece, e.g. read back from an archive).
+pub fn crc64_combine(crc_a: u64, crc_b: u64, len_b: u64) -> u64 {
+    crc_fast::checksum_combine(crc_fast::CrcAlgorithm::Crc64Xz, crc_a, crc_b, len_b)
+}
+
 /// CRC-64/XZ over bytes that come in pieces (large ones, or many).
 pub struct Crc64(crc64fast::Digest);
 
@@ -85,6 +91,19 @@ mod tests {
     #[test]
     fn crc32c_check_value() {
         assert_eq!(crc32c(b"123456789"), 0xE306_9283);
+    }
+
+    #[test]
+    fn combining_pieces_gives_the_crc_of_the_whole() {
+        let data: Vec<u8> = (0..1000u32).map(|i| (i * 7 + 3) as u8).collect();
+        for cut in [0, 1, 127, 128, 500, 1000] {
+            let (a, b) = data.split_at(cut);
+            assert_eq!(
+                crc64_combine(crc64_of(a), crc64_of(b), b.len() as u64),
+                crc64_of(&data),
+                "cut at {cut}"
+            );
+        }
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod metadata;
 pub mod position;
 pub mod record;
 pub mod topics;
+pub mod work_queue;
 
 /// Version of the on-disk format written by this build.
 pub const FORMAT_VERSION: u32 = 7;

@@ -25,10 +25,11 @@ pub fn of(header: &DataHeader, footer: &Footer) -> TopicsOf {
 }
 
 /// The topic index of sealed data file `file` (its bytes), whose header
-/// and footer are given. Every frame's CRC is checked; a damaged frame or
-/// record is an error (the file gets no index, readers read it whole and
-/// report the damage).
-pub fn build(file: &[u8], header: &DataHeader, footer: &Footer) -> Result<Vec<u8>, String> {
+/// and footer are given; `None` when no record has a topic field (a file
+/// the writer resumed claims topics without knowing). Every frame's CRC is
+/// checked; a damaged frame or record is an error (the file gets no index,
+/// readers read it whole and report the damage).
+pub fn build(file: &[u8], header: &DataHeader, footer: &Footer) -> Result<Option<Vec<u8>>, String> {
     let mut groups: BTreeMap<(String, u16), Vec<TopicEntry>> = BTreeMap::new();
     let mut at = DATA_HEADER_LEN;
     let mut seq = header.first_seq;
@@ -66,8 +67,11 @@ pub fn build(file: &[u8], header: &DataHeader, footer: &Footer) -> Result<Vec<u8
             footer.end_seq - header.first_seq
         ));
     }
+    if groups.is_empty() {
+        return Ok(None);
+    }
     let groups: Vec<_> = groups.into_iter().collect();
-    Ok(topics::encode(&of(header, footer), &groups))
+    Ok(Some(topics::encode(&of(header, footer), &groups)))
 }
 
 /// A topic index opened for reading: its directory, and the file to read

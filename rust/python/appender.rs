@@ -569,6 +569,18 @@ impl Appender {
         Ok(app.append_record(&record)?)
     }
 
+    /// Seals the file being written once every earlier append is in it, so
+    /// it can be archived (`litemq archive`), indexed by topic or deleted by
+    /// retention; the next append starts a new file. Returns once that is on
+    /// disk, as `flush` does (a flush alone when the file holds no message).
+    /// Not available with several writer processes (ValueError).
+    ///
+    /// >>> app.roll()
+    fn roll(&self, py: Python<'_>) -> PyResult<()> {
+        let app = self.inner.get()?;
+        Ok(exit::detach(py, || app.roll())?)
+    }
+
     /// Blocks until every earlier append is written and on disk (msync).
     ///
     /// >>> app.append(b"important")

@@ -5,14 +5,17 @@
 //! Pythonic surface (Arrow, the CLI) in `python/litemq/`. Options are
 //! parsed once, here, into the engine's types (`options.rs`).
 //! One file per concept: `queue.rs`, `appender.rs`, `tailer.rs`,
-//! `consumer.rs` (named tailers, retention reports), `options.rs` (the
+//! `consumer.rs` (named tailers, retention reports), `work_queue.rs` (work
+//! queues and their jobs), `options.rs` (the
 //! options of `litemq.Queue`), `message.rs`, `errors.rs` (the exception tree), `buffer.rs` (bytes in,
 //! zero-copy views out), `time.rs` (datetimes), `batch.rs` (stats and
-//! Arrow buffers), `fork.rs` (handles used after `fork()`), `exit.rs` (threads in
-//! litemq calls at interpreter exit), `aio.rs` (the asyncio bridge's socket).
+//! Arrow buffers), `archive.rs` (CRC-64 and decoding of archived data files), `fork.rs` (handles used
+//! after `fork()`), `exit.rs` (threads in litemq calls at interpreter exit), `aio.rs` (the asyncio
+//! bridge's socket).
 
 mod aio;
 mod appender;
+mod archive;
 mod batch;
 mod buffer;
 mod consumer;
@@ -25,6 +28,7 @@ mod queue;
 mod tailer;
 mod time;
 mod topic;
+mod work_queue;
 
 use pyo3::prelude::*;
 
@@ -52,6 +56,11 @@ fn litemq_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(queue::reindex, m)?)?;
     m.add_function(wrap_pyfunction!(queue::close_all_at_exit, m)?)?;
     m.add_function(wrap_pyfunction!(message::_restore_message, m)?)?;
+    m.add_function(wrap_pyfunction!(archive::_crc64, m)?)?;
+    m.add_function(wrap_pyfunction!(archive::_sealed_summary, m)?)?;
+    m.add_function(wrap_pyfunction!(archive::_decode_sealed, m)?)?;
+    m.add_function(wrap_pyfunction!(archive::_decode_frames, m)?)?;
+    m.add_function(wrap_pyfunction!(archive::_dense_offset, m)?)?;
     m.add_function(wrap_pyfunction!(_crc32c, m)?)?;
     m.add_class::<queue::Queue>()?;
     m.add_class::<appender::Appender>()?;
@@ -60,6 +69,8 @@ fn litemq_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<consumer::Consumer>()?;
     m.add_class::<message::Message>()?;
     m.add_class::<buffer::PayloadView>()?;
+    m.add_class::<work_queue::WorkQueue>()?;
+    m.add_class::<work_queue::Job>()?;
     m.add_class::<aio::Notifier>()?;
     Ok(())
 }

@@ -19,10 +19,11 @@ use super::options;
 use super::tailer::{seq_arg, start_arg, Reader, ReaderSlot, Tailer};
 use super::time;
 use super::topic;
+use super::work_queue::{self, WorkQueue};
 use crate::storage::mapped::fork_generation;
 use crate::{
-    ConsumerOptions, FlushMode, KeyIndexConfig, QueueBuilder, MAX_CHANNEL_CAPACITY, MAX_FILE_SIZE,
-    MAX_INDEX_INTERVAL, MIN_FILE_SIZE,
+    ConsumerOptions, DeadLetterSink, FlushMode, KeyIndexConfig, QueueBuilder, WorkQueueOptions,
+    MAX_CHANNEL_CAPACITY, MAX_FILE_SIZE, MAX_INDEX_INTERVAL, MIN_FILE_SIZE,
 };
 
 /// An open engine queue and the readers of the tailers made from it, which
@@ -351,6 +352,8 @@ impl Queue {
     /// that topic's messages (of that stream; carrying any of the tags),
     /// reading only them where the topic index allows; `tags` alone
     /// filters every message by its tags. Sequence numbers stay the queue's.
+    /// `skip_expired=True` skips messages whose expiry (`ttl`/`expires_at`
+    /// at append) has passed.
     ///
     /// `direction="backward"` reads newest first: from `start` (then
     /// "end", the newest message, is the usual start; "start" reads only
@@ -363,7 +366,7 @@ impl Queue {
     /// [2, 1, 0]
     #[pyo3(signature = (
         start=None, *, name=None, auto_commit=false, direction="forward",
-        topic=None, tags=None, queue_id=None
+        topic=None, tags=None, queue_id=None, skip_expired=false
     ))]
     #[expect(
         clippy::too_many_arguments,
@@ -379,6 +382,7 @@ impl Queue {
         topic: Option<String>,
         tags: Option<&Bound<'_, PyAny>>,
         queue_id: Option<&Bound<'_, PyAny>>,
+        skip_expired: bool,
     ) -> PyResult<Py<PyAny>> {
         let selector = topic::selector_arg(topic, tags, queue_id)?;
         let start = start_arg(start)?;
@@ -389,6 +393,12 @@ impl Queue {
             "backward" if selector.is_some() => {
                 return Err(PyValueError::new_err(
                     "a backward tailer reads every message: drop topic=/tags=/queue_id= \
+                     or direction=\"backward\"",
+                ))
+            }
+            "backward" if skip_expired => {
+                return Err(PyValueError::new_err(
+                    "a backward tailer reads every message: drop skip_expired=True \
                      or direction=\"backward\"",
                 ))
             }
@@ -419,6 +429,9 @@ impl Queue {
             if let Some(s) = selector {
                 tailer.select(s);
             }
+            if skip_expired {
+                tailer.skip_expired(queue.clock().clone());
+            }
             let t = Tailer::new(Reader::Plain(tailer), self.path.clone(), queue.tail_watch());
             core.adopt(&t);
             return Ok(Py::new(py, t)?.into_any());
@@ -437,9 +450,106 @@ impl Queue {
         if let Some(s) = selector {
             c.select(s);
         }
+        if skip_expired {
+            c.skip_expired(queue.clock().clone());
+        }
         let t = Tailer::new(Reader::Named(c), self.path.clone(), queue.tail_watch());
         core.adopt(&t);
         Ok(Consumer::create(py, t)?.into_any())
+    }
+
+    /// A work queue (competing consumers): hands each message to exactly
+    /// one `get()` among every handle of group `name`, in any process, until
+    /// acked; see `litemq.WorkQueue`. `visibility_timeout` (seconds, default
+    /// 30): a job not acked by then is handed out again (so is a job whose
+    /// worker process died); `max_deliveries` (1-255, default 5): handouts
+    /// before a job is dead-lettered; `dead_letter`: None (drop and count),
+    /// a directory (a litemq queue, opened for several writer processes) or
+    /// an open `litemq.Queue`. For a new group: `start` ("start", "end" or
+    /// a sequence) and `window` (slots in its ring, a power of two, default
+    /// 65,536: in-flight plus acked-ahead jobs; a full ring makes `get` wait).
+    /// `priority=True` hands out higher message priorities first (FIFO within
+    /// one), looking ahead over the window; `max_wait` (seconds, default 60,
+    /// ``math.inf``: no bound) serves a job written that long ago first, whatever its
+    /// priority. Expired messages are never handed out: they are counted, and
+    /// with `dead_letter_expired=True` dead-lettered (reason ``expired``).
+    ///
+    /// >>> wq = q.work_queue("thumbnails", visibility_timeout=60, dead_letter="thumbs.dlq")
+    #[pyo3(signature = (name, *, visibility_timeout=None, max_deliveries=5, dead_letter=None, start=None, window=None, priority=false, max_wait=60.0, dead_letter_expired=false))]
+    #[expect(clippy::too_many_arguments, reason = "Python keyword arguments")]
+    fn work_queue(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        visibility_timeout: Option<time::Seconds>,
+        max_deliveries: i64,
+        dead_letter: Option<&Bound<'_, PyAny>>,
+        start: Option<&Bound<'_, PyAny>>,
+        window: Option<u64>,
+        priority: bool,
+        max_wait: f64,
+        dead_letter_expired: bool,
+    ) -> PyResult<WorkQueue> {
+        let core = self.core()?.clone();
+        let mut options = WorkQueueOptions::default();
+        if let Some(t) = visibility_timeout {
+            options.visibility_timeout = time::timeout_arg(Some(t), "visibility_timeout")?
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| {
+                    PyValueError::new_err(
+                        "visibility_timeout must be a finite number of seconds > 0",
+                    )
+                })?;
+        }
+        options.max_deliveries = u8::try_from(max_deliveries)
+            .ok()
+            .filter(|&m| m > 0)
+            .ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "max_deliveries must be 1 to 255, got {max_deliveries}"
+                ))
+            })?;
+        if let Some(w) = window {
+            options.window = w;
+        }
+        options.priority = priority;
+        options.dead_letter_expired = dead_letter_expired;
+        // `inf` (or any wait too long for a Duration): no bound.
+        options.max_wait = time::timeout_arg(Some(time::Seconds(max_wait)), "max_wait")?;
+        options.start_seq = match start_arg(start)? {
+            crate::Start::Beginning => None,
+            crate::Start::End => Some(exit::detach(py, || {
+                core.queue.wait_visible().map(|()| core.queue.next_seq())
+            })?),
+            crate::Start::Seq(s) => Some(s),
+        };
+        options.dead_letter = match dead_letter {
+            None => None,
+            Some(obj) if obj.is_none() => None,
+            Some(obj) => Some(dead_letter_arg(py, obj)?),
+        };
+        let queue = &core.queue;
+        let wq = exit::detach(py, || queue.work_queue(name, options))?;
+        let watch = core.queue.tail_watch();
+        let next_seq: work_queue::NextSeq = Box::new(move || {
+            core.queue.wait_visible()?;
+            Ok(core.queue.next_seq())
+        });
+        Ok(WorkQueue::new(wq, next_seq, watch, self.path.clone()))
+    }
+
+    /// Every work queue with its figures, as dicts (`litemq.Queue.work_queues`
+    /// wraps them).
+    fn _work_queues<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let queue = self.queue()?;
+        let infos = exit::detach(py, || {
+            queue.wait_visible().and_then(|()| queue.work_queues())
+        })?;
+        let list = PyList::empty(py);
+        for info in &infos {
+            list.append(work_queue::info_dict(py, info)?)?;
+        }
+        Ok(list)
     }
 
     /// Every topic stream with its count and range, as dicts
@@ -452,6 +562,14 @@ impl Queue {
             list.append(topic::info_dict(py, info)?)?;
         }
         Ok(list)
+    }
+
+    /// Forgets work queue `name` (removes its state file), so that it no
+    /// longer holds back retention. Returns whether it existed. Handles
+    /// still open go on with the removed file: close them first.
+    fn remove_work_queue(&self, py: Python<'_>, name: &str) -> PyResult<bool> {
+        let queue = self.queue()?;
+        Ok(exit::detach(py, || queue.remove_work_queue(name))?)
     }
 
     /// Every named tailer with its committed position and lag, as dicts
@@ -493,6 +611,20 @@ impl Queue {
             }
             None => exit::detach(py, || queue.apply_retention())?,
         };
+        consumer::report_dict(py, &report)
+    }
+
+    /// Deletes the oldest data files whose messages all lie below `before`
+    /// (never the last file, never one a named tailer has not consumed) and
+    /// returns the report as a dict, like `_apply_retention`; for
+    /// `litemq archive --delete-local`.
+    fn _delete_files_before<'py>(
+        &self,
+        py: Python<'py>,
+        before: u64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let queue = self.queue()?;
+        let report = exit::detach(py, || queue.delete_files_before(before))?;
         consumer::report_dict(py, &report)
     }
 
@@ -731,4 +863,20 @@ pub(crate) fn reindex(
         return Err(e);
     }
     Ok(keys?)
+}
+
+/// Where dead-lettered jobs go: a directory (opened as a queue for several
+/// writer processes) or an open `litemq.Queue` (its appender).
+fn dead_letter_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<DeadLetterSink> {
+    if let Ok(q) = obj.cast::<Queue>() {
+        let appender = q.get().open_queue()?.appender()?;
+        return Ok(Arc::new(move |record: &crate::Record<'_>| {
+            appender.append_record(record)?;
+            appender.flush()
+        }));
+    }
+    let path: PathBuf = obj
+        .extract()
+        .map_err(|_| PyTypeError::new_err("dead_letter must be None, a path or a litemq.Queue"))?;
+    Ok(exit::detach(py, || crate::Queue::dead_letter_sink(&path))?)
 }

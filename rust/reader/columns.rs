@@ -3,7 +3,7 @@
 
 use crate::error::Result;
 use crate::format::record::{HeaderIter, RecordView};
-use crate::reader::tailer::{Message, Tailer};
+use crate::reader::tailer::Tailer;
 
 /// Columns of consecutive messages in Arrow's layout: validity bitmaps are
 /// LSB-first, offsets are `i32` (a read stops before any column's data
@@ -82,7 +82,7 @@ fn set_bit(bits: &mut Vec<u8>, i: usize, on: bool) {
 }
 
 impl Columns {
-    fn empty(hint: usize, cols: ColumnSet) -> Columns {
+    pub(crate) fn empty(hint: usize, cols: ColumnSet) -> Columns {
         let mut b = Columns::default();
         let offsets = |on: bool| if on { vec![0] } else { Vec::new() };
         b.key_offsets = offsets(cols.key);
@@ -104,8 +104,14 @@ impl Columns {
     /// Appends one message, unless a column would pass `i32::MAX` bytes
     /// (then returns false and leaves the batch as it was).
     #[inline]
-    fn push(&mut self, m: &Message<'_>, hint: usize, cols: ColumnSet) -> bool {
-        let (seq, rec, payload) = (m.seq, m.record(), m.payload);
+    pub(crate) fn push(
+        &mut self,
+        seq: u64,
+        rec: &RecordView<'_>,
+        payload: &[u8],
+        hint: usize,
+        cols: ColumnSet,
+    ) -> bool {
         if !(cols.key && cols.headers && cols.payload) {
             return self.push_some(seq, rec, payload, hint, cols);
         }
@@ -246,7 +252,7 @@ impl Columns {
         while !full && b.rows < max_rows && tailer.next_seq() < end {
             let want = (max_rows - b.rows).min((end - tailer.next_seq()) as usize);
             let taken = tailer.read_run(want, &mut |m| {
-                let ok = b.push(m, hint, cols);
+                let ok = b.push(m.seq, m.record(), m.payload, hint, cols);
                 full = !ok;
                 ok
             })?;
@@ -254,7 +260,7 @@ impl Columns {
                 continue;
             }
             let Some(m) = tailer.read_next()? else { break };
-            if !b.push(&m, hint, cols) {
+            if !b.push(m.seq, m.record(), m.payload, hint, cols) {
                 // Leave the message for the next batch.
                 let seq = m.seq;
                 tailer.seek(seq)?;

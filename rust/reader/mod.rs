@@ -1,6 +1,9 @@
 //! The read path: the [`catalog::Catalog`] of data files, [`tailer::Tailer`]s
-//! that walk frames, and columnar [`columns::Columns`] reads.
+//! that walk frames, columnar [`columns::Columns`] reads, and data files
+//! held in memory rather than mapped ([`archived`]: copies read back from an
+//! archive).
 
+pub mod archived;
 pub mod backward;
 pub mod catalog;
 pub mod columns;

@@ -8,6 +8,7 @@ use super::catalog::{Catalog, FileInfo};
 use super::topic::{TopicFilter, TopicSelector};
 use super::wait::{Sleeper, Slept, WaitStrategy, Waiter};
 use super::wake::{WakeSource, RETRY};
+use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::format::compression::Codec;
 use crate::format::footer::{Footer, FOOTER_LEN};
@@ -344,6 +345,8 @@ pub struct Tailer {
     /// The decompressed payload of the last compressed message read (the
     /// message borrows it).
     inflated: Vec<u8>,
+    /// Skips messages expired by this clock (see [`Tailer::skip_expired`]).
+    skip_expired: Option<Arc<dyn Clock>>,
 }
 
 /// Iterating a tailer yields the messages published so far as owned copies
@@ -376,7 +379,16 @@ impl Tailer {
             sleeper: Sleeper::default(),
             filter: None,
             inflated: Vec::new(),
+            skip_expired: None,
         }
+    }
+
+    /// From now on, reads skip messages whose expiry (`expires_at`) has
+    /// passed by `clock` (the queue's: `Queue::clock`); their sequences are
+    /// not returned. Seeks still land on the target sequence; the read after
+    /// skips from there.
+    pub fn skip_expired(&mut self, clock: Arc<dyn Clock>) {
+        self.skip_expired = Some(clock);
     }
 
     /// From now on, reads return only the messages `selector` wants (a
@@ -985,7 +997,7 @@ impl Tailer {
     /// Finds the next message the tailer returns (every one, or those its
     /// topic filter wants) and steps past it.
     fn advance(&mut self) -> Result<Option<Located>> {
-        if self.filter.is_none() {
+        if self.filter.is_none() && self.skip_expired.is_none() {
             return self.advance_frame();
         }
         loop {
@@ -1014,8 +1026,14 @@ impl Tailer {
             let c = self.cursor.as_ref().expect("a located record has a cursor");
             let rec = &c.map.as_slice()[loc.record_at..loc.record_at + loc.record_len];
             let wanted = match (record::decode(rec), &self.filter) {
-                (Ok(view), Some(f)) => f.matches(&view),
-                _ => false,
+                (Ok(view), filter) => {
+                    filter.as_ref().is_none_or(|f| f.matches(&view))
+                        && !self.skip_expired.as_ref().is_some_and(|clock| {
+                            view.expires_at.is_some_and(|t| t <= clock.now_micros())
+                        })
+                }
+                // Without a topic filter, `located` reports the damage.
+                (Err(_), filter) => filter.is_none(),
             };
             if wanted {
                 return Ok(Some(loc));
@@ -1094,7 +1112,7 @@ impl Tailer {
         take: &mut dyn FnMut(&Message<'_>) -> bool,
     ) -> Result<usize> {
         self.check_open()?;
-        if self.filter.is_some() {
+        if self.filter.is_some() || self.skip_expired.is_some() {
             return Ok(0); // one message at a time, through the filter
         }
         let seq0 = self.seq;

@@ -565,9 +565,37 @@ impl WordFile {
             file.set_len(len)
                 .map_err(|e| Error::io("extend", path, e))?;
         }
+        Self::map(&file, words, path)
+    }
+
+    /// Opens `path`, which must exist and hold exactly `words` words (a
+    /// file created whole elsewhere, such as a work-queue state file):
+    /// never creates nor extends it.
+    pub fn open_existing(path: &Path, words: usize) -> Result<WordFile> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| Error::io("open", path, e))?;
+        let have = file
+            .metadata()
+            .map_err(|e| Error::io("stat", path, e))?
+            .len();
+        if have != (words * 8) as u64 {
+            return Err(Error::corrupted(
+                path,
+                0,
+                None,
+                format!("{have} bytes, expected {}", words * 8),
+            ));
+        }
+        Self::map(&file, words, path)
+    }
+
+    fn map(file: &File, words: usize, path: &Path) -> Result<WordFile> {
         let map = MmapOptions::new()
             .len(words * 8)
-            .map_raw(&file)
+            .map_raw(file)
             .map_err(|e| Error::io("mmap", path, e))?;
         Ok(WordFile { map, words })
     }

@@ -163,6 +163,30 @@ impl Appender {
         self.inner.shared.wait_durable(target)
     }
 
+    /// Seals the file being written, once every earlier append is in it, so
+    /// that it can be archived, indexed by topic or deleted by retention;
+    /// the next append starts a new file. Returns when the seal and
+    /// everything before it are on disk, as [`Appender::flush`] does. A no-op
+    /// (but a flush) when the active file holds no message.
+    pub fn roll(&self) -> Result<()> {
+        self.check_alive()?;
+        if self.inner.handoff.shared_writers() {
+            return Err(Error::InvalidArgument(
+                "roll() is not available with several writer processes (multi_writer=True)".into(),
+            ));
+        }
+        let (done, outcome) = crossbeam_channel::bounded(1);
+        self.inner
+            .handoff
+            .request_roll(done)
+            .map_err(|e| self.send_error(e))?;
+        match outcome.recv() {
+            Ok(result) => result,
+            // The I/O thread stopped before answering: its error poisons.
+            Err(_) => self.check_alive().and(Err(Error::Closed)),
+        }
+    }
+
     /// [`Appender::flush`] without blocking for the sync: asks for the
     /// flush and returns; `notify` runs (on the I/O thread, or here when
     /// there is nothing to wait for) once every message appended before

@@ -54,6 +54,10 @@ pub enum Command {
     Write { first_ticket: u64, bundle: Bundle },
     /// msync everything written so far, then raise the durable mark.
     Flush,
+    /// Seal the active file (when it holds a message) so that the next
+    /// message starts a new one, then do what `Flush` does; the outcome is
+    /// sent back on the channel.
+    Roll(crossbeam_channel::Sender<crate::error::Result<()>>),
     /// Write what is queued, msync everything and stop.
     Shutdown,
 }

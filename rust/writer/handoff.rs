@@ -136,6 +136,11 @@ pub enum SendError {
 }
 
 impl Handoff {
+    /// True with several writer processes (numbers are tickets).
+    pub fn shared_writers(&self) -> bool {
+        self.tickets
+    }
+
     /// `next_seq` is the first sequence, or the first ticket (0) when
     /// `tickets` (several writer processes).
     pub fn new(tx: Sender<Command>, next_seq: u64, tickets: bool) -> Handoff {
@@ -294,10 +299,22 @@ impl Handoff {
     /// Sends what is pending, then `Flush`; returns the sequence every
     /// earlier message is below.
     pub fn request_flush(&self) -> Result<u64, SendError> {
+        self.request(Command::Flush)
+    }
+
+    /// Sends what is pending, then `Roll`, which answers on `done`.
+    pub fn request_roll(
+        &self,
+        done: crossbeam_channel::Sender<crate::error::Result<()>>,
+    ) -> Result<u64, SendError> {
+        self.request(Command::Roll(done))
+    }
+
+    fn request(&self, cmd: Command) -> Result<u64, SendError> {
         let mut s = self.lock();
         self.send_pending(&mut s)?;
         self.has_pending.store(false, Ordering::Release);
-        self.send(s.tx.as_ref(), Command::Flush)?;
+        self.send(s.tx.as_ref(), cmd)?;
         Ok(s.next_seq)
     }
 

@@ -343,8 +343,25 @@ impl IoThread {
                 bundle,
             } => self.write_bundle(first_ticket, bundle),
             Command::Flush => self.sync_all(),
+            Command::Roll(done) => {
+                let outcome = self.roll_now();
+                let _ = done.send(outcome.clone());
+                outcome
+            }
             Command::Shutdown => Ok(()),
         }
+    }
+
+    /// `Command::Roll`: seals the active file when it holds a message, then
+    /// syncs everything. With several writer processes the active file is
+    /// shared and rolled under the append lock by whoever fills it
+    /// (`Appender::roll` refuses before asking).
+    fn roll_now(&mut self) -> Result<()> {
+        if self.append_lock.is_none() && self.active.as_ref().is_some_and(|a| a.count() > 0) {
+            let ts = self.timestamp();
+            self.roll(ts)?;
+        }
+        self.sync_all()
     }
 
     fn idle_timeout(&self) -> Duration {

@@ -92,3 +92,59 @@ def spawn_python(code: str, *args: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+class S3Server:
+    """A local S3-compatible server (moto's server mode) on 127.0.0.1, for archive tests."""
+
+    #: Any key works with moto; they travel in the URIs, so Spark's Python workers need no
+    #: environment (their JVM may have started before this server).
+    KEY = "litemq-test"
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.endpoint = f"http://127.0.0.1:{port}"
+
+    def uri(self, bucket: str, path: str) -> str:
+        """An ``s3://`` URI that ``pyarrow.fs`` resolves to this server."""
+        return (
+            f"s3://{self.KEY}:{self.KEY}@{bucket}/{path}?endpoint_override=127.0.0.1:{self.port}"
+            "&scheme=http&region=us-east-1"
+        )
+
+    def bucket(self, name: str) -> str:
+        import boto3
+
+        client = boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            region_name="us-east-1",
+            aws_access_key_id=self.KEY,
+            aws_secret_access_key=self.KEY,
+        )
+        client.create_bucket(Bucket=name)
+        return name
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """moto's S3 server in a thread of this process, on a free port of 127.0.0.1. Skipped,
+    saying why, when moto (the ``test`` extra's ``moto[server]``) is missing or will not
+    start."""
+    import logging
+
+    try:
+        from moto.server import ThreadedMotoServer
+    except ImportError as e:
+        pytest.skip(f"no local S3 server: moto[server] is not installed ({e})")
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    try:
+        server.start()
+        _, port = server.get_host_and_port()
+    except Exception as e:  # pragma: no cover - depends on the machine
+        pytest.skip(f"the local S3 server (moto) did not start: {e!r}")
+    try:
+        yield S3Server(int(port))
+    finally:
+        server.stop()

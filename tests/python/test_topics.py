@@ -149,3 +149,26 @@ def test_bad_selectors_are_typed_errors(
 ) -> None:
     with pytest.raises(error, match=match):
         queue.tailer(**kwargs)  # type: ignore[call-overload]
+
+
+def test_roll_seals_the_active_file_so_its_topics_are_indexed(qpath: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        _fill(q, 0, 50)
+        app = q.appender()
+        before = len(q.data_files())
+        app.roll()
+        assert len(q.data_files()) == before + 1
+        app.roll()  # nothing written since: no new file
+        assert len(q.data_files()) == before + 1
+        _fill(q, 50, 60)
+        assert [m.seq for m in q.tailer(topic="audit")] == _want(60, "audit")
+    assert len(list(qpath.rglob("*.topics"))) == 1
+    with litemq.Queue(qpath, read_only=True) as q:
+        assert [m.seq for m in q.tailer(topic="audit")] == _want(60, "audit")
+
+
+def test_roll_is_refused_with_several_writers(qpath: Path) -> None:
+    with litemq.Queue(qpath, multi_writer=True) as q:
+        q.appender().append(b"x")
+        with pytest.raises(ValueError, match="several writer processes"):
+            q.appender().roll()

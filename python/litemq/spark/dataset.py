@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from litemq.archive import find_archives, is_archive_uri
+
 __all__ = [
     "DATASET_MARKER",
     "STAGING_DIR",
@@ -59,6 +61,8 @@ DEFAULT_ORPHAN_SECONDS = 24 * 3600
 _YEAR_DIR = re.compile(r"^\d{4}$")
 #: The engine's per-queue metadata file (rust/storage/layout.rs).
 METADATA_FILE = "metadata.json"
+#: The manifest at the root of an archive (``litemq.archive.MANIFEST``).
+ARCHIVE_MANIFEST = "_litemq_archive.json"
 
 
 class NoQueueError(FileNotFoundError):
@@ -71,6 +75,8 @@ class QueueRef:
 
     name: str
     path: str
+    #: An archive written by ``litemq archive`` (read through ``pyarrow.fs``), not a queue.
+    archive: bool = False
 
 
 def is_hidden(name: str) -> bool:
@@ -85,8 +91,8 @@ def is_queue(path: str | os.PathLike[str]) -> bool:
     ``YYYY/MM/DD/``; a dataset (a directory of queues) holds neither directly.
     """
     p = Path(path)
-    if not p.is_dir():
-        return False
+    if not p.is_dir() or (p / ARCHIVE_MANIFEST).exists():
+        return False  # an archive holds a copy of metadata.json and data files: not a queue
     if (p / METADATA_FILE).is_file():
         return True
     # A queue whose metadata file is missing still has data files under YYYY/MM/DD/.
@@ -131,6 +137,10 @@ def discover_queues(
 ) -> list[QueueRef]:
     """Expand ``paths`` (a queue, a dataset directory, or a list of either) into queues.
 
+    Archives written by ``litemq archive`` count as queues (``QueueRef.archive``): a URI
+    (``s3://…``, ``file://…``) names an archive or a directory of archives, and so does a
+    local directory holding a manifest, or holding archives and no queue.
+
     A queue's ``name`` is its path relative to the dataset it was found in, or its directory
     name when it was given directly. If two queues would get the same name (two lists entries
     ending in the same directory name), every name is the queue's absolute path instead.
@@ -144,7 +154,21 @@ def discover_queues(
         raise NoQueueError(errno.ENOENT, "litemq: no path given (use .load(path))")
     found: list[QueueRef] = []
     for raw in paths:
+        if is_archive_uri(raw):
+            archives = find_archives(os.fspath(raw))
+            if not archives:
+                raise NoQueueError(
+                    errno.ENOENT,
+                    f"litemq: no archive found at {os.fspath(raw)} (no {ARCHIVE_MANIFEST} there "
+                    "or below: run `litemq archive QUEUE DEST` first)",
+                    os.fspath(raw),
+                )
+            found.extend(QueueRef(n, u, archive=True) for n, u in archives)
+            continue
         p = os.path.abspath(os.fspath(raw))
+        if os.path.isfile(os.path.join(p, ARCHIVE_MANIFEST)):
+            found.extend(QueueRef(n, u, archive=True) for n, u in find_archives(p))
+            continue
         if not os.path.exists(p):
             raise NoQueueError(errno.ENOENT, f"litemq: path does not exist: {p}", p)
         if is_queue(p):
@@ -155,6 +179,8 @@ def discover_queues(
                 errno.ENOENT, f"litemq: not a queue or a directory of queues: {p}", p
             )
         inner = [QueueRef(os.path.relpath(q, p), q) for q in _walk_queues(p)]
+        if not inner:
+            inner = [QueueRef(n, u, archive=True) for n, u in find_archives(p)]
         if not inner and not allow_empty and not os.path.exists(os.path.join(p, DATASET_MARKER)):
             raise NoQueueError(
                 errno.ENOENT,
@@ -165,7 +191,7 @@ def discover_queues(
         found.extend(inner)
     names = [r.name for r in found]
     if len(set(names)) != len(names):
-        found = [QueueRef(r.path, r.path) for r in found]
+        found = [QueueRef(r.path, r.path, r.archive) for r in found]
     paths_seen = [r.path for r in found]
     if len(set(paths_seen)) != len(paths_seen):
         dup = sorted({x for x in paths_seen if paths_seen.count(x) > 1})

@@ -222,6 +222,11 @@ class WriteOptions:
                 if not paths
                 else f"litemq: write takes one path, got {paths}"
             )
+        if "://" in paths[0]:
+            raise OptionError(
+                f"litemq: cannot write to {paths[0]}: Spark writes queues to a local or shared "
+                "POSIX file system; copy them to object storage with `litemq archive`"
+            )
         sink_id = _opt(options, "sinkId") or "stream"
         if not sink_id.replace("-", "").replace("_", "").isalnum() or sink_id.startswith("_"):
             raise OptionError(

@@ -7,6 +7,7 @@ No pyspark here: the pyspark classes in ``source.py`` call these functions on th
 from __future__ import annotations
 
 import bisect
+import functools
 import glob
 import itertools
 import os
@@ -54,6 +55,7 @@ class Chunk:
     keys: tuple[bytes, ...] = ()  # not empty: read these keys' messages through the key index
     time_start_us: int | None = None
     time_end_us: int | None = None
+    archive: bool = False  # ``path`` is an archive (read through pyarrow.fs), not a queue
 
 
 @dataclass(frozen=True)
@@ -204,6 +206,9 @@ def plan_chunks(refs: Sequence[QueueRef], bounds: Bounds, rows_per_partition: in
     for ref in refs:
         if bounds.queues is not None and ref.name not in bounds.queues:
             continue
+        if ref.archive:
+            chunks.extend(plan_archive_chunks(ref, bounds, rows_per_partition))
+            continue
         with open_queue(ref.path) as q:
             first, nxt = queue_range(q)
             lo = first if bounds.seq_lo is None else max(first, bounds.seq_lo)
@@ -235,6 +240,83 @@ def plan_chunks(refs: Sequence[QueueRef], bounds: Bounds, rows_per_partition: in
             for s, e in split_range(lo, hi, rows_per_partition, starts)
         )
     return chunks
+
+
+def plan_archive_chunks(ref: QueueRef, bounds: Bounds, rows_per_partition: int) -> list[Chunk]:
+    """Chunks of an archive: its data files' ranges within the bounds, cut like a queue's.
+
+    Files whose time range misses ``[time_lo, time_hi)`` are skipped; the rows of the others
+    are checked against the times (and keys) when read: an archive has no tailer to seek
+    by time and no key index to look up (its key-index files are kept, not read).
+    """
+    from litemq.archive import open_archive
+
+    a = open_archive(ref.path)
+    lo_t, hi_t = bounds.time_lo_us, bounds.time_hi_us
+    keys = tuple(sorted(bounds.keys)) if bounds.keys is not None else ()
+    out: list[Chunk] = []
+    for f in a.files:
+        first, end = int(f.first_seq or 0), int(f.end_seq or 0)
+        lo = first if bounds.seq_lo is None else max(first, bounds.seq_lo)
+        hi = end if bounds.seq_hi is None else min(end, bounds.seq_hi)
+        if lo >= hi:
+            continue
+        if lo_t is not None and int(f.last_ts or 0) < lo_t:
+            continue
+        if hi_t is not None and int(f.first_ts or 0) >= hi_t:
+            continue
+        out.extend(
+            Chunk(ref.name, ref.path, s, e, keys, lo_t, hi_t, archive=True)
+            for s, e in split_range(lo, hi, rows_per_partition, [first])
+        )
+    return out
+
+
+def read_archive_chunk(chunk: Chunk, shaper: Shaper, batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """An archive chunk's rows (the times and keys it names checked row by row)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    a = _archive(chunk.path)
+    if a.first_seq > chunk.start or a.end_seq < chunk.end:  # planned on a newer manifest
+        _archive.cache_clear()
+        a = _archive(chunk.path)
+    seen = 0
+    for batch in a.iter_batches(chunk.start, chunk.end):
+        seen += batch.num_rows
+        mask = None
+        if chunk.time_start_us is not None or chunk.time_end_us is not None:
+            ts = batch.column("timestamp").cast(pa.int64())
+            if chunk.time_start_us is not None:
+                mask = pc.greater_equal(ts, chunk.time_start_us)
+            if chunk.time_end_us is not None:
+                m2 = pc.less(ts, chunk.time_end_us)
+                mask = m2 if mask is None else pc.and_(mask, m2)
+        if chunk.keys:
+            m3 = pc.fill_null(
+                pc.is_in(
+                    batch.column("key"), value_set=pa.array(chunk.keys, batch.column("key").type)
+                ),
+                False,
+            )
+            mask = m3 if mask is None else pc.and_(mask, m3)
+        if mask is not None:
+            batch = batch.filter(mask)
+        for i in range(0, batch.num_rows, batch_rows):
+            yield shaper.shape(batch.slice(i, batch_rows), chunk.name)
+    if seen != chunk.end - chunk.start:
+        raise RuntimeError(
+            f"litemq: archive {chunk.path} returned {seen} messages for sequences "
+            f"[{chunk.start}, {chunk.end}) although its manifest lists them all"
+        )
+
+
+@functools.lru_cache(maxsize=16)
+def _archive(uri: str) -> Any:
+    """One ``Archive`` (its manifest read once) per archive and Python worker."""
+    from litemq.archive import open_archive
+
+    return open_archive(uri)
 
 
 @dataclass
@@ -296,6 +378,9 @@ def _find(q: Any, key: bytes, time_lo: int | None, time_hi: int | None) -> list[
 
 def read_chunk(chunk: Chunk, shaper: Shaper, batch_rows: int) -> Iterator[pa.RecordBatch]:
     """Yield the chunk's rows as record batches of at most ``batch_rows`` rows."""
+    if chunk.archive:
+        yield from read_archive_chunk(chunk, shaper, batch_rows)
+        return
     with open_queue(chunk.path) as q:
         if chunk.keys:
             lo, hi = chunk.time_start_us, chunk.time_end_us

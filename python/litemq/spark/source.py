@@ -248,6 +248,12 @@ class LiteMQDataSource(DataSource):
         opts = StreamReadOptions.parse(self.options)
         columns = _check_read_schema(schema)
         refs = discover_queues(opts.paths)
+        archived = [r.path for r in refs if r.archive]
+        if archived:
+            raise OptionError(
+                f"litemq: streaming reads follow live queues; {archived[0]} is an archive "
+                "(read archives with spark.read, in batch)"
+            )
         return LiteMQStreamReader(opts, schema, columns, refs)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:

@@ -1,0 +1,809 @@
+"""Archives: a queue's sealed files copied to shared storage, and read back without mmap.
+
+Queues live on each host's local disk; sealed data files never change, so they can travel.
+:func:`archive_queue` (``litemq archive QUEUE DEST``) copies a queue's sealed data files, with
+their sparse and dense indexes and its sealed key-index files, to a destination that
+``pyarrow.fs`` understands (a local or mounted path, ``file://``, ``s3://``, ``gs://``,
+``hdfs://``), checks every copy by reading it back, and writes a manifest last.
+:func:`open_archive` reads an archive with ranged reads through the same file-system layer,
+decoding frames in the engine (``litemq._litemq``), with the CRC checks of a local read.
+
+Layout of an archive (one queue)::
+
+    DEST/
+        _litemq_archive.json             the manifest: every file, its size and CRC-64
+        metadata.json                    the queue's metadata, for reference
+        2026/11/21/20261121-0001.data    sealed data files, byte for byte
+        2026/11/21/20261121-0001.index   their sparse index, the used entries only
+        2026/11/21/20261121-0001.offsets their dense index, the used entries only
+        index/20261121224512345.idx      sealed key-index files (not the newest)
+
+Readers trust only what the manifest lists, so a run killed mid-upload leaves nothing a
+reader would see half-written; the next run finds the unlisted copies, checks them against
+the local files and uploads again whatever does not match. docs/FORMAT.md ("Archives") is
+the contract.
+
+>>> report = archive_queue("/data/orders", "s3://bucket/journals/orders")
+>>> open_archive("s3://bucket/journals/orders").read_arrow(start=0, end=10).num_rows
+10
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import json
+import os
+import struct
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import IO, TYPE_CHECKING, Any
+
+from litemq import _litemq, arrow
+from litemq._litemq import CorruptedError, LiteMQError
+from litemq.stats import DataFileInfo
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.fs as pafs
+
+__all__ = [
+    "MANIFEST",
+    "Archive",
+    "ArchiveError",
+    "ArchiveFile",
+    "ArchiveReport",
+    "archive_queue",
+    "find_archives",
+    "is_archive_uri",
+    "open_archive",
+]
+
+#: The manifest's name at the archive's root; written last, replaced whole.
+MANIFEST = "_litemq_archive.json"
+#: Version of the manifest's layout.
+ARCHIVE_VERSION = 1
+#: The manifest is rewritten after this many uploaded files, so a long run that is killed
+#: keeps most of its work listed.
+MANIFEST_EVERY = 32
+
+_SPARSE_HEADER = 256
+_SPARSE_ENTRY = 32
+_DENSE_HEADER = 64
+_DENSE_ENTRY = 8
+_KEY_TRAILER = 56
+
+
+class ArchiveError(LiteMQError):
+    """An archive cannot be written or read: a copy that does not match its source after
+    upload, a manifest that does not parse, a file the manifest lists that is missing."""
+
+
+@dataclass(frozen=True)
+class ArchiveFile:
+    """One file of an archive as the manifest lists it.
+
+    ``path`` is relative to the archive's root (``2026/11/21/20261121-0001.data``);
+    ``kind`` is ``data``, ``index`` (sparse), ``offsets`` (dense), ``key_index`` or
+    ``metadata``; ``size`` and ``crc64`` describe the archived bytes. Data files also carry
+    ``file_number``, ``first_seq``, ``end_seq`` (one past the last), ``first_ts`` and
+    ``last_ts`` (µs), ``frames_end`` and ``frames_crc`` from their footer.
+    """
+
+    path: str
+    kind: str
+    size: int
+    crc64: int
+    file_number: int | None = None
+    first_seq: int | None = None
+    end_seq: int | None = None
+    first_ts: int | None = None
+    last_ts: int | None = None
+    frames_end: int | None = None
+    frames_crc: int | None = None
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ArchiveFile:
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass
+class ArchiveReport:
+    """What one ``archive_queue`` run did.
+
+    - ``copied``: files uploaded and verified in this run (relative paths);
+    - ``bytes_copied``: their bytes;
+    - ``skipped``: files the manifest already listed (copied by an earlier run);
+    - ``redone``: files found at the destination but not listed (a killed run's work)
+      whose bytes did not match the local file, and were uploaded again;
+    - ``adopted``: such files whose bytes matched, listed without a new upload;
+    - ``first_seq``, ``end_seq``: the sequences the archive's data files cover;
+    - ``gaps``: ``(end_seq, first_seq)`` pairs where archived files do not follow each
+      other (the queue deleted files before they were archived);
+    - ``deleted_local``: local data files deleted after the copy (``delete_local``);
+    - ``protected_files``: archived files kept locally because a named tailer has not
+      consumed them;
+    - ``manifest``: the manifest's path at the destination.
+    """
+
+    queue: str
+    dest: str
+    copied: list[str] = field(default_factory=list)
+    bytes_copied: int = 0
+    skipped: int = 0
+    redone: list[str] = field(default_factory=list)
+    adopted: list[str] = field(default_factory=list)
+    first_seq: int | None = None
+    end_seq: int | None = None
+    gaps: list[tuple[int, int]] = field(default_factory=list)
+    deleted_local: list[str] = field(default_factory=list)
+    protected_files: int = 0
+    manifest: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# ------------------------------------------------------------------------------------------
+# file systems
+
+
+def is_archive_uri(path: str | os.PathLike[str]) -> bool:
+    """True for a URI (``s3://…``, ``file://…``): a location only an archive can be at."""
+    return "://" in os.fspath(path)
+
+
+@functools.lru_cache(maxsize=32)
+def _from_uri(uri: str) -> tuple[pafs.FileSystem, str]:
+    import pyarrow.fs as pafs
+
+    fs, path = pafs.FileSystem.from_uri(uri)
+    return fs, path.rstrip("/")
+
+
+def resolve(
+    dest: str | os.PathLike[str], filesystem: pafs.FileSystem | None = None
+) -> tuple[pafs.FileSystem, str]:
+    """The ``pyarrow.fs`` file system and path of ``dest`` (a path or URI). Query options of
+    a URI go to the file system (``s3://b/p?endpoint_override=http://127.0.0.1:9000``)."""
+    import pyarrow.fs as pafs
+
+    text = os.fspath(dest)
+    if filesystem is not None:
+        return filesystem, text.rstrip("/")
+    if is_archive_uri(text):
+        return _from_uri(text)
+    return pafs.LocalFileSystem(), os.path.abspath(text)
+
+
+def _join(root: str, rel: str) -> str:
+    return f"{root}/{rel}" if root else rel
+
+
+def _read_all(fs: pafs.FileSystem, path: str) -> bytes:
+    with fs.open_input_file(path) as f:
+        return bytes(f.read())
+
+
+def _read_range(fs: pafs.FileSystem, path: str, offset: int, length: int) -> bytes:
+    with fs.open_input_file(path) as f:
+        return bytes(f.read_at(length, offset))
+
+
+#: Bytes per read when a copy is checked piece by piece.
+READ_CHUNK = 8 << 20
+
+
+def _crc64_of(fs: pafs.FileSystem, path: str) -> tuple[int, int]:
+    """Length and CRC-64 of the file at ``path``, read in pieces (a copy may be large)."""
+    crc: int | None = None
+    size = 0
+    with fs.open_input_stream(path) as f:
+        while True:
+            piece = f.read(READ_CHUNK)
+            if not piece:
+                break
+            crc = _litemq._crc64(piece, crc)
+            size += len(piece)
+    return size, (_litemq._crc64(b"") if crc is None else crc)
+
+
+def _write(fs: pafs.FileSystem, path: str, data: bytes) -> None:
+    """Write ``data`` to ``path``, durably: an object store's PUT is, once it returns; on a
+    file system the file and its directory are fsynced, so that a manifest written later
+    never lists a file a power loss could take back (and ``--delete-local`` never deletes
+    the only durable copy)."""
+    parent = path.rsplit("/", 1)[0]
+    if parent and parent != path:
+        fs.create_dir(parent, recursive=True)
+    with fs.open_output_stream(path) as out:
+        out.write(data)
+    _sync_local(fs, path)
+
+
+def _sync_local(fs: pafs.FileSystem, path: str) -> None:
+    import pyarrow.fs as pafs
+
+    if not isinstance(fs, pafs.LocalFileSystem):
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_atomically(fs: pafs.FileSystem, path: str, data: bytes) -> None:
+    """Readers see the old bytes or the new, never a part: an object store's PUT is atomic;
+    on a file system, write a temporary (fsynced) then rename it over, and fsync the
+    directory."""
+    import pyarrow.fs as pafs
+
+    if isinstance(fs, pafs.LocalFileSystem):
+        tmp = f"{path}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+        _write(fs, tmp, data)
+        os.replace(tmp, path)
+        _sync_local(fs, path)
+        return
+    _write(fs, path, data)
+
+
+def _exists(fs: pafs.FileSystem, path: str) -> int | None:
+    """The size of the file at ``path``, or None if there is none."""
+    import pyarrow.fs as pafs
+
+    info = fs.get_file_info(path)
+    if info.type != pafs.FileType.File:
+        return None
+    return int(info.size) if info.size is not None else None
+
+
+# ------------------------------------------------------------------------------------------
+# the manifest
+
+
+def _load_manifest(fs: pafs.FileSystem, root: str) -> dict[str, Any] | None:
+    path = _join(root, MANIFEST)
+    if _exists(fs, path) is None:
+        return None
+    raw = _read_all(fs, path)
+    try:
+        m = json.loads(raw)
+    except ValueError as e:
+        raise ArchiveError(f"litemq: archive manifest {path} does not parse: {e}") from None
+    if not isinstance(m, dict) or m.get("litemq_archive") != ARCHIVE_VERSION:
+        raise ArchiveError(
+            f"litemq: {path} is not a litemq archive manifest of version {ARCHIVE_VERSION}"
+        )
+    return m
+
+
+def _manifest_bytes(queue: str, files: dict[str, ArchiveFile], source: str) -> bytes:
+    data = sorted((f for f in files.values() if f.kind == "data"), key=lambda f: f.first_seq or 0)
+    m = {
+        "litemq_archive": ARCHIVE_VERSION,
+        "queue": queue,
+        "source": source,
+        "host": os.uname().nodename,
+        "updated": datetime.now(UTC).isoformat(timespec="seconds"),
+        "first_seq": data[0].first_seq if data else None,
+        "end_seq": data[-1].end_seq if data else None,
+        "files": [files[k].to_json() for k in sorted(files)],
+    }
+    return (json.dumps(m, indent=1) + "\n").encode()
+
+
+# ------------------------------------------------------------------------------------------
+# writing
+
+
+class _Progress:
+    """A one-line progress bar on stderr (only when enabled)."""
+
+    def __init__(self, total_files: int, total_bytes: int, stream: IO[str] | None) -> None:
+        self.total_files = total_files
+        self.total_bytes = max(total_bytes, 1)
+        self.stream = stream
+        self.files = 0
+        self.bytes = 0
+        self.last = 0.0
+
+    def step(self, nbytes: int, name: str) -> None:
+        """One more file done, of ``nbytes`` (as counted in ``total_bytes``)."""
+        self.files += 1
+        self.bytes += nbytes
+        self.draw(name)
+
+    def draw(self, name: str, force: bool = False) -> None:
+        now = time.monotonic()
+        if self.stream is None or (not force and now - self.last < 0.1):
+            return
+        self.last = now
+        frac = min(self.bytes / self.total_bytes, 1.0)
+        bar = "#" * int(frac * 30)
+        self.stream.write(
+            f"\rarchiving [{bar:<30}] {self.files}/{self.total_files} files "
+            f"{self.bytes / 2**20:,.1f}/{self.total_bytes / 2**20:,.1f} MiB  {name[-40:]:<40}"
+        )
+        self.stream.flush()
+
+    def done(self) -> None:
+        if self.stream is not None:
+            self.draw("done", force=True)
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _used_index_bytes(path: str, kind: str, rows: int) -> bytes | None:
+    """The header and used entries of a sealed file's sparse (``index``) or dense
+    (``offsets``) index; the rest of the file is a hole of zeros (docs/FORMAT.md)."""
+    try:
+        with open(path, "rb") as f:
+            if kind == "offsets":
+                return f.read(_DENSE_HEADER + _DENSE_ENTRY * rows)
+            head = f.read(_SPARSE_HEADER)
+            if len(head) < 16:
+                return head
+            (interval,) = struct.unpack_from("<I", head, 12)
+            entries = -(-rows // max(interval, 1))
+            return head + f.read(_SPARSE_ENTRY * entries)
+    except FileNotFoundError:
+        return None
+
+
+def _key_index_sealed(path: str) -> bool:
+    """A key-index file's trailer says ``sealed`` (state 1 at trailer offset 32)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(-_KEY_TRAILER, os.SEEK_END)
+            trailer = f.read(_KEY_TRAILER)
+    except OSError:
+        return False
+    return len(trailer) == _KEY_TRAILER and struct.unpack_from("<I", trailer, 32)[0] == 1
+
+
+@dataclass
+class _Upload:
+    rel: str
+    kind: str
+    local: str
+    data_meta: dict[str, Any] | None = None
+
+
+def archive_queue(
+    queue: str | os.PathLike[str],
+    dest: str | os.PathLike[str],
+    *,
+    delete_local: bool = False,
+    filesystem: pafs.FileSystem | None = None,
+    progress: IO[str] | None = None,
+    on_file: Callable[[str], None] | None = None,
+) -> ArchiveReport:
+    """Copy the sealed files of the queue at ``queue`` to the archive at ``dest``.
+
+    Every sealed data file (all but the last, which the writer may still append to) goes
+    with its sparse and dense index (their used entries), the sealed key-index files (all but
+    the newest) and ``metadata.json``. Each copy is read back and checked: its CRC-64 must
+    equal the local file's, and a data file's header, footer and ``frames_crc`` must check
+    out (on the local file, before it leaves). Only then is it listed in the manifest, which
+    is written last (and every ``MANIFEST_EVERY`` files), so readers see whole, checked files
+    only. One file is held in memory at a time; copies are read back in ``READ_CHUNK`` pieces.
+
+    Idempotent and resumable: files the manifest lists are skipped; a file at the
+    destination that it does not list (a killed run's) is checked against the local file
+    and uploaded again unless it matches. With ``delete_local``, once the manifest is
+    written, local data files whose messages are all archived are deleted as a retention
+    pass would (oldest first, never the last file, never one a named tailer has not
+    consumed). ``progress`` is a stream for a progress bar (e.g. ``sys.stderr``);
+    ``on_file`` is called with each relative path uploaded (tests use it to stop a run).
+
+    Raises ArchiveError when a copy does not match after upload (nothing is listed for it),
+    CorruptedError when a local sealed file fails its own checks.
+    """
+    from litemq.queue import Queue
+
+    src = os.path.abspath(os.fspath(queue))
+    fs, root = resolve(dest, filesystem)
+    report = ArchiveReport(queue=src, dest=os.fspath(dest), manifest=_join(root, MANIFEST))
+    existing = _load_manifest(fs, root)
+    listed: dict[str, ArchiveFile] = {}
+    if existing is not None:
+        for d in existing.get("files", []):
+            f = ArchiveFile.from_json(d)
+            listed[f.path] = f
+    name = os.path.basename(src.rstrip(os.sep))
+
+    with Queue(src, read_only=True) as q:
+        data_files = q.data_files()
+        sealed = data_files[:-1]
+        todo: list[_Upload] = []
+        for info in sealed:
+            rel = os.path.relpath(info.path, src).replace(os.sep, "/")
+            rows = info.end_seq - info.first_seq
+            meta = {"rows": rows}
+            if rel in listed:
+                report.skipped += 1
+            else:
+                todo.append(_Upload(rel, "data", info.path, meta))
+            for kind in ("index", "offsets"):
+                irel = rel[: -len(".data")] + "." + kind
+                if irel not in listed:
+                    todo.append(_Upload(irel, kind, os.path.join(src, irel), meta))
+        kdir = os.path.join(src, "index")
+        with contextlib.suppress(FileNotFoundError):
+            keys = sorted(n for n in os.listdir(kdir) if n.endswith(".idx"))
+            for n in keys[:-1]:
+                rel = f"index/{n}"
+                if rel not in listed and _key_index_sealed(os.path.join(kdir, n)):
+                    todo.append(_Upload(rel, "key_index", os.path.join(kdir, n)))
+
+        sizes = {}
+        for u in todo:
+            with contextlib.suppress(OSError):
+                sizes[u.rel] = os.path.getsize(u.local)
+        bar = _Progress(len(todo), sum(sizes.values()), progress)
+        since_manifest = 0
+        for u in todo:
+            entry = _upload_one(fs, root, u, report)
+            if entry is not None:
+                listed[entry.path] = entry
+                report.bytes_copied += entry.size if u.rel in report.copied else 0
+                since_manifest += 1
+                if on_file is not None:
+                    on_file(u.rel)
+            bar.step(sizes.get(u.rel, 0), u.rel)
+            if since_manifest >= MANIFEST_EVERY:
+                _write_atomically(fs, report.manifest, _manifest_bytes(name, listed, src))
+                since_manifest = 0
+        bar.done()
+        meta_path = os.path.join(src, "metadata.json")
+        if os.path.exists(meta_path):
+            with open(meta_path, "rb") as fh:
+                meta_bytes = fh.read()
+            _write(fs, _join(root, "metadata.json"), meta_bytes)
+            listed["metadata.json"] = ArchiveFile(
+                "metadata.json", "metadata", len(meta_bytes), _litemq._crc64(meta_bytes)
+            )
+        _write_atomically(fs, report.manifest, _manifest_bytes(name, listed, src))
+
+        data = sorted(
+            (f for f in listed.values() if f.kind == "data"), key=lambda f: f.first_seq or 0
+        )
+        if data:
+            report.first_seq, report.end_seq = data[0].first_seq, data[-1].end_seq
+            for a, b in itertools.pairwise(data):
+                if a.end_seq != b.first_seq:
+                    report.gaps.append((int(a.end_seq or 0), int(b.first_seq or 0)))
+        if delete_local:
+            _delete_archived(q, src, sealed, listed, fs, root, report)
+    return report
+
+
+def _upload_one(
+    fs: pafs.FileSystem, root: str, u: _Upload, report: ArchiveReport
+) -> ArchiveFile | None:
+    """Upload (or adopt) one file and check the copy; its manifest entry, or None if the
+    local file is gone (retention deleted it meanwhile) or absent (no dense index in an
+    older format version)."""
+    rows = int(u.data_meta["rows"]) if u.data_meta else 0
+    if u.kind in ("index", "offsets"):
+        local = _used_index_bytes(u.local, u.kind, rows)
+    else:
+        try:
+            with open(u.local, "rb") as f:
+                local = f.read()
+        except FileNotFoundError:
+            return None
+    if local is None:
+        return None
+    summary: dict[str, Any] | None = None
+    if u.kind == "data":
+        summary = _litemq._sealed_summary(local, u.local)  # the source itself must be sound
+    crc = _litemq._crc64(local)
+    path = _join(root, u.rel)
+    there = _exists(fs, path)
+    if there is not None:
+        # Not in the manifest: a killed run's upload, whole or partial. Keep it only if it
+        # is exactly the local file.
+        if there == len(local) and _crc64_of(fs, path) == (len(local), crc):
+            report.adopted.append(u.rel)
+        else:
+            report.redone.append(u.rel)
+            there = None
+    if there is None:
+        _write(fs, path, local)
+        report.copied.append(u.rel)
+    _verify_copy(fs, path, len(local), crc)
+    entry = ArchiveFile(u.rel, u.kind, len(local), crc)
+    if summary is not None:
+        entry = ArchiveFile(
+            u.rel,
+            u.kind,
+            len(local),
+            crc,
+            file_number=int(summary["file_number"]),
+            first_seq=int(summary["first_seq"]),
+            end_seq=int(summary["end_seq"]),
+            first_ts=int(summary["first_ts"]),
+            last_ts=int(summary["last_ts"]),
+            frames_end=int(summary["frames_end"]),
+            frames_crc=int(summary["frames_crc"]),
+        )
+    return entry
+
+
+def _verify_copy(fs: pafs.FileSystem, path: str, size: int, crc: int) -> None:
+    """Read the copy back, in pieces: the same length and CRC-64 as the local bytes (whose
+    header, footer and ``frames_crc`` were checked before the upload), so the copy is those
+    bytes, footer and ``frames_crc`` included."""
+    got_size, got = _crc64_of(fs, path)
+    if got_size != size:
+        raise ArchiveError(
+            f"litemq: archived copy {path} is {got_size} bytes after upload, expected {size}"
+        )
+    if got != crc:
+        raise ArchiveError(
+            f"litemq: archived copy {path} does not match its source after upload "
+            f"(CRC-64 {got:#018x}, expected {crc:#018x})"
+        )
+
+
+def _delete_archived(
+    q: Any,
+    src: str,
+    sealed: list[DataFileInfo],
+    listed: dict[str, ArchiveFile],
+    fs: pafs.FileSystem,
+    root: str,
+    report: ArchiveReport,
+) -> None:
+    """Delete local data files whose messages are all archived (a prefix, oldest first)."""
+    before: int | None = None
+    for info in sealed:
+        rel = os.path.relpath(info.path, src).replace(os.sep, "/")
+        entry = listed.get(rel)
+        if entry is None or entry.end_seq != info.end_seq:
+            break
+        # Listed means checked after upload; make sure it is still there, whole.
+        if _exists(fs, _join(root, rel)) != entry.size:
+            break
+        before = info.end_seq
+    if before is None:
+        return
+    r = q._delete_files_before(before)
+    report.deleted_local = [str(p) for p in r["deleted_files"]]
+    report.protected_files = int(r["protected_files"])
+
+
+# ------------------------------------------------------------------------------------------
+# reading
+
+
+class Archive:
+    """An archived queue, read through ``pyarrow.fs`` without mmap.
+
+    ``first_seq`` and ``end_seq`` bound what the manifest lists (``end_seq`` is one past the
+    last archived message); ``files`` are its data files, oldest first. Reads check what a
+    local read checks: a whole data file by its footer's ``frames_crc``, a range by each
+    frame's CRC; damage raises CorruptedError naming the file.
+
+    >>> a = open_archive("s3://bucket/journals/orders")
+    >>> a.read_arrow(columns=["seq", "payload"]).num_rows == a.end_seq - a.first_seq
+    True
+    """
+
+    def __init__(
+        self, uri: str | os.PathLike[str], filesystem: pafs.FileSystem | None = None
+    ) -> None:
+        self.uri = os.fspath(uri)
+        self._fs, self._root = resolve(uri, filesystem)
+        m = _load_manifest(self._fs, self._root)
+        if m is None:
+            raise FileNotFoundError(
+                2,
+                f"litemq: no archive at {self.uri}: no {MANIFEST} (an archive is readable once "
+                "`litemq archive` has written its manifest)",
+                self.uri,
+            )
+        self.manifest = m
+        entries = [ArchiveFile.from_json(d) for d in m.get("files", [])]
+        self._by_path = {e.path: e for e in entries}
+        self.files = sorted(
+            (e for e in entries if e.kind == "data"), key=lambda e: int(e.first_seq or 0)
+        )
+        self.name = str(m.get("queue") or os.path.basename(self._root))
+
+    def __repr__(self) -> str:
+        return (
+            f"litemq.Archive({self.uri!r}, files={len(self.files)}, "
+            f"first_seq={self.first_seq}, end_seq={self.end_seq})"
+        )
+
+    @property
+    def first_seq(self) -> int:
+        """The first archived sequence (0 for an empty archive)."""
+        return int(self.files[0].first_seq or 0) if self.files else 0
+
+    @property
+    def end_seq(self) -> int:
+        """One past the last archived sequence."""
+        return int(self.files[-1].end_seq or 0) if self.files else 0
+
+    def __len__(self) -> int:
+        return sum(int(f.end_seq or 0) - int(f.first_seq or 0) for f in self.files)
+
+    def file_for(self, seq: int) -> ArchiveFile | None:
+        """The data file holding ``seq``, if archived."""
+        for f in self.files:
+            if int(f.first_seq or 0) <= seq < int(f.end_seq or 0):
+                return f
+        return None
+
+    def read_arrow(
+        self,
+        start: int | None = None,
+        end: int | None = None,
+        max_rows: int | None = None,
+        columns: Sequence[str] | None = None,
+    ) -> pa.RecordBatch:
+        """Archived messages ``[start, end)`` as one ``pyarrow.RecordBatch``, with the schema
+        of ``Queue.read_arrow`` (``columns`` picks some)."""
+        names = arrow.column_names(columns)
+        lo = self.first_seq if start is None else max(int(start), self.first_seq)
+        hi = self.end_seq if end is None else min(int(end), self.end_seq)
+        if max_rows is not None:
+            hi = min(hi, lo + int(max_rows))
+        batches = list(self.iter_batches(lo, hi, names))
+        if not batches:
+            return arrow.empty_batch(names)
+        return arrow.concat(batches)
+
+    def iter_batches(
+        self, start: int, end: int, columns: tuple[str, ...] = arrow.SCHEMA_FIELDS
+    ) -> Iterator[pa.RecordBatch]:
+        """Record batches of ``[start, end)``, about one per data file read."""
+        for f in self.files:
+            lo, hi = max(start, int(f.first_seq or 0)), min(end, int(f.end_seq or 0))
+            if lo < hi:
+                yield from self.read_file(f, lo, hi, columns)
+
+    def _data_path(self, f: ArchiveFile) -> str:
+        return _join(self._root, f.path)
+
+    def read_file(
+        self, f: ArchiveFile, start: int, end: int, columns: tuple[str, ...] = arrow.SCHEMA_FIELDS
+    ) -> Iterator[pa.RecordBatch]:
+        """Messages ``[start, end)`` of archived data file ``f``."""
+        first, last = int(f.first_seq or 0), int(f.end_seq or 0)
+        start, end = max(start, first), min(end, last)
+        if start >= end:
+            return
+        flags = {c: c in columns for c in ("key", "headers", "payload")}
+        path = self._data_path(f)
+        # All of a file: fetch it whole and check its footer's frames_crc once. Part of one
+        # (a Spark partition cut by rowsPerPartition, a small range): fetch only its bytes,
+        # found through the dense index, and check each frame's own CRC; fetching the whole
+        # file for each part would multiply the bytes read.
+        if start == first and end == last:
+            yield from self._read_whole(f, path, start, end, columns, flags)
+            return
+        span = self._range_of(f, start, end)
+        if span is None:  # no usable dense index: fetch the file
+            yield from self._read_whole(f, path, start, end, columns, flags)
+            return
+        lo_off, hi_off = span
+        buf = _read_range(self._fs, path, lo_off, hi_off - lo_off)
+        seq, at = start, lo_off
+        while seq < end:
+            cols = _litemq._decode_frames(buf[at - lo_off :], path, at, seq, end - seq, **flags)
+            n = int(cols["rows"])
+            if n == 0:
+                raise CorruptedError(f"litemq: no message decoded at {path} offset {at}")
+            yield arrow.record_batch(cols, columns)
+            seq += n
+            at = int(cols["next_offset"])
+
+    def _read_whole(
+        self,
+        f: ArchiveFile,
+        path: str,
+        start: int,
+        end: int,
+        columns: tuple[str, ...],
+        flags: dict[str, bool],
+    ) -> Iterator[pa.RecordBatch]:
+        data = _read_all(self._fs, path)
+        if len(data) != f.size:
+            raise CorruptedError(
+                f"litemq: archived file {path} is {len(data)} bytes, the manifest says {f.size}"
+            )
+        seq = start
+        while seq < end:
+            cols = _litemq._decode_sealed(data, path, seq, end, end - seq, **flags)
+            n = int(cols["rows"])
+            if n == 0:
+                raise CorruptedError(f"litemq: no message decoded in {path} at seq {seq}")
+            yield arrow.record_batch(cols, columns)
+            seq += n
+
+    def _range_of(self, f: ArchiveFile, start: int, end: int) -> tuple[int, int] | None:
+        """Byte range ``[offset of start, offset of end)`` from the dense index, checked;
+        None when there is no dense index or an entry fails its check."""
+        rel = f.path[: -len(".data")] + ".offsets"
+        entry = self._by_path.get(rel)
+        if entry is None:
+            return None
+        first = int(f.first_seq or 0)
+        opath = _join(self._root, rel)
+
+        def offset_of(seq: int) -> int | None:
+            at = _DENSE_HEADER + _DENSE_ENTRY * (seq - first)
+            if at + _DENSE_ENTRY > entry.size:
+                return None
+            (word,) = struct.unpack("<Q", _read_range(self._fs, opath, at, _DENSE_ENTRY))
+            off = _litemq._dense_offset(word, seq, f.size)
+            return None if off is None else int(off)
+
+        lo = offset_of(start)
+        hi = int(f.frames_end or 0) if end >= int(f.end_seq or 0) else offset_of(end)
+        if lo is None or hi is None or hi <= lo:
+            return None
+        return lo, hi
+
+
+def open_archive(uri: str | os.PathLike[str], filesystem: pafs.FileSystem | None = None) -> Archive:
+    """Open the archive at ``uri`` (a path, ``file://``, ``s3://``, ... as ``pyarrow.fs``
+    understands) for reading. FileNotFoundError when it has no manifest."""
+    return Archive(uri, filesystem)
+
+
+def find_archives(uri: str | os.PathLike[str]) -> list[tuple[str, str]]:
+    """``(name, archive uri)`` of the archive at ``uri`` or of every archive below it
+    (skipping names that start with ``_`` or ``.``), sorted by name. An archive given
+    directly is named after its last path component; one found below, by its path relative
+    to ``uri`` (as the Spark source names queues)."""
+    import pyarrow.fs as pafs
+
+    text = os.fspath(uri).rstrip("/")
+    fs, root = resolve(text)
+    if _exists(fs, _join(root, MANIFEST)) is not None:
+        return [(os.path.basename(root.rstrip("/")) or root, text)]
+    try:
+        infos = fs.get_file_info(pafs.FileSelector(root, recursive=True))
+    except FileNotFoundError:
+        return []
+    found = []
+    for info in infos:
+        if info.type != pafs.FileType.File or not info.path.endswith("/" + MANIFEST):
+            continue
+        rel = info.path[len(root) :].strip("/")[: -len(MANIFEST)].strip("/")
+        if any(part.startswith(("_", ".")) for part in rel.split("/")):
+            continue
+        found.append((rel, _with_path(text, rel)))
+    return sorted(found)
+
+
+def _with_path(uri: str, rel: str) -> str:
+    """``uri`` with ``/rel`` appended to its path (before any ``?query``)."""
+    base, sep, query = uri.partition("?")
+    return f"{base.rstrip('/')}/{rel}{sep}{query}"
+
+
+def _main_progress(enabled: bool | None) -> IO[str] | None:
+    if enabled is None:
+        enabled = sys.stderr.isatty()
+    return sys.stderr if enabled else None

@@ -1,0 +1,1418 @@
+//! Work queues: competing consumers over one queue, with acknowledgements,
+//! redelivery and a dead-letter queue (Python: `Queue.work_queue(...)`).
+//!
+//! A named tailer is one cursor that one process holds. A work queue (a
+//! *group*) hands each message of the queue to exactly one of any number of
+//! handles, in any number of processes, which acknowledge jobs in any order.
+//! Its state is a file in the queue directory,
+//! `base/workqueues/<base32(name)>.wq` (layout: `format::work_queue` and
+//! `docs/FORMAT.md`, "Work queues"), mapped shared by every handle and only
+//! ever changed with 8-byte atomics (compare-and-swap): there is no server
+//! and no lock.
+//!
+//! - the *low-water mark*: every sequence below it is finished (acked,
+//!   dead-lettered, expired or gone); retention with `protect_unconsumed`
+//!   keeps it;
+//! - the *dispatch cursor*: every sequence below it was handed out at least
+//!   once; the next new job is the cursor's;
+//! - a ring of `window` slots, one per sequence of `low..low + window`
+//!   (sequence `s` in slot `s mod window`): the job's state, its deliveries,
+//!   its deadline (lease end, or when a nacked job is ready again), and who
+//!   holds it. The ring bounds memory and disk however far acks run ahead:
+//!   when the cursor reaches `low + window`, `get` hands out only
+//!   redeliveries until the job at the mark is finished.
+//!
+//! `docs/DESIGN.md` ("Work queues") argues why no job is handed to two
+//! workers at once and no ack is lost or doubled, whatever process dies when.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use crate::clock::Clock;
+use crate::error::{Error, Result};
+use crate::format::record::{Compress, HeaderField, Record};
+use crate::format::work_queue::{
+    decode_header, encode_header, file_len, lap_of, slot_word, JobState, SlotWord, WqHeader,
+    MAX_WINDOW, MIN_WINDOW, WQ_HEADER_LEN, WQ_MAX_NAME_LEN, W_ACKED, W_CURSOR, W_DEAD, W_EXPIRED,
+    W_GONE, W_HINT, W_LOW, W_REDELIVERED, W_TOP,
+};
+use crate::reader::catalog::Catalog;
+use crate::reader::tailer::{Message, OwnedMessage, Tailer};
+use crate::reader::wait::{Sleeper, Slept, WaitStrategy, Waiter, SLEEP_AT_MOST};
+use crate::reader::wake::WakeSource;
+use crate::storage::fsutil::sync_dir;
+use crate::storage::mapped::{Mapping, WordFile};
+use crate::writer::append_lock::identity;
+
+use super::name;
+
+/// Directory, under the queue's base, that holds the state files.
+pub const WORK_QUEUES_DIR: &str = "workqueues";
+/// Suffix of state files.
+pub const WQ_SUFFIX: &str = ".wq";
+/// Largest `max_deliveries` (the count is one byte of the slot word).
+pub const MAX_DELIVERIES: u8 = u8::MAX;
+/// Longest visibility timeout or nack delay (the deadline is counted in
+/// milliseconds in 40 bits; a year is far inside it and far beyond any job).
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(366 * 24 * 3600);
+/// How often a handle looks through the ring for jobs to redeliver (expired
+/// leases, dead workers, nacked jobs that are ready) while new jobs keep
+/// coming; it also looks whenever it finds no new job, at most this often,
+/// and at once after a nack.
+pub const SCAN_EVERY: Duration = Duration::from_millis(20);
+
+/// Header of a dead-lettered message: why (`max_deliveries`).
+pub const DLQ_REASON: &str = "litemq.dlq.reason";
+/// Header of a dead-lettered message: its sequence in the source queue.
+pub const DLQ_SEQ: &str = "litemq.dlq.seq";
+/// Header of a dead-lettered message: the work-queue group.
+pub const DLQ_GROUP: &str = "litemq.dlq.group";
+/// Header of a dead-lettered message: the source queue's directory.
+pub const DLQ_QUEUE: &str = "litemq.dlq.queue";
+/// Header of a dead-lettered message: handouts it had.
+pub const DLQ_DELIVERIES: &str = "litemq.dlq.deliveries";
+
+/// Where dead-lettered messages go: appends one record and returns once it
+/// is written (the queue layer builds it from a queue opened for several
+/// writer processes).
+pub type DeadLetterSink = Arc<dyn Fn(&Record<'_>) -> Result<()> + Send + Sync>;
+
+/// How to open a work queue.
+#[derive(Clone)]
+pub struct WorkQueueOptions {
+    /// How long a job handed out stays leased: not acked by then, it is
+    /// handed out again. Default 30 s; at most [`MAX_TIMEOUT`].
+    pub visibility_timeout: Duration,
+    /// Handouts a job gets; a job whose last lease ran out (or was nacked)
+    /// after this many goes to the dead-letter queue (or, without one, is
+    /// dropped and counted). 1..=255, default 5.
+    pub max_deliveries: u8,
+    /// Slots in the ring, for a group created now (a power of two,
+    /// 16..=2^24; default 65,536: 2 MiB of state file, allocated as used).
+    /// Ignored when the group exists.
+    pub window: u64,
+    /// Where a new group starts: `Some(seq)`, or `None` for the queue's
+    /// first message. Ignored when the group exists.
+    pub start_seq: Option<u64>,
+    /// Where dead-lettered jobs go (`None`: dropped and counted).
+    pub dead_letter: Option<DeadLetterSink>,
+    /// Send jobs whose message expired before a handout to `dead_letter`
+    /// too (reason `expired`); otherwise they are only counted. Default false.
+    pub dead_letter_expired: bool,
+    /// Hand out higher priorities first (FIFO within a priority): the
+    /// handle reads ahead over the window and picks the best job not yet
+    /// handed out. Default false: sequence order, no read-ahead.
+    pub priority: bool,
+    /// With `priority`: a job whose message was written this long ago is
+    /// handed out before higher priorities, oldest first, so that no job
+    /// starves. Default 60 s; `None`: no bound.
+    pub max_wait: Option<Duration>,
+}
+
+impl std::fmt::Debug for WorkQueueOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkQueueOptions")
+            .field("visibility_timeout", &self.visibility_timeout)
+            .field("max_deliveries", &self.max_deliveries)
+            .field("window", &self.window)
+            .field("start_seq", &self.start_seq)
+            .field("dead_letter", &self.dead_letter.is_some())
+            .field("dead_letter_expired", &self.dead_letter_expired)
+            .field("priority", &self.priority)
+            .field("max_wait", &self.max_wait)
+            .finish()
+    }
+}
+
+impl Default for WorkQueueOptions {
+    fn default() -> Self {
+        WorkQueueOptions {
+            visibility_timeout: Duration::from_secs(30),
+            max_deliveries: 5,
+            window: 1 << 16,
+            start_seq: None,
+            dead_letter: None,
+            dead_letter_expired: false,
+            priority: false,
+            max_wait: Some(Duration::from_secs(60)),
+        }
+    }
+}
+
+impl WorkQueueOptions {
+    /// Checks every option against its range.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(Error::InvalidArgument(m));
+        if self.visibility_timeout.is_zero() || self.visibility_timeout > MAX_TIMEOUT {
+            return bad(format!(
+                "visibility_timeout must be above 0 and at most {} s",
+                MAX_TIMEOUT.as_secs()
+            ));
+        }
+        if self.max_deliveries == 0 {
+            return bad(format!("max_deliveries must be 1 to {MAX_DELIVERIES}"));
+        }
+        if !self.window.is_power_of_two() || !(MIN_WINDOW..=MAX_WINDOW).contains(&self.window) {
+            return bad(format!(
+                "window must be a power of two from {MIN_WINDOW} to {MAX_WINDOW}, not {}",
+                self.window
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// How a job ends without an ack.
+#[derive(Debug, Clone, Copy)]
+enum Retire {
+    /// Past `max_deliveries`.
+    Dead,
+    /// Its message expired before a handout.
+    Expired,
+}
+
+/// What `ack` and `nack` need to know about a job handed out: its sequence
+/// and which handout it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ticket {
+    /// The job's sequence in the queue (its id).
+    pub seq: u64,
+    /// Handouts so far, this one included (1 the first time).
+    pub deliveries: u8,
+}
+
+/// A job: a message handed to this handle until it acks, nacks, or its lease
+/// runs out.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// What `ack` and `nack` take.
+    pub ticket: Ticket,
+    /// The message, copied out.
+    pub message: OwnedMessage,
+}
+
+/// Figures of one group, as `litemq wq stats` shows them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkQueueInfo {
+    /// The group's name.
+    pub name: String,
+    /// Every sequence below it is finished.
+    pub low: u64,
+    /// Every sequence below it was handed out at least once.
+    pub cursor: u64,
+    /// Slots in the ring.
+    pub window: u64,
+    /// Jobs waiting for a worker: published and never handed out, released,
+    /// nacked (ready or not), or leased past their deadline.
+    pub pending: u64,
+    /// Jobs leased to a worker now (deadline not passed).
+    pub in_flight: u64,
+    /// Acks since the group was created.
+    pub acked: u64,
+    /// Jobs dead-lettered (or dropped) after `max_deliveries`.
+    pub dead_lettered: u64,
+    /// Jobs that expired before a worker got them.
+    pub expired: u64,
+    /// Handouts after the first.
+    pub redelivered: u64,
+    /// Jobs retention removed before a worker got them.
+    pub gone: u64,
+    /// µs timestamp of the oldest unfinished job's message, if any.
+    pub oldest_timestamp: Option<u64>,
+    /// When the group was created, µs since the epoch.
+    pub created_at: u64,
+}
+
+/// The state file, mapped.
+struct StateFile {
+    words: WordFile,
+    window: u64,
+    epoch_us: u64,
+    path: PathBuf,
+}
+
+impl StateFile {
+    fn word(&self, i: usize) -> &AtomicU64 {
+        &self.words.words()[i]
+    }
+    fn load(&self, i: usize) -> u64 {
+        u64::from_le(self.word(i).load(Ordering::Acquire))
+    }
+    fn store(&self, i: usize, v: u64) {
+        self.word(i).store(v.to_le(), Ordering::Release)
+    }
+    fn cas(&self, i: usize, old: u64, new: u64) -> bool {
+        self.word(i)
+            .compare_exchange(
+                old.to_le(),
+                new.to_le(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
+    }
+    fn fetch_max(&self, i: usize, n: u64) {
+        let _ = self
+            .word(i)
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |w| {
+                (u64::from_le(w) < n).then_some(n.to_le())
+            });
+    }
+    fn add(&self, i: usize, n: u64) {
+        let _ = self
+            .word(i)
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |w| {
+                Some(u64::from_le(w).wrapping_add(n).to_le())
+            });
+    }
+    /// Word index of the state word of `seq`'s slot (owner +1, claim tag +2).
+    fn slot(&self, seq: u64) -> usize {
+        slot_word((seq & (self.window - 1)) as usize)
+    }
+    fn state_of(&self, seq: u64) -> (u64, SlotWord) {
+        let raw = self.load(self.slot(seq));
+        (raw, SlotWord::for_seq(raw, seq, self.window))
+    }
+}
+
+/// The per-handle readers: one follows the cursor (new jobs), one seeks
+/// (redeliveries, dead letters); and, for a priority group, what the scout
+/// read ahead.
+struct Readers {
+    scout: Tailer,
+    random: Tailer,
+    ahead: Lookahead,
+}
+
+/// Jobs a priority group's handle has read ahead of the cursor and not seen
+/// handed out yet.
+#[derive(Debug, Default)]
+struct Lookahead {
+    /// The next sequence to read.
+    next: u64,
+    /// `(255 - priority, seq)`: the first is the job to hand out.
+    by_rank: BTreeSet<(u8, u64)>,
+    /// `seq -> (priority, timestamp)`: the first is the oldest.
+    by_seq: BTreeMap<u64, (u8, u64)>,
+}
+
+impl Lookahead {
+    fn insert(&mut self, seq: u64, priority: u8, timestamp: u64) {
+        self.by_rank.insert((u8::MAX - priority, seq));
+        self.by_seq.insert(seq, (priority, timestamp));
+    }
+
+    fn remove(&mut self, seq: u64) {
+        if let Some((priority, _)) = self.by_seq.remove(&seq) {
+            self.by_rank.remove(&(u8::MAX - priority, seq));
+        }
+    }
+
+    /// Forgets every job below `cursor` (handed out at least once).
+    fn forget_below(&mut self, cursor: u64) {
+        while let Some((&seq, _)) = self.by_seq.first_key_value() {
+            if seq >= cursor {
+                break;
+            }
+            self.remove(seq);
+        }
+        self.next = self.next.max(cursor);
+    }
+
+    /// The job to hand out: the oldest when it was written `max_wait` ago or
+    /// more, else the highest priority (the oldest among equals).
+    fn choose(&self, now_us: u64, max_wait: Option<Duration>) -> Option<u64> {
+        if let (Some(bound), Some((&seq, &(_, written)))) =
+            (max_wait, self.by_seq.first_key_value())
+        {
+            if written.saturating_add(bound.as_micros() as u64) <= now_us {
+                return Some(seq);
+            }
+        }
+        self.by_rank.first().map(|&(_, seq)| seq)
+    }
+}
+
+/// Messages a priority handle reads ahead per `get` at most (it reads the
+/// rest of the window over the following calls).
+const READ_AHEAD: usize = 4096;
+
+struct ScanState {
+    /// When the next periodic scan is due (real time: dead owners).
+    next_at: Instant,
+    /// The nack counter at the last scan.
+    hint: u64,
+    /// The earliest deadline (ms since the epoch, queue clock) the last
+    /// complete scan passed over: a scan is due once it has come.
+    next_deadline_ms: u64,
+}
+
+/// A handle on a work-queue group. `Send + Sync`: threads share a handle,
+/// and `get`, `ack` and `nack` may run in several at once. A handle belongs
+/// to the process that opened it (its jobs are leased in that process's
+/// name): after `fork()`, open another one in the child.
+///
+/// ```no_run
+/// # use std::time::Duration;
+/// # let queue = litemq::QueueBuilder::new("/tmp/jobs").open()?;
+/// let wq = queue.work_queue("thumbnails", litemq::WorkQueueOptions::default())?;
+/// if let Some(job) = wq.get(Duration::from_secs(1), &mut || false)? {
+///     println!("resize {:?}", job.message.payload);
+///     wq.ack(job.ticket)?;
+/// }
+/// # Ok::<(), litemq::Error>(())
+/// ```
+pub struct WorkQueue {
+    name: String,
+    queue_path: PathBuf,
+    state: StateFile,
+    readers: Mutex<Readers>,
+    catalog: Arc<Catalog>,
+    options: WorkQueueOptions,
+    /// This process's identity (`start_time << 22 | pid`), stored as owner.
+    me: u64,
+    clock: Arc<dyn Clock>,
+    wake: Arc<WakeSource>,
+    wait: WaitStrategy,
+    scan: Mutex<ScanState>,
+    /// Sequences below this were removed by retention (learnt from reads).
+    gone_below: AtomicU64,
+}
+
+impl std::fmt::Debug for WorkQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkQueue")
+            .field("name", &self.name)
+            .field("path", &self.state.path)
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Path of the state file of group `group` in the queue at `base`.
+pub fn state_path(base: &Path, group: &str) -> PathBuf {
+    let mut f = name::encode(group.as_bytes());
+    f.push_str(WQ_SUFFIX);
+    base.join(WORK_QUEUES_DIR).join(f)
+}
+
+fn group_of_file(file: &str) -> Option<String> {
+    let stem = file.strip_suffix(WQ_SUFFIX)?;
+    let group = String::from_utf8(name::decode(stem)?).ok()?;
+    name::validate(&group).ok()?;
+    (name::encode(group.as_bytes()) == stem).then_some(group)
+}
+
+fn validate_name(group: &str) -> Result<()> {
+    name::validate(group).map_err(|e| match e {
+        Error::InvalidArgument(m) => {
+            Error::InvalidArgument(m.replacen("consumer name", "work queue name", 1))
+        }
+        other => other,
+    })
+}
+
+/// Writes a complete state file under a temporary name and links it into
+/// place (fails with EEXIST when another process created it first): the
+/// file appears whole or not at all. The slots are a hole (zeros).
+fn create(path: &Path, header: &WqHeader, start: u64) -> Result<()> {
+    let dir = path.parent().expect("state files live in a directory");
+    std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e))?;
+    let mut tmp = path.as_os_str().to_owned();
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    tmp.push(format!(
+        ".{}.{}.tmp",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let tmp = PathBuf::from(tmp);
+    let result = (|| {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(|e| Error::io("create", &tmp, e))?;
+        f.write_all(&encode_header(header, start))
+            .map_err(|e| Error::io("write", &tmp, e))?;
+        f.set_len(file_len(header.window))
+            .map_err(|e| Error::io("extend", &tmp, e))?;
+        f.sync_all().map_err(|e| Error::io("fsync", &tmp, e))?;
+        match std::fs::hard_link(&tmp, path) {
+            Ok(()) => sync_dir(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+            Err(e) => Err(Error::io("link", path, e)),
+        }
+    })();
+    let _ = std::fs::remove_file(&tmp);
+    result
+}
+
+/// Reads and checks the immutable header of the state file at `path`.
+fn read_header(path: &Path) -> Result<WqHeader> {
+    let f = std::fs::File::open(path).map_err(|e| Error::io("open", path, e))?;
+    let len = f.metadata().map_err(|e| Error::io("stat", path, e))?.len();
+    let mut b = vec![0u8; WQ_HEADER_LEN.min(len as usize)];
+    f.read_exact_at(&mut b, 0)
+        .map_err(|e| Error::io("read", path, e))?;
+    let h = decode_header(&b).map_err(|(at, why)| Error::corrupted(path, at as u64, None, why))?;
+    if len != file_len(h.window) {
+        return Err(Error::corrupted(
+            path,
+            0,
+            None,
+            format!(
+                "state file is {len} bytes; a window of {} needs {}",
+                h.window,
+                file_len(h.window)
+            ),
+        ));
+    }
+    Ok(h)
+}
+
+/// What the queue layer hands a work queue: the queue's readers, clock and
+/// wake-up word (the consumers layer sits below the queue).
+pub struct Handles {
+    /// Follows the dispatch cursor.
+    pub scout: Tailer,
+    /// Reads redeliveries and dead letters.
+    pub random: Tailer,
+    /// The queue's catalog (closed with the queue).
+    pub catalog: Arc<Catalog>,
+    /// The queue's clock (deadlines).
+    pub clock: Arc<dyn Clock>,
+    /// The queue's wake-up word (idle `get`s sleep on it).
+    pub wake: Arc<WakeSource>,
+    /// How `get` waits.
+    pub wait: WaitStrategy,
+    /// The queue's first sequence (asked only when the group is created).
+    pub first_seq: u64,
+}
+
+impl WorkQueue {
+    /// Opens (or creates) group `group` of the queue at `base`.
+    pub(crate) fn open(
+        base: &Path,
+        group: &str,
+        options: WorkQueueOptions,
+        handles: Handles,
+    ) -> Result<WorkQueue> {
+        validate_name(group)?;
+        options.validate()?;
+        let path = state_path(base, group);
+        if !path.exists() {
+            let header = WqHeader {
+                window: options.window,
+                epoch_us: handles.clock.now_micros(),
+                name: group.to_string(),
+            };
+            create(
+                &path,
+                &header,
+                options.start_seq.unwrap_or(handles.first_seq),
+            )?;
+        }
+        let header = read_header(&path)?;
+        if header.name != group {
+            return Err(Error::corrupted(
+                &path,
+                64,
+                None,
+                format!("state file holds group {:?}", header.name),
+            ));
+        }
+        let words = WordFile::open_existing(&path, (file_len(header.window) / 8) as usize)?;
+        let me = identity(std::process::id()).ok_or_else(|| {
+            Error::io(
+                "read /proc/self/stat",
+                "/proc/self/stat",
+                std::io::Error::other("no identity for this process"),
+            )
+        })?;
+        const { assert!(WQ_MAX_NAME_LEN == name::MAX_NAME_LEN) };
+        Ok(WorkQueue {
+            name: group.to_string(),
+            queue_path: base.to_path_buf(),
+            state: StateFile {
+                words,
+                window: header.window,
+                epoch_us: header.epoch_us,
+                path,
+            },
+            readers: Mutex::new(Readers {
+                scout: handles.scout,
+                random: handles.random,
+                ahead: Lookahead::default(),
+            }),
+            catalog: handles.catalog,
+            options,
+            me,
+            clock: handles.clock,
+            wake: handles.wake,
+            wait: handles.wait,
+            scan: Mutex::new(ScanState {
+                next_at: Instant::now(),
+                hint: u64::MAX,
+                next_deadline_ms: 0,
+            }),
+            gone_below: AtomicU64::new(0),
+        })
+    }
+
+    /// The group's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The state file.
+    pub fn path(&self) -> &Path {
+        &self.state.path
+    }
+
+    /// The options this handle was opened with.
+    pub fn options(&self) -> &WorkQueueOptions {
+        &self.options
+    }
+
+    /// Slots in the ring.
+    pub fn window(&self) -> u64 {
+        self.state.window
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.clock.now_micros().saturating_sub(self.state.epoch_us) / 1000
+    }
+
+    fn deadline_after(&self, now_ms: u64, d: Duration) -> u64 {
+        now_ms.saturating_add(d.as_millis() as u64)
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.catalog.is_closed() {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    /// Hands out the next job, waiting up to `timeout` (and returning
+    /// `None` early when `interrupt`, polled at least every 50 ms, says so).
+    pub fn get(
+        &self,
+        timeout: Duration,
+        interrupt: &mut dyn FnMut() -> bool,
+    ) -> Result<Option<Job>> {
+        self.get_with(timeout, interrupt, &mut |m| m.to_owned())
+            .map(|o| o.map(|(ticket, message)| Job { ticket, message }))
+    }
+
+    /// As [`WorkQueue::get`], passing the message, borrowed from the
+    /// mapping, to `f` instead of copying it out.
+    pub fn get_with<R>(
+        &self,
+        timeout: Duration,
+        interrupt: &mut dyn FnMut() -> bool,
+        f: &mut dyn FnMut(&Message<'_>) -> R,
+    ) -> Result<Option<(Ticket, R)>> {
+        self.check_open()?;
+        if let Some(found) = self.try_get(f)? {
+            return Ok(Some(found));
+        }
+        if timeout.is_zero() {
+            return Ok(None);
+        }
+        let start = Instant::now();
+        let file = match self.wait {
+            WaitStrategy::Default => self.wake.file(),
+            WaitStrategy::BusySpin => None,
+        };
+        if let Some(file) = file {
+            let mut sleeper = Sleeper::default();
+            let mut check = || {
+                self.check_open()?;
+                self.try_get(f)
+            };
+            return match sleeper.wait(&file, timeout, interrupt, &mut check)? {
+                Slept::Found { value, .. } => Ok(Some(value)),
+                Slept::Nothing => Ok(None),
+            };
+        }
+        // No wake-up word: poll with back-off.
+        let mut waiter = Waiter::new(self.wait);
+        let mut last_interrupt = start;
+        loop {
+            waiter.wait();
+            self.check_open()?;
+            if let Some(found) = self.try_get(f)? {
+                return Ok(Some(found));
+            }
+            let now = Instant::now();
+            if now.duration_since(start) >= timeout {
+                return Ok(None);
+            }
+            if now.duration_since(last_interrupt) >= SLEEP_AT_MOST {
+                last_interrupt = now;
+                if interrupt() {
+                    return Ok(None);
+                }
+            }
+        }
+    }
+
+    /// One attempt, without waiting: a redelivery when a scan is due, else
+    /// the job at the cursor.
+    fn try_get<R>(&self, f: &mut dyn FnMut(&Message<'_>) -> R) -> Result<Option<(Ticket, R)>> {
+        if self.scan_due() {
+            if let Some(found) = self.scan(f)? {
+                return Ok(Some(found));
+            }
+        }
+        if self.options.priority {
+            self.next_by_priority(f)
+        } else {
+            self.next_new(f)
+        }
+    }
+
+    /// True when this handle should look through the ring now: a nack
+    /// happened since it last looked, a deadline it saw then has come, or
+    /// [`SCAN_EVERY`] passed (which finds dead owners, and deadlines of
+    /// leases other handles made since).
+    fn scan_due(&self) -> bool {
+        let mut s = lock(&self.scan);
+        let hint = self.state.load(W_HINT);
+        let now = Instant::now();
+        if hint != s.hint || now >= s.next_at || self.now_ms() >= s.next_deadline_ms {
+            s.hint = hint;
+            s.next_at = now + SCAN_EVERY;
+            s.next_deadline_ms = u64::MAX; // the scan sets it
+            return true;
+        }
+        false
+    }
+
+    /// Records how a scan ended: `Some(earliest)` when it looked at every
+    /// slot, `None` when it stopped at a job it handed out (the next get
+    /// looks again).
+    fn scanned(&self, earliest: Option<u64>) {
+        lock(&self.scan).next_deadline_ms = earliest.unwrap_or(0);
+    }
+
+    /// Claims the job at the dispatch cursor, if it is published and the
+    /// ring has room.
+    fn next_new<R>(&self, f: &mut dyn FnMut(&Message<'_>) -> R) -> Result<Option<(Ticket, R)>> {
+        let st = &self.state;
+        loop {
+            let low = st.load(W_LOW);
+            let c = st.load(W_CURSOR);
+            if c >= low.saturating_add(st.window) {
+                self.advance_low();
+                if st.load(W_LOW) == low {
+                    return Ok(None); // the ring is full: only redeliveries
+                }
+                continue;
+            }
+            let mut readers = lock(&self.readers);
+            let scout = &mut readers.scout;
+            let read = if scout.next_seq() == c {
+                scout.read_next()
+            } else {
+                match scout.seek(c) {
+                    Ok(()) => scout.read_next(),
+                    Err(e) => Err(e),
+                }
+            };
+            let msg = match read {
+                Ok(Some(m)) => m,
+                Ok(None) => return Ok(None),
+                Err(Error::NotFound { first, next, .. }) if c < first => {
+                    // Retention removed messages never handed out: skip them.
+                    self.gone_below.fetch_max(first, Ordering::Relaxed);
+                    let _ = st.cas(W_CURSOR, c, first.min(next));
+                    self.advance_low();
+                    continue;
+                }
+                Err(Error::NotFound { .. }) => return Ok(None),
+                Err(e) => return Err(e),
+            };
+            if !st.cas(W_CURSOR, c, c + 1) {
+                continue; // another worker took it
+            }
+            // The first handout of `c` is ours, unless a scan found its slot
+            // pending first (it does after a worker died between moving the
+            // cursor and claiming the slot).
+            let (raw, word) = st.state_of(c);
+            if word.state != JobState::Pending {
+                continue;
+            }
+            let now = self.now_ms();
+            if self.is_expired(&msg) {
+                drop(readers);
+                self.expire(c, raw, word, now)?;
+                continue;
+            }
+            if let Some(ticket) = self.lease(c, raw, word, now) {
+                return Ok(Some((ticket, f(&msg))));
+            }
+        }
+    }
+
+    fn is_expired(&self, m: &Message<'_>) -> bool {
+        m.expires_at().is_some_and(|t| t <= self.clock.now_micros())
+    }
+
+    /// A priority group's next job: the best one read ahead (see
+    /// [`Lookahead::choose`]) whose slot is still pending, claimed ahead of
+    /// the cursor; the cursor then moves over every slot claimed.
+    fn next_by_priority<R>(
+        &self,
+        f: &mut dyn FnMut(&Message<'_>) -> R,
+    ) -> Result<Option<(Ticket, R)>> {
+        let st = &self.state;
+        loop {
+            let low = st.load(W_LOW);
+            let cursor = st.load(W_CURSOR);
+            let horizon = low.saturating_add(st.window);
+            let mut guard = lock(&self.readers);
+            let r = &mut *guard;
+            r.ahead.forget_below(cursor);
+            let mut budget = READ_AHEAD;
+            while r.ahead.next < horizon && budget > 0 {
+                budget -= 1;
+                let seq = r.ahead.next;
+                let read = if r.scout.next_seq() == seq {
+                    r.scout.read_next()
+                } else {
+                    match r.scout.seek(seq) {
+                        Ok(()) => r.scout.read_next(),
+                        Err(e) => Err(e),
+                    }
+                };
+                match read {
+                    Ok(Some(m)) => {
+                        r.ahead.insert(seq, m.priority(), m.timestamp);
+                        r.ahead.next = seq + 1;
+                    }
+                    Ok(None) => break,
+                    Err(Error::NotFound { first, next, .. }) if seq < first => {
+                        // Retention removed messages never handed out.
+                        self.gone_below.fetch_max(first, Ordering::Relaxed);
+                        r.ahead.next = first.min(next);
+                        if cursor < first {
+                            let _ = st.cas(W_CURSOR, cursor, first.min(next));
+                        }
+                    }
+                    Err(Error::NotFound { .. }) => break,
+                    Err(e) => return Err(e),
+                }
+            }
+            let Some(seq) = r
+                .ahead
+                .choose(self.clock.now_micros(), self.options.max_wait)
+            else {
+                return Ok(None);
+            };
+            r.ahead.remove(seq);
+            let (raw, word) = st.state_of(seq);
+
+            if word.state != JobState::Pending {
+                continue; // handed out by another handle meanwhile
+            }
+            let msg = match r.random.read_at(seq) {
+                Ok(Some(m)) => m,
+                Ok(None) => continue,
+                Err(Error::NotFound { first, .. }) if seq < first => continue,
+                Err(e) => return Err(e),
+            };
+            let now = self.now_ms();
+            if self.is_expired(&msg) {
+                drop(guard);
+                self.expire(seq, raw, word, now)?;
+                self.advance_cursor();
+                continue;
+            }
+            if let Some(ticket) = self.lease(seq, raw, word, now) {
+                let out = f(&msg);
+                drop(guard);
+                st.fetch_max(W_TOP, seq + 1);
+                self.advance_cursor();
+                return Ok(Some((ticket, out)));
+            }
+        }
+    }
+
+    /// Moves the cursor over slots no longer pending (a priority group
+    /// claims ahead of it).
+    fn advance_cursor(&self) {
+        let st = &self.state;
+        loop {
+            let c = st.load(W_CURSOR);
+            if c >= st.load(W_LOW).saturating_add(st.window) {
+                return;
+            }
+            if st.state_of(c).1.state == JobState::Pending {
+                return;
+            }
+            let _ = st.cas(W_CURSOR, c, c + 1);
+        }
+    }
+
+    /// Compare-and-swap of `seq`'s slot from `raw` to a lease for this
+    /// process; then the owner and the claim tag.
+    fn lease(&self, seq: u64, raw: u64, word: SlotWord, now_ms: u64) -> Option<Ticket> {
+        let deliveries = word.deliveries.saturating_add(1);
+        let deadline_ms = self.deadline_after(now_ms, self.options.visibility_timeout);
+        let new = SlotWord {
+            lap: lap_of(seq, self.state.window),
+            state: JobState::Leased,
+            deliveries,
+            deadline_ms,
+        }
+        .encode();
+        if !self.claim(seq, raw, new) {
+            return None;
+        }
+        // This handle looks again when its own lease runs out.
+        let mut scan = lock(&self.scan);
+        scan.next_deadline_ms = scan.next_deadline_ms.min(deadline_ms);
+        drop(scan);
+        if word.deliveries > 0 {
+            self.state.add(W_REDELIVERED, 1);
+        }
+        Some(Ticket { seq, deliveries })
+    }
+
+    /// Moves `seq`'s state word from `raw` to `new` (a state this process
+    /// owns), then records the owner and, last, the claim tag: a scan trusts
+    /// the owner only when the tag equals the state word.
+    fn claim(&self, seq: u64, raw: u64, new: u64) -> bool {
+        let i = self.state.slot(seq);
+        if !self.state.cas(i, raw, new) {
+            return false;
+        }
+        self.state.store(i + 1, self.me);
+        self.state.store(i + 2, new);
+        true
+    }
+
+    /// Looks through `low..cursor` for a job to hand out again: pending
+    /// (its first claimer died), nacked and ready, or leased past its
+    /// deadline or by a process that is gone. Oldest first. Jobs past
+    /// `max_deliveries` are dead-lettered on the way.
+    fn scan<R>(&self, f: &mut dyn FnMut(&Message<'_>) -> R) -> Result<Option<(Ticket, R)>> {
+        self.advance_low();
+        let st = &self.state;
+        let (low, cursor) = (st.load(W_LOW), st.load(W_CURSOR));
+        // A priority group claims ahead of the cursor, up to the top.
+        let top = st.load(W_TOP).max(cursor);
+        let now = self.now_ms();
+        let mut alive: HashMap<u64, bool> = HashMap::new();
+        let mut earliest = u64::MAX;
+        for seq in low..top.min(low.saturating_add(st.window)) {
+            let (raw, word) = st.state_of(seq);
+            // At or past the cursor, a pending job was never handed out: it
+            // is a new job, not a redelivery.
+            let fresh = seq >= cursor && word.state == JobState::Pending;
+            if fresh || !self.redeliverable(seq, raw, word, now, &mut alive) {
+                if matches!(
+                    word.state,
+                    JobState::Leased | JobState::Delayed | JobState::DeadLettering
+                ) {
+                    earliest = earliest.min(word.deadline_ms);
+                }
+                continue;
+            }
+            if word.deliveries >= self.options.max_deliveries {
+                if let Err(e) = self.dead_letter(seq, raw, word, now) {
+                    self.scanned(None);
+                    return Err(e);
+                }
+                continue;
+            }
+            let mut readers = lock(&self.readers);
+            let msg = match readers.random.read_at(seq) {
+                Ok(Some(m)) => m,
+                Ok(None) => continue,
+                Err(Error::NotFound { first, .. }) if seq < first => {
+                    self.gone_below.fetch_max(first, Ordering::Relaxed);
+                    if st.cas(st.slot(seq), raw, gone_word(seq, word, st.window)) {
+                        st.add(W_GONE, 1);
+                    }
+                    continue;
+                }
+                Err(e) => {
+                    self.scanned(None);
+                    return Err(e);
+                }
+            };
+            if self.is_expired(&msg) {
+                drop(readers);
+                if let Err(e) = self.expire(seq, raw, word, now) {
+                    self.scanned(None);
+                    return Err(e);
+                }
+                continue;
+            }
+            if let Some(ticket) = self.lease(seq, raw, word, now) {
+                self.scanned(None);
+                return Ok(Some((ticket, f(&msg))));
+            }
+        }
+        self.scanned(Some(earliest));
+        self.advance_low();
+        Ok(None)
+    }
+
+    fn redeliverable(
+        &self,
+        seq: u64,
+        raw: u64,
+        word: SlotWord,
+        now_ms: u64,
+        alive: &mut HashMap<u64, bool>,
+    ) -> bool {
+        match word.state {
+            JobState::Pending => true,
+            JobState::Delayed => word.deadline_ms <= now_ms,
+            JobState::Leased | JobState::DeadLettering => {
+                word.deadline_ms <= now_ms || self.owner_gone(seq, raw, alive)
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether the process holding `seq` (state word `raw`) is gone. Only
+    /// trusted when the claim tag equals the state word (the owner word is
+    /// then the one this claim stored); a claim in progress is left to its
+    /// deadline.
+    fn owner_gone(&self, seq: u64, raw: u64, alive: &mut HashMap<u64, bool>) -> bool {
+        let i = self.state.slot(seq);
+        if self.state.load(i + 2) != raw {
+            return false;
+        }
+        let owner = self.state.load(i + 1);
+        if owner == self.me {
+            return false;
+        }
+        !*alive.entry(owner).or_insert_with(|| {
+            let pid = (owner & ((1 << 22) - 1)) as u32;
+            identity(pid) == Some(owner)
+        })
+    }
+
+    /// Sends a job past `max_deliveries` to the dead-letter queue (or drops
+    /// it without one): claims it as `DeadLettering` for a visibility
+    /// timeout, appends it, then marks it dead. A process that dies in
+    /// between leaves the claim to expire, and the next one appends it
+    /// again: the dead-letter queue gets it at least once.
+    fn dead_letter(&self, seq: u64, raw: u64, word: SlotWord, now_ms: u64) -> Result<()> {
+        let sink = self.options.dead_letter.as_ref();
+        self.retire(seq, raw, word, now_ms, Retire::Dead, sink)
+    }
+
+    /// Marks a job whose message expired before a handout: `Expired`,
+    /// through the dead-letter queue when `dead_letter_expired` says so.
+    fn expire(&self, seq: u64, raw: u64, word: SlotWord, now_ms: u64) -> Result<()> {
+        let sink = self
+            .options
+            .dead_letter
+            .as_ref()
+            .filter(|_| self.options.dead_letter_expired);
+        self.retire(seq, raw, word, now_ms, Retire::Expired, sink)
+    }
+
+    fn retire(
+        &self,
+        seq: u64,
+        raw: u64,
+        word: SlotWord,
+        now_ms: u64,
+        why: Retire,
+        sink: Option<&DeadLetterSink>,
+    ) -> Result<()> {
+        let st = &self.state;
+        let (end, counter, reason) = match why {
+            Retire::Dead => (JobState::Dead, W_DEAD, "max_deliveries"),
+            Retire::Expired => (JobState::Expired, W_EXPIRED, "expired"),
+        };
+        let owned = if sink.is_some() {
+            let owned = SlotWord {
+                lap: lap_of(seq, st.window),
+                state: JobState::DeadLettering,
+                deadline_ms: self.deadline_after(now_ms, self.options.visibility_timeout),
+                ..word
+            }
+            .encode();
+            if !self.claim(seq, raw, owned) {
+                return Ok(());
+            }
+            owned
+        } else {
+            raw
+        };
+        if let Some(sink) = sink {
+            let mut readers = lock(&self.readers);
+            match readers.random.read_at(seq) {
+                Ok(Some(m)) => {
+                    let seq_text = seq.to_string();
+                    let deliveries = word.deliveries.to_string();
+                    let queue = self.queue_path.to_string_lossy();
+                    let ours = [
+                        (DLQ_REASON, reason),
+                        (DLQ_SEQ, seq_text.as_str()),
+                        (DLQ_GROUP, self.name.as_str()),
+                        (DLQ_QUEUE, queue.as_ref()),
+                        (DLQ_DELIVERIES, deliveries.as_str()),
+                    ];
+                    // The message's own headers first, as many as leave room for ours.
+                    let mut headers: Vec<HeaderField<'_>> = m
+                        .headers()
+                        .take(crate::format::record::MAX_HEADERS - ours.len())
+                        .collect();
+                    headers.extend(ours.iter().map(|&(name, value)| HeaderField {
+                        name,
+                        value: value.as_bytes(),
+                        value_is_text: true,
+                    }));
+                    let tags: Vec<&str> = m.tags().collect();
+                    // Topic, tags and priority go along; an expiry would
+                    // hide the dead letter from readers that skip expired ones.
+                    let record = Record {
+                        payload: m.payload,
+                        key: m.key,
+                        key_is_text: m.key_is_text(),
+                        headers: &headers,
+                        topic: m.topic(),
+                        queue_id: m.queue_id(),
+                        tags: &tags,
+                        expires_at: None,
+                        priority: m.priority(),
+                        // The dead-letter queue compresses as it is configured.
+                        compress: Compress::Queue,
+                        tombstone: m.is_tombstone(),
+                    };
+                    sink(&record)?;
+                }
+                Ok(None) => return Ok(()),
+                Err(Error::NotFound { first, .. }) if seq < first => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let done = SlotWord {
+            lap: lap_of(seq, st.window),
+            state: end,
+            deliveries: word.deliveries,
+            deadline_ms: 0,
+        }
+        .encode();
+        if st.cas(st.slot(seq), owned, done) {
+            st.add(counter, 1);
+            self.advance_low();
+        }
+        Ok(())
+    }
+
+    /// Acknowledges a job: done for good. False when this handout's lease
+    /// was lost (its deadline passed and the job was handed out again, or
+    /// it was acked already): the job will be, or was, done by another.
+    pub fn ack(&self, t: Ticket) -> Result<bool> {
+        self.finish(t, |w| SlotWord {
+            state: JobState::Acked,
+            ..w
+        })
+    }
+
+    /// Gives a job back: handed out again once `delay` has passed (counting
+    /// toward `max_deliveries`). False when the lease was lost (as `ack`).
+    pub fn nack(&self, t: Ticket, delay: Duration) -> Result<bool> {
+        if delay > MAX_TIMEOUT {
+            return Err(Error::InvalidArgument(format!(
+                "nack delay must be at most {} s",
+                MAX_TIMEOUT.as_secs()
+            )));
+        }
+        let ready = self.deadline_after(self.now_ms(), delay);
+        let done = self.finish(t, |w| SlotWord {
+            state: JobState::Delayed,
+            deadline_ms: ready,
+            ..w
+        })?;
+        if done {
+            // Other handles look through the ring at once, and waiters wake.
+            self.state.add(W_HINT, 1);
+            self.wake_waiters();
+        }
+        Ok(done)
+    }
+
+    /// Pushes a job's deadline to `timeout` from now (a long job's
+    /// heartbeat). False when the lease was lost.
+    pub fn extend(&self, t: Ticket, timeout: Duration) -> Result<bool> {
+        if timeout.is_zero() || timeout > MAX_TIMEOUT {
+            return Err(Error::InvalidArgument(format!(
+                "timeout must be above 0 and at most {} s",
+                MAX_TIMEOUT.as_secs()
+            )));
+        }
+        let deadline = self.deadline_after(self.now_ms(), timeout);
+        let st = &self.state;
+        let i = st.slot(t.seq);
+        loop {
+            let (raw, word) = st.state_of(t.seq);
+            if !self.holds(&word, t) {
+                return Ok(false);
+            }
+            let new = SlotWord {
+                deadline_ms: deadline,
+                ..word
+            }
+            .encode();
+            if st.cas(i, raw, new) {
+                // The claim tag follows the word, so a scan still trusts the owner.
+                st.store(i + 2, new);
+                return Ok(true);
+            }
+        }
+    }
+
+    fn holds(&self, w: &SlotWord, t: Ticket) -> bool {
+        w.state == JobState::Leased
+            && w.deliveries == t.deliveries
+            && t.seq >= self.state.load(W_LOW)
+    }
+
+    fn finish(&self, t: Ticket, to: impl Fn(SlotWord) -> SlotWord) -> Result<bool> {
+        self.check_open()?;
+        let st = &self.state;
+        let i = st.slot(t.seq);
+        let full_before = st.load(W_CURSOR) >= st.load(W_LOW).saturating_add(st.window);
+        loop {
+            let (raw, word) = st.state_of(t.seq);
+            if !self.holds(&word, t) {
+                return Ok(false);
+            }
+            let new = to(word);
+            if st.cas(i, raw, new.encode()) {
+                if new.state == JobState::Acked {
+                    st.add(W_ACKED, 1);
+                    self.advance_low();
+                    if full_before {
+                        self.wake_waiters(); // room in the ring again
+                    }
+                }
+                return Ok(true);
+            }
+        }
+    }
+
+    fn wake_waiters(&self) {
+        if let Some(file) = self.wake.file() {
+            file.bump();
+        }
+    }
+
+    /// Moves the low-water mark over finished jobs (any handle may; each
+    /// step is a compare-and-swap, so they never pass an unfinished one).
+    fn advance_low(&self) {
+        let st = &self.state;
+        let gone_below = self.gone_below.load(Ordering::Relaxed);
+        loop {
+            let low = st.load(W_LOW);
+            if low >= st.load(W_CURSOR) {
+                return;
+            }
+            let (raw, word) = st.state_of(low);
+            if !word.state.is_done() {
+                // Removed by retention and held by nobody: gone.
+                if low < gone_below && !word.state.is_owned() {
+                    if st.cas(st.slot(low), raw, gone_word(low, word, st.window)) {
+                        st.add(W_GONE, 1);
+                    }
+                    continue;
+                }
+                return;
+            }
+            let _ = st.cas(W_LOW, low, low + 1);
+        }
+    }
+
+    /// Forces the state file to disk (msync): acks so far survive a
+    /// machine crash.
+    pub fn sync(&self) -> Result<()> {
+        self.state
+            .words
+            .flush()
+            .map_err(|e| Error::io("msync", &self.state.path, e))
+    }
+
+    /// The group's figures now (`next_seq`: the queue's; `oldest`: reads
+    /// the timestamp of a message).
+    pub fn info(&self, next_seq: u64) -> WorkQueueInfo {
+        let st = &self.state;
+        let mut info = summarize(
+            &self.name,
+            st.window,
+            st.epoch_us,
+            &|i| st.load(i),
+            next_seq,
+            self.now_ms(),
+        );
+        if info.low < next_seq {
+            let mut readers = lock(&self.readers);
+            if let Ok(Some(m)) = readers.random.read_at(info.low) {
+                info.oldest_timestamp = Some(m.timestamp);
+            }
+        }
+        info
+    }
+}
+
+fn gone_word(seq: u64, word: SlotWord, window: u64) -> u64 {
+    SlotWord {
+        lap: lap_of(seq, window),
+        state: JobState::Gone,
+        ..word
+    }
+    .encode()
+}
+
+/// Counts the states of a ring read through `load` (word index → value).
+fn summarize(
+    name: &str,
+    window: u64,
+    epoch_us: u64,
+    load: &dyn Fn(usize) -> u64,
+    next_seq: u64,
+    now_ms: u64,
+) -> WorkQueueInfo {
+    let (low, cursor) = (load(W_LOW), load(W_CURSOR));
+    let top = load(W_TOP).max(cursor);
+    let mut info = WorkQueueInfo {
+        name: name.to_string(),
+        low,
+        cursor,
+        window,
+        acked: load(W_ACKED),
+        dead_lettered: load(W_DEAD),
+        expired: load(W_EXPIRED),
+        redelivered: load(W_REDELIVERED),
+        gone: load(W_GONE),
+        created_at: epoch_us,
+        pending: next_seq.saturating_sub(top),
+        ..WorkQueueInfo::default()
+    };
+    for seq in low..top.min(low.saturating_add(window)) {
+        let raw = load(slot_word((seq & (window - 1)) as usize));
+        let word = SlotWord::for_seq(raw, seq, window);
+        match (word.state, word.deadline_ms) {
+            (JobState::Leased | JobState::DeadLettering, d) if d > now_ms => info.in_flight += 1,
+            (s, _) if !s.is_done() => info.pending += 1,
+            _ => {}
+        }
+    }
+    info
+}
+
+/// Every group of the queue at `base`, read without opening a handle (any
+/// process, read-only queues included). Sorted by name.
+pub fn list(base: &Path, next_seq: u64, now_us: u64) -> Result<Vec<WorkQueueInfo>> {
+    let mut out = Vec::new();
+    for (group, path) in state_files(base)? {
+        let Some(info) = read_info(&group, &path, next_seq, now_us)? else {
+            continue;
+        };
+        out.push(info);
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+/// One group's figures, read without opening a handle; `None` when it
+/// does not exist.
+pub fn read_info(
+    group: &str,
+    path: &Path,
+    next_seq: u64,
+    now_us: u64,
+) -> Result<Option<WorkQueueInfo>> {
+    let header = match read_header(path) {
+        Ok(h) => h,
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(None)
+        }
+        Err(e) => return Err(e),
+    };
+    let map = match Mapping::open(path) {
+        Ok(m) => m,
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(None)
+        }
+        Err(e) => return Err(e),
+    };
+    let _ = group;
+    let now_ms = now_us.saturating_sub(header.epoch_us) / 1000;
+    Ok(Some(summarize(
+        &header.name,
+        header.window,
+        header.epoch_us,
+        &|i| map.load_u64(i * 8),
+        next_seq,
+        now_ms,
+    )))
+}
+
+fn state_files(base: &Path) -> Result<Vec<(String, PathBuf)>> {
+    let dir = base.join(WORK_QUEUES_DIR);
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io("read directory", &dir, e)),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io("read directory", &dir, e))?;
+        if let Some(group) = entry.file_name().to_str().and_then(group_of_file) {
+            out.push((group, entry.path()));
+        }
+    }
+    Ok(out)
+}
+
+/// The smallest low-water mark of the queue's work queues, if any: what
+/// `protect_unconsumed` retention must keep.
+pub fn min_low(base: &Path) -> Result<Option<u64>> {
+    let mut min: Option<u64> = None;
+    for (_, path) in state_files(base)? {
+        let f = match std::fs::File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::io("open", &path, e)),
+        };
+        let mut b = [0u8; 8];
+        f.read_exact_at(&mut b, (W_LOW * 8) as u64)
+            .map_err(|e| Error::io("read", &path, e))?;
+        let low = u64::from_le_bytes(b);
+        min = Some(min.map_or(low, |m| m.min(low)));
+    }
+    Ok(min)
+}
+
+/// Removes group `group` (its state file). Returns whether it existed.
+/// Handles still open keep working on the unlinked file until closed.
+pub fn remove(base: &Path, group: &str) -> Result<bool> {
+    validate_name(group)?;
+    let path = state_path(base, group);
+    match std::fs::remove_file(&path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(Error::io("remove", &path, e)),
+    }
+}

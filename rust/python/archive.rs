@@ -1,0 +1,145 @@
+//! Archives: CRC-64 of uploaded files, and decoding data files read back as
+//! bytes (ranged reads through `pyarrow.fs`) into the column dicts
+//! `read_arrow` uses. `python/litemq/archive.py` is the Python side; the
+//! checks are in `reader/archived.rs`.
+
+use std::path::Path;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use super::buffer::bytes_arg;
+use super::exit;
+use crate::format::crc::{crc64_combine, Crc64};
+use crate::index::dense;
+use crate::reader::archived;
+use crate::ColumnSet;
+
+/// CRC-64/XZ of a bytes-like object (docs/FORMAT.md, "CRC"); with `prev`,
+/// the CRC of the bytes before it (a file checked piece by piece), the CRC
+/// of both together.
+#[pyfunction]
+#[pyo3(signature = (data, prev=None))]
+pub(crate) fn _crc64(py: Python<'_>, data: &Bound<'_, PyAny>, prev: Option<u64>) -> PyResult<u64> {
+    let b = bytes_arg(data, "data")?;
+    let s = b.as_slice();
+    Ok(exit::detach(py, || {
+        let mut d = Crc64::new();
+        d.write(s);
+        match prev {
+            Some(p) => crc64_combine(p, d.finish(), s.len() as u64),
+            None => d.finish(),
+        }
+    }))
+}
+
+/// Checks a whole sealed data file (header, footer, `frames_crc`; a
+/// version-3 file frame by frame) and returns what it holds as a dict:
+/// `version`, `file_number`, `first_seq`, `end_seq`, `first_ts`,
+/// `last_ts`, `frames_end`, `frames_crc`, `footer`. CorruptedError naming
+/// `name` otherwise.
+#[pyfunction]
+pub(crate) fn _sealed_summary<'py>(
+    py: Python<'py>,
+    data: &Bound<'_, PyAny>,
+    name: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    let b = bytes_arg(data, "data")?;
+    let s = b.as_slice();
+    let path = Path::new(name);
+    let sum = exit::detach(py, || archived::summarize(s, path))?;
+    let d = PyDict::new(py);
+    d.set_item("version", sum.version)?;
+    d.set_item("file_number", sum.file_number)?;
+    d.set_item("first_seq", sum.first_seq)?;
+    d.set_item("end_seq", sum.end_seq)?;
+    d.set_item("first_ts", sum.first_ts)?;
+    d.set_item("last_ts", sum.last_ts)?;
+    d.set_item("frames_end", sum.frames_end)?;
+    d.set_item("frames_crc", sum.frames_crc)?;
+    d.set_item("footer", sum.footer)?;
+    Ok(d)
+}
+
+/// Messages `[start, end)` (at most `max_rows`) of a whole sealed data
+/// file given as bytes, checked as by `_sealed_summary`, as the column
+/// dict of `Queue._read_batch`.
+#[pyfunction]
+#[pyo3(signature = (data, name, start, end, max_rows, key=true, headers=true, payload=true))]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one keyword argument per column the Python caller may leave out"
+)]
+pub(crate) fn _decode_sealed<'py>(
+    py: Python<'py>,
+    data: &Bound<'_, PyAny>,
+    name: &str,
+    start: u64,
+    end: u64,
+    max_rows: usize,
+    key: bool,
+    headers: bool,
+    payload: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let b = bytes_arg(data, "data")?;
+    let s = b.as_slice();
+    let path = Path::new(name);
+    let cols = ColumnSet {
+        key,
+        headers,
+        payload,
+    };
+    let c = exit::detach(py, || {
+        archived::read_sealed(s, path, start, end, max_rows, cols)
+    })?;
+    let d = PyDict::new(py);
+    super::batch::fill_columns(&d, c)?;
+    Ok(d)
+}
+
+/// `rows` messages from a byte range of a data file: `data` holds the
+/// file's bytes from `offset` on, where message `first_seq` starts. Every
+/// frame is checked by its own CRC. The column dict of
+/// `Queue._read_batch`, plus `next_offset` (the file offset after the last
+/// frame read; fewer rows than asked only when a column reached 2 GiB).
+#[pyfunction]
+#[pyo3(signature = (data, name, offset, first_seq, rows, key=true, headers=true, payload=true))]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one keyword argument per column the Python caller may leave out"
+)]
+pub(crate) fn _decode_frames<'py>(
+    py: Python<'py>,
+    data: &Bound<'_, PyAny>,
+    name: &str,
+    offset: u64,
+    first_seq: u64,
+    rows: usize,
+    key: bool,
+    headers: bool,
+    payload: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let b = bytes_arg(data, "data")?;
+    let s = b.as_slice();
+    let path = Path::new(name);
+    let cols = ColumnSet {
+        key,
+        headers,
+        payload,
+    };
+    let (c, next) = exit::detach(py, || {
+        archived::read_frames(s, path, offset, first_seq, rows, cols)
+    })?;
+    let d = PyDict::new(py);
+    super::batch::fill_columns(&d, c)?;
+    d.set_item("next_offset", next)?;
+    Ok(d)
+}
+
+/// The frame offset a dense-index entry `word` gives for message `seq` of
+/// a data file `data_len` bytes long, or None when the entry is not
+/// written or fails its check (docs/FORMAT.md, "Dense index files").
+#[pyfunction]
+pub(crate) fn _dense_offset(word: u64, seq: u64, data_len: usize) -> Option<usize> {
+    dense::decode_entry(seq, word, data_len)
+}

@@ -1,0 +1,400 @@
+//! `WorkQueue` and `Job`: competing consumers over one queue (get from
+//! `Queue.work_queue(...)`), and the dicts of `Queue.work_queues()`.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use super::aio::Notifier;
+use super::errors;
+use super::exit;
+use super::fork::ForkSafe;
+use super::message::Message;
+use super::time::{self, Seconds};
+use crate::{Ticket, WorkQueueInfo};
+
+/// The queue's `next_seq`, as the handle that opened the work queue sees it
+/// (after its own appends are visible).
+pub(crate) type NextSeq = Box<dyn Fn() -> crate::Result<u64> + Send + Sync>;
+
+/// Longest single wait with the GIL released; `get(timeout=None)` loops.
+const FOREVER_CHUNK: Duration = Duration::from_secs(3600);
+
+/// A job handed out by `WorkQueue.get()`: a message, its sequence (`id`,
+/// also `seq`) and how many times it has been handed out (`deliveries`, 1
+/// the first time). Pass it to `ack` when done, or `nack` to give it back.
+///
+/// >>> job = wq.get()
+/// >>> job.id, job.deliveries, job.payload
+/// (0, 1, b'resize cat.jpg')
+#[pyclass(frozen, module = "litemq", name = "Job")]
+pub(crate) struct Job {
+    /// The message.
+    #[pyo3(get)]
+    message: Py<Message>,
+    /// Handouts so far, this one included (1 the first time).
+    #[pyo3(get)]
+    deliveries: u8,
+    group: String,
+    /// The directory of the queue whose work queue handed it out.
+    path: String,
+    ticket: Ticket,
+}
+
+#[pymethods]
+impl Job {
+    /// The job's id: the message's sequence in the queue.
+    #[getter]
+    fn id(&self) -> u64 {
+        self.ticket.seq
+    }
+
+    /// The message's sequence in the queue (the same as `id`).
+    #[getter]
+    fn seq(&self) -> u64 {
+        self.ticket.seq
+    }
+
+    /// The message's payload.
+    #[getter]
+    fn payload(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.message.bind(py).getattr("payload").map(Bound::unbind)
+    }
+
+    /// The name of the work queue that handed the job out.
+    #[getter]
+    fn group(&self) -> &str {
+        &self.group
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "Job(id={}, deliveries={}, group={:?}, message={})",
+            self.ticket.seq,
+            self.deliveries,
+            self.group,
+            self.message.bind(py).repr()?
+        ))
+    }
+}
+
+/// A work queue (a group of competing consumers): hands each message of the
+/// queue to exactly one `get()` among every handle that opened the group, in
+/// any process, until acked. Get one from ``Queue.work_queue(name, ...)``.
+///
+/// A job not acked within ``visibility_timeout`` seconds, or whose worker
+/// process died, is handed out again; ``nack(job, delay)`` gives it back at
+/// once or after a delay. Past ``max_deliveries`` handouts a job goes to the
+/// dead-letter queue with the reason and its original sequence in its
+/// headers (``litemq.dlq.reason``, ``litemq.dlq.seq``, ...). Acks may come
+/// in any order. State lives in the queue directory
+/// (``workqueues/<name>.wq``), shared through a mapped file: no server.
+///
+/// >>> wq = q.work_queue("thumbnails", visibility_timeout=30)
+/// >>> job = wq.get(timeout=1)
+/// >>> make_thumbnail(job.payload)
+/// >>> wq.ack(job)
+/// True
+#[pyclass(frozen, module = "litemq", name = "WorkQueue")]
+pub(crate) struct WorkQueue {
+    inner: ForkSafe<Mutex<Option<Arc<crate::WorkQueue>>>>,
+    /// The `next_seq` of the queue handle it was opened from (for `stats`).
+    next_seq: NextSeq,
+    /// The queue handle's tail watch, for `get_async`.
+    watch: crate::TailWatch,
+    name: String,
+    path: String,
+}
+
+impl WorkQueue {
+    pub(crate) fn new(
+        wq: crate::WorkQueue,
+        next_seq: NextSeq,
+        watch: crate::TailWatch,
+        path: String,
+    ) -> Self {
+        WorkQueue {
+            name: wq.name().to_string(),
+            inner: ForkSafe::new(Mutex::new(Some(Arc::new(wq)))),
+            next_seq,
+            watch,
+            path,
+        }
+    }
+
+    /// Names this handle's registrations in the tail watch.
+    fn owner(&self) -> usize {
+        self as *const WorkQueue as usize
+    }
+
+    fn engine(&self) -> PyResult<Arc<crate::WorkQueue>> {
+        self.inner
+            .get()?
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .ok_or_else(errors::closed)
+    }
+
+    fn ticket(&self, job: &Bound<'_, PyAny>) -> PyResult<Ticket> {
+        let job = job
+            .cast::<Job>()
+            .map_err(|_| PyTypeError::new_err("expected a litemq.Job from WorkQueue.get()"))?
+            .get();
+        if job.group != self.name || job.path != self.path {
+            return Err(PyValueError::new_err(format!(
+                "job {} was handed out by work queue {:?} of {:?}, not {:?} of {:?}",
+                job.ticket.seq, job.group, job.path, self.name, self.path
+            )));
+        }
+        Ok(job.ticket)
+    }
+}
+
+fn seconds(value: Seconds, what: &str) -> PyResult<Duration> {
+    time::timeout_arg(Some(value), what)?
+        .ok_or_else(|| PyValueError::new_err(format!("{what} must be finite")))
+}
+
+#[pymethods]
+impl WorkQueue {
+    /// The next job, waiting up to `timeout` seconds (None: until one
+    /// comes) with the GIL released; None when the timeout passes. Ctrl-C
+    /// interrupts the wait; the queue's ``close()`` ends it with ClosedError.
+    #[pyo3(signature = (timeout=None))]
+    fn get(&self, py: Python<'_>, timeout: Option<Seconds>) -> PyResult<Option<Job>> {
+        let timeout = time::timeout_arg(timeout, "timeout")?;
+        let wq = self.engine()?;
+        let mut interrupted: Option<PyErr> = None;
+        loop {
+            let chunk = timeout.unwrap_or(FOREVER_CHUNK);
+            let mut check = || {
+                exit::attach(|py| match py.check_signals() {
+                    Ok(()) => false,
+                    Err(e) => {
+                        interrupted = Some(e);
+                        true
+                    }
+                })
+                .unwrap_or(true)
+            };
+            let found = exit::detach(py, || wq.get_with(chunk, &mut check, &mut |m| m.to_owned()));
+            if let Some(e) = interrupted.take() {
+                return Err(e);
+            }
+            match found? {
+                Some((ticket, message)) => {
+                    let message = Py::new(py, Message::from_owned(py, message)?)?;
+                    return Ok(Some(Job {
+                        message,
+                        deliveries: ticket.deliveries,
+                        group: self.name.clone(),
+                        path: self.path.clone(),
+                        ticket,
+                    }));
+                }
+                None if timeout.is_some() => return Ok(None),
+                None => {}
+            }
+        }
+    }
+
+    /// `get` for asyncio: waits without a thread (a writer's publish wakes
+    /// the task at once; redeliveries, acks that free a full ring and nacks
+    /// are looked for at least every 50 ms). A cancelled wait takes no job.
+    /// Closing the work queue or its queue ends the wait with ClosedError.
+    ///
+    /// >>> job = await wq.get_async(timeout=5)
+    #[pyo3(signature = (timeout=None))]
+    fn get_async<'py>(
+        slf: Bound<'py, Self>,
+        timeout: Option<Seconds>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let timeout = time::timeout_arg(timeout, "timeout")?.map(|d| d.as_secs_f64());
+        py.import("litemq._wq_aio")?
+            .getattr("get")?
+            .call1((slf, timeout))
+    }
+
+    /// Registers `token` with the queue's tail watch, to be reported to
+    /// `notifier` once a message is published after those published now
+    /// (or the queue or this handle closes). Returns the registration.
+    fn _watch(&self, py: Python<'_>, notifier: &Notifier, token: u64) -> PyResult<u64> {
+        self.engine()?;
+        let next_seq = &self.next_seq;
+        let seq = exit::detach(py, next_seq)?;
+        Ok(self
+            .watch
+            .register(self.owner(), seq, notifier.notify(token))?)
+    }
+
+    /// Forgets a registration made by `_watch`.
+    fn _unwatch(&self, id: u64) {
+        self.watch.cancel(id);
+    }
+
+    /// Marks a job done for good. False when its lease was lost (the
+    /// visibility timeout passed and the job was handed out again, or it was
+    /// finished already): another handout does, or did, the work.
+    fn ack(&self, py: Python<'_>, job: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let ticket = self.ticket(job)?;
+        let wq = self.engine()?;
+        Ok(exit::detach(py, || wq.ack(ticket))?)
+    }
+
+    /// Gives a job back: handed out again after `delay` seconds (None or
+    /// 0: at once); counts toward ``max_deliveries``. False when its lease
+    /// was lost (as for `ack`).
+    #[pyo3(signature = (job, delay=None))]
+    fn nack(
+        &self,
+        py: Python<'_>,
+        job: &Bound<'_, PyAny>,
+        delay: Option<Seconds>,
+    ) -> PyResult<bool> {
+        let ticket = self.ticket(job)?;
+        let delay = match delay {
+            Some(d) => seconds(d, "delay")?,
+            None => Duration::ZERO,
+        };
+        let wq = self.engine()?;
+        Ok(exit::detach(py, || wq.nack(ticket, delay))?)
+    }
+
+    /// Pushes a job's lease to `timeout` seconds from now (a heartbeat for
+    /// long jobs; default: the visibility timeout). False when the lease
+    /// was lost.
+    #[pyo3(signature = (job, timeout=None))]
+    fn extend(
+        &self,
+        py: Python<'_>,
+        job: &Bound<'_, PyAny>,
+        timeout: Option<Seconds>,
+    ) -> PyResult<bool> {
+        let ticket = self.ticket(job)?;
+        let wq = self.engine()?;
+        let timeout = match timeout {
+            Some(t) => seconds(t, "timeout")?,
+            None => wq.options().visibility_timeout,
+        };
+        Ok(exit::detach(py, || wq.extend(ticket, timeout))?)
+    }
+
+    /// The group's figures now, as a dict: ``pending`` (waiting for a
+    /// worker), ``in_flight`` (leased now), ``acked``, ``dead_lettered``,
+    /// ``expired``, ``redelivered``, ``gone`` (removed by retention before
+    /// a handout), ``low`` (every job below is finished), ``cursor`` (every
+    /// job below was handed out), ``window``, ``oldest_age`` (seconds since
+    /// the oldest unfinished job's message was written, or None) and
+    /// ``created_at``.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let wq = self.engine()?;
+        let next_seq = &self.next_seq;
+        let info = exit::detach(py, || next_seq().map(|next| wq.info(next)))?;
+        info_dict(py, &info)
+    }
+
+    /// Forces the state file to disk (msync): acks so far survive a
+    /// machine crash (they survive a process crash at once).
+    fn sync(&self, py: Python<'_>) -> PyResult<()> {
+        let wq = self.engine()?;
+        Ok(exit::detach(py, || wq.sync())?)
+    }
+
+    /// The group's name.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The lease length in seconds.
+    #[getter]
+    fn visibility_timeout(&self) -> PyResult<f64> {
+        Ok(self.engine()?.options().visibility_timeout.as_secs_f64())
+    }
+
+    /// Handouts a job gets before it is dead-lettered.
+    #[getter]
+    fn max_deliveries(&self) -> PyResult<u8> {
+        Ok(self.engine()?.options().max_deliveries)
+    }
+
+    /// Lets go of the handle (its files are unmapped). Jobs it holds stay
+    /// leased until their deadline: ack or nack them first.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let taken = self
+            .inner
+            .get()?
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        exit::detach(py, || drop(taken));
+        self.watch.close_owner(self.owner());
+        Ok(())
+    }
+
+    /// Whether `close()` was called.
+    #[getter]
+    fn closed(&self) -> PyResult<bool> {
+        Ok(self
+            .inner
+            .get()?
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none())
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<()> {
+        self.close(py)
+    }
+
+    fn __repr__(&self) -> String {
+        let state = match self.inner.get() {
+            Ok(m) if m.lock().unwrap_or_else(|e| e.into_inner()).is_none() => " (closed)",
+            Ok(_) => "",
+            Err(_) => " (from parent process)",
+        };
+        format!(
+            "<litemq.WorkQueue {:?} of {:?}{state}>",
+            self.name, self.path
+        )
+    }
+}
+
+/// A dict for `Queue.work_queues()` and `WorkQueue.stats()`.
+pub(crate) fn info_dict<'py>(
+    py: Python<'py>,
+    info: &WorkQueueInfo,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("name", &info.name)?;
+    d.set_item("pending", info.pending)?;
+    d.set_item("in_flight", info.in_flight)?;
+    d.set_item("acked", info.acked)?;
+    d.set_item("dead_lettered", info.dead_lettered)?;
+    d.set_item("expired", info.expired)?;
+    d.set_item("redelivered", info.redelivered)?;
+    d.set_item("gone", info.gone)?;
+    d.set_item("low", info.low)?;
+    d.set_item("cursor", info.cursor)?;
+    d.set_item("window", info.window)?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64);
+    d.set_item(
+        "oldest_age",
+        info.oldest_timestamp
+            .map(|t| now.saturating_sub(t) as f64 / 1e6),
+    )?;
+    d.set_item("created_at", time::to_datetime(py, info.created_at)?)?;
+    Ok(d)
+}

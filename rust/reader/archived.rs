@@ -1,0 +1,271 @@
+//! Data files held in memory instead of mapped: sealed files copied to an
+//! archive (object stores, shared file systems) and read back with ranged
+//! reads, where `mmap` is not available or not safe.
+//!
+//! The checks are those of a mapped read: a whole sealed file is trusted
+//! only after its header, its footer and the footer's `frames_crc` over
+//! `4096..frames_end` check out (a version-3 file, which has no footer, is
+//! walked frame by frame, each checked by its own CRC, up to its end-of-file
+//! marker); a byte range cut out of a file (found through its dense index)
+//! is decoded frame by frame, each frame checked by its own CRC, and must
+//! hold exactly the messages asked for. Anything else is
+//! [`Error::Corrupted`] naming the file and the offset. `docs/FORMAT.md`
+//! ("Archives") describes what an archive holds.
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::format::compression::DEFAULT_MAX_DECOMPRESSED;
+use crate::format::footer::Footer;
+use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN, END_OF_FILE};
+use crate::format::header::DataHeader;
+use crate::format::{le_u32, record};
+use crate::reader::columns::{ColumnSet, Columns};
+
+/// What a sealed data file holds, from its header and footer (or, for a
+/// file without a footer, from walking its frames).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SealedSummary {
+    /// The file's format version.
+    pub version: u32,
+    /// The header's `file_number`.
+    pub file_number: u64,
+    /// Sequence of its first message.
+    pub first_seq: u64,
+    /// One past the sequence of its last message.
+    pub end_seq: u64,
+    /// Timestamp of its first message (0 when empty).
+    pub first_ts: u64,
+    /// Timestamp of its last message (0 when empty).
+    pub last_ts: u64,
+    /// Offset of the end-of-file marker.
+    pub frames_end: u64,
+    /// CRC-64 of bytes `4096..frames_end`.
+    pub frames_crc: u64,
+    /// Whether a valid footer vouched for the file (false: version 3, walked).
+    pub footer: bool,
+}
+
+fn corrupted(path: &Path, offset: u64, seq: Option<u64>, reason: impl Into<String>) -> Error {
+    Error::Corrupted {
+        path: path.to_path_buf(),
+        offset,
+        seq,
+        reason: reason.into(),
+    }
+}
+
+/// Checks the whole sealed data file `file` (named `path` in errors) and
+/// returns what it holds. A version-4 or later file needs a valid footer
+/// whose `frames_crc` matches the frames and an end-of-file marker at
+/// `frames_end`; a version-3 file is walked frame by frame (every CRC) to
+/// its end-of-file marker. A file that is not sealed is an error: only
+/// sealed files are archived.
+pub fn summarize(file: &[u8], path: &Path) -> Result<SealedSummary> {
+    let h = DataHeader::decode(file)
+        .map_err(|e| corrupted(path, 0, None, format!("data file header: {e}")))?;
+    if h.version >= 4 {
+        let f = Footer::read(file, h.file_number, h.first_seq, h.file_size).map_err(|e| {
+            corrupted(
+                path,
+                file.len().saturating_sub(crate::format::footer::FOOTER_LEN) as u64,
+                None,
+                format!("not a sealed data file (footer: {e})"),
+            )
+        })?;
+        if le_u32(file, f.frames_end as usize) != Some(END_OF_FILE) {
+            return Err(corrupted(
+                path,
+                f.frames_end,
+                None,
+                "no end-of-file marker where the footer says the frames end",
+            ));
+        }
+        let crc = Footer::frames_crc_of(file, f.frames_end);
+        if crc != Some(f.frames_crc) {
+            return Err(corrupted(
+                path,
+                DATA_HEADER_LEN as u64,
+                None,
+                format!(
+                    "frames do not match the footer's frames_crc {:#018x} (computed {})",
+                    f.frames_crc,
+                    crc.map_or("nothing".into(), |c| format!("{c:#018x}"))
+                ),
+            ));
+        }
+        return Ok(SealedSummary {
+            version: h.version,
+            file_number: h.file_number,
+            first_seq: h.first_seq,
+            end_seq: f.end_seq,
+            first_ts: f.first_ts,
+            last_ts: f.last_ts,
+            frames_end: f.frames_end,
+            frames_crc: f.frames_crc,
+            footer: true,
+        });
+    }
+    // Version 3: no footer; every frame's own CRC, up to the marker.
+    let mut at = DATA_HEADER_LEN;
+    let mut seq = h.first_seq;
+    let (mut first_ts, mut last_ts) = (0, 0);
+    loop {
+        let len = frame::plain_len(file, at)
+            .ok_or_else(|| corrupted(path, at as u64, Some(seq), "no end-of-file marker"))?;
+        match frame::decode(file, at, len) {
+            Ok(FrameAt::EndOfFile) => break,
+            Ok(FrameAt::Empty) => {
+                return Err(corrupted(
+                    path,
+                    at as u64,
+                    Some(seq),
+                    "not a sealed data file (the frames end without an end-of-file marker)",
+                ))
+            }
+            Ok(FrameAt::Frame { record_len, next }) => {
+                let rec = record::decode(&file[at + 4..at + 4 + record_len])
+                    .map_err(|r| corrupted(path, at as u64, Some(seq), r))?;
+                if seq == h.first_seq {
+                    first_ts = rec.timestamp;
+                }
+                last_ts = rec.timestamp;
+                seq += 1;
+                at = next;
+            }
+            Err(e) => return Err(corrupted(path, at as u64, Some(seq), e.to_string())),
+        }
+    }
+    Ok(SealedSummary {
+        version: h.version,
+        file_number: h.file_number,
+        first_seq: h.first_seq,
+        end_seq: seq,
+        first_ts,
+        last_ts,
+        frames_end: at as u64,
+        frames_crc: Footer::frames_crc_of(file, at as u64).unwrap_or(0),
+        footer: false,
+    })
+}
+
+/// Messages `[start, end)` of the whole sealed data file `file`, at most
+/// `max_rows` (fewer when a column would pass 2 GiB: read on from the
+/// sequence after the last row). The file is checked as by [`summarize`]
+/// first; its frames are then trusted (a version-4 file's `frames_crc`
+/// covered them, a version-3 file's frames were each checked).
+pub fn read_sealed(
+    file: &[u8],
+    path: &Path,
+    start: u64,
+    end: u64,
+    max_rows: usize,
+    cols: ColumnSet,
+) -> Result<Columns> {
+    let s = summarize(file, path)?;
+    let start = start.max(s.first_seq);
+    let end = end.min(s.end_seq);
+    let want = (end.saturating_sub(start) as usize).min(max_rows);
+    let mut out = Columns::empty(want.min(1 << 20), cols);
+    let frames_end = s.frames_end as usize;
+    let mut at = DATA_HEADER_LEN;
+    let mut seq = s.first_seq;
+    while seq < end && out.rows < want {
+        let len = le_u32(file, at).filter(|&l| l != 0 && l != END_OF_FILE);
+        let record_end = len.and_then(|l| (at + 4).checked_add(l as usize));
+        let Some(record_end) = record_end.filter(|&e| e + 8 <= frames_end) else {
+            return Err(corrupted(
+                path,
+                at as u64,
+                Some(seq),
+                format!(
+                    "the frames end before message {} the footer promises",
+                    s.end_seq - 1
+                ),
+            ));
+        };
+        if seq >= start {
+            let rec = record::decode(&file[at + 4..record_end])
+                .map_err(|r| corrupted(path, at as u64, Some(seq), r))?;
+            let payload = rec
+                .inflate(DEFAULT_MAX_DECOMPRESSED)
+                .map_err(|r| corrupted(path, at as u64, Some(seq), r))?;
+            if !out.push(seq, &rec, &payload, want, cols) {
+                break;
+            }
+        }
+        at = frame::frame_size(record_end - at - 4) + at;
+        seq += 1;
+    }
+    Ok(out)
+}
+
+/// `rows` consecutive messages from a byte range of a data file: `buf`
+/// holds the file's bytes from `offset` on (a frame's first byte), where
+/// message `first_seq` starts. Every frame is checked by its own CRC;
+/// fewer than `rows` whole frames in `buf` is an error. Stops early (fewer
+/// rows, `next_offset` says where to go on) only when a column would pass
+/// 2 GiB. Returns the columns and the file offset after the last frame read.
+pub fn read_frames(
+    buf: &[u8],
+    path: &Path,
+    offset: u64,
+    first_seq: u64,
+    rows: usize,
+    cols: ColumnSet,
+) -> Result<(Columns, u64)> {
+    let mut out = Columns::empty(rows.min(1 << 20), cols);
+    let mut at = 0usize;
+    let mut seq = first_seq;
+    while out.rows < rows {
+        let here = offset + at as u64;
+        let len = frame::plain_len(buf, at).ok_or_else(|| {
+            corrupted(
+                path,
+                here,
+                Some(seq),
+                "the byte range ends before the messages it should hold",
+            )
+        })?;
+        match frame::decode(buf, at, len) {
+            Ok(FrameAt::Frame { record_len, next }) => {
+                let rec = record::decode(&buf[at + 4..at + 4 + record_len])
+                    .map_err(|r| corrupted(path, here, Some(seq), r))?;
+                let payload = rec
+                    .inflate(DEFAULT_MAX_DECOMPRESSED)
+                    .map_err(|r| corrupted(path, here, Some(seq), r))?;
+                if !out.push(seq, &rec, &payload, rows, cols) {
+                    break;
+                }
+                at = next;
+                seq += 1;
+            }
+            Ok(FrameAt::Empty | FrameAt::EndOfFile) => {
+                return Err(corrupted(
+                    path,
+                    here,
+                    Some(seq),
+                    "the frames end before the messages the index promises",
+                ))
+            }
+            Err(e) => return Err(corrupted(path, here, Some(seq), e.to_string())),
+        }
+    }
+    Ok((out, offset + at as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        let p = Path::new("x.data");
+        assert!(summarize(&[], p).is_err());
+        assert!(summarize(&[0u8; 9000], p).is_err());
+        assert!(read_frames(&[1, 0, 0, 0], p, 4096, 0, 1, ColumnSet::ALL).is_err());
+        assert!(read_frames(&[0; 16], p, 4096, 0, 1, ColumnSet::ALL).is_err());
+        let (c, next) = read_frames(&[], p, 4096, 0, 0, ColumnSet::ALL).unwrap();
+        assert_eq!((c.rows, next), (0, 4096));
+    }
+}
