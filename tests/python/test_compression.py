@@ -165,3 +165,16 @@ def test_delete_and_get_latest(tmp_path: Path) -> None:
         again = q.get_latest(b"b")
         assert again is not None
         assert again.payload == b"w2"
+
+
+def test_an_archive_reads_compressed_payloads_back(tmp_path: Path) -> None:
+    bodies = [events(20 + i % 5) for i in range(300)]
+    with litemq.Queue(tmp_path / "q", file_size=64 * 1024, compression="zstd") as q:
+        app = q.appender()
+        app.append_batch(bodies)
+        app.roll()
+        assert q.get(0).compression == "zstd"
+    litemq.archive_queue(tmp_path / "q", str(tmp_path / "archive"))
+    a = litemq.open_archive(str(tmp_path / "archive"))
+    assert a.read_arrow().column("payload").to_pylist() == bodies[: a.end_seq]
+    assert a.read_arrow(start=5, end=9).column("payload").to_pylist() == bodies[5:9]
