@@ -408,6 +408,7 @@ impl Queue {
             config.flush,
             crate::format::data_file::max_record_len(config.file_size),
             config.compression,
+            config.max_decompressed,
         );
         let writer = Writer {
             appender,

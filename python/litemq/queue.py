@@ -90,7 +90,8 @@ class Queue(_litemq.Queue):
     - ``max_decompressed_size`` (``"100MiB"``): largest payload this handle
       decompresses; a compressed payload that declares more, or does not
       inflate to the size it declares, raises `CorruptedError` (a
-      decompression bomb never allocates past it). Not remembered.
+      decompression bomb never allocates past it); its appenders store longer
+      payloads uncompressed. Not remembered.
 
     A value outside an option's range raises `ConfigError` naming the limit.
 

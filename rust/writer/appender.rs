@@ -23,6 +23,9 @@ pub(crate) struct AppenderInner {
     /// The queue's `compression` option: how payloads of records that do
     /// not say otherwise ([`Compress::Queue`]) are compressed.
     compression: Option<Compression>,
+    /// Payloads longer than this are never compressed: this handle's
+    /// readers would refuse to decompress them (`max_decompressed_size`).
+    max_inflate: usize,
 }
 
 /// Appends messages to a queue. Cheap to clone; share it between threads.
@@ -55,6 +58,7 @@ impl Appender {
         flush: FlushMode,
         max_record_len: usize,
         compression: Option<Compression>,
+        max_inflate: usize,
     ) -> Appender {
         Appender {
             inner: Arc::new(AppenderInner {
@@ -64,6 +68,7 @@ impl Appender {
                 max_record_len,
                 fork_gen: fork_generation(),
                 compression,
+                max_inflate,
             }),
         }
     }
@@ -76,6 +81,9 @@ impl Appender {
 
     /// How `record`'s payload is compressed, if it may be.
     fn compression_for(&self, record: &Record<'_>) -> Option<Compression> {
+        if record.payload.len() > self.inner.max_inflate {
+            return None; // stored as given: a reader could not decompress it
+        }
         match record.compress {
             Compress::Queue => self.inner.compression,
             Compress::Never => None,

@@ -271,3 +271,22 @@ fn tombstones_and_the_latest_value_of_a_key() {
         ));
     }
 }
+
+#[test]
+fn a_payload_readers_could_not_inflate_is_stored_as_given() {
+    let tmp = tempfile::tempdir().unwrap();
+    let big = events(20_000); // about 1.3 MB, very compressible
+    let q = QueueBuilder::new(tmp.path())
+        .file_size(4 << 20)
+        .compression(Some(Compression::new(Codec::Zstd)))
+        .max_decompressed_size(1 << 20)
+        .open()
+        .unwrap();
+    let app = q.appender().unwrap();
+    let seq = app.append(&big).unwrap();
+    let small = app.append(&events(100)).unwrap();
+    app.flush().unwrap();
+    assert_eq!(stored(&q, seq).0, None);
+    assert_eq!(stored(&q, small).0, Some(Codec::Zstd));
+    assert_eq!(q.get(seq).unwrap().payload, big);
+}
