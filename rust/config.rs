@@ -8,6 +8,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::format::compression::{Codec, Compression, DEFAULT_MAX_DECOMPRESSED};
 use crate::format::metadata::{StoredCompression, StoredOptions, StoredRetention};
+use crate::index::fields::{FieldIndexDef, SharedDefs};
 use crate::index::key_index::KeyIndexConfig;
 use crate::reader::wait::WaitStrategy;
 use crate::retention::RetentionPolicy;
@@ -47,6 +48,9 @@ pub(crate) struct Config {
     pub compression: Option<Compression>,
     /// Largest payload a reader decompresses.
     pub max_decompressed: usize,
+    /// Declared secondary indexes (see `QueueBuilder::index`), shared with
+    /// the writer's builder; `Queue::add_index` adds to them.
+    pub fields: SharedDefs,
     /// Which of the options remembered in `metadata.json` the caller gave;
     /// the others come from there when the queue exists.
     pub explicit: Explicit,
@@ -118,6 +122,7 @@ impl QueueBuilder {
                 multi_writer: false,
                 compression: None,
                 max_decompressed: DEFAULT_MAX_DECOMPRESSED,
+                fields: SharedDefs::default(),
                 explicit: Explicit::default(),
             },
         }
@@ -232,6 +237,26 @@ impl QueueBuilder {
         self
     }
 
+    /// Indexes header field `def.name` (a secondary index, see
+    /// `Queue::where_field`): each sealed data file gets a
+    /// `NAME.field-FIELD` file listing, by value, the messages carrying
+    /// each value. Declared indexes are remembered in `metadata.json` and
+    /// kept by every later open (an open adds the indexes it gives to the
+    /// remembered ones; declaring a name again with another type is an
+    /// [`Error::InvalidConfig`]).
+    pub fn index(mut self, def: FieldIndexDef) -> Self {
+        // A list of its own: a clone of this builder keeps the one it had.
+        let mut defs = self
+            .config
+            .fields
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        defs.push(def);
+        self.config.fields = SharedDefs::new(std::sync::RwLock::new(defs));
+        self
+    }
+
     /// Checks the options and returns them, for `QueueBuilder::open` (in
     /// `queue.rs`: the builder sits below the queue it opens).
     pub(crate) fn into_config(self) -> Result<Config> {
@@ -241,6 +266,22 @@ impl QueueBuilder {
 
     fn validate(&self) -> Result<()> {
         let c = &self.config;
+        {
+            let defs = c.fields.read().unwrap_or_else(|e| e.into_inner());
+            for (i, d) in defs.iter().enumerate() {
+                if let Some(o) = defs[..i]
+                    .iter()
+                    .find(|o| o.name == d.name && o.kind != d.kind)
+                {
+                    return Err(Error::InvalidConfig(format!(
+                        "index {:?} is declared as {:?} and as {:?}; an index keeps its type",
+                        d.name,
+                        o.kind.name(),
+                        d.kind.name()
+                    )));
+                }
+            }
+        }
         if c.path.as_os_str().is_empty() {
             return Err(Error::InvalidConfig(
                 "the queue path is empty: give the queue's directory".into(),
@@ -298,6 +339,7 @@ impl Config {
             index_interval: self.index_interval,
             clock: self.clock.clone(),
             key_index: self.key_index,
+            fields: self.fields.clone(),
         }
     }
 
@@ -333,6 +375,13 @@ impl Config {
                 level: c.level,
                 min_size: c.min_size as u64,
             }),
+            indexes: self
+                .fields
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .map(|d| (d.name.clone(), d.kind.name().to_string()))
+                .collect(),
         }
     }
 
@@ -396,6 +445,19 @@ impl Config {
                         .map_err(|_| bad("compression min_size is too large".into()))?,
                 }),
             };
+        }
+        {
+            // Indexes add up: the remembered ones, then those given now.
+            let mut defs = self.fields.write().unwrap_or_else(|e| e.into_inner());
+            let given = std::mem::take(&mut *defs);
+            for (name, kind) in &stored.indexes {
+                defs.push(FieldIndexDef::new(name, kind).map_err(|e| bad(e.to_string()))?);
+            }
+            for d in given {
+                if !defs.contains(&d) {
+                    defs.push(d);
+                }
+            }
         }
         QueueBuilder {
             config: self.clone(),

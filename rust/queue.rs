@@ -16,10 +16,12 @@ use crate::format::metadata::Metadata;
 use crate::format::position;
 use crate::format::record::Record;
 use crate::format::{FORMAT_VERSION, OLDEST_READABLE_VERSION};
+use crate::index::fields::{ActiveIndex, FieldIndexDef, FieldQuery, IndexState};
 use crate::index::key_index::{self, KeyIndexConfig, KeyIndexReader, KeyIndexWriter};
 use crate::reader::backward::BackwardTailer;
 use crate::reader::catalog::Catalog;
 use crate::reader::columns::{ColumnSet, Columns};
+use crate::reader::field::ActiveSeqs;
 use crate::reader::keys::index_keys_from;
 use crate::reader::tailer::{Message, OwnedMessage, Start, Tailer};
 use crate::reader::wake::WakeSource;
@@ -124,6 +126,9 @@ struct Writer {
 }
 
 struct Inner {
+    /// In-memory indexes of the active file, per declared field, built
+    /// by field queries and extended by each (see `Queue::where_field`).
+    active_fields: Mutex<std::collections::HashMap<FieldIndexDef, ActiveIndex>>,
     config: Config,
     catalog: Arc<Catalog>,
     writer: Option<Writer>,
@@ -210,6 +215,14 @@ impl QueueBuilder {
 
 impl Queue {
     pub(crate) fn open(mut config: Config) -> Result<Queue> {
+        // The queue's own list of indexes (`add_index` adds to it), not one
+        // shared with a clone of the builder.
+        let defs = config
+            .fields
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        config.fields = crate::index::fields::SharedDefs::new(std::sync::RwLock::new(defs));
         let base = config.path.clone();
         let meta_path = base.join(METADATA_FILE);
         // Options the caller did not give come from what the queue remembers
@@ -440,6 +453,7 @@ impl Queue {
         let watch = TailWatch::new(catalog.clone(), wake.clone());
         Queue {
             inner: Arc::new(Inner {
+                active_fields: Mutex::new(std::collections::HashMap::new()),
                 config,
                 catalog,
                 writer,
@@ -551,6 +565,196 @@ impl Queue {
             }
         };
         Ok(BackwardTailer::new(t, before, first))
+    }
+
+    /// The declared secondary indexes (see [`QueueBuilder::index`]).
+    pub fn indexes(&self) -> Vec<FieldIndexDef> {
+        self.inner
+            .config
+            .fields
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Declares a secondary index on header field `def.name` and builds it
+    /// now for every sealed data file that lacks a valid one (in this
+    /// thread, calling `progress(done, total)` after each file); files
+    /// sealed from then on get theirs from the writer's builder, and the
+    /// active file is indexed in memory by queries. The index is remembered in
+    /// `metadata.json`. Declaring an index again with the same type only
+    /// builds what is missing; with another type it is
+    /// [`Error::InvalidConfig`]. Returns how many sealed files have a valid
+    /// index on the field afterwards (the writer's builder may have written
+    /// some of them meanwhile).
+    /// A read-only handle gets [`Error::ReadOnly`]. With several writer
+    /// processes, the others learn of the index when they next open.
+    pub fn add_index(
+        &self,
+        def: FieldIndexDef,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<usize> {
+        self.check_open()?;
+        if self.inner.writer.is_none() {
+            return Err(Error::ReadOnly);
+        }
+        {
+            let mut defs = self
+                .inner
+                .config
+                .fields
+                .write()
+                .unwrap_or_else(|e| e.into_inner());
+            if let Some(d) = defs.iter().find(|d| d.name == def.name) {
+                if d.kind != def.kind {
+                    return Err(Error::InvalidConfig(format!(
+                        "index {:?} is declared as {:?}; an index keeps its type",
+                        d.name,
+                        d.kind.name()
+                    )));
+                }
+            } else {
+                defs.push(def.clone());
+            }
+        }
+        {
+            let mut meta = self
+                .inner
+                .metadata
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            meta.options = Some(self.inner.config.stored());
+            write_metadata(&self.inner.config.path.join(METADATA_FILE), &meta)?;
+        }
+        self.inner.catalog.refresh()?;
+        let files = self.inner.catalog.snapshot();
+        // The last file is the active one: not sealed.
+        let sealed = &files[..files.len().saturating_sub(1)];
+        let base = self.inner.config.path.as_path();
+        let mut wrote = 0;
+        for (i, f) in sealed.iter().enumerate() {
+            wrote +=
+                crate::index::fields::ensure(base, f.id, &f.header, std::slice::from_ref(&def));
+            progress(i + 1, sealed.len());
+        }
+        Ok(wrote)
+    }
+
+    /// A tailer from the first message returning only those where `query`
+    /// holds (a header value of a declared index equal to, in a range of,
+    /// or starting with what it asks), in sequence order. Sealed files are
+    /// read through their secondary index when it checks out (a file whose
+    /// zone map excludes the query is skipped unread), the active file
+    /// through the handle's in-memory index of the field (extended first
+    /// over what was published since the last query on it); the others are
+    /// read whole. Every message returned is checked against the query. A
+    /// field that is not declared is [`Error::InvalidArgument`].
+    pub fn where_field(&self, query: FieldQuery) -> Result<Tailer> {
+        if !self.indexes().contains(&query.def) {
+            return Err(Error::InvalidArgument(format!(
+                "no {} index on {:?}: declare it with add_index (or indexes=) first",
+                query.def.kind.name(),
+                query.def.name
+            )));
+        }
+        let active = self.active_seqs(&query)?;
+        let mut t = self.tailer(Start::Beginning)?;
+        t.select_field(query, active);
+        Ok(t)
+    }
+
+    /// Brings the in-memory index of `query`'s field over the active file
+    /// up to what is published (reading only the messages published since
+    /// the last query on the field: the first one reads the whole file, as
+    /// a scan would), and returns what it lists for the query.
+    fn active_seqs(&self, query: &FieldQuery) -> Result<Option<ActiveSeqs>> {
+        self.inner.catalog.refresh()?;
+        let Some(last) = self.inner.catalog.snapshot().last().copied() else {
+            return Ok(None);
+        };
+        let mut cache = self
+            .inner
+            .active_fields
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let ix = cache.entry(query.def.clone()).or_default();
+        if ix.file_number != last.header.file_number || ix.upto < last.header.first_seq {
+            *ix = ActiveIndex {
+                file_number: last.header.file_number,
+                upto: last.header.first_seq,
+                values: Default::default(),
+            };
+        }
+        let mut t = self.new_tailer();
+        match t.seek(ix.upto) {
+            Ok(()) => {}
+            // Nothing published past it yet.
+            Err(Error::NotFound { .. }) => t.seek_end()?,
+            Err(e) => return Err(e),
+        }
+        if t.next_seq() == ix.upto {
+            while let Some(m) = t.read_next()? {
+                for k in query.def.keys(m.record()) {
+                    let seqs = ix.values.entry(k).or_default();
+                    if seqs.last() != Some(&m.seq) {
+                        seqs.push(m.seq);
+                    }
+                }
+                ix.upto = m.seq + 1;
+            }
+        }
+        Ok(Some(ActiveSeqs {
+            file_number: ix.file_number,
+            upto: ix.upto,
+            seqs: query.seqs_in(&ix.values),
+        }))
+    }
+
+    /// The messages where `query` holds, in sequence order, written in
+    /// `[start, end)` (µs since the epoch; `None`: unbounded), at most
+    /// `limit`: [`Queue::where_field`] read to the end of what is
+    /// published now.
+    pub fn query_field(
+        &self,
+        query: FieldQuery,
+        start: Option<u64>,
+        end: Option<u64>,
+        limit: Option<usize>,
+    ) -> Result<Vec<OwnedMessage>> {
+        let mut t = self.where_field(query)?;
+        if let Some(s) = start {
+            t.seek_time(s)?;
+        }
+        let mut out = Vec::new();
+        while limit.is_none_or(|l| out.len() < l) {
+            let Some(m) = t.read_next()? else { break };
+            if end.is_some_and(|e| m.timestamp >= e) {
+                break;
+            }
+            out.push(m.to_owned());
+        }
+        Ok(out)
+    }
+
+    /// Checks every secondary index file of every sealed data file:
+    /// `(index file, field, state)` for each declared index, oldest file
+    /// first. Sealed files without a valid footer are left out (reading
+    /// their frames reports them).
+    pub fn check_indexes(&self) -> Result<Vec<(std::path::PathBuf, String, IndexState)>> {
+        self.check_open()?;
+        self.inner.catalog.refresh()?;
+        let files = self.inner.catalog.snapshot();
+        let base = self.inner.config.path.as_path();
+        let defs = self.indexes();
+        let mut out = Vec::new();
+        for f in &files[..files.len().saturating_sub(1)] {
+            for def in &defs {
+                if let Some(state) = crate::index::fields::check(base, f.id, &f.header, def) {
+                    out.push((f.id.field_path(base, &def.name), def.name.clone(), state));
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// A tailer at the first file, told what the metadata knows is
@@ -1239,7 +1443,7 @@ impl Drop for Queue {
     }
 }
 
-/// Bytes of disk a data file's indexes (sparse, dense, topics) hold.
+/// Bytes of disk a data file's indexes (sparse, dense, topics, fields) hold.
 fn index_bytes(base: &Path, id: crate::storage::layout::FileId) -> u64 {
     id.index_paths(base)
         .iter()

@@ -533,8 +533,9 @@ fn cut_at_first_gap(
             }
             Boundary::Gap(_) => {
                 for f in files.drain(i + 1..).rev() {
-                    let [index, offsets, topics] = f.id.index_paths(catalog.base());
-                    for path in [catalog.data_path(f.id), index, offsets, topics] {
+                    let mut paths = f.id.index_paths(catalog.base());
+                    paths.insert(0, catalog.data_path(f.id));
+                    for path in paths {
                         match std::fs::remove_file(&path) {
                             Ok(()) => {}
                             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

@@ -351,7 +351,7 @@ fn remove_if_present(path: &Path) -> Result<()> {
     }
 }
 
-/// Removes index files (`.index`, `.offsets`) left without their data file (a pass interrupted
+/// Removes index files (`.index`, `.offsets`, `.topics`, `.field-FIELD`) left without their data file (a pass interrupted
 /// between the two unlinks) and day directories emptied by retention, for
 /// everything older than `first_kept`. Never touches the directory of
 /// `first_kept` or later ones, where the writer may be creating files.
@@ -384,6 +384,14 @@ fn sweep(base: &Path, first_kept: FileId) -> Result<()> {
                         let Some(id) = name.to_str().and_then(|n| {
                             FileId::parse_with(n, ".index")
                                 .or_else(|| FileId::parse_with(n, ".offsets"))
+                                .or_else(|| FileId::parse_with(n, ".topics"))
+                                .or_else(|| {
+                                    // `NAME.field-FIELD`, not a temp file.
+                                    let (stem, _) = n.split_once(".field-")?;
+                                    (!n.ends_with(".tmp"))
+                                        .then(|| FileId::parse_with(stem, ""))
+                                        .flatten()
+                                })
                         }) else {
                             continue;
                         };

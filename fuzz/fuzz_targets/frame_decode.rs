@@ -6,6 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use litemq::format::fields::{self, FieldKind, FieldsOf};
 use litemq::format::frame::{self, FrameAt};
 use litemq::format::header::{DataHeader, IndexHeader};
 use litemq::format::record::{self, Compress, HeaderField, Record};
@@ -40,6 +41,42 @@ fuzz_target!(|data: &[u8]| {
                 .and_then(|at| data.get(at..at.checked_add(len)?));
             if let Some(entries) = bytes.and_then(|b| g.decode_entries(b)) {
                 assert_eq!(entries.len() as u64, g.count);
+            }
+        }
+    }
+
+    // Secondary index files: decoding arbitrary bytes never panics; a top
+    // level that decodes has `block_count` leaves and a zone map with min
+    // <= max, and a leaf that decodes holds keys in increasing order, each
+    // at or above the leaf's first key, with sequences in the file.
+    if data.len() >= 96 {
+        let word = |at: usize| u64::from_le_bytes(data[at..at + 8].try_into().unwrap());
+        let name_len = data[13] as usize;
+        let name = data
+            .get(96..96 + name_len)
+            .and_then(|n| std::str::from_utf8(n).ok());
+        if let (Some(name), Some(kind)) = (name, FieldKind::from_code(data[12])) {
+            let of = FieldsOf {
+                file_number: word(16),
+                first_seq: word(24),
+                end_seq: word(32),
+                frames_crc: word(40),
+                name: name.to_string(),
+                kind,
+            };
+            if let Some(top) = fields::decode_top(data, &of) {
+                assert!(top.value_count == 0 || top.min <= top.max);
+                for blk in &top.blocks {
+                    let bytes = usize::try_from(blk.at)
+                        .ok()
+                        .and_then(|at| data.get(at..at.checked_add(blk.len as usize)?));
+                    if let Some(entries) = bytes.and_then(|b| blk.decode(b, of.first_seq)) {
+                        assert!(entries.first().is_none_or(|e| e.0 >= blk.first));
+                        for e in &entries {
+                            assert!(e.1.iter().all(|&s| s >= of.first_seq));
+                        }
+                    }
+                }
             }
         }
     }

@@ -345,6 +345,7 @@ class Queue:
         key_index: Mapping[str, int] | None = None,
         retention: Retention | None = None,
         multi_writer: bool | None = None,
+        indexes: Mapping[str, Literal["str", "int"]] | None = None,
         compression: _Compression | None = None,
         compression_level: int | None = None,
         compression_min_size: int | str | None = None,
@@ -404,6 +405,26 @@ class Queue:
     def find(
         self,
         key: _Key,
+        start: datetime | int | None = None,
+        end: datetime | int | None = None,
+        limit: int | None = None,
+    ) -> list[Message]: ...
+    @property
+    def indexes(self) -> dict[str, str]: ...
+    def add_index(
+        self,
+        name: str,
+        type: Literal["str", "int"] = "str",
+        *,
+        progress: Callable[[int, int], object] | None = None,
+    ) -> int: ...
+    def _check_indexes(self) -> list[dict[str, str]]: ...
+    def where(
+        self,
+        field: str,
+        op: Literal["=", "==", "between", "in", "prefix"],
+        value: Any,
+        *,
         start: datetime | int | None = None,
         end: datetime | int | None = None,
         limit: int | None = None,

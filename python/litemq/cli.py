@@ -6,7 +6,8 @@
                                           the last messages (of a topic); -f keeps following
     litemq topics PATH [--format text|json]
                                           topic streams: messages, first and last sequence
-    litemq verify PATH                    check every frame up to the tail seen at the start;
+    litemq verify PATH                    check every frame up to the tail seen at the start,
+                                          and every secondary index file;
                                           exit 1 if any is bad or unreachable
     litemq get PATH SEQ                   one message
     litemq find PATH KEY [--start T] [--end T] [--limit N]
@@ -25,6 +26,8 @@
                                           (these three: litemq/cli_litemq.py)
     litemq import-ledgerq DIR QUEUE     a LedgerQ queue directory into a queue (appends;
                                           litemq/cli_ledgerq.py)
+    litemq index add|list PATH ...        secondary indexes (litemq/cli_index.py)
+    litemq where PATH FIELD OP VALUE...   messages whose indexed header matches
     litemq archive PATH DEST [--delete-local] [--json]
                                           copy sealed files to a path or s3://, gs:// URI
                                           (litemq/cli_archive.py)
@@ -439,9 +442,14 @@ def cmd_verify(args: argparse.Namespace, out: IO[str]) -> int:
         progress.update(checked)
         progress.done()
         later = max(q.next_seq - end, 0)
+        from litemq.cli_index import check_indexes
+
+        bad_indexes = check_indexes(q, out)
     unreachable = (end - first) - checked - bad - deleted
-    status = "OK" if bad == 0 and unreachable <= 0 else "FAILED"
+    status = "OK" if bad == 0 and bad_indexes == 0 and unreachable <= 0 else "FAILED"
     line = f"{status}: {checked:,} frames checked, {bad} bad"
+    if bad_indexes:
+        line += f", {bad_indexes} damaged index files"
     if unreachable > 0:
         line += f", {unreachable:,} unreachable"
     if deleted:
@@ -664,6 +672,9 @@ def _parser() -> argparse.ArgumentParser:
     from litemq import cli_ledgerq  # import-ledgerq
 
     cli_ledgerq.register(sub)
+    from litemq import cli_index  # index add/list, where
+
+    cli_index.register(sub)
     cli_archive.register(command)
     return parser
 

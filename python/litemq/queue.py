@@ -93,6 +93,12 @@ class Queue(_litemq.Queue):
       decompression bomb never allocates past it); its appenders store longer
       payloads uncompressed. Not remembered.
 
+    - ``indexes`` (``None``): secondary indexes on header fields, a dict of
+      header name to ``"str"`` or ``"int"`` (``{"customer": "str"}``); each
+      sealed data file gets one index file per field, read by `where`.
+      Remembered, and added to by later opens and `add_index`; see the
+      README's "Secondary indexes".
+
     A value outside an option's range raises `ConfigError` naming the limit.
 
     ``file_size``, ``roll``, ``index_interval``, ``key_index``, ``retention``,
@@ -137,6 +143,7 @@ class Queue(_litemq.Queue):
         key_index: Mapping[str, int] | None = None,
         retention: Retention | None = None,
         multi_writer: bool | None = None,
+        indexes: Mapping[str, Literal["str", "int"]] | None = None,
         compression: Literal["zstd", "lz4", "gzip", "none", False] | None = None,
         compression_level: int | None = None,
         compression_min_size: int | str | None = None,
@@ -159,6 +166,7 @@ class Queue(_litemq.Queue):
             key_index=key_index,
             retention=retention,
             multi_writer=multi_writer,
+            indexes=indexes,
             compression=compression,
             compression_level=compression_level,
             compression_min_size=compression_min_size,

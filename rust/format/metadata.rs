@@ -53,6 +53,10 @@ pub struct StoredOptions {
     pub retention: Option<StoredRetention>,
     /// Several writer processes.
     pub multi_writer: bool,
+    /// Declared secondary indexes: header name to type (`"str"`, `"int"`).
+    /// Absent before secondary indexes existed.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub indexes: std::collections::BTreeMap<String, String>,
     /// Payload compression; absent (`None`) when payloads are stored as
     /// given, and in metadata written before version 7.
     #[serde(default, skip_serializing_if = "Option::is_none")]

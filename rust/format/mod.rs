@@ -5,6 +5,7 @@
 pub mod compression;
 pub mod crc;
 pub mod data_file;
+pub mod fields;
 pub mod footer;
 pub mod frame;
 pub mod header;

@@ -2,7 +2,52 @@
 //! offset, one per data file) and the key index (message key to position).
 
 pub mod dense;
+pub mod fields;
 mod file;
 pub mod key_index;
 pub mod sparse;
 pub mod topics;
+
+use crate::format::footer::Footer;
+use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN};
+use crate::format::header::DataHeader;
+use crate::format::record::{self, RecordView};
+
+/// Walks every record of sealed data file `file` (its bytes), whose header
+/// and footer are given, handing `(seq, frame offset, record length,
+/// record)` to `each`: what the derived indexes (topics, fields) are built
+/// from. Every frame's CRC is checked; a damaged frame or record, or a
+/// count that disagrees with the footer, is an error (the file then gets
+/// no derived index, and readers read it whole and report the damage).
+pub fn walk_sealed(
+    file: &[u8],
+    header: &DataHeader,
+    footer: &Footer,
+    each: &mut dyn FnMut(u64, usize, usize, &RecordView<'_>),
+) -> Result<(), String> {
+    let mut at = DATA_HEADER_LEN;
+    let mut seq = header.first_seq;
+    let end = footer.frames_end as usize;
+    while at < end {
+        let len = frame::plain_len(file, at).ok_or("frame past the end")?;
+        match frame::decode(file, at, len) {
+            Ok(FrameAt::Frame { record_len, next }) => {
+                let rec = &file[at + 4..at + 4 + record_len];
+                let view = record::decode(rec).map_err(|r| format!("offset {at}: {r}"))?;
+                each(seq, at, record_len, &view);
+                at = next;
+                seq += 1;
+            }
+            Ok(_) => return Err(format!("no frame at offset {at} before the footer's end")),
+            Err(e) => return Err(format!("offset {at}: {e}")),
+        }
+    }
+    if seq != footer.end_seq {
+        return Err(format!(
+            "{} messages, the footer says {}",
+            seq - header.first_seq,
+            footer.end_seq - header.first_seq
+        ));
+    }
+    Ok(())
+}

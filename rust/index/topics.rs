@@ -9,9 +9,8 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use crate::format::footer::Footer;
-use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN};
 use crate::format::header::DataHeader;
-use crate::format::record::{self, FLAG_TOPIC};
+use crate::format::record::FLAG_TOPIC;
 use crate::format::topics::{self, tag_mask, TopicEntry, TopicGroup, TopicsOf, TOPICS_HEADER_LEN};
 
 /// What a topic index is of, from a sealed file's header and footer.
@@ -31,42 +30,21 @@ pub fn of(header: &DataHeader, footer: &Footer) -> TopicsOf {
 /// readers read it whole and report the damage).
 pub fn build(file: &[u8], header: &DataHeader, footer: &Footer) -> Result<Option<Vec<u8>>, String> {
     let mut groups: BTreeMap<(String, u16), Vec<TopicEntry>> = BTreeMap::new();
-    let mut at = DATA_HEADER_LEN;
-    let mut seq = header.first_seq;
-    let end = footer.frames_end as usize;
-    while at < end {
-        let len = frame::plain_len(file, at).ok_or("frame past the end")?;
-        match frame::decode(file, at, len) {
-            Ok(FrameAt::Frame { record_len, next }) => {
-                let rec = &file[at + 4..at + 4 + record_len];
-                let view = record::decode(rec).map_err(|r| format!("offset {at}: {r}"))?;
-                if view.flags & FLAG_TOPIC != 0 {
-                    let mask = view.tags().fold(0, |m, t| m | tag_mask(t));
-                    groups
-                        .entry((view.topic.unwrap_or("").to_string(), view.queue_id))
-                        .or_default()
-                        .push(TopicEntry {
-                            seq,
-                            offset: at as u64,
-                            timestamp: view.timestamp,
-                            tag_mask: mask,
-                            record_len: record_len as u32,
-                        });
-                }
-                at = next;
-                seq += 1;
-            }
-            Ok(_) => return Err(format!("no frame at offset {at} before the footer's end")),
-            Err(e) => return Err(format!("offset {at}: {e}")),
+    super::walk_sealed(file, header, footer, &mut |seq, at, record_len, view| {
+        if view.flags & FLAG_TOPIC != 0 {
+            let mask = view.tags().fold(0, |m, t| m | tag_mask(t));
+            groups
+                .entry((view.topic.unwrap_or("").to_string(), view.queue_id))
+                .or_default()
+                .push(TopicEntry {
+                    seq,
+                    offset: at as u64,
+                    timestamp: view.timestamp,
+                    tag_mask: mask,
+                    record_len: record_len as u32,
+                });
         }
-    }
-    if seq != footer.end_seq {
-        return Err(format!(
-            "{} messages, the footer says {}",
-            seq - header.first_seq,
-            footer.end_seq - header.first_seq
-        ));
-    }
+    })?;
     if groups.is_empty() {
         return Ok(None);
     }

@@ -21,6 +21,7 @@ mod buffer;
 mod consumer;
 mod errors;
 mod exit;
+mod fields;
 mod fork;
 mod message;
 mod options;

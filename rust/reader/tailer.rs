@@ -5,6 +5,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::catalog::{Catalog, FileInfo};
+use super::field::FieldFilter;
+use super::plan::Jump;
 use super::topic::{TopicFilter, TopicSelector};
 use super::wait::{Sleeper, Slept, WaitStrategy, Waiter};
 use super::wake::{WakeSource, RETRY};
@@ -340,8 +342,9 @@ pub struct Tailer {
     /// The queue handle's wake-up word (`None`: poll).
     wake: Option<Arc<WakeSource>>,
     sleeper: Sleeper,
-    /// Reads only the messages of a topic (see [`Tailer::select`]).
-    filter: Option<TopicFilter>,
+    /// Reads only the messages of a topic (see [`Tailer::select`]) or of a
+    /// field query (see `Queue::where_field`).
+    filter: Option<Filter>,
     /// The decompressed payload of the last compressed message read (the
     /// message borrows it).
     inflated: Vec<u8>,
@@ -396,12 +399,26 @@ impl Tailer {
     /// cannot match (see `reader::topic`). Seeks by sequence and time land
     /// on the first wanted message at or after the target.
     pub fn select(&mut self, selector: TopicSelector) {
-        self.filter = Some(TopicFilter::new(selector));
+        self.filter = Some(Filter::Topic(TopicFilter::new(selector)));
+    }
+
+    /// From now on, reads return only the messages `query` wants, reading
+    /// the secondary index of each sealed file where one checks out, and
+    /// `active` for the active file (see `reader::field`).
+    pub(crate) fn select_field(
+        &mut self,
+        query: crate::index::fields::FieldQuery,
+        active: Option<super::field::ActiveSeqs>,
+    ) {
+        self.filter = Some(Filter::Field(FieldFilter::new(query, active)));
     }
 
     /// The selector set with [`Tailer::select`], if any.
     pub fn selector(&self) -> Option<&TopicSelector> {
-        self.filter.as_ref().map(TopicFilter::selector)
+        match &self.filter {
+            Some(Filter::Topic(f)) => Some(f.selector()),
+            _ => None,
+        }
     }
 
     /// Lets blocking reads sleep on the queue's wake-up word
@@ -1454,4 +1471,29 @@ fn published_end(catalog: &Catalog) -> u64 {
         seq += 1;
     }
     seq
+}
+
+/// The filter of a tailer: a topic selector or a field query.
+#[derive(Debug)]
+pub(crate) enum Filter {
+    /// `Tailer::select`.
+    Topic(TopicFilter),
+    /// `Queue::where_field`.
+    Field(FieldFilter),
+}
+
+impl Filter {
+    pub(crate) fn jump(&mut self, catalog: &Catalog, seq: u64) -> Option<Jump> {
+        match self {
+            Filter::Topic(f) => f.jump(catalog, seq),
+            Filter::Field(f) => f.jump(catalog, seq),
+        }
+    }
+
+    pub(crate) fn matches(&self, rec: &RecordView<'_>) -> bool {
+        match self {
+            Filter::Topic(f) => f.matches(rec),
+            Filter::Field(f) => f.matches(rec),
+        }
+    }
 }

@@ -14,6 +14,7 @@
 use std::os::unix::fs::FileExt;
 
 use super::catalog::{Catalog, FileInfo};
+use super::plan::{Jump, Plan, Planned};
 use crate::format::footer::{Footer, CONTENT_TOPICS, FOOTER_LEN};
 use crate::format::record::RecordView;
 use crate::format::topics::tag_mask;
@@ -46,34 +47,12 @@ impl TopicSelector {
     }
 }
 
-/// What to do in one data file.
-#[derive(Debug)]
-enum Plan {
-    /// Nothing in it can match.
-    Skip,
-    /// Only these `(sequence, frame offset)` can match (sorted).
-    Seqs(Vec<(u64, u64)>),
-    /// Read every frame.
-    Scan,
-}
-
-/// Where a topic tailer goes next.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Jump {
-    /// The sequence to read next.
-    pub(crate) seq: u64,
-    /// Its frame, when the topic index says where: `(file_number, offset)`.
-    pub(crate) frame: Option<(u64, usize)>,
-}
-
 /// A [`TopicSelector`] and the plan for the file the tailer is in.
 #[derive(Debug)]
 pub(crate) struct TopicFilter {
     selector: TopicSelector,
     masks: Vec<u32>,
-    /// `(file_number, first_seq, end_seq, plan)` of the file planned last;
-    /// `end_seq` is `u64::MAX` for the active file.
-    plan: Option<(u64, u64, u64, Plan)>,
+    planned: Planned,
 }
 
 impl TopicFilter {
@@ -82,7 +61,7 @@ impl TopicFilter {
         TopicFilter {
             selector,
             masks,
-            plan: None,
+            planned: Planned::default(),
         }
     }
 
@@ -94,90 +73,61 @@ impl TopicFilter {
         self.selector.matches(rec)
     }
 
-    /// Where a tailer standing at `seq` should read next: `Some(jump)` with
-    /// `jump.seq > seq` to move forward (past messages that cannot match;
-    /// it may be the first sequence of the next file), `None` to read on
-    /// from `seq`.
+    /// Where a tailer standing at `seq` should read next (see
+    /// [`Planned::jump`]).
     pub(crate) fn jump(&mut self, catalog: &Catalog, seq: u64) -> Option<Jump> {
-        let fresh = match &self.plan {
-            // The active file may have been sealed, and the tailer moved on.
-            Some((number, _, u64::MAX, _)) => {
-                catalog.locate(seq).map(|f| f.header.file_number) != Some(*number)
-            }
-            Some((_, first, end, _)) => seq < *first || seq >= *end,
+        let (selector, masks) = (&self.selector, &self.masks);
+        self.planned.jump(
+            catalog,
+            seq,
+            &mut |c, info| plan_sealed(selector, masks, c, info),
+            // The active file: new frames come; read them all.
+            &mut |_| Plan::Scan,
+        )
+    }
+}
+
+fn plan_sealed(
+    selector: &TopicSelector,
+    masks: &[u32],
+    catalog: &Catalog,
+    info: &FileInfo,
+) -> Plan {
+    let h = info.header;
+    if h.version < 6 {
+        return Plan::Skip; // no record of an older file carries a topic
+    }
+    let Some(footer) = read_footer(catalog, info) else {
+        return Plan::Scan;
+    };
+    if footer.content_flags & CONTENT_TOPICS == 0 {
+        return Plan::Skip;
+    }
+    let path = info.id.topics_path(catalog.base());
+    let Some(index) = TopicsIndex::open(&path, &topics::of(&h, &footer)) else {
+        return Plan::Scan;
+    };
+    let mut seqs = Vec::new();
+    for g in &index.groups {
+        let topic_ok = match &selector.topic {
+            Some(t) => g.topic == *t,
             None => true,
         };
-        if fresh {
-            let info = catalog.locate(seq)?;
-            let next = catalog.successor(info.id);
-            let (end, plan) = match next {
-                // The active file: new frames come; read them all.
-                None => (u64::MAX, Plan::Scan),
-                Some(n) => (n.header.first_seq, self.plan_sealed(catalog, &info)),
-            };
-            self.plan = Some((info.header.file_number, info.header.first_seq, end, plan));
+        if !topic_ok || selector.queue_id.is_some_and(|q| q != g.queue_id) {
+            continue;
         }
-        let (number, _, end, plan) = self.plan.as_ref()?;
-        let to_end = Jump {
-            seq: *end,
-            frame: None,
-        };
-        match plan {
-            Plan::Scan => None,
-            Plan::Skip => Some(to_end),
-            Plan::Seqs(seqs) => {
-                let i = seqs.partition_point(|&(s, _)| s < seq);
-                let to = match seqs.get(i) {
-                    Some(&(s, offset)) => Jump {
-                        seq: s,
-                        frame: Some((*number, offset as usize)),
-                    },
-                    None => to_end,
-                };
-                (to.seq > seq || to.frame.is_some()).then_some(to)
-            }
-        }
-    }
-
-    fn plan_sealed(&self, catalog: &Catalog, info: &FileInfo) -> Plan {
-        let h = info.header;
-        if h.version < 6 {
-            return Plan::Skip; // no record of an older file carries a topic
-        }
-        let Some(footer) = read_footer(catalog, info) else {
+        let Some(entries) = index.entries(g) else {
             return Plan::Scan;
         };
-        if footer.content_flags & CONTENT_TOPICS == 0 {
-            return Plan::Skip;
-        }
-        let path = info.id.topics_path(catalog.base());
-        let Some(index) = TopicsIndex::open(&path, &topics::of(&h, &footer)) else {
-            return Plan::Scan;
-        };
-        let mut seqs = Vec::new();
-        for g in &index.groups {
-            let topic_ok = match &self.selector.topic {
-                Some(t) => g.topic == *t,
-                None => true,
-            };
-            if !topic_ok || self.selector.queue_id.is_some_and(|q| q != g.queue_id) {
-                continue;
-            }
-            let Some(entries) = index.entries(g) else {
-                return Plan::Scan;
-            };
-            seqs.extend(
-                entries
-                    .iter()
-                    .filter(|e| {
-                        self.masks.is_empty() || self.masks.iter().any(|&m| has_bits(e.tag_mask, m))
-                    })
-                    .map(|e| (e.seq, e.offset)),
-            );
-        }
-        seqs.sort_unstable();
-        Plan::Seqs(seqs)
+        seqs.extend(
+            entries
+                .iter()
+                .filter(|e| masks.is_empty() || masks.iter().any(|&m| has_bits(e.tag_mask, m)))
+                .map(|e| (e.seq, Some(e.offset))),
+        );
     }
+    seqs.sort_unstable();
+    Plan::Seqs(seqs)
 }
 
 /// True when `mask` has every bit of `bits`.

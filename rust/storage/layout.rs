@@ -74,14 +74,36 @@ impl FileId {
         self.dir(base).join(format!("{}.topics", self.stem()))
     }
 
-    /// Every index derived from the data file (sparse, dense, topics): what
-    /// goes with it when it is deleted, and what its indexes weigh.
-    pub fn index_paths(self, base: &Path) -> [PathBuf; 3] {
-        [
+    /// The data file's secondary index on header field `field`:
+    /// `NAME.field-FIELD` (field names are checked to be file-name safe).
+    pub fn field_path(self, base: &Path, field: &str) -> PathBuf {
+        self.dir(base)
+            .join(format!("{}.field-{field}", self.stem()))
+    }
+
+    /// Every index derived from the data file (sparse, dense, topics, and
+    /// the secondary indexes found beside it): what goes with it when it
+    /// is deleted, and what its indexes weigh.
+    pub fn index_paths(self, base: &Path) -> Vec<PathBuf> {
+        let mut out = vec![
             self.index_path(base),
             self.offsets_path(base),
             self.topics_path(base),
-        ]
+        ];
+        let prefix = format!("{}.field-", self.stem());
+        if let Ok(entries) = std::fs::read_dir(self.dir(base)) {
+            for e in entries.flatten() {
+                let name = e.file_name();
+                if name
+                    .to_str()
+                    .is_some_and(|n| n.starts_with(&prefix) && !n.ends_with(".tmp"))
+                {
+                    out.push(e.path());
+                }
+            }
+        }
+        out.sort();
+        out
     }
 
     /// Directory that holds this file, created on demand by the writer.

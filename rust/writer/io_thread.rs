@@ -23,11 +23,11 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 use super::active::{ActiveFile, RollLimits, Sealed};
 use super::append_lock::AppendLock;
 use super::command::{Bundle, Command};
+use super::derived::DerivedBuilder;
 use super::handoff::{Direct, DirectWriter, Handoff, Sleep};
 use super::options::{FlushMode, WriterOptions};
 use super::prefault::PrefaultThread;
 use super::shared::WriterShared;
-use super::topics::TopicsBuilder;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::format::header::DataHeader;
@@ -148,8 +148,8 @@ pub struct IoThread {
     dirs_unsynced: Vec<PathBuf>,
     key_index: KeyIndexWriter,
     prefault: PrefaultThread,
-    /// Writes the topic index of each file sealed.
-    topics: TopicsBuilder,
+    /// Writes the derived indexes (topics, fields) of each file sealed.
+    derived: DerivedBuilder,
     roll: RollLimits,
     last_sync: Instant,
     after_roll: Option<AfterRoll>,
@@ -180,7 +180,8 @@ impl IoThread {
         if let Some(a) = &resume.active {
             prefault.set_file(a);
         }
-        let topics = TopicsBuilder::start(config.path.clone(), catalog.clone());
+        let derived =
+            DerivedBuilder::start(config.path.clone(), catalog.clone(), config.fields.clone());
         IoThread {
             roll: RollLimits::new(&config.roll),
             base: config.path.clone(),
@@ -213,7 +214,7 @@ impl IoThread {
             dirs_unsynced: Vec::new(),
             key_index,
             prefault,
-            topics,
+            derived,
             last_sync: Instant::now(),
             after_roll,
             failed: None,
@@ -476,7 +477,7 @@ impl IoThread {
                 self.keep_unsynced(sealed)?;
             }
             if let Some(id) = self.last_id {
-                self.topics.submit(FileInfo { id, header });
+                self.derived.submit(FileInfo { id, header });
             }
             self.shared
                 .counters
@@ -617,8 +618,8 @@ impl IoThread {
             self.write_bundle(first, bundle)?;
         }
         self.sync_all()?;
-        // The topic indexes of the files sealed here are written before close returns.
-        self.topics.finish();
+        // The derived indexes of the files sealed here are written before close returns.
+        self.derived.finish();
         // Several writer processes: the index and the tail are shared; bring
         // them level under the lock so the last to close records them right.
         let held = match self.append_lock.clone() {

@@ -107,4 +107,6 @@ pub(crate) struct WriterOptions {
     pub clock: Arc<dyn Clock>,
     /// Geometry of new key-index files.
     pub key_index: KeyIndexConfig,
+    /// Declared secondary indexes, built for each file sealed.
+    pub fields: crate::index::fields::SharedDefs,
 }

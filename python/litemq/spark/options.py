@@ -120,6 +120,7 @@ class ReadOptions:
     start_time_us: int | None = None
     end_time_us: int | None = None
     key: bytes | None = None
+    where: tuple[str, str] | None = None  # (indexed header, value as text)
     rows_per_partition: int = DEFAULT_ROWS_PER_PARTITION
     batch_rows: int = DEFAULT_BATCH_ROWS
     filter_pushdown: bool = False
@@ -132,6 +133,18 @@ class ReadOptions:
         start_time = _opt(options, "startTime")
         end_time = _opt(options, "endTime")
         key = _opt(options, "key")
+        where_raw = _opt(options, "where")
+        where: tuple[str, str] | None = None
+        if where_raw is not None:
+            name, eq, value = where_raw.partition("=")
+            if not eq or not name.strip():
+                raise OptionError(
+                    f"litemq: option where={where_raw!r} must be FIELD=VALUE on an indexed "
+                    "header, e.g. where='customer=c7'"
+                )
+            where = (name.strip(), value)
+        if where is not None and key is not None:
+            raise OptionError("litemq: give key or where, not both")
         ro = cls(
             paths=paths,
             start_seq=_int(options, "startSeq"),
@@ -139,6 +152,7 @@ class ReadOptions:
             start_time_us=None if not start_time else parse_time_us(start_time, "startTime"),
             end_time_us=None if not end_time else parse_time_us(end_time, "endTime"),
             key=None if key is None else key.encode("utf-8"),
+            where=where,
             rows_per_partition=_int(options, "rowsPerPartition", minimum=1)
             or DEFAULT_ROWS_PER_PARTITION,
             batch_rows=_int(options, "batchRows", minimum=1) or DEFAULT_BATCH_ROWS,
@@ -172,7 +186,7 @@ class StreamReadOptions:
             raise OptionError(
                 "litemq: no path given: use spark.readStream.format('litemq').load(path)"
             )
-        for unsupported in ("key", "startSeq", "endSeq", "startTime", "endTime"):
+        for unsupported in ("key", "where", "startSeq", "endSeq", "startTime", "endTime"):
             if streaming and _opt(options, unsupported) is not None:
                 raise OptionError(
                     f"litemq: option {unsupported} applies to batch reads only; a stream "

@@ -56,6 +56,7 @@ class Chunk:
     time_start_us: int | None = None
     time_end_us: int | None = None
     archive: bool = False  # ``path`` is an archive (read through pyarrow.fs), not a queue
+    where: tuple[str, str] | None = None  # (header, value): read through its secondary index
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,7 @@ class Bounds:
     time_hi_us: int | None = None
     keys: frozenset[bytes] | None = None
     queues: frozenset[str] | None = None
+    where: tuple[str, str] | None = None
     empty: bool = False
 
     def and_seq(self, lo: int | None = None, hi: int | None = None) -> Bounds:
@@ -213,8 +215,9 @@ def plan_chunks(refs: Sequence[QueueRef], bounds: Bounds, rows_per_partition: in
             first, nxt = queue_range(q)
             lo = first if bounds.seq_lo is None else max(first, bounds.seq_lo)
             hi = nxt if bounds.seq_hi is None else min(nxt, bounds.seq_hi)
-            if bounds.keys is not None:
-                # Keys are answered by the key index: one small task per queue.
+            if bounds.keys is not None or bounds.where is not None:
+                # Keys are answered by the key index, a header value by its secondary
+                # index: one small task per queue.
                 if lo < hi:
                     chunks.append(
                         Chunk(
@@ -222,7 +225,8 @@ def plan_chunks(refs: Sequence[QueueRef], bounds: Bounds, rows_per_partition: in
                             ref.path,
                             lo,
                             hi,
-                            keys=tuple(sorted(bounds.keys)),
+                            keys=tuple(sorted(bounds.keys or ())),
+                            where=bounds.where,
                             time_start_us=bounds.time_lo_us,
                             time_end_us=bounds.time_hi_us,
                         )
@@ -251,6 +255,11 @@ def plan_archive_chunks(ref: QueueRef, bounds: Bounds, rows_per_partition: int) 
     """
     from litemq.archive import open_archive
 
+    if bounds.where is not None:
+        raise ValueError(
+            f"litemq: option where needs a queue's secondary indexes; {ref.path} is an archive "
+            "(filter on headers in Spark instead)"
+        )
     a = open_archive(ref.path)
     lo_t, hi_t = bounds.time_lo_us, bounds.time_hi_us
     keys = tuple(sorted(bounds.keys)) if bounds.keys is not None else ()
@@ -376,24 +385,50 @@ def _find(q: Any, key: bytes, time_lo: int | None, time_hi: int | None) -> list[
     return list(q.find(key, start=start, end=end))
 
 
+def _where(
+    q: Any, where: tuple[str, str] | None, time_lo: int | None, time_hi: int | None
+) -> list[Any]:
+    """The messages whose indexed header ``where[0]`` equals ``where[1]`` (text, read as an
+    int for an int index), through the queue's secondary index (``Queue.where``)."""
+    assert where is not None
+    name, text = where
+    kind = q.indexes.get(name)
+    if kind is None:
+        raise ValueError(
+            f"litemq: option where={name}=...: queue {q.path} has no index on {name!r} "
+            f"(declare it with Queue.add_index)"
+        )
+    try:
+        value: Any = int(text) if kind == "int" else text
+    except ValueError:
+        raise ValueError(f"litemq: option where: {name!r} is an int index; got {text!r}") from None
+    start = None if time_lo is None else _us_to_datetime(time_lo)
+    end = None if time_hi is None else _us_to_datetime(time_hi)
+    return list(q.where(name, "=", value, start=start, end=end))
+
+
 def read_chunk(chunk: Chunk, shaper: Shaper, batch_rows: int) -> Iterator[pa.RecordBatch]:
     """Yield the chunk's rows as record batches of at most ``batch_rows`` rows."""
     if chunk.archive:
         yield from read_archive_chunk(chunk, shaper, batch_rows)
         return
     with open_queue(chunk.path) as q:
-        if chunk.keys:
+        if chunk.keys or chunk.where:
             lo, hi = chunk.time_start_us, chunk.time_end_us
             found: dict[int, Any] = {}
-            for key in chunk.keys:
-                for m in _find(q, key, lo, hi):
-                    # The index answers by time; check every bound here as well.
-                    if (
-                        chunk.start <= m.seq < chunk.end
-                        and (lo is None or m.timestamp >= lo)
-                        and (hi is None or m.timestamp < hi)
-                    ):
-                        found[m.seq] = m
+            candidates = (
+                [m for key in chunk.keys for m in _find(q, key, lo, hi)]
+                if chunk.keys
+                else _where(q, chunk.where, lo, hi)
+            )
+            for m in candidates:
+                # The index answers by time; check every bound here as well.
+                if (
+                    chunk.start <= m.seq < chunk.end
+                    and (lo is None or m.timestamp >= lo)
+                    and (hi is None or m.timestamp < hi)
+                ):
+                    found[m.seq] = m
             if found:
                 msgs = [found[s] for s in sorted(found)]
                 for i in range(0, len(msgs), batch_rows):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import pyspark.sql.datasource as _ds
@@ -313,6 +313,8 @@ class LiteMQReader(DataSourceReader):
         )
         if opts.key is not None:
             b = b.and_keys(frozenset([opts.key]))
+        if opts.where is not None:
+            b = replace(b, where=opts.where)
         self.bounds = b
 
     def partitions(self) -> Sequence[InputPartition]:

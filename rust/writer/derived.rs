@@ -1,6 +1,8 @@
-//! The topic-index builder: a thread that writes `NAME.topics` for each
-//! sealed data file whose footer says some record carries a topic, so the
-//! I/O thread never spends a walk of a whole file on it.
+//! The derived-index builder: a thread that writes, for each sealed data
+//! file, its topic index (`NAME.topics`, when its footer says some record
+//! carries a topic) and its secondary indexes (`NAME.field-FIELD`, one per
+//! declared field), so the I/O thread never spends a walk of a whole file
+//! on them.
 //!
 //! It starts with the files already sealed (an index missing after a crash,
 //! or never built because the writer closed first, is built then), then
@@ -17,26 +19,30 @@ use std::thread::JoinHandle;
 use crossbeam_channel::{unbounded, Sender};
 
 use crate::format::footer::{Footer, CONTENT_TOPICS};
+use crate::index::fields::{self as field_index, SharedDefs};
 use crate::index::topics::{self, TopicsIndex};
 use crate::reader::catalog::{Catalog, FileInfo};
 use crate::storage::mapped::Mapping;
 
 /// The I/O thread's handle on the builder.
 #[derive(Debug)]
-pub struct TopicsBuilder {
+pub struct DerivedBuilder {
     tx: Option<Sender<FileInfo>>,
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<()>>,
 }
 
-impl TopicsBuilder {
+impl DerivedBuilder {
     /// Starts the thread; it first checks every sealed file of `catalog`.
-    pub fn start(base: PathBuf, catalog: Arc<Catalog>) -> TopicsBuilder {
+    /// `fields` are the declared secondary indexes (an index declared later
+    /// is built for older files by whoever declares it, see
+    /// `Queue::add_index`, and by this thread for files sealed from then on).
+    pub fn start(base: PathBuf, catalog: Arc<Catalog>, fields: SharedDefs) -> DerivedBuilder {
         let (tx, rx) = unbounded::<FileInfo>();
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let handle = std::thread::Builder::new()
-            .name("litemq-topics".into())
+            .name("litemq-derived".into())
             .spawn(move || {
                 let files = catalog.snapshot();
                 // The last file is the active one: not sealed.
@@ -44,14 +50,14 @@ impl TopicsBuilder {
                     if s.load(Ordering::Relaxed) {
                         return;
                     }
-                    ensure(&base, info);
+                    ensure(&base, info, &fields);
                 }
                 for info in rx {
-                    ensure(&base, &info);
+                    ensure(&base, &info, &fields);
                 }
             })
             .ok();
-        TopicsBuilder {
+        DerivedBuilder {
             tx: Some(tx),
             stop,
             handle,
@@ -76,16 +82,24 @@ impl TopicsBuilder {
     }
 }
 
-impl Drop for TopicsBuilder {
+impl Drop for DerivedBuilder {
     fn drop(&mut self) {
         self.finish();
     }
 }
 
+/// Builds the derived indexes of sealed file `info` that are missing or
+/// fail a check. Failures leave no index: readers then read the data
+/// file, which reports any damage itself.
+fn ensure(base: &Path, info: &FileInfo, fields: &SharedDefs) {
+    ensure_topics(base, info);
+    let defs = fields.read().unwrap_or_else(|e| e.into_inner()).clone();
+    field_index::ensure(base, info.id, &info.header, &defs);
+}
+
 /// Builds the topic index of sealed file `info` when it needs one and has
-/// none that checks out. Failures leave no index: readers then read the
-/// data file, which reports any damage itself.
-fn ensure(base: &Path, info: &FileInfo) {
+/// none that checks out.
+fn ensure_topics(base: &Path, info: &FileInfo) {
     let h = info.header;
     if h.version < 6 {
         return; // older files hold no topic fields

@@ -1,0 +1,196 @@
+"""Secondary indexes on header fields: `Queue(indexes=...)`, `add_index` and
+`where`. A query returns exactly the messages whose header satisfies it, in
+sequence order, whether a sealed file's index is built, missing or damaged
+and for the active file (indexed in memory); indexes are remembered in metadata.json.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import litemq
+from conftest import SMALL_FILE
+
+
+def _customer(i: int) -> str:
+    return f"c{i % 13}"
+
+
+def _price(i: int) -> int:
+    return i * 3 - 1000
+
+
+def _fill(q: litemq.Queue, start: int, stop: int) -> None:
+    app = q.appender()
+    for i in range(start, stop):
+        headers: dict[str, str | bytes] = {"customer": _customer(i)}
+        # Every fourth price as 8 bytes little-endian, the others as text.
+        p = _price(i)
+        headers["price"] = p.to_bytes(8, "little", signed=True) if i % 4 == 0 else str(p)
+        if i % 9 == 0:
+            del headers["customer"]
+        assert app.append(f"m{i}".encode(), headers=headers) == i
+    app.flush()
+
+
+def _seqs(msgs: list[litemq.Message]) -> list[int]:
+    for m in msgs:
+        assert m.payload == f"m{m.seq}".encode()
+    return [m.seq for m in msgs]
+
+
+def _field_files(path: Path, name: str) -> list[Path]:
+    return sorted(path.rglob(f"*.field-{name}"))
+
+
+N = 3000
+
+
+def _check(q: litemq.Queue) -> None:
+    has_c = [i for i in range(N) if i % 9 != 0]
+    assert _seqs(q.where("customer", "=", "c7")) == [i for i in has_c if _customer(i) == "c7"]
+    assert _seqs(q.where("customer", "in", ["c1", "c12"])) == [
+        i for i in has_c if _customer(i) in ("c1", "c12")
+    ]
+    assert _seqs(q.where("customer", "prefix", "c1")) == [
+        i for i in has_c if _customer(i).startswith("c1")
+    ]
+    assert _seqs(q.where("price", "between", (-10, 50))) == [
+        i for i in range(N) if -10 <= _price(i) <= 50
+    ]
+    assert _seqs(q.where("price", "=", _price(2999))) == [2999]
+    assert q.where("customer", "=", "nobody") == []
+    assert _seqs(q.where("customer", "=", "c7", limit=3)) == [7, 20, 33]
+
+
+def test_where_is_exact_with_built_missing_and_damaged_indexes(tmp_path: Path) -> None:
+    path = tmp_path / "q"
+    with litemq.Queue(
+        path, file_size=SMALL_FILE, roll="count:500", indexes={"customer": "str", "price": "int"}
+    ) as q:
+        _fill(q, 0, N)
+        _check(q)  # the active file is indexed in memory
+    files = _field_files(path, "customer")
+    assert len(files) == len(list(path.rglob("*.data"))) - 1 >= 5
+    meta = json.loads((path / "metadata.json").read_text())
+    assert meta["options"]["indexes"] == {"customer": "str", "price": "int"}
+    files[0].unlink()
+    damaged = bytearray(files[1].read_bytes())
+    damaged[-1] ^= 0xFF
+    files[1].write_bytes(bytes(damaged))
+    with litemq.Queue(path, read_only=True) as q:
+        assert q.indexes == {"customer": "str", "price": "int"}
+        _check(q)
+
+
+def test_add_index_builds_for_old_files_and_is_remembered(tmp_path: Path) -> None:
+    path = tmp_path / "q"
+    with litemq.Queue(path, file_size=SMALL_FILE, roll="count:500") as q:
+        _fill(q, 0, N)
+        with pytest.raises(ValueError, match='no index on "customer"'):
+            q.where("customer", "=", "c7")
+        sealed = len(list(path.rglob("*.data"))) - 1
+        steps: list[tuple[int, int]] = []
+        assert q.add_index("customer", "str", progress=lambda d, t: steps.append((d, t))) == sealed
+        assert steps == [(i, sealed) for i in range(1, sealed + 1)]
+        assert q.add_index("customer") == sealed  # nothing missing: nothing to do
+        with pytest.raises(litemq.ConfigError, match="keeps its type"):
+            q.add_index("customer", "int")
+        assert len(_field_files(path, "customer")) == sealed
+        assert _seqs(q.where("customer", "=", "c3")) == [
+            i for i in range(N) if i % 9 and _customer(i) == "c3"
+        ]
+    with litemq.Queue(path) as q:
+        assert q.indexes == {"customer": "str"}
+
+
+def test_bad_index_declarations_and_queries_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(litemq.ConfigError, match="ASCII letters"):
+        litemq.Queue(tmp_path / "a", indexes={"bad/name": "str"})
+    with pytest.raises(litemq.ConfigError, match='"str" or "int"'):
+        litemq.Queue(tmp_path / "b", indexes={"x": "float"})
+    with pytest.raises(TypeError, match="dict"):
+        litemq.Queue(tmp_path / "c", indexes=["x"])  # type: ignore[arg-type]
+    with litemq.Queue(tmp_path / "d", indexes={"price": "int", "customer": "str"}) as q:
+        with pytest.raises(TypeError, match="int values"):
+            q.where("price", "=", "7")
+        with pytest.raises(TypeError, match="str values"):
+            q.where("customer", "=", 7)
+        with pytest.raises(ValueError, match="prefix"):
+            q.where("price", "prefix", 7)
+        with pytest.raises(TypeError, match="between"):
+            q.where("price", "between", 7)
+        with pytest.raises(ValueError, match="op must be"):
+            q.where("price", ">", 7)  # type: ignore[arg-type]
+
+
+def test_cli_index_add_list_where_and_verify_reports_a_damaged_index(tmp_path: Path) -> None:
+    from conftest import cli
+
+    path = tmp_path / "q"
+    with litemq.Queue(path, file_size=SMALL_FILE, roll="count:500") as q:
+        _fill(q, 0, N)
+    proc = cli("index", "add", str(path), "price", "--type", "int")
+    assert proc.returncode == 0, proc.stderr
+    sealed = len(list(path.rglob("*.data"))) - 1
+    assert proc.stdout.strip() == f"OK: index 'price' (int): {sealed} sealed files indexed"
+    proc = cli("index", "list", str(path))
+    assert proc.stdout.strip() == f"price\tint\t{sealed} ok"
+    proc = cli("where", str(path), "price", "between", "-4", "5")
+    assert [json.loads(line)["seq"] for line in proc.stdout.splitlines()] == [332, 333, 334, 335]
+    assert cli("verify", str(path)).returncode == 0
+
+    f = _field_files(path, "price")[2]
+    raw = bytearray(f.read_bytes())
+    raw[-5] ^= 0x01
+    f.write_bytes(bytes(raw))
+    proc = cli("verify", str(path))
+    assert proc.returncode == 1
+    assert f"BAD index file={f} field=price: damaged (read around)" in proc.stdout
+    assert (
+        proc.stdout.splitlines()[-1]
+        == f"FAILED: {N:,} frames checked, 0 bad, 1 damaged index files"
+    )
+
+
+_OPS = st.one_of(
+    st.tuples(st.just("="), st.integers(-3, 3)),
+    st.tuples(st.just("between"), st.tuples(st.integers(-4, 4), st.integers(-4, 4))),
+    st.tuples(st.just("in"), st.lists(st.integers(-4, 4), max_size=3)),
+)
+
+
+@given(
+    prices=st.lists(st.one_of(st.none(), st.integers(-3, 3)), min_size=1, max_size=120),
+    queries=st.lists(_OPS, min_size=1, max_size=4),
+)
+def test_where_matches_a_python_filter(
+    tmp_path_factory: pytest.TempPathFactory,
+    prices: list[int | None],
+    queries: list[tuple[str, object]],
+) -> None:
+    """Any int query on any mix of messages (no header, text, 8-byte values; sealed files
+    with indexes and the active file) returns what filtering the list in Python returns."""
+    path = tmp_path_factory.mktemp("prop") / "q"
+    with litemq.Queue(path, file_size=SMALL_FILE, roll="count:17", indexes={"p": "int"}) as q:
+        app = q.appender()
+        for i, p in enumerate(prices):
+            headers: dict[str, str | bytes] = {}
+            if p is not None:
+                headers["p"] = str(p) if i % 2 else p.to_bytes(8, "little", signed=True)
+            app.append(b"x", headers=headers)
+        app.flush()
+        for op, value in queries:
+            if op == "=":
+                want = [i for i, p in enumerate(prices) if p == value]
+            elif op == "between":
+                lo, hi = value  # type: ignore[misc]
+                want = [i for i, p in enumerate(prices) if p is not None and lo <= p <= hi]
+            else:
+                want = [i for i, p in enumerate(prices) if p in value]  # type: ignore[operator]
+            assert [m.seq for m in q.where("p", op, value)] == want, (op, value)  # type: ignore[arg-type]
