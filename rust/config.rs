@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
-use crate::format::metadata::{StoredOptions, StoredRetention};
+use crate::format::compression::{Codec, Compression, DEFAULT_MAX_DECOMPRESSED};
+use crate::format::metadata::{StoredCompression, StoredOptions, StoredRetention};
 use crate::index::fields::{FieldIndexDef, SharedDefs};
 use crate::index::key_index::KeyIndexConfig;
 use crate::reader::wait::WaitStrategy;
@@ -43,6 +44,10 @@ pub(crate) struct Config {
     pub key_index: KeyIndexConfig,
     /// Several processes may append at once (see `QueueBuilder::multi_writer`).
     pub multi_writer: bool,
+    /// How appenders compress payloads (`None`: they do not).
+    pub compression: Option<Compression>,
+    /// Largest payload a reader decompresses.
+    pub max_decompressed: usize,
     /// Declared secondary indexes (see `QueueBuilder::index`), shared with
     /// the writer's builder; `Queue::add_index` adds to them.
     pub fields: SharedDefs,
@@ -60,6 +65,7 @@ pub(crate) struct Explicit {
     pub key_index: bool,
     pub retention: bool,
     pub multi_writer: bool,
+    pub compression: bool,
 }
 
 /// Opens a queue with options; every option has a documented default.
@@ -114,6 +120,8 @@ impl QueueBuilder {
                 retention: None,
                 key_index: KeyIndexConfig::default(),
                 multi_writer: false,
+                compression: None,
+                max_decompressed: DEFAULT_MAX_DECOMPRESSED,
                 fields: SharedDefs::default(),
                 explicit: Explicit::default(),
             },
@@ -209,6 +217,26 @@ impl QueueBuilder {
         self
     }
 
+    /// How appenders compress payloads (format 7): a payload of at least
+    /// `min_size` bytes is stored compressed when that saves at least 5 %
+    /// (LedgerQ's rule); a record can ask otherwise
+    /// ([`crate::Compress`]). Default `None`: stored as given. Remembered in
+    /// `metadata.json` like the options that shape the files.
+    pub fn compression(mut self, compression: Option<Compression>) -> Self {
+        self.config.compression = compression;
+        self.config.explicit.compression = true;
+        self
+    }
+
+    /// Largest payload this handle's readers decompress, in bytes. Default
+    /// 100 MiB. A compressed payload that declares more, or that does not
+    /// inflate to the size it declares, is [`Error::Corrupted`]: a
+    /// decompression bomb never allocates past this bound.
+    pub fn max_decompressed_size(mut self, bytes: usize) -> Self {
+        self.config.max_decompressed = bytes;
+        self
+    }
+
     /// Indexes header field `def.name` (a secondary index, see
     /// `Queue::where_field`): each sealed data file gets a
     /// `NAME.field-FIELD` file listing, by value, the messages carrying
@@ -290,6 +318,9 @@ impl QueueBuilder {
             }
         }
         c.key_index.validate()?;
+        if let Some(comp) = &c.compression {
+            comp.validate().map_err(Error::InvalidConfig)?;
+        }
         if let Some(r) = &c.retention {
             r.validate()?;
         }
@@ -339,6 +370,11 @@ impl Config {
                 protect_unconsumed: r.protect_unconsumed,
             }),
             multi_writer: self.multi_writer,
+            compression: self.compression.map(|c| StoredCompression {
+                codec: c.codec.name().to_owned(),
+                level: c.level,
+                min_size: c.min_size as u64,
+            }),
             indexes: self
                 .fields
                 .read()
@@ -396,6 +432,19 @@ impl Config {
         }
         if !e.multi_writer {
             self.multi_writer = stored.multi_writer;
+        }
+        if !e.compression {
+            self.compression = match &stored.compression {
+                None => None,
+                Some(c) => Some(Compression {
+                    codec: Codec::from_name(&c.codec).ok_or_else(|| {
+                        bad(format!("compression codec {:?} is unknown", c.codec))
+                    })?,
+                    level: c.level,
+                    min_size: usize::try_from(c.min_size)
+                        .map_err(|_| bad("compression min_size is too large".into()))?,
+                }),
+            };
         }
         {
             // Indexes add up: the remembered ones, then those given now.

@@ -51,8 +51,9 @@ pub use consumers::work_queue::{
 };
 pub use consumers::{Consumer, ConsumerInfo, ConsumerOptions};
 pub use error::{Error, Result};
+pub use format::compression::{Codec, Compression};
 pub use format::fields::FieldKind;
-pub use format::record::{HeaderField, HeaderIter, Record, TagIter};
+pub use format::record::{Compress, HeaderField, HeaderIter, Record, TagIter};
 pub use format::FORMAT_VERSION;
 pub use index::fields::{FieldIndexDef, FieldQuery, IndexState, KeyPredicate};
 pub use index::key_index::KeyIndexConfig;

@@ -420,6 +420,8 @@ impl Queue {
             shared.clone(),
             config.flush,
             crate::format::data_file::max_record_len(config.file_size),
+            config.compression,
+            config.max_decompressed,
         );
         let writer = Writer {
             appender,
@@ -447,6 +449,7 @@ impl Queue {
         wake: WakeSource,
     ) -> Queue {
         let wake = Arc::new(wake);
+        catalog.set_max_decompressed(config.max_decompressed);
         let watch = TailWatch::new(catalog.clone(), wake.clone());
         Queue {
             inner: Arc::new(Inner {
@@ -895,29 +898,88 @@ impl Queue {
         end_us: Option<u64>,
         limit: Option<usize>,
     ) -> Result<Vec<OwnedMessage>> {
+        let positions = self.key_positions(key, start_us, end_us)?;
+        let limit = limit.unwrap_or(usize::MAX);
+        let mut out = Vec::new();
+        if limit == 0 {
+            return Ok(out);
+        }
+        self.read_key_positions(key, positions.into_iter(), &mut |m| {
+            let in_range =
+                start_us.is_none_or(|s| m.timestamp >= s) && end_us.is_none_or(|e| m.timestamp < e);
+            if in_range {
+                out.push(m.to_owned());
+            }
+            out.len() < limit
+        })?;
+        Ok(out)
+    }
+
+    /// The last message appended with `key`, through the key index: `None`
+    /// when there is none, or when the last one is a tombstone
+    /// ([`Record::tombstone`](crate::Record), the key's value deleted).
+    /// Kafka's compacted-topic reading of a key: the latest value wins.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let queue = litemq::QueueBuilder::new(dir.path()).open()?;
+    /// let app = queue.appender()?;
+    /// app.append_record(&litemq::Record { key: Some(b"k"), ..litemq::Record::new(b"v1") })?;
+    /// app.append_record(&litemq::Record { key: Some(b"k"), ..litemq::Record::new(b"v2") })?;
+    /// assert_eq!(queue.get_latest(b"k")?.unwrap().payload, b"v2");
+    /// app.append_record(&litemq::Record { key: Some(b"k"), tombstone: true, ..litemq::Record::new(b"") })?;
+    /// assert!(queue.get_latest(b"k")?.is_none());
+    /// # Ok::<(), litemq::Error>(())
+    /// ```
+    pub fn get_latest(&self, key: &[u8]) -> Result<Option<OwnedMessage>> {
+        let positions = self.key_positions(key, None, None)?;
+        let mut latest = None;
+        self.read_key_positions(key, positions.into_iter().rev(), &mut |m| {
+            latest = Some(m.to_owned());
+            false
+        })?;
+        Ok(latest.filter(|m| !m.tombstone))
+    }
+
+    /// Positions the key index holds for `key` in `[start_us, end_us)`, in
+    /// sequence order (hash collisions included).
+    fn key_positions(
+        &self,
+        key: &[u8],
+        start_us: Option<u64>,
+        end_us: Option<u64>,
+    ) -> Result<Vec<u64>> {
         self.check_open()?;
         self.wait_visible()?;
         let mut positions = Vec::new();
-        {
-            let mut guard = self
-                .inner
-                .key_reader
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            let reader = match guard.as_mut() {
-                Some(r) => r,
-                None => {
-                    let dir = self.path().join(KEY_INDEX_DIR);
-                    if !dir.is_dir() {
-                        return Ok(Vec::new());
-                    }
-                    guard.insert(KeyIndexReader::open(&dir)?)
+        let mut guard = self
+            .inner
+            .key_reader
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let reader = match guard.as_mut() {
+            Some(r) => r,
+            None => {
+                let dir = self.path().join(KEY_INDEX_DIR);
+                if !dir.is_dir() {
+                    return Ok(positions);
                 }
-            };
-            reader.lookup_into(key, start_us, end_us, &mut positions)?;
-        }
-        let limit = limit.unwrap_or(usize::MAX);
-        let mut out = Vec::new();
+                guard.insert(KeyIndexReader::open(&dir)?)
+            }
+        };
+        reader.lookup_into(key, start_us, end_us, &mut positions)?;
+        Ok(positions)
+    }
+
+    /// Reads the message at each position that really has `key` (hash
+    /// collisions and files removed by retention fall out), handing it to
+    /// `visit` until it returns false.
+    fn read_key_positions(
+        &self,
+        key: &[u8],
+        positions: impl Iterator<Item = u64>,
+        visit: &mut dyn FnMut(&crate::reader::tailer::Message<'_>) -> bool,
+    ) -> Result<()> {
         // The reader `get` keeps: its file stays mapped between calls, so a
         // lookup costs no mmap.
         let mut guard = self.inner.getter.lock().unwrap_or_else(|e| e.into_inner());
@@ -927,9 +989,6 @@ impl Queue {
         let t = guard.as_mut().expect("set above");
         let mut refreshed = false;
         for pos in positions {
-            if out.len() >= limit {
-                break;
-            }
             t.seek_position(pos)?;
             let Some(m) = t.read_next()? else { continue };
             if position::decode(m.position()).0 != position::decode(pos).0 {
@@ -939,14 +998,11 @@ impl Queue {
                 self.check_file_kept(pos, &mut refreshed)?;
                 continue;
             }
-            // Hash collisions and files removed by retention fall out here.
-            let in_range =
-                start_us.is_none_or(|s| m.timestamp >= s) && end_us.is_none_or(|e| m.timestamp < e);
-            if m.position() == pos && m.key == Some(key) && in_range {
-                out.push(m.to_owned());
+            if m.position() == pos && m.key == Some(key) && !visit(&m) {
+                break;
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// For a key-index item at `pos` whose data file is not in the catalog:

@@ -9,7 +9,7 @@ use libfuzzer_sys::fuzz_target;
 use litemq::format::fields::{self, FieldKind, FieldsOf};
 use litemq::format::frame::{self, FrameAt};
 use litemq::format::header::{DataHeader, IndexHeader};
-use litemq::format::record::{self, HeaderField, Record};
+use litemq::format::record::{self, Compress, HeaderField, Record};
 use litemq::format::topics::{self, TopicsOf};
 
 fuzz_target!(|data: &[u8]| {
@@ -96,8 +96,17 @@ fuzz_target!(|data: &[u8]| {
             tags: &tags,
             expires_at: view.expires_at,
             priority: view.priority,
+            compress: Compress::Queue,
+            tombstone: view.is_tombstone(),
         };
         rec.validate().expect("a decoded record is valid");
+        // Decompression (format 7) never panics and never allocates past
+        // its limit; what it returns has exactly the declared size.
+        if view.codec.is_some() {
+            if let Ok(p) = view.inflate(1 << 20) {
+                assert_eq!(p.len(), view.raw_len as usize);
+            }
+        }
         // The one form the writer never produces but the decoder accepts:
         // the headers flag with a header count of 0.
         let empty_header_block = view.flags & record::FLAG_HEADERS != 0 && headers.is_empty();
@@ -106,8 +115,16 @@ fuzz_target!(|data: &[u8]| {
             // The key, the empty header block, then the later fields.
             Record { key: rec.key, ..Record::default() }.encode_fields(&mut body);
             body.push(0);
-            Record { key: None, ..rec }.encode_fields(&mut body);
-            body.extend_from_slice(rec.payload);
+            let rest = Record { key: None, ..rec };
+            match view.codec {
+                Some(codec) => {
+                    rest.encode_compressed_body(codec, view.raw_len, view.payload, &mut body)
+                }
+                None => rest.encode_body(&mut body),
+            }
+        } else if let Some(codec) = view.codec {
+            // The compressed form, with the stored bytes as they are.
+            rec.encode_compressed_body(codec, view.raw_len, view.payload, &mut body);
         } else {
             rec.encode_body(&mut body);
         }
@@ -115,7 +132,8 @@ fuzz_target!(|data: &[u8]| {
         record::encode_into(&mut out, view.flags, view.timestamp, &body);
         assert_eq!(out, data, "record encoding is canonical");
         if !empty_header_block {
-            assert_eq!(view.flags, rec.flags());
+            let compressed = if view.codec.is_some() { record::FLAG_COMPRESSED } else { 0 };
+            assert_eq!(view.flags, rec.flags() | compressed);
         }
     }
 

@@ -24,6 +24,8 @@
     litemq import-litemq STORE QUEUE      a LiteMQ broker store into a queue (appends)
     litemq export-litemq QUEUE STORE      a queue as a new LiteMQ broker store
                                           (these three: litemq/cli_litemq.py)
+    litemq import-ledgerq DIR QUEUE     a LedgerQ queue directory into a queue (appends;
+                                          litemq/cli_ledgerq.py)
     litemq index add|list PATH ...        secondary indexes (litemq/cli_index.py)
     litemq where PATH FIELD OP VALUE...   messages whose indexed header matches
     litemq archive PATH DEST [--delete-local] [--json]
@@ -32,7 +34,7 @@
 
 Every command but ``reindex`` opens the queue read-only, so it runs beside a
 live writer; ``reindex`` takes the writer lock (it fails with LockedError
-while a writer runs); ``import-litemq`` appends to its queue as a writer.
+while a writer runs); ``import-litemq`` and ``import-ledgerq`` append to their queue as a writer.
 ``--format json`` prints one JSON object per line (JSON Lines) for programs.
 Errors print one line on stderr and exit with status 1 (2 for usage errors).
 """
@@ -667,6 +669,9 @@ def _parser() -> argparse.ArgumentParser:
     from litemq import cli_litemq  # read-commitlog, import-litemq, export-litemq
 
     cli_litemq.register(sub)
+    from litemq import cli_ledgerq  # import-ledgerq
+
+    cli_ledgerq.register(sub)
     from litemq import cli_index  # index add/list, where
 
     cli_index.register(sub)

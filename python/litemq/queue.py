@@ -77,6 +77,21 @@ class Queue(_litemq.Queue):
     - ``retention`` (``None``: keep everything): a `litemq.Retention` saying
       which old data files to delete when the writer rolls to a new file and
       on `apply_retention`.
+    - ``compression`` (``None``: as remembered, else none): ``"zstd"``,
+      ``"lz4"`` or ``"gzip"`` compresses payloads on the appending thread; a
+      payload is stored compressed only when that saves at least 5 %.
+      ``False`` or ``"none"`` turns a remembered codec off. Readers
+      decompress transparently (``Message.compression`` tells the codec);
+      ``append(..., compress=...)`` overrides it per message.
+    - ``compression_level`` (zstd ``3``, -7 to 22; gzip ``6``, 0 to 9; lz4
+      has none): the codec's level; needs ``compression``.
+    - ``compression_min_size`` (``64``): smaller payloads are stored as
+      given; needs ``compression``.
+    - ``max_decompressed_size`` (``"100MiB"``): largest payload this handle
+      decompresses; a compressed payload that declares more, or does not
+      inflate to the size it declares, raises `CorruptedError` (a
+      decompression bomb never allocates past it); its appenders store longer
+      payloads uncompressed. Not remembered.
 
     - ``indexes`` (``None``): secondary indexes on header fields, a dict of
       header name to ``"str"`` or ``"int"`` (``{"customer": "str"}``); each
@@ -86,15 +101,15 @@ class Queue(_litemq.Queue):
 
     A value outside an option's range raises `ConfigError` naming the limit.
 
-    ``file_size``, ``roll``, ``index_interval``, ``key_index``, ``retention``
-    and ``multi_writer`` are remembered in ``metadata.json`` when the queue is
+    ``file_size``, ``roll``, ``index_interval``, ``key_index``, ``retention``,
+    ``multi_writer`` and ``compression`` (with its level and minimum size) are remembered in ``metadata.json`` when the queue is
     created: opening it again without one of them uses the remembered value,
     not the default. A different value may be given for any of them (every
     file records its own size, index interval and key-index geometry); it is
     remembered from then on and applies to files created from then on
     (``file_size``, ``index_interval``, ``key_index``), to the file being
     written from its next message (``roll``), or from this open
-    (``retention``, ``multi_writer``). ``litemq info`` shows the remembered
+    (``retention``, ``multi_writer``, ``compression``). ``litemq info`` shows the remembered
     values.
 
     Named tailers (``q.tailer(name="billing")``) resume where they last
@@ -129,6 +144,10 @@ class Queue(_litemq.Queue):
         retention: Retention | None = None,
         multi_writer: bool | None = None,
         indexes: Mapping[str, Literal["str", "int"]] | None = None,
+        compression: Literal["zstd", "lz4", "gzip", "none", False] | None = None,
+        compression_level: int | None = None,
+        compression_min_size: int | str | None = None,
+        max_decompressed_size: int | str | None = None,
     ) -> Self:
         if not isinstance(path, str | os.PathLike):
             raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
@@ -148,6 +167,10 @@ class Queue(_litemq.Queue):
             retention=retention,
             multi_writer=multi_writer,
             indexes=indexes,
+            compression=compression,
+            compression_level=compression_level,
+            compression_min_size=compression_min_size,
+            max_decompressed_size=max_decompressed_size,
         )
 
     def __enter__(self) -> Self:

@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 
 use crate::clock::Clock;
 use crate::error::{Error, Result};
-use crate::format::record::{HeaderField, Record};
+use crate::format::record::{Compress, HeaderField, Record};
 use crate::format::work_queue::{
     decode_header, encode_header, file_len, lap_of, slot_word, JobState, SlotWord, WqHeader,
     MAX_WINDOW, MIN_WINDOW, WQ_HEADER_LEN, WQ_MAX_NAME_LEN, W_ACKED, W_CURSOR, W_DEAD, W_EXPIRED,
@@ -1095,6 +1095,9 @@ impl WorkQueue {
                         tags: &tags,
                         expires_at: None,
                         priority: m.priority(),
+                        // The dead-letter queue compresses as it is configured.
+                        compress: Compress::Queue,
+                        tombstone: m.is_tombstone(),
                     };
                     sink(&record)?;
                 }

@@ -57,6 +57,21 @@ pub struct StoredOptions {
     /// Absent before secondary indexes existed.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub indexes: std::collections::BTreeMap<String, String>,
+    /// Payload compression; absent (`None`) when payloads are stored as
+    /// given, and in metadata written before version 7.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compression: Option<StoredCompression>,
+}
+
+/// The compression option in `metadata.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredCompression {
+    /// `"zstd"`, `"lz4"` or `"gzip"`.
+    pub codec: String,
+    /// The codec's level.
+    pub level: i32,
+    /// Smallest payload compressed, in bytes.
+    pub min_size: u64,
 }
 
 /// A retention policy in `metadata.json`.

@@ -1,21 +1,29 @@
 //! Records: what a frame carries.
 //!
 //! ```text
-//! flags:u8 | timestamp:u64 | [key] | [headers] | [topic] | [expiry] | [priority] | payload
+//! flags:u8 | timestamp:u64 | [key] | [headers] | [topic] | [expiry] | [priority]
+//!          | [compression] | [extension] | payload
 //! key      = len:u16 | bytes                      (flag KEY)
 //! headers  = count:u8 | count × (name_len:u8 | name | kind:u8 | value_len:u16 | value)
 //! topic    = len:u8 | topic | queue_id:u16 | tag_count:u8 | tag_count × (len:u8 | tag)
 //!                                                 (flag TOPIC, format 6)
 //! expiry   = expires_at:u64, µs since the Unix epoch (flag EXPIRY, format 6)
 //! priority = u8, higher is served first          (flag PRIORITY, format 6)
+//! compression = codec:u8 | raw_len:u32            (flag COMPRESSED, format 7)
+//!                 the payload is compressed; raw_len is its decompressed size
+//! extension = u8 of bits: 0x01 tombstone, others reserved, never 0
+//!                                                 (flag EXTENSION, format 7)
 //! ```
 //! Flags announce optional fields, which follow in bit order; a message
-//! without them costs nine bytes of record overhead. Bits not listed in
-//! [`KNOWN_FLAGS`] are reserved for later versions (compression, an
-//! extension byte); a reader that meets one reports the frame as unsupported
-//! instead of guessing.
+//! without them costs nine bytes of record overhead. Every flag bit is in
+//! use since format 7; new fields go behind extension bits. A reader that
+//! meets a flag or extension bit it does not know reports the frame as
+//! unsupported instead of guessing.
 
-use super::{le_u16, le_u64};
+use std::borrow::Cow;
+
+use super::compression::{self, Codec, Compression, COMPRESSION_FIELD_LEN};
+use super::{le_u16, le_u32, le_u64};
 
 /// The record has a key.
 pub const FLAG_KEY: u8 = 0x01;
@@ -30,14 +38,33 @@ pub const FLAG_TOPIC: u8 = 0x08;
 pub const FLAG_EXPIRY: u8 = 0x10;
 /// The record has a priority (absent means 0).
 pub const FLAG_PRIORITY: u8 = 0x20;
+/// The payload is compressed: `codec:u8 | raw_len:u32` precede it.
+pub const FLAG_COMPRESSED: u8 = 0x40;
+/// An extension byte follows (bits `EXT_*`).
+pub const FLAG_EXTENSION: u8 = 0x80;
+/// Extension bit: the record is a tombstone, the deletion of its key's
+/// value (it has a key and an empty payload).
+pub const EXT_TOMBSTONE: u8 = 0x01;
+/// Extension bits this version understands.
+pub const KNOWN_EXT: u8 = EXT_TOMBSTONE;
 /// Flags this version understands.
-pub const KNOWN_FLAGS: u8 =
-    FLAG_KEY | FLAG_HEADERS | FLAG_KEY_TEXT | FLAG_TOPIC | FLAG_EXPIRY | FLAG_PRIORITY;
+pub const KNOWN_FLAGS: u8 = FLAG_KEY
+    | FLAG_HEADERS
+    | FLAG_KEY_TEXT
+    | FLAG_TOPIC
+    | FLAG_EXPIRY
+    | FLAG_PRIORITY
+    | FLAG_COMPRESSED
+    | FLAG_EXTENSION;
 /// Flags whose fields format 6 introduced: a writer puts such a record only
 /// in a file of version 6 or later (it rolls out of an older active file
 /// first), so a reader of an older build never meets them in a file it
 /// claims to read.
 pub const FLAGS_SINCE_V6: u8 = FLAG_TOPIC | FLAG_EXPIRY | FLAG_PRIORITY;
+/// Flags whose fields format 7 introduced (compression, the extension byte
+/// and its tombstone bit): such a record lands only in a file of version 7
+/// or later, by the same roll as [`FLAGS_SINCE_V6`].
+pub const FLAGS_SINCE_V7: u8 = FLAG_COMPRESSED | FLAG_EXTENSION;
 
 /// Flags byte and timestamp.
 pub const RECORD_FIXED_LEN: usize = 9;
@@ -94,6 +121,24 @@ pub struct Record<'a> {
     pub expires_at: Option<u64>,
     /// Priority; higher is served first by work queues. 0 is not stored.
     pub priority: u8,
+    /// Whether (and how) the appender compresses the payload.
+    pub compress: Compress,
+    /// The record deletes its key's value (a tombstone): it needs a key and
+    /// an empty payload.
+    pub tombstone: bool,
+}
+
+/// How an appender treats a record's payload.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Compress {
+    /// As the queue is configured (its `compression` option, if any).
+    #[default]
+    Queue,
+    /// Stored as given.
+    Never,
+    /// Compressed with this codec and level when that saves at least 5 %
+    /// and the payload is at least `min_size` bytes.
+    With(Compression),
 }
 
 /// Checks a topic name or tag: 1 to 255 bytes, no control characters.
@@ -171,6 +216,12 @@ impl<'a> Record<'a> {
         for t in self.tags {
             check_name("tag", t)?;
         }
+        if self.tombstone && (self.key.is_none() || !self.payload.is_empty()) {
+            return Err("a tombstone needs a key and no payload".into());
+        }
+        if let Compress::With(c) = self.compress {
+            c.validate()?;
+        }
         Ok(())
     }
 
@@ -202,7 +253,8 @@ impl<'a> Record<'a> {
         };
         let expiry = if self.expires_at.is_some() { 8 } else { 0 };
         let priority = usize::from(self.priority != 0);
-        key + headers + topic + expiry + priority + self.payload.len()
+        let ext = usize::from(self.tombstone);
+        key + headers + topic + expiry + priority + ext + self.payload.len()
     }
 
     /// Flags byte announcing this record's optional fields.
@@ -226,7 +278,60 @@ impl<'a> Record<'a> {
         if self.priority != 0 {
             f |= FLAG_PRIORITY;
         }
+        if self.tombstone {
+            f |= FLAG_EXTENSION;
+        }
         f
+    }
+
+    /// The extension byte, 0 when the record has none.
+    fn ext(&self) -> u8 {
+        if self.tombstone {
+            EXT_TOMBSTONE
+        } else {
+            0
+        }
+    }
+
+    /// Encodes the body as [`Record::encode_body`] does, compressing the
+    /// payload with `c` when that is worth it ([`compression::should_compress`]);
+    /// returns the record's flags ([`Record::flags`], plus
+    /// [`FLAG_COMPRESSED`] when the payload was compressed). Call
+    /// [`Record::validate`] first. Appenders call this on the caller's
+    /// thread, so compression never runs on the I/O thread.
+    pub fn encode_body_with(&self, c: Option<&Compression>, out: &mut Vec<u8>) -> u8 {
+        if let Some(c) = c {
+            if self.payload.len() >= c.min_size && self.payload.len() <= u32::MAX as usize {
+                let packed = compression::compress(c.codec, c.level, self.payload);
+                let stored = packed.len() + COMPRESSION_FIELD_LEN;
+                if compression::should_compress(self.payload.len(), stored, c.min_size) {
+                    self.encode_compressed_body(c.codec, self.payload.len() as u32, &packed, out);
+                    return self.flags() | FLAG_COMPRESSED;
+                }
+            }
+        }
+        self.encode_body(out);
+        self.flags()
+    }
+
+    /// Appends the body of the compressed form: the fields, the compression
+    /// field (`codec`, `raw_len`), the extension byte, then `packed` (the
+    /// payload already compressed) instead of `self.payload`. Its flags are
+    /// [`Record::flags`] plus [`FLAG_COMPRESSED`].
+    pub fn encode_compressed_body(
+        &self,
+        codec: Codec,
+        raw_len: u32,
+        packed: &[u8],
+        out: &mut Vec<u8>,
+    ) {
+        self.encode_base_fields(out);
+        out.push(codec as u8);
+        out.extend_from_slice(&raw_len.to_le_bytes());
+        if self.tombstone {
+            out.push(self.ext());
+        }
+        out.extend_from_slice(packed);
     }
 
     /// Appends the record's body: the optional fields, then the payload
@@ -238,9 +343,17 @@ impl<'a> Record<'a> {
         out.extend_from_slice(self.payload);
     }
 
-    /// Appends the optional fields (what lies between timestamp and payload).
-    /// Call [`Record::validate`] first.
+    /// Appends the optional fields (what lies between timestamp and payload)
+    /// of the uncompressed form. Call [`Record::validate`] first.
     pub fn encode_fields(&self, out: &mut Vec<u8>) {
+        self.encode_base_fields(out);
+        if self.tombstone {
+            out.push(self.ext());
+        }
+    }
+
+    /// The fields before the compression field: key to priority.
+    fn encode_base_fields(&self, out: &mut Vec<u8>) {
         if let Some(k) = self.key {
             out.extend_from_slice(&(k.len() as u16).to_le_bytes());
             out.extend_from_slice(k);
@@ -299,9 +412,16 @@ pub struct RecordView<'a> {
     pub expires_at: Option<u64>,
     /// Priority (0 when the record has none).
     pub priority: u8,
+    /// The codec the payload is compressed with, if it is.
+    pub codec: Option<Codec>,
+    /// The payload's decompressed size when it is compressed (else 0).
+    pub raw_len: u32,
+    /// The extension byte (0 when the record has none).
+    pub ext: u8,
     /// Offset of the payload inside the record.
     pub payload_at: usize,
-    /// The message body.
+    /// The payload as stored: compressed when `codec` is set (see
+    /// [`RecordView::inflate`]).
     pub payload: &'a [u8],
 }
 
@@ -331,6 +451,20 @@ impl<'a> RecordView<'a> {
     /// True when the message expired at `now_us` (µs since the Unix epoch).
     pub fn expired_at(&self, now_us: u64) -> bool {
         self.expires_at.is_some_and(|at| at <= now_us)
+    }
+    /// The record is a tombstone (its key's value is deleted).
+    pub fn is_tombstone(&self) -> bool {
+        self.ext & EXT_TOMBSTONE != 0
+    }
+    /// The payload as the appender gave it: borrowed when stored as is,
+    /// decompressed (at most `limit` bytes) when compressed. The error says
+    /// what is wrong with a payload that does not decompress to `raw_len`.
+    pub fn inflate(&self, limit: usize) -> Result<Cow<'a, [u8]>, String> {
+        match self.codec {
+            None => Ok(Cow::Borrowed(self.payload)),
+            Some(c) => compression::decompress(c, self.payload, self.raw_len as usize, limit)
+                .map(Cow::Owned),
+        }
     }
 }
 
@@ -441,9 +575,9 @@ pub fn decode(record: &[u8]) -> Result<RecordView<'_>, &'static str> {
     let flags = *record
         .first()
         .ok_or("record shorter than its fixed fields")?;
-    if flags & !KNOWN_FLAGS != 0 {
-        return Err("record uses flags this version does not support");
-    }
+    // Every flag bit is known since format 7 (KNOWN_FLAGS is 0xFF): what a
+    // later version adds is announced by extension bits, checked below.
+    const _: () = assert!(KNOWN_FLAGS == u8::MAX);
     if flags & FLAG_KEY_TEXT != 0 && flags & FLAG_KEY == 0 {
         return Err("text-key flag without a key");
     }
@@ -515,6 +649,28 @@ pub fn decode(record: &[u8]) -> Result<RecordView<'_>, &'static str> {
         }
         at += 1;
     }
+    let mut codec = None;
+    let mut raw_len = 0;
+    if flags & FLAG_COMPRESSED != 0 {
+        let b = *record.get(at).ok_or("compression field past the end")?;
+        codec = Some(Codec::try_from(b)?);
+        raw_len = le_u32(record, at + 1).ok_or("compression field past the end")?;
+        at += COMPRESSION_FIELD_LEN;
+    }
+    let mut ext = 0;
+    if flags & FLAG_EXTENSION != 0 {
+        ext = *record.get(at).ok_or("extension byte past the end")?;
+        if ext == 0 {
+            return Err("extension flag with an empty extension byte");
+        }
+        if ext & !KNOWN_EXT != 0 {
+            return Err("record uses extension bits this version does not support");
+        }
+        at += 1;
+    }
+    if ext & EXT_TOMBSTONE != 0 && (flags & FLAG_KEY == 0 || at != record.len()) {
+        return Err("tombstone without a key, or with a payload");
+    }
     Ok(RecordView {
         flags,
         timestamp,
@@ -525,6 +681,9 @@ pub fn decode(record: &[u8]) -> Result<RecordView<'_>, &'static str> {
         tags,
         expires_at,
         priority,
+        codec,
+        raw_len,
+        ext,
         payload_at: at,
         payload: &record[at..],
     })
@@ -675,6 +834,32 @@ mod tests {
         assert!(decode(&[FLAG_TOPIC, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0]).is_err());
         assert!(decode(&[FLAG_TOPIC, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]).is_err());
         assert!(decode(&[FLAG_TOPIC, 0, 0, 0, 0, 0, 0, 0, 0, 1, b'\n', 0, 0, 0]).is_err());
+    }
+
+    #[test]
+    fn tombstones_and_the_extension_byte() {
+        let r = Record {
+            key: Some(b"k"),
+            tombstone: true,
+            ..Record::new(b"")
+        };
+        r.validate().unwrap();
+        let v = encode(&r, 3);
+        assert_eq!(v[0], FLAG_KEY | FLAG_EXTENSION);
+        assert_eq!(v.len(), RECORD_FIXED_LEN + r.body_len());
+        assert_eq!(*v.last().unwrap(), EXT_TOMBSTONE);
+        let d = decode(&v).unwrap();
+        assert!(d.is_tombstone() && d.payload.is_empty());
+        // An empty or unknown extension byte, a tombstone with a payload or
+        // without a key: not what the encoder writes.
+        let mut head = vec![FLAG_KEY | FLAG_EXTENSION];
+        head.extend([0; 8]); // timestamp
+        head.extend([1, 0, b'k']); // key
+        for tail in [&[0u8][..], &[0x02], &[EXT_TOMBSTONE, b'x']] {
+            let bad = [&head[..], tail].concat();
+            assert!(decode(&bad).is_err(), "{tail:?}");
+        }
+        assert!(decode(&[FLAG_EXTENSION, 0, 0, 0, 0, 0, 0, 0, 0, EXT_TOMBSTONE]).is_err());
     }
 
     #[test]

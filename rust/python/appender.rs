@@ -9,8 +9,8 @@ use super::buffer::{bytes_arg, BytesArg};
 use super::exit;
 use super::fork::ForkSafe;
 use super::{options, time, topic};
-use crate::format::record::HeaderField;
-use crate::{Clock, Record, SystemClock};
+use crate::format::record::{Compress, HeaderField};
+use crate::{Clock, Codec, Compression, Record, SystemClock};
 
 /// Writes messages to a queue; get one from `Queue.appender()`.
 ///
@@ -134,11 +134,16 @@ struct FieldsArg<'py> {
     queue_id: u16,
     priority: u8,
     expires_at: Option<u64>,
+    compress: Compress,
 }
 
 impl<'py> FieldsArg<'py> {
     /// Parses the keyword arguments `append` and batch dicts share; `None`
     /// and absent mean "not set". `ttl` and `expires_at` exclude each other.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one per keyword argument of append, plus the queue's compression"
+    )]
     fn parse(
         topic: Option<&Bound<'py, PyAny>>,
         tags: Option<&Bound<'py, PyAny>>,
@@ -146,9 +151,14 @@ impl<'py> FieldsArg<'py> {
         priority: Option<&Bound<'py, PyAny>>,
         ttl: Option<&Bound<'py, PyAny>>,
         expires_at: Option<&Bound<'py, PyAny>>,
+        compress: Option<&Bound<'py, PyAny>>,
+        queue_compression: Option<Compression>,
     ) -> PyResult<Self> {
         let set = |o: Option<&Bound<'py, PyAny>>| o.filter(|v| !v.is_none()).cloned();
         let mut out = FieldsArg::default();
+        if let Some(c) = set(compress) {
+            out.compress = compress_arg(&c, queue_compression)?;
+        }
         if let Some(t) = set(topic) {
             out.topic = Some(t.cast_into::<PyString>().map_err(|e| {
                 PyTypeError::new_err(format!(
@@ -192,6 +202,41 @@ impl<'py> FieldsArg<'py> {
     }
 }
 
+/// Parses `compress=`: True (the queue's codec and level, else zstd), False
+/// (stored as given), or a codec name (the queue's level when it is the
+/// queue's codec, else the codec's default). An explicit request ignores the
+/// queue's `compression_min_size`; the 5 % rule still holds.
+fn compress_arg(obj: &Bound<'_, PyAny>, queue: Option<Compression>) -> PyResult<Compress> {
+    if let Ok(b) = obj.cast::<pyo3::types::PyBool>() {
+        if !b.is_true() {
+            return Ok(Compress::Never);
+        }
+        let c = queue.unwrap_or_else(|| Compression::new(Codec::Zstd));
+        return Ok(Compress::With(Compression { min_size: 0, ..c }));
+    }
+    if let Ok(name) = obj.cast::<PyString>() {
+        let name = name.to_str()?;
+        let codec = Codec::from_name(name).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "compress must be True, False, \"zstd\", \"lz4\" or \"gzip\", not {name:?}"
+            ))
+        })?;
+        let level = match queue {
+            Some(q) if q.codec == codec => q.level,
+            _ => codec.default_level(),
+        };
+        return Ok(Compress::With(Compression {
+            codec,
+            level,
+            min_size: 0,
+        }));
+    }
+    Err(PyTypeError::new_err(format!(
+        "compress must be a bool or a codec name (\"zstd\", \"lz4\", \"gzip\"), not {}",
+        type_name(obj)
+    )))
+}
+
 /// Everything a record borrows from its Python arguments, borrowed at once.
 struct Borrowed<'a> {
     headers: Vec<HeaderField<'a>>,
@@ -228,6 +273,8 @@ impl<'a> Borrowed<'a> {
             tags: &self.tags,
             expires_at: fields.expires_at,
             priority: fields.priority,
+            compress: fields.compress,
+            tombstone: false,
         })
     }
 }
@@ -241,7 +288,7 @@ struct ItemArg<'py> {
 }
 
 /// The entries a batch item dict may have.
-const ITEM_ENTRIES: [&str; 9] = [
+const ITEM_ENTRIES: [&str; 10] = [
     "payload",
     "key",
     "headers",
@@ -251,10 +298,15 @@ const ITEM_ENTRIES: [&str; 9] = [
     "priority",
     "ttl",
     "expires_at",
+    "compress",
 ];
 
 impl<'py> ItemArg<'py> {
-    fn parse(item: &Bound<'py, PyAny>, index: usize) -> PyResult<Self> {
+    fn parse(
+        item: &Bound<'py, PyAny>,
+        index: usize,
+        queue_compression: Option<Compression>,
+    ) -> PyResult<Self> {
         let context = |e: PyErr| {
             let py = item.py();
             let new = if e.is_instance_of::<PyTypeError>(py) {
@@ -307,6 +359,8 @@ impl<'py> ItemArg<'py> {
                 get("priority")?.as_ref(),
                 get("ttl")?.as_ref(),
                 get("expires_at")?.as_ref(),
+                get("compress")?.as_ref(),
+                queue_compression,
             )
             .map_err(context)?;
             return Ok(parsed);
@@ -353,6 +407,10 @@ impl Appender {
     /// higher first) orders work-queue delivery; `ttl` (a `timedelta`,
     /// seconds or a string such as `"30m"`) or `expires_at` (an aware
     /// `datetime` or µs since the epoch) sets when the message expires.
+    /// `compress` overrides the queue's `compression` for this message:
+    /// True (the queue's codec, else zstd), False, or `"zstd"`, `"lz4"`,
+    /// `"gzip"`; the payload is stored compressed only if that saves at
+    /// least 5 %. Compression runs here, on the calling thread.
     ///
     /// >>> app.append(b"order 1", key="customer-7", headers={"source": "web"})
     /// 0
@@ -360,7 +418,8 @@ impl Appender {
     /// 1
     #[pyo3(signature = (
         payload, key=None, headers=None, *,
-        topic=None, tags=None, queue_id=None, priority=None, ttl=None, expires_at=None
+        topic=None, tags=None, queue_id=None, priority=None, ttl=None, expires_at=None,
+        compress=None
     ))]
     #[expect(
         clippy::too_many_arguments,
@@ -378,11 +437,12 @@ impl Appender {
         priority: Option<&Bound<'_, PyAny>>,
         ttl: Option<&Bound<'_, PyAny>>,
         expires_at: Option<&Bound<'_, PyAny>>,
+        compress: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<u64> {
         let app = self.inner.get()?;
         let payload = bytes_arg(payload, "payload")?;
         let plain = [
-            key, headers, topic, tags, queue_id, priority, ttl, expires_at,
+            key, headers, topic, tags, queue_id, priority, ttl, expires_at, compress,
         ]
         .iter()
         .all(Option::is_none);
@@ -401,7 +461,16 @@ impl Appender {
             .filter(|h| !h.is_none())
             .map(HeadersArg::parse)
             .transpose()?;
-        let fields = FieldsArg::parse(topic, tags, queue_id, priority, ttl, expires_at)?;
+        let fields = FieldsArg::parse(
+            topic,
+            tags,
+            queue_id,
+            priority,
+            ttl,
+            expires_at,
+            compress,
+            app.compression(),
+        )?;
         let borrowed = Borrowed::new(headers.as_ref(), &fields)?;
         let record = borrowed.record(payload.as_slice(), key.as_ref(), &fields)?;
         if self.blocking {
@@ -462,7 +531,7 @@ impl Appender {
             let parsed = objects
                 .iter()
                 .enumerate()
-                .map(|(i, obj)| ItemArg::parse(obj, i))
+                .map(|(i, obj)| ItemArg::parse(obj, i, app.compression()))
                 .collect::<PyResult<Vec<_>>>()?;
             let borrowed = parsed
                 .iter()
@@ -476,6 +545,28 @@ impl Appender {
             exit::detach(py, || app.append_records(&records))?
         };
         PyRange::new(py, range.start as isize, range.end as isize)
+    }
+
+    /// Deletes `key`'s value: appends a tombstone for it (a message with that
+    /// key, no payload and `tombstone` True) and returns its sequence.
+    /// `Queue.get_latest(key)` returns None from then on, until the key is
+    /// appended again. Tailers return tombstones like other messages.
+    ///
+    /// >>> app.delete("customer-7")
+    /// 8
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let app = self.inner.get()?;
+        let key = KeyArg::parse(key)?;
+        let record = Record {
+            key: Some(key.as_bytes()?),
+            key_is_text: key.is_text(),
+            tombstone: true,
+            ..Record::new(b"")
+        };
+        if self.blocking {
+            return Ok(exit::detach(py, || app.append_record(&record))?);
+        }
+        Ok(app.append_record(&record)?)
     }
 
     /// Seals the file being written once every earlier append is in it, so

@@ -38,6 +38,10 @@ pub(crate) struct Message {
     /// The data file, when `view` does not tell it (`get`, `find`,
     /// unpickled); `None` with no view: unknown.
     file: Option<String>,
+    /// The codec the payload was stored with, if it was compressed.
+    codec: Option<crate::Codec>,
+    /// A tombstone: the key's value was deleted.
+    tombstone: bool,
 }
 
 /// The format-6 record fields of a message that has any.
@@ -136,9 +140,16 @@ impl Message {
                 m.priority(),
                 m.expires_at(),
             )?,
-            view: Some((m.mapping().clone(), m.payload_range())),
+            // A compressed payload was decompressed into a copy: the view
+            // is of that copy, not of the file.
+            view: match m.codec() {
+                None => Some((m.mapping().clone(), m.payload_range())),
+                Some(_) => None,
+            },
             frame_at: crate::format::position::decode(m.position()).1,
-            file: None,
+            file: m.codec().map(|_| m.mapping().path().display().to_string()),
+            codec: m.codec(),
+            tombstone: m.is_tombstone(),
         })
     }
 
@@ -174,6 +185,8 @@ impl Message {
             view: None,
             frame_at: m.offset,
             file: Some(m.file.display().to_string()),
+            codec: m.codec,
+            tombstone: m.tombstone,
         })
     }
 }
@@ -236,6 +249,20 @@ impl Message {
         self.fields.as_ref().and_then(|f| f.expires_at)
     }
 
+    /// The codec the payload was stored with (`"zstd"`, `"lz4"`, `"gzip"`),
+    /// or None when stored as given. `payload` is always decompressed.
+    #[getter]
+    fn compression(&self) -> Option<&'static str> {
+        self.codec.map(crate::Codec::name)
+    }
+
+    /// True when the message is a tombstone (`Appender.delete(key)`): its
+    /// key's value was deleted; the payload is empty.
+    #[getter]
+    fn tombstone(&self) -> bool {
+        self.tombstone
+    }
+
     /// The timestamp as a timezone-aware `datetime` in UTC.
     #[getter]
     fn datetime<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -244,6 +271,9 @@ impl Message {
 
     /// A read-only `memoryview` of the payload without copying it: it points
     /// into the mapped data file and keeps the file mapped while it lives.
+    /// For a compressed message (`compression` is not None) it is a view of
+    /// the decompressed copy `payload` holds: the stored bytes are never
+    /// handed out as the payload.
     ///
     /// >>> view = msg.payload_view()
     /// >>> bytes(view[:5])
@@ -293,6 +323,7 @@ impl Message {
                     f.expires_at,
                 )
             }),
+            (m.codec.map(|c| c as u8), m.tombstone),
         );
         (restore, args).into_pyobject(py).map(|t| t.into_any())
     }
@@ -317,6 +348,12 @@ impl Message {
         }
         if let Some(h) = &self.headers {
             out.push_str(&format!(", headers={}", h.bind(py).repr()?));
+        }
+        if self.tombstone {
+            out.push_str(", tombstone=True");
+        }
+        if let Some(c) = self.codec {
+            out.push_str(&format!(", compression={:?}", c.name()));
         }
         if let Some(f) = &self.fields {
             if let Some(t) = &f.topic {
@@ -358,6 +395,7 @@ impl Message {
                 _ => false,
             }
             && self.headers(py)?.eq(other.headers(py)?)?
+            && self.tombstone == other.tombstone
             && Fields::same(&self.fields, &other.fields, py)?;
         Ok(match op {
             CompareOp::Eq => equal.into_pyobject(py)?.to_owned().into_any().unbind(),
@@ -374,7 +412,8 @@ impl Message {
 
 /// Rebuilds a pickled `Message` (see `Message.__reduce__`).
 #[pyfunction]
-#[pyo3(signature = (seq, timestamp, payload, key, headers, position, fields=None))]
+#[pyo3(signature = (seq, timestamp, payload, key, headers, position, fields=None, stored=(None, false)))]
+#[expect(clippy::too_many_arguments, reason = "one per value __reduce__ gives")]
 pub(crate) fn _restore_message(
     seq: u64,
     timestamp: u64,
@@ -383,6 +422,7 @@ pub(crate) fn _restore_message(
     headers: Option<Py<PyDict>>,
     position: Option<(String, u64)>,
     fields: Option<PickledFields>,
+    stored: (Option<u8>, bool),
 ) -> Message {
     let (file, frame_at) = match position {
         Some((f, at)) => (Some(f), at),
@@ -406,6 +446,8 @@ pub(crate) fn _restore_message(
         view: None,
         frame_at,
         file,
+        codec: stored.0.and_then(|c| crate::Codec::try_from(c).ok()),
+        tombstone: stored.1,
     }
 }
 

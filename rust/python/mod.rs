@@ -35,6 +35,14 @@ use pyo3::prelude::*;
 
 use crate::format::record::{MAX_HEADERS, MAX_HEADER_NAME_LEN, MAX_HEADER_VALUE_LEN, MAX_KEY_LEN};
 
+/// CRC-32C (Castagnoli) of a bytes-like object, for reading LedgerQ segments.
+#[pyfunction]
+fn _crc32c(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u32> {
+    let data = buffer::bytes_arg(data, "data")?;
+    let bytes = data.as_slice();
+    Ok(exit::detach(py, || crate::format::crc::crc32c(bytes)))
+}
+
 #[pymodule]
 #[pyo3(name = "_litemq")]
 fn litemq_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -54,6 +62,7 @@ fn litemq_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(archive::_decode_sealed, m)?)?;
     m.add_function(wrap_pyfunction!(archive::_decode_frames, m)?)?;
     m.add_function(wrap_pyfunction!(archive::_dense_offset, m)?)?;
+    m.add_function(wrap_pyfunction!(_crc32c, m)?)?;
     m.add_class::<queue::Queue>()?;
     m.add_class::<appender::Appender>()?;
     m.add_class::<tailer::Tailer>()?;

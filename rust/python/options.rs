@@ -902,3 +902,64 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_retention_tuple, m)?)?;
     Ok(())
 }
+
+/// The `compression=` option with its level and smallest size: a codec name
+/// (`"zstd"`, `"lz4"`, `"gzip"`), or False / `"none"` for none.
+pub(crate) fn compression(
+    codec: &Bound<'_, PyAny>,
+    level: Option<&Bound<'_, PyAny>>,
+    min_size: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<crate::Compression>> {
+    let off = match codec.cast::<PyBool>() {
+        Ok(b) if !b.is_true() => true,
+        Ok(_) => {
+            return Err(PyTypeError::new_err(
+                "compression must be a codec name (\"zstd\", \"lz4\", \"gzip\"), \
+                 False or \"none\", not True",
+            ))
+        }
+        Err(_) => false,
+    };
+    let name: String = if off {
+        "none".into()
+    } else {
+        codec.extract().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "compression must be a codec name (\"zstd\", \"lz4\", \"gzip\"), False or \
+                 \"none\", not {}",
+                codec
+                    .get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            ))
+        })?
+    };
+    if name == "none" {
+        if level.is_some() || min_size.is_some() {
+            return Err(config_error(
+                "compression_level and compression_min_size need a codec",
+            ));
+        }
+        return Ok(None);
+    }
+    let codec = crate::Codec::from_name(&name).ok_or_else(|| {
+        config_error(format!(
+            "compression {name:?} is unknown: give \"zstd\", \"lz4\", \"gzip\" or \"none\""
+        ))
+    })?;
+    let mut c = crate::Compression::new(codec);
+    if let Some(l) = level {
+        if !is_int(l) {
+            return Err(PyTypeError::new_err("compression_level must be an int"));
+        }
+        c.level = l
+            .extract::<i32>()
+            .map_err(|_| config_error("compression_level is out of range"))?;
+    }
+    if let Some(m) = min_size {
+        c.min_size = size_in(m, "compression_min_size", 0, u32::MAX.into())? as usize;
+    }
+    c.validate().map_err(config_error)?;
+    Ok(Some(c))
+}

@@ -218,7 +218,8 @@ impl Queue {
     #[pyo3(signature = (
         path, *, file_size=None, roll=None, flush=None, index_interval=None,
         verify_on_startup=None, read_only=None, channel_capacity=None, wait=None,
-        key_index=None, retention=None, multi_writer=None, indexes=None,
+        key_index=None, retention=None, multi_writer=None, indexes=None, compression=None,
+        compression_level=None, compression_min_size=None, max_decompressed_size=None,
     ))]
     #[expect(
         clippy::too_many_arguments,
@@ -239,6 +240,10 @@ impl Queue {
         retention: Option<&Bound<'_, PyAny>>,
         multi_writer: Option<&Bound<'_, PyAny>>,
         indexes: Option<&Bound<'_, PyAny>>,
+        compression: Option<&Bound<'_, PyAny>>,
+        compression_level: Option<&Bound<'_, PyAny>>,
+        compression_min_size: Option<&Bound<'_, PyAny>>,
+        max_decompressed_size: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         // Every option is parsed (options.rs) before anything is opened.
         let flag = |obj: Option<&Bound<'_, PyAny>>, what| {
@@ -291,6 +296,22 @@ impl Queue {
         }
         if let Some(policy) = retention {
             builder = builder.retention(options::retention(policy, "retention")?);
+        }
+        if let Some(c) = compression {
+            builder = builder.compression(options::compression(
+                c,
+                compression_level,
+                compression_min_size,
+            )?);
+        } else if compression_level.is_some() || compression_min_size.is_some() {
+            return Err(PyTypeError::new_err(
+                "compression_level and compression_min_size need compression= (the codec) \
+                 in the same call",
+            ));
+        }
+        if let Some(n) = max_decompressed_size {
+            let n = options::size_in(n, "max_decompressed_size", 1, usize::MAX as u64)?;
+            builder = builder.max_decompressed_size(n as usize);
         }
         if let Some(indexes) = indexes.filter(|i| !i.is_none()) {
             for def in fields::indexes_arg(indexes)? {
@@ -648,6 +669,20 @@ impl Queue {
         let seq = seq_arg(seq, "seq")?;
         let msg = self.queue()?.get(seq)?;
         Message::from_owned(py, msg)
+    }
+
+    /// The last message appended with `key` (through the key index), or
+    /// None when there is none or the last one is a tombstone
+    /// (`Appender.delete(key)`): the key's latest value, as a compacted
+    /// Kafka topic reads it.
+    ///
+    /// >>> q.get_latest("customer-7").payload
+    /// b'order 12'
+    fn get_latest(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Option<Message>> {
+        let queue = self.queue()?;
+        let key = key_bytes(key)?;
+        let found = exit::detach(py, || queue.get_latest(&key))?;
+        found.map(|m| Message::from_owned(py, m)).transpose()
     }
 
     /// Messages whose key is exactly `key`, in sequence order, written in

@@ -15,6 +15,7 @@
 use std::path::Path;
 
 use crate::error::{Error, Result};
+use crate::format::compression::DEFAULT_MAX_DECOMPRESSED;
 use crate::format::footer::Footer;
 use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN, END_OF_FILE};
 use crate::format::header::DataHeader;
@@ -186,7 +187,10 @@ pub fn read_sealed(
         if seq >= start {
             let rec = record::decode(&file[at + 4..record_end])
                 .map_err(|r| corrupted(path, at as u64, Some(seq), r))?;
-            if !out.push(seq, &rec, want, cols) {
+            let payload = rec
+                .inflate(DEFAULT_MAX_DECOMPRESSED)
+                .map_err(|r| corrupted(path, at as u64, Some(seq), r))?;
+            if !out.push(seq, &rec, &payload, want, cols) {
                 break;
             }
         }
@@ -227,7 +231,10 @@ pub fn read_frames(
             Ok(FrameAt::Frame { record_len, next }) => {
                 let rec = record::decode(&buf[at + 4..at + 4 + record_len])
                     .map_err(|r| corrupted(path, here, Some(seq), r))?;
-                if !out.push(seq, &rec, rows, cols) {
+                let payload = rec
+                    .inflate(DEFAULT_MAX_DECOMPRESSED)
+                    .map_err(|r| corrupted(path, here, Some(seq), r))?;
+                if !out.push(seq, &rec, &payload, rows, cols) {
                     break;
                 }
                 at = next;

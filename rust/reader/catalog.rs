@@ -7,10 +7,11 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 use crate::error::{Error, Result};
+use crate::format::compression::DEFAULT_MAX_DECOMPRESSED;
 use crate::format::footer::FOOTER_LEN;
 use crate::format::frame::{DATA_HEADER_LEN, FRAME_ALIGN};
 use crate::format::header::{DataHeader, HeaderError};
@@ -33,6 +34,9 @@ pub struct Catalog {
     /// Sealed files whose frame area this handle verified against their
     /// footer (see `reader::sealed`).
     pub(crate) verified: super::sealed::Verified,
+    /// Largest payload the tailers of this handle decompress (see
+    /// `QueueBuilder::max_decompressed_size`).
+    max_decompressed: AtomicUsize,
 }
 
 /// Reads and checks the header of data file `path`.
@@ -92,9 +96,20 @@ impl Catalog {
             files: RwLock::new(Arc::new(Vec::new())),
             closed: AtomicBool::new(false),
             verified: Default::default(),
+            max_decompressed: AtomicUsize::new(DEFAULT_MAX_DECOMPRESSED),
         };
         c.refresh()?;
         Ok(c)
+    }
+
+    /// Sets the largest payload this handle's tailers decompress.
+    pub fn set_max_decompressed(&self, bytes: usize) {
+        self.max_decompressed.store(bytes, Ordering::Relaxed);
+    }
+
+    /// The largest payload this handle's tailers decompress.
+    pub fn max_decompressed(&self) -> usize {
+        self.max_decompressed.load(Ordering::Relaxed)
     }
 
     pub fn base(&self) -> &Path {

@@ -108,11 +108,12 @@ impl Columns {
         &mut self,
         seq: u64,
         rec: &RecordView<'_>,
+        payload: &[u8],
         hint: usize,
         cols: ColumnSet,
     ) -> bool {
         if !(cols.key && cols.headers && cols.payload) {
-            return self.push_some(seq, rec, hint, cols);
+            return self.push_some(seq, rec, payload, hint, cols);
         }
         let key_len = rec.key.map_or(0, <[u8]>::len);
         let headers = rec.headers();
@@ -120,7 +121,7 @@ impl Columns {
             Some(0) => 0,
             _ => headers.clone().map(|h| h.name.len() + h.value.len()).sum(),
         };
-        if self.payload_data.len() + rec.payload.len() > LIMIT
+        if self.payload_data.len() + payload.len() > LIMIT
             || self.key_data.len() + key_len > LIMIT
             || self.header_value_data.len() + header_bytes > LIMIT
         {
@@ -130,14 +131,14 @@ impl Columns {
         if i == 0 {
             // Messages of a queue are often of one size: reserve for as many
             // as expected like the first, so the column is not copied as it grows.
-            let want = hint.saturating_mul(rec.payload.len()).min(RESERVE_BYTES);
+            let want = hint.saturating_mul(payload.len()).min(RESERVE_BYTES);
             self.payload_data.reserve(want);
         }
         self.seq.push(seq as i64);
         self.timestamp.push(rec.timestamp as i64);
         self.push_key(i, rec.key);
         self.push_headers(i, headers);
-        self.payload_data.extend_from_slice(rec.payload);
+        self.payload_data.extend_from_slice(payload);
         self.payload_offsets.push(self.payload_data.len() as i32);
         self.rows += 1;
         true
@@ -182,8 +183,15 @@ impl Columns {
     /// As [`Columns::push`], for a selection of columns: the others stay
     /// empty (their bytes are not even counted against the limit).
     #[cold]
-    fn push_some(&mut self, seq: u64, rec: &RecordView<'_>, hint: usize, cols: ColumnSet) -> bool {
-        let payload = if cols.payload { rec.payload } else { &[] };
+    fn push_some(
+        &mut self,
+        seq: u64,
+        rec: &RecordView<'_>,
+        payload: &[u8],
+        hint: usize,
+        cols: ColumnSet,
+    ) -> bool {
+        let payload = if cols.payload { payload } else { &[] };
         let key = if cols.key { rec.key } else { None };
         let headers = if cols.headers {
             rec.headers()
@@ -244,7 +252,7 @@ impl Columns {
         while !full && b.rows < max_rows && tailer.next_seq() < end {
             let want = (max_rows - b.rows).min((end - tailer.next_seq()) as usize);
             let taken = tailer.read_run(want, &mut |m| {
-                let ok = b.push(m.seq, m.record(), hint, cols);
+                let ok = b.push(m.seq, m.record(), m.payload, hint, cols);
                 full = !ok;
                 ok
             })?;
@@ -252,7 +260,7 @@ impl Columns {
                 continue;
             }
             let Some(m) = tailer.read_next()? else { break };
-            if !b.push(m.seq, m.record(), hint, cols) {
+            if !b.push(m.seq, m.record(), m.payload, hint, cols) {
                 // Leave the message for the next batch.
                 let seq = m.seq;
                 tailer.seek(seq)?;

@@ -12,6 +12,7 @@ use super::wait::{Sleeper, Slept, WaitStrategy, Waiter};
 use super::wake::{WakeSource, RETRY};
 use crate::clock::Clock;
 use crate::error::{Error, Result};
+use crate::format::compression::Codec;
 use crate::format::footer::{Footer, FOOTER_LEN};
 use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN};
 use crate::format::position;
@@ -111,13 +112,23 @@ impl<'a> Message<'a> {
     pub fn expires_at(&self) -> Option<u64> {
         self.view.expires_at
     }
+    /// The codec the payload was stored with, if it was compressed (the
+    /// payload here is always the decompressed one).
+    pub fn codec(&self) -> Option<Codec> {
+        self.view.codec
+    }
+    /// The message is a tombstone: its key's value was deleted.
+    pub fn is_tombstone(&self) -> bool {
+        self.view.is_tombstone()
+    }
     /// The file mapping the payload lives in; holding it keeps it mapped.
     pub fn mapping(&self) -> &Arc<Mapping> {
         self.mapping
     }
-    /// Where the payload lies inside `mapping().as_slice()`.
+    /// Where the payload lies inside `mapping().as_slice()`: the stored
+    /// (compressed) bytes when [`Message::codec`] is set.
     pub fn payload_range(&self) -> Range<usize> {
-        self.payload_at..self.payload_at + self.payload.len()
+        self.payload_at..self.payload_at + self.view.payload.len()
     }
     /// Where the frame is: `(data file number << 40) | offset` (see FORMAT.md).
     pub fn position(&self) -> u64 {
@@ -140,6 +151,8 @@ impl<'a> Message<'a> {
             priority: self.priority(),
             expires_at: self.expires_at(),
             payload: self.payload.to_vec(),
+            codec: self.codec(),
+            tombstone: self.is_tombstone(),
             file: self.mapping.path().to_path_buf(),
             offset: position::decode(self.position).1,
         }
@@ -169,8 +182,12 @@ pub struct OwnedMessage {
     pub priority: u8,
     /// When the message expires, µs since the Unix epoch, if it does.
     pub expires_at: Option<u64>,
-    /// The message body.
+    /// The message body (decompressed).
     pub payload: Vec<u8>,
+    /// The codec the payload was stored with, if it was compressed.
+    pub codec: Option<Codec>,
+    /// The message is a tombstone: its key's value was deleted.
+    pub tombstone: bool,
     /// The data file the message was read from.
     pub file: std::path::PathBuf,
     /// Offset of its frame in that file.
@@ -328,6 +345,9 @@ pub struct Tailer {
     /// Reads only the messages of a topic (see [`Tailer::select`]) or of a
     /// field query (see `Queue::where_field`).
     filter: Option<Filter>,
+    /// The decompressed payload of the last compressed message read (the
+    /// message borrows it).
+    inflated: Vec<u8>,
     /// Skips messages expired by this clock (see [`Tailer::skip_expired`]).
     skip_expired: Option<Arc<dyn Clock>>,
 }
@@ -361,6 +381,7 @@ impl Tailer {
             wake: None,
             sleeper: Sleeper::default(),
             filter: None,
+            inflated: Vec::new(),
             skip_expired: None,
         }
     }
@@ -422,7 +443,7 @@ impl Tailer {
     #[inline]
     pub fn read_next(&mut self) -> Result<Option<Message<'_>>> {
         match self.advance()? {
-            Some(loc) => self.located(loc),
+            Some(loc) => self.deliver(loc),
             None => Ok(None),
         }
     }
@@ -506,7 +527,7 @@ impl Tailer {
             }
             waiter.wait();
         };
-        self.located(loc)
+        self.deliver(loc)
     }
 
     /// Moves to `seq`: the next read returns it. A sequence past the last
@@ -1158,6 +1179,9 @@ impl Tailer {
             let Ok(view) = record::decode(&file[at + 4..record_end]) else {
                 break;
             };
+            if view.codec.is_some() {
+                break; // read_next decompresses it
+            }
             let m = Message {
                 seq: seq0 + n as u64,
                 timestamp: view.timestamp,
@@ -1240,6 +1264,41 @@ impl Tailer {
         }
     }
 
+    /// The message at `loc`, its payload decompressed first when it is
+    /// compressed (into `inflated`, bounded by the catalog's limit). A
+    /// payload that does not decompress is [`Error::Corrupted`], with the
+    /// tailer left at that message (so [`Tailer::skip_damaged`] steps over it).
+    #[inline]
+    fn deliver(&mut self, loc: Located) -> Result<Option<Message<'_>>> {
+        let c = self.cursor.as_mut().expect("a located record has a cursor");
+        let rec = &c.map.as_slice()[loc.record_at..loc.record_at + loc.record_len];
+        if rec
+            .first()
+            .is_some_and(|f| f & record::FLAG_COMPRESSED != 0)
+        {
+            let inflated = record::decode(rec)
+                .map_err(str::to_owned)
+                .and_then(|view| view.inflate(self.catalog.max_decompressed()));
+            match inflated {
+                Ok(payload) => {
+                    self.inflated.clear();
+                    self.inflated.extend_from_slice(&payload);
+                }
+                Err(reason) => {
+                    c.offset = loc.record_at - 4;
+                    self.seq = loc.seq;
+                    return Err(Error::corrupted(
+                        c.map.path(),
+                        (loc.record_at - 4) as u64,
+                        Some(loc.seq),
+                        reason,
+                    ));
+                }
+            }
+        }
+        self.located(loc)
+    }
+
     fn message(&self, loc: Located) -> Result<Message<'_>> {
         Ok(self.located(loc)?.expect("located always gives a message"))
     }
@@ -1262,11 +1321,17 @@ impl Tailer {
                 ))
             }
         };
+        // `deliver` decompressed a compressed payload into `inflated`.
+        let payload = if view.codec.is_some() {
+            &self.inflated[..]
+        } else {
+            view.payload
+        };
         Ok(Some(Message {
             seq: loc.seq,
             timestamp: view.timestamp,
             key: view.key,
-            payload: view.payload,
+            payload,
             payload_at: loc.record_at + view.payload_at,
             position: position::encode(c.info.header.file_number, (loc.record_at - 4) as u64),
             view,

@@ -8,7 +8,8 @@ use super::handoff::{Handoff, SendError};
 use super::options::FlushMode;
 use super::shared::WriterShared;
 use crate::error::{Error, Result};
-use crate::format::record::{Record, RECORD_FIXED_LEN};
+use crate::format::compression::Compression;
+use crate::format::record::{Compress, Record, RECORD_FIXED_LEN};
 use crate::notify::Notify;
 use crate::storage::mapped::fork_generation;
 
@@ -19,6 +20,12 @@ pub(crate) struct AppenderInner {
     flush: FlushMode,
     max_record_len: usize,
     fork_gen: u64,
+    /// The queue's `compression` option: how payloads of records that do
+    /// not say otherwise ([`Compress::Queue`]) are compressed.
+    compression: Option<Compression>,
+    /// Payloads longer than this are never compressed: this handle's
+    /// readers would refuse to decompress them (`max_decompressed_size`).
+    max_inflate: usize,
 }
 
 /// Appends messages to a queue. Cheap to clone; share it between threads.
@@ -50,6 +57,8 @@ impl Appender {
         shared: Arc<WriterShared>,
         flush: FlushMode,
         max_record_len: usize,
+        compression: Option<Compression>,
+        max_inflate: usize,
     ) -> Appender {
         Appender {
             inner: Arc::new(AppenderInner {
@@ -58,12 +67,36 @@ impl Appender {
                 flush,
                 max_record_len,
                 fork_gen: fork_generation(),
+                compression,
+                max_inflate,
             }),
         }
     }
 
-    /// Appends one message with just a payload; returns its sequence.
+    /// The queue's compression option, which payloads are compressed with
+    /// unless a record says otherwise.
+    pub fn compression(&self) -> Option<Compression> {
+        self.inner.compression
+    }
+
+    /// How `record`'s payload is compressed, if it may be.
+    fn compression_for(&self, record: &Record<'_>) -> Option<Compression> {
+        if record.payload.len() > self.inner.max_inflate {
+            return None; // stored as given: a reader could not decompress it
+        }
+        match record.compress {
+            Compress::Queue => self.inner.compression,
+            Compress::Never => None,
+            Compress::With(c) => Some(c),
+        }
+    }
+
+    /// Appends one message with just a payload; returns its sequence. It is
+    /// compressed as the queue's `compression` option says.
     pub fn append(&self, payload: &[u8]) -> Result<u64> {
+        if self.inner.compression.is_some() {
+            return self.append_record(&Record::new(payload));
+        }
         self.check_size(payload.len())?;
         self.push(0, |out| out.extend_from_slice(payload))
     }
@@ -71,6 +104,14 @@ impl Appender {
     /// Appends one message with key and headers; returns its sequence.
     pub fn append_record(&self, record: &Record<'_>) -> Result<u64> {
         record.validate().map_err(Error::InvalidArgument)?;
+        if let Some(c) = self.compression_for(record) {
+            // Compressed here, on the caller's thread, before the handoff
+            // (whose lock the encode closure runs under).
+            let mut body = Vec::new();
+            let flags = record.encode_body_with(Some(&c), &mut body);
+            self.check_size(body.len())?;
+            return self.push(flags, |out| out.extend_from_slice(&body));
+        }
         self.check_size(record.body_len())?;
         self.push(record.flags(), |out| record.encode_body(out))
     }
@@ -81,6 +122,10 @@ impl Appender {
         I: IntoIterator<Item = &'a [u8]>,
     {
         let payloads = payloads.into_iter();
+        if self.inner.compression.is_some() {
+            let records: Vec<Record<'_>> = payloads.map(Record::new).collect();
+            return self.append_records(&records);
+        }
         let mut bundle = self.inner.handoff.spare_bundle();
         bundle.entries.reserve(payloads.size_hint().0);
         for p in payloads {
@@ -97,12 +142,19 @@ impl Appender {
         bundle.entries.reserve(records.len());
         for r in records {
             r.validate().map_err(Error::InvalidArgument)?;
-            self.check_size(r.body_len())?;
             let start = bundle.bodies.len();
-            r.encode_body(&mut bundle.bodies);
+            let flags = match self.compression_for(r) {
+                Some(c) => r.encode_body_with(Some(&c), &mut bundle.bodies),
+                None => {
+                    self.check_size(r.body_len())?;
+                    r.encode_body(&mut bundle.bodies);
+                    r.flags()
+                }
+            };
+            self.check_size(bundle.bodies.len() - start)?;
             bundle
                 .entries
-                .push((r.flags(), (bundle.bodies.len() - start) as u32));
+                .push((flags, (bundle.bodies.len() - start) as u32));
         }
         self.send_bundle(bundle)
     }

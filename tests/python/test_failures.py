@@ -151,7 +151,8 @@ def bump_metadata_version(path: Path) -> None:
 def bump_data_header_version(path: Path) -> None:
     f = data_files(path)[0]
     b = bytearray(f.read_bytes())
-    b[8:12] = (7).to_bytes(4, "little")
+    newer = json.loads((path / "metadata.json").read_text())["format_version"] + 1
+    b[8:12] = newer.to_bytes(4, "little")
     b[56:64] = crc64_xz(bytes(b[:56])).to_bytes(8, "little")
     f.write_bytes(bytes(b))
 

@@ -57,7 +57,12 @@ def _check_message(msg: litemq.Message, want: dict[str, Any]) -> None:
             want["expires_at"],
             want["priority"],
         )
+        if "compression" in want:  # format 7 and later
+            assert (msg.compression, msg.tombstone) == (want["compression"], want["tombstone"])
+        else:
+            assert (msg.compression, msg.tombstone) == (None, False)
     else:
+        assert (msg.compression, msg.tombstone) == (None, False)
         assert (msg.topic, msg.queue_id, msg.tags, msg.expires_at, msg.priority) == (
             None,
             0,

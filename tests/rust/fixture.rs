@@ -29,8 +29,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use litemq::{
-    ConsumerOptions, KeyIndexConfig, ManualClock, QueueBuilder, Record, RetentionPolicy,
-    RollPeriod, RollStrategy, Start,
+    Codec, Compress, Compression, ConsumerOptions, KeyIndexConfig, ManualClock, QueueBuilder,
+    Record, RetentionPolicy, RollPeriod, RollStrategy, Start,
 };
 use serde_json::{json, Value};
 
@@ -55,6 +55,9 @@ struct Input {
     tags: Vec<&'static str>,
     expires_at: Option<u64>,
     priority: u8,
+    /// Format 7: how the payload is compressed, and tombstones.
+    compress: Compress,
+    tombstone: bool,
 }
 
 fn inputs() -> Vec<Input> {
@@ -157,6 +160,40 @@ fn inputs() -> Vec<Input> {
             tags: vec!["refund"],
             expires_at: Some(START_US),
             priority: 255,
+            ..Input::default()
+        },
+    ]);
+    // Format 7: a payload compressed by each codec, one too small to be
+    // worth it (stored as is), and a tombstone.
+    let json_lines = |n: u32| -> Vec<u8> {
+        (0..n)
+            .flat_map(|i| {
+                format!("{{\"id\":{i},\"event\":\"click\",\"page\":\"/home\"}}\n").into_bytes()
+            })
+            .collect()
+    };
+    for (i, codec) in [Codec::Zstd, Codec::Lz4, Codec::Gzip]
+        .into_iter()
+        .enumerate()
+    {
+        v.push(Input {
+            payload: json_lines(20 + i as u32),
+            key: text("compressed"),
+            compress: Compress::With(Compression::new(codec)),
+            ..Input::default()
+        });
+    }
+    v.extend([
+        Input {
+            payload: b"tiny".to_vec(),
+            compress: Compress::With(Compression::new(Codec::Zstd)),
+            ..Input::default()
+        },
+        Input {
+            payload: vec![],
+            key: text("customer-7"),
+            tombstone: true,
+            ..Input::default()
         },
     ]);
     v
@@ -216,6 +253,8 @@ fn generate(dir: &Path) -> Value {
             tags: &m.tags,
             expires_at: m.expires_at,
             priority: m.priority,
+            compress: m.compress,
+            tombstone: m.tombstone,
         };
         let seq = app.append_record(&record).unwrap();
         assert_eq!(seq, i as u64);
@@ -228,7 +267,7 @@ fn generate(dir: &Path) -> Value {
     clock.set(t);
     let report = q
         .apply_retention_with(&RetentionPolicy {
-            max_files: Some(6),
+            max_files: Some(7),
             ..RetentionPolicy::default()
         })
         .unwrap();
@@ -319,6 +358,11 @@ fn generate(dir: &Path) -> Value {
             "tags": m.tags,
             "expires_at": m.expires_at,
             "priority": m.priority,
+            "compression": match m.compress {
+                Compress::With(c) if m.payload.len() >= c.min_size => Some(c.codec.name()),
+                _ => None,
+            },
+            "tombstone": m.tombstone,
         })).collect::<Vec<_>>(),
         "keys": keys.into_values().collect::<Vec<_>>(),
         "named_tailers": [
@@ -489,4 +533,57 @@ fn a_format_6_field_never_lands_in_an_older_file() {
         (Some("orders"), vec!["x".to_string()])
     );
     assert_eq!(q.get(prioritized).unwrap().priority, 1);
+}
+
+/// As above for format 7: a writer resuming a version-6 active file puts a
+/// compressed payload or a tombstone only in a new version-7 file, and the
+/// queue reads both back (the payload decompressed).
+#[test]
+fn a_format_7_field_never_lands_in_an_older_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("queue");
+    copy_tree(&fixtures().join("queue-v6/queue"), &dir);
+    let clock = Arc::new(ManualClock::new(START_US + 60_000_000));
+    let q = QueueBuilder::new(&dir)
+        .file_size(64 * 1024)
+        .roll(RollStrategy::Count(1000))
+        .clock(clock)
+        .open()
+        .unwrap();
+    let app = q.appender().unwrap();
+    let before = q.data_files().unwrap().len();
+    let plain = app.append(b"plain").unwrap();
+    app.flush().unwrap();
+    assert_eq!(
+        q.data_files().unwrap().len(),
+        before,
+        "a plain message stays"
+    );
+    let body = b"compress me ".repeat(100);
+    let packed = app
+        .append_record(&Record {
+            compress: Compress::With(Compression::new(Codec::Zstd)),
+            ..Record::new(&body)
+        })
+        .unwrap();
+    let gone = app
+        .append_record(&Record {
+            key: Some(b"k"),
+            tombstone: true,
+            ..Record::new(b"")
+        })
+        .unwrap();
+    app.flush().unwrap();
+    let files = q.data_files().unwrap();
+    assert_eq!(files.len(), before + 1);
+    let last = files.last().unwrap();
+    assert_eq!(last.first_seq, packed);
+    let version =
+        |p: &Path| u32::from_le_bytes(std::fs::read(p).unwrap()[8..12].try_into().unwrap());
+    assert_eq!(version(&files[before - 1].path), 6);
+    assert_eq!(version(&last.path), litemq::FORMAT_VERSION);
+    assert_eq!(q.get(plain).unwrap().payload, b"plain");
+    let m = q.get(packed).unwrap();
+    assert_eq!((m.payload, m.codec), (body, Some(Codec::Zstd)));
+    assert!(q.get(gone).unwrap().tombstone);
 }
