@@ -134,7 +134,8 @@ def test_follow_a_topic_from_another_process(qpath: Path) -> None:
         # communicate() reads the pipes' descriptors and would miss what
         # readline() buffered already.
         seqs = [int(line) for line in child.stdout]
-        assert child.wait(timeout=60) == 0
+        child.communicate(timeout=60)  # waits, closes the pipes
+        assert child.returncode == 0
         assert seqs == list(range(0, 400, 10))
 
 
