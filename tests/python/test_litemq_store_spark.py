@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import os
 import struct
-import sys
 from pathlib import Path
 
 import pytest
 
 pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installed")
 
-from pyspark.sql import SparkSession  # noqa: E402
 
-import litemq.spark  # noqa: E402
 from litemq.litemq_store import LiteMQStore  # noqa: E402
 from litemq.spark.commitlog import COMMITLOG_SCHEMA, LiteMQCommitLogDataSource  # noqa: E402
+from spark_session import SPARK_MARKS, local_session  # noqa: E402
 from test_litemq_store import (  # noqa: E402
     FILE_SIZE,
     fixture_records,
@@ -24,36 +22,12 @@ from test_litemq_store import (  # noqa: E402
     write_store,
 )
 
-pytestmark = [
-    pytest.mark.spark,
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore::ResourceWarning"),
-    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
-    pytest.mark.filterwarnings("ignore::UserWarning"),
-    pytest.mark.filterwarnings("ignore::FutureWarning"),
-]
+pytestmark = SPARK_MARKS
 
 
 @pytest.fixture(scope="module")
 def spark(tmp_path_factory: pytest.TempPathFactory):
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    warehouse = tmp_path_factory.mktemp("spark-warehouse")
-    session = (
-        SparkSession.builder.master("local[2,2]")
-        .appName("litemq-commitlog-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.warehouse.dir", str(warehouse))
-        .config("spark.driver.memory", "1g")
-        .config("spark.python.worker.reuse", "true")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    litemq.spark.register(session)
-    yield session
-    session.stop()
+    yield from local_session(tmp_path_factory, "litemq-commitlog-tests")
 
 
 def test_every_field_is_a_column_one_partition_per_file(spark, tmp_path: Path) -> None:

@@ -7,8 +7,6 @@ PySpark (4.3 probed) hands a Python data source only ``IsNotNull(headers)`` for 
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,31 +14,15 @@ import pytest
 import litemq
 
 pyspark = pytest.importorskip("pyspark")
-from pyspark.sql import SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
 import litemq.spark  # noqa: E402
+from spark_session import local_session  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def spark(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    warehouse = tmp_path_factory.mktemp("spark-warehouse")
-    session = (
-        SparkSession.builder.master("local[2,2]")
-        .appName("litemq-secondary-index")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.warehouse.dir", str(warehouse))
-        .config("spark.driver.memory", "1g")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    litemq.spark.register(session)
-    yield session
-    session.stop()
+    yield from local_session(tmp_path_factory, "litemq-secondary-index")
 
 
 def test_where_option_reads_through_the_index_exactly(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

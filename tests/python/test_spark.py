@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,21 +17,14 @@ import pytest
 pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installed")
 pa = pytest.importorskip("pyarrow")
 
-from pyspark.sql import SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
 import litemq  # noqa: E402
 import litemq.spark  # noqa: E402
 from litemq.spark import dataset as ds  # noqa: E402
+from spark_session import SPARK_MARKS, local_session  # noqa: E402
 
-pytestmark = [
-    pytest.mark.spark,
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore::ResourceWarning"),
-    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
-    pytest.mark.filterwarnings("ignore::UserWarning"),
-    pytest.mark.filterwarnings("ignore::FutureWarning"),
-]
+pytestmark = SPARK_MARKS
 
 FEATURES = litemq.spark.features()
 #: Data files are preallocated: keep the many queues these tests create small.
@@ -42,24 +34,7 @@ WRITE_FILE_SIZE = 256 << 10
 
 @pytest.fixture(scope="module")
 def spark(tmp_path_factory: pytest.TempPathFactory):
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    warehouse = tmp_path_factory.mktemp("spark-warehouse")
-    session = (
-        SparkSession.builder.master("local[2,2]")
-        .appName("litemq-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.warehouse.dir", str(warehouse))
-        .config("spark.driver.memory", "1g")
-        .config("spark.python.worker.reuse", "true")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    litemq.spark.register(session)
-    yield session
-    session.stop()
+    yield from local_session(tmp_path_factory, "litemq-tests")
 
 
 # ------------------------------------------------------------------------------------------

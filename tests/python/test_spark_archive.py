@@ -4,8 +4,6 @@ and CRC checks, through pyarrow.fs instead of mmap. One ``local[2]`` session for
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,42 +12,20 @@ import pytest
 pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installed")
 pa = pytest.importorskip("pyarrow")
 
-from pyspark.sql import SparkSession  # noqa: E402
 
 import litemq  # noqa: E402
 import litemq.spark  # noqa: E402
 from conftest import S3Server  # noqa: E402
+from spark_session import SPARK_MARKS, local_session  # noqa: E402
 
-pytestmark = [
-    pytest.mark.spark,
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore::ResourceWarning"),
-    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
-    pytest.mark.filterwarnings("ignore::UserWarning"),
-    pytest.mark.filterwarnings("ignore::FutureWarning"),
-]
+pytestmark = SPARK_MARKS
 
 FILE_SIZE = 64 * 1024
 
 
 @pytest.fixture(scope="module")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("litemq-archive-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("wh")))
-        .config("spark.driver.memory", "1g")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    litemq.spark.register(session)
-    yield session
-    session.stop()
+    yield from local_session(tmp_path_factory, "litemq-archive-tests")
 
 
 def make_queue(path: Path, n: int, tag: str = "m") -> None:

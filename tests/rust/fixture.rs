@@ -477,16 +477,19 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-/// A writer that resumes a version-5 active file keeps appending plain
-/// messages to it, but a message with a format-6 field (topic, expiry,
-/// priority) starts a new version-6 file first: a version-5 reader never
-/// meets a record it cannot decode in a file it claims to read.
-#[test]
-fn a_format_6_field_never_lands_in_an_older_file() {
+/// Opens a copy of fixture `queue-v{old}` just after its last message (same
+/// day, no time roll), appends a plain message, which stays in the resumed
+/// version-`old` file, then what `newer` appends (records with fields of a
+/// later version, the first of them at the sequence it returns), and checks
+/// that those start a new file of the current version. A reader of version
+/// `old` never meets a record it cannot decode in a file it claims to read.
+fn newer_fields_roll(
+    old: u32,
+    newer: impl FnOnce(&litemq::Appender) -> u64,
+) -> (tempfile::TempDir, litemq::Queue) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("queue");
-    copy_tree(&fixtures().join("queue-v5/queue"), &dir);
-    // Just after the fixture's last message: the same day, no time roll.
+    copy_tree(&fixtures().join(format!("queue-v{old}/queue")), &dir);
     let clock = Arc::new(ManualClock::new(START_US + 60_000_000));
     let q = QueueBuilder::new(&dir)
         .file_size(64 * 1024)
@@ -503,87 +506,72 @@ fn a_format_6_field_never_lands_in_an_older_file() {
         before,
         "a plain message stays"
     );
-    let tags = ["x"];
-    let topical = app
-        .append_record(&Record {
-            topic: Some("orders"),
-            tags: &tags,
-            ..Record::new(b"topical")
-        })
-        .unwrap();
-    let prioritized = app
-        .append_record(&Record {
-            priority: 1,
-            ..Record::new(b"urgent")
-        })
-        .unwrap();
+    let first = newer(&app);
     app.flush().unwrap();
     let files = q.data_files().unwrap();
     assert_eq!(files.len(), before + 1);
     let last = files.last().unwrap();
-    assert_eq!(last.first_seq, topical);
+    assert_eq!(last.first_seq, first);
     let version =
         |p: &Path| u32::from_le_bytes(std::fs::read(p).unwrap()[8..12].try_into().unwrap());
-    assert_eq!(version(&files[before - 1].path), 5);
+    assert_eq!(version(&files[before - 1].path), old);
     assert_eq!(version(&last.path), litemq::FORMAT_VERSION);
     assert_eq!(q.get(plain).unwrap().payload, b"plain");
-    let m = q.get(topical).unwrap();
+    (tmp, q)
+}
+
+/// Topic, expiry and priority (format 6) roll out of a version-5 file.
+#[test]
+fn a_format_6_field_never_lands_in_an_older_file() {
+    let tags = ["x"];
+    let mut seqs = (0, 0);
+    let (_tmp, q) = newer_fields_roll(5, |app| {
+        seqs.0 = app
+            .append_record(&Record {
+                topic: Some("orders"),
+                tags: &tags,
+                ..Record::new(b"topical")
+            })
+            .unwrap();
+        seqs.1 = app
+            .append_record(&Record {
+                priority: 1,
+                ..Record::new(b"urgent")
+            })
+            .unwrap();
+        seqs.0
+    });
+    let m = q.get(seqs.0).unwrap();
     assert_eq!(
         (m.topic.as_deref(), m.tags),
         (Some("orders"), vec!["x".to_string()])
     );
-    assert_eq!(q.get(prioritized).unwrap().priority, 1);
+    assert_eq!(q.get(seqs.1).unwrap().priority, 1);
 }
 
-/// As above for format 7: a writer resuming a version-6 active file puts a
-/// compressed payload or a tombstone only in a new version-7 file, and the
-/// queue reads both back (the payload decompressed).
+/// A compressed payload or a tombstone (format 7) rolls out of a version-6
+/// file, and both read back (the payload decompressed).
 #[test]
 fn a_format_7_field_never_lands_in_an_older_file() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("queue");
-    copy_tree(&fixtures().join("queue-v6/queue"), &dir);
-    let clock = Arc::new(ManualClock::new(START_US + 60_000_000));
-    let q = QueueBuilder::new(&dir)
-        .file_size(64 * 1024)
-        .roll(RollStrategy::Count(1000))
-        .clock(clock)
-        .open()
-        .unwrap();
-    let app = q.appender().unwrap();
-    let before = q.data_files().unwrap().len();
-    let plain = app.append(b"plain").unwrap();
-    app.flush().unwrap();
-    assert_eq!(
-        q.data_files().unwrap().len(),
-        before,
-        "a plain message stays"
-    );
     let body = b"compress me ".repeat(100);
-    let packed = app
-        .append_record(&Record {
-            compress: Compress::With(Compression::new(Codec::Zstd)),
-            ..Record::new(&body)
-        })
-        .unwrap();
-    let gone = app
-        .append_record(&Record {
-            key: Some(b"k"),
-            tombstone: true,
-            ..Record::new(b"")
-        })
-        .unwrap();
-    app.flush().unwrap();
-    let files = q.data_files().unwrap();
-    assert_eq!(files.len(), before + 1);
-    let last = files.last().unwrap();
-    assert_eq!(last.first_seq, packed);
-    let version =
-        |p: &Path| u32::from_le_bytes(std::fs::read(p).unwrap()[8..12].try_into().unwrap());
-    assert_eq!(version(&files[before - 1].path), 6);
-    assert_eq!(version(&last.path), litemq::FORMAT_VERSION);
-    assert_eq!(q.get(plain).unwrap().payload, b"plain");
-    let m = q.get(packed).unwrap();
-    assert_eq!((m.payload, m.codec), (body, Some(Codec::Zstd)));
-    assert!(q.get(gone).unwrap().tombstone);
+    let mut seqs = (0, 0);
+    let (_tmp, q) = newer_fields_roll(6, |app| {
+        seqs.0 = app
+            .append_record(&Record {
+                compress: Compress::With(Compression::new(Codec::Zstd)),
+                ..Record::new(&body)
+            })
+            .unwrap();
+        seqs.1 = app
+            .append_record(&Record {
+                key: Some(b"k"),
+                tombstone: true,
+                ..Record::new(b"")
+            })
+            .unwrap();
+        seqs.0
+    });
+    let m = q.get(seqs.0).unwrap();
+    assert_eq!((m.payload, m.codec), (body.clone(), Some(Codec::Zstd)));
+    assert!(q.get(seqs.1).unwrap().tombstone);
 }
