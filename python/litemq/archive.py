@@ -44,8 +44,16 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import IO, TYPE_CHECKING, Any
 
-from litemq import _litemq, arrow
-from litemq._litemq import CorruptedError, LiteMQError
+from litemq import arrow
+from litemq._litemq import (
+    CorruptedError,
+    LiteMQError,
+    _crc64,
+    _decode_frames,
+    _decode_sealed,
+    _dense_offset,
+    _sealed_summary,
+)
 from litemq.stats import DataFileInfo
 
 if TYPE_CHECKING:
@@ -212,9 +220,9 @@ def _crc64_of(fs: pafs.FileSystem, path: str) -> tuple[int, int]:
             piece = f.read(READ_CHUNK)
             if not piece:
                 break
-            crc = _litemq._crc64(piece, crc)
+            crc = _crc64(piece, crc)
             size += len(piece)
-    return size, (_litemq._crc64(b"") if crc is None else crc)
+    return size, (_crc64(b"") if crc is None else crc)
 
 
 def _write(fs: pafs.FileSystem, path: str, data: bytes) -> None:
@@ -476,7 +484,7 @@ def archive_queue(
                 meta_bytes = fh.read()
             _write(fs, _join(root, "metadata.json"), meta_bytes)
             listed["metadata.json"] = ArchiveFile(
-                "metadata.json", "metadata", len(meta_bytes), _litemq._crc64(meta_bytes)
+                "metadata.json", "metadata", len(meta_bytes), _crc64(meta_bytes)
             )
         _write_atomically(fs, report.manifest, _manifest_bytes(name, listed, src))
 
@@ -512,8 +520,8 @@ def _upload_one(
         return None
     summary: dict[str, Any] | None = None
     if u.kind == "data":
-        summary = _litemq._sealed_summary(local, u.local)  # the source itself must be sound
-    crc = _litemq._crc64(local)
+        summary = _sealed_summary(local, u.local)  # the source itself must be sound
+    crc = _crc64(local)
     path = _join(root, u.rel)
     there = _exists(fs, path)
     if there is not None:
@@ -709,7 +717,7 @@ class Archive:
         buf = _read_range(self._fs, path, lo_off, hi_off - lo_off)
         seq, at = start, lo_off
         while seq < end:
-            cols = _litemq._decode_frames(buf[at - lo_off :], path, at, seq, end - seq, **flags)
+            cols = _decode_frames(buf[at - lo_off :], path, at, seq, end - seq, **flags)
             n = int(cols["rows"])
             if n == 0:
                 raise CorruptedError(f"litemq: no message decoded at {path} offset {at}")
@@ -733,7 +741,7 @@ class Archive:
             )
         seq = start
         while seq < end:
-            cols = _litemq._decode_sealed(data, path, seq, end, end - seq, **flags)
+            cols = _decode_sealed(data, path, seq, end, end - seq, **flags)
             n = int(cols["rows"])
             if n == 0:
                 raise CorruptedError(f"litemq: no message decoded in {path} at seq {seq}")
@@ -755,7 +763,7 @@ class Archive:
             if at + _DENSE_ENTRY > entry.size:
                 return None
             (word,) = struct.unpack("<Q", _read_range(self._fs, opath, at, _DENSE_ENTRY))
-            off = _litemq._dense_offset(word, seq, f.size)
+            off = _dense_offset(word, seq, f.size)
             return None if off is None else int(off)
 
         lo = offset_of(start)

@@ -56,17 +56,13 @@ from typing import IO, Any, NoReturn
 
 from litemq import _litemq, cli_archive, cli_wq
 from litemq._litemq import LiteMQError, Message
+from litemq.cli_common import _Failure, _open, _Progress
 from litemq.options import parse_size
-from litemq.queue import Queue
 from litemq.retention import Retention, parse_age
 
 __all__ = ["main"]
 
 _PRINTABLE = set(string.printable.encode()) - set(b"\t\n\r\x0b\x0c")
-
-
-class _Failure(Exception):
-    """An error already phrased for the user."""
 
 
 def _iso(micros: int) -> str:
@@ -196,12 +192,6 @@ def _print_message(msg: Message, fmt: str, out: IO[str]) -> None:
         return
     parts.append(_show_bytes(msg.payload))
     out.write("  ".join(parts) + "\n")
-
-
-def _open(path: str) -> Queue:
-    if not Path(path).exists():
-        raise _Failure(f"{path}: no such queue (the directory does not exist)")
-    return Queue(path, read_only=True)
 
 
 def _allocated(p: Path) -> int:
@@ -370,30 +360,6 @@ def cmd_find(args: argparse.Namespace, out: IO[str]) -> int:
         for msg in q.find(key, start=args.start, end=args.end, limit=args.limit):
             _print_message(msg, args.format, out)
     return 0
-
-
-class _Progress:
-    """A one-line progress bar on stderr, drawn only when it is a terminal."""
-
-    def __init__(self, total: int, label: str = "verifying") -> None:
-        self.label = label
-        self.total = max(total, 1)
-        self.enabled = sys.stderr.isatty()
-        self.last = -1
-
-    def update(self, done: int) -> None:
-        if not self.enabled:
-            return
-        pct = min(100, done * 100 // self.total)
-        if pct != self.last:
-            self.last = pct
-            bar = "#" * (pct // 4)
-            sys.stderr.write(f"\r{self.label} [{bar:<25}] {pct:3d}% ({done:,}/{self.total:,})")
-            sys.stderr.flush()
-
-    def done(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")
 
 
 def cmd_verify(args: argparse.Namespace, out: IO[str]) -> int:

@@ -36,7 +36,7 @@ def check_indexes(q: Queue, out: IO[str]) -> int:
 
 
 def _cmd_add(args: argparse.Namespace, out: IO[str]) -> int:
-    from litemq.cli import _Progress
+    from litemq.cli_common import _Progress
 
     progress: _Progress | None = None
 
@@ -55,7 +55,7 @@ def _cmd_add(args: argparse.Namespace, out: IO[str]) -> int:
 
 
 def _cmd_list(args: argparse.Namespace, out: IO[str]) -> int:
-    from litemq.cli import _open
+    from litemq.cli_common import _open
 
     with _open(args.path) as q:
         states: dict[str, dict[str, int]] = {n: {} for n in q.indexes}
@@ -69,7 +69,7 @@ def _cmd_list(args: argparse.Namespace, out: IO[str]) -> int:
 
 
 def _cmd_where(args: argparse.Namespace, out: IO[str]) -> int:
-    from litemq.cli import _open
+    from litemq.cli_common import _open
 
     with _open(args.path) as q:
         kind = q.indexes.get(args.field)

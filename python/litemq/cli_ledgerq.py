@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import IO, Any
 
-from litemq.cli import _Failure, _Progress
+from litemq.cli_common import _Failure, _Progress
 from litemq.ledgerq import LedgerQError, import_ledgerq, segments
 
 __all__ = ["register"]

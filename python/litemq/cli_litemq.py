@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from litemq.cli import _Failure, _Progress
+from litemq.cli_common import _Failure, _Progress
 from litemq.litemq_store import (
     DEFAULT_CONSUME_QUEUE_FILE_SIZE,
     DEFAULT_FILE_SIZE,

@@ -1,0 +1,50 @@
+"""What the ``litemq`` command and its sub-command modules share: the
+user-phrased error, opening a queue read-only, and the progress bar.
+
+Its own module so that ``cli.py`` and the modules it registers
+(``cli_index.py``, ``cli_litemq.py``, ``cli_ledgerq.py``, ...) both import
+it, and none imports the other back.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from litemq.queue import Queue
+
+__all__ = ["_Failure", "_Progress", "_open"]
+
+
+class _Failure(Exception):
+    """An error already phrased for the user."""
+
+
+def _open(path: str) -> Queue:
+    if not Path(path).exists():
+        raise _Failure(f"{path}: no such queue (the directory does not exist)")
+    return Queue(path, read_only=True)
+
+
+class _Progress:
+    """A one-line progress bar on stderr, drawn only when it is a terminal."""
+
+    def __init__(self, total: int, label: str = "verifying") -> None:
+        self.label = label
+        self.total = max(total, 1)
+        self.enabled = sys.stderr.isatty()
+        self.last = -1
+
+    def update(self, done: int) -> None:
+        if not self.enabled:
+            return
+        pct = min(100, done * 100 // self.total)
+        if pct != self.last:
+            self.last = pct
+            bar = "#" * (pct // 4)
+            sys.stderr.write(f"\r{self.label} [{bar:<25}] {pct:3d}% ({done:,}/{self.total:,})")
+            sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
