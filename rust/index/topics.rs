@@ -24,11 +24,11 @@ pub fn of(header: &DataHeader, footer: &Footer) -> TopicsOf {
 }
 
 /// The topic index of sealed data file `file` (its bytes), whose header
-/// and footer are given; `None` when no record has a topic field (a file
-/// the writer resumed claims topics without knowing). Every frame's CRC is
+/// and footer are given; an index of no group when no record has a topic
+/// field (a file the writer resumed claims topics without knowing). Every frame's CRC is
 /// checked; a damaged frame or record is an error (the file gets no index,
 /// readers read it whole and report the damage).
-pub fn build(file: &[u8], header: &DataHeader, footer: &Footer) -> Result<Option<Vec<u8>>, String> {
+pub fn build(file: &[u8], header: &DataHeader, footer: &Footer) -> Result<Vec<u8>, String> {
     let mut groups: BTreeMap<(String, u16), Vec<TopicEntry>> = BTreeMap::new();
     super::walk_sealed(file, header, footer, &mut |seq, at, record_len, view| {
         if view.flags & FLAG_TOPIC != 0 {
@@ -45,11 +45,11 @@ pub fn build(file: &[u8], header: &DataHeader, footer: &Footer) -> Result<Option
                 });
         }
     })?;
-    if groups.is_empty() {
-        return Ok(None);
-    }
+    // No group at all is still an index: of a file whose footer claims
+    // topics it has none (a resumed file), so readers skip it and the next
+    // writer open does not walk it again.
     let groups: Vec<_> = groups.into_iter().collect();
-    Ok(Some(topics::encode(&of(header, footer), &groups)))
+    Ok(topics::encode(&of(header, footer), &groups))
 }
 
 /// A topic index opened for reading: its directory, and the file to read

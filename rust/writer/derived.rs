@@ -119,8 +119,8 @@ fn ensure_topics(base: &Path, info: &FileInfo) {
     if TopicsIndex::open(&out, &topics::of(&h, &footer)).is_some_and(|ix| ix.verify()) {
         return;
     }
-    let Ok(Some(bytes)) = topics::build(file, &h, &footer) else {
-        return; // no topic after all, or damage: readers read the file
+    let Ok(bytes) = topics::build(file, &h, &footer) else {
+        return; // damage: readers read the file
     };
     let tmp = out.with_extension(format!("topics.{}.tmp", std::process::id()));
     if std::fs::write(&tmp, &bytes).is_err() || std::fs::rename(&tmp, &out).is_err() {

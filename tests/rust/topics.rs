@@ -160,6 +160,49 @@ fn a_topic_tailer_returns_exactly_its_topic_with_or_without_indexes() {
     assert!(topic_files(dir.path()).is_empty());
 }
 
+/// A file the writer resumed claims topics in its footer (the writer cannot
+/// know what was written before it). Sealed without any topic record, it
+/// gets an index of no group, so topic readers skip it and later writer
+/// opens do not walk it again.
+#[test]
+fn a_resumed_file_without_topics_gets_an_empty_index_once() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).open().unwrap();
+    let app = q.appender().unwrap();
+    for i in 0..10 {
+        app.append(&payload(i)).unwrap();
+    }
+    drop(app);
+    q.close().unwrap();
+    let q = small(dir.path()).open().unwrap();
+    let app = q.appender().unwrap();
+    for i in 10..20 {
+        app.append(&payload(i)).unwrap();
+    }
+    app.roll().unwrap();
+    drop(app);
+    q.close().unwrap();
+    let indexes = topic_files(dir.path());
+    assert_eq!(indexes.len(), 1, "the resumed file gets an (empty) index");
+    let before = std::fs::metadata(&indexes[0]).unwrap();
+
+    let q = small(dir.path()).open().unwrap();
+    let orders = TopicSelector {
+        topic: Some("orders".into()),
+        queue_id: None,
+        tags: Vec::new(),
+    };
+    assert!(read(&q, &orders).is_empty());
+    q.close().unwrap();
+    let after = std::fs::metadata(&indexes[0]).unwrap();
+    assert_eq!(
+        (before.ino(), before.mtime_nsec()),
+        (after.ino(), after.mtime_nsec()),
+        "a valid empty index is not rebuilt at the next open"
+    );
+}
+
 #[test]
 fn a_topic_tailer_follows_new_messages_across_rolls() {
     let dir = tempfile::tempdir().unwrap();
