@@ -17,12 +17,12 @@ import asyncio
 import itertools
 import weakref
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from litemq import _litemq
 
 if TYPE_CHECKING:
-    from litemq._litemq import Appender, Message, Tailer
+    from litemq._litemq import Appender, Message, Tailer, _Notifier
 
 __all__ = ["FollowAsync", "flush", "read_next"]
 
@@ -93,29 +93,45 @@ async def read_next(tailer: Tailer, timeout: float | None) -> Message | None:
         if backoff:
             await asyncio.sleep(min(backoff, remaining) if remaining is not None else backoff)
             remaining = None if deadline is None else max(deadline - loop.time(), 0.0)
-        token, fut = bridge.future()
-        try:
-            watch = tailer._watch(bridge.notifier, token)
-        except BaseException:
-            bridge.forget(token)
-            _settle(fut)
-            raise
-        try:
-            done, _ = await asyncio.wait({fut}, timeout=remaining)
-            if fut in done:
-                fut.result()  # raises ClosedError when the tailer or queue closed
-                # Woken: read again. A wake-up that finds nothing (rare: a
-                # hole at the tail) backs off before waiting again.
-                msg = tailer.read_next(0)
-                if msg is not None:
-                    return msg
-                backoff = min(max(backoff * 2, 0.001), _MAX_BACKOFF)
-            else:
-                backoff = 0.0
-        finally:
-            tailer._unwatch(watch)
-            bridge.forget(token)
-            _settle(fut)
+        if await _woken(bridge, tailer, remaining):
+            # Woken: read again. A wake-up that finds nothing (rare: a hole
+            # at the tail) backs off before waiting again.
+            msg = tailer.read_next(0)
+            if msg is not None:
+                return msg
+            backoff = min(max(backoff * 2, 0.001), _MAX_BACKOFF)
+        else:
+            backoff = 0.0
+
+
+class _Watchable(Protocol):
+    """A handle whose tail watch reports the next publish (`Tailer`, `WorkQueue`)."""
+
+    def _watch(self, notifier: _Notifier, token: int) -> int: ...
+    def _unwatch(self, id: int) -> None: ...
+
+
+async def _woken(bridge: _Bridge, handle: _Watchable, timeout: float | None) -> bool:
+    """Waits for `handle`'s next publish, at most `timeout` seconds (None: no
+    limit). True when woken, False at the timeout; ClosedError when the handle
+    or its queue closed. A cancelled wait leaves nothing registered."""
+    token, fut = bridge.future()
+    try:
+        watch = handle._watch(bridge.notifier, token)
+    except BaseException:
+        bridge.forget(token)
+        _settle(fut)
+        raise
+    try:
+        done, _ = await asyncio.wait({fut}, timeout=timeout)
+        if fut in done:
+            fut.result()  # raises ClosedError when the handle or queue closed
+            return True
+        return False
+    finally:
+        handle._unwatch(watch)
+        bridge.forget(token)
+        _settle(fut)
 
 
 def _settle(fut: asyncio.Future[None]) -> None:

@@ -9,10 +9,9 @@ blocking ``get`` looks for them as often. A cancelled wait has taken no job.
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING
 
-from litemq._aio import _bridge, _settle
+from litemq._aio import _bridge, _woken
 
 if TYPE_CHECKING:
     from litemq._litemq import Job, WorkQueue
@@ -35,18 +34,4 @@ async def get(wq: WorkQueue, timeout: float | None) -> Job | None:
         if remaining is not None and remaining <= 0:
             return None
         wait = _LOOK_EVERY if remaining is None else min(remaining, _LOOK_EVERY)
-        token, fut = bridge.future()
-        try:
-            watch = wq._watch(bridge.notifier, token)
-        except BaseException:
-            bridge.forget(token)
-            _settle(fut)
-            raise
-        try:
-            done, _ = await asyncio.wait({fut}, timeout=wait)
-            if fut in done:
-                fut.result()  # ClosedError when the queue or the handle closed
-        finally:
-            wq._unwatch(watch)
-            bridge.forget(token)
-            _settle(fut)
+        await _woken(bridge, wq, wait)
