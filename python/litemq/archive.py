@@ -681,7 +681,7 @@ class Archive:
         return arrow.concat(batches)
 
     def iter_batches(
-        self, start: int, end: int, columns: tuple[str, ...] = arrow.SCHEMA_FIELDS
+        self, start: int, end: int, columns: tuple[str, ...] = arrow.DEFAULT_FIELDS
     ) -> Iterator[pa.RecordBatch]:
         """Record batches of ``[start, end)``, about one per data file read."""
         for f in self.files:
@@ -693,14 +693,14 @@ class Archive:
         return _join(self._root, f.path)
 
     def read_file(
-        self, f: ArchiveFile, start: int, end: int, columns: tuple[str, ...] = arrow.SCHEMA_FIELDS
+        self, f: ArchiveFile, start: int, end: int, columns: tuple[str, ...] = arrow.DEFAULT_FIELDS
     ) -> Iterator[pa.RecordBatch]:
         """Messages ``[start, end)`` of archived data file ``f``."""
         first, last = int(f.first_seq or 0), int(f.end_seq or 0)
         start, end = max(start, first), min(end, last)
         if start >= end:
             return
-        flags = {c: c in columns for c in ("key", "headers", "payload")}
+        flags: dict[str, Any] = {"columns": list(columns)}
         path = self._data_path(f)
         # All of a file: fetch it whole and check its footer's frames_crc once. Part of one
         # (a Spark partition cut by rowsPerPartition, a small range): fetch only its bytes,
@@ -732,7 +732,7 @@ class Archive:
         start: int,
         end: int,
         columns: tuple[str, ...],
-        flags: dict[str, bool],
+        flags: dict[str, Any],
     ) -> Iterator[pa.RecordBatch]:
         data = _read_all(self._fs, path)
         if len(data) != f.size:
