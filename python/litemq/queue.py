@@ -386,13 +386,22 @@ class Queue(_litemq.Queue):
         end: int | None = None,
         max_rows: int | None = None,
         columns: Sequence[str] | None = None,
+        *,
+        topic: str | None = None,
+        tags: Iterable[str] | None = None,
+        queue_id: int | None = None,
+        raw: bool = False,
     ) -> pd.DataFrame:
-        """`read_arrow` as a pandas DataFrame (needs pyarrow and pandas).
+        """`read_arrow` (with the same arguments) as a pandas DataFrame (needs
+        pyarrow and pandas).
 
         >>> q.to_pandas().columns.tolist()[:5]
         ['seq', 'timestamp', 'key', 'headers', 'payload']
         """
-        return self.read_arrow(start, end, max_rows, columns).to_pandas()
+        batch = self.read_arrow(
+            start, end, max_rows, columns, topic=topic, tags=tags, queue_id=queue_id, raw=raw
+        )
+        return batch.to_pandas()
 
 
 def _batches(tailer: _litemq.Tailer, n: int, stop: int | None) -> Iterator[list[_litemq.Message]]:

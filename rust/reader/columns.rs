@@ -146,6 +146,7 @@ impl ColumnSet {
     };
 
     /// The columns besides key, headers and payload are all left out.
+    #[inline]
     fn no_extra(self) -> bool {
         !(self.topic
             || self.queue_id
@@ -208,7 +209,7 @@ impl Columns {
         hint: usize,
         cols: ColumnSet,
     ) -> bool {
-        if !(cols.key && cols.headers && cols.payload && cols.no_extra()) {
+        if !(cols.key && cols.headers && cols.payload) {
             return self.push_some(seq, rec, payload, hint, cols);
         }
         let key_len = rec.key.map_or(0, <[u8]>::len);
@@ -220,6 +221,7 @@ impl Columns {
         if self.payload_data.len() + payload.len() > LIMIT
             || self.key_data.len() + key_len > LIMIT
             || self.header_value_data.len() + header_bytes > LIMIT
+            || !(cols.no_extra() || self.extra_fits(rec, cols))
         {
             return false;
         }
@@ -236,6 +238,9 @@ impl Columns {
         self.push_headers(i, headers);
         self.payload_data.extend_from_slice(payload);
         self.payload_offsets.push(self.payload_data.len() as i32);
+        if !cols.no_extra() {
+            self.push_extra(i, rec, cols);
+        }
         self.rows += 1;
         true
     }
@@ -325,9 +330,10 @@ impl Columns {
         true
     }
 
-    /// True when row `rec`'s topic and tags fit in their columns (the
-    /// header and name columns hold a few bytes per row: never near 2 GiB
-    /// before the payloads are).
+    /// True when row `rec`'s topic and tags keep their columns within
+    /// `i32::MAX` bytes (the other extra columns are fixed-size, or a few
+    /// bytes per row: `codec`).
+    #[inline]
     fn extra_fits(&self, rec: &RecordView<'_>, cols: ColumnSet) -> bool {
         let topic_len = if cols.topic {
             rec.topic.map_or(0, str::len)
@@ -344,6 +350,7 @@ impl Columns {
 
     /// Row `i`'s topic, queue id, tags, priority, expiry, codec and raw
     /// length, those `cols` asks for.
+    #[inline]
     fn push_extra(&mut self, i: usize, rec: &RecordView<'_>, cols: ColumnSet) {
         if cols.topic {
             set_bit(&mut self.topic_valid, i, rec.topic.is_some());

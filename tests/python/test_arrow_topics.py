@@ -229,3 +229,12 @@ def test_raw_gives_the_stored_bytes_codec_and_size(filled: Path) -> None:
         assert (
             t.to_pylist() == _expected(raw, {"topic": "orders"}).select(t.schema.names).to_pylist()
         )
+
+
+def test_to_pandas_takes_the_same_filter(filled: Path) -> None:
+    pytest.importorskip("pandas")
+    with litemq.Queue(filled, read_only=True) as q:
+        df = q.to_pandas(topic="audit", columns=["seq", "topic", "queue_id"])
+        assert df["seq"].tolist() == [i for i in range(N) if _shape(i).get("topic") == "audit"]
+        assert set(df["topic"]) == {"audit"}
+        assert set(df["queue_id"]) == {3}

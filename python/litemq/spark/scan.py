@@ -353,6 +353,11 @@ class Shaper:
     target: pa.Schema
     _queue_cache: dict[str, Any] = field(default_factory=dict)
 
+    def engine_columns(self) -> list[str]:
+        """The columns to ask ``read_arrow`` for: those Spark wants (``queue`` is added
+        here), and ``seq`` always (reads go on from the last row's)."""
+        return ["seq", *(c for c in self.columns if c not in ("seq", "queue"))]
+
     def shape(self, batch: pa.RecordBatch, queue_name: str) -> pa.RecordBatch:
         import pyarrow as pa
 
@@ -463,7 +468,9 @@ def read_chunk(chunk: Chunk, shaper: Shaper, batch_rows: int) -> Iterator[pa.Rec
         # message size), and hand Spark slices of batch_rows rows.
         want = batch_rows
         while s < chunk.end:
-            batch = q.read_arrow(start=s, end=chunk.end, max_rows=want)
+            batch = q.read_arrow(
+                start=s, end=chunk.end, max_rows=want, columns=shaper.engine_columns()
+            )
             n = batch.num_rows
             if n == 0:
                 raise RuntimeError(
@@ -483,10 +490,13 @@ def _read_topics(
     """The chunk's messages of ``chunk.topics``, topic by topic, each read through the
     engine's topic filter (files without the topic skipped, sealed files read where their
     topic index says, every row compared exactly)."""
+    columns = shaper.engine_columns()  # always with seq: the next read starts after the last
     for topic in chunk.topics:
         s, want = start, batch_rows
         while s < chunk.end:
-            batch = q.read_arrow(start=s, end=chunk.end, max_rows=want, topic=topic)
+            batch = q.read_arrow(
+                start=s, end=chunk.end, max_rows=want, columns=columns, topic=topic
+            )
             n = batch.num_rows
             if n == 0:  # no more of the topic before chunk.end
                 break
