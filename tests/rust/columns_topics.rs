@@ -18,7 +18,7 @@ fn topic_of(i: u64) -> Option<&'static str> {
 }
 
 fn tags_of(i: u64) -> &'static [&'static str] {
-    if i % 20 == 0 {
+    if i.is_multiple_of(20) {
         &["paid"]
     } else {
         &[]
