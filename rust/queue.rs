@@ -24,6 +24,7 @@ use crate::reader::columns::{ColumnSet, Columns};
 use crate::reader::field::ActiveSeqs;
 use crate::reader::keys::index_keys_from;
 use crate::reader::tailer::{Message, OwnedMessage, Start, Tailer};
+use crate::reader::topic::{TopicFilter, TopicSelector};
 use crate::reader::wake::WakeSource;
 use crate::reader::watch::TailWatch;
 use crate::recovery::{recover, RecoveryReport};
@@ -884,6 +885,36 @@ impl Queue {
         let mut t = Tailer::new(self.inner.catalog.clone(), self.inner.config.wait);
         t.seek(start.max(first))?;
         Columns::read_set(&mut t, end, max_rows, cols)
+    }
+
+    /// As [`Queue::read_column_set`], keeping only the messages `selector`
+    /// wants (a topic, a queue id of it, tags; as [`Tailer::select`]):
+    /// files without topics are skipped, a sealed file's topic index gives
+    /// the frames to read, other files are read frame by frame; every row
+    /// is compared exactly. Returns the columns and the sequence to read
+    /// on from (`end` once the read got there).
+    pub fn read_column_selected(
+        &self,
+        start: u64,
+        end: u64,
+        max_rows: usize,
+        cols: ColumnSet,
+        selector: TopicSelector,
+    ) -> Result<(Columns, u64)> {
+        self.check_open()?;
+        if end > self.next_seq() {
+            self.wait_visible()?;
+        }
+        let first = self.first_seq();
+        let start = start.max(first);
+        if start >= end {
+            return Ok((Columns::empty(0, cols), end.max(start)));
+        }
+        let catalog = &self.inner.catalog;
+        let mut t = Tailer::new(catalog.clone(), self.inner.config.wait);
+        t.seek(start)?;
+        let mut filter = TopicFilter::new(selector);
+        Columns::read_filtered(&mut t, catalog, &mut filter, end, max_rows, cols)
     }
 
     /// Messages whose key is exactly `key`, in sequence order, stored in

@@ -116,9 +116,8 @@ def _decode_sealed(
     start: int,
     end: int,
     max_rows: int,
-    key: bool = True,
-    headers: bool = True,
-    payload: bool = True,
+    columns: list[str] | None = None,
+    raw: bool = False,
 ) -> dict[str, Any]: ...
 def _decode_frames(
     data: object,
@@ -126,9 +125,8 @@ def _decode_frames(
     offset: int,
     first_seq: int,
     rows: int,
-    key: bool = True,
-    headers: bool = True,
-    payload: bool = True,
+    columns: list[str] | None = None,
+    raw: bool = False,
 ) -> dict[str, Any]: ...
 def _dense_offset(word: int, seq: int, data_len: int) -> int | None: ...
 
@@ -444,9 +442,11 @@ class Queue:
         start: int,
         end: int,
         max_rows: int,
-        key: bool = True,
-        headers: bool = True,
-        payload: bool = True,
+        columns: list[str] | None = None,
+        raw: bool = False,
+        topic: str | None = None,
+        tags: Iterable[str] | None = None,
+        queue_id: int | None = None,
     ) -> dict[str, Any]: ...
     def close(self) -> None: ...
     @property

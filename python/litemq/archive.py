@@ -667,40 +667,57 @@ class Archive:
         end: int | None = None,
         max_rows: int | None = None,
         columns: Sequence[str] | None = None,
+        *,
+        raw: bool = False,
     ) -> pa.RecordBatch:
         """Archived messages ``[start, end)`` as one ``pyarrow.RecordBatch``, with the schema
-        of ``Queue.read_arrow`` (``columns`` picks some)."""
-        names = arrow.column_names(columns)
+        of ``Queue.read_arrow`` (``columns`` picks some; ``raw=True`` keeps payloads as
+        stored and adds ``codec`` and ``raw_len``)."""
+        if not isinstance(raw, bool):
+            raise TypeError(f"raw must be a bool, not {type(raw).__name__}")
+        names = arrow.column_names(columns, raw)
         lo = self.first_seq if start is None else max(int(start), self.first_seq)
         hi = self.end_seq if end is None else min(int(end), self.end_seq)
         if max_rows is not None:
             hi = min(hi, lo + int(max_rows))
-        batches = list(self.iter_batches(lo, hi, names))
+        batches = list(self.iter_batches(lo, hi, names, raw=raw))
         if not batches:
             return arrow.empty_batch(names)
         return arrow.concat(batches)
 
     def iter_batches(
-        self, start: int, end: int, columns: tuple[str, ...] = arrow.SCHEMA_FIELDS
+        self,
+        start: int,
+        end: int,
+        columns: tuple[str, ...] = arrow.DEFAULT_FIELDS,
+        *,
+        raw: bool = False,
     ) -> Iterator[pa.RecordBatch]:
         """Record batches of ``[start, end)``, about one per data file read."""
         for f in self.files:
             lo, hi = max(start, int(f.first_seq or 0)), min(end, int(f.end_seq or 0))
             if lo < hi:
-                yield from self.read_file(f, lo, hi, columns)
+                yield from self.read_file(f, lo, hi, columns, raw=raw)
 
     def _data_path(self, f: ArchiveFile) -> str:
         return _join(self._root, f.path)
 
     def read_file(
-        self, f: ArchiveFile, start: int, end: int, columns: tuple[str, ...] = arrow.SCHEMA_FIELDS
+        self,
+        f: ArchiveFile,
+        start: int,
+        end: int,
+        columns: tuple[str, ...] = arrow.DEFAULT_FIELDS,
+        *,
+        raw: bool = False,
     ) -> Iterator[pa.RecordBatch]:
-        """Messages ``[start, end)`` of archived data file ``f``."""
+        """Messages ``[start, end)`` of archived data file ``f`` (payloads as stored with
+        ``raw``)."""
         first, last = int(f.first_seq or 0), int(f.end_seq or 0)
         start, end = max(start, first), min(end, last)
         if start >= end:
             return
-        flags = {c: c in columns for c in ("key", "headers", "payload")}
+        flags: dict[str, Any] = {"columns": list(columns), "raw": raw}
         path = self._data_path(f)
         # All of a file: fetch it whole and check its footer's frames_crc once. Part of one
         # (a Spark partition cut by rowsPerPartition, a small range): fetch only its bytes,
@@ -732,7 +749,7 @@ class Archive:
         start: int,
         end: int,
         columns: tuple[str, ...],
-        flags: dict[str, bool],
+        flags: dict[str, Any],
     ) -> Iterator[pa.RecordBatch]:
         data = _read_all(self._fs, path)
         if len(data) != f.size:

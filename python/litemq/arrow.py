@@ -15,8 +15,20 @@ column                type                               notes
 ``key``               ``binary``                         null without a key; text
                                                          keys as UTF-8 bytes
 ``headers``           ``map<string, binary>``            null without headers
-``payload``           ``binary`` (``large_binary`` when
-                      several engine reads are joined)
+``payload``           ``binary`` (``large_binary`` when  decompressed; as stored
+                      several engine reads are joined)   with ``raw=True``
+``topic``             ``string``                         null without a topic
+``queue_id``          ``int32``                          0 unless sharded
+``tags``              ``list<string>``                   empty list without tags
+``priority``          ``uint8``                          0 when none was given
+``expires_at``        ``timestamp[us, tz=UTC]``          null when it never expires
+``codec``             ``string``                         ``raw=True`` only (unless
+                                                         named): null when stored
+                                                         uncompressed, else
+                                                         ``zstd``/``lz4``/``gzip``
+``raw_len``           ``int64``                          ``raw=True`` only (unless
+                                                         named): the decompressed
+                                                         size
 ====================  =================================  ==========================
 
 ``read_arrow(columns=[...])`` builds only the columns named, in that order;
@@ -31,16 +43,42 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["SCHEMA_FIELDS", "column_names", "empty_batch", "record_batch", "schema"]
+__all__ = [
+    "DEFAULT_FIELDS",
+    "RAW_FIELDS",
+    "SCHEMA_FIELDS",
+    "column_names",
+    "empty_batch",
+    "record_batch",
+    "schema",
+]
 
-SCHEMA_FIELDS = ("seq", "timestamp", "key", "headers", "payload")
+#: Every column, in schema order.
+SCHEMA_FIELDS = (
+    "seq",
+    "timestamp",
+    "key",
+    "headers",
+    "payload",
+    "topic",
+    "queue_id",
+    "tags",
+    "priority",
+    "expires_at",
+    "codec",
+    "raw_len",
+)
+#: The columns of ``read_arrow()`` without ``columns=``.
+DEFAULT_FIELDS = SCHEMA_FIELDS[:-2]
+#: ... and with ``raw=True``: the stored form's codec and size as well.
+RAW_FIELDS = SCHEMA_FIELDS
 
 
-def column_names(columns: Any) -> tuple[str, ...]:
+def column_names(columns: Any, raw: bool = False) -> tuple[str, ...]:
     """Checks a ``columns`` argument: names from `SCHEMA_FIELDS`, each once
-    (None: all of them, in schema order)."""
+    (None: `DEFAULT_FIELDS`, or `RAW_FIELDS` when ``raw``, in schema order)."""
     if columns is None:
-        return SCHEMA_FIELDS
+        return RAW_FIELDS if raw else DEFAULT_FIELDS
     if isinstance(columns, (str, bytes)):
         raise TypeError("columns must be a list of column names, not a single string")
     try:
@@ -57,12 +95,12 @@ def column_names(columns: Any) -> tuple[str, ...]:
     return names
 
 
-def schema(columns: tuple[str, ...] = SCHEMA_FIELDS) -> pa.Schema:
+def schema(columns: tuple[str, ...] = DEFAULT_FIELDS) -> pa.Schema:
     """The schema of `Queue.read_arrow` batches (of the columns named)."""
     import pyarrow as pa
 
     full = _full_schema()
-    return full if columns == SCHEMA_FIELDS else pa.schema([full.field(c) for c in columns])
+    return pa.schema([full.field(c) for c in columns])
 
 
 def _full_schema() -> pa.Schema:
@@ -75,11 +113,18 @@ def _full_schema() -> pa.Schema:
             pa.field("key", pa.binary()),
             pa.field("headers", pa.map_(pa.string(), pa.binary())),
             pa.field("payload", pa.binary(), nullable=False),
+            pa.field("topic", pa.string()),
+            pa.field("queue_id", pa.int32(), nullable=False),
+            pa.field("tags", pa.list_(pa.string()), nullable=False),
+            pa.field("priority", pa.uint8(), nullable=False),
+            pa.field("expires_at", pa.timestamp("us", tz="UTC")),
+            pa.field("codec", pa.string()),
+            pa.field("raw_len", pa.int64(), nullable=False),
         ]
     )
 
 
-def empty_batch(columns: tuple[str, ...] = SCHEMA_FIELDS) -> pa.RecordBatch:
+def empty_batch(columns: tuple[str, ...] = DEFAULT_FIELDS) -> pa.RecordBatch:
     """A batch with the schema (of the columns named) and no rows."""
     import pyarrow as pa
 
@@ -92,7 +137,7 @@ def _validity(buf: bytes, nulls: int) -> Any:
     return None if nulls == 0 else pa.py_buffer(buf)
 
 
-def record_batch(cols: dict[str, Any], columns: tuple[str, ...] = SCHEMA_FIELDS) -> pa.RecordBatch:
+def record_batch(cols: dict[str, Any], columns: tuple[str, ...] = DEFAULT_FIELDS) -> pa.RecordBatch:
     """Wraps one engine batch (the dict `_read_batch` returns), with the
     columns named (the engine filled those)."""
     import pyarrow as pa
@@ -123,7 +168,49 @@ def record_batch(cols: dict[str, Any], columns: tuple[str, ...] = SCHEMA_FIELDS)
             rows,
             [None, buf(cols["payload_offsets"]), buf(cols["payload_data"])],
         )
+    if "topic" in columns:
+        built["topic"] = _strings(cols, rows, "topic")
+    if "queue_id" in columns:
+        built["queue_id"] = pa.Array.from_buffers(pa.int32(), rows, [None, buf(cols["queue_id"])])
+    if "tags" in columns:
+        entries = max(len(cols["tag_offsets"]) // 4 - 1, 0)
+        tags = pa.Array.from_buffers(
+            pa.string(), entries, [None, buf(cols["tag_offsets"]), buf(cols["tag_data"])]
+        )
+        built["tags"] = pa.Array.from_buffers(
+            pa.list_(pa.string()), rows, [None, buf(cols["tags_offsets"])], children=[tags]
+        )
+    if "priority" in columns:
+        built["priority"] = pa.Array.from_buffers(pa.uint8(), rows, [None, buf(cols["priority"])])
+    if "expires_at" in columns:
+        built["expires_at"] = pa.Array.from_buffers(
+            pa.timestamp("us", tz="UTC"),
+            rows,
+            [_validity(cols["expires_valid"], cols["expires_nulls"]), buf(cols["expires_at"])],
+            null_count=cols["expires_nulls"],
+        )
+    if "codec" in columns:
+        built["codec"] = _strings(cols, rows, "codec")
+    if "raw_len" in columns:
+        built["raw_len"] = pa.Array.from_buffers(pa.int64(), rows, [None, buf(cols["raw_len"])])
     return pa.RecordBatch.from_arrays([built[c] for c in columns], schema=schema(columns))
+
+
+def _strings(cols: dict[str, Any], rows: int, name: str) -> pa.Array:
+    """A nullable string column: ``{name}_valid``, ``_nulls``, ``_offsets``, ``_data``."""
+    import pyarrow as pa
+
+    nulls = cols[f"{name}_nulls"]
+    return pa.Array.from_buffers(
+        pa.string(),
+        rows,
+        [
+            _validity(cols[f"{name}_valid"], nulls),
+            pa.py_buffer(cols[f"{name}_offsets"]),
+            pa.py_buffer(cols[f"{name}_data"]),
+        ],
+        null_count=nulls,
+    )
 
 
 def _headers(cols: dict[str, Any], rows: int) -> pa.Array:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import atexit
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self
 
@@ -305,26 +305,54 @@ class Queue(_litemq.Queue):
         end: int | None = None,
         max_rows: int | None = None,
         columns: Sequence[str] | None = None,
+        *,
+        topic: str | None = None,
+        tags: Iterable[str] | None = None,
+        queue_id: int | None = None,
+        raw: bool = False,
     ) -> pa.RecordBatch:
         """Messages ``[start, end)`` as one ``pyarrow.RecordBatch``.
 
         Columns: ``seq`` int64, ``timestamp`` timestamp[us, UTC], ``key``
         binary (null without a key), ``headers`` map<string, binary> (null
-        without headers), ``payload`` binary; ``columns`` picks some of them,
-        in the order given (those left out are not built). Built from
-        buffers the engine fills and hands over without a copy, with no
-        Python object per message. Every frame is CRC-checked: a sealed
-        file read (at least a quarter of it) in one call is verified once
-        per queue handle by the CRC-64 in its footer, other frames each by their
-        own CRC; damage raises CorruptedError naming the file. Needs pyarrow.
+        without headers), ``payload`` binary, ``topic`` string (null
+        without a topic), ``queue_id`` int32, ``tags`` list<string> (empty
+        without tags), ``priority`` uint8, ``expires_at`` timestamp[us, UTC]
+        (null when the message never expires); with ``raw=True`` also
+        ``codec`` string (null when stored uncompressed, else ``"zstd"``,
+        ``"lz4"`` or ``"gzip"``) and ``raw_len`` int64 (the decompressed
+        size). ``columns`` picks some of them (``codec`` and ``raw_len``
+        too without ``raw``), in the order given; those left out are not
+        built.
+
+        ``payload`` is decompressed; with ``raw=True`` it holds the bytes as
+        stored (compressed when ``codec`` says so). Each compressed payload
+        is still checked to decompress within the queue's limit.
+
+        ``topic``, ``tags`` and ``queue_id`` keep only the messages
+        ``q.tailer(topic=..., tags=..., queue_id=...)`` returns (``tags``:
+        any of them; compared exactly), reading only that topic's frames: a
+        sealed file whose footer says it holds no topic is skipped, one with
+        a topic index is read only where the index lists the topic, the
+        active file frame by frame. ``max_rows`` then counts the rows kept.
+
+        Built from buffers the engine fills and hands over without a copy,
+        with no Python object per message. Every frame read is CRC-checked:
+        a sealed file read (at least a quarter of it) in one call is
+        verified once per queue handle by the CRC-64 in its footer, other
+        frames each by their own CRC; damage raises CorruptedError naming
+        the file. Needs pyarrow.
 
         >>> q.read_arrow(max_rows=2).column("seq").to_pylist()
         [0, 1]
         >>> q.read_arrow(columns=["seq", "payload"]).schema.names
         ['seq', 'payload']
+        >>> q.read_arrow(topic="orders", tags={"paid"}, columns=["seq"]).num_rows
+        1
         """
-        names = arrow.column_names(columns)
-        flags = {c: c in names for c in ("key", "headers", "payload")}
+        if not isinstance(raw, bool):
+            raise TypeError(f"raw must be a bool, not {type(raw).__name__}")
+        names = arrow.column_names(columns, raw)
         first, nxt = self.first_seq, self.next_seq
         lo = first if start is None else _seq_arg(start, "start")
         hi = nxt if end is None else _seq_arg(end, "end")
@@ -332,14 +360,21 @@ class Queue(_litemq.Queue):
         remaining = max(hi - lo, 0)
         if max_rows is not None:
             remaining = min(remaining, _seq_arg(max_rows, "max_rows"))
+        select: dict[str, Any] = {}
+        if topic is not None or tags is not None or queue_id is not None:
+            select = {"topic": topic, "tags": tags, "queue_id": queue_id}
         batches = []
-        while remaining > 0:
-            cols: dict[str, Any] = self._read_batch(lo, hi, remaining, **flags)
+        while remaining > 0 and lo < hi:
+            cols: dict[str, Any] = self._read_batch(
+                lo, hi, remaining, columns=list(names), raw=raw, **select
+            )
             rows = int(cols["rows"])
-            if rows == 0:
+            if rows:
+                batches.append(arrow.record_batch(cols, names))
+            after = int(cols["next"])
+            if after <= lo and rows == 0:
                 break
-            batches.append(arrow.record_batch(cols, names))
-            lo += rows
+            lo = after
             remaining -= rows
         if not batches:
             return arrow.empty_batch(names)
@@ -351,13 +386,22 @@ class Queue(_litemq.Queue):
         end: int | None = None,
         max_rows: int | None = None,
         columns: Sequence[str] | None = None,
+        *,
+        topic: str | None = None,
+        tags: Iterable[str] | None = None,
+        queue_id: int | None = None,
+        raw: bool = False,
     ) -> pd.DataFrame:
-        """`read_arrow` as a pandas DataFrame (needs pyarrow and pandas).
+        """`read_arrow` (with the same arguments) as a pandas DataFrame (needs
+        pyarrow and pandas).
 
-        >>> q.to_pandas().columns.tolist()
+        >>> q.to_pandas().columns.tolist()[:5]
         ['seq', 'timestamp', 'key', 'headers', 'payload']
         """
-        return self.read_arrow(start, end, max_rows, columns).to_pandas()
+        batch = self.read_arrow(
+            start, end, max_rows, columns, topic=topic, tags=tags, queue_id=queue_id, raw=raw
+        )
+        return batch.to_pandas()
 
 
 def _batches(tailer: _litemq.Tailer, n: int, stop: int | None) -> Iterator[list[_litemq.Message]]:

@@ -13,7 +13,6 @@ use super::exit;
 use crate::format::crc::{crc64_combine, Crc64};
 use crate::index::dense;
 use crate::reader::archived;
-use crate::ColumnSet;
 
 /// CRC-64/XZ of a bytes-like object (docs/FORMAT.md, "CRC"); with `prev`,
 /// the CRC of the bytes before it (a file checked piece by piece), the CRC
@@ -65,10 +64,10 @@ pub(crate) fn _sealed_summary<'py>(
 /// file given as bytes, checked as by `_sealed_summary`, as the column
 /// dict of `Queue._read_batch`.
 #[pyfunction]
-#[pyo3(signature = (data, name, start, end, max_rows, key=true, headers=true, payload=true))]
+#[pyo3(signature = (data, name, start, end, max_rows, columns=None, raw=false))]
 #[expect(
     clippy::too_many_arguments,
-    reason = "one keyword argument per column the Python caller may leave out"
+    reason = "mirrors the Python caller's arguments"
 )]
 pub(crate) fn _decode_sealed<'py>(
     py: Python<'py>,
@@ -77,18 +76,13 @@ pub(crate) fn _decode_sealed<'py>(
     start: u64,
     end: u64,
     max_rows: usize,
-    key: bool,
-    headers: bool,
-    payload: bool,
+    columns: Option<Vec<String>>,
+    raw: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let b = bytes_arg(data, "data")?;
     let s = b.as_slice();
     let path = Path::new(name);
-    let cols = ColumnSet {
-        key,
-        headers,
-        payload,
-    };
+    let cols = super::batch::column_set(columns, raw)?;
     let c = exit::detach(py, || {
         archived::read_sealed(s, path, start, end, max_rows, cols)
     })?;
@@ -103,10 +97,10 @@ pub(crate) fn _decode_sealed<'py>(
 /// `Queue._read_batch`, plus `next_offset` (the file offset after the last
 /// frame read; fewer rows than asked only when a column reached 2 GiB).
 #[pyfunction]
-#[pyo3(signature = (data, name, offset, first_seq, rows, key=true, headers=true, payload=true))]
+#[pyo3(signature = (data, name, offset, first_seq, rows, columns=None, raw=false))]
 #[expect(
     clippy::too_many_arguments,
-    reason = "one keyword argument per column the Python caller may leave out"
+    reason = "mirrors the Python caller's arguments"
 )]
 pub(crate) fn _decode_frames<'py>(
     py: Python<'py>,
@@ -115,18 +109,13 @@ pub(crate) fn _decode_frames<'py>(
     offset: u64,
     first_seq: u64,
     rows: usize,
-    key: bool,
-    headers: bool,
-    payload: bool,
+    columns: Option<Vec<String>>,
+    raw: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let b = bytes_arg(data, "data")?;
     let s = b.as_slice();
     let path = Path::new(name);
-    let cols = ColumnSet {
-        key,
-        headers,
-        payload,
-    };
+    let cols = super::batch::column_set(columns, raw)?;
     let (c, next) = exit::detach(py, || {
         archived::read_frames(s, path, offset, first_seq, rows, cols)
     })?;

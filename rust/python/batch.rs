@@ -93,5 +93,58 @@ pub(crate) fn fill_columns(d: &Bound<'_, PyDict>, b: crate::Columns) -> PyResult
     d.set_item("header_value_data", data_column(py, b.header_value_data)?)?;
     d.set_item("payload_offsets", i32_column(py, b.payload_offsets)?)?;
     d.set_item("payload_data", data_column(py, b.payload_data)?)?;
+    d.set_item("topic_valid", PyBytes::new(py, &b.topic_valid))?;
+    d.set_item("topic_nulls", b.topic_nulls)?;
+    d.set_item("topic_offsets", i32_column(py, b.topic_offsets)?)?;
+    d.set_item("topic_data", data_column(py, b.topic_data)?)?;
+    d.set_item("queue_id", i32_column(py, b.queue_id)?)?;
+    d.set_item("tags_offsets", i32_column(py, b.tags_offsets)?)?;
+    d.set_item("tag_offsets", i32_column(py, b.tag_offsets)?)?;
+    d.set_item("tag_data", data_column(py, b.tag_data)?)?;
+    d.set_item("priority", data_column(py, b.priority)?)?;
+    d.set_item("expires_valid", PyBytes::new(py, &b.expires_valid))?;
+    d.set_item("expires_nulls", b.expires_nulls)?;
+    d.set_item("expires_at", i64_column(py, b.expires_at)?)?;
+    d.set_item("codec_valid", PyBytes::new(py, &b.codec_valid))?;
+    d.set_item("codec_nulls", b.codec_nulls)?;
+    d.set_item("codec_offsets", i32_column(py, b.codec_offsets)?)?;
+    d.set_item("codec_data", PyBytes::new(py, &b.codec_data))?;
+    d.set_item("raw_len", i64_column(py, b.raw_len)?)?;
     Ok(())
+}
+
+/// The columns named in `columns` (`None`: every one), as a
+/// [`crate::ColumnSet`]; `raw` keeps payloads as stored. `seq` and
+/// `timestamp` are always filled; an unknown name is a ValueError.
+pub(crate) fn column_set(columns: Option<Vec<String>>, raw: bool) -> PyResult<crate::ColumnSet> {
+    let mut set = match columns {
+        None => crate::ColumnSet::ALL,
+        Some(names) => {
+            let mut set = crate::ColumnSet::NONE;
+            for name in names {
+                let flag = match name.as_str() {
+                    "seq" | "timestamp" => continue,
+                    "key" => &mut set.key,
+                    "headers" => &mut set.headers,
+                    "payload" => &mut set.payload,
+                    "topic" => &mut set.topic,
+                    "queue_id" => &mut set.queue_id,
+                    "tags" => &mut set.tags,
+                    "priority" => &mut set.priority,
+                    "expires_at" => &mut set.expires_at,
+                    "codec" => &mut set.codec,
+                    "raw_len" => &mut set.raw_len,
+                    other => {
+                        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                            "unknown column {other:?}"
+                        )))
+                    }
+                };
+                *flag = true;
+            }
+            set
+        }
+    };
+    set.raw = raw;
+    Ok(set)
 }

@@ -878,12 +878,15 @@ impl Queue {
     }
 
     /// Columns of messages `[start, end)` in Arrow layout, at most
-    /// `max_rows`; used by `litemq.Queue.read_arrow`. `key`, `headers` and
-    /// `payload` say which variable-size columns to fill.
-    #[pyo3(signature = (start, end, max_rows, key=true, headers=true, payload=true))]
+    /// `max_rows`; used by `litemq.Queue.read_arrow`. `columns` names the
+    /// columns to fill (`None`: all), `raw` keeps payloads as stored;
+    /// `topic`, `tags` and `queue_id` keep only that topic's messages (as
+    /// `tailer(topic=...)`). The dict's `next` is the sequence to read on
+    /// from.
+    #[pyo3(signature = (start, end, max_rows, columns=None, raw=false, topic=None, tags=None, queue_id=None))]
     #[expect(
         clippy::too_many_arguments,
-        reason = "one keyword argument per column the Python caller may leave out"
+        reason = "mirrors the Python caller's keyword arguments"
     )]
     fn _read_batch<'py>(
         &self,
@@ -891,19 +894,25 @@ impl Queue {
         start: u64,
         end: u64,
         max_rows: usize,
-        key: bool,
-        headers: bool,
-        payload: bool,
+        columns: Option<Vec<String>>,
+        raw: bool,
+        topic: Option<String>,
+        tags: Option<&Bound<'_, PyAny>>,
+        queue_id: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let queue = self.queue()?;
-        let cols = crate::ColumnSet {
-            key,
-            headers,
-            payload,
-        };
-        let b = exit::detach(py, || queue.read_column_set(start, end, max_rows, cols))?;
+        let cols = super::batch::column_set(columns, raw)?;
+        let selector = topic::selector_arg(topic, tags, queue_id)?;
+        let (b, next) = exit::detach(py, || match selector {
+            Some(s) => queue.read_column_selected(start, end, max_rows, cols, s),
+            None => queue.read_column_set(start, end, max_rows, cols).map(|b| {
+                let next = start + b.rows as u64;
+                (b, next)
+            }),
+        })?;
         let d = PyDict::new(py);
         super::batch::fill_columns(&d, b)?;
+        d.set_item("next", next)?;
         Ok(d)
     }
 

@@ -190,7 +190,8 @@ pub fn read_sealed(
             let payload = rec
                 .inflate(DEFAULT_MAX_DECOMPRESSED)
                 .map_err(|r| corrupted(path, at as u64, Some(seq), r))?;
-            if !out.push(seq, &rec, &payload, want, cols) {
+            let payload = if cols.raw { rec.payload } else { &payload[..] };
+            if !out.push(seq, &rec, payload, want, cols) {
                 break;
             }
         }
@@ -234,7 +235,8 @@ pub fn read_frames(
                 let payload = rec
                     .inflate(DEFAULT_MAX_DECOMPRESSED)
                     .map_err(|r| corrupted(path, here, Some(seq), r))?;
-                if !out.push(seq, &rec, &payload, rows, cols) {
+                let payload = if cols.raw { rec.payload } else { &payload[..] };
+                if !out.push(seq, &rec, payload, rows, cols) {
                     break;
                 }
                 at = next;

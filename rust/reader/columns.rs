@@ -3,7 +3,9 @@
 
 use crate::error::Result;
 use crate::format::record::{HeaderIter, RecordView};
-use crate::reader::tailer::Tailer;
+use crate::reader::catalog::Catalog;
+use crate::reader::tailer::{Message, Tailer};
+use crate::reader::topic::TopicFilter;
 
 /// Columns of consecutive messages in Arrow's layout: validity bitmaps are
 /// LSB-first, offsets are `i32` (a read stops before any column's data
@@ -40,14 +42,51 @@ pub struct Columns {
     pub header_value_data: Vec<u8>,
     /// Row `i`'s payload is `payload_data[payload_offsets[i]..payload_offsets[i+1]]`.
     pub payload_offsets: Vec<i32>,
-    /// The payloads' bytes.
+    /// The payloads' bytes: decompressed, or as stored with
+    /// [`ColumnSet::raw`].
     pub payload_data: Vec<u8>,
+    /// Validity bitmap of `topic` (bit set: has a topic).
+    pub topic_valid: Vec<u8>,
+    /// Rows without a topic.
+    pub topic_nulls: usize,
+    /// Row `i`'s topic is `topic_data[topic_offsets[i]..topic_offsets[i+1]]`.
+    pub topic_offsets: Vec<i32>,
+    /// The topics' bytes (UTF-8).
+    pub topic_data: Vec<u8>,
+    /// Each row's queue id (0 unless the topic is sharded, and without a topic).
+    pub queue_id: Vec<i32>,
+    /// Row `i`'s tags are entries `tags_offsets[i]..tags_offsets[i+1]` (an
+    /// empty list without tags, never null).
+    pub tags_offsets: Vec<i32>,
+    /// Entry `j`'s tag is `tag_data[tag_offsets[j]..tag_offsets[j+1]]`.
+    pub tag_offsets: Vec<i32>,
+    /// The tags' bytes (UTF-8).
+    pub tag_data: Vec<u8>,
+    /// Each row's priority (0 when none was given).
+    pub priority: Vec<u8>,
+    /// Validity bitmap of `expires_at` (bit set: the message expires).
+    pub expires_valid: Vec<u8>,
+    /// Rows that never expire.
+    pub expires_nulls: usize,
+    /// When each row expires, µs since the Unix epoch (0 where null).
+    pub expires_at: Vec<i64>,
+    /// Validity bitmap of `codec` (bit set: the payload is stored compressed).
+    pub codec_valid: Vec<u8>,
+    /// Rows stored uncompressed.
+    pub codec_nulls: usize,
+    /// Row `i`'s codec name is `codec_data[codec_offsets[i]..codec_offsets[i+1]]`.
+    pub codec_offsets: Vec<i32>,
+    /// The codec names' bytes (`zstd`, `lz4`, `gzip`).
+    pub codec_data: Vec<u8>,
+    /// Each row's payload size once decompressed (its stored size when it
+    /// is not compressed).
+    pub raw_len: Vec<i64>,
 }
 
 const LIMIT: usize = i32::MAX as usize;
 
-/// Which of the variable-size columns a read fills (`seq` and `timestamp`
-/// always are); one left out stays empty: no offsets, no data.
+/// Which columns a read fills (`seq` and `timestamp` always are); one left
+/// out stays empty: no offsets, no data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ColumnSet {
     /// The `key` column.
@@ -56,19 +95,73 @@ pub struct ColumnSet {
     pub headers: bool,
     /// The `payload` column.
     pub payload: bool,
+    /// The `topic` column.
+    pub topic: bool,
+    /// The `queue_id` column.
+    pub queue_id: bool,
+    /// The `tags` column.
+    pub tags: bool,
+    /// The `priority` column.
+    pub priority: bool,
+    /// The `expires_at` column.
+    pub expires_at: bool,
+    /// The `codec` column.
+    pub codec: bool,
+    /// The `raw_len` column.
+    pub raw_len: bool,
+    /// `payload` holds the bytes as stored (compressed when `codec` says
+    /// so) instead of the decompressed payload.
+    pub raw: bool,
 }
 
 impl ColumnSet {
-    /// Every column.
+    /// Every column, payloads decompressed.
     pub const ALL: ColumnSet = ColumnSet {
         key: true,
         headers: true,
         payload: true,
+        topic: true,
+        queue_id: true,
+        tags: true,
+        priority: true,
+        expires_at: true,
+        codec: true,
+        raw_len: true,
+        raw: false,
     };
+    /// Only `seq` and `timestamp`: add the columns wanted with struct update
+    /// syntax (`ColumnSet { payload: true, ..ColumnSet::NONE }`).
+    pub const NONE: ColumnSet = ColumnSet {
+        key: false,
+        headers: false,
+        payload: false,
+        topic: false,
+        queue_id: false,
+        tags: false,
+        priority: false,
+        expires_at: false,
+        codec: false,
+        raw_len: false,
+        raw: false,
+    };
+
+    /// The columns besides key, headers and payload are all left out.
+    #[inline]
+    fn no_extra(self) -> bool {
+        !(self.topic
+            || self.queue_id
+            || self.tags
+            || self.priority
+            || self.expires_at
+            || self.codec
+            || self.raw_len)
+    }
 }
 
 /// Most rows whose fixed-size columns are reserved up front.
 const RESERVE_ROWS: usize = 1 << 20;
+/// Most rows reserved up front by a filtered read.
+const FILTERED_RESERVE_ROWS: usize = 1 << 12;
 /// Most payload bytes reserved up front (from the first message's size).
 const RESERVE_BYTES: usize = 256 << 20;
 
@@ -90,6 +183,10 @@ impl Columns {
         b.header_name_offsets = offsets(cols.headers);
         b.header_value_offsets = offsets(cols.headers);
         b.payload_offsets = offsets(cols.payload);
+        b.topic_offsets = offsets(cols.topic);
+        b.tags_offsets = offsets(cols.tags);
+        b.tag_offsets = offsets(cols.tags);
+        b.codec_offsets = offsets(cols.codec);
         let hint_for = |on: bool| if on { hint } else { 0 };
         b.seq.reserve(hint);
         b.timestamp.reserve(hint);
@@ -124,6 +221,7 @@ impl Columns {
         if self.payload_data.len() + payload.len() > LIMIT
             || self.key_data.len() + key_len > LIMIT
             || self.header_value_data.len() + header_bytes > LIMIT
+            || !(cols.no_extra() || self.extra_fits(rec, cols))
         {
             return false;
         }
@@ -140,6 +238,9 @@ impl Columns {
         self.push_headers(i, headers);
         self.payload_data.extend_from_slice(payload);
         self.payload_offsets.push(self.payload_data.len() as i32);
+        if !cols.no_extra() {
+            self.push_extra(i, rec, cols);
+        }
         self.rows += 1;
         true
     }
@@ -203,6 +304,7 @@ impl Columns {
         if self.payload_data.len() + payload.len() > LIMIT
             || self.key_data.len() + key_len > LIMIT
             || self.header_value_data.len() + header_bytes > LIMIT
+            || !self.extra_fits(rec, cols)
         {
             return false;
         }
@@ -223,8 +325,76 @@ impl Columns {
             self.payload_data.extend_from_slice(payload);
             self.payload_offsets.push(self.payload_data.len() as i32);
         }
+        self.push_extra(i, rec, cols);
         self.rows += 1;
         true
+    }
+
+    /// True when row `rec`'s topic and tags keep their columns within
+    /// `i32::MAX` bytes (the other extra columns are fixed-size, or a few
+    /// bytes per row: `codec`).
+    #[inline]
+    fn extra_fits(&self, rec: &RecordView<'_>, cols: ColumnSet) -> bool {
+        let topic_len = if cols.topic {
+            rec.topic.map_or(0, str::len)
+        } else {
+            0
+        };
+        let tag_bytes: usize = if cols.tags {
+            rec.tags().map(str::len).sum()
+        } else {
+            0
+        };
+        self.topic_data.len() + topic_len <= LIMIT && self.tag_data.len() + tag_bytes <= LIMIT
+    }
+
+    /// Row `i`'s topic, queue id, tags, priority, expiry, codec and raw
+    /// length, those `cols` asks for.
+    #[inline]
+    fn push_extra(&mut self, i: usize, rec: &RecordView<'_>, cols: ColumnSet) {
+        if cols.topic {
+            set_bit(&mut self.topic_valid, i, rec.topic.is_some());
+            match rec.topic {
+                Some(t) => self.topic_data.extend_from_slice(t.as_bytes()),
+                None => self.topic_nulls += 1,
+            }
+            self.topic_offsets.push(self.topic_data.len() as i32);
+        }
+        if cols.queue_id {
+            self.queue_id.push(i32::from(rec.queue_id));
+        }
+        if cols.tags {
+            for t in rec.tags() {
+                self.tag_data.extend_from_slice(t.as_bytes());
+                self.tag_offsets.push(self.tag_data.len() as i32);
+            }
+            self.tags_offsets.push(self.tag_offsets.len() as i32 - 1);
+        }
+        if cols.priority {
+            self.priority.push(rec.priority);
+        }
+        if cols.expires_at {
+            set_bit(&mut self.expires_valid, i, rec.expires_at.is_some());
+            if rec.expires_at.is_none() {
+                self.expires_nulls += 1;
+            }
+            self.expires_at.push(rec.expires_at.unwrap_or(0) as i64);
+        }
+        if cols.codec {
+            set_bit(&mut self.codec_valid, i, rec.codec.is_some());
+            match rec.codec {
+                Some(c) => self.codec_data.extend_from_slice(c.name().as_bytes()),
+                None => self.codec_nulls += 1,
+            }
+            self.codec_offsets.push(self.codec_data.len() as i32);
+        }
+        if cols.raw_len {
+            let n = match rec.codec {
+                Some(_) => rec.raw_len as usize,
+                None => rec.payload.len(),
+            };
+            self.raw_len.push(n as i64);
+        }
     }
 
     /// Reads from `tailer` until sequence `end`, `max_rows` rows, or the end
@@ -252,7 +422,7 @@ impl Columns {
         while !full && b.rows < max_rows && tailer.next_seq() < end {
             let want = (max_rows - b.rows).min((end - tailer.next_seq()) as usize);
             let taken = tailer.read_run(want, &mut |m| {
-                let ok = b.push(m.seq, m.record(), m.payload, hint, cols);
+                let ok = b.push(m.seq, m.record(), payload_of(m, cols), hint, cols);
                 full = !ok;
                 ok
             })?;
@@ -260,7 +430,7 @@ impl Columns {
                 continue;
             }
             let Some(m) = tailer.read_next()? else { break };
-            if !b.push(m.seq, m.record(), m.payload, hint, cols) {
+            if !b.push(m.seq, m.record(), payload_of(&m, cols), hint, cols) {
                 // Leave the message for the next batch.
                 let seq = m.seq;
                 tailer.seek(seq)?;
@@ -268,5 +438,80 @@ impl Columns {
             }
         }
         Ok(b)
+    }
+
+    /// As [`Columns::read_set`], keeping only the messages `filter` wants:
+    /// each data file is planned by the filter (see `reader::topic`): one
+    /// whose footer says it holds no topic is skipped, a sealed file with
+    /// a topic index is read only at the sequences it lists, any other
+    /// file is read in bulk with each record compared. Every row is
+    /// compared exactly. `tailer` must have no filter of its own. Returns
+    /// the columns and the sequence to read on from (`end` when the read
+    /// got there: the filter may have jumped over the rest).
+    pub(crate) fn read_filtered(
+        tailer: &mut Tailer,
+        catalog: &Catalog,
+        filter: &mut TopicFilter,
+        end: u64,
+        max_rows: usize,
+        cols: ColumnSet,
+    ) -> Result<(Columns, u64)> {
+        // How many rows match is not known: grow as they come.
+        let hint = max_rows.min(FILTERED_RESERVE_ROWS);
+        let mut b = Columns::empty(hint, cols);
+        let mut full = false;
+        let mut next = tailer.next_seq();
+        while !full && b.rows < max_rows && next < end {
+            if let Some(j) = filter.jump(catalog, next) {
+                if j.seq >= end {
+                    next = end;
+                    break;
+                }
+                if j.seq != next {
+                    tailer.seek(j.seq)?;
+                }
+            } else {
+                // Read every frame of this file: in bulk, keeping the wanted.
+                let want = (end - next) as usize;
+                let taken = tailer.read_run(want, &mut |m| {
+                    if !filter.matches(m.record()) {
+                        return true;
+                    }
+                    if b.rows >= max_rows {
+                        return false;
+                    }
+                    let ok = b.push(m.seq, m.record(), payload_of(m, cols), hint, cols);
+                    full = !ok;
+                    ok
+                })?;
+                next = tailer.next_seq();
+                if full || taken > 0 {
+                    continue;
+                }
+            }
+            // One message: a listed sequence, a file switch, a compressed
+            // frame, the end of the data or damage.
+            let Some(m) = tailer.read_next()? else { break };
+            if filter.matches(m.record())
+                && !b.push(m.seq, m.record(), payload_of(&m, cols), hint, cols)
+            {
+                // Leave the message for the next batch.
+                next = m.seq;
+                break;
+            }
+            next = tailer.next_seq();
+        }
+        Ok((b, next.min(end)))
+    }
+}
+
+/// The payload a read hands to [`Columns::push`]: as stored with
+/// [`ColumnSet::raw`], else decompressed.
+#[inline]
+fn payload_of<'a>(m: &Message<'a>, cols: ColumnSet) -> &'a [u8] {
+    if cols.raw {
+        m.record().payload
+    } else {
+        m.payload
     }
 }

@@ -11,6 +11,20 @@ import pytest
 
 import litemq
 
+#: read_arrow's columns without ``columns=`` (``codec`` and ``raw_len`` come with raw=True).
+DEFAULT_COLUMNS = [
+    "seq",
+    "timestamp",
+    "key",
+    "headers",
+    "payload",
+    "topic",
+    "queue_id",
+    "tags",
+    "priority",
+    "expires_at",
+]
+
 
 @pytest.fixture
 def mixed(queue: litemq.Queue) -> litemq.Queue:
@@ -26,12 +40,17 @@ def mixed(queue: litemq.Queue) -> litemq.Queue:
 def test_schema_and_values(mixed: litemq.Queue) -> None:
     batch = mixed.read_arrow()
     batch.validate(full=True)
-    assert batch.schema.names == ["seq", "timestamp", "key", "headers", "payload"]
+    assert batch.schema.names == DEFAULT_COLUMNS
     assert batch.schema.field("seq").type == pa.int64()
     assert batch.schema.field("timestamp").type == pa.timestamp("us", tz="UTC")
     assert batch.schema.field("key").type == pa.binary()
     assert batch.schema.field("headers").type == pa.map_(pa.string(), pa.binary())
     assert batch.schema.field("payload").type == pa.binary()
+    assert batch.schema.field("topic").type == pa.string()
+    assert batch.schema.field("queue_id").type == pa.int32()
+    assert batch.schema.field("tags").type == pa.list_(pa.string())
+    assert batch.schema.field("priority").type == pa.uint8()
+    assert batch.schema.field("expires_at").type == pa.timestamp("us", tz="UTC")
     assert batch.num_rows == 100
     rows = batch.to_pylist()
     assert [r["seq"] for r in rows] == list(range(100))
@@ -84,12 +103,12 @@ def test_ranges_and_limits(mixed: litemq.Queue) -> None:
 def test_empty_queue(queue: litemq.Queue) -> None:
     batch = queue.read_arrow()
     assert batch.num_rows == 0
-    assert batch.schema.names == ["seq", "timestamp", "key", "headers", "payload"]
+    assert batch.schema.names == DEFAULT_COLUMNS
 
 
 def test_to_pandas(mixed: litemq.Queue) -> None:
     df = mixed.to_pandas(0, 5)
-    assert df.columns.tolist() == ["seq", "timestamp", "key", "headers", "payload"]
+    assert df.columns.tolist() == DEFAULT_COLUMNS
     assert df["seq"].tolist() == [0, 1, 2, 3, 4]
     assert df["payload"].iloc[1] == b"keyed"
     assert df["timestamp"].iloc[0].to_pydatetime() == mixed.get(0).datetime

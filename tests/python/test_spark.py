@@ -304,6 +304,130 @@ def test_filter_pushdown_prunes_and_is_exact(spark, tmp_path):
         spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
 
 
+def make_topic_queue(path: Path, n: int) -> None:
+    """``n`` messages: 2 % in topic "orders" (half of them tagged "paid", every other one in
+    queue id 1), the rest in topic "audit", in no topic, or "orders-eu"; several sealed files
+    (topic indexes built) and an active one."""
+    with litemq.Queue(str(path), file_size=QUEUE_FILE_SIZE, roll={"count": 500}) as q:
+        app = q.appender()
+        for i in range(n):
+            if i % 50 == 7:
+                app.append(
+                    b"o%d" % i,
+                    topic="orders",
+                    tags=["paid"] if i % 100 == 7 else ["new", "eu"],
+                    queue_id=(i // 50) % 2,
+                )
+            elif i % 10 == 3:
+                app.append(b"e%d" % i, topic="orders-eu")
+            elif i % 3 == 0:
+                app.append(b"a%d" % i, topic="audit", tags=["x"])
+            else:
+                app.append(b"p%d" % i)
+        app.flush()
+
+
+def collect_counting_scan(df) -> tuple[list[dict], int]:
+    """The rows of ``df`` (as dicts) and how many rows its litemq scan produced: the
+    ``numOutputRows`` metric of the BatchScan node, read after the collect."""
+    rows = [r.asDict(recursive=True) for r in df.collect()]
+
+    def scanned(plan) -> int:
+        name = plan.nodeName()
+        if name.startswith("AdaptiveSparkPlan"):
+            return scanned(plan.executedPlan())
+        total = 0
+        if name.startswith("BatchScan"):
+            total += int(plan.metrics().apply("numOutputRows").value())
+        children = plan.children()
+        for i in range(children.size()):
+            total += scanned(children.apply(i))
+        return total
+
+    return rows, scanned(df._jdf.queryExecution().executedPlan())
+
+
+def test_topic_columns_and_the_topic_option(spark, tmp_path):
+    path = tmp_path / "t"
+    make_topic_queue(path, 3000)
+    df = spark.read.format("litemq").load(str(path))
+    assert df.columns[-3:] == ["topic", "queue_id", "tags"]
+    assert dict(df.dtypes)["tags"] == "array<string>"
+    assert dict(df.dtypes)["queue_id"] == "int"
+    got = {r["seq"]: (r["topic"], r["queue_id"], r["tags"]) for r in rows_of(df)}
+    with litemq.Queue(str(path), read_only=True) as q:
+        want = {m.seq: (m.topic, m.queue_id, list(m.tags)) for m in q.tailer(start=0)}
+    assert got == want
+    # The option reads only the topic's frames: the scan produces only its rows.
+    everything, all_scanned = collect_counting_scan(df.where(F.col("topic") == "orders"))
+    assert all_scanned == 3000
+    only, scanned = collect_counting_scan(
+        spark.read.format("litemq").option("topic", "orders").load(str(path))
+    )
+    assert sorted(r["seq"] for r in only) == sorted(r["seq"] for r in everything)
+    assert len(only) == scanned == 60
+    assert {r["seq"]: r["payload"] for r in only} == {r["seq"]: r["payload"] for r in everything}
+    with pytest.raises(Exception, match="option topic"):
+        spark.read.format("litemq").option("topic", "").load(str(path)).collect()
+
+
+@pytest.mark.skipif(not FEATURES["filter_pushdown"], reason="filter pushdown needs PySpark 4.1+")
+def test_topic_filters_are_pushed_down_and_exact(spark, tmp_path):
+    root = tmp_path / "ds"
+    make_topic_queue(root / "a", 3000)
+    make_topic_queue(root / "b", 1000)
+    plain = spark.read.format("litemq").option("rowsPerPartition", 700).load(str(root))
+    queries = [
+        lambda df: df.where(F.col("topic") == "orders"),
+        lambda df: df.where(F.col("topic").isin("orders", "orders-eu")),
+        lambda df: df.where(F.col("topic") == "orders").where(F.col("queue_id") == 1),
+        lambda df: df.where(F.col("topic") == "orders").where(F.array_contains("tags", "paid")),
+        lambda df: df.where(F.col("topic") == "nothing"),
+        lambda df: df.where((F.col("topic") == "orders") & (F.col("queue") == "b")),
+    ]
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    try:
+        pushed = (
+            spark.read.format("litemq")
+            .option("rowsPerPartition", 700)
+            .option("filterPushdown", "true")
+            .load(str(root))
+        )
+        for query in queries:
+            want, scanned_all = collect_counting_scan(query(plain))
+            got, scanned = collect_counting_scan(query(pushed))
+            key = lambda r: (r["queue"], r["seq"])  # noqa: E731
+            assert sorted(got, key=key) == sorted(want, key=key)
+            assert scanned_all == 4000
+            # Only the topics' rows were read (and only those of queue b when asked).
+            topics = {r["topic"] for r in want} or {"nothing"}
+            assert scanned < scanned_all
+            assert scanned <= sum(
+                1 for r in rows_of(plain.select("topic", "queue")) if r["topic"] in topics
+            )
+        got, scanned = collect_counting_scan(pushed.where(F.col("topic") == "orders"))
+        assert scanned == len(got) == 80
+    finally:
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
+
+
+def test_a_copy_keeps_topics_queue_ids_and_tags(spark, tmp_path):
+    src = tmp_path / "src"
+    make_topic_queue(src, 400)
+    spark.read.format("litemq").load(str(src)).write.format("litemq").option(
+        "fileSize", WRITE_FILE_SIZE
+    ).mode("append").save(str(tmp_path / "copy"))
+
+    def fields(path: Path) -> list[tuple]:
+        return sorted(
+            (r["payload"], r["topic"], r["queue_id"], tuple(r["tags"]))
+            for r in queue_contents(str(path))
+        )
+
+    assert fields(tmp_path / "copy") == fields(src)
+    assert any(t == "orders" for _, t, _, _ in fields(tmp_path / "copy"))
+
+
 # ------------------------------------------------------------------------------------------
 # writing
 

@@ -121,6 +121,7 @@ class ReadOptions:
     end_time_us: int | None = None
     key: bytes | None = None
     where: tuple[str, str] | None = None  # (indexed header, value as text)
+    topic: str | None = None  # read only this topic's messages (through its topic index)
     rows_per_partition: int = DEFAULT_ROWS_PER_PARTITION
     batch_rows: int = DEFAULT_BATCH_ROWS
     filter_pushdown: bool = False
@@ -145,6 +146,11 @@ class ReadOptions:
             where = (name.strip(), value)
         if where is not None and key is not None:
             raise OptionError("litemq: give key or where, not both")
+        topic = _opt(options, "topic")
+        if topic is not None and not 1 <= len(topic.encode("utf-8")) <= 255:
+            raise OptionError(
+                f"litemq: option topic={topic!r} must be a topic name (1 to 255 bytes of UTF-8)"
+            )
         ro = cls(
             paths=paths,
             start_seq=_int(options, "startSeq"),
@@ -153,6 +159,7 @@ class ReadOptions:
             end_time_us=None if not end_time else parse_time_us(end_time, "endTime"),
             key=None if key is None else key.encode("utf-8"),
             where=where,
+            topic=topic,
             rows_per_partition=_int(options, "rowsPerPartition", minimum=1)
             or DEFAULT_ROWS_PER_PARTITION,
             batch_rows=_int(options, "batchRows", minimum=1) or DEFAULT_BATCH_ROWS,
@@ -186,7 +193,7 @@ class StreamReadOptions:
             raise OptionError(
                 "litemq: no path given: use spark.readStream.format('litemq').load(path)"
             )
-        for unsupported in ("key", "where", "startSeq", "endSeq", "startTime", "endTime"):
+        for unsupported in ("key", "where", "topic", "startSeq", "endSeq", "startTime", "endTime"):
             if streaming and _opt(options, unsupported) is not None:
                 raise OptionError(
                     f"litemq: option {unsupported} applies to batch reads only; a stream "

@@ -33,8 +33,9 @@ __all__ = [
     "split_range",
 ]
 
-#: Columns of a litemq DataFrame, in order: the engine's Arrow columns plus ``queue``.
-COLUMNS = ("seq", "timestamp", "key", "headers", "payload", "queue")
+#: Columns of a litemq DataFrame, in order: the engine's Arrow columns plus ``queue``, then
+#: the message's topic fields.
+COLUMNS = ("seq", "timestamp", "key", "headers", "payload", "queue", "topic", "queue_id", "tags")
 #: Partition boundaries fall on multiples of this (the engine's default sparse-index
 #: interval), so a task starts reading at an indexed position.
 INDEX_ALIGN = 1024
@@ -57,6 +58,7 @@ class Chunk:
     time_end_us: int | None = None
     archive: bool = False  # ``path`` is an archive (read through pyarrow.fs), not a queue
     where: tuple[str, str] | None = None  # (header, value): read through its secondary index
+    topics: tuple[str, ...] = ()  # not empty: only these topics' messages (topic indexes)
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,8 @@ class Bounds:
     """Everything that narrows a read: options and pushed filters, intersected.
 
     Sequences are ``[seq_lo, seq_hi)``; times ``[time_lo_us, time_hi_us)`` in µs UTC;
-    ``keys`` (if not None) the only keys wanted; ``queues`` (if not None) the only queue names.
+    ``keys`` (if not None) the only keys wanted; ``queues`` (if not None) the only queue names;
+    ``topics`` (if not None) the only topics wanted.
     ``empty`` is set when the bounds contradict each other (nothing can match).
     """
 
@@ -75,6 +78,7 @@ class Bounds:
     keys: frozenset[bytes] | None = None
     queues: frozenset[str] | None = None
     where: tuple[str, str] | None = None
+    topics: frozenset[str] | None = None
     empty: bool = False
 
     def and_seq(self, lo: int | None = None, hi: int | None = None) -> Bounds:
@@ -90,6 +94,10 @@ class Bounds:
     def and_keys(self, keys: frozenset[bytes]) -> Bounds:
         new = keys if self.keys is None else self.keys & keys
         return replace(self, keys=new, empty=self.empty or not new)
+
+    def and_topics(self, topics: frozenset[str]) -> Bounds:
+        new = topics if self.topics is None else self.topics & topics
+        return replace(self, topics=new, empty=self.empty or not new)
 
     def and_queues(self, names: frozenset[str]) -> Bounds:
         new = names if self.queues is None else self.queues & names
@@ -229,6 +237,7 @@ def plan_chunks(refs: Sequence[QueueRef], bounds: Bounds, rows_per_partition: in
                             where=bounds.where,
                             time_start_us=bounds.time_lo_us,
                             time_end_us=bounds.time_hi_us,
+                            topics=tuple(sorted(bounds.topics or ())),
                         )
                     )
                 continue
@@ -239,8 +248,9 @@ def plan_chunks(refs: Sequence[QueueRef], bounds: Bounds, rows_per_partition: in
             if lo >= hi:
                 continue
             starts = file_starts(q, ref.path)
+        topics = tuple(sorted(bounds.topics or ()))
         chunks.extend(
-            Chunk(ref.name, ref.path, s, e)
+            Chunk(ref.name, ref.path, s, e, topics=topics)
             for s, e in split_range(lo, hi, rows_per_partition, starts)
         )
     return chunks
@@ -274,8 +284,9 @@ def plan_archive_chunks(ref: QueueRef, bounds: Bounds, rows_per_partition: int) 
             continue
         if hi_t is not None and int(f.first_ts or 0) >= hi_t:
             continue
+        topics = tuple(sorted(bounds.topics or ()))
         out.extend(
-            Chunk(ref.name, ref.path, s, e, keys, lo_t, hi_t, archive=True)
+            Chunk(ref.name, ref.path, s, e, keys, lo_t, hi_t, archive=True, topics=topics)
             for s, e in split_range(lo, hi, rows_per_partition, [first])
         )
     return out
@@ -309,6 +320,12 @@ def read_archive_chunk(chunk: Chunk, shaper: Shaper, batch_rows: int) -> Iterato
                 False,
             )
             mask = m3 if mask is None else pc.and_(mask, m3)
+        if chunk.topics:  # an archive has no topic index to read: every row is checked
+            m4 = pc.fill_null(
+                pc.is_in(batch.column("topic"), value_set=pa.array(chunk.topics, pa.string())),
+                False,
+            )
+            mask = m4 if mask is None else pc.and_(mask, m4)
         if mask is not None:
             batch = batch.filter(mask)
         for i in range(0, batch.num_rows, batch_rows):
@@ -335,6 +352,11 @@ class Shaper:
     columns: list[str]
     target: pa.Schema
     _queue_cache: dict[str, Any] = field(default_factory=dict)
+
+    def engine_columns(self) -> list[str]:
+        """The columns to ask ``read_arrow`` for: those Spark wants (``queue`` is added
+        here), and ``seq`` always (reads go on from the last row's)."""
+        return ["seq", *(c for c in self.columns if c not in ("seq", "queue"))]
 
     def shape(self, batch: pa.RecordBatch, queue_name: str) -> pa.RecordBatch:
         import pyarrow as pa
@@ -374,8 +396,11 @@ def messages_to_batch(messages: Sequence[Any]) -> pa.RecordBatch:
                 pa.map_(pa.string(), pa.binary()),
             ),
             pa.array([bytes(m.payload) for m in messages], pa.binary()),
+            pa.array([m.topic for m in messages], pa.string()),
+            pa.array([m.queue_id for m in messages], pa.int32()),
+            pa.array([list(m.tags) for m in messages], pa.list_(pa.string())),
         ],
-        names=["seq", "timestamp", "key", "headers", "payload"],
+        names=["seq", "timestamp", "key", "headers", "payload", "topic", "queue_id", "tags"],
     )
 
 
@@ -424,7 +449,8 @@ def read_chunk(chunk: Chunk, shaper: Shaper, batch_rows: int) -> Iterator[pa.Rec
             for m in candidates:
                 # The index answers by time; check every bound here as well.
                 if (
-                    chunk.start <= m.seq < chunk.end
+                    (not chunk.topics or m.topic in chunk.topics)
+                    and chunk.start <= m.seq < chunk.end
                     and (lo is None or m.timestamp >= lo)
                     and (hi is None or m.timestamp < hi)
                 ):
@@ -435,11 +461,16 @@ def read_chunk(chunk: Chunk, shaper: Shaper, batch_rows: int) -> Iterator[pa.Rec
                     yield shaper.shape(messages_to_batch(msgs[i : i + batch_rows]), chunk.name)
             return
         s = max(chunk.start, int(q.first_seq))
+        if chunk.topics:
+            yield from _read_topics(q, chunk, s, shaper, batch_rows)
+            return
         # Ask the engine for about READ_BYTES per call (few calls, bounded memory whatever the
         # message size), and hand Spark slices of batch_rows rows.
         want = batch_rows
         while s < chunk.end:
-            batch = q.read_arrow(start=s, end=chunk.end, max_rows=want)
+            batch = q.read_arrow(
+                start=s, end=chunk.end, max_rows=want, columns=shaper.engine_columns()
+            )
             n = batch.num_rows
             if n == 0:
                 raise RuntimeError(
@@ -449,5 +480,28 @@ def read_chunk(chunk: Chunk, shaper: Shaper, batch_rows: int) -> Iterator[pa.Rec
             for i in range(0, n, batch_rows):
                 yield shaper.shape(batch.slice(i, batch_rows), chunk.name)
             s += n
+            per_row = max(1, batch.nbytes // n)
+            want = max(batch_rows, min(MAX_READ_ROWS, READ_BYTES // per_row))
+
+
+def _read_topics(
+    q: Any, chunk: Chunk, start: int, shaper: Shaper, batch_rows: int
+) -> Iterator[pa.RecordBatch]:
+    """The chunk's messages of ``chunk.topics``, topic by topic, each read through the
+    engine's topic filter (files without the topic skipped, sealed files read where their
+    topic index says, every row compared exactly)."""
+    columns = shaper.engine_columns()  # always with seq: the next read starts after the last
+    for topic in chunk.topics:
+        s, want = start, batch_rows
+        while s < chunk.end:
+            batch = q.read_arrow(
+                start=s, end=chunk.end, max_rows=want, columns=columns, topic=topic
+            )
+            n = batch.num_rows
+            if n == 0:  # no more of the topic before chunk.end
+                break
+            for i in range(0, n, batch_rows):
+                yield shaper.shape(batch.slice(i, batch_rows), chunk.name)
+            s = int(batch.column("seq")[n - 1].as_py()) + 1
             per_row = max(1, batch.nbytes // n)
             want = max(batch_rows, min(MAX_READ_ROWS, READ_BYTES // per_row))

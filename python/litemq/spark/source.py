@@ -33,10 +33,14 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 from pyspark.sql.types import (
+    ArrayType,
     BinaryType,
+    ByteType,
     DataType,
+    IntegerType,
     LongType,
     MapType,
+    ShortType,
     StringType,
     StructField,
     StructType,
@@ -103,6 +107,9 @@ SCHEMA = StructType(
         StructField("headers", MapType(StringType(), BinaryType(), True), True),
         StructField("payload", BinaryType(), False),
         StructField("queue", StringType(), False),
+        StructField("topic", StringType(), True),
+        StructField("queue_id", IntegerType(), False),
+        StructField("tags", ArrayType(StringType(), False), False),
     ]
 )
 
@@ -113,6 +120,8 @@ _READ_TYPES: dict[str, tuple[type[DataType], ...]] = {
     "key": (BinaryType, StringType),
     "payload": (BinaryType, StringType),
     "queue": (StringType,),
+    "topic": (StringType,),
+    "queue_id": (IntegerType, LongType),
 }
 
 
@@ -141,12 +150,18 @@ def _check_read_schema(schema: StructType) -> list[str]:
                 and isinstance(f.dataType.keyType, StringType)
                 and isinstance(f.dataType.valueType, (BinaryType, StringType))
             )
+        elif f.name == "tags":
+            ok = isinstance(f.dataType, ArrayType) and isinstance(
+                f.dataType.elementType, StringType
+            )
         else:
             ok = isinstance(f.dataType, _READ_TYPES[f.name])
         if not ok:
             expected = (
                 "map<string,binary>"
                 if f.name == "headers"
+                else "array<string>"
+                if f.name == "tags"
                 else " or ".join(t.typeName() for t in _READ_TYPES[f.name])
             )
             raise OptionError(
@@ -197,14 +212,40 @@ def _write_columns(schema: StructType) -> Columns:
                 f"litemq: column 'headers' is {ht.simpleString()}; expected "
                 "map<string,string> or map<string,binary>"
             )
-    extra = [n for n in fields if n not in ("payload", "key", "headers", *IGNORED_COLUMNS)]
+    if "topic" in fields and not isinstance(fields["topic"].dataType, StringType):
+        raise OptionError(
+            f"litemq: column 'topic' is {fields['topic'].dataType.simpleString()}; expected string"
+        )
+    if "queue_id" in fields and not isinstance(
+        fields["queue_id"].dataType, (IntegerType, LongType, ShortType, ByteType)
+    ):
+        raise OptionError(
+            f"litemq: column 'queue_id' is {fields['queue_id'].dataType.simpleString()}; "
+            "expected an integer"
+        )
+    if "tags" in fields and not (
+        isinstance(fields["tags"].dataType, ArrayType)
+        and isinstance(fields["tags"].dataType.elementType, StringType)
+    ):
+        raise OptionError(
+            f"litemq: column 'tags' is {fields['tags'].dataType.simpleString()}; "
+            "expected array<string>"
+        )
+    written = ("payload", "key", "headers", "topic", "queue_id", "tags")
+    extra = [n for n in fields if n not in (*written, *IGNORED_COLUMNS)]
     if extra:
         raise OptionError(
-            f"litemq: cannot write column(s) {extra}: a message has payload, key and headers "
-            "(seq, timestamp and queue are assigned on append); drop the others or put them "
-            "in headers"
+            f"litemq: cannot write column(s) {extra}: a message has payload, key, headers, "
+            "topic, queue_id and tags (seq, timestamp and queue are assigned on append); drop "
+            "the others or put them in headers"
         )
-    return Columns(key="key" in fields, headers="headers" in fields)
+    return Columns(
+        key="key" in fields,
+        headers="headers" in fields,
+        topic="topic" in fields,
+        queue_id="queue_id" in fields,
+        tags="tags" in fields,
+    )
 
 
 class LiteMQDataSource(DataSource):
@@ -313,6 +354,8 @@ class LiteMQReader(DataSourceReader):
         )
         if opts.key is not None:
             b = b.and_keys(frozenset([opts.key]))
+        if opts.topic is not None:
+            b = b.and_topics(frozenset([opts.topic]))
         if opts.where is not None:
             b = replace(b, where=opts.where)
         self.bounds = b
@@ -341,10 +384,12 @@ if _HAS_FILTERS:
     )
 
     class _PushdownReader(LiteMQReader):
-        """Uses filters on seq, timestamp, key and queue to skip data (PySpark 4.1+).
+        """Uses filters on seq, timestamp, key, queue and topic to skip data (PySpark 4.1+).
 
-        seq, key and queue filters are applied exactly and not evaluated again; timestamp
-        filters only narrow the range read and are handed back to Spark, which checks them.
+        seq, key, queue and topic (``=`` and ``IN`` on topic: only that topic's frames are
+        read, through the topic indexes) filters are applied exactly and not evaluated
+        again; timestamp filters only narrow the range read and are handed back to Spark,
+        which checks them.
         """
 
         def pushFilters(self, filters: list[Any]) -> Any:
@@ -379,6 +424,12 @@ if _HAS_FILTERS:
             if col == "timestamp":
                 self._push_time(f, value)
                 return False  # never trusted to be exact: Spark evaluates it again
+            if col == "topic" and isinstance(f, (EqualTo, In)):
+                topics = (value,) if isinstance(f, EqualTo) else value
+                if not topics or not all(isinstance(v, str) and v for v in topics):
+                    return False  # a null (or an empty name) matches no message: Spark decides
+                self.bounds = b.and_topics(frozenset(topics))
+                return True
             if col in ("key", "queue"):
                 values: tuple[Any, ...] | None = (
                     (value,) if isinstance(f, EqualTo) else value if isinstance(f, In) else None

@@ -25,6 +25,9 @@ class Columns:
 
     key: bool = False
     headers: bool = False
+    topic: bool = False
+    queue_id: bool = False
+    tags: bool = False
 
 
 def _queue(path: str, file_size: int, queue_options: Mapping[str, Any]) -> Any:
@@ -47,6 +50,8 @@ def _payloads(col: pa.Array) -> list[Any]:
 
 def _items(batch: pa.RecordBatch, cols: Columns) -> list[Any]:
     payloads = _payloads(batch.column("payload"))
+    if cols.topic or cols.queue_id or cols.tags:
+        return _topic_items(batch, cols, payloads)
     if not cols.key and not cols.headers:
         return payloads
     keys = batch.column("key").to_pylist() if cols.key else [None] * len(payloads)
@@ -57,6 +62,33 @@ def _items(batch: pa.RecordBatch, cols: Columns) -> list[Any]:
         ]
     headers = batch.column("headers").to_pylist()
     return [_record(p, k, h) for p, k, h in zip(payloads, keys, headers, strict=True)]
+
+
+def _topic_items(batch: pa.RecordBatch, cols: Columns, payloads: list[Any]) -> list[Any]:
+    """``append_batch`` items with a topic, queue id and tags (a null topic or queue id and
+    a null or empty tag list are left out)."""
+    n = len(payloads)
+
+    def column(name: str, on: bool) -> list[Any]:
+        return batch.column(name).to_pylist() if on else [None] * n
+
+    keys, headers = column("key", cols.key), column("headers", cols.headers)
+    topics, queue_ids, tags = (
+        column("topic", cols.topic),
+        column("queue_id", cols.queue_id),
+        column("tags", cols.tags),
+    )
+    items = []
+    for i in range(n):
+        rec = _record(payloads[i], keys[i], headers[i])
+        if topics[i] is not None:
+            rec["topic"] = topics[i]
+        if queue_ids[i]:  # 0 (the default stream) or null: left out
+            rec["queue_id"] = queue_ids[i]
+        if tags[i]:
+            rec["tags"] = tags[i]
+        items.append(rec)
+    return items
 
 
 def _record(payload: Any, key: Any, headers: Any) -> dict[str, Any]:
@@ -123,7 +155,8 @@ def record_from(obj: Any) -> Any:
     """One item for ``append_batch`` from what a user's partition function yields.
 
     Accepts a payload (bytes-like or str), a ``(payload, key)`` or ``(payload, key, headers)``
-    tuple, a mapping or a pyspark ``Row`` with ``payload`` and optional ``key``/``headers``.
+    tuple, a mapping or a pyspark ``Row`` with ``payload`` and optional ``key``, ``headers``,
+    ``topic``, ``queue_id`` and ``tags``.
     """
     if isinstance(obj, str):
         return obj.encode("utf-8")
@@ -135,7 +168,11 @@ def record_from(obj: Any) -> Any:
     if isinstance(obj, Mapping):
         if "payload" not in obj:
             raise ValueError(f"litemq: record has no 'payload' field: {sorted(obj)}")
-        return _record(obj["payload"], obj.get("key"), obj.get("headers"))
+        rec = _record(obj["payload"], obj.get("key"), obj.get("headers"))
+        for name in ("topic", "queue_id", "tags"):
+            if obj.get(name):
+                rec[name] = obj[name]
+        return rec
     if isinstance(obj, tuple) and 2 <= len(obj) <= 3:
         return _record(obj[0], obj[1], obj[2] if len(obj) == 3 else None)
     raise TypeError(
