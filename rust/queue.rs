@@ -640,6 +640,83 @@ impl Queue {
         Ok(wrote)
     }
 
+    /// Forgets the secondary index on header field `name` and deletes its
+    /// files: first the declaration (in this handle and in `metadata.json`,
+    /// so a crash after it leaves only index files nobody reads, deleted
+    /// with their data file by retention or by dropping the name again),
+    /// then one `NAME.field-FIELD` file per data file. Returns how many
+    /// index files it deleted. A field query on `name` is then
+    /// [`Error::InvalidArgument`] until the index is declared again (which
+    /// builds it anew). A name that is not declared and has no file left is
+    /// [`Error::InvalidArgument`]; a read-only handle gets
+    /// [`Error::ReadOnly`]. With several writer processes, the others keep
+    /// the index until they next open (their builders may write its files
+    /// for files they seal meanwhile).
+    pub fn drop_index(&self, name: &str) -> Result<usize> {
+        self.check_open()?;
+        if self.inner.writer.is_none() {
+            return Err(Error::ReadOnly);
+        }
+        // The name becomes part of a file name: the same check as declaring.
+        FieldIndexDef::new(name, "str")?;
+        let dropped: Vec<FieldIndexDef> = {
+            let mut defs = self
+                .inner
+                .config
+                .fields
+                .write()
+                .unwrap_or_else(|e| e.into_inner());
+            let (gone, kept) = defs.drain(..).partition(|d| d.name == name);
+            *defs = kept;
+            gone
+        };
+        if !dropped.is_empty() {
+            let mut meta = self
+                .inner
+                .metadata
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            meta.options = Some(self.inner.config.stored());
+            if let Err(e) = write_metadata(&self.inner.config.path.join(METADATA_FILE), &meta) {
+                // Still declared on disk: keep it declared here too.
+                self.inner
+                    .config
+                    .fields
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .extend(dropped);
+                meta.options = Some(self.inner.config.stored());
+                return Err(e);
+            }
+        }
+        self.inner
+            .active_fields
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|d, _| d.name != name);
+        self.inner.catalog.refresh()?;
+        let base = self.inner.config.path.as_path();
+        let mut removed = 0;
+        for f in self.inner.catalog.snapshot().iter() {
+            let path = f.id.field_path(base, name);
+            match std::fs::remove_file(&path) {
+                Ok(()) => removed += 1,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io("remove", &path, e)),
+            }
+        }
+        if dropped.is_empty() && removed == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "no index on {name:?} to drop (declared: {:?})",
+                self.indexes()
+                    .iter()
+                    .map(|d| d.name.as_str())
+                    .collect::<Vec<_>>()
+            )));
+        }
+        Ok(removed)
+    }
+
     /// A tailer from the first message returning only those where `query`
     /// holds (a header value of a declared index equal to, in a range of,
     /// or starting with what it asks), in sequence order. Sealed files are

@@ -3,6 +3,7 @@
     litemq index add PATH NAME [--type str|int]
                                   declare an index and build it for every sealed
                                   file, with a progress bar (opens as the writer)
+    litemq index drop PATH NAME   forget an index and delete its files
     litemq index list PATH        declared indexes and the state of each file's
     litemq where PATH FIELD OP VALUE... [--limit N]
                                   messages whose header FIELD matches: OP is =,
@@ -51,6 +52,13 @@ def _cmd_add(args: argparse.Namespace, out: IO[str]) -> int:
     if progress is not None:
         progress.done()
     out.write(f"OK: index {args.name!r} ({args.type}): {indexed} sealed files indexed\n")
+    return 0
+
+
+def _cmd_drop(args: argparse.Namespace, out: IO[str]) -> int:
+    with Queue(args.path) as q:
+        removed = q.drop_index(args.name)
+    out.write(f"OK: index {args.name!r} dropped: {removed} index files deleted\n")
     return 0
 
 
@@ -103,6 +111,10 @@ def register(sub: Any) -> None:
     a.add_argument("name", metavar="NAME", help="the header name")
     a.add_argument("--type", choices=("str", "int"), default="str", help="default str")
     a.set_defaults(run=_cmd_add)
+    d = isub.add_parser("drop", help="forget an index and delete its files")
+    d.add_argument("path", metavar="PATH", help="the queue's directory")
+    d.add_argument("name", metavar="NAME", help="the header name")
+    d.set_defaults(run=_cmd_drop)
     ls = isub.add_parser("list", help="declared indexes and the state of their files")
     ls.add_argument("path", metavar="PATH", help="the queue's directory")
     ls.set_defaults(run=_cmd_list)

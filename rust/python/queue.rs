@@ -768,6 +768,21 @@ impl Queue {
         }
     }
 
+    /// Forgets the secondary index on header `name` and deletes its index
+    /// files (the declaration leaves metadata.json first, then the files go:
+    /// a crash in between leaves files nobody reads, deleted with their data
+    /// file or by dropping the name again). Returns how many index files it
+    /// deleted. `where` on the field then raises ValueError until the index
+    /// is added again (which builds it anew). A name neither declared nor
+    /// with files left raises ValueError; a read-only handle ReadOnlyError.
+    ///
+    /// >>> q.drop_index("customer")
+    /// 3
+    fn drop_index(&self, py: Python<'_>, name: &str) -> PyResult<usize> {
+        let queue = self.queue()?;
+        Ok(exit::detach(py, || queue.drop_index(name))?)
+    }
+
     /// Every secondary index file of every sealed data file as dicts of
     /// `file`, `field` and `state` ("ok", "missing", "damaged"), for
     /// `litemq verify`.

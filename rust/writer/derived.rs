@@ -95,6 +95,12 @@ fn ensure(base: &Path, info: &FileInfo, fields: &SharedDefs) {
     ensure_topics(base, info);
     let defs = fields.read().unwrap_or_else(|e| e.into_inner()).clone();
     field_index::ensure(base, info.id, &info.header, &defs);
+    // An index dropped while it was being built (`Queue::drop_index` forgets
+    // it before deleting its files): the file just written goes too.
+    let now = fields.read().unwrap_or_else(|e| e.into_inner()).clone();
+    for d in defs.iter().filter(|d| !now.contains(d)) {
+        let _ = std::fs::remove_file(info.id.field_path(base, &d.name));
+    }
 }
 
 /// Builds the topic index of sealed file `info` when it needs one and has

@@ -194,3 +194,90 @@ def test_where_matches_a_python_filter(
             else:
                 want = [i for i, p in enumerate(prices) if p in value]  # type: ignore[operator]
             assert [m.seq for m in q.where("p", op, value)] == want, (op, value)  # type: ignore[arg-type]
+
+
+def test_drop_index_forgets_it_deletes_its_files_and_the_name_can_be_added_again(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "q"
+    with litemq.Queue(
+        path, file_size=SMALL_FILE, roll="count:500", indexes={"customer": "str", "price": "int"}
+    ) as q:
+        _fill(q, 0, N)
+        sealed = len(list(path.rglob("*.data"))) - 1
+        assert _seqs(q.where("price", "=", _price(2999))) == [2999]  # active file in memory
+        assert len(_field_files(path, "price")) == sealed
+        assert q.drop_index("price") == sealed
+        assert _field_files(path, "price") == []
+        assert len(_field_files(path, "customer")) == sealed  # the other index stays
+        assert q.indexes == {"customer": "str"}
+        meta = json.loads((path / "metadata.json").read_text())
+        assert meta["options"]["indexes"] == {"customer": "str"}
+        with pytest.raises(ValueError, match='no index on "price"'):
+            q.where("price", "=", _price(7))
+        with pytest.raises(ValueError, match='no index on "price" to drop'):
+            q.drop_index("price")
+        assert _seqs(q.where("customer", "=", "c7", limit=2)) == [7, 20]
+        # Gone, the name takes another type: price headers read as text now.
+        assert q.add_index("price", "str") == sealed
+        assert _seqs(q.where("price", "=", str(_price(2001)))) == [2001]
+        assert _seqs(q.where("price", "=", str(_price(2999)))) == [2999]
+        assert q.where("price", "=", str(_price(2000))) == []  # 8 bytes, not text
+    with litemq.Queue(path, read_only=True) as q:
+        assert q.indexes == {"customer": "str", "price": "str"}
+        with pytest.raises(litemq.ReadOnlyError):
+            q.drop_index("customer")
+    with litemq.Queue(path) as q:
+        assert q.drop_index("customer") == sealed
+        assert q.drop_index("price") == sealed
+        assert q.indexes == {}
+        assert q.get(N - 1).payload == f"m{N - 1}".encode()  # the data is untouched
+    meta = json.loads((path / "metadata.json").read_text())
+    assert "indexes" not in meta["options"]
+    assert list(path.rglob("*.field-*")) == []
+
+
+def test_a_drop_interrupted_after_the_metadata_is_finished_by_dropping_again(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "q"
+    with litemq.Queue(path, file_size=SMALL_FILE, roll="count:500", indexes={"customer": "str"}):
+        pass
+    with litemq.Queue(path) as q:
+        _fill(q, 0, N)
+    left = _field_files(path, "customer")
+    assert left
+    # The crash image: metadata.json written without the index, its files still there.
+    meta = json.loads((path / "metadata.json").read_text())
+    del meta["options"]["indexes"]
+    (path / "metadata.json").write_text(json.dumps(meta))
+    with litemq.Queue(path) as q:
+        assert q.indexes == {}
+        with pytest.raises(ValueError, match='no index on "customer"'):
+            q.where("customer", "=", "c7")
+        assert q.drop_index("customer") == len(left)
+        assert _field_files(path, "customer") == []
+        with pytest.raises(ValueError, match="to drop"):
+            q.drop_index("customer")
+        with pytest.raises(litemq.ConfigError, match="ASCII letters"):
+            q.drop_index("../x")
+
+
+def test_cli_index_drop(tmp_path: Path) -> None:
+    from conftest import cli
+
+    path = tmp_path / "q"
+    with litemq.Queue(path, file_size=SMALL_FILE, roll="count:500", indexes={"price": "int"}) as q:
+        _fill(q, 0, N)
+    sealed = len(_field_files(path, "price"))
+    proc = cli("index", "drop", str(path), "price")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"OK: index 'price' dropped: {sealed} index files deleted"
+    assert _field_files(path, "price") == []
+    assert cli("index", "list", str(path)).stdout == ""
+    proc = cli("where", str(path), "price", "=", "5")
+    assert proc.returncode != 0
+    assert 'no index on "price"' in proc.stderr
+    proc = cli("index", "drop", str(path), "price")
+    assert proc.returncode != 0
+    assert 'no index on "price" to drop' in proc.stderr
