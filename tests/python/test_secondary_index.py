@@ -281,3 +281,39 @@ def test_cli_index_drop(tmp_path: Path) -> None:
     proc = cli("index", "drop", str(path), "price")
     assert proc.returncode != 0
     assert 'no index on "price" to drop' in proc.stderr
+
+
+def _mapped_data_files(path: Path) -> list[str]:
+    root = str(path.resolve()) + "/"
+    return sorted(
+        parts[5]
+        for line in Path("/proc/self/maps").read_text().splitlines()
+        if len(parts := line.split(None, 5)) == 6
+        and parts[5].startswith(root)
+        and ".data" in parts[5]
+    )
+
+
+def test_where_keeps_sealed_files_mapped_between_queries_never_a_deleted_one(
+    tmp_path: Path,
+) -> None:
+    """The handle keeps the sealed files a query read mapped for the next query (so it does
+    not map and fault them in again), drops a file retention deleted at the next query, and
+    unmaps them all at close."""
+    path = tmp_path / "q"
+    with litemq.Queue(
+        path, file_size=SMALL_FILE, roll="count:500", indexes={"customer": "str"}
+    ) as q:
+        _fill(q, 0, N)
+        want = [i for i in range(N) if i % 9 and _customer(i) == "c7"]
+        assert _seqs(q.where("customer", "=", "c7")) == want
+        data = sorted(str(p) for p in path.rglob("*.data"))
+        assert set(data[:-1]) <= set(_mapped_data_files(path))  # the sealed ones stay mapped
+        report = q.apply_retention(litemq.Retention(max_files=2))
+        assert len(report.deleted_files) == len(data) - 2
+        first = q.first_seq
+        assert _seqs(q.where("customer", "=", "c7")) == [i for i in want if i >= first]
+        mapped = _mapped_data_files(path)
+        assert data[-2] in mapped
+        assert not [m for m in mapped if m.endswith("(deleted)") or m in data[:-2]]
+    assert _mapped_data_files(path) == []
