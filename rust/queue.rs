@@ -958,14 +958,46 @@ impl Queue {
         max_rows: usize,
         cols: ColumnSet,
     ) -> Result<Columns> {
+        self.read_field_columns(None, start, end, max_rows, cols, &[])
+    }
+
+    /// As [`Queue::read_column_set`], with a column per declared index in
+    /// `fields` (see [`crate::reader::columns::FieldColumn`]) and, with
+    /// `query`, only the messages where it holds, read as
+    /// [`Queue::where_field`] reads them (a sealed file whose zone map
+    /// excludes the query is not opened). A field or query on an index not
+    /// declared is [`Error::InvalidArgument`].
+    pub fn read_field_columns(
+        &self,
+        query: Option<FieldQuery>,
+        start: u64,
+        end: u64,
+        max_rows: usize,
+        cols: ColumnSet,
+        fields: &[FieldIndexDef],
+    ) -> Result<Columns> {
         self.check_open()?;
+        let declared = self.indexes();
+        if let Some(d) = fields.iter().find(|d| !declared.contains(d)) {
+            return Err(Error::InvalidArgument(format!(
+                "no {} index on {:?}: declare it with add_index (or indexes=) first",
+                d.kind.name(),
+                d.name
+            )));
+        }
         if end > self.next_seq() {
             self.wait_visible()?;
         }
         let first = self.first_seq();
-        let mut t = Tailer::new(self.inner.catalog.clone(), self.inner.config.wait);
+        let mut t = match query {
+            Some(q) => self.where_field(q)?,
+            None => Tailer::new(self.inner.catalog.clone(), self.inner.config.wait),
+        };
+        if start.max(first) >= end {
+            return Ok(Columns::empty(0, cols).with_fields(fields));
+        }
         t.seek(start.max(first))?;
-        Columns::read_set(&mut t, end, max_rows, cols)
+        Columns::read_fields(&mut t, end, max_rows, cols, fields)
     }
 
     /// Messages whose key is exactly `key`, in sequence order, stored in

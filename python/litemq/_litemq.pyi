@@ -423,7 +423,7 @@ class Queue:
     def where(
         self,
         field: str,
-        op: Literal["=", "==", "between", "in", "prefix"],
+        op: Literal["=", "==", "between", "in", ">=", "<=", "prefix"],
         value: Any,
         *,
         start: datetime | int | None = None,
@@ -448,6 +448,8 @@ class Queue:
         key: bool = True,
         headers: bool = True,
         payload: bool = True,
+        fields: list[str] | None = None,
+        where_: tuple[str, str, Any] | None = None,
     ) -> dict[str, Any]: ...
     def close(self) -> None: ...
     @property

@@ -6,7 +6,7 @@
     litemq index drop PATH NAME   forget an index and delete its files
     litemq index list PATH        declared indexes and the state of each file's
     litemq where PATH FIELD OP VALUE... [--limit N]
-                                  messages whose header FIELD matches: OP is =,
+                                  messages whose header FIELD matches: OP is =, >=, <=,
                                   between (two values), in (any number), prefix
 
 `verify` also checks every index file (`check_indexes`).
@@ -122,7 +122,7 @@ def register(sub: Any) -> None:
     w = sub.add_parser("where", help="messages whose indexed header matches (JSON Lines)")
     w.add_argument("path", metavar="PATH", help="the queue's directory")
     w.add_argument("field", metavar="FIELD")
-    w.add_argument("op", choices=("=", "between", "in", "prefix"))
+    w.add_argument("op", choices=("=", "between", "in", ">=", "<=", "prefix"))
     w.add_argument("values", nargs="+", metavar="VALUE")
     w.add_argument("--limit", type=int, metavar="N", help="at most N messages")
     w.set_defaults(run=_cmd_where)

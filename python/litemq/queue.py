@@ -305,6 +305,9 @@ class Queue(_litemq.Queue):
         end: int | None = None,
         max_rows: int | None = None,
         columns: Sequence[str] | None = None,
+        *,
+        fields: Sequence[str] | None = None,
+        where: tuple[str, str, Any] | None = None,
     ) -> pa.RecordBatch:
         """Messages ``[start, end)`` as one ``pyarrow.RecordBatch``.
 
@@ -318,13 +321,28 @@ class Queue(_litemq.Queue):
         per queue handle by the CRC-64 in its footer, other frames each by their
         own CRC; damage raises CorruptedError naming the file. Needs pyarrow.
 
+        ``fields`` (names of declared indexes) adds one column per field,
+        named after it, after the others: the message's first value of that
+        header the index indexes (see `where`), ``string`` for a str index,
+        ``int64`` for an int index, null when it has none. ``where``, a
+        ``(field, op, value)`` tuple as `where` takes, keeps only the
+        messages where it holds, read through the index as `where` reads
+        (``max_rows`` then counts the rows returned).
+
         >>> q.read_arrow(max_rows=2).column("seq").to_pylist()
         [0, 1]
         >>> q.read_arrow(columns=["seq", "payload"]).schema.names
         ['seq', 'payload']
         """
         names = arrow.column_names(columns)
-        flags = {c: c in names for c in ("key", "headers", "payload")}
+        flags: dict[str, Any] = {c: c in names for c in ("key", "headers", "payload")}
+        extra = arrow.field_names(fields, self.indexes)
+        if extra:
+            flags["fields"] = [n for n, _ in extra]
+        if where is not None:
+            if not (isinstance(where, tuple) and len(where) == 3):
+                raise TypeError("where must be a (field, op, value) tuple")
+            flags["where_"] = where
         first, nxt = self.first_seq, self.next_seq
         lo = first if start is None else _seq_arg(start, "start")
         hi = nxt if end is None else _seq_arg(end, "end")
@@ -333,16 +351,17 @@ class Queue(_litemq.Queue):
         if max_rows is not None:
             remaining = min(remaining, _seq_arg(max_rows, "max_rows"))
         batches = []
-        while remaining > 0:
+        while remaining > 0 and lo < hi:
             cols: dict[str, Any] = self._read_batch(lo, hi, remaining, **flags)
             rows = int(cols["rows"])
             if rows == 0:
                 break
-            batches.append(arrow.record_batch(cols, names))
-            lo += rows
+            batch = arrow.record_batch(cols, names, extra)
+            batches.append(batch)
+            lo = int(batch.column("seq")[rows - 1].as_py()) + 1 if where else lo + rows
             remaining -= rows
         if not batches:
-            return arrow.empty_batch(names)
+            return arrow.empty_batch(names, extra)
         return arrow.concat(batches)
 
     def to_pandas(

@@ -93,5 +93,18 @@ pub(crate) fn fill_columns(d: &Bound<'_, PyDict>, b: crate::Columns) -> PyResult
     d.set_item("header_value_data", data_column(py, b.header_value_data)?)?;
     d.set_item("payload_offsets", i32_column(py, b.payload_offsets)?)?;
     d.set_item("payload_data", data_column(py, b.payload_data)?)?;
+    let fields = pyo3::types::PyList::empty(py);
+    for f in b.fields {
+        let c = PyDict::new(py);
+        c.set_item("name", &f.def.name)?;
+        c.set_item("kind", f.def.kind.name())?;
+        c.set_item("valid", PyBytes::new(py, &f.valid))?;
+        c.set_item("nulls", f.nulls)?;
+        c.set_item("ints", i64_column(py, f.ints)?)?;
+        c.set_item("offsets", i32_column(py, f.offsets)?)?;
+        c.set_item("data", data_column(py, f.data)?)?;
+        fields.append(c)?;
+    }
+    d.set_item("fields", fields)?;
     Ok(())
 }

@@ -809,7 +809,8 @@ impl Queue {
 
     /// Messages whose header `field` (a declared index) satisfies `op`:
     /// "=" `value`, "between" `(low, high)` (both included), "in" a list of
-    /// values, "prefix" (str indexes) — in sequence order, written in
+    /// values, ">=" / "<=" a bound (included), "prefix" (str indexes) — in
+    /// sequence order, written in
     /// `[start, end)` (aware datetimes or µs since the epoch), at most
     /// `limit`. Sealed files are read through their index (a file whose
     /// min/max excludes the query is skipped unread); the active file
@@ -895,7 +896,10 @@ impl Queue {
     /// Columns of messages `[start, end)` in Arrow layout, at most
     /// `max_rows`; used by `litemq.Queue.read_arrow`. `key`, `headers` and
     /// `payload` say which variable-size columns to fill.
-    #[pyo3(signature = (start, end, max_rows, key=true, headers=true, payload=true))]
+    /// `fields` adds a column per declared index named (the header's first
+    /// value the index would index); `where_`, `(field, op, value)` as for
+    /// `where`, keeps only the messages where it holds.
+    #[pyo3(signature = (start, end, max_rows, key=true, headers=true, payload=true, fields=None, where_=None))]
     #[expect(
         clippy::too_many_arguments,
         reason = "one keyword argument per column the Python caller may leave out"
@@ -909,6 +913,8 @@ impl Queue {
         key: bool,
         headers: bool,
         payload: bool,
+        fields: Option<Vec<String>>,
+        where_: Option<(String, String, Bound<'py, PyAny>)>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let queue = self.queue()?;
         let cols = crate::ColumnSet {
@@ -916,7 +922,31 @@ impl Queue {
             headers,
             payload,
         };
-        let b = exit::detach(py, || queue.read_column_set(start, end, max_rows, cols))?;
+        let declared = queue.indexes();
+        let declared_def = |name: &str| {
+            declared
+                .iter()
+                .find(|d| d.name == name)
+                .cloned()
+                .ok_or_else(|| {
+                    PyValueError::new_err(format!(
+                        "no index on {name:?}: declare it with q.add_index({name:?}, \"str\") \
+                         or Queue(..., indexes={{{name:?}: \"str\"}})"
+                    ))
+                })
+        };
+        let defs = fields
+            .unwrap_or_default()
+            .iter()
+            .map(|n| declared_def(n))
+            .collect::<PyResult<Vec<_>>>()?;
+        let query = match &where_ {
+            Some((field, op, value)) => Some(fields::query_arg(declared_def(field)?, op, value)?),
+            None => None,
+        };
+        let b = exit::detach(py, || {
+            queue.read_field_columns(query, start, end, max_rows, cols, &defs)
+        })?;
         let d = PyDict::new(py);
         super::batch::fill_columns(&d, b)?;
         Ok(d)

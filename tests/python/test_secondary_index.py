@@ -64,6 +64,9 @@ def _check(q: litemq.Queue) -> None:
         i for i in range(N) if -10 <= _price(i) <= 50
     ]
     assert _seqs(q.where("price", "=", _price(2999))) == [2999]
+    assert _seqs(q.where("price", ">=", _price(2990))) == list(range(2990, N))
+    assert _seqs(q.where("price", "<=", _price(3))) == [0, 1, 2, 3]
+    assert _seqs(q.where("customer", ">=", "c8")) == [i for i in has_c if _customer(i) >= "c8"]
     assert q.where("customer", "=", "nobody") == []
     assert _seqs(q.where("customer", "=", "c7", limit=3)) == [7, 20, 33]
 
@@ -317,3 +320,32 @@ def test_where_keeps_sealed_files_mapped_between_queries_never_a_deleted_one(
         assert data[-2] in mapped
         assert not [m for m in mapped if m.endswith("(deleted)") or m in data[:-2]]
     assert _mapped_data_files(path) == []
+
+
+def test_read_arrow_flattens_indexed_headers_and_reads_through_an_index(tmp_path: Path) -> None:
+    path = tmp_path / "q"
+    with litemq.Queue(
+        path, file_size=SMALL_FILE, roll="count:500", indexes={"customer": "str", "price": "int"}
+    ) as q:
+        _fill(q, 0, N)
+        app = q.appender()
+        app.append(b"odd", headers={"customer": b"c7", "price": "12.5"})  # neither indexable
+        app.flush()
+        b = q.read_arrow(columns=["seq"], fields=["customer", "price"])
+        assert [str(f.type) for f in b.schema] == ["int64", "string", "int64"]
+        d = b.to_pydict()
+        assert d["customer"] == [None if i % 9 == 0 else _customer(i) for i in range(N)] + [None]
+        assert d["price"] == [_price(i) for i in range(N)] + [None]
+        want = [m.seq for m in q.where("customer", "=", "c7")]
+        got = q.read_arrow(columns=["seq"], fields=["customer"], where=("customer", "=", "c7"))
+        assert got.to_pydict() == {"seq": want, "customer": ["c7"] * len(want)}
+        # A range of sequences, a row limit, and a predicate on another field.
+        got = q.read_arrow(start=700, end=2000, max_rows=5, where=("price", ">=", _price(1000)))
+        assert got.column("seq").to_pylist() == [1000, 1001, 1002, 1003, 1004]
+        assert q.read_arrow(where=("price", "<=", -10_000)).num_rows == 0
+        with pytest.raises(ValueError, match="no index on 'region'"):
+            q.read_arrow(fields=["region"])
+        with pytest.raises(ValueError, match='no index on "region"'):
+            q.read_arrow(where=("region", "=", "eu"))
+        with pytest.raises(TypeError, match="int values"):
+            q.read_arrow(where=("price", ">=", "7"))
