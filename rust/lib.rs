@@ -61,7 +61,7 @@ pub use notify::Notify;
 pub use queue::{reindex, writer_pid, DataFileInfo, Queue, Stats};
 pub use reader::archived;
 pub use reader::backward::BackwardTailer;
-pub use reader::columns::{ColumnSet, Columns};
+pub use reader::columns::{ColumnSet, Columns, FieldColumn};
 pub use reader::tailer::{Message, OwnedMessage, Start, Tailer};
 pub use reader::topic::TopicSelector;
 pub use reader::topics_summary::TopicInfo;

@@ -23,7 +23,7 @@ use crate::reader::catalog::Catalog;
 use crate::reader::columns::{ColumnSet, Columns};
 use crate::reader::field::ActiveSeqs;
 use crate::reader::keys::index_keys_from;
-use crate::reader::tailer::{Message, OwnedMessage, Start, Tailer};
+use crate::reader::tailer::{MapCache, Message, OwnedMessage, Start, Tailer};
 use crate::reader::topic::{TopicFilter, TopicSelector};
 use crate::reader::wake::WakeSource;
 use crate::reader::watch::TailWatch;
@@ -130,6 +130,8 @@ struct Inner {
     /// In-memory indexes of the active file, per declared field, built
     /// by field queries and extended by each (see `Queue::where_field`).
     active_fields: Mutex<std::collections::HashMap<FieldIndexDef, ActiveIndex>>,
+    /// Sealed files' mappings kept between field queries.
+    field_maps: Arc<MapCache>,
     config: Config,
     catalog: Arc<Catalog>,
     writer: Option<Writer>,
@@ -455,6 +457,7 @@ impl Queue {
         Queue {
             inner: Arc::new(Inner {
                 active_fields: Mutex::new(std::collections::HashMap::new()),
+                field_maps: Arc::default(),
                 config,
                 catalog,
                 writer,
@@ -641,6 +644,83 @@ impl Queue {
         Ok(wrote)
     }
 
+    /// Forgets the secondary index on header field `name` and deletes its
+    /// files: first the declaration (in this handle and in `metadata.json`,
+    /// so a crash after it leaves only index files nobody reads, deleted
+    /// with their data file by retention or by dropping the name again),
+    /// then one `NAME.field-FIELD` file per data file. Returns how many
+    /// index files it deleted. A field query on `name` is then
+    /// [`Error::InvalidArgument`] until the index is declared again (which
+    /// builds it anew). A name that is not declared and has no file left is
+    /// [`Error::InvalidArgument`]; a read-only handle gets
+    /// [`Error::ReadOnly`]. With several writer processes, the others keep
+    /// the index until they next open (their builders may write its files
+    /// for files they seal meanwhile).
+    pub fn drop_index(&self, name: &str) -> Result<usize> {
+        self.check_open()?;
+        if self.inner.writer.is_none() {
+            return Err(Error::ReadOnly);
+        }
+        // The name becomes part of a file name: the same check as declaring.
+        FieldIndexDef::new(name, "str")?;
+        let dropped: Vec<FieldIndexDef> = {
+            let mut defs = self
+                .inner
+                .config
+                .fields
+                .write()
+                .unwrap_or_else(|e| e.into_inner());
+            let (gone, kept) = defs.drain(..).partition(|d| d.name == name);
+            *defs = kept;
+            gone
+        };
+        if !dropped.is_empty() {
+            let mut meta = self
+                .inner
+                .metadata
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            meta.options = Some(self.inner.config.stored());
+            if let Err(e) = write_metadata(&self.inner.config.path.join(METADATA_FILE), &meta) {
+                // Still declared on disk: keep it declared here too.
+                self.inner
+                    .config
+                    .fields
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .extend(dropped);
+                meta.options = Some(self.inner.config.stored());
+                return Err(e);
+            }
+        }
+        self.inner
+            .active_fields
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|d, _| d.name != name);
+        self.inner.catalog.refresh()?;
+        let base = self.inner.config.path.as_path();
+        let mut removed = 0;
+        for f in self.inner.catalog.snapshot().iter() {
+            let path = f.id.field_path(base, name);
+            match std::fs::remove_file(&path) {
+                Ok(()) => removed += 1,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io("remove", &path, e)),
+            }
+        }
+        if dropped.is_empty() && removed == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "no index on {name:?} to drop (declared: {:?})",
+                self.indexes()
+                    .iter()
+                    .map(|d| d.name.as_str())
+                    .collect::<Vec<_>>()
+            )));
+        }
+        Ok(removed)
+    }
+
     /// A tailer from the first message returning only those where `query`
     /// holds (a header value of a declared index equal to, in a range of,
     /// or starting with what it asks), in sequence order. Sealed files are
@@ -659,7 +739,9 @@ impl Queue {
             )));
         }
         let active = self.active_seqs(&query)?;
+        self.inner.field_maps.retain(&self.inner.catalog);
         let mut t = self.tailer(Start::Beginning)?;
+        t.share_maps(self.inner.field_maps.clone());
         t.select_field(query, active);
         Ok(t)
     }
@@ -877,29 +959,64 @@ impl Queue {
         max_rows: usize,
         cols: ColumnSet,
     ) -> Result<Columns> {
+        self.read_field_columns(None, start, end, max_rows, cols, &[])
+            .map(|(b, _)| b)
+    }
+
+    /// As [`Queue::read_column_set`], with a column per declared index in
+    /// `fields` (see [`crate::reader::columns::FieldColumn`]) and, with
+    /// `query`, only the messages where it holds, read as
+    /// [`Queue::where_field`] reads them (a sealed file whose zone map
+    /// excludes the query is not opened). A field or query on an index not
+    /// declared is [`Error::InvalidArgument`]. Returns the columns and the
+    /// sequence to read on from (at most `end`).
+    pub fn read_field_columns(
+        &self,
+        query: Option<FieldQuery>,
+        start: u64,
+        end: u64,
+        max_rows: usize,
+        cols: ColumnSet,
+        fields: &[FieldIndexDef],
+    ) -> Result<(Columns, u64)> {
         self.check_open()?;
+        let declared = self.indexes();
+        if let Some(d) = fields.iter().find(|d| !declared.contains(d)) {
+            return Err(Error::InvalidArgument(format!(
+                "no {} index on {:?}: declare it with add_index (or indexes=) first",
+                d.kind.name(),
+                d.name
+            )));
+        }
         if end > self.next_seq() {
             self.wait_visible()?;
         }
         let first = self.first_seq();
-        let mut t = Tailer::new(self.inner.catalog.clone(), self.inner.config.wait);
+        let mut t = match query {
+            Some(q) => self.where_field(q)?,
+            None => Tailer::new(self.inner.catalog.clone(), self.inner.config.wait),
+        };
+        if start.max(first) >= end {
+            return Ok((Columns::empty(0, cols).with_fields(fields), end.max(start)));
+        }
         t.seek(start.max(first))?;
-        Columns::read_set(&mut t, end, max_rows, cols)
+        let b = Columns::read_fields(&mut t, end, max_rows, cols, fields)?;
+        Ok((b, t.next_seq().min(end)))
     }
 
     /// As [`Queue::read_column_set`], keeping only the messages `selector`
     /// wants (a topic, a queue id of it, tags; as [`Tailer::select`]):
     /// files without topics are skipped, a sealed file's topic index gives
     /// the frames to read, other files are read frame by frame; every row
-    /// is compared exactly. Returns the columns and the sequence to read
-    /// on from (`end` once the read got there).
+    /// is compared exactly. `fields` adds a column per declared index, as
+    /// [`Queue::read_field_columns`]. Returns the columns and the sequence
+    /// to read on from (`end` once the read got there).
     pub fn read_column_selected(
         &self,
-        start: u64,
-        end: u64,
-        max_rows: usize,
+        (start, end, max_rows): (u64, u64, usize),
         cols: ColumnSet,
         selector: TopicSelector,
+        fields: &[FieldIndexDef],
     ) -> Result<(Columns, u64)> {
         self.check_open()?;
         if end > self.next_seq() {
@@ -908,13 +1025,13 @@ impl Queue {
         let first = self.first_seq();
         let start = start.max(first);
         if start >= end {
-            return Ok((Columns::empty(0, cols), end.max(start)));
+            return Ok((Columns::empty(0, cols).with_fields(fields), end.max(start)));
         }
         let catalog = &self.inner.catalog;
         let mut t = Tailer::new(catalog.clone(), self.inner.config.wait);
         t.seek(start)?;
         let mut filter = TopicFilter::new(selector);
-        Columns::read_filtered(&mut t, catalog, &mut filter, end, max_rows, cols)
+        Columns::read_filtered(&mut t, catalog, &mut filter, (end, max_rows), cols, fields)
     }
 
     /// Messages whose key is exactly `key`, in sequence order, stored in
@@ -1376,6 +1493,7 @@ impl Queue {
             self.inner.watch.close();
         }
         *self.inner.getter.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.inner.field_maps.clear();
         *self
             .inner
             .key_reader

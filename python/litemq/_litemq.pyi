@@ -416,11 +416,12 @@ class Queue:
         *,
         progress: Callable[[int, int], object] | None = None,
     ) -> int: ...
+    def drop_index(self, name: str) -> int: ...
     def _check_indexes(self) -> list[dict[str, str]]: ...
     def where(
         self,
         field: str,
-        op: Literal["=", "==", "between", "in", "prefix"],
+        op: Literal["=", "==", "between", "in", ">=", "<=", "prefix"],
         value: Any,
         *,
         start: datetime | int | None = None,
@@ -447,6 +448,8 @@ class Queue:
         topic: str | None = None,
         tags: Iterable[str] | None = None,
         queue_id: int | None = None,
+        fields: list[str] | None = None,
+        where_: tuple[str, str, Any] | None = None,
     ) -> dict[str, Any]: ...
     def close(self) -> None: ...
     @property

@@ -49,6 +49,7 @@ __all__ = [
     "SCHEMA_FIELDS",
     "column_names",
     "empty_batch",
+    "field_names",
     "record_batch",
     "schema",
 ]
@@ -95,12 +96,36 @@ def column_names(columns: Any, raw: bool = False) -> tuple[str, ...]:
     return names
 
 
-def schema(columns: tuple[str, ...] = DEFAULT_FIELDS) -> pa.Schema:
-    """The schema of `Queue.read_arrow` batches (of the columns named)."""
+def field_names(fields: Any, declared: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """Checks a ``fields`` argument: names of declared indexes, each once, as
+    ``(name, type)`` pairs (None: none)."""
+    if fields is None:
+        return ()
+    if isinstance(fields, (str, bytes)):
+        raise TypeError("fields must be a list of index names, not a single string")
+    names = tuple(fields)
+    for name in names:
+        if name not in declared:
+            raise ValueError(
+                f"no index on {name!r}: fields names declared indexes ({', '.join(declared)})"
+            )
+    if len(set(names)) != len(names):
+        raise ValueError(f"fields names an index twice: {list(names)}")
+    return tuple((n, declared[n]) for n in names)
+
+
+def schema(
+    columns: tuple[str, ...] = DEFAULT_FIELDS, fields: tuple[tuple[str, str], ...] = ()
+) -> pa.Schema:
+    """The schema of `Queue.read_arrow` batches (of the columns named, then
+    one per field: ``(name, "str" | "int")``)."""
     import pyarrow as pa
 
     full = _full_schema()
-    return pa.schema([full.field(c) for c in columns])
+    base = full if columns == SCHEMA_FIELDS else pa.schema([full.field(c) for c in columns])
+    for name, kind in fields:
+        base = base.append(pa.field(name, pa.int64() if kind == "int" else pa.string()))
+    return base
 
 
 def _full_schema() -> pa.Schema:
@@ -124,11 +149,13 @@ def _full_schema() -> pa.Schema:
     )
 
 
-def empty_batch(columns: tuple[str, ...] = DEFAULT_FIELDS) -> pa.RecordBatch:
+def empty_batch(
+    columns: tuple[str, ...] = DEFAULT_FIELDS, fields: tuple[tuple[str, str], ...] = ()
+) -> pa.RecordBatch:
     """A batch with the schema (of the columns named) and no rows."""
     import pyarrow as pa
 
-    return pa.RecordBatch.from_pylist([], schema=schema(columns))
+    return pa.RecordBatch.from_pylist([], schema=schema(columns, fields))
 
 
 def _validity(buf: bytes, nulls: int) -> Any:
@@ -137,9 +164,13 @@ def _validity(buf: bytes, nulls: int) -> Any:
     return None if nulls == 0 else pa.py_buffer(buf)
 
 
-def record_batch(cols: dict[str, Any], columns: tuple[str, ...] = DEFAULT_FIELDS) -> pa.RecordBatch:
+def record_batch(
+    cols: dict[str, Any],
+    columns: tuple[str, ...] = DEFAULT_FIELDS,
+    fields: tuple[tuple[str, str], ...] = (),
+) -> pa.RecordBatch:
     """Wraps one engine batch (the dict `_read_batch` returns), with the
-    columns named (the engine filled those)."""
+    columns named (the engine filled those) and its field columns."""
     import pyarrow as pa
 
     rows = int(cols["rows"])
@@ -193,7 +224,25 @@ def record_batch(cols: dict[str, Any], columns: tuple[str, ...] = DEFAULT_FIELDS
         built["codec"] = _strings(cols, rows, "codec")
     if "raw_len" in columns:
         built["raw_len"] = pa.Array.from_buffers(pa.int64(), rows, [None, buf(cols["raw_len"])])
-    return pa.RecordBatch.from_arrays([built[c] for c in columns], schema=schema(columns))
+    arrays = [built[c] for c in columns]
+    for f in cols.get("fields", ()):
+        valid = _validity(f["valid"], f["nulls"])
+        if f["kind"] == "int":
+            arrays.append(
+                pa.Array.from_buffers(
+                    pa.int64(), rows, [valid, buf(f["ints"])], null_count=f["nulls"]
+                )
+            )
+        else:
+            arrays.append(
+                pa.Array.from_buffers(
+                    pa.string(),
+                    rows,
+                    [valid, buf(f["offsets"]), buf(f["data"])],
+                    null_count=f["nulls"],
+                )
+            )
+    return pa.RecordBatch.from_arrays(arrays, schema=schema(columns, fields))
 
 
 def _strings(cols: dict[str, Any], rows: int, name: str) -> pa.Array:

@@ -3,9 +3,10 @@
     litemq index add PATH NAME [--type str|int]
                                   declare an index and build it for every sealed
                                   file, with a progress bar (opens as the writer)
+    litemq index drop PATH NAME   forget an index and delete its files
     litemq index list PATH        declared indexes and the state of each file's
     litemq where PATH FIELD OP VALUE... [--limit N]
-                                  messages whose header FIELD matches: OP is =,
+                                  messages whose header FIELD matches: OP is =, >=, <=,
                                   between (two values), in (any number), prefix
 
 `verify` also checks every index file (`check_indexes`).
@@ -51,6 +52,13 @@ def _cmd_add(args: argparse.Namespace, out: IO[str]) -> int:
     if progress is not None:
         progress.done()
     out.write(f"OK: index {args.name!r} ({args.type}): {indexed} sealed files indexed\n")
+    return 0
+
+
+def _cmd_drop(args: argparse.Namespace, out: IO[str]) -> int:
+    with Queue(args.path) as q:
+        removed = q.drop_index(args.name)
+    out.write(f"OK: index {args.name!r} dropped: {removed} index files deleted\n")
     return 0
 
 
@@ -103,6 +111,10 @@ def register(sub: Any) -> None:
     a.add_argument("name", metavar="NAME", help="the header name")
     a.add_argument("--type", choices=("str", "int"), default="str", help="default str")
     a.set_defaults(run=_cmd_add)
+    d = isub.add_parser("drop", help="forget an index and delete its files")
+    d.add_argument("path", metavar="PATH", help="the queue's directory")
+    d.add_argument("name", metavar="NAME", help="the header name")
+    d.set_defaults(run=_cmd_drop)
     ls = isub.add_parser("list", help="declared indexes and the state of their files")
     ls.add_argument("path", metavar="PATH", help="the queue's directory")
     ls.set_defaults(run=_cmd_list)
@@ -110,7 +122,7 @@ def register(sub: Any) -> None:
     w = sub.add_parser("where", help="messages whose indexed header matches (JSON Lines)")
     w.add_argument("path", metavar="PATH", help="the queue's directory")
     w.add_argument("field", metavar="FIELD")
-    w.add_argument("op", choices=("=", "between", "in", "prefix"))
+    w.add_argument("op", choices=("=", "between", "in", ">=", "<=", "prefix"))
     w.add_argument("values", nargs="+", metavar="VALUE")
     w.add_argument("--limit", type=int, metavar="N", help="at most N messages")
     w.set_defaults(run=_cmd_where)

@@ -310,6 +310,8 @@ class Queue(_litemq.Queue):
         tags: Iterable[str] | None = None,
         queue_id: int | None = None,
         raw: bool = False,
+        fields: Sequence[str] | None = None,
+        where: tuple[str, str, Any] | None = None,
     ) -> pa.RecordBatch:
         """Messages ``[start, end)`` as one ``pyarrow.RecordBatch``.
 
@@ -343,6 +345,14 @@ class Queue(_litemq.Queue):
         frames each by their own CRC; damage raises CorruptedError naming
         the file. Needs pyarrow.
 
+        ``fields`` (names of declared indexes) adds one column per field,
+        named after it, after the others: the message's first value of that
+        header the index indexes (see `where`), ``string`` for a str index,
+        ``int64`` for an int index, null when it has none. ``where``, a
+        ``(field, op, value)`` tuple as `where` takes, keeps only the
+        messages where it holds, read through the index as `where` reads
+        (``max_rows`` then counts the rows returned).
+
         >>> q.read_arrow(max_rows=2).column("seq").to_pylist()
         [0, 1]
         >>> q.read_arrow(columns=["seq", "payload"]).schema.names
@@ -353,6 +363,14 @@ class Queue(_litemq.Queue):
         if not isinstance(raw, bool):
             raise TypeError(f"raw must be a bool, not {type(raw).__name__}")
         names = arrow.column_names(columns, raw)
+        extra = arrow.field_names(fields, self.indexes)
+        flags: dict[str, Any] = {}
+        if extra:
+            flags["fields"] = [n for n, _ in extra]
+        if where is not None:
+            if not (isinstance(where, tuple) and len(where) == 3):
+                raise TypeError("where must be a (field, op, value) tuple")
+            flags["where_"] = where
         first, nxt = self.first_seq, self.next_seq
         lo = first if start is None else _seq_arg(start, "start")
         hi = nxt if end is None else _seq_arg(end, "end")
@@ -366,18 +384,18 @@ class Queue(_litemq.Queue):
         batches = []
         while remaining > 0 and lo < hi:
             cols: dict[str, Any] = self._read_batch(
-                lo, hi, remaining, columns=list(names), raw=raw, **select
+                lo, hi, remaining, columns=list(names), raw=raw, **select, **flags
             )
             rows = int(cols["rows"])
             if rows:
-                batches.append(arrow.record_batch(cols, names))
+                batches.append(arrow.record_batch(cols, names, extra))
             after = int(cols["next"])
             if after <= lo and rows == 0:
                 break
             lo = after
             remaining -= rows
         if not batches:
-            return arrow.empty_batch(names)
+            return arrow.empty_batch(names, extra)
         return arrow.concat(batches)
 
     def to_pandas(

@@ -110,6 +110,19 @@ pub(crate) fn fill_columns(d: &Bound<'_, PyDict>, b: crate::Columns) -> PyResult
     d.set_item("codec_offsets", i32_column(py, b.codec_offsets)?)?;
     d.set_item("codec_data", PyBytes::new(py, &b.codec_data))?;
     d.set_item("raw_len", i64_column(py, b.raw_len)?)?;
+    let fields = pyo3::types::PyList::empty(py);
+    for f in b.fields {
+        let c = PyDict::new(py);
+        c.set_item("name", &f.def.name)?;
+        c.set_item("kind", f.def.kind.name())?;
+        c.set_item("valid", PyBytes::new(py, &f.valid))?;
+        c.set_item("nulls", f.nulls)?;
+        c.set_item("ints", i64_column(py, f.ints)?)?;
+        c.set_item("offsets", i32_column(py, f.offsets)?)?;
+        c.set_item("data", data_column(py, f.data)?)?;
+        fields.append(c)?;
+    }
+    d.set_item("fields", fields)?;
     Ok(())
 }
 

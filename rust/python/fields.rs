@@ -119,6 +119,10 @@ pub(crate) fn query_arg(
             }
             any
         }
+        // Open ranges: no key is above 9 bytes of 0xFF (an int key has 8
+        // bytes, UTF-8 never holds 0xFF), none below the empty one.
+        ">=" => vec![KeyPredicate::Between(key_arg(&def, value)?, vec![0xFF; 9])],
+        "<=" => vec![KeyPredicate::Between(Vec::new(), key_arg(&def, value)?)],
         "prefix" if def.kind == FieldKind::Str => {
             vec![KeyPredicate::Prefix(key_arg(&def, value)?)]
         }
@@ -130,7 +134,7 @@ pub(crate) fn query_arg(
         }
         other => {
             return Err(PyValueError::new_err(format!(
-                "op must be \"=\", \"between\", \"in\" or \"prefix\", got {other:?}"
+                "op must be \"=\", \"between\", \"in\", \">=\", \"<=\" or \"prefix\", got {other:?}"
             )))
         }
     };

@@ -768,6 +768,21 @@ impl Queue {
         }
     }
 
+    /// Forgets the secondary index on header `name` and deletes its index
+    /// files (the declaration leaves metadata.json first, then the files go:
+    /// a crash in between leaves files nobody reads, deleted with their data
+    /// file or by dropping the name again). Returns how many index files it
+    /// deleted. `where` on the field then raises ValueError until the index
+    /// is added again (which builds it anew). A name neither declared nor
+    /// with files left raises ValueError; a read-only handle ReadOnlyError.
+    ///
+    /// >>> q.drop_index("customer")
+    /// 3
+    fn drop_index(&self, py: Python<'_>, name: &str) -> PyResult<usize> {
+        let queue = self.queue()?;
+        Ok(exit::detach(py, || queue.drop_index(name))?)
+    }
+
     /// Every secondary index file of every sealed data file as dicts of
     /// `file`, `field` and `state` ("ok", "missing", "damaged"), for
     /// `litemq verify`.
@@ -794,7 +809,8 @@ impl Queue {
 
     /// Messages whose header `field` (a declared index) satisfies `op`:
     /// "=" `value`, "between" `(low, high)` (both included), "in" a list of
-    /// values, "prefix" (str indexes) — in sequence order, written in
+    /// values, ">=" / "<=" a bound (included), "prefix" (str indexes) — in
+    /// sequence order, written in
     /// `[start, end)` (aware datetimes or µs since the epoch), at most
     /// `limit`. Sealed files are read through their index (a file whose
     /// min/max excludes the query is skipped unread); the active file
@@ -881,9 +897,12 @@ impl Queue {
     /// `max_rows`; used by `litemq.Queue.read_arrow`. `columns` names the
     /// columns to fill (`None`: all), `raw` keeps payloads as stored;
     /// `topic`, `tags` and `queue_id` keep only that topic's messages (as
-    /// `tailer(topic=...)`). The dict's `next` is the sequence to read on
-    /// from.
-    #[pyo3(signature = (start, end, max_rows, columns=None, raw=false, topic=None, tags=None, queue_id=None))]
+    /// `tailer(topic=...)`). `fields` adds a column per declared index
+    /// named (the header's first value the index would index); `where_`,
+    /// `(field, op, value)` as for `where`, keeps only the messages where
+    /// it holds (not with a topic). The dict's `next` is the sequence to
+    /// read on from.
+    #[pyo3(signature = (start, end, max_rows, columns=None, raw=false, topic=None, tags=None, queue_id=None, fields=None, where_=None))]
     #[expect(
         clippy::too_many_arguments,
         reason = "mirrors the Python caller's keyword arguments"
@@ -899,16 +918,42 @@ impl Queue {
         topic: Option<String>,
         tags: Option<&Bound<'_, PyAny>>,
         queue_id: Option<&Bound<'_, PyAny>>,
+        fields: Option<Vec<String>>,
+        where_: Option<(String, String, Bound<'py, PyAny>)>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let queue = self.queue()?;
         let cols = super::batch::column_set(columns, raw)?;
         let selector = topic::selector_arg(topic, tags, queue_id)?;
+        let declared = queue.indexes();
+        let declared_def = |name: &str| {
+            declared
+                .iter()
+                .find(|d| d.name == name)
+                .cloned()
+                .ok_or_else(|| {
+                    PyValueError::new_err(format!(
+                        "no index on {name:?}: declare it with q.add_index({name:?}, \"str\") \
+                         or Queue(..., indexes={{{name:?}: \"str\"}})"
+                    ))
+                })
+        };
+        let defs = fields
+            .unwrap_or_default()
+            .iter()
+            .map(|n| declared_def(n))
+            .collect::<PyResult<Vec<_>>>()?;
+        let query = match &where_ {
+            Some((field, op, value)) => Some(fields::query_arg(declared_def(field)?, op, value)?),
+            None => None,
+        };
+        if selector.is_some() && query.is_some() {
+            return Err(PyValueError::new_err(
+                "read_arrow takes a topic filter or where, not both in one read",
+            ));
+        }
         let (b, next) = exit::detach(py, || match selector {
-            Some(s) => queue.read_column_selected(start, end, max_rows, cols, s),
-            None => queue.read_column_set(start, end, max_rows, cols).map(|b| {
-                let next = start + b.rows as u64;
-                (b, next)
-            }),
+            Some(s) => queue.read_column_selected((start, end, max_rows), cols, s, &defs),
+            None => queue.read_field_columns(query, start, end, max_rows, cols, &defs),
         })?;
         let d = PyDict::new(py);
         super::batch::fill_columns(&d, b)?;

@@ -2,7 +2,9 @@
 //! per-message object, for `read_arrow` and Spark.
 
 use crate::error::Result;
+use crate::format::fields::{int_of_key, FieldKind};
 use crate::format::record::{HeaderIter, RecordView};
+use crate::index::fields::FieldIndexDef;
 use crate::reader::catalog::Catalog;
 use crate::reader::tailer::{Message, Tailer};
 use crate::reader::topic::TopicFilter;
@@ -81,6 +83,73 @@ pub struct Columns {
     /// Each row's payload size once decompressed (its stored size when it
     /// is not compressed).
     pub raw_len: Vec<i64>,
+    /// Flattened header fields (see [`Columns::with_fields`]), in the order
+    /// asked for.
+    pub fields: Vec<FieldColumn>,
+}
+
+/// One declared secondary index's header field as a column: each row holds
+/// the message's first value of the header that the index would index
+/// (`FieldIndexDef::keys`), as text (`str` indexes) or a 64-bit int (`int`
+/// indexes); null when it has none. A value satisfying a predicate is so a
+/// value the index lists the message under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldColumn {
+    /// The field.
+    pub def: FieldIndexDef,
+    /// Validity bitmap (bit set: has a value).
+    pub valid: Vec<u8>,
+    /// Rows without a value.
+    pub nulls: usize,
+    /// `int` fields: the values (0 in a null row).
+    pub ints: Vec<i64>,
+    /// `str` fields: row `i`'s text is `data[offsets[i]..offsets[i+1]]`.
+    pub offsets: Vec<i32>,
+    /// `str` fields: the texts' bytes (UTF-8).
+    pub data: Vec<u8>,
+}
+
+impl FieldColumn {
+    fn new(def: FieldIndexDef) -> FieldColumn {
+        FieldColumn {
+            offsets: match def.kind {
+                FieldKind::Str => vec![0],
+                FieldKind::Int => Vec::new(),
+            },
+            def,
+            valid: Vec::new(),
+            nulls: 0,
+            ints: Vec::new(),
+            data: Vec::new(),
+        }
+    }
+
+    /// Bytes row `rec` adds to `data`.
+    fn len_of(&self, rec: &RecordView<'_>) -> usize {
+        match self.def.kind {
+            FieldKind::Str => self.def.keys(rec).next().map_or(0, |k| k.len()),
+            FieldKind::Int => 0,
+        }
+    }
+
+    fn push(&mut self, i: usize, rec: &RecordView<'_>) {
+        let key = self.def.keys(rec).next();
+        set_bit(&mut self.valid, i, key.is_some());
+        if key.is_none() {
+            self.nulls += 1;
+        }
+        match self.def.kind {
+            FieldKind::Str => {
+                if let Some(k) = key {
+                    self.data.extend_from_slice(&k);
+                }
+                self.offsets.push(self.data.len() as i32);
+            }
+            FieldKind::Int => self
+                .ints
+                .push(key.and_then(|k| int_of_key(&k)).unwrap_or(0)),
+        }
+    }
 }
 
 const LIMIT: usize = i32::MAX as usize;
@@ -196,6 +265,43 @@ impl Columns {
         b.key_valid.reserve(hint_for(cols.key).div_ceil(8));
         b.headers_valid.reserve(hint_for(cols.headers).div_ceil(8));
         b
+    }
+
+    /// Adds a column per field in `defs` (filled by [`Columns::read_set`]
+    /// and field reads, see [`FieldColumn`]).
+    pub fn with_fields(mut self, defs: &[FieldIndexDef]) -> Columns {
+        self.fields = defs.iter().cloned().map(FieldColumn::new).collect();
+        self
+    }
+
+    /// As [`Columns::push`], filling the field columns too.
+    #[inline]
+    pub(crate) fn push_row(
+        &mut self,
+        seq: u64,
+        rec: &RecordView<'_>,
+        payload: &[u8],
+        hint: usize,
+        cols: ColumnSet,
+    ) -> bool {
+        if self.fields.is_empty() {
+            return self.push(seq, rec, payload, hint, cols);
+        }
+        if self
+            .fields
+            .iter()
+            .any(|f| f.data.len() + f.len_of(rec) > LIMIT)
+        {
+            return false;
+        }
+        let i = self.rows;
+        if !self.push(seq, rec, payload, hint, cols) {
+            return false;
+        }
+        for f in &mut self.fields {
+            f.push(i, rec);
+        }
+        true
     }
 
     /// Appends one message, unless a column would pass `i32::MAX` bytes
@@ -414,15 +520,27 @@ impl Columns {
         max_rows: usize,
         cols: ColumnSet,
     ) -> Result<Columns> {
+        Columns::read_fields(tailer, end, max_rows, cols, &[])
+    }
+
+    /// As [`Columns::read_set`], with a column per field in `defs` (see
+    /// [`FieldColumn`]).
+    pub fn read_fields(
+        tailer: &mut Tailer,
+        end: u64,
+        max_rows: usize,
+        cols: ColumnSet,
+        defs: &[FieldIndexDef],
+    ) -> Result<Columns> {
         let hint = max_rows
             .min(end.saturating_sub(tailer.next_seq()) as usize)
             .min(RESERVE_ROWS);
-        let mut b = Columns::empty(hint, cols);
+        let mut b = Columns::empty(hint, cols).with_fields(defs);
         let mut full = false;
         while !full && b.rows < max_rows && tailer.next_seq() < end {
             let want = (max_rows - b.rows).min((end - tailer.next_seq()) as usize);
             let taken = tailer.read_run(want, &mut |m| {
-                let ok = b.push(m.seq, m.record(), payload_of(m, cols), hint, cols);
+                let ok = b.push_row(m.seq, m.record(), payload_of(m, cols), hint, cols);
                 full = !ok;
                 ok
             })?;
@@ -430,7 +548,13 @@ impl Columns {
                 continue;
             }
             let Some(m) = tailer.read_next()? else { break };
-            if !b.push(m.seq, m.record(), payload_of(&m, cols), hint, cols) {
+            if m.seq >= end {
+                // A filtered tailer jumps: leave what is past the end.
+                let seq = m.seq;
+                tailer.seek(seq)?;
+                break;
+            }
+            if !b.push_row(m.seq, m.record(), payload_of(&m, cols), hint, cols) {
                 // Leave the message for the next batch.
                 let seq = m.seq;
                 tailer.seek(seq)?;
@@ -445,20 +569,21 @@ impl Columns {
     /// whose footer says it holds no topic is skipped, a sealed file with
     /// a topic index is read only at the sequences it lists, any other
     /// file is read in bulk with each record compared. Every row is
-    /// compared exactly. `tailer` must have no filter of its own. Returns
-    /// the columns and the sequence to read on from (`end` when the read
-    /// got there: the filter may have jumped over the rest).
+    /// compared exactly. `tailer` must have no filter of its own. `defs`
+    /// adds field columns as [`Columns::read_fields`]. Returns the columns
+    /// and the sequence to read on from (`end` when the read got there: the
+    /// filter may have jumped over the rest).
     pub(crate) fn read_filtered(
         tailer: &mut Tailer,
         catalog: &Catalog,
         filter: &mut TopicFilter,
-        end: u64,
-        max_rows: usize,
+        (end, max_rows): (u64, usize),
         cols: ColumnSet,
+        defs: &[FieldIndexDef],
     ) -> Result<(Columns, u64)> {
         // How many rows match is not known: grow as they come.
         let hint = max_rows.min(FILTERED_RESERVE_ROWS);
-        let mut b = Columns::empty(hint, cols);
+        let mut b = Columns::empty(hint, cols).with_fields(defs);
         let mut full = false;
         let mut next = tailer.next_seq();
         while !full && b.rows < max_rows && next < end {
@@ -480,7 +605,7 @@ impl Columns {
                     if b.rows >= max_rows {
                         return false;
                     }
-                    let ok = b.push(m.seq, m.record(), payload_of(m, cols), hint, cols);
+                    let ok = b.push_row(m.seq, m.record(), payload_of(m, cols), hint, cols);
                     full = !ok;
                     ok
                 })?;
@@ -493,7 +618,7 @@ impl Columns {
             // frame, the end of the data or damage.
             let Some(m) = tailer.read_next()? else { break };
             if filter.matches(m.record())
-                && !b.push(m.seq, m.record(), payload_of(&m, cols), hint, cols)
+                && !b.push_row(m.seq, m.record(), payload_of(&m, cols), hint, cols)
             {
                 // Leave the message for the next batch.
                 next = m.seq;

@@ -208,7 +208,85 @@ struct Cursor {
     verified: bool,
     /// The file's dense index (format 5), opened on first use (`Some(None)`:
     /// none, or unusable).
-    dense: Option<Option<DenseIndex>>,
+    dense: Option<Option<Arc<DenseIndex>>>,
+}
+
+/// Mappings of sealed data files and of their dense indexes, kept by a
+/// queue handle between field queries (`Queue::where_field`): a query that
+/// jumps to a few messages of each file does not map each file again,
+/// fault its pages in again and unmap it at the end. Only files the
+/// catalog lists before the last one (sealed, or being sealed: either way
+/// a mapping only ever reads published frames, see [`Mapping`]) are kept;
+/// [`MapCache::retain`] drops those deleted or replaced since.
+#[derive(Debug, Default)]
+pub(crate) struct MapCache {
+    files: std::sync::Mutex<std::collections::HashMap<FileId, CachedFile>>,
+}
+
+#[derive(Debug, Clone)]
+struct CachedFile {
+    map: Arc<Mapping>,
+    dense: Option<Arc<DenseIndex>>,
+}
+
+impl MapCache {
+    /// Keeps only the files `catalog` lists now, not the last, whose path
+    /// still names the file mapped (retention deletes files; a file
+    /// rewritten under its name is another file).
+    pub(crate) fn retain(&self, catalog: &Catalog) {
+        use std::os::unix::fs::MetadataExt;
+        let files = catalog.snapshot();
+        let sealed = &files[..files.len().saturating_sub(1)];
+        let mut cache = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        cache.retain(|id, f| {
+            sealed.iter().any(|s| s.id == *id)
+                && std::fs::metadata(f.map.path())
+                    .is_ok_and(|m| (m.dev(), m.ino()) == f.map.identity())
+        });
+    }
+
+    /// Unmaps everything (the queue is closed).
+    pub(crate) fn clear(&self) {
+        self.files.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    /// A cursor on `info`, from the cache when it is there; put there when
+    /// `info` is a sealed file.
+    fn cursor(&self, catalog: &Catalog, info: FileInfo) -> Result<Cursor> {
+        let cached = self
+            .files
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&info.id)
+            .cloned();
+        let f = match cached {
+            Some(f) => f,
+            None => {
+                let mut c = Cursor::open(catalog, info)?;
+                if catalog.last().is_none_or(|l| l.id == info.id) {
+                    return Ok(c);
+                }
+                let f = CachedFile {
+                    map: c.map.clone(),
+                    dense: c.dense_index(catalog).cloned(),
+                };
+                self.files
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(info.id, f.clone());
+                f
+            }
+        };
+        Ok(Cursor {
+            info,
+            map: f.map,
+            offset: DATA_HEADER_LEN,
+            index: None,
+            footer: None,
+            verified: false,
+            dense: Some(f.dense),
+        })
+    }
 }
 
 impl Cursor {
@@ -245,21 +323,7 @@ impl Cursor {
     /// passes its CRC and decodes. A damaged entry must not send a reader to
     /// the wrong message: anything else is `None`, and the caller scans.
     fn dense_frame(&mut self, catalog: &Catalog, seq: u64) -> Option<usize> {
-        let info = self.info;
-        let ix = self
-            .dense
-            .get_or_insert_with(|| {
-                (info.header.version >= DENSE_SINCE_VERSION)
-                    .then(|| {
-                        DenseIndex::open(
-                            &info.id.offsets_path(catalog.base()),
-                            info.header.first_seq,
-                            info.header.file_number,
-                        )
-                    })
-                    .flatten()
-            })
-            .as_ref()?;
+        let ix = self.dense_index(catalog)?.clone();
         let at = ix.offset(seq, self.map.len())?;
         let file = self.map.as_slice();
         match frame::decode(file, at, self.map.load_u32(at)) {
@@ -270,6 +334,25 @@ impl Cursor {
             }
             _ => None,
         }
+    }
+
+    /// The file's dense index, opened on first use.
+    fn dense_index(&mut self, catalog: &Catalog) -> Option<&Arc<DenseIndex>> {
+        let info = self.info;
+        self.dense
+            .get_or_insert_with(|| {
+                (info.header.version >= DENSE_SINCE_VERSION)
+                    .then(|| {
+                        DenseIndex::open(
+                            &info.id.offsets_path(catalog.base()),
+                            info.header.first_seq,
+                            info.header.file_number,
+                        )
+                    })
+                    .flatten()
+                    .map(Arc::new)
+            })
+            .as_ref()
     }
 
     /// A sparse-index entry chosen by `pick`, if the frame it points at
@@ -350,6 +433,8 @@ pub struct Tailer {
     inflated: Vec<u8>,
     /// Skips messages expired by this clock (see [`Tailer::skip_expired`]).
     skip_expired: Option<Arc<dyn Clock>>,
+    /// Where seeks take sealed files' mappings from (field queries).
+    maps: Option<Arc<MapCache>>,
 }
 
 /// Iterating a tailer yields the messages published so far as owned copies
@@ -383,7 +468,14 @@ impl Tailer {
             filter: None,
             inflated: Vec::new(),
             skip_expired: None,
+            maps: None,
         }
+    }
+
+    /// From now on, seeks take the mappings of sealed files from `maps`
+    /// (and leave them there), instead of mapping each file anew.
+    pub(crate) fn share_maps(&mut self, maps: Arc<MapCache>) {
+        self.maps = Some(maps);
     }
 
     /// From now on, reads skip messages whose expiry (`expires_at`) has
@@ -551,7 +643,10 @@ impl Tailer {
         // Reuse the open file when the target is in it.
         let (mut cursor, reused) = match self.cursor.take() {
             Some(c) if c.info.id == info.id => (c, true),
-            _ => match Cursor::open(&self.catalog, info) {
+            _ => match match &self.maps {
+                Some(maps) => maps.cursor(&self.catalog, info),
+                None => Cursor::open(&self.catalog, info),
+            } {
                 Ok(c) => (c, false),
                 Err(e) if is_not_found(&e) => {
                     // Retention removed the file after the catalog listed it.

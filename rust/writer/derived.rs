@@ -94,7 +94,22 @@ impl Drop for DerivedBuilder {
 fn ensure(base: &Path, info: &FileInfo, fields: &SharedDefs) {
     ensure_topics(base, info);
     let defs = fields.read().unwrap_or_else(|e| e.into_inner()).clone();
+    let there: Vec<bool> = defs
+        .iter()
+        .map(|d| info.id.field_path(base, &d.name).exists())
+        .collect();
     field_index::ensure(base, info.id, &info.header, &defs);
+    // An index dropped while this built it (`Queue::drop_index` forgets it
+    // before deleting its files, so a file there before is the drop's to
+    // delete): a file this wrote goes too.
+    let now = fields.read().unwrap_or_else(|e| e.into_inner()).clone();
+    for (d, _) in defs
+        .iter()
+        .zip(there)
+        .filter(|(d, there)| !there && !now.contains(d))
+    {
+        let _ = std::fs::remove_file(info.id.field_path(base, &d.name));
+    }
 }
 
 /// Builds the topic index of sealed file `info` when it needs one and has

@@ -64,6 +64,9 @@ def _check(q: litemq.Queue) -> None:
         i for i in range(N) if -10 <= _price(i) <= 50
     ]
     assert _seqs(q.where("price", "=", _price(2999))) == [2999]
+    assert _seqs(q.where("price", ">=", _price(2990))) == list(range(2990, N))
+    assert _seqs(q.where("price", "<=", _price(3))) == [0, 1, 2, 3]
+    assert _seqs(q.where("customer", ">=", "c8")) == [i for i in has_c if _customer(i) >= "c8"]
     assert q.where("customer", "=", "nobody") == []
     assert _seqs(q.where("customer", "=", "c7", limit=3)) == [7, 20, 33]
 
@@ -194,3 +197,155 @@ def test_where_matches_a_python_filter(
             else:
                 want = [i for i, p in enumerate(prices) if p in value]  # type: ignore[operator]
             assert [m.seq for m in q.where("p", op, value)] == want, (op, value)  # type: ignore[arg-type]
+
+
+def test_drop_index_forgets_it_deletes_its_files_and_the_name_can_be_added_again(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "q"
+    with litemq.Queue(
+        path, file_size=SMALL_FILE, roll="count:500", indexes={"customer": "str", "price": "int"}
+    ) as q:
+        _fill(q, 0, N)
+        sealed = len(list(path.rglob("*.data"))) - 1
+        assert _seqs(q.where("price", "=", _price(2999))) == [2999]  # active file in memory
+        assert len(_field_files(path, "price")) == sealed
+        assert q.drop_index("price") == sealed
+        assert _field_files(path, "price") == []
+        assert len(_field_files(path, "customer")) == sealed  # the other index stays
+        assert q.indexes == {"customer": "str"}
+        meta = json.loads((path / "metadata.json").read_text())
+        assert meta["options"]["indexes"] == {"customer": "str"}
+        with pytest.raises(ValueError, match='no index on "price"'):
+            q.where("price", "=", _price(7))
+        with pytest.raises(ValueError, match='no index on "price" to drop'):
+            q.drop_index("price")
+        assert _seqs(q.where("customer", "=", "c7", limit=2)) == [7, 20]
+        # Gone, the name takes another type: price headers read as text now.
+        assert q.add_index("price", "str") == sealed
+        assert _seqs(q.where("price", "=", str(_price(2001)))) == [2001]
+        assert _seqs(q.where("price", "=", str(_price(2999)))) == [2999]
+        assert q.where("price", "=", str(_price(2000))) == []  # 8 bytes, not text
+    with litemq.Queue(path, read_only=True) as q:
+        assert q.indexes == {"customer": "str", "price": "str"}
+        with pytest.raises(litemq.ReadOnlyError):
+            q.drop_index("customer")
+    with litemq.Queue(path) as q:
+        assert q.drop_index("customer") == sealed
+        assert q.drop_index("price") == sealed
+        assert q.indexes == {}
+        assert q.get(N - 1).payload == f"m{N - 1}".encode()  # the data is untouched
+    meta = json.loads((path / "metadata.json").read_text())
+    assert "indexes" not in meta["options"]
+    assert list(path.rglob("*.field-*")) == []
+
+
+def test_a_drop_interrupted_after_the_metadata_is_finished_by_dropping_again(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "q"
+    with litemq.Queue(path, file_size=SMALL_FILE, roll="count:500", indexes={"customer": "str"}):
+        pass
+    with litemq.Queue(path) as q:
+        _fill(q, 0, N)
+    left = _field_files(path, "customer")
+    assert left
+    # The crash image: metadata.json written without the index, its files still there.
+    meta = json.loads((path / "metadata.json").read_text())
+    del meta["options"]["indexes"]
+    (path / "metadata.json").write_text(json.dumps(meta))
+    with litemq.Queue(path) as q:
+        assert q.indexes == {}
+        with pytest.raises(ValueError, match='no index on "customer"'):
+            q.where("customer", "=", "c7")
+        assert q.drop_index("customer") == len(left)
+        assert _field_files(path, "customer") == []
+        with pytest.raises(ValueError, match="to drop"):
+            q.drop_index("customer")
+        with pytest.raises(litemq.ConfigError, match="ASCII letters"):
+            q.drop_index("../x")
+
+
+def test_cli_index_drop(tmp_path: Path) -> None:
+    from conftest import cli
+
+    path = tmp_path / "q"
+    with litemq.Queue(path, file_size=SMALL_FILE, roll="count:500", indexes={"price": "int"}) as q:
+        _fill(q, 0, N)
+    sealed = len(_field_files(path, "price"))
+    proc = cli("index", "drop", str(path), "price")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"OK: index 'price' dropped: {sealed} index files deleted"
+    assert _field_files(path, "price") == []
+    assert cli("index", "list", str(path)).stdout == ""
+    proc = cli("where", str(path), "price", "=", "5")
+    assert proc.returncode != 0
+    assert 'no index on "price"' in proc.stderr
+    proc = cli("index", "drop", str(path), "price")
+    assert proc.returncode != 0
+    assert 'no index on "price" to drop' in proc.stderr
+
+
+def _mapped_data_files(path: Path) -> list[str]:
+    root = str(path.resolve()) + "/"
+    return sorted(
+        parts[5]
+        for line in Path("/proc/self/maps").read_text().splitlines()
+        if len(parts := line.split(None, 5)) == 6
+        and parts[5].startswith(root)
+        and ".data" in parts[5]
+    )
+
+
+def test_where_keeps_sealed_files_mapped_between_queries_never_a_deleted_one(
+    tmp_path: Path,
+) -> None:
+    """The handle keeps the sealed files a query read mapped for the next query (so it does
+    not map and fault them in again), drops a file retention deleted at the next query, and
+    unmaps them all at close."""
+    path = tmp_path / "q"
+    with litemq.Queue(
+        path, file_size=SMALL_FILE, roll="count:500", indexes={"customer": "str"}
+    ) as q:
+        _fill(q, 0, N)
+        want = [i for i in range(N) if i % 9 and _customer(i) == "c7"]
+        assert _seqs(q.where("customer", "=", "c7")) == want
+        data = sorted(str(p) for p in path.rglob("*.data"))
+        assert set(data[:-1]) <= set(_mapped_data_files(path))  # the sealed ones stay mapped
+        report = q.apply_retention(litemq.Retention(max_files=2))
+        assert len(report.deleted_files) == len(data) - 2
+        first = q.first_seq
+        assert _seqs(q.where("customer", "=", "c7")) == [i for i in want if i >= first]
+        mapped = _mapped_data_files(path)
+        assert data[-2] in mapped
+        assert not [m for m in mapped if m.endswith("(deleted)") or m in data[:-2]]
+    assert _mapped_data_files(path) == []
+
+
+def test_read_arrow_flattens_indexed_headers_and_reads_through_an_index(tmp_path: Path) -> None:
+    path = tmp_path / "q"
+    with litemq.Queue(
+        path, file_size=SMALL_FILE, roll="count:500", indexes={"customer": "str", "price": "int"}
+    ) as q:
+        _fill(q, 0, N)
+        app = q.appender()
+        app.append(b"odd", headers={"customer": b"c7", "price": "12.5"})  # neither indexable
+        app.flush()
+        b = q.read_arrow(columns=["seq"], fields=["customer", "price"])
+        assert [str(f.type) for f in b.schema] == ["int64", "string", "int64"]
+        d = b.to_pydict()
+        assert d["customer"] == [None if i % 9 == 0 else _customer(i) for i in range(N)] + [None]
+        assert d["price"] == [_price(i) for i in range(N)] + [None]
+        want = [m.seq for m in q.where("customer", "=", "c7")]
+        got = q.read_arrow(columns=["seq"], fields=["customer"], where=("customer", "=", "c7"))
+        assert got.to_pydict() == {"seq": want, "customer": ["c7"] * len(want)}
+        # A range of sequences, a row limit, and a predicate on another field.
+        got = q.read_arrow(start=700, end=2000, max_rows=5, where=("price", ">=", _price(1000)))
+        assert got.column("seq").to_pylist() == [1000, 1001, 1002, 1003, 1004]
+        assert q.read_arrow(where=("price", "<=", -10_000)).num_rows == 0
+        with pytest.raises(ValueError, match="no index on 'region'"):
+            q.read_arrow(fields=["region"])
+        with pytest.raises(ValueError, match='no index on "region"'):
+            q.read_arrow(where=("region", "=", "eu"))
+        with pytest.raises(TypeError, match="int values"):
+            q.read_arrow(where=("price", ">=", "7"))

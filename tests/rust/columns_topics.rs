@@ -91,7 +91,7 @@ fn a_selected_read_returns_the_topics_rows_and_stops_at_its_end() {
             .map(|i| i as i64)
             .collect();
         let (got, next) = q
-            .read_column_selected(start, end, usize::MAX, ColumnSet::ALL, sel.clone())
+            .read_column_selected((start, end, usize::MAX), ColumnSet::ALL, sel.clone(), &[])
             .unwrap();
         assert_eq!(got.seq, want, "{sel:?} in [{start}, {end})");
         assert_eq!(next, end);
@@ -99,7 +99,7 @@ fn a_selected_read_returns_the_topics_rows_and_stops_at_its_end() {
         // A row limit stops after that many rows kept; the next read goes on from there.
         if want.len() > 3 {
             let (first, next) = q
-                .read_column_selected(start, end, 3, ColumnSet::NONE, sel.clone())
+                .read_column_selected((start, end, 3), ColumnSet::NONE, sel.clone(), &[])
                 .unwrap();
             assert_eq!(first.seq, want[..3]);
             assert_eq!(next, want[2] as u64 + 1);

@@ -383,3 +383,93 @@ fn the_active_file_is_indexed_in_memory_and_extended_as_messages_come() {
         Err(litemq::Error::Corrupted { .. })
     ));
 }
+
+#[test]
+fn field_columns_hold_the_first_indexed_value_and_a_query_read_matches_where() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = indexed(dir.path()).open().unwrap();
+    let n = 1_000;
+    append(&q, 0..n);
+    let defs = [customer(), price_def()];
+    let (all, next) = q
+        .read_field_columns(None, 0, n, usize::MAX, litemq::ColumnSet::ALL, &defs)
+        .unwrap();
+    assert_eq!(next, n);
+    assert_eq!(all.rows, n as usize);
+    let (cust, pr) = (&all.fields[0], &all.fields[1]);
+    for i in 0..n as usize {
+        let valid = cust.valid[i / 8] & (1 << (i % 8)) != 0;
+        let text = &cust.data[cust.offsets[i] as usize..cust.offsets[i + 1] as usize];
+        // A message with two customer headers shows the first.
+        match customers(i as u64).first() {
+            Some(c) => assert!(valid && text == c.as_bytes(), "row {i}"),
+            None => assert!(!valid && text.is_empty(), "row {i}"),
+        }
+        assert_eq!(pr.ints[i], price(i as u64));
+    }
+    assert_eq!(
+        cust.nulls,
+        (0..n).filter(|i| customers(*i).is_empty()).count()
+    );
+    assert_eq!(pr.nulls, 0);
+    // Through the index: the rows `where_field` returns, between the bounds asked.
+    for (query, _) in queries() {
+        let want: Vec<i64> = run(&q, &query)
+            .unwrap()
+            .into_iter()
+            .filter(|s| (100..900).contains(s))
+            .map(|s| s as i64)
+            .collect();
+        let (got, next) = q
+            .read_field_columns(
+                Some(query.clone()),
+                100,
+                900,
+                usize::MAX,
+                litemq::ColumnSet::ALL,
+                &defs,
+            )
+            .unwrap();
+        assert!(next <= 900, "{query:?}");
+        assert_eq!(got.seq, want, "{query:?}");
+        assert_eq!(
+            got.fields[1].ints,
+            want.iter().map(|s| price(*s as u64)).collect::<Vec<_>>()
+        );
+    }
+    let undeclared = FieldIndexDef::new("region", "str").unwrap();
+    assert!(matches!(
+        q.read_field_columns(None, 0, n, 10, litemq::ColumnSet::ALL, &[undeclared]),
+        Err(litemq::Error::InvalidArgument(_))
+    ));
+    q.close().unwrap();
+}
+
+#[test]
+fn a_dropped_index_loses_its_files_and_its_queries_until_declared_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = indexed(dir.path()).open().unwrap();
+    append(&q, 0..1_000);
+    let sealed = data_files(dir.path()).len() - 1;
+    q.add_index(customer(), &mut |_, _| {}).unwrap();
+    assert_eq!(q.drop_index("customer").unwrap(), sealed);
+    assert!(field_files(dir.path(), "customer").is_empty());
+    assert_eq!(field_files(dir.path(), "price").len(), sealed);
+    let query = FieldQuery {
+        def: customer(),
+        any: vec![KeyPredicate::Eq(b"c3".to_vec())],
+    };
+    assert!(matches!(
+        q.where_field(query.clone()),
+        Err(litemq::Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        q.drop_index("customer"),
+        Err(litemq::Error::InvalidArgument(_))
+    ));
+    q.close().unwrap();
+    let q = indexed(dir.path()).open().unwrap(); // declares it again
+    assert_eq!(q.add_index(customer(), &mut |_, _| {}).unwrap(), sealed);
+    check_all(&q, 1_000);
+    q.close().unwrap();
+}

@@ -25,6 +25,7 @@ __all__ = [
     "COLUMNS",
     "Bounds",
     "Chunk",
+    "field_columns",
     "open_queue",
     "plan_chunks",
     "queue_range",
@@ -59,6 +60,41 @@ class Chunk:
     archive: bool = False  # ``path`` is an archive (read through pyarrow.fs), not a queue
     where: tuple[str, str] | None = None  # (header, value): read through its secondary index
     topics: tuple[str, ...] = ()  # not empty: only these topics' messages (topic indexes)
+    fields: tuple[str, ...] = ()  # indexed headers to read as flattened columns
+    # (field, op, value) as Queue.where takes: only the messages where it holds, read through
+    # the field's secondary index (pushed-down filters on a flattened column).
+    query: tuple[str, str, Any] | None = None
+
+
+def field_columns(refs: Sequence[QueueRef]) -> dict[str, tuple[str, str]]:
+    """The flattened columns of a load: column name to ``(index name, "str" | "int")``.
+
+    One per secondary index that every queue of the load declares, with the same type (a
+    queue without it could not say which of its messages carry an indexable value); none
+    when the load holds an archive (archives keep no index). A column is named after its
+    header, or, when that name is taken (``seq``, ``timestamp``, ``key``, ``headers``,
+    ``payload``, ``queue``, or another column), ``header_`` + the name, repeated until free.
+    """
+    if not refs or any(r.archive for r in refs):
+        return {}
+    common: dict[str, str] | None = None
+    for r in refs:
+        with open_queue(r.path) as q:
+            declared = dict(q.indexes)
+        common = (
+            declared
+            if common is None
+            else {n: k for n, k in common.items() if declared.get(n) == k}
+        )
+    out: dict[str, tuple[str, str]] = {}
+    taken = set(COLUMNS)
+    for name in sorted(common or {}):
+        col = name
+        while col in taken:
+            col = "header_" + col
+        taken.add(col)
+        out[col] = (name, (common or {})[name])
+    return out
 
 
 @dataclass(frozen=True)
@@ -79,6 +115,7 @@ class Bounds:
     queues: frozenset[str] | None = None
     where: tuple[str, str] | None = None
     topics: frozenset[str] | None = None
+    query: tuple[str, str, Any] | None = None  # pushed down to a field's secondary index
     empty: bool = False
 
     def and_seq(self, lo: int | None = None, hi: int | None = None) -> Bounds:
@@ -208,8 +245,14 @@ def split_range(
     return out
 
 
-def plan_chunks(refs: Sequence[QueueRef], bounds: Bounds, rows_per_partition: int) -> list[Chunk]:
-    """The chunks a batch read needs, in queue then sequence order."""
+def plan_chunks(
+    refs: Sequence[QueueRef],
+    bounds: Bounds,
+    rows_per_partition: int,
+    fields: tuple[str, ...] = (),
+) -> list[Chunk]:
+    """The chunks a batch read needs, in queue then sequence order; each reads the
+    flattened columns of ``fields``."""
     if bounds.empty:
         return []
     chunks: list[Chunk] = []
@@ -223,7 +266,7 @@ def plan_chunks(refs: Sequence[QueueRef], bounds: Bounds, rows_per_partition: in
             first, nxt = queue_range(q)
             lo = first if bounds.seq_lo is None else max(first, bounds.seq_lo)
             hi = nxt if bounds.seq_hi is None else min(nxt, bounds.seq_hi)
-            if bounds.keys is not None or bounds.where is not None:
+            if bounds.keys is not None or bounds.where is not None or bounds.query is not None:
                 # Keys are answered by the key index, a header value by its secondary
                 # index: one small task per queue.
                 if lo < hi:
@@ -238,6 +281,8 @@ def plan_chunks(refs: Sequence[QueueRef], bounds: Bounds, rows_per_partition: in
                             time_start_us=bounds.time_lo_us,
                             time_end_us=bounds.time_hi_us,
                             topics=tuple(sorted(bounds.topics or ())),
+                            fields=fields,
+                            query=None if bounds.keys is not None else bounds.query,
                         )
                     )
                 continue
@@ -250,7 +295,7 @@ def plan_chunks(refs: Sequence[QueueRef], bounds: Bounds, rows_per_partition: in
             starts = file_starts(q, ref.path)
         topics = tuple(sorted(bounds.topics or ()))
         chunks.extend(
-            Chunk(ref.name, ref.path, s, e, topics=topics)
+            Chunk(ref.name, ref.path, s, e, topics=topics, fields=fields)
             for s, e in split_range(lo, hi, rows_per_partition, starts)
         )
     return chunks
@@ -351,12 +396,17 @@ class Shaper:
 
     columns: list[str]
     target: pa.Schema
+    #: Flattened columns: column name to the index (and engine column) it shows.
+    fields: dict[str, str] = field(default_factory=dict)
     _queue_cache: dict[str, Any] = field(default_factory=dict)
 
     def engine_columns(self) -> list[str]:
         """The columns to ask ``read_arrow`` for: those Spark wants (``queue`` is added
         here), and ``seq`` always (reads go on from the last row's)."""
-        return ["seq", *(c for c in self.columns if c not in ("seq", "queue"))]
+        return [
+            "seq",
+            *(c for c in self.columns if c not in ("seq", "queue") and c not in self.fields),
+        ]
 
     def shape(self, batch: pa.RecordBatch, queue_name: str) -> pa.RecordBatch:
         import pyarrow as pa
@@ -367,41 +417,11 @@ class Shaper:
             if name == "queue":
                 arr = pa.repeat(pa.scalar(queue_name, pa.string()), n)
             else:
-                arr = batch.column(name)
+                arr = batch.column(self.fields.get(name, name))
             if arr.type != fld.type:
                 arr = arr.cast(fld.type)
             arrays.append(arr)
         return pa.RecordBatch.from_arrays(arrays, schema=self.target)
-
-
-def messages_to_batch(messages: Sequence[Any]) -> pa.RecordBatch:
-    """Arrow columns for messages returned by ``Queue.find`` (few rows: a Python loop is fine)."""
-    import pyarrow as pa
-
-    def b(v: Any) -> bytes | None:
-        if v is None:
-            return None
-        return v.encode("utf-8") if isinstance(v, str) else bytes(v)
-
-    return pa.RecordBatch.from_arrays(
-        [
-            pa.array([m.seq for m in messages], pa.int64()),
-            pa.array([m.timestamp for m in messages], pa.timestamp("us", tz="UTC")),
-            pa.array([b(m.key) for m in messages], pa.binary()),
-            pa.array(
-                [
-                    [(k, b(v)) for k, v in m.headers.items()] if m.headers else None
-                    for m in messages
-                ],
-                pa.map_(pa.string(), pa.binary()),
-            ),
-            pa.array([bytes(m.payload) for m in messages], pa.binary()),
-            pa.array([m.topic for m in messages], pa.string()),
-            pa.array([m.queue_id for m in messages], pa.int32()),
-            pa.array([list(m.tags) for m in messages], pa.list_(pa.string())),
-        ],
-        names=["seq", "timestamp", "key", "headers", "payload", "topic", "queue_id", "tags"],
-    )
 
 
 def _find(q: Any, key: bytes, time_lo: int | None, time_hi: int | None) -> list[Any]:
@@ -410,12 +430,9 @@ def _find(q: Any, key: bytes, time_lo: int | None, time_hi: int | None) -> list[
     return list(q.find(key, start=start, end=end))
 
 
-def _where(
-    q: Any, where: tuple[str, str] | None, time_lo: int | None, time_hi: int | None
-) -> list[Any]:
-    """The messages whose indexed header ``where[0]`` equals ``where[1]`` (text, read as an
-    int for an int index), through the queue's secondary index (``Queue.where``)."""
-    assert where is not None
+def _where_query(q: Any, where: tuple[str, str]) -> tuple[str, str, Any]:
+    """The ``where`` option (``(header, value as text)``) as a query on the queue's index:
+    the value read as an int for an int index."""
     name, text = where
     kind = q.indexes.get(name)
     if kind is None:
@@ -427,9 +444,7 @@ def _where(
         value: Any = int(text) if kind == "int" else text
     except ValueError:
         raise ValueError(f"litemq: option where: {name!r} is an int index; got {text!r}") from None
-    start = None if time_lo is None else _us_to_datetime(time_lo)
-    end = None if time_hi is None else _us_to_datetime(time_hi)
-    return list(q.where(name, "=", value, start=start, end=end))
+    return (name, "=", value)
 
 
 def read_chunk(chunk: Chunk, shaper: Shaper, batch_rows: int) -> Iterator[pa.RecordBatch]:
@@ -437,30 +452,58 @@ def read_chunk(chunk: Chunk, shaper: Shaper, batch_rows: int) -> Iterator[pa.Rec
     if chunk.archive:
         yield from read_archive_chunk(chunk, shaper, batch_rows)
         return
+    fields = list(chunk.fields)
     with open_queue(chunk.path) as q:
-        if chunk.keys or chunk.where:
-            lo, hi = chunk.time_start_us, chunk.time_end_us
-            found: dict[int, Any] = {}
-            candidates = (
-                [m for key in chunk.keys for m in _find(q, key, lo, hi)]
-                if chunk.keys
-                else _where(q, chunk.where, lo, hi)
-            )
-            for m in candidates:
-                # The index answers by time; check every bound here as well.
-                if (
-                    (not chunk.topics or m.topic in chunk.topics)
-                    and chunk.start <= m.seq < chunk.end
-                    and (lo is None or m.timestamp >= lo)
-                    and (hi is None or m.timestamp < hi)
-                ):
-                    found[m.seq] = m
-            if found:
-                msgs = [found[s] for s in sorted(found)]
-                for i in range(0, len(msgs), batch_rows):
-                    yield shaper.shape(messages_to_batch(msgs[i : i + batch_rows]), chunk.name)
+        lo, hi = max(chunk.start, int(q.first_seq)), chunk.end
+        t_lo, t_hi = chunk.time_start_us, chunk.time_end_us
+        columns = shaper.engine_columns()
+        if chunk.keys:
+            found: set[int] = set()
+            for key in chunk.keys:
+                for m in _find(q, key, t_lo, t_hi):
+                    # The index answers by time; check every bound here as well.
+                    if (
+                        (not chunk.topics or m.topic in chunk.topics)
+                        and lo <= m.seq < hi
+                        and (t_lo is None or m.timestamp >= t_lo)
+                        and (t_hi is None or m.timestamp < t_hi)
+                    ):
+                        found.add(m.seq)
+            # Few rows: one engine read each, for the same columns as a scan.
+            for s in sorted(found):
+                batch = q.read_arrow(start=s, end=s + 1, columns=columns, fields=fields)
+                yield shaper.shape(batch, chunk.name)
             return
-        s = max(chunk.start, int(q.first_seq))
+        query = chunk.query
+        if chunk.where is not None:
+            query = _where_query(q, chunk.where)
+        if query is not None:
+            # Timestamps never decrease within a queue: a time range is a sequence range.
+            if t_lo is not None and lo < hi:
+                lo = max(lo, seq_for_time(q, t_lo))
+            if t_hi is not None and lo < hi:
+                hi = min(hi, seq_for_time(q, t_hi))
+            if chunk.topics and "topic" not in columns:
+                columns = [*columns, "topic"]
+            while lo < hi:
+                batch = q.read_arrow(
+                    start=lo,
+                    end=hi,
+                    max_rows=MAX_READ_ROWS,
+                    columns=columns,
+                    fields=fields,
+                    where=query,
+                )
+                n = batch.num_rows
+                if n == 0:
+                    return
+                lo = int(batch.column("seq")[n - 1].as_py()) + 1
+                if chunk.topics:
+                    batch = _keep_topics(batch, chunk.topics)
+                for i in range(0, batch.num_rows, batch_rows):
+                    yield shaper.shape(batch.slice(i, batch_rows), chunk.name)
+            return
+        s = lo
         if chunk.topics:
             yield from _read_topics(q, chunk, s, shaper, batch_rows)
             return
@@ -469,7 +512,7 @@ def read_chunk(chunk: Chunk, shaper: Shaper, batch_rows: int) -> Iterator[pa.Rec
         want = batch_rows
         while s < chunk.end:
             batch = q.read_arrow(
-                start=s, end=chunk.end, max_rows=want, columns=shaper.engine_columns()
+                start=s, end=chunk.end, max_rows=want, columns=columns, fields=fields
             )
             n = batch.num_rows
             if n == 0:
@@ -484,6 +527,14 @@ def read_chunk(chunk: Chunk, shaper: Shaper, batch_rows: int) -> Iterator[pa.Rec
             want = max(batch_rows, min(MAX_READ_ROWS, READ_BYTES // per_row))
 
 
+def _keep_topics(batch: pa.RecordBatch, topics: Sequence[str]) -> pa.RecordBatch:
+    """The rows of ``batch`` whose ``topic`` is one of ``topics`` (exact)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return batch.filter(pc.is_in(batch.column("topic"), value_set=pa.array(list(topics))))
+
+
 def _read_topics(
     q: Any, chunk: Chunk, start: int, shaper: Shaper, batch_rows: int
 ) -> Iterator[pa.RecordBatch]:
@@ -491,11 +542,12 @@ def _read_topics(
     engine's topic filter (files without the topic skipped, sealed files read where their
     topic index says, every row compared exactly)."""
     columns = shaper.engine_columns()  # always with seq: the next read starts after the last
+    fields = list(chunk.fields)
     for topic in chunk.topics:
         s, want = start, batch_rows
         while s < chunk.end:
             batch = q.read_arrow(
-                start=s, end=chunk.end, max_rows=want, columns=columns, topic=topic
+                start=s, end=chunk.end, max_rows=want, columns=columns, topic=topic, fields=fields
             )
             n = batch.num_rows
             if n == 0:  # no more of the topic before chunk.end

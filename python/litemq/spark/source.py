@@ -62,6 +62,7 @@ from .scan import (
     Bounds,
     Chunk,
     Shaper,
+    field_columns,
     file_starts,
     plan_chunks,
     read_chunk,
@@ -81,6 +82,7 @@ except ImportError:  # pragma: no cover - older PySpark
     _HAS_ADMISSION = False
 
 _HAS_FILTERS = hasattr(_ds, "Filter")  # 4.1+
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 _HAS_STREAM_ARROW_WRITER = hasattr(_ds, "DataSourceStreamArrowWriter")  # 4.1+
 
 # Base classes that depend on the PySpark version; type checkers see the 4.0 ones.
@@ -135,14 +137,47 @@ def features() -> dict[str, bool]:
     }
 
 
-def _check_read_schema(schema: StructType) -> list[str]:
+#: Metadata key of a flattened header column (its value: the index's name); the writer
+#: ignores columns carrying it, so a DataFrame read from litemq can be written back.
+FIELD_METADATA = "litemq.indexedHeader"
+
+
+def _schema_with(fields: dict[str, tuple[str, str]]) -> StructType:
+    """SCHEMA, then one column per flattened indexed header (see `field_columns`)."""
+    out = StructType(list(SCHEMA.fields))
+    for col, (name, kind) in fields.items():
+        out.add(
+            StructField(
+                col,
+                LongType() if kind == "int" else StringType(),
+                True,
+                metadata={FIELD_METADATA: name},
+            )
+        )
+    return out
+
+
+def _check_read_schema(
+    schema: StructType, fields: dict[str, tuple[str, str]] | None = None
+) -> list[str]:
     """The column names to produce; a clear error for anything the source cannot produce."""
+    fields = fields or {}
     names = []
     for f in schema.fields:
+        if f.name in fields:
+            want: type[DataType] = LongType if fields[f.name][1] == "int" else StringType
+            if not isinstance(f.dataType, want):
+                raise OptionError(
+                    f"litemq: cannot produce column {f.name!r} as {f.dataType.simpleString()}: "
+                    f"it shows the {fields[f.name][1]} index {fields[f.name][0]!r}, expected "
+                    f"{want().simpleString()}"
+                )
+            names.append(f.name)
+            continue
         if f.name not in COLUMNS:
             raise OptionError(
                 f"litemq: cannot produce column {f.name!r}: a litemq DataFrame has the columns "
-                f"{', '.join(COLUMNS)}"
+                f"{', '.join([*COLUMNS, *fields])}"
             )
         if f.name == "headers":
             ok = (
@@ -232,7 +267,11 @@ def _write_columns(schema: StructType) -> Columns:
             "expected array<string>"
         )
     written = ("payload", "key", "headers", "topic", "queue_id", "tags")
-    extra = [n for n in fields if n not in (*written, *IGNORED_COLUMNS)]
+    extra = [
+        n
+        for n, f in fields.items()
+        if n not in (*written, *IGNORED_COLUMNS) and FIELD_METADATA not in (f.metadata or {})
+    ]
     if extra:
         raise OptionError(
             f"litemq: cannot write column(s) {extra}: a message has payload, key, headers, "
@@ -269,33 +308,36 @@ class LiteMQDataSource(DataSource):
         if "paths" in self.options or "path" in self.options:
             opts = ReadOptions.parse(self.options)
             StreamReadOptions.parse(self.options, streaming=False)
-            discover_queues(opts.paths)  # a path without a queue fails at load(), not later
+            # A path without a queue fails at load(), not later.
+            return _schema_with(field_columns(discover_queues(opts.paths)))
         return SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
         opts = ReadOptions.parse(self.options)
-        columns = _check_read_schema(schema)
         refs = discover_queues(opts.paths)
+        fields = field_columns(refs)
+        columns = _check_read_schema(schema, fields)
         if opts.filter_pushdown:
             if not _HAS_FILTERS:
                 raise OptionError(
                     "litemq: filterPushdown needs PySpark 4.1 or later (this is "
                     f"{_pyspark_version()}); read without it and filter in Spark"
                 )
-            return _PushdownReader(opts, schema, columns, refs)
-        return LiteMQReader(opts, schema, columns, refs)
+            return _PushdownReader(opts, schema, columns, refs, fields)
+        return LiteMQReader(opts, schema, columns, refs, fields)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         opts = StreamReadOptions.parse(self.options)
-        columns = _check_read_schema(schema)
         refs = discover_queues(opts.paths)
+        fields = field_columns(refs)
+        columns = _check_read_schema(schema, fields)
         archived = [r.path for r in refs if r.archive]
         if archived:
             raise OptionError(
                 f"litemq: streaming reads follow live queues; {archived[0]} is an archive "
                 "(read archives with spark.read, in batch)"
             )
-        return LiteMQStreamReader(opts, schema, columns, refs)
+        return LiteMQStreamReader(opts, schema, columns, refs, fields)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         opts = WriteOptions.parse(self.options)
@@ -341,12 +383,19 @@ class LiteMQReader(DataSourceReader):
     """Plans one partition per data file (or per ``rowsPerPartition`` rows) of every queue."""
 
     def __init__(
-        self, opts: ReadOptions, schema: StructType, columns: list[str], refs: list[QueueRef]
+        self,
+        opts: ReadOptions,
+        schema: StructType,
+        columns: list[str],
+        refs: list[QueueRef],
+        fields: dict[str, tuple[str, str]],
     ) -> None:
         self.opts = opts
         self.schema = schema
         self.columns = columns
         self.refs = refs
+        # The flattened columns read (column name to index name and type).
+        self.fields = {c: fields[c] for c in columns if c in fields}
         b = (
             Bounds()
             .and_seq(opts.start_seq, opts.end_seq)
@@ -361,7 +410,12 @@ class LiteMQReader(DataSourceReader):
         self.bounds = b
 
     def partitions(self) -> Sequence[InputPartition]:
-        chunks = plan_chunks(self.refs, self.bounds, self.opts.rows_per_partition)
+        chunks = plan_chunks(
+            self.refs,
+            self.bounds,
+            self.opts.rows_per_partition,
+            tuple(name for name, _ in self.fields.values()),
+        )
         return [InputPartition(c) for c in chunks]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
@@ -369,8 +423,12 @@ class LiteMQReader(DataSourceReader):
         if chunk is None:  # nothing planned: Spark reads one empty partition (None on 4.0)
             return iter(())
         return read_chunk(
-            chunk, Shaper(self.columns, _arrow_schema(self.schema)), self.opts.batch_rows
+            chunk, _shaper(self.columns, self.schema, self.fields), self.opts.batch_rows
         )
+
+
+def _shaper(columns: list[str], schema: StructType, fields: dict[str, tuple[str, str]]) -> Shaper:
+    return Shaper(columns, _arrow_schema(schema), {c: fields[c][0] for c in columns if c in fields})
 
 
 if _HAS_FILTERS:
@@ -381,21 +439,69 @@ if _HAS_FILTERS:
         In,
         LessThan,
         LessThanOrEqual,
+        StringStartsWith,
     )
 
     class _PushdownReader(LiteMQReader):
-        """Uses filters on seq, timestamp, key, queue and topic to skip data (PySpark 4.1+).
+        """Uses filters on seq, timestamp, key, queue, topic and the flattened indexed
+        headers to skip data (PySpark 4.1+).
 
         seq, key, queue and topic (``=`` and ``IN`` on topic: only that topic's frames are
         read, through the topic indexes) filters are applied exactly and not evaluated
         again; timestamp filters only narrow the range read and are handed back to Spark,
         which checks them.
+        Filters on a flattened header column (``=``, ``IN``, ``>``, ``>=``, ``<``, ``<=``,
+        ``startswith``) pick the messages through the header's secondary index (one filter
+        per read: an equality or ``IN`` first, then a prefix, then the range of the
+        comparisons on one column) and are handed back to Spark too, which checks them on
+        the column: the index lists a message under every value of the header, the column
+        shows the first.
         """
 
         def pushFilters(self, filters: list[Any]) -> Any:
+            candidates: list[tuple[int, str, str, Any]] = []
             for f in filters:
-                if not self._push(f):
+                q = self._field_query(f)
+                if q is not None:
+                    candidates.append(q)
+                    yield f  # Spark checks it on the column
+                elif not self._push(f):
                     yield f
+            if candidates:
+                self.bounds = replace(self.bounds, query=_best_query(candidates))
+
+        def _field_query(self, f: Any) -> tuple[int, str, str, Any] | None:
+            """``(rank, index, op, value)`` for a filter on a flattened header column: a
+            query (for `Queue.where`) that every row passing the filter passes, or None."""
+            attr = getattr(f, "attribute", None)
+            if attr is None or len(attr) != 1 or attr[0] not in self.fields:
+                return None
+            name, kind = self.fields[attr[0]]
+            value: Any = getattr(f, "value", None)
+            ok = _is_int if kind == "int" else (lambda v: isinstance(v, str))
+            if isinstance(f, EqualTo) and ok(value):
+                return (0, name, "=", value)
+            if isinstance(f, In):
+                values = [v for v in value or () if v is not None]  # null equals nothing
+                return (0, name, "in", values) if all(ok(v) for v in values) else None
+            if isinstance(f, StringStartsWith) and kind == "str" and isinstance(value, str):
+                return (1, name, "prefix", value)
+            if not ok(value):
+                return None
+            if isinstance(f, GreaterThanOrEqual):
+                return (2, name, ">=", value)
+            if isinstance(f, LessThanOrEqual):
+                return (2, name, "<=", value)
+            # Strict bounds: the next int, or (strings) the bound itself: Spark re-checks.
+            if isinstance(f, GreaterThan):
+                if kind == "int":
+                    return (2, name, ">=", value + 1) if value < _I64_MAX else (0, name, "in", [])
+                return (2, name, ">=", value)
+            if isinstance(f, LessThan):
+                if kind == "int":
+                    return (2, name, "<=", value - 1) if value > _I64_MIN else (0, name, "in", [])
+                return (2, name, "<=", value)
+            return None
 
         def _push(self, f: Any) -> bool:
             attr = getattr(f, "attribute", None)
@@ -463,7 +569,20 @@ if _HAS_FILTERS:
                 self.bounds = self.bounds.and_time(us - slack, us + 1 + slack)
 
     def _is_int(v: Any) -> bool:
-        return isinstance(v, int) and not isinstance(v, bool)
+        return isinstance(v, int) and not isinstance(v, bool) and _I64_MIN <= v <= _I64_MAX
+
+    def _best_query(candidates: list[tuple[int, str, str, Any]]) -> tuple[str, str, Any]:
+        """One query from the filters' (all of them hold on a row Spark keeps): the
+        best-ranked; comparisons on the index of the first one join into one range."""
+        rank, name, op, value = min(candidates, key=lambda c: c[0])
+        if rank < 2:
+            return (name, op, value)
+        lows = [v for r, n, o, v in candidates if n == name and o == ">="]
+        highs = [v for r, n, o, v in candidates if n == name and o == "<="]
+        if lows and highs:
+            lo, hi = max(lows), min(highs)
+            return (name, "between", (lo, hi)) if lo <= hi else (name, "in", [])
+        return (name, ">=", max(lows)) if lows else (name, "<=", min(highs))
 
 else:  # pragma: no cover - PySpark 4.0
     _PushdownReader = LiteMQReader  # type: ignore[misc,assignment]
@@ -563,11 +682,17 @@ class LiteMQStreamReader(DataSourceStreamReader, _AvailableNow):
     """Offsets are ``{queue name: next sequence}``, keys sorted; new queues start at 0."""
 
     def __init__(
-        self, opts: StreamReadOptions, schema: StructType, columns: list[str], refs: list[QueueRef]
+        self,
+        opts: StreamReadOptions,
+        schema: StructType,
+        columns: list[str],
+        refs: list[QueueRef],
+        fields: dict[str, tuple[str, str]],
     ) -> None:
         self.opts = opts
         self.schema = schema
         self.columns = columns
+        self.fields = {c: fields[c] for c in columns if c in fields}
         self.paths = {r.name: r.path for r in refs}
         self.target: dict[str, int] | None = None
 
@@ -640,7 +765,14 @@ class LiteMQStreamReader(DataSourceStreamReader, _AvailableNow):
                 )
             starts = file_starts(None, self.paths[name])
             for lo, hi in split_range(s, e, self.opts.rows_per_partition, starts):
-                out.append(InputPartition(Chunk(name, self.paths[name], lo, hi)))
+                chunk = Chunk(
+                    name,
+                    self.paths[name],
+                    lo,
+                    hi,
+                    fields=tuple(n for n, _ in self.fields.values()),
+                )
+                out.append(InputPartition(chunk))
         return out
 
     def commit(self, end: dict[str, int]) -> None:
@@ -653,7 +785,9 @@ class LiteMQStreamReader(DataSourceStreamReader, _AvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         return read_chunk(
-            partition.value, Shaper(self.columns, _arrow_schema(self.schema)), self.opts.batch_rows
+            partition.value,
+            _shaper(self.columns, self.schema, self.fields),
+            self.opts.batch_rows,
         )
 
 
