@@ -452,6 +452,14 @@ fn a_dropped_index_loses_its_files_and_its_queries_until_declared_again() {
     append(&q, 0..1_000);
     let sealed = data_files(dir.path()).len() - 1;
     q.add_index(customer(), &mut |_, _| {}).unwrap();
+    // The background builder may still be indexing the last file sealed:
+    // wait until every sealed file has its customer index, so the count
+    // below is of them all.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while field_files(dir.path(), "customer").len() < sealed {
+        assert!(std::time::Instant::now() < deadline, "customer indexes never built");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     assert_eq!(q.drop_index("customer").unwrap(), sealed);
     assert!(field_files(dir.path(), "customer").is_empty());
     assert_eq!(field_files(dir.path(), "price").len(), sealed);
