@@ -24,6 +24,7 @@ use crate::reader::columns::{ColumnSet, Columns};
 use crate::reader::field::ActiveSeqs;
 use crate::reader::keys::index_keys_from;
 use crate::reader::tailer::{Message, OwnedMessage, Start, Tailer};
+use crate::reader::topic::TopicSelector;
 use crate::reader::wake::WakeSource;
 use crate::reader::watch::TailWatch;
 use crate::recovery::{recover, RecoveryReport};
@@ -898,6 +899,48 @@ impl Queue {
         end_us: Option<u64>,
         limit: Option<usize>,
     ) -> Result<Vec<OwnedMessage>> {
+        self.find_where(key, None, start_us, end_us, limit)
+    }
+
+    /// As [`Queue::find`], returning only the messages `selector` wants (its
+    /// topic, queue id and tags, compared exactly on each message the key
+    /// index finds): RocketMQ's query by key within a topic.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let queue = litemq::QueueBuilder::new(dir.path()).open()?;
+    /// let app = queue.appender()?;
+    /// for topic in ["orders", "audit"] {
+    ///     app.append_record(&litemq::Record {
+    ///         key: Some(b"k"),
+    ///         topic: Some(topic),
+    ///         ..litemq::Record::new(b"v")
+    ///     })?;
+    /// }
+    /// let orders = litemq::TopicSelector { topic: Some("orders".into()), ..Default::default() };
+    /// let found = queue.find_in_topic(b"k", &orders, None, None, None)?;
+    /// assert_eq!(found.iter().map(|m| m.seq).collect::<Vec<_>>(), [0]);
+    /// # Ok::<(), litemq::Error>(())
+    /// ```
+    pub fn find_in_topic(
+        &self,
+        key: &[u8],
+        selector: &TopicSelector,
+        start_us: Option<u64>,
+        end_us: Option<u64>,
+        limit: Option<usize>,
+    ) -> Result<Vec<OwnedMessage>> {
+        self.find_where(key, Some(selector), start_us, end_us, limit)
+    }
+
+    fn find_where(
+        &self,
+        key: &[u8],
+        selector: Option<&TopicSelector>,
+        start_us: Option<u64>,
+        end_us: Option<u64>,
+        limit: Option<usize>,
+    ) -> Result<Vec<OwnedMessage>> {
         let positions = self.key_positions(key, start_us, end_us)?;
         let limit = limit.unwrap_or(usize::MAX);
         let mut out = Vec::new();
@@ -905,8 +948,9 @@ impl Queue {
             return Ok(out);
         }
         self.read_key_positions(key, positions.into_iter(), &mut |m| {
-            let in_range =
-                start_us.is_none_or(|s| m.timestamp >= s) && end_us.is_none_or(|e| m.timestamp < e);
+            let in_range = start_us.is_none_or(|s| m.timestamp >= s)
+                && end_us.is_none_or(|e| m.timestamp < e)
+                && selector.is_none_or(|s| s.matches(m.record()));
             if in_range {
                 out.push(m.to_owned());
             }

@@ -89,5 +89,7 @@ pub(crate) fn info_dict<'py>(
     d.set_item("first_seq", t.first_seq)?;
     d.set_item("last_seq", t.last_seq)?;
     d.set_item("last_timestamp", t.last_timestamp)?;
+    d.set_item("first_offset", t.first_offset)?;
+    d.set_item("last_offset", t.last_offset)?;
     Ok(d)
 }

@@ -12,7 +12,7 @@ use std::sync::{Arc, RwLock};
 
 use crate::error::{Error, Result};
 use crate::format::compression::DEFAULT_MAX_DECOMPRESSED;
-use crate::format::footer::FOOTER_LEN;
+use crate::format::footer::{Footer, FOOTER_LEN};
 use crate::format::frame::{DATA_HEADER_LEN, FRAME_ALIGN};
 use crate::format::header::{DataHeader, HeaderError};
 use crate::storage::layout::{list_data_files, FileId};
@@ -204,6 +204,22 @@ impl Catalog {
 
     pub fn last(&self) -> Option<FileInfo> {
         self.snapshot().last().copied()
+    }
+
+    /// The footer of sealed file `info`, read with `pread` at the file's
+    /// end, when it agrees with the header and the trimming rule.
+    pub(crate) fn read_footer(&self, info: &FileInfo) -> Option<Footer> {
+        let file = std::fs::File::open(self.data_path(info.id)).ok()?;
+        let len = file.metadata().ok()?.len();
+        let mut b = vec![0u8; FOOTER_LEN];
+        file.read_exact_at(&mut b, len.checked_sub(FOOTER_LEN as u64)?)
+            .ok()?;
+        let f = Footer::decode(&b).ok()?;
+        let h = info.header;
+        (f.file_number == h.file_number
+            && f.first_seq == h.first_seq
+            && crate::format::footer::trimmed_len(f.frames_end, h.file_size) == len)
+            .then_some(f)
     }
 
     pub fn data_path(&self, id: FileId) -> PathBuf {

@@ -77,6 +77,7 @@ pub struct Message<'a> {
     mapping: &'a Arc<Mapping>,
     payload_at: usize,
     position: u64,
+    topic_offset: Option<u64>,
 }
 
 impl<'a> Message<'a> {
@@ -134,6 +135,13 @@ impl<'a> Message<'a> {
     pub fn position(&self) -> u64 {
         self.position
     }
+    /// The message's offset in its topic stream (topic and queue id): 0,
+    /// 1, 2, ... over that stream's messages still in the queue. Set on
+    /// messages read by a topic tailer ([`Tailer::select`] with a topic or
+    /// tags), `None` otherwise (see `reader::topic_offsets`).
+    pub fn topic_offset(&self) -> Option<u64> {
+        self.topic_offset
+    }
     /// Copies the message out of the mapping.
     pub fn to_owned(&self) -> OwnedMessage {
         OwnedMessage {
@@ -155,6 +163,7 @@ impl<'a> Message<'a> {
             tombstone: self.is_tombstone(),
             file: self.mapping.path().to_path_buf(),
             offset: position::decode(self.position).1,
+            topic_offset: self.topic_offset,
         }
     }
 }
@@ -192,6 +201,9 @@ pub struct OwnedMessage {
     pub file: std::path::PathBuf,
     /// Offset of its frame in that file.
     pub offset: u64,
+    /// Its offset in its topic stream, when read by a topic tailer (see
+    /// [`Message::topic_offset`]).
+    pub topic_offset: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -350,6 +362,8 @@ pub struct Tailer {
     inflated: Vec<u8>,
     /// Skips messages expired by this clock (see [`Tailer::skip_expired`]).
     skip_expired: Option<Arc<dyn Clock>>,
+    /// Topic offset of the message a topic filter located last.
+    topic_offset: Option<u64>,
 }
 
 /// Iterating a tailer yields the messages published so far as owned copies
@@ -383,6 +397,7 @@ impl Tailer {
             filter: None,
             inflated: Vec::new(),
             skip_expired: None,
+            topic_offset: None,
         }
     }
 
@@ -399,7 +414,7 @@ impl Tailer {
     /// cannot match (see `reader::topic`). Seeks by sequence and time land
     /// on the first wanted message at or after the target.
     pub fn select(&mut self, selector: TopicSelector) {
-        self.filter = Some(Filter::Topic(TopicFilter::new(selector)));
+        self.filter = Some(Filter::Topic(TopicFilter::new(selector, scan_topics)));
     }
 
     /// From now on, reads return only the messages `query` wants, reading
@@ -411,6 +426,37 @@ impl Tailer {
         active: Option<super::field::ActiveSeqs>,
     ) {
         self.filter = Some(Filter::Field(FieldFilter::new(query, active)));
+    }
+
+    /// Moves to message `offset` of the selected topic stream (its topic
+    /// offset, see [`Message::topic_offset`]): the topic of the selector and
+    /// its queue id, or queue id 0 when the selector names none. An offset
+    /// equal to the stream's count moves after its last message (where the
+    /// next one will be); a larger one, or a tailer without a topic
+    /// selector, is [`Error::InvalidArgument`].
+    pub fn seek_topic_offset(&mut self, offset: u64) -> Result<()> {
+        self.check_open()?;
+        let found = match self.filter.as_mut() {
+            Some(Filter::Topic(f)) => f.seq_of(&self.catalog, offset)?,
+            _ => {
+                return Err(Error::InvalidArgument(
+                    "seeking by topic offset needs a topic tailer (select a topic)".into(),
+                ))
+            }
+        };
+        match found {
+            Ok(seq) => self.seek(seq),
+            Err((count, after)) if offset == count => {
+                if after >= published_end(&self.catalog) {
+                    self.seek_end()
+                } else {
+                    self.seek(after)
+                }
+            }
+            Err((count, _)) => Err(Error::InvalidArgument(format!(
+                "topic offset {offset} is past the end of the stream, which holds {count} messages"
+            ))),
+        }
     }
 
     /// The selector set with [`Tailer::select`], if any.
@@ -1052,9 +1098,24 @@ impl Tailer {
                 // Without a topic filter, `located` reports the damage.
                 (Err(_), filter) => filter.is_none(),
             };
-            if wanted {
-                return Ok(Some(loc));
+            if !wanted {
+                continue;
             }
+            if let Some(Filter::Topic(f)) = self.filter.as_mut() {
+                let view = record::decode(rec).expect("decoded above");
+                let (topic, queue_id) = (view.topic.unwrap_or(""), view.queue_id);
+                match f.offset_of(&self.catalog, loc.seq, topic, queue_id) {
+                    Ok(o) => self.topic_offset = Some(o),
+                    Err(e) => {
+                        // Stay at the message: the next read tries again.
+                        let c = self.cursor.as_mut().expect("a located record has a cursor");
+                        c.offset = loc.record_at - 4;
+                        self.seq = loc.seq;
+                        return Err(e);
+                    }
+                }
+            }
+            return Ok(Some(loc));
         }
     }
 
@@ -1191,6 +1252,7 @@ impl Tailer {
                 position: position::encode(c.info.header.file_number, at as u64),
                 view,
                 mapping: map,
+                topic_offset: None,
             };
             if !take(&m) {
                 break;
@@ -1336,8 +1398,43 @@ impl Tailer {
             position: position::encode(c.info.header.file_number, (loc.record_at - 4) as u64),
             view,
             mapping: &c.map,
+            topic_offset: match self.filter {
+                Some(Filter::Topic(_)) => self.topic_offset,
+                _ => None,
+            },
         }))
     }
+}
+
+/// Reads data file `file_number` from sequence `from` to the end of what is
+/// published in it with a tailer of its own (every frame's CRC checked),
+/// calling `found(seq, topic, queue_id)` for each message with a topic or
+/// tags; returns the sequence after the last one read. Topic offsets count
+/// with it where no topic index serves (`reader::topic_offsets::Scanner`).
+fn scan_topics(
+    catalog: &Arc<Catalog>,
+    file_number: u64,
+    from: u64,
+    found: &mut dyn FnMut(u64, &str, u16),
+) -> Result<u64> {
+    let mut t = Tailer::new(catalog.clone(), WaitStrategy::default());
+    t.seek(from)?;
+    let mut upto = from;
+    while let Some(loc) = t.advance_frame()? {
+        let c = t.cursor.as_ref().expect("a located record has a cursor");
+        if c.info.header.file_number != file_number {
+            break;
+        }
+        upto = loc.seq + 1;
+        let rec = &c.map.as_slice()[loc.record_at..loc.record_at + loc.record_len];
+        let view = record::decode(rec).map_err(|r| {
+            Error::corrupted(c.map.path(), (loc.record_at - 4) as u64, Some(loc.seq), r)
+        })?;
+        if view.flags & record::FLAG_TOPIC != 0 {
+            found(loc.seq, view.topic.unwrap_or(""), view.queue_id);
+        }
+    }
+    Ok(upto)
 }
 
 /// True when the frame an index entry points at is complete, passes its CRC
