@@ -103,6 +103,20 @@ impl TopicOffsets {
         topic: &str,
         queue_id: u16,
     ) -> Result<u64> {
+        // The usual case: the file read last, its base known.
+        if let Some(f) = self
+            .file
+            .as_ref()
+            .filter(|f| f.first_seq <= seq && seq < f.upto)
+        {
+            let base = f
+                .bases
+                .iter()
+                .find(|((t, q), _)| t == topic && *q == queue_id);
+            if let Some((_, base)) = base {
+                return Ok(base + f.of(topic, queue_id).partition_point(|&s| s < seq) as u64);
+            }
+        }
         let Some(info) = catalog.locate(seq) else {
             return Ok(0); // not reached: the message was just read from a listed file
         };
@@ -276,12 +290,15 @@ impl TopicOffsets {
             seqs: Vec::new(),
             bases: Vec::new(),
         };
+        let end = catalog.successor(info.id).map(|n| n.header.first_seq);
         if sealed && info.header.version < 6 {
             file.complete = true;
+            file.upto = end.unwrap_or(file.upto);
         } else if sealed {
             let footer = catalog.read_footer(info);
             if footer.is_some_and(|f| f.content_flags & CONTENT_TOPICS == 0) {
                 file.complete = true;
+                file.upto = end.unwrap_or(file.upto);
             } else if let Some(ix) = footer.and_then(|f| {
                 TopicsIndex::open(
                     &info.id.topics_path(catalog.base()),
@@ -306,6 +323,7 @@ impl TopicOffsets {
                 if ok {
                     file.seqs = seqs;
                     file.complete = true;
+                    file.upto = end.unwrap_or(file.upto);
                 }
             }
         }
