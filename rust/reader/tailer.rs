@@ -221,11 +221,16 @@ struct Cursor {
     /// The file's dense index (format 5), opened on first use (`Some(None)`:
     /// none, or unusable).
     dense: Option<Option<DenseIndex>>,
+    /// Where the frames of a sealed file this handle verified end (see
+    /// [`Cursor::trust`]): frames before it are read without their own CRC.
+    trusted_end: Option<usize>,
+    /// [`Cursor::trust`] looked already.
+    trust_checked: bool,
 }
 
 impl Cursor {
     fn open(catalog: &Catalog, info: FileInfo) -> Result<Cursor> {
-        let map = Arc::new(Mapping::open(&catalog.data_path(info.id))?);
+        let map = catalog.map_file(&info)?;
         Ok(Cursor {
             info,
             map,
@@ -234,7 +239,30 @@ impl Cursor {
             footer: None,
             verified: false,
             dense: None,
+            trusted_end: None,
+            trust_checked: false,
         })
+    }
+
+    /// A filtered read (which reads a few frames here and there, never a
+    /// whole file) trusts the frames of a sealed file whose frame area this
+    /// queue handle verified against its footer's CRC (a bulk read did, see
+    /// `reader::sealed`): each frame is then CRC-checked by that checksum
+    /// instead of its own. Looked up once per file.
+    fn trust(&mut self, catalog: &Catalog) {
+        if self.trust_checked {
+            return;
+        }
+        self.trust_checked = true;
+        let footer = *self
+            .footer
+            .get_or_insert_with(|| super::sealed::footer(&self.map, &self.info.header));
+        if let Some(sealed) = footer {
+            if self.verified || catalog.verified.contains(&sealed) {
+                self.verified = true;
+                self.trusted_end = Some(sealed.footer.frames_end as usize);
+            }
+        }
     }
 
     /// The length word of the frame at the cursor, which is message `seq`'s
@@ -796,6 +824,8 @@ impl Tailer {
             footer: None,
             verified: false,
             dense: None,
+            trusted_end: None,
+            trust_checked: false,
         };
         if let Some(e) = cursor.entry(&self.catalog, |ix| ix.floor_time(micros)) {
             (at_seq, offset) = (e.seq, e.offset as usize);
@@ -1083,14 +1113,20 @@ impl Tailer {
                     _ => {}
                 }
             }
+            if self.filter.is_some() {
+                if let Some(c) = self.cursor.as_mut() {
+                    c.trust(&self.catalog);
+                }
+            }
             let Some(loc) = self.advance_frame()? else {
                 return Ok(None);
             };
             let c = self.cursor.as_ref().expect("a located record has a cursor");
             let rec = &c.map.as_slice()[loc.record_at..loc.record_at + loc.record_len];
-            let wanted = match (record::decode(rec), &self.filter) {
+            let decoded = record::decode(rec);
+            let wanted = match (&decoded, &self.filter) {
                 (Ok(view), filter) => {
-                    filter.as_ref().is_none_or(|f| f.matches(&view))
+                    filter.as_ref().is_none_or(|f| f.matches(view))
                         && !self.skip_expired.as_ref().is_some_and(|clock| {
                             view.expires_at.is_some_and(|t| t <= clock.now_micros())
                         })
@@ -1101,19 +1137,23 @@ impl Tailer {
             if !wanted {
                 continue;
             }
-            if let Some(Filter::Topic(f)) = self.filter.as_mut() {
-                let view = record::decode(rec).expect("decoded above");
-                let (topic, queue_id) = (view.topic.unwrap_or(""), view.queue_id);
-                match f.offset_of(&self.catalog, loc.seq, topic, queue_id) {
-                    Ok(o) => self.topic_offset = Some(o),
-                    Err(e) => {
-                        // Stay at the message: the next read tries again.
-                        let c = self.cursor.as_mut().expect("a located record has a cursor");
-                        c.offset = loc.record_at - 4;
-                        self.seq = loc.seq;
-                        return Err(e);
-                    }
+            let offset = match (&decoded, self.filter.as_mut()) {
+                (Ok(view), Some(Filter::Topic(f))) => {
+                    let (topic, queue_id) = (view.topic.unwrap_or(""), view.queue_id);
+                    Some(f.offset_of(&self.catalog, loc.seq, topic, queue_id))
                 }
+                _ => None,
+            };
+            match offset {
+                Some(Ok(o)) => self.topic_offset = Some(o),
+                Some(Err(e)) => {
+                    // Stay at the message: the next read tries again.
+                    let c = self.cursor.as_mut().expect("a located record has a cursor");
+                    c.offset = loc.record_at - 4;
+                    self.seq = loc.seq;
+                    return Err(e);
+                }
+                None => {}
             }
             return Ok(Some(loc));
         }
@@ -1128,7 +1168,11 @@ impl Tailer {
         loop {
             let c = self.cursor.as_mut().expect("ensure_cursor opened one");
             let len = c.length_word(self.seq)?;
-            match frame::decode(c.map.as_slice(), c.offset, len) {
+            let decoded = match c.trusted_end {
+                Some(end) => frame::decode_trusted(c.map.as_slice(), c.offset, len, end),
+                None => frame::decode(c.map.as_slice(), c.offset, len),
+            };
+            match decoded {
                 Ok(FrameAt::Empty) => match self.zero_kind(false)? {
                     Zero::Tail => return Ok(None),
                     Zero::Filled => continue,

@@ -200,3 +200,23 @@ def test_find_by_key_in_a_topic(qpath: Path) -> None:
         assert q.find("k3", topic="nothing") == []
         with pytest.raises(ValueError, match="queue_id needs a topic"):
             q.find("k3", queue_id=1)
+
+
+def test_a_topic_read_checks_frames_damaged_after_the_handle_verified_the_file(
+    qpath: Path,
+) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE, roll={"count": 200}) as q:
+        _fill(q, 0, 600)
+    with litemq.Queue(qpath, read_only=True) as q:
+        # A bulk read verifies each sealed file by its footer CRC; a topic
+        # read of a verified file trusts that instead of each frame's CRC.
+        assert len(list(q.tailer())) == 600
+        assert [m.seq for m in q.tailer(topic="audit")][:2] == [2, 12]
+        file, offset = q.get(12).position  # type: ignore[misc]
+        with open(file, "r+b") as f:  # the same file, written to: checked again
+            f.seek(offset + 8)
+            byte = f.read(1)
+            f.seek(offset + 8)
+            f.write(bytes([byte[0] ^ 0x01]))
+        with pytest.raises(litemq.CorruptedError):
+            list(q.tailer(topic="audit"))
