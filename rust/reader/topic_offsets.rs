@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::catalog::{Catalog, FileInfo};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::format::footer::CONTENT_TOPICS;
 use crate::index::topics::{self, TopicsIndex};
 
@@ -221,6 +221,18 @@ impl TopicOffsets {
         {
             base += self.count(catalog, g, topic, queue_id)?;
         }
+        // Files this reader counted that retention deleted since: still
+        // counted, so its offsets do not go back during a read.
+        let number = info.header.file_number;
+        for (n, counts) in &self.counts {
+            let listed = files.iter().any(|g| g.header.file_number == *n);
+            if *n < number && !listed {
+                base += counts
+                    .iter()
+                    .find(|((t, q), _)| t == topic && *q == queue_id)
+                    .map_or(0, |(_, c)| *c);
+            }
+        }
         if let Some(f) = self.file.as_mut() {
             f.bases.push(((topic.to_string(), queue_id), base));
         }
@@ -267,7 +279,15 @@ impl TopicOffsets {
                 .map(|g| ((g.topic.clone(), g.queue_id), g.count))
                 .collect());
         }
-        let (seqs, _) = self.scan(catalog, info, info.header.first_seq)?;
+        let (seqs, _) = match self.scan(catalog, info, info.header.first_seq) {
+            Ok(found) => found,
+            // Deleted by retention meanwhile: no longer in the queue.
+            Err(Error::NotFound { .. }) => return Ok(Vec::new()),
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Vec::new())
+            }
+            Err(e) => return Err(e),
+        };
         Ok(seqs
             .into_iter()
             .map(|(s, list)| (s, list.len() as u64))

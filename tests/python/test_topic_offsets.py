@@ -220,3 +220,14 @@ def test_a_topic_read_checks_frames_damaged_after_the_handle_verified_the_file(
             f.write(bytes([byte[0] ^ 0x01]))
         with pytest.raises(litemq.CorruptedError):
             list(q.tailer(topic="audit"))
+
+
+def test_offsets_do_not_go_back_when_retention_runs_during_a_read(qpath: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE, roll={"count": 100}) as q:
+        _fill(q, 0, 500)
+        t = q.tailer(topic="audit")
+        got = [t.read_next() for _ in range(25)]  # into the third file
+        assert [(m.seq, m.topic_offset) for m in got][-1] == (242, 24)
+        assert q.apply_retention(litemq.Retention(max_files=3)).first_seq == 200
+        rest = [(m.seq, m.topic_offset) for m in t]
+        assert rest == [(s, (s - 2) // 10) for s in range(252, 500, 10)]

@@ -184,6 +184,8 @@ fn a_topic_tailer_follows_new_messages_across_rolls() {
             .read_next_timeout(std::time::Duration::from_secs(5))
             .unwrap()
         {
+            // Offsets stay exact while the active file grows and rolls.
+            assert_eq!(m.topic_offset(), model_offset(m.seq), "seq {}", m.seq);
             got.push(m.seq);
             if Some(&m.seq) == want.last() {
                 break;
