@@ -1030,7 +1030,7 @@ impl Queue {
         let catalog = &self.inner.catalog;
         let mut t = Tailer::new(catalog.clone(), self.inner.config.wait);
         t.seek(start)?;
-        let mut filter = TopicFilter::new(selector);
+        let mut filter = TopicFilter::new(selector, crate::reader::tailer::scan_topics);
         Columns::read_filtered(&mut t, catalog, &mut filter, (end, max_rows), cols, fields)
     }
 
@@ -1046,6 +1046,48 @@ impl Queue {
         end_us: Option<u64>,
         limit: Option<usize>,
     ) -> Result<Vec<OwnedMessage>> {
+        self.find_where(key, None, start_us, end_us, limit)
+    }
+
+    /// As [`Queue::find`], returning only the messages `selector` wants (its
+    /// topic, queue id and tags, compared exactly on each message the key
+    /// index finds): RocketMQ's query by key within a topic.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let queue = litemq::QueueBuilder::new(dir.path()).open()?;
+    /// let app = queue.appender()?;
+    /// for topic in ["orders", "audit"] {
+    ///     app.append_record(&litemq::Record {
+    ///         key: Some(b"k"),
+    ///         topic: Some(topic),
+    ///         ..litemq::Record::new(b"v")
+    ///     })?;
+    /// }
+    /// let orders = litemq::TopicSelector { topic: Some("orders".into()), ..Default::default() };
+    /// let found = queue.find_in_topic(b"k", &orders, None, None, None)?;
+    /// assert_eq!(found.iter().map(|m| m.seq).collect::<Vec<_>>(), [0]);
+    /// # Ok::<(), litemq::Error>(())
+    /// ```
+    pub fn find_in_topic(
+        &self,
+        key: &[u8],
+        selector: &TopicSelector,
+        start_us: Option<u64>,
+        end_us: Option<u64>,
+        limit: Option<usize>,
+    ) -> Result<Vec<OwnedMessage>> {
+        self.find_where(key, Some(selector), start_us, end_us, limit)
+    }
+
+    fn find_where(
+        &self,
+        key: &[u8],
+        selector: Option<&TopicSelector>,
+        start_us: Option<u64>,
+        end_us: Option<u64>,
+        limit: Option<usize>,
+    ) -> Result<Vec<OwnedMessage>> {
         let positions = self.key_positions(key, start_us, end_us)?;
         let limit = limit.unwrap_or(usize::MAX);
         let mut out = Vec::new();
@@ -1053,8 +1095,9 @@ impl Queue {
             return Ok(out);
         }
         self.read_key_positions(key, positions.into_iter(), &mut |m| {
-            let in_range =
-                start_us.is_none_or(|s| m.timestamp >= s) && end_us.is_none_or(|e| m.timestamp < e);
+            let in_range = start_us.is_none_or(|s| m.timestamp >= s)
+                && end_us.is_none_or(|e| m.timestamp < e)
+                && selector.is_none_or(|s| s.matches(m.record()));
             if in_range {
                 out.push(m.to_owned());
             }

@@ -274,7 +274,8 @@ class Queue(_litemq.Queue):
 
     def topics(self) -> list[TopicInfo]:
         """Every topic stream (topic and queue id) with messages in the queue,
-        ordered by topic then queue id: how many, first and last sequence.
+        ordered by topic then queue id: how many, first and last sequence,
+        first and last topic offset (``Message.topic_offset``).
 
         Sealed files are counted from their topic index, without reading
         their messages; the active file (and a file whose index is not built

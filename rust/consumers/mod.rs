@@ -249,6 +249,15 @@ impl Consumer {
         Ok(())
     }
 
+    /// Moves to message `offset` of the selected topic stream (not
+    /// committed; see [`Tailer::seek_topic_offset`]).
+    pub fn seek_topic_offset(&mut self, offset: u64) -> Result<()> {
+        self.tailer.seek_topic_offset(offset)?;
+        self.pending = None;
+        self.from_beginning = false;
+        Ok(())
+    }
+
     /// Moves after the last published message (not committed).
     pub fn seek_end(&mut self) -> Result<()> {
         self.tailer.seek_end()?;

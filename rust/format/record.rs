@@ -149,7 +149,9 @@ fn check_name(what: &str, name: &str) -> Result<(), String> {
             name.len()
         ));
     }
-    if name.chars().any(char::is_control) {
+    // Printable ASCII (the usual name) needs no char decoding.
+    let printable_ascii = name.bytes().all(|b| (0x20..0x7f).contains(&b));
+    if !printable_ascii && name.chars().any(char::is_control) {
         return Err(format!(
             "{what} {name:?} must not contain control characters"
         ));

@@ -16,9 +16,12 @@ use crate::format::record::{self, RecordView};
 /// Walks every record of sealed data file `file` (its bytes), whose header
 /// and footer are given, handing `(seq, frame offset, record length,
 /// record)` to `each`: what the derived indexes (topics, fields) are built
-/// from. Every frame's CRC is checked; a damaged frame or record, or a
-/// count that disagrees with the footer, is an error (the file then gets
-/// no derived index, and readers read it whole and report the damage).
+/// from. Every frame is CRC-checked: all at once by the footer's CRC of the
+/// frame area (one pass at memory speed, cheaper than a CRC per small
+/// frame), or, when that does not match, frame by frame to say where the
+/// damage is; a damaged frame or record, or a count that disagrees with the
+/// footer, is an error (the file then gets no derived index, and readers
+/// read it whole and report the damage).
 pub fn walk_sealed(
     file: &[u8],
     header: &DataHeader,
@@ -28,9 +31,15 @@ pub fn walk_sealed(
     let mut at = DATA_HEADER_LEN;
     let mut seq = header.first_seq;
     let end = footer.frames_end as usize;
+    let verified = Footer::frames_crc_of(file, footer.frames_end) == Some(footer.frames_crc);
     while at < end {
         let len = frame::plain_len(file, at).ok_or("frame past the end")?;
-        match frame::decode(file, at, len) {
+        let frame = if verified {
+            frame::decode_trusted(file, at, len, end)
+        } else {
+            frame::decode(file, at, len)
+        };
+        match frame {
             Ok(FrameAt::Frame { record_len, next }) => {
                 let rec = &file[at + 4..at + 4 + record_len];
                 let view = record::decode(rec).map_err(|r| format!("offset {at}: {r}"))?;

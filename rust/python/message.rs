@@ -51,6 +51,9 @@ struct Fields {
     queue_id: u16,
     priority: u8,
     expires_at: Option<u64>,
+    /// The offset in its topic stream, when read by a topic tailer (not
+    /// compared by `==`: it says how the message was read).
+    topic_offset: Option<u64>,
 }
 
 impl Fields {
@@ -62,6 +65,7 @@ impl Fields {
         queue_id: u16,
         priority: u8,
         expires_at: Option<u64>,
+        topic_offset: Option<u64>,
     ) -> PyResult<Option<Box<Fields>>> {
         if topic.is_none() && tags.len() == 0 && priority == 0 && expires_at.is_none() {
             return Ok(None);
@@ -72,6 +76,7 @@ impl Fields {
             queue_id,
             priority,
             expires_at,
+            topic_offset,
         })))
     }
 
@@ -139,6 +144,7 @@ impl Message {
                 m.queue_id(),
                 m.priority(),
                 m.expires_at(),
+                m.topic_offset(),
             )?,
             // A compressed payload was decompressed into a copy: the view
             // is of that copy, not of the file.
@@ -181,6 +187,7 @@ impl Message {
                 m.queue_id,
                 m.priority,
                 m.expires_at,
+                m.topic_offset,
             )?,
             view: None,
             frame_at: m.offset,
@@ -247,6 +254,18 @@ impl Message {
     #[getter]
     fn expires_at(&self) -> Option<u64> {
         self.fields.as_ref().and_then(|f| f.expires_at)
+    }
+
+    /// The message's offset in its topic stream (its topic and queue id):
+    /// 0, 1, 2, ... over that stream's messages still in the queue, as
+    /// RocketMQ's consume-queue offset. Set on messages read by a topic
+    /// tailer (`q.tailer(topic=...)`), None otherwise.
+    ///
+    /// >>> [m.topic_offset for m in q.tailer(topic="orders")]
+    /// [0, 1, 2]
+    #[getter]
+    fn topic_offset(&self) -> Option<u64> {
+        self.fields.as_ref().and_then(|f| f.topic_offset)
     }
 
     /// The codec the payload was stored with (`"zstd"`, `"lz4"`, `"gzip"`),
@@ -321,6 +340,7 @@ impl Message {
                     f.queue_id,
                     f.priority,
                     f.expires_at,
+                    f.topic_offset,
                 )
             }),
             (m.codec.map(|c| c as u8), m.tombstone),
@@ -370,6 +390,9 @@ impl Message {
             }
             if let Some(at) = f.expires_at {
                 out.push_str(&format!(", expires_at={at}"));
+            }
+            if let Some(o) = f.topic_offset {
+                out.push_str(&format!(", topic_offset={o}"));
             }
         }
         out.push(')');
@@ -434,15 +457,18 @@ pub(crate) fn _restore_message(
         payload,
         key,
         headers,
-        fields: fields.map(|(topic, tags, queue_id, priority, expires_at)| {
-            Box::new(Fields {
-                topic,
-                tags,
-                queue_id,
-                priority,
-                expires_at,
-            })
-        }),
+        fields: fields.map(
+            |(topic, tags, queue_id, priority, expires_at, topic_offset)| {
+                Box::new(Fields {
+                    topic,
+                    tags,
+                    queue_id,
+                    priority,
+                    expires_at,
+                    topic_offset,
+                })
+            },
+        ),
         view: None,
         frame_at,
         file,
@@ -451,5 +477,13 @@ pub(crate) fn _restore_message(
     }
 }
 
-/// `(topic, tags, queue_id, priority, expires_at)` as `__reduce__` gives them.
-type PickledFields = (Option<Py<PyString>>, Py<PyTuple>, u16, u8, Option<u64>);
+/// `(topic, tags, queue_id, priority, expires_at, topic_offset)` as
+/// `__reduce__` gives them.
+type PickledFields = (
+    Option<Py<PyString>>,
+    Py<PyTuple>,
+    u16,
+    u8,
+    Option<u64>,
+    Option<u64>,
+);

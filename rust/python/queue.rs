@@ -358,7 +358,9 @@ impl Queue {
     /// With `topic` (and optionally `queue_id` and `tags`), it returns only
     /// that topic's messages (of that stream; carrying any of the tags),
     /// reading only them where the topic index allows; `tags` alone
-    /// filters every message by its tags. Sequence numbers stay the queue's.
+    /// filters every message by its tags. Sequence numbers stay the queue's;
+    /// each message also carries its `topic_offset` in its topic stream, and
+    /// `seek_topic_offset(n)` moves by it.
     /// `skip_expired=True` skips messages whose expiry (`ttl`/`expires_at`
     /// at append) has passed.
     ///
@@ -690,10 +692,19 @@ impl Queue {
     /// `limit` (>= 0; None: all). Answered from the key index. A `str` key
     /// matches the same messages as its UTF-8 bytes. CorruptedError if the
     /// index points into a data file missing from the middle of the queue.
+    /// With `topic` (and optionally `queue_id` and `tags`, as in `tailer`),
+    /// only the messages of that topic (stream; carrying any of the tags)
+    /// with that key, each compared exactly; `limit` counts those.
     ///
     /// >>> [m.seq for m in q.find("customer-7")]
     /// [0, 12]
-    #[pyo3(signature = (key, start=None, end=None, limit=None))]
+    /// >>> [m.seq for m in q.find("customer-7", topic="refunds")]
+    /// [12]
+    #[pyo3(signature = (key, start=None, end=None, limit=None, *, topic=None, tags=None, queue_id=None))]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "mirrors the Python keyword arguments"
+    )]
     fn find(
         &self,
         py: Python<'_>,
@@ -701,13 +712,20 @@ impl Queue {
         start: Option<&Bound<'_, PyAny>>,
         end: Option<&Bound<'_, PyAny>>,
         limit: Option<&Bound<'_, PyAny>>,
+        topic: Option<String>,
+        tags: Option<&Bound<'_, PyAny>>,
+        queue_id: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Message>> {
         let queue = self.queue()?;
         let key = key_bytes(key)?;
+        let selector = topic::selector_arg(topic, tags, queue_id)?;
         let limit = limit.map(limit_arg).transpose()?;
         let start = start.map(|s| time::to_micros(s, "start")).transpose()?;
         let end = end.map(|e| time::to_micros(e, "end")).transpose()?;
-        let found = exit::detach(py, || queue.find(&key, start, end, limit))?;
+        let found = exit::detach(py, || match &selector {
+            Some(s) => queue.find_in_topic(&key, s, start, end, limit),
+            None => queue.find(&key, start, end, limit),
+        })?;
         found
             .into_iter()
             .map(|m| Message::from_owned(py, m))

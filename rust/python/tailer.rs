@@ -77,6 +77,16 @@ impl Reader {
         }
     }
 
+    fn seek_topic_offset(&mut self, offset: u64) -> crate::Result<()> {
+        match self {
+            Reader::Plain(t) => t.seek_topic_offset(offset),
+            Reader::Named(c) => c.seek_topic_offset(offset),
+            Reader::Backward(_) => Err(crate::Error::InvalidArgument(
+                "seeking by topic offset needs a topic tailer (q.tailer(topic=...))".into(),
+            )),
+        }
+    }
+
     fn seek_end(&mut self) -> crate::Result<()> {
         match self {
             Reader::Plain(t) => t.seek_end(),
@@ -571,6 +581,20 @@ impl Tailer {
     fn seek_time(&self, py: Python<'_>, when: &Bound<'_, PyAny>) -> PyResult<()> {
         let micros = time::to_micros(when, "when")?;
         self.with(py, |tailer| Ok(tailer.seek_time(micros)?))
+    }
+
+    /// Moves to message `offset` of the tailer's topic stream (its
+    /// `Message.topic_offset`): the tailer's topic and queue id (0 when it
+    /// was opened without `queue_id`). `offset` equal to the stream's count
+    /// moves after its last message; a larger one, or a tailer opened
+    /// without `topic=`, raises ValueError.
+    ///
+    /// >>> t = q.tailer(topic="orders"); t.seek_topic_offset(2)
+    /// >>> t.read_next().topic_offset
+    /// 2
+    fn seek_topic_offset(&self, py: Python<'_>, offset: &Bound<'_, PyAny>) -> PyResult<()> {
+        let offset = seq_arg(offset, "offset")?;
+        self.with(py, |tailer| Ok(tailer.seek_topic_offset(offset)?))
     }
 
     /// Moves past the last message: the next read returns the next one written.

@@ -25,21 +25,29 @@ pub(crate) fn tag_strings<'py>(tags: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'
              write tags=[\"paid\"]",
         ));
     }
+    // A list or tuple (the usual tags) is read by index: no iterator.
+    if let Ok(list) = tags.cast::<pyo3::types::PyList>() {
+        return list.iter().map(|t| tag_string(t)).collect();
+    }
+    if let Ok(tuple) = tags.cast::<pyo3::types::PyTuple>() {
+        return tuple.iter().map(|t| tag_string(t)).collect();
+    }
     let iter = tags.try_iter().map_err(|_| {
         PyTypeError::new_err(format!(
             "tags must be an iterable of str, not {}",
             type_name(tags)
         ))
     })?;
-    iter.map(|tag| {
-        tag?.cast_into::<PyString>().map_err(|e| {
-            PyTypeError::new_err(format!(
-                "tags must be str, not {}",
-                type_name(e.into_inner().as_any())
-            ))
-        })
+    iter.map(|tag| tag_string(tag?)).collect()
+}
+
+fn tag_string(tag: Bound<'_, PyAny>) -> PyResult<Bound<'_, PyString>> {
+    tag.cast_into::<PyString>().map_err(|e| {
+        PyTypeError::new_err(format!(
+            "tags must be str, not {}",
+            type_name(e.into_inner().as_any())
+        ))
     })
-    .collect()
 }
 
 /// The selector of a topic tailer; `None` when no argument asks for one.
@@ -89,5 +97,7 @@ pub(crate) fn info_dict<'py>(
     d.set_item("first_seq", t.first_seq)?;
     d.set_item("last_seq", t.last_seq)?;
     d.set_item("last_timestamp", t.last_timestamp)?;
+    d.set_item("first_offset", t.first_offset)?;
+    d.set_item("last_offset", t.last_offset)?;
     Ok(d)
 }

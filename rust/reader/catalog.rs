@@ -8,14 +8,15 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use crate::error::{Error, Result};
 use crate::format::compression::DEFAULT_MAX_DECOMPRESSED;
-use crate::format::footer::FOOTER_LEN;
+use crate::format::footer::{trimmed_len, Footer, FOOTER_LEN};
 use crate::format::frame::{DATA_HEADER_LEN, FRAME_ALIGN};
 use crate::format::header::{DataHeader, HeaderError};
 use crate::storage::layout::{list_data_files, FileId};
+use crate::storage::mapped::Mapping;
 
 /// A data file and its decoded header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,7 +38,13 @@ pub struct Catalog {
     /// Largest payload the tailers of this handle decompress (see
     /// `QueueBuilder::max_decompressed_size`).
     max_decompressed: AtomicUsize,
+    /// Mappings of sealed files shared by this handle's tailers, least
+    /// recently used first (see [`Catalog::map_file`]).
+    mapped: Mutex<Vec<(FileId, Arc<Mapping>)>>,
 }
+
+/// Sealed files whose mappings a handle keeps for its tailers.
+const MAPPED_KEEP: usize = 64;
 
 /// Reads and checks the header of data file `path`.
 pub fn read_header(path: &Path) -> Result<DataHeader> {
@@ -97,6 +104,7 @@ impl Catalog {
             closed: AtomicBool::new(false),
             verified: Default::default(),
             max_decompressed: AtomicUsize::new(DEFAULT_MAX_DECOMPRESSED),
+            mapped: Mutex::new(Vec::new()),
         };
         c.refresh()?;
         Ok(c)
@@ -120,6 +128,59 @@ impl Catalog {
     /// reports [`Error::Closed`] from its next call on.
     pub fn close(&self) {
         self.closed.store(true, Ordering::Release);
+        self.mapped
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
+    /// A mapping of data file `info` for a tailer. A sealed file's mapping
+    /// is kept and shared by the handle's tailers (the last [`MAPPED_KEEP`]
+    /// used), so a new tailer, or one that comes back to a file, finds its
+    /// pages mapped instead of faulting them in again (at 1 % density a
+    /// topic read faults in every page of a file). Only a mapping made
+    /// after the file was trimmed is kept (one made before reaches past
+    /// the file's end, see docs/DESIGN.md "Trimming sealed files"); a file
+    /// retention deleted is let go at the next [`Catalog::refresh`], and
+    /// every one when the queue closes.
+    pub(crate) fn map_file(&self, info: &FileInfo) -> Result<Arc<Mapping>> {
+        use std::os::unix::fs::MetadataExt;
+        let path = self.data_path(info.id);
+        {
+            let mut kept = self.mapped.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(i) = kept.iter().position(|(id, _)| *id == info.id) {
+                let entry = kept.remove(i);
+                // One stat: a file deleted (retention in another process)
+                // or replaced since is not read through the old mapping.
+                match std::fs::metadata(&path) {
+                    Ok(m) if (m.dev(), m.ino()) == entry.1.identity() => {
+                        let map = entry.1.clone();
+                        kept.push(entry);
+                        return Ok(map);
+                    }
+                    Ok(_) => {}
+                    Err(e) => return Err(Error::io("open", &path, e)),
+                }
+            }
+        }
+        let map = Arc::new(Mapping::open(&path)?);
+        let sealed = self.successor(info.id).is_some()
+            && match info.header.version {
+                v if v < 4 => true, // never trimmed
+                _ => super::sealed::footer(&map, &info.header).is_some_and(|s| {
+                    trimmed_len(s.footer.frames_end, info.header.file_size) == map.len() as u64
+                }),
+            };
+        if sealed && !self.is_closed() {
+            let mut kept = self.mapped.lock().unwrap_or_else(|e| e.into_inner());
+            if !kept.iter().any(|(id, _)| *id == info.id) {
+                if kept.len() >= MAPPED_KEEP {
+                    kept.remove(0);
+                }
+                kept.push((info.id, map.clone()));
+            }
+        }
+        Ok(map)
     }
 
     pub fn is_closed(&self) -> bool {
@@ -157,7 +218,13 @@ impl Catalog {
                 }
             }
         }
+        let listed: Vec<FileId> = files.iter().map(|f| f.id).collect();
         *guard = Arc::new(files);
+        drop(guard);
+        self.mapped
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(id, _)| listed.contains(id));
         Ok(())
     }
 
@@ -204,6 +271,22 @@ impl Catalog {
 
     pub fn last(&self) -> Option<FileInfo> {
         self.snapshot().last().copied()
+    }
+
+    /// The footer of sealed file `info`, read with `pread` at the file's
+    /// end, when it agrees with the header and the trimming rule.
+    pub(crate) fn read_footer(&self, info: &FileInfo) -> Option<Footer> {
+        let file = std::fs::File::open(self.data_path(info.id)).ok()?;
+        let len = file.metadata().ok()?.len();
+        let mut b = vec![0u8; FOOTER_LEN];
+        file.read_exact_at(&mut b, len.checked_sub(FOOTER_LEN as u64)?)
+            .ok()?;
+        let f = Footer::decode(&b).ok()?;
+        let h = info.header;
+        (f.file_number == h.file_number
+            && f.first_seq == h.first_seq
+            && crate::format::footer::trimmed_len(f.frames_end, h.file_size) == len)
+            .then_some(f)
     }
 
     pub fn data_path(&self, id: FileId) -> PathBuf {

@@ -77,6 +77,7 @@ pub struct Message<'a> {
     mapping: &'a Arc<Mapping>,
     payload_at: usize,
     position: u64,
+    topic_offset: Option<u64>,
 }
 
 impl<'a> Message<'a> {
@@ -134,6 +135,13 @@ impl<'a> Message<'a> {
     pub fn position(&self) -> u64 {
         self.position
     }
+    /// The message's offset in its topic stream (topic and queue id): 0,
+    /// 1, 2, ... over that stream's messages still in the queue. Set on
+    /// messages read by a topic tailer ([`Tailer::select`] with a topic or
+    /// tags), `None` otherwise (see `reader::topic_offsets`).
+    pub fn topic_offset(&self) -> Option<u64> {
+        self.topic_offset
+    }
     /// Copies the message out of the mapping.
     pub fn to_owned(&self) -> OwnedMessage {
         OwnedMessage {
@@ -155,6 +163,7 @@ impl<'a> Message<'a> {
             tombstone: self.is_tombstone(),
             file: self.mapping.path().to_path_buf(),
             offset: position::decode(self.position).1,
+            topic_offset: self.topic_offset,
         }
     }
 }
@@ -192,6 +201,9 @@ pub struct OwnedMessage {
     pub file: std::path::PathBuf,
     /// Offset of its frame in that file.
     pub offset: u64,
+    /// Its offset in its topic stream, when read by a topic tailer (see
+    /// [`Message::topic_offset`]).
+    pub topic_offset: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -209,6 +221,11 @@ struct Cursor {
     /// The file's dense index (format 5), opened on first use (`Some(None)`:
     /// none, or unusable).
     dense: Option<Option<Arc<DenseIndex>>>,
+    /// Where the frames of a sealed file this handle verified end (see
+    /// [`Cursor::trust`]): frames before it are read without their own CRC.
+    trusted_end: Option<usize>,
+    /// [`Cursor::trust`] looked already.
+    trust_checked: bool,
 }
 
 /// Mappings of sealed data files and of their dense indexes, kept by a
@@ -285,13 +302,15 @@ impl MapCache {
             footer: None,
             verified: false,
             dense: Some(f.dense),
+            trusted_end: None,
+            trust_checked: false,
         })
     }
 }
 
 impl Cursor {
     fn open(catalog: &Catalog, info: FileInfo) -> Result<Cursor> {
-        let map = Arc::new(Mapping::open(&catalog.data_path(info.id))?);
+        let map = catalog.map_file(&info)?;
         Ok(Cursor {
             info,
             map,
@@ -300,7 +319,30 @@ impl Cursor {
             footer: None,
             verified: false,
             dense: None,
+            trusted_end: None,
+            trust_checked: false,
         })
+    }
+
+    /// A filtered read (which reads a few frames here and there, never a
+    /// whole file) trusts the frames of a sealed file whose frame area this
+    /// queue handle verified against its footer's CRC (a bulk read did, see
+    /// `reader::sealed`): each frame is then CRC-checked by that checksum
+    /// instead of its own. Looked up once per file.
+    fn trust(&mut self, catalog: &Catalog) {
+        if self.trust_checked {
+            return;
+        }
+        self.trust_checked = true;
+        let footer = *self
+            .footer
+            .get_or_insert_with(|| super::sealed::footer(&self.map, &self.info.header));
+        if let Some(sealed) = footer {
+            if self.verified || catalog.verified.contains(&sealed) {
+                self.verified = true;
+                self.trusted_end = Some(sealed.footer.frames_end as usize);
+            }
+        }
     }
 
     /// The length word of the frame at the cursor, which is message `seq`'s
@@ -435,6 +477,8 @@ pub struct Tailer {
     skip_expired: Option<Arc<dyn Clock>>,
     /// Where seeks take sealed files' mappings from (field queries).
     maps: Option<Arc<MapCache>>,
+    /// Topic offset of the message a topic filter located last.
+    topic_offset: Option<u64>,
 }
 
 /// Iterating a tailer yields the messages published so far as owned copies
@@ -469,6 +513,7 @@ impl Tailer {
             inflated: Vec::new(),
             skip_expired: None,
             maps: None,
+            topic_offset: None,
         }
     }
 
@@ -491,7 +536,7 @@ impl Tailer {
     /// cannot match (see `reader::topic`). Seeks by sequence and time land
     /// on the first wanted message at or after the target.
     pub fn select(&mut self, selector: TopicSelector) {
-        self.filter = Some(Filter::Topic(TopicFilter::new(selector)));
+        self.filter = Some(Filter::Topic(TopicFilter::new(selector, scan_topics)));
     }
 
     /// From now on, reads return only the messages `query` wants, reading
@@ -503,6 +548,37 @@ impl Tailer {
         active: Option<super::field::ActiveSeqs>,
     ) {
         self.filter = Some(Filter::Field(FieldFilter::new(query, active)));
+    }
+
+    /// Moves to message `offset` of the selected topic stream (its topic
+    /// offset, see [`Message::topic_offset`]): the topic of the selector and
+    /// its queue id, or queue id 0 when the selector names none. An offset
+    /// equal to the stream's count moves after its last message (where the
+    /// next one will be); a larger one, or a tailer without a topic
+    /// selector, is [`Error::InvalidArgument`].
+    pub fn seek_topic_offset(&mut self, offset: u64) -> Result<()> {
+        self.check_open()?;
+        let found = match self.filter.as_mut() {
+            Some(Filter::Topic(f)) => f.seq_of(&self.catalog, offset)?,
+            _ => {
+                return Err(Error::InvalidArgument(
+                    "seeking by topic offset needs a topic tailer (select a topic)".into(),
+                ))
+            }
+        };
+        match found {
+            Ok(seq) => self.seek(seq),
+            Err((count, after)) if offset == count => {
+                if after >= published_end(&self.catalog) {
+                    self.seek_end()
+                } else {
+                    self.seek(after)
+                }
+            }
+            Err((count, _)) => Err(Error::InvalidArgument(format!(
+                "topic offset {offset} is past the end of the stream, which holds {count} messages"
+            ))),
+        }
     }
 
     /// The selector set with [`Tailer::select`], if any.
@@ -845,6 +921,8 @@ impl Tailer {
             footer: None,
             verified: false,
             dense: None,
+            trusted_end: None,
+            trust_checked: false,
         };
         if let Some(e) = cursor.entry(&self.catalog, |ix| ix.floor_time(micros)) {
             (at_seq, offset) = (e.seq, e.offset as usize);
@@ -1132,14 +1210,20 @@ impl Tailer {
                     _ => {}
                 }
             }
+            if self.filter.is_some() {
+                if let Some(c) = self.cursor.as_mut() {
+                    c.trust(&self.catalog);
+                }
+            }
             let Some(loc) = self.advance_frame()? else {
                 return Ok(None);
             };
             let c = self.cursor.as_ref().expect("a located record has a cursor");
             let rec = &c.map.as_slice()[loc.record_at..loc.record_at + loc.record_len];
-            let wanted = match (record::decode(rec), &self.filter) {
+            let decoded = record::decode(rec);
+            let wanted = match (&decoded, &self.filter) {
                 (Ok(view), filter) => {
-                    filter.as_ref().is_none_or(|f| f.matches(&view))
+                    filter.as_ref().is_none_or(|f| f.matches(view))
                         && !self.skip_expired.as_ref().is_some_and(|clock| {
                             view.expires_at.is_some_and(|t| t <= clock.now_micros())
                         })
@@ -1147,9 +1231,28 @@ impl Tailer {
                 // Without a topic filter, `located` reports the damage.
                 (Err(_), filter) => filter.is_none(),
             };
-            if wanted {
-                return Ok(Some(loc));
+            if !wanted {
+                continue;
             }
+            let offset = match (&decoded, self.filter.as_mut()) {
+                (Ok(view), Some(Filter::Topic(f))) => {
+                    let (topic, queue_id) = (view.topic.unwrap_or(""), view.queue_id);
+                    Some(f.offset_of(&self.catalog, loc.seq, topic, queue_id))
+                }
+                _ => None,
+            };
+            match offset {
+                Some(Ok(o)) => self.topic_offset = Some(o),
+                Some(Err(e)) => {
+                    // Stay at the message: the next read tries again.
+                    let c = self.cursor.as_mut().expect("a located record has a cursor");
+                    c.offset = loc.record_at - 4;
+                    self.seq = loc.seq;
+                    return Err(e);
+                }
+                None => {}
+            }
+            return Ok(Some(loc));
         }
     }
 
@@ -1162,7 +1265,11 @@ impl Tailer {
         loop {
             let c = self.cursor.as_mut().expect("ensure_cursor opened one");
             let len = c.length_word(self.seq)?;
-            match frame::decode(c.map.as_slice(), c.offset, len) {
+            let decoded = match c.trusted_end {
+                Some(end) => frame::decode_trusted(c.map.as_slice(), c.offset, len, end),
+                None => frame::decode(c.map.as_slice(), c.offset, len),
+            };
+            match decoded {
                 Ok(FrameAt::Empty) => match self.zero_kind(false)? {
                     Zero::Tail => return Ok(None),
                     Zero::Filled => continue,
@@ -1286,6 +1393,7 @@ impl Tailer {
                 position: position::encode(c.info.header.file_number, at as u64),
                 view,
                 mapping: map,
+                topic_offset: None,
             };
             if !take(&m) {
                 break;
@@ -1431,8 +1539,43 @@ impl Tailer {
             position: position::encode(c.info.header.file_number, (loc.record_at - 4) as u64),
             view,
             mapping: &c.map,
+            topic_offset: match self.filter {
+                Some(Filter::Topic(_)) => self.topic_offset,
+                _ => None,
+            },
         }))
     }
+}
+
+/// Reads data file `file_number` from sequence `from` to the end of what is
+/// published in it with a tailer of its own (every frame's CRC checked),
+/// calling `found(seq, topic, queue_id)` for each message with a topic or
+/// tags; returns the sequence after the last one read. Topic offsets count
+/// with it where no topic index serves (`reader::topic_offsets::Scanner`).
+pub(crate) fn scan_topics(
+    catalog: &Arc<Catalog>,
+    file_number: u64,
+    from: u64,
+    found: &mut dyn FnMut(u64, &str, u16),
+) -> Result<u64> {
+    let mut t = Tailer::new(catalog.clone(), WaitStrategy::default());
+    t.seek(from)?;
+    let mut upto = from;
+    while let Some(loc) = t.advance_frame()? {
+        let c = t.cursor.as_ref().expect("a located record has a cursor");
+        if c.info.header.file_number != file_number {
+            break;
+        }
+        upto = loc.seq + 1;
+        let rec = &c.map.as_slice()[loc.record_at..loc.record_at + loc.record_len];
+        let view = record::decode(rec).map_err(|r| {
+            Error::corrupted(c.map.path(), (loc.record_at - 4) as u64, Some(loc.seq), r)
+        })?;
+        if view.flags & record::FLAG_TOPIC != 0 {
+            found(loc.seq, view.topic.unwrap_or(""), view.queue_id);
+        }
+    }
+    Ok(upto)
 }
 
 /// True when the frame an index entry points at is complete, passes its CRC

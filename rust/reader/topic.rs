@@ -11,11 +11,13 @@
 //! returned is compared exactly, so an index can only make reading faster,
 //! never return another topic's message.
 
-use std::os::unix::fs::FileExt;
+use std::sync::Arc;
 
 use super::catalog::{Catalog, FileInfo};
 use super::plan::{Jump, Plan, Planned};
-use crate::format::footer::{Footer, CONTENT_TOPICS, FOOTER_LEN};
+use super::topic_offsets::{Scanner, Streams, TopicOffsets};
+use crate::error::{Error, Result};
+use crate::format::footer::{Footer, CONTENT_TOPICS};
 use crate::format::record::RecordView;
 use crate::format::topics::tag_mask;
 use crate::index::topics::{self, TopicsIndex};
@@ -53,16 +55,49 @@ pub(crate) struct TopicFilter {
     selector: TopicSelector,
     masks: Vec<u32>,
     planned: Planned,
+    offsets: TopicOffsets,
 }
 
 impl TopicFilter {
-    pub(crate) fn new(selector: TopicSelector) -> TopicFilter {
+    pub(crate) fn new(selector: TopicSelector, scanner: Scanner) -> TopicFilter {
         let masks = selector.tags.iter().map(|t| tag_mask(t)).collect();
+        let streams = Streams {
+            topic: selector.topic.clone(),
+            queue_id: selector.queue_id,
+        };
         TopicFilter {
             selector,
             masks,
             planned: Planned::default(),
+            offsets: TopicOffsets::new(streams, scanner),
         }
+    }
+
+    /// The topic offset of message `seq` of stream `(topic, queue_id)`.
+    pub(crate) fn offset_of(
+        &mut self,
+        catalog: &Arc<Catalog>,
+        seq: u64,
+        topic: &str,
+        queue_id: u16,
+    ) -> Result<u64> {
+        self.offsets.offset_of(catalog, seq, topic, queue_id)
+    }
+
+    /// Where message `offset` of the selected stream is (see
+    /// [`super::tailer::Tailer::seek_topic_offset`]).
+    pub(crate) fn seq_of(
+        &mut self,
+        catalog: &Arc<Catalog>,
+        offset: u64,
+    ) -> Result<std::result::Result<u64, (u64, u64)>> {
+        let Some(topic) = self.selector.topic.clone() else {
+            return Err(Error::InvalidArgument(
+                "seeking by topic offset needs a topic tailer (select a topic)".into(),
+            ));
+        };
+        let queue_id = self.selector.queue_id.unwrap_or(0);
+        self.offsets.seq_of(catalog, &topic, queue_id, offset)
     }
 
     pub(crate) fn selector(&self) -> &TopicSelector {
@@ -135,18 +170,7 @@ fn has_bits(mask: u32, bits: u32) -> bool {
     mask & bits == bits
 }
 
-/// The footer of sealed file `info`, read with `pread` at the file's end,
-/// when it agrees with the header and the trimming rule.
+/// The footer of sealed file `info` (see [`Catalog::read_footer`]).
 pub(crate) fn read_footer(catalog: &Catalog, info: &FileInfo) -> Option<Footer> {
-    let file = std::fs::File::open(catalog.data_path(info.id)).ok()?;
-    let len = file.metadata().ok()?.len();
-    let mut b = vec![0u8; FOOTER_LEN];
-    file.read_exact_at(&mut b, len.checked_sub(FOOTER_LEN as u64)?)
-        .ok()?;
-    let f = Footer::decode(&b).ok()?;
-    let h = info.header;
-    (f.file_number == h.file_number
-        && f.first_seq == h.first_seq
-        && crate::format::footer::trimmed_len(f.frames_end, h.file_size) == len)
-        .then_some(f)
+    catalog.read_footer(info)
 }

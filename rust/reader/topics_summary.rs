@@ -26,6 +26,12 @@ pub struct TopicInfo {
     pub last_seq: u64,
     /// Timestamp of its last message.
     pub last_timestamp: u64,
+    /// Topic offset of its first message (see
+    /// [`crate::Message::topic_offset`]): 0, as offsets count the messages
+    /// still in the queue.
+    pub first_offset: u64,
+    /// Topic offset of its last message: `first_offset + count - 1`.
+    pub last_offset: u64,
 }
 
 /// Every topic stream of the queue `tailer` reads, from the topic indexes
@@ -42,7 +48,10 @@ pub(crate) fn topic_summary(catalog: &Catalog, tailer: &mut Tailer) -> Result<Ve
                 first_seq: seq,
                 last_seq: seq,
                 last_timestamp: ts,
+                first_offset: 0,
+                last_offset: 0,
             });
+        e.last_offset = e.first_offset + e.count;
         e.count += 1;
         e.last_seq = seq;
         e.last_timestamp = ts;

@@ -457,7 +457,10 @@ fn a_dropped_index_loses_its_files_and_its_queries_until_declared_again() {
     // below is of them all.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while field_files(dir.path(), "customer").len() < sealed {
-        assert!(std::time::Instant::now() < deadline, "customer indexes never built");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "customer indexes never built"
+        );
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     assert_eq!(q.drop_index("customer").unwrap(), sealed);

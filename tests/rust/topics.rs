@@ -227,6 +227,8 @@ fn a_topic_tailer_follows_new_messages_across_rolls() {
             .read_next_timeout(std::time::Duration::from_secs(5))
             .unwrap()
         {
+            // Offsets stay exact while the active file grows and rolls.
+            assert_eq!(m.topic_offset(), model_offset(m.seq), "seq {}", m.seq);
             got.push(m.seq);
             if Some(&m.seq) == want.last() {
                 break;
@@ -303,4 +305,145 @@ fn an_indexed_topic_read_never_touches_other_frames() {
         }
     };
     assert!(matches!(err, litemq::Error::Corrupted { .. }), "{err:?}");
+}
+
+/// The topic offset of message `i` of stream `shape(i)`: how many messages
+/// of that stream come before it.
+fn model_offset(i: u64) -> Option<u64> {
+    let (topic, queue_id, _) = shape(i)?;
+    Some(
+        (0..i)
+            .filter(|&j| shape(j).is_some_and(|(t, q, _)| t == topic && q == queue_id))
+            .count() as u64,
+    )
+}
+
+fn offsets(q: &Queue, sel: &TopicSelector) -> Vec<(u64, Option<u64>)> {
+    let mut t = q.tailer(Start::Beginning).unwrap();
+    t.select(sel.clone());
+    let mut out = Vec::new();
+    while let Some(m) = t.read_next().unwrap() {
+        out.push((m.seq, m.topic_offset()));
+    }
+    out
+}
+
+fn check_offsets(q: &Queue, n: u64) {
+    for sel in selectors() {
+        let want: Vec<_> = expected(n, &sel)
+            .into_iter()
+            .map(|s| (s, model_offset(s)))
+            .collect();
+        assert_eq!(offsets(q, &sel), want, "{sel:?}");
+    }
+}
+
+#[test]
+fn topic_offsets_are_dense_per_stream_with_or_without_indexes() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 2500;
+    let q = small(dir.path())
+        .roll(RollStrategy::Count(400))
+        .open()
+        .unwrap();
+    append(&q, 0..n);
+    check_offsets(&q, n); // the active file read frame by frame
+    q.close().unwrap();
+    let ro = read_only(dir.path());
+    check_offsets(&ro, n); // sealed files through their indexes
+    drop(ro);
+    let indexes = topic_files(dir.path());
+    let mut b = std::fs::read(&indexes[0]).unwrap();
+    let last = b.len() - 1;
+    b[last] ^= 0xff;
+    std::fs::write(&indexes[0], &b).unwrap();
+    std::fs::remove_file(&indexes[2]).unwrap();
+    let ro = read_only(dir.path());
+    check_offsets(&ro, n);
+
+    // Seek by offset: every message of a stream, and its count (the end).
+    let orders = TopicSelector {
+        topic: Some("orders".into()),
+        queue_id: Some(0),
+        ..TopicSelector::default()
+    };
+    let want = expected(n, &orders);
+    let mut t = ro.tailer(Start::Beginning).unwrap();
+    t.select(orders);
+    for (k, &seq) in want.iter().enumerate().step_by(37) {
+        t.seek_topic_offset(k as u64).unwrap();
+        let m = t.read_next().unwrap().unwrap();
+        assert_eq!((m.seq, m.topic_offset()), (seq, Some(k as u64)));
+    }
+    t.seek_topic_offset(want.len() as u64).unwrap();
+    assert!(t.read_next().unwrap().is_none());
+    assert!(matches!(
+        t.seek_topic_offset(want.len() as u64 + 1),
+        Err(litemq::Error::InvalidArgument(_))
+    ));
+}
+
+#[test]
+fn find_in_topic_returns_only_that_topics_messages_with_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path())
+        .roll(RollStrategy::Count(100))
+        .open()
+        .unwrap();
+    let app = q.appender().unwrap();
+    for i in 0..300u64 {
+        let topic = ["orders", "audit", "billing"][(i % 3) as usize];
+        app.append_record(&Record {
+            key: Some(format!("k{}", i % 4).as_bytes()),
+            topic: Some(topic),
+            ..Record::new(&payload(i))
+        })
+        .unwrap();
+    }
+    app.flush().unwrap();
+    let sel = TopicSelector {
+        topic: Some("audit".into()),
+        ..TopicSelector::default()
+    };
+    let got: Vec<u64> = q
+        .find_in_topic(b"k1", &sel, None, None, None)
+        .unwrap()
+        .iter()
+        .map(|m| m.seq)
+        .collect();
+    let want: Vec<u64> = (0..300).filter(|i| i % 4 == 1 && i % 3 == 1).collect();
+    assert_eq!(got, want);
+    assert_eq!(q.find(b"k1", None, None, None).unwrap().len(), 75);
+    let two = q.find_in_topic(b"k1", &sel, None, None, Some(2)).unwrap();
+    assert_eq!(two.len(), 2);
+}
+
+/// The index builder checks a sealed file's frames (by the footer's CRC of
+/// the frame area, or frame by frame when that does not match): a file
+/// with a damaged frame gets no topic index, so readers read it whole and
+/// report the damage.
+#[test]
+fn a_damaged_sealed_file_gets_no_topic_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path())
+        .roll(RollStrategy::Count(100))
+        .open()
+        .unwrap();
+    append(&q, 0..300);
+    let m = q.get(15).unwrap(); // a plain message in the first file
+    q.close().unwrap();
+    let indexes = topic_files(dir.path());
+    assert_eq!(indexes.len(), 2);
+    std::fs::remove_file(&indexes[0]).unwrap();
+    let mut b = std::fs::read(&m.file).unwrap();
+    let at = m.offset as usize + 4 + 2;
+    b[at] ^= 0x01;
+    std::fs::write(&m.file, &b).unwrap();
+    let q = small(dir.path())
+        .roll(RollStrategy::Count(100))
+        .open()
+        .unwrap();
+    q.close().unwrap();
+    assert!(!indexes[0].exists(), "no index built over a damaged frame");
+    assert!(indexes[1].exists());
 }
