@@ -1,6 +1,7 @@
 //! The queue: opens (and recovers) the files, owns the I/O thread, and
 //! hands out appenders and tailers.
 
+use crate::compact::{self, CompactOptions, CompactReport};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -1181,6 +1182,47 @@ impl Queue {
                 ..RetentionReport::default()
             }),
         }
+    }
+
+    /// Key compaction (Kafka's compacted topics): rewrites the sealed data
+    /// files keeping, for every key, only its latest message in the queue,
+    /// and dropping a tombstone that is its key's latest message once it is
+    /// `opts.grace_us` old. Messages without a key are kept. A dropped
+    /// message becomes a hole: its sequence stays in the queue's range,
+    /// tailers step over it, [`Queue::get`] of it is [`Error::Compacted`].
+    /// The file being written is never touched; the pass holds the
+    /// retention lock (it waits for a retention pass, and retention for
+    /// it). Allowed on read-only handles and while a writer appends.
+    /// `progress` gets `(files done, files to examine)`.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let queue = litemq::QueueBuilder::new(dir.path()).file_size(1 << 20).open()?;
+    /// let app = queue.appender()?;
+    /// app.append_record(&litemq::Record { key: Some(b"k"), ..litemq::Record::new(b"v1") })?;
+    /// app.append_record(&litemq::Record { key: Some(b"k"), ..litemq::Record::new(b"v2") })?;
+    /// app.roll()?; // only sealed files are compacted
+    /// let report = queue.compact(&litemq::CompactOptions::default(), &mut |_, _| {})?;
+    /// assert_eq!(report.records_dropped, 1);
+    /// assert!(matches!(queue.get(0), Err(litemq::Error::Compacted { seq: 0 })));
+    /// assert_eq!(queue.get_latest(b"k")?.unwrap().payload, b"v2");
+    /// # Ok::<(), litemq::Error>(())
+    /// ```
+    pub fn compact(
+        &self,
+        opts: &CompactOptions,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<CompactReport> {
+        self.check_open()?;
+        self.wait_visible()?;
+        let now = self.inner.config.clock.now_micros();
+        let defs = self.indexes();
+        let report = compact::run(&self.inner.catalog, opts, &defs, now, progress)?;
+        if report.files_rewritten > 0 {
+            // The cached `get` reader may map a file as it was before.
+            *self.inner.getter.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        }
+        Ok(report)
     }
 
     /// Deletes the oldest data files whose messages all lie below `before`

@@ -32,6 +32,7 @@ __all__ = [
     "MaybeStoredError",
     "Message",
     "NotFoundError",
+    "CompactedError",
     "PayloadView",
     "PoisonedError",
     "Queue",
@@ -166,6 +167,7 @@ class NotFoundError(LiteMQError, IndexError):
     first: int | None
     next: int | None
 
+class CompactedError(NotFoundError): ...
 class ForkedError(LiteMQError): ...
 class InternalError(LiteMQError): ...
 

@@ -11,8 +11,8 @@
 //! priority = u8, higher is served first          (flag PRIORITY, format 6)
 //! compression = codec:u8 | raw_len:u32            (flag COMPRESSED, format 7)
 //!                 the payload is compressed; raw_len is its decompressed size
-//! extension = u8 of bits: 0x01 tombstone, others reserved, never 0
-//!                                                 (flag EXTENSION, format 7)
+//! extension = u8 of bits: 0x01 tombstone, 0x04 hole (format 8), others
+//!             reserved, never 0                   (flag EXTENSION, format 7)
 //! ```
 //! Flags announce optional fields, which follow in bit order; a message
 //! without them costs nine bytes of record overhead. Every flag bit is in
@@ -45,8 +45,18 @@ pub const FLAG_EXTENSION: u8 = 0x80;
 /// Extension bit: the record is a tombstone, the deletion of its key's
 /// value (it has a key and an empty payload).
 pub const EXT_TOMBSTONE: u8 = 0x01;
+/// Extension bit (format 8): the record is a hole, a sequence whose message
+/// key compaction dropped (`Queue::compact`). A hole is the flags byte
+/// [`FLAG_EXTENSION`], the dropped message's timestamp and the extension
+/// byte `EXT_HOLE`, then filler (zeros) up to the dropped record's length,
+/// so that the frame keeps its size and every later frame its offset: no
+/// key, headers, fields or payload. Readers skip it; it keeps one frame per
+/// sequence in a compacted file, so that reading by sequence stays one probe.
+pub const EXT_HOLE: u8 = 0x04;
+/// Length of a hole record: flags, timestamp, extension byte.
+pub const HOLE_RECORD_LEN: usize = RECORD_FIXED_LEN + 1;
 /// Extension bits this version understands.
-pub const KNOWN_EXT: u8 = EXT_TOMBSTONE;
+pub const KNOWN_EXT: u8 = EXT_TOMBSTONE | EXT_HOLE;
 /// Flags this version understands.
 pub const KNOWN_FLAGS: u8 = FLAG_KEY
     | FLAG_HEADERS
@@ -456,6 +466,11 @@ impl<'a> RecordView<'a> {
     pub fn is_tombstone(&self) -> bool {
         self.ext & EXT_TOMBSTONE != 0
     }
+    /// The record is a hole: its message was dropped by key compaction
+    /// ([`EXT_HOLE`]). Readers skip it.
+    pub fn is_hole(&self) -> bool {
+        self.ext & EXT_HOLE != 0
+    }
     /// The payload as the appender gave it: borrowed when stored as is,
     /// decompressed (at most `limit` bytes) when compressed. The error says
     /// what is wrong with a payload that does not decompress to `raw_len`.
@@ -560,6 +575,23 @@ fn parse_header(b: &[u8]) -> Option<(HeaderField<'_>, usize)> {
 pub fn key_of_body(body: &[u8]) -> Option<&[u8]> {
     let len = le_u16(body, 0)? as usize;
     body.get(2..2 + len)
+}
+
+/// The record of a hole ([`EXT_HOLE`]) standing for a message stored at
+/// `timestamp`: flags [`FLAG_EXTENSION`], the timestamp, the extension byte.
+pub fn hole(timestamp: u64) -> [u8; HOLE_RECORD_LEN] {
+    let mut r = [0u8; HOLE_RECORD_LEN];
+    r[0] = FLAG_EXTENSION;
+    r[1..9].copy_from_slice(&timestamp.to_le_bytes());
+    r[9] = EXT_HOLE;
+    r
+}
+
+/// True when `record` (its bytes, not decoded) is a hole: the cheap test
+/// readers make before decoding.
+#[inline]
+pub fn is_hole_record(record: &[u8]) -> bool {
+    record.len() >= HOLE_RECORD_LEN && record[0] == FLAG_EXTENSION && record[9] == EXT_HOLE
 }
 
 /// Appends a record: `flags`, `timestamp` (µs since the Unix epoch) and the
@@ -670,6 +702,29 @@ pub fn decode(record: &[u8]) -> Result<RecordView<'_>, &'static str> {
     }
     if ext & EXT_TOMBSTONE != 0 && (flags & FLAG_KEY == 0 || at != record.len()) {
         return Err("tombstone without a key, or with a payload");
+    }
+    if ext & EXT_HOLE != 0 {
+        if flags != FLAG_EXTENSION || ext != EXT_HOLE {
+            return Err("hole with fields or other extension bits");
+        }
+        // What follows is filler (zeros, the dropped message's length):
+        // a hole has no payload.
+        return Ok(RecordView {
+            flags,
+            timestamp,
+            key: None,
+            headers: &[],
+            topic: None,
+            queue_id: 0,
+            tags: &[],
+            expires_at: None,
+            priority: 0,
+            codec: None,
+            raw_len: 0,
+            ext,
+            payload_at: at,
+            payload: &record[at..at],
+        });
     }
     Ok(RecordView {
         flags,
@@ -860,6 +915,29 @@ mod tests {
             assert!(decode(&bad).is_err(), "{tail:?}");
         }
         assert!(decode(&[FLAG_EXTENSION, 0, 0, 0, 0, 0, 0, 0, 0, EXT_TOMBSTONE]).is_err());
+    }
+
+    #[test]
+    fn holes_are_ten_bytes_and_nothing_else() {
+        let h = hole(0x0102_0304_0506_0708);
+        assert_eq!(h, [0x80, 8, 7, 6, 5, 4, 3, 2, 1, 0x04]);
+        assert!(is_hole_record(&h));
+        let d = decode(&h).unwrap();
+        assert!(d.is_hole() && !d.is_tombstone() && d.key.is_none() && d.payload.is_empty());
+        assert_eq!(d.timestamp, 0x0102_0304_0506_0708);
+        // Filler after the hole is ignored (the dropped record's length).
+        let filled = [&h[..], &[0u8; 30][..]].concat();
+        let long = decode(&filled).unwrap();
+        assert!(long.is_hole() && long.payload.is_empty());
+        assert!(is_hole_record(&filled));
+        // A hole with a key, or another extension bit is malformed.
+        let mut keyed = vec![FLAG_KEY | FLAG_EXTENSION];
+        keyed.extend([0; 8]);
+        keyed.extend([1, 0, b'k', EXT_HOLE]);
+        assert!(decode(&keyed).is_err());
+        let mut both = h;
+        both[9] = EXT_HOLE | EXT_TOMBSTONE;
+        assert!(decode(&both).is_err());
     }
 
     #[test]

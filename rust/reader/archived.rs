@@ -187,6 +187,12 @@ pub fn read_sealed(
         if seq >= start {
             let rec = record::decode(&file[at + 4..record_end])
                 .map_err(|r| corrupted(path, at as u64, Some(seq), r))?;
+            if rec.is_hole() {
+                // A sequence key compaction dropped: nothing to read.
+                at += frame::frame_size(record_end - at - 4);
+                seq += 1;
+                continue;
+            }
             let payload = rec
                 .inflate(DEFAULT_MAX_DECOMPRESSED)
                 .map_err(|r| corrupted(path, at as u64, Some(seq), r))?;
@@ -231,6 +237,11 @@ pub fn read_frames(
             Ok(FrameAt::Frame { record_len, next }) => {
                 let rec = record::decode(&buf[at + 4..at + 4 + record_len])
                     .map_err(|r| corrupted(path, here, Some(seq), r))?;
+                if rec.is_hole() {
+                    seq += 1;
+                    at = next;
+                    continue;
+                }
                 let payload = rec
                     .inflate(DEFAULT_MAX_DECOMPRESSED)
                     .map_err(|r| corrupted(path, here, Some(seq), r))?;

@@ -260,6 +260,13 @@ impl Columns {
                 continue;
             }
             let Some(m) = tailer.read_next()? else { break };
+            if m.seq >= end {
+                // Holes (sequences key compaction dropped) up to `end`
+                // were stepped over: this one belongs to the next batch.
+                let seq = m.seq;
+                tailer.seek(seq)?;
+                break;
+            }
             if !b.push(m.seq, m.record(), m.payload, hint, cols) {
                 // Leave the message for the next batch.
                 let seq = m.seq;

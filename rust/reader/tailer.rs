@@ -451,11 +451,30 @@ impl Tailer {
     /// Reads message `seq`: a seek (skipped when the tailer stands at
     /// `seq` already) and a read. `None` or [`Error::NotFound`] when it is
     /// not published (or no longer kept).
+    ///
+    /// A sequence whose message key compaction dropped (a hole, format 8)
+    /// is [`Error::Compacted`], with the tailer left past it.
     pub(crate) fn read_at(&mut self, seq: u64) -> Result<Option<Message<'_>>> {
         if self.cursor.is_none() || self.seq != seq {
             self.seek(seq)?;
         }
-        self.read_next()
+        if self.filter.is_some() || self.skip_expired.is_some() {
+            return self.read_next();
+        }
+        match self.advance_frame(true)? {
+            Some(loc) if loc.seq != seq || self.is_hole_at(loc) => {
+                Err(Error::Compacted { seq: loc.seq })
+            }
+            Some(loc) => self.deliver(loc),
+            None => Ok(None),
+        }
+    }
+
+    /// The record at `loc` is a hole.
+    fn is_hole_at(&self, loc: Located) -> bool {
+        self.cursor.as_ref().is_some_and(|c| {
+            record::is_hole_record(&c.map.as_slice()[loc.record_at..loc.record_at + loc.record_len])
+        })
     }
 
     /// Reads the next message, waiting up to `timeout` for one.
@@ -979,6 +998,24 @@ impl Tailer {
         Ok(())
     }
 
+    /// The frame under the cursor is a complete hole (a sequence key
+    /// compaction dropped): what a backward reader steps over after a seek.
+    pub(crate) fn at_hole(&self) -> bool {
+        let Some(c) = self.cursor.as_ref() else {
+            return false;
+        };
+        if c.offset + 4 > c.map.len() {
+            return false;
+        }
+        let file = c.map.as_slice();
+        match frame::decode(file, c.offset, c.map.load_u32(c.offset)) {
+            Ok(FrameAt::Frame { record_len, .. }) => {
+                record::is_hole_record(&file[c.offset + 4..c.offset + 4 + record_len])
+            }
+            _ => false,
+        }
+    }
+
     fn cursor_offset(&self) -> usize {
         self.cursor.as_ref().map_or(0, |c| c.offset)
     }
@@ -1015,7 +1052,7 @@ impl Tailer {
     /// topic filter wants) and steps past it.
     fn advance(&mut self) -> Result<Option<Located>> {
         if self.filter.is_none() && self.skip_expired.is_none() {
-            return self.advance_frame();
+            return self.advance_frame(false);
         }
         loop {
             let to = match self.filter.as_mut() {
@@ -1037,7 +1074,7 @@ impl Tailer {
                     _ => {}
                 }
             }
-            let Some(loc) = self.advance_frame()? else {
+            let Some(loc) = self.advance_frame(false)? else {
                 return Ok(None);
             };
             let c = self.cursor.as_ref().expect("a located record has a cursor");
@@ -1058,8 +1095,10 @@ impl Tailer {
         }
     }
 
-    /// Finds the next complete frame and steps past it.
-    fn advance_frame(&mut self) -> Result<Option<Located>> {
+    /// Finds the next complete frame and steps past it. Holes (sequences
+    /// key compaction dropped) are stepped over unless `holes`.
+    #[inline]
+    fn advance_frame(&mut self, holes: bool) -> Result<Option<Located>> {
         self.check_open()?;
         if !self.ensure_cursor()? {
             return Ok(None);
@@ -1092,6 +1131,9 @@ impl Tailer {
                     c.offset = next;
                     let seq = self.seq;
                     self.seq += 1;
+                    if !holes && record::is_hole_record(rec) {
+                        continue;
+                    }
                     return Ok(Some(Located {
                         seq,
                         record_at,
@@ -1179,8 +1221,8 @@ impl Tailer {
             let Ok(view) = record::decode(&file[at + 4..record_end]) else {
                 break;
             };
-            if view.codec.is_some() {
-                break; // read_next decompresses it
+            if view.codec.is_some() || view.ext & record::EXT_HOLE != 0 {
+                break; // read_next decompresses it, or steps over the hole
             }
             let m = Message {
                 seq: seq0 + n as u64,
