@@ -28,6 +28,8 @@
                                           litemq/cli_ledgerq.py)
     litemq index add|list PATH ...        secondary indexes (litemq/cli_index.py)
     litemq where PATH FIELD OP VALUE...   messages whose indexed header matches
+    litemq compact PATH [--grace 1d]      key compaction: the latest message of each key
+                                          (litemq/cli_compact.py)
     litemq archive PATH DEST [--delete-local] [--json]
                                           copy sealed files to a path or s3://, gs:// URI
                                           (litemq/cli_archive.py)
@@ -641,6 +643,9 @@ def _parser() -> argparse.ArgumentParser:
     from litemq import cli_index  # index add/list, where
 
     cli_index.register(sub)
+    from litemq import cli_compact  # compact
+
+    cli_compact.register(sub)
     cli_archive.register(command)
     return parser
 

@@ -744,8 +744,9 @@ impl WorkQueue {
                 Err(e) => return Err(e),
             };
             if msg.seq != c {
-                // Key compaction dropped `c..msg.seq` (holes): no jobs.
-                let to = msg.seq;
+                // Key compaction dropped `c..msg.seq` (holes): no jobs. The
+                // cursor passes those within the ring (the rest next time).
+                let to = msg.seq.min(low.saturating_add(st.window));
                 drop(readers);
                 self.holes(c, to);
                 if st.cas(W_CURSOR, c, to) {
@@ -824,8 +825,9 @@ impl WorkQueue {
                 };
                 match read {
                     Ok(Some(m)) if m.seq != seq => {
-                        // Key compaction dropped `seq..m.seq` (holes).
-                        let to = m.seq;
+                        // Key compaction dropped `seq..m.seq` (holes): those
+                        // within the ring are no jobs (the rest next time).
+                        let to = m.seq.min(horizon);
                         self.holes(seq, to);
                         r.ahead.next = to;
                     }

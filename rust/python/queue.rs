@@ -621,6 +621,48 @@ impl Queue {
         consumer::report_dict(py, &report)
     }
 
+    /// Runs a key-compaction pass (`litemq.Queue.compact` wraps it): tombstones
+    /// that are their key's latest message go once `grace_us` old. Returns
+    /// the report as a dict. `progress`, when given, is called with
+    /// `(files done, files)` (an exception it raises is reported when the
+    /// pass is over; the pass itself completes).
+    #[pyo3(signature = (grace_us, progress=None))]
+    fn _compact<'py>(
+        &self,
+        py: Python<'py>,
+        grace_us: u64,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let queue = self.queue()?;
+        let opts = crate::CompactOptions {
+            grace_us,
+            ..Default::default()
+        };
+        let mut failed: Option<PyErr> = None;
+        let report = exit::detach(py, || {
+            queue.compact(&opts, &mut |done, total| {
+                if let (Some(cb), None) = (&progress, &failed) {
+                    Python::attach(|py| {
+                        if let Err(e) = cb.call1(py, (done, total)) {
+                            failed = Some(e);
+                        }
+                    });
+                }
+            })
+        })?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        let d = PyDict::new(py);
+        d.set_item("files_examined", report.files_examined)?;
+        d.set_item("files_rewritten", report.files_rewritten)?;
+        d.set_item("records_dropped", report.records_dropped)?;
+        d.set_item("tombstones_dropped", report.tombstones_dropped)?;
+        d.set_item("bytes_before", report.bytes_before)?;
+        d.set_item("bytes_after", report.bytes_after)?;
+        Ok(d)
+    }
+
     /// Deletes the oldest data files whose messages all lie below `before`
     /// (never the last file, never one a named tailer has not consumed) and
     /// returns the report as a dict, like `_apply_retention`; for
@@ -879,7 +921,8 @@ impl Queue {
 
     /// Columns of messages `[start, end)` in Arrow layout, at most
     /// `max_rows`; used by `litemq.Queue.read_arrow`. `key`, `headers` and
-    /// `payload` say which variable-size columns to fill.
+    /// `payload` say which variable-size columns to fill. `next` in the
+    /// dict is where the next read starts (past any holes).
     #[pyo3(signature = (start, end, max_rows, key=true, headers=true, payload=true))]
     #[expect(
         clippy::too_many_arguments,
@@ -903,6 +946,10 @@ impl Queue {
         };
         let b = exit::detach(py, || queue.read_column_set(start, end, max_rows, cols))?;
         let d = PyDict::new(py);
+        // Where the next read starts: after the last row (holes left by key
+        // compaction make rows fewer than the sequences passed).
+        let next = b.seq.last().map_or(end, |&s| s as u64 + 1);
+        d.set_item("next", next)?;
         super::batch::fill_columns(&d, b)?;
         Ok(d)
     }
