@@ -128,9 +128,10 @@ fn walk<'a>(
             Ok(FrameAt::Frame { record_len, next }) => {
                 let rec = record::decode(&file[at + 4..at + 4 + record_len])
                     .map_err(|r| Error::corrupted(map.path(), at as u64, Some(seq), r))?;
+                let n = record::seqs_of(&file[at + 4..at + 4 + record_len]);
                 each(Frame { seq, at, rec })?;
                 at = next;
-                seq += 1;
+                seq += n; // a hole stands for several
             }
             Err(e) => {
                 return Err(Error::corrupted(
@@ -318,6 +319,38 @@ fn crc_zeros(crc: &mut Crc64, mut n: usize) {
     }
 }
 
+/// A run of dropped frames becoming one hole: where it starts, the first
+/// one's timestamp, how many sequences.
+struct Run {
+    at: usize,
+    ts: u64,
+    count: u64,
+}
+
+/// The most bytes one hole spans (its length word is a `u32`).
+const MAX_HOLE_SPAN: usize = 1 << 30;
+
+/// Writes the hole for `run`, spanning the file from `run.at` to `end` (the
+/// next kept frame): length word `L = end - run.at - 12`, the hole record,
+/// zeros (not written), and the frame's CRC in its last 8 bytes, so the
+/// next frame stays where it was. Feeds all of it to `frames_crc`.
+fn put_hole(w: &mut SparseWriter<'_>, frames_crc: &mut Crc64, run: Run, end: usize) -> Result<()> {
+    let record_len = end - run.at - 4 - 8;
+    let count = u16::try_from(run.count).expect("runs are cut at MAX_HOLE_COUNT");
+    let hole = record::hole(run.ts, count);
+    let len_word = (record_len as u32).to_le_bytes();
+    let crc = hole_crc(len_word, &hole, record_len);
+    let mut head = [0u8; 4 + HOLE_RECORD_LEN];
+    head[..4].copy_from_slice(&len_word);
+    head[4..].copy_from_slice(&hole);
+    w.put(run.at, &head)?;
+    w.put(run.at + 4 + record_len, &crc.to_le_bytes())?;
+    frames_crc.write(&head);
+    crc_zeros(frames_crc, record_len - HOLE_RECORD_LEN);
+    frames_crc.write(&crc.to_le_bytes());
+    Ok(())
+}
+
 /// The CRC of a hole frame: its length word, the hole record and zeros up
 /// to `record_len`.
 fn hole_crc(len_word: [u8; 4], hole: &[u8; HOLE_RECORD_LEN], record_len: usize) -> u64 {
@@ -371,6 +404,9 @@ fn rewrite(
         let mut drops = drop_at.iter().peekable();
         let mut at = DATA_HEADER_LEN;
         let mut count = footer.first_seq;
+        // Consecutive dropped frames (and holes already there) become one
+        // hole spanning their bytes.
+        let mut run: Option<Run> = None;
         while at < end {
             let len = map.load_u32(at);
             let Ok(FrameAt::Frame { record_len, next }) = frame::decode(src, at, len) else {
@@ -382,32 +418,45 @@ fn rewrite(
                 ));
             };
             let rec = &src[at + 4..at + 4 + record_len];
-            if drops.peek() == Some(&&at) {
+            let n = record::seqs_of(rec);
+            let dropped = drops.peek() == Some(&&at);
+            if dropped {
                 drops.next();
+            }
+            if dropped || record::is_hole_record(rec) {
                 let ts = record::decode(rec)
                     .map_err(|r| Error::corrupted(path, at as u64, Some(count), r))?
                     .timestamp;
-                let hole = record::hole(ts);
-                let len_word = len.to_le_bytes();
-                let crc = hole_crc(len_word, &hole, record_len);
-                let mut head = [0u8; 4 + HOLE_RECORD_LEN];
-                head[..4].copy_from_slice(&len_word);
-                head[4..].copy_from_slice(&hole);
-                w.put(at, &head)?;
-                w.put(at + 4 + record_len, &crc.to_le_bytes())?;
-                frames_crc.write(&head);
-                crc_zeros(&mut frames_crc, record_len - HOLE_RECORD_LEN);
-                frames_crc.write(&crc.to_le_bytes());
-                crc_zeros(&mut frames_crc, next - (at + 4 + record_len + 8));
+                match run.as_mut() {
+                    Some(r)
+                        if r.count + n <= u64::from(record::MAX_HOLE_COUNT)
+                            && next - r.at <= MAX_HOLE_SPAN =>
+                    {
+                        r.count += n
+                    }
+                    _ => {
+                        if let Some(r) = run.take() {
+                            put_hole(&mut w, &mut frames_crc, r, at)?;
+                        }
+                        run = Some(Run { at, ts, count: n });
+                    }
+                }
             } else {
-                // Kept (or a hole already): the frame as it is, CRC included.
+                if let Some(r) = run.take() {
+                    put_hole(&mut w, &mut frames_crc, r, at)?;
+                }
+                // Kept: the frame as it is, CRC included (it does not
+                // depend on the frame's offset).
                 let bytes = &src[at..at + 4 + record_len + 8];
                 w.put(at, bytes)?;
                 frames_crc.write(bytes);
                 crc_zeros(&mut frames_crc, next - (at + 4 + record_len + 8));
             }
             at = next;
-            count += 1;
+            count += n;
+        }
+        if let Some(r) = run.take() {
+            put_hole(&mut w, &mut frames_crc, r, at)?;
         }
         if at != end || count != footer.end_seq {
             return Err(Error::corrupted(

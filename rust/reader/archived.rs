@@ -130,7 +130,7 @@ pub fn summarize(file: &[u8], path: &Path) -> Result<SealedSummary> {
                     first_ts = rec.timestamp;
                 }
                 last_ts = rec.timestamp;
-                seq += 1;
+                seq += record::seqs_of(&file[at + 4..at + 4 + record_len]);
                 at = next;
             }
             Err(e) => return Err(corrupted(path, at as u64, Some(seq), e.to_string())),
@@ -184,15 +184,11 @@ pub fn read_sealed(
                 ),
             ));
         };
-        if seq >= start {
+        // A hole (key compaction) stands for several sequences and has no row.
+        let seqs = record::seqs_of(&file[at + 4..record_end]);
+        if seq >= start && seqs == 1 && !record::is_hole_record(&file[at + 4..record_end]) {
             let rec = record::decode(&file[at + 4..record_end])
                 .map_err(|r| corrupted(path, at as u64, Some(seq), r))?;
-            if rec.is_hole() {
-                // A sequence key compaction dropped: nothing to read.
-                at += frame::frame_size(record_end - at - 4);
-                seq += 1;
-                continue;
-            }
             let payload = rec
                 .inflate(DEFAULT_MAX_DECOMPRESSED)
                 .map_err(|r| corrupted(path, at as u64, Some(seq), r))?;
@@ -201,7 +197,7 @@ pub fn read_sealed(
             }
         }
         at = frame::frame_size(record_end - at - 4) + at;
-        seq += 1;
+        seq += seqs;
     }
     Ok(out)
 }
@@ -238,7 +234,7 @@ pub fn read_frames(
                 let rec = record::decode(&buf[at + 4..at + 4 + record_len])
                     .map_err(|r| corrupted(path, here, Some(seq), r))?;
                 if rec.is_hole() {
-                    seq += 1;
+                    seq += record::seqs_of(&buf[at + 4..at + 4 + record_len]);
                     at = next;
                     continue;
                 }

@@ -74,8 +74,10 @@ impl BackwardTailer {
                 Err(e) => return Err(e),
             }
             self.before = seq;
-            if !self.inner.at_hole() {
-                break seq;
+            match self.inner.hole_start(seq) {
+                // A hole of key compaction: go on before its first sequence.
+                Some(start) => self.before = start,
+                None => break seq,
             }
         };
         match self.inner.read_next() {

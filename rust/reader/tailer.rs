@@ -339,6 +339,8 @@ pub struct Tailer {
     /// a zero length word below it is damage, not the end of the data.
     known_end: u64,
     stuck: Option<Stuck>,
+    /// First sequence of the last hole (key compaction) stepped over.
+    passed_hole: Option<u64>,
     /// The queue handle's wake-up word (`None`: poll).
     wake: Option<Arc<WakeSource>>,
     sleeper: Sleeper,
@@ -378,6 +380,7 @@ impl Tailer {
             seq,
             known_end: 0,
             stuck: None,
+            passed_hole: None,
             wake: None,
             sleeper: Sleeper::default(),
             filter: None,
@@ -460,6 +463,10 @@ impl Tailer {
         }
         if self.filter.is_some() || self.skip_expired.is_some() {
             return self.read_next();
+        }
+        if self.seq > seq {
+            // The seek stepped over a hole that covers `seq`.
+            return Err(Error::Compacted { seq });
         }
         match self.advance_frame(true)? {
             Some(loc) if loc.seq != seq || self.is_hole_at(loc) => {
@@ -549,10 +556,12 @@ impl Tailer {
         self.deliver(loc)
     }
 
-    /// Moves to `seq`: the next read returns it. A sequence past the last
-    /// published one, or before the first kept one, is an error.
+    /// Moves to `seq`: the next read returns it, or, when key compaction
+    /// dropped it (a hole), the next message after it. A sequence past the
+    /// last published one, or before the first kept one, is an error.
     pub fn seek(&mut self, seq: u64) -> Result<()> {
         self.check_open()?;
+        self.passed_hole = None;
         let mut info = self.catalog.locate(seq);
         if info.is_none() {
             self.catalog.refresh()?;
@@ -728,8 +737,12 @@ impl Tailer {
                             "frame length runs past the end of the file",
                         ));
                     }
+                    let n = frame_seqs(&c.map, c.offset, len);
+                    if n > 1 {
+                        self.passed_hole = Some(self.seq);
+                    }
                     c.offset = next;
-                    self.seq += 1;
+                    self.seq += n;
                 }
             }
         }
@@ -917,8 +930,9 @@ impl Tailer {
             _ => {
                 let next = c.offset.saturating_add(frame::frame_size(len as usize));
                 if next + 4 <= c.map.len() {
+                    let n = frame_seqs(&c.map, c.offset, len);
                     c.offset = next;
-                    self.seq += 1;
+                    self.seq += n;
                     return Ok(true);
                 }
             }
@@ -998,8 +1012,18 @@ impl Tailer {
         Ok(())
     }
 
+    /// The first sequence of the hole a seek to `seq` stepped over, when
+    /// `seq` is a hole (key compaction dropped it); for a backward reader,
+    /// which goes on before it.
+    pub(crate) fn hole_start(&mut self, seq: u64) -> Option<u64> {
+        if self.seq > seq {
+            return Some(self.passed_hole.filter(|&s| s <= seq).unwrap_or(seq));
+        }
+        self.at_hole().then_some(seq)
+    }
+
     /// The frame under the cursor is a complete hole (a sequence key
-    /// compaction dropped): what a backward reader steps over after a seek.
+    /// compaction dropped).
     pub(crate) fn at_hole(&self) -> bool {
         let Some(c) = self.cursor.as_ref() else {
             return false;
@@ -1130,9 +1154,14 @@ impl Tailer {
                     }
                     c.offset = next;
                     let seq = self.seq;
-                    self.seq += 1;
-                    if !holes && record::is_hole_record(rec) {
-                        continue;
+                    // A hole stands for `count` sequences key compaction dropped.
+                    let n = record::seqs_of(rec);
+                    self.seq += n;
+                    if n > 1 || record::is_hole_record(rec) {
+                        self.passed_hole = Some(seq);
+                        if !holes {
+                            continue;
+                        }
                     }
                     return Ok(Some(Located {
                         seq,
@@ -1408,6 +1437,20 @@ fn next_valid_frame(map: &Mapping, from: usize) -> Option<usize> {
     None
 }
 
+/// Sequences the published frame at `at` (length word `len`) stands for: a
+/// hole's count (key compaction), else 1. Reads the record's first bytes
+/// only when the frame is long enough to be a hole.
+#[inline]
+fn frame_seqs(map: &Mapping, at: usize, len: u32) -> u64 {
+    let len = len as usize;
+    if len < record::HOLE_RECORD_LEN {
+        return 1;
+    }
+    map.as_slice()
+        .get(at + 4..at + 4 + record::HOLE_RECORD_LEN)
+        .map_or(1, record::seqs_of)
+}
+
 /// Walks frames by their lengths from `from` until `until` (or the first
 /// zero length or end-of-file marker); returns how many it stepped over and
 /// where it stopped, or `None` when a length runs past the file.
@@ -1424,8 +1467,9 @@ fn count_frames(map: &Mapping, from: usize, until: Option<usize>) -> Option<(u64
         if len == 0 || len == frame::END_OF_FILE {
             return Some((n, at));
         }
-        at = at.checked_add(frame::frame_size(len as usize))?;
-        n += 1;
+        let next = at.checked_add(frame::frame_size(len as usize))?;
+        n += frame_seqs(map, at, len);
+        at = next;
     }
 }
 
@@ -1509,8 +1553,9 @@ fn published_end(catalog: &Catalog) -> u64 {
         if len == 0 || len == frame::END_OF_FILE {
             break;
         }
-        off = off.saturating_add(frame::frame_size(len as usize));
-        seq += 1;
+        let next = off.saturating_add(frame::frame_size(len as usize));
+        seq += frame_seqs(&map, off, len);
+        off = next;
     }
     seq
 }

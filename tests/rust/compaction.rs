@@ -380,3 +380,50 @@ fn the_active_file_is_never_rewritten() {
     assert_eq!((r.files_rewritten, r.records_dropped), (0, 0));
     assert_eq!(read_all(&q, Start::Beginning).len(), 40);
 }
+
+#[test]
+fn runs_of_holes_give_their_disk_blocks_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).file_size(256 * 1024).open().unwrap();
+    let app = q.appender().unwrap();
+    let body = [7u8; 100];
+    for i in 0..12_000u64 {
+        let key = format!("k{}", i % 10);
+        app.append_record(&Record {
+            key: Some(key.as_bytes()),
+            ..Record::new(&body)
+        })
+        .unwrap();
+    }
+    app.flush().unwrap();
+    let files = q.data_files().unwrap();
+    assert!(files.len() > 3);
+    let r = compact(&q, Duration::ZERO);
+    // Every message of the sealed files is superseded: each file becomes
+    // one hole (or a few), whose blocks are never written.
+    assert_eq!(r.files_rewritten, files.len() - 1);
+    assert!(
+        r.bytes_after * 10 < r.bytes_before,
+        "{} -> {} bytes",
+        r.bytes_before,
+        r.bytes_after
+    );
+    let active = files.last().unwrap().first_seq;
+    let got: Vec<u64> = read_all(&q, Start::Beginning).iter().map(|(s, _)| *s).collect();
+    assert_eq!(got, (active..12_000).collect::<Vec<_>>());
+    assert!(matches!(q.get(active - 1), Err(Error::Compacted { .. })));
+    assert!(matches!(q.get(5), Err(Error::Compacted { seq: 5 })));
+    for k in 0..10u64 {
+        let m = q.get_latest(format!("k{k}").as_bytes()).unwrap().unwrap();
+        assert_eq!(m.seq, 11_990 + k);
+    }
+    // Another handle, reading backward from the end, stops at the holes' start.
+    let ro = read_only(dir.path());
+    let mut b = ro.backward_tailer(Start::End).unwrap();
+    let mut n = 0;
+    while let Some(m) = b.read_next().unwrap() {
+        assert!(m.seq >= active);
+        n += 1;
+    }
+    assert_eq!(n, 12_000 - active);
+}
