@@ -368,13 +368,13 @@ class Queue(_litemq.Queue):
         if max_rows is not None:
             remaining = min(remaining, _seq_arg(max_rows, "max_rows"))
         batches = []
-        while remaining > 0:
+        while remaining > 0 and lo < hi:
             cols: dict[str, Any] = self._read_batch(lo, hi, remaining, **flags)
             rows = int(cols["rows"])
             if rows == 0:
                 break
             batches.append(arrow.record_batch(cols, names))
-            lo = int(cols["next"])  # past the rows read and any holes among them
+            lo = int(cols["next_seq"])  # past the rows read and any holes among them
             remaining -= rows
         if not batches:
             return arrow.empty_batch(names)

@@ -72,6 +72,7 @@ fn data_column<'py>(py: Python<'py>, v: Vec<u8>) -> PyResult<Bound<'py, PayloadV
 pub(crate) fn fill_columns(d: &Bound<'_, PyDict>, b: crate::Columns) -> PyResult<()> {
     let py = d.py();
     d.set_item("rows", b.rows)?;
+    d.set_item("next_seq", b.next_seq)?;
     d.set_item("seq", i64_column(py, b.seq)?)?;
     d.set_item("timestamp", i64_column(py, b.timestamp)?)?;
     d.set_item("key_valid", PyBytes::new(py, &b.key_valid))?;

@@ -921,8 +921,8 @@ impl Queue {
 
     /// Columns of messages `[start, end)` in Arrow layout, at most
     /// `max_rows`; used by `litemq.Queue.read_arrow`. `key`, `headers` and
-    /// `payload` say which variable-size columns to fill. `next` in the
-    /// dict is where the next read starts (past any holes).
+    /// `payload` say which variable-size columns to fill. `next_seq` in
+    /// the dict is where the next read starts (past any holes).
     #[pyo3(signature = (start, end, max_rows, key=true, headers=true, payload=true))]
     #[expect(
         clippy::too_many_arguments,
@@ -946,10 +946,6 @@ impl Queue {
         };
         let b = exit::detach(py, || queue.read_column_set(start, end, max_rows, cols))?;
         let d = PyDict::new(py);
-        // Where the next read starts: after the last row (holes left by key
-        // compaction make rows fewer than the sequences passed).
-        let next = b.seq.last().map_or(end, |&s| s as u64 + 1);
-        d.set_item("next", next)?;
         super::batch::fill_columns(&d, b)?;
         Ok(d)
     }

@@ -199,6 +199,10 @@ pub fn read_sealed(
         at = frame::frame_size(record_end - at - 4) + at;
         seq += seqs;
     }
+    out.next_seq = match out.seq.last() {
+        Some(&last) if out.rows >= want || seq < end => last as u64 + 1,
+        _ => seq.max(start),
+    };
     Ok(out)
 }
 
@@ -219,7 +223,9 @@ pub fn read_frames(
     let mut out = Columns::empty(rows.min(1 << 20), cols);
     let mut at = 0usize;
     let mut seq = first_seq;
-    while out.rows < rows {
+    // `rows` sequences: holes (key compaction) count without a row.
+    let end_seq = first_seq.saturating_add(rows as u64);
+    while seq < end_seq {
         let here = offset + at as u64;
         let len = frame::plain_len(buf, at).ok_or_else(|| {
             corrupted(
@@ -258,6 +264,7 @@ pub fn read_frames(
             Err(e) => return Err(corrupted(path, here, Some(seq), e.to_string())),
         }
     }
+    out.next_seq = seq;
     Ok((out, offset + at as u64))
 }
 

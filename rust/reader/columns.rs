@@ -12,6 +12,9 @@ use crate::reader::tailer::Tailer;
 pub struct Columns {
     /// Messages read.
     pub rows: usize,
+    /// Where a next read goes on: the sequence after the last one this
+    /// batch covered, rows and holes (key compaction) alike.
+    pub next_seq: u64,
     /// Sequence of each message.
     pub seq: Vec<i64>,
     /// µs since the Unix epoch, UTC.
@@ -274,6 +277,7 @@ impl Columns {
                 break;
             }
         }
+        b.next_seq = tailer.next_seq();
         Ok(b)
     }
 }

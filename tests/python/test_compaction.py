@@ -203,3 +203,17 @@ def test_cli_compact(filled: litemq.Queue, qpath: Path) -> None:
     bad = cli("compact", str(qpath), "--grace", "soon")
     assert bad.returncode == 1
     assert "grace" in bad.stderr
+
+
+def test_an_archive_of_a_compacted_queue_reads_the_survivors(
+    filled: litemq.Queue, tmp_path: Path
+) -> None:
+    kept = survivors(filled.data_files()[-1].first_seq)
+    filled.compact(grace=0)
+    filled.appender().roll()  # archive every file
+    dest = tmp_path / "archive"
+    litemq.archive_queue(filled.path, str(dest))
+    archive = litemq.open_archive(str(dest))
+    assert archive.read_arrow().column("seq").to_pylist() == kept
+    part = archive.read_arrow(start=150, end=420).column("seq").to_pylist()
+    assert part == [s for s in kept if 150 <= s < 420]
