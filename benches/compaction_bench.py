@@ -104,9 +104,7 @@ def main() -> None:
         for i, k in enumerate(draws):
             latest[k] = i
         kept = sorted(
-            i
-            for i in range(n)
-            if i >= active_from or (latest[draws[i]] == i and not tomb[i])
+            i for i in range(n) if i >= active_from or (latest[draws[i]] == i and not tomb[i])
         )
         with litemq.Queue(path, read_only=True) as q:
             t0 = time.perf_counter()
@@ -118,7 +116,8 @@ def main() -> None:
                 if tomb[latest[k]]:
                     assert m is None
                 else:
-                    assert m is not None and m.seq == latest[k], k
+                    assert m is not None, k
+                    assert m.seq == latest[k], k
         print(
             f"survivors: {len(kept):,} ({len(kept) - sum(1 for i in kept if i >= active_from):,} "
             f"in sealed files); forward read after compaction: {t_read:.2f} s "

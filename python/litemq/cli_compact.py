@@ -1,11 +1,11 @@
 """``litemq compact``: key compaction from a shell.
 
-    litemq compact PATH [--grace 1d] [--format text|json]
-                                  keep only the latest message of every key in
-                                  the sealed files; tombstones go once older
-                                  than the grace period (progress bar on a
-                                  terminal; opens the queue read-only, so it
-                                  runs beside a live writer)
+litemq compact PATH [--grace 1d] [--format text|json]
+                              keep only the latest message of every key in
+                              the sealed files; tombstones go once older
+                              than the grace period (progress bar on a
+                              terminal; opens the queue read-only, so it
+                              runs beside a live writer)
 """
 
 from __future__ import annotations

@@ -329,7 +329,7 @@ class Queue(_litemq.Queue):
         >>> q.compact(grace="1h").records_dropped
         9900
         """
-        no_grace = not isinstance(grace, str) and grace in (0, timedelta(0)) or grace == "0"
+        no_grace = (not isinstance(grace, str) and grace in (0, timedelta(0))) or grace == "0"
         grace_us = 0 if no_grace else parse_age(grace, "grace") // timedelta(microseconds=1)
         d = self._compact(grace_us, progress)
         return CompactReport(**d)

@@ -726,7 +726,7 @@ pub fn decode(record: &[u8]) -> Result<RecordView<'_>, &'static str> {
         if flags != FLAG_EXTENSION || ext != EXT_HOLE {
             return Err("hole with fields or other extension bits");
         }
-        if !le_u16(record, at).is_some_and(|n| n >= 1) {
+        if le_u16(record, at).is_none_or(|n| n == 0) {
             return Err("hole without a count of at least 1");
         }
         let at = at + 2;

@@ -37,11 +37,7 @@ def fill(q: litemq.Queue, n: int = N) -> None:
 
 def survivors(active_from: int, n: int = N) -> list[int]:
     latest = {key_of(i): i for i in range(n) if key_of(i) is not None}
-    return [
-        i
-        for i in range(n)
-        if key_of(i) is None or i >= active_from or latest[key_of(i)] == i
-    ]
+    return [i for i in range(n) if key_of(i) is None or i >= active_from or latest[key_of(i)] == i]
 
 
 @pytest.fixture
@@ -186,7 +182,7 @@ def test_a_killed_compaction_leaves_a_readable_queue(qpath: Path) -> None:
     with litemq.Queue(qpath) as q:
         q.compact(grace=0)
         assert [m.seq for m in q.tailer()] == kept
-    assert not [p for p in qpath.rglob("*.tmp")]
+    assert not list(qpath.rglob("*.tmp"))
 
 
 def test_cli_compact(filled: litemq.Queue, qpath: Path) -> None:

@@ -221,7 +221,10 @@ fn tombstones_stay_through_the_grace_period_then_go() {
         .copied()
         .filter(|&s| msg(s).tombstone && s < active)
         .collect();
-    assert!(!tombs.is_empty(), "the workload leaves a latest tombstone in a sealed file");
+    assert!(
+        !tombs.is_empty(),
+        "the workload leaves a latest tombstone in a sealed file"
+    );
     check_keys(&q, &kept);
     // An hour and a bit later: past the grace, the tombstones go.
     clock.advance(Duration::from_secs(3700));
@@ -306,10 +309,16 @@ fn a_crash_at_any_step_leaves_the_old_file_or_the_new_one() {
             .filter(|&&s| s < first_end)
             .map(|&s| (s, msg(s).payload))
             .collect();
-        let old_first: Vec<(u64, Vec<u8>)> =
-            before.iter().filter(|(s, _)| *s < first_end).cloned().collect();
-        let now_first: Vec<(u64, Vec<u8>)> =
-            now.iter().filter(|(s, _)| *s < first_end).cloned().collect();
+        let old_first: Vec<(u64, Vec<u8>)> = before
+            .iter()
+            .filter(|(s, _)| *s < first_end)
+            .cloned()
+            .collect();
+        let now_first: Vec<(u64, Vec<u8>)> = now
+            .iter()
+            .filter(|(s, _)| *s < first_end)
+            .cloned()
+            .collect();
         if step == CompactStep::Renamed {
             assert_eq!(now_first, new_first, "{step:?}");
         } else {
@@ -409,7 +418,10 @@ fn runs_of_holes_give_their_disk_blocks_back() {
         r.bytes_after
     );
     let active = files.last().unwrap().first_seq;
-    let got: Vec<u64> = read_all(&q, Start::Beginning).iter().map(|(s, _)| *s).collect();
+    let got: Vec<u64> = read_all(&q, Start::Beginning)
+        .iter()
+        .map(|(s, _)| *s)
+        .collect();
     assert_eq!(got, (active..12_000).collect::<Vec<_>>());
     assert!(matches!(q.get(active - 1), Err(Error::Compacted { .. })));
     assert!(matches!(q.get(5), Err(Error::Compacted { seq: 5 })));
