@@ -94,6 +94,10 @@ class Queue(_litemq.Queue):
       inflate to the size it declares, raises `CorruptedError` (a
       decompression bomb never allocates past it); its appenders store longer
       payloads uncompressed. Not remembered.
+    - ``compact`` (``None``): ``True`` or a tombstone grace (a ``timedelta``,
+      seconds, ``"12h"``): after every roll the writer runs key compaction
+      (`compact`) on a background thread; ``True`` keeps tombstones a day.
+      Not remembered.
 
     - ``indexes`` (``None``): secondary indexes on header fields, a dict of
       header name to ``"str"`` or ``"int"`` (``{"customer": "str"}``); each
@@ -150,6 +154,7 @@ class Queue(_litemq.Queue):
         compression_level: int | None = None,
         compression_min_size: int | str | None = None,
         max_decompressed_size: int | str | None = None,
+        compact: bool | timedelta | float | str | None = None,
     ) -> Self:
         if not isinstance(path, str | os.PathLike):
             raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
@@ -173,6 +178,7 @@ class Queue(_litemq.Queue):
             compression_level=compression_level,
             compression_min_size=compression_min_size,
             max_decompressed_size=max_decompressed_size,
+            compact=compact,
         )
 
     def __enter__(self) -> Self:

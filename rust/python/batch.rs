@@ -30,6 +30,8 @@ pub(crate) fn fill_stats(d: &Bound<'_, PyDict>, s: &crate::Stats) -> PyResult<()
     d.set_item("durable_seq", s.durable_seq)?;
     d.set_item("syncs", s.syncs)?;
     d.set_item("rolls", s.rolls)?;
+    d.set_item("compactions", s.compactions)?;
+    d.set_item("compaction_errors", s.compaction_errors)?;
     d.set_item("bytes_written", s.bytes_written)?;
     d.set_item("appender_writes", s.appender_writes)?;
     d.set_item("takeovers", s.takeovers)?;

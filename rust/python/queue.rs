@@ -220,6 +220,7 @@ impl Queue {
         verify_on_startup=None, read_only=None, channel_capacity=None, wait=None,
         key_index=None, retention=None, multi_writer=None, indexes=None, compression=None,
         compression_level=None, compression_min_size=None, max_decompressed_size=None,
+        compact=None,
     ))]
     #[expect(
         clippy::too_many_arguments,
@@ -244,6 +245,7 @@ impl Queue {
         compression_level: Option<&Bound<'_, PyAny>>,
         compression_min_size: Option<&Bound<'_, PyAny>>,
         max_decompressed_size: Option<&Bound<'_, PyAny>>,
+        compact: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         // Every option is parsed (options.rs) before anything is opened.
         let flag = |obj: Option<&Bound<'_, PyAny>>, what| {
@@ -296,6 +298,18 @@ impl Queue {
         }
         if let Some(policy) = retention {
             builder = builder.retention(options::retention(policy, "retention")?);
+        }
+        // Key compaction after every roll: True (tombstones kept a day) or
+        // the tombstones' grace; None or False: only `compact()`.
+        if let Some(c) = compact.filter(|c| !c.is_none()) {
+            let grace_us = if c.is_instance_of::<pyo3::types::PyBool>() {
+                c.extract::<bool>()?.then_some(86_400_000_000)
+            } else {
+                Some(options::age(c, "compact")?)
+            };
+            if let Some(g) = grace_us {
+                builder = builder.compact_on_roll(std::time::Duration::from_micros(g));
+            }
         }
         if let Some(c) = compression {
             builder = builder.compression(options::compression(

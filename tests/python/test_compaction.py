@@ -213,3 +213,29 @@ def test_an_archive_of_a_compacted_queue_reads_the_survivors(
     assert archive.read_arrow().column("seq").to_pylist() == kept
     part = archive.read_arrow(start=150, end=420).column("seq").to_pylist()
     assert part == [s for s in kept if 150 <= s < 420]
+
+
+def test_compact_option_compacts_after_every_roll(qpath: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE, roll="count:100", compact=True) as q:
+        fill(q)
+        app = q.appender()
+        kept = survivors(N)  # once every file holding the N messages is sealed
+        deadline = time.monotonic() + 10
+        # Each roll starts a pass unless one still runs: roll until a pass
+        # has seen all N messages (the ticks have no key and stay).
+        while [m.seq for m in q.tailer() if m.seq < N] != kept:
+            assert time.monotonic() < deadline, "no compaction after the rolls"
+            app.append(b"tick")
+            app.roll()
+            time.sleep(0.05)
+        s = q.stats()
+        assert s.compactions >= 1
+        assert s.compaction_errors == 0
+    # Without the option nothing is compacted.
+    other = qpath.parent / "plain"
+    with litemq.Queue(other, file_size=SMALL_FILE, roll="count:100") as q:
+        fill(q)
+        assert len(list(q.tailer())) == N
+        assert q.stats().compactions == 0
+    with pytest.raises(litemq.ConfigError):
+        litemq.Queue(qpath, compact="soon")

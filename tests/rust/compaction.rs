@@ -439,3 +439,42 @@ fn runs_of_holes_give_their_disk_blocks_back() {
     }
     assert_eq!(n, 12_000 - active);
 }
+
+#[test]
+fn compact_on_roll_compacts_in_the_background() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock_at(1_700_000_000_000_000);
+    let q = small(dir.path())
+        .clock(clock.clone())
+        .compact_on_roll(Duration::ZERO)
+        .open()
+        .unwrap();
+    append_all(&q, &clock, 0..N);
+    // Once every file holding the N messages is sealed.
+    let kept = survivors(N, false);
+    let app = q.appender().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    // Each roll starts a pass unless one still runs: roll until a pass has
+    // seen all N messages (the ticks have no key and stay).
+    loop {
+        let got: Vec<u64> = read_all(&q, Start::Beginning)
+            .iter()
+            .map(|(s, _)| *s)
+            .filter(|&s| s < N)
+            .collect();
+        if got == kept {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no compaction after the rolls"
+        );
+        app.append(b"tick").unwrap();
+        app.roll().unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let s = q.stats();
+    assert!(s.compactions >= 1);
+    assert_eq!(s.compaction_errors, 0);
+    q.close().unwrap(); // joins a pass still running
+}
