@@ -239,3 +239,18 @@ def test_compact_option_compacts_after_every_roll(qpath: Path) -> None:
         assert q.stats().compactions == 0
     with pytest.raises(litemq.ConfigError):
         litemq.Queue(qpath, compact="soon")
+
+
+def test_a_compacted_queue_verifies_and_recovers(filled: litemq.Queue, qpath: Path) -> None:
+    kept = survivors(filled.data_files()[-1].first_seq)
+    filled.compact(grace=0)
+    filled.close()
+    proc = cli("verify", str(qpath))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with litemq.Queue(qpath, verify_on_startup=True) as q:  # walks every frame
+        assert [m.seq for m in q.tailer()] == kept
+        assert q.next_seq == N
+        assert q.appender().append(b"more") == N
+    proc = cli("get", str(qpath), str(next(s for s in range(N) if s not in kept)))
+    assert proc.returncode == 1
+    assert "compacted" in proc.stderr
