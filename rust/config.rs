@@ -41,6 +41,9 @@ pub(crate) struct Config {
     pub clock: Arc<dyn Clock>,
     /// Applied at every roll and by `Queue::apply_retention`; `None`: keep everything.
     pub retention: Option<RetentionPolicy>,
+    /// Key compaction after every roll, with this tombstone grace (µs);
+    /// `None`: only when `Queue::compact` is called. Not remembered.
+    pub compact_on_roll: Option<u64>,
     pub key_index: KeyIndexConfig,
     /// Several processes may append at once (see `QueueBuilder::multi_writer`).
     pub multi_writer: bool,
@@ -118,6 +121,7 @@ impl QueueBuilder {
                 wait: WaitStrategy::Default,
                 clock: Arc::new(SystemClock),
                 retention: None,
+                compact_on_roll: None,
                 key_index: KeyIndexConfig::default(),
                 multi_writer: false,
                 compression: None,
@@ -200,6 +204,17 @@ impl QueueBuilder {
     pub fn retention(mut self, policy: RetentionPolicy) -> Self {
         self.config.retention = Some(policy);
         self.config.explicit.retention = true;
+        self
+    }
+
+    /// Runs key compaction (`Queue::compact`, tombstones kept for `grace`)
+    /// on a background thread after every roll of this handle's writer,
+    /// unless the previous pass is still running. Appends never wait for
+    /// it; passes are counted in `Stats::compactions`, failed ones in
+    /// `Stats::compaction_errors` (the next roll tries again). Not
+    /// remembered in `metadata.json`: give it at every open.
+    pub fn compact_on_roll(mut self, grace: std::time::Duration) -> Self {
+        self.config.compact_on_roll = Some(u64::try_from(grace.as_micros()).unwrap_or(u64::MAX));
         self
     }
 

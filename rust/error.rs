@@ -105,6 +105,15 @@ pub enum Error {
         next: u64,
     },
 
+    /// The sequence is in the queue's range, but key compaction dropped its
+    /// message (a later message with the same key superseded it, or it was
+    /// a tombstone past its grace period): the sequence is a hole.
+    #[error("sequence {seq} was compacted away (a later message with its key superseded it)")]
+    Compacted {
+        /// The sequence asked for.
+        seq: u64,
+    },
+
     /// The queue was opened in a parent process; its I/O thread did not survive `fork()`.
     #[error("queue was opened before fork(); open it again in the child process")]
     Forked,

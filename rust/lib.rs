@@ -25,6 +25,7 @@
 //! layer diagram and explains the threads; `docs/FORMAT.md` the bytes.
 
 mod clock;
+mod compact;
 mod config;
 mod consumers;
 mod error;
@@ -42,6 +43,9 @@ mod writer;
 mod python;
 
 pub use clock::{Clock, ManualClock, SystemClock};
+#[doc(hidden)]
+pub use compact::CompactStep;
+pub use compact::{CompactOptions, CompactReport};
 pub use config::{
     FlushMode, QueueBuilder, RollPeriod, RollStrategy, MAX_CHANNEL_CAPACITY, MAX_FILE_SIZE,
     MAX_INDEX_INTERVAL, MIN_FILE_SIZE,

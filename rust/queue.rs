@@ -1,6 +1,7 @@
 //! The queue: opens (and recovers) the files, owns the I/O thread, and
 //! hands out appenders and tailers.
 
+use crate::compact::{self, CompactOptions, CompactReport};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -88,6 +89,11 @@ pub struct Stats {
     pub syncs: u64,
     /// Files started since open (writer only).
     pub rolls: u64,
+    /// Key-compaction passes run after a roll that completed, and that
+    /// failed (writer only, `compact_on_roll`).
+    pub compactions: u64,
+    /// See `compactions`.
+    pub compaction_errors: u64,
     /// Record bytes written since open (writer only).
     pub bytes_written: u64,
     /// Batches an appending thread wrote itself, finding the I/O thread
@@ -122,6 +128,9 @@ struct Writer {
     appender: Appender,
     shared: Arc<WriterShared>,
     thread: Mutex<Option<JoinHandle<Result<()>>>>,
+    /// The key-compaction pass started after a roll (`compact_on_roll`),
+    /// joined at close.
+    compactor: Arc<Mutex<Option<JoinHandle<()>>>>,
     /// Released at close, so the queue can be reopened while this value lives.
     lock: Mutex<Option<WriterLock>>,
 }
@@ -392,6 +401,7 @@ impl Queue {
         let multi = append_lock.is_some();
         let first = if multi { 0 } else { resume.next_seq };
         let shared = WriterShared::new(first, resume.next_seq, wake.clone());
+        let compactor = Arc::new(Mutex::new(None));
         let (tx, rx) = crossbeam_channel::bounded(config.channel_capacity);
         let handoff = Arc::new(Handoff::new(tx, first, multi));
         let io = IoThread::new(
@@ -403,16 +413,7 @@ impl Queue {
             resume,
             key_index,
             append_lock,
-            config.retention.map(|policy| -> AfterRoll {
-                Box::new(move |catalog, now_us| {
-                    let base = catalog.base().to_path_buf();
-                    let min_consumer = || crate::consumers::min_position(&base);
-                    Ok(
-                        retention::run_if_idle(catalog, &policy, now_us, &min_consumer)?
-                            .map(|report| report.deleted_files),
-                    )
-                })
-            }),
+            after_roll(&config, &catalog, &compactor, &shared),
         );
         let thread = std::thread::Builder::new()
             .name("litemq-io".into())
@@ -430,6 +431,7 @@ impl Queue {
             appender,
             shared,
             thread: Mutex::new(Some(thread)),
+            compactor,
             lock: Mutex::new(Some(lock)),
         };
         let wake = WakeSource::writer(config.path.clone(), wake);
@@ -1374,6 +1376,47 @@ impl Queue {
         }
     }
 
+    /// Key compaction (Kafka's compacted topics): rewrites the sealed data
+    /// files keeping, for every key, only its latest message in the queue,
+    /// and dropping a tombstone that is its key's latest message once it is
+    /// `opts.grace_us` old. Messages without a key are kept. A dropped
+    /// message becomes a hole: its sequence stays in the queue's range,
+    /// tailers step over it, [`Queue::get`] of it is [`Error::Compacted`].
+    /// The file being written is never touched; the pass holds the
+    /// retention lock (it waits for a retention pass, and retention for
+    /// it). Allowed on read-only handles and while a writer appends.
+    /// `progress` gets `(files done, files to examine)`.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let queue = litemq::QueueBuilder::new(dir.path()).file_size(1 << 20).open()?;
+    /// let app = queue.appender()?;
+    /// app.append_record(&litemq::Record { key: Some(b"k"), ..litemq::Record::new(b"v1") })?;
+    /// app.append_record(&litemq::Record { key: Some(b"k"), ..litemq::Record::new(b"v2") })?;
+    /// app.roll()?; // only sealed files are compacted
+    /// let report = queue.compact(&litemq::CompactOptions::default(), &mut |_, _| {})?;
+    /// assert_eq!(report.records_dropped, 1);
+    /// assert!(matches!(queue.get(0), Err(litemq::Error::Compacted { seq: 0 })));
+    /// assert_eq!(queue.get_latest(b"k")?.unwrap().payload, b"v2");
+    /// # Ok::<(), litemq::Error>(())
+    /// ```
+    pub fn compact(
+        &self,
+        opts: &CompactOptions,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<CompactReport> {
+        self.check_open()?;
+        self.wait_visible()?;
+        let now = self.inner.config.clock.now_micros();
+        let defs = self.indexes();
+        let report = compact::run(&self.inner.catalog, opts, &defs, now, progress)?;
+        if report.files_rewritten > 0 {
+            // The cached `get` reader may map a file as it was before.
+            *self.inner.getter.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        }
+        Ok(report)
+    }
+
     /// Deletes the oldest data files whose messages all lie below `before`
     /// (`litemq archive --delete-local`, after a verified copy): under the
     /// retention lock like a retention pass, never the last file, never a
@@ -1481,6 +1524,8 @@ impl Queue {
             s.takeovers = w.shared.counters.takeovers.load(Relaxed);
             s.syncs = w.shared.counters.syncs.load(Relaxed);
             s.rolls = w.shared.counters.rolls.load(Relaxed);
+            s.compactions = w.shared.counters.compactions.load(Relaxed);
+            s.compaction_errors = w.shared.counters.compaction_errors.load(Relaxed);
             s.bytes_written = w.shared.counters.bytes_written.load(Relaxed);
             s.appender_writes = w.shared.counters.appender_writes.load(Relaxed);
             if let Some(wake) = w.shared.wake() {
@@ -1558,11 +1603,16 @@ impl Queue {
         }
         w.appender.shut();
         let handle = w.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let compactor = w.compactor.lock().unwrap_or_else(|e| e.into_inner()).take();
         let result = match handle.map(JoinHandle::join) {
             Some(Ok(r)) => r,
             Some(Err(_)) => Err(Error::Internal("the I/O thread panicked".into())),
             None => Ok(()),
         };
+        // A compaction pass started at a roll ends before the files go.
+        if let Some(c) = compactor {
+            let _ = c.join();
+        }
         // Released whatever happens below (dropped on every return).
         let lock = w.lock.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Err(e) = result {
@@ -1593,6 +1643,68 @@ impl Queue {
         drop(lock);
         Ok(())
     }
+}
+
+/// What the I/O thread runs after a roll: the retention policy, then (with
+/// `compact_on_roll`) a key-compaction pass on a thread of its own, unless
+/// the previous one still runs. `None` when the queue has neither.
+fn after_roll(
+    config: &Config,
+    catalog: &Arc<Catalog>,
+    compactor: &Arc<Mutex<Option<JoinHandle<()>>>>,
+    shared: &Arc<WriterShared>,
+) -> Option<AfterRoll> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let policy = config.retention;
+    let grace = config.compact_on_roll;
+    if policy.is_none() && grace.is_none() {
+        return None;
+    }
+    let (catalog, compactor, shared) = (catalog.clone(), compactor.clone(), shared.clone());
+    let (fields, clock) = (config.fields.clone(), config.clock.clone());
+    Some(Box::new(move |cat, now_us| {
+        let deleted = match policy {
+            Some(policy) => {
+                let base = cat.base().to_path_buf();
+                let min_consumer = || crate::consumers::min_position(&base);
+                retention::run_if_idle(cat, &policy, now_us, &min_consumer)?
+                    .map(|report| report.deleted_files)
+            }
+            None => None,
+        };
+        if let Some(grace_us) = grace {
+            let mut slot = compactor.lock().unwrap_or_else(|e| e.into_inner());
+            if slot.as_ref().is_none_or(JoinHandle::is_finished) {
+                if let Some(done) = slot.take() {
+                    let _ = done.join();
+                }
+                let (catalog, counters) = (catalog.clone(), shared.clone());
+                let (fields, clock) = (fields.clone(), clock.clone());
+                let spawned = std::thread::Builder::new()
+                    .name("litemq-compact".into())
+                    .spawn(move || {
+                        let defs = fields.read().unwrap_or_else(|e| e.into_inner()).clone();
+                        let opts = CompactOptions {
+                            grace_us,
+                            ..Default::default()
+                        };
+                        let now = clock.now_micros();
+                        let c = &counters.counters;
+                        match compact::run(&catalog, &opts, &defs, now, &mut |_, _| {}) {
+                            Ok(_) => c.compactions.fetch_add(1, Relaxed),
+                            Err(_) => c.compaction_errors.fetch_add(1, Relaxed),
+                        };
+                    });
+                match spawned {
+                    Ok(h) => *slot = Some(h),
+                    Err(_) => {
+                        shared.counters.compaction_errors.fetch_add(1, Relaxed);
+                    }
+                }
+            }
+        }
+        Ok(deleted)
+    }))
 }
 
 /// Rebuilds every key-index file of the queue at `path` from its data files.

@@ -83,7 +83,8 @@ fn walk(
             Ok(FrameAt::Empty) => break WalkEnd::Empty,
             Ok(FrameAt::EndOfFile) => break WalkEnd::Sealed,
             Ok(FrameAt::Frame { record_len, next }) => {
-                match record::decode(&file[offset + 4..offset + 4 + record_len]) {
+                let rec = &file[offset + 4..offset + 4 + record_len];
+                match record::decode(rec) {
                     Ok(view) => {
                         last_ts = view.timestamp;
                         on_frame(seq, offset, view.timestamp);
@@ -94,7 +95,8 @@ fn walk(
                     break WalkEnd::Bad("frames run to the end of the file".into());
                 }
                 offset = next;
-                seq += 1;
+                // A hole (key compaction) stands for several sequences.
+                seq += record::seqs_of(rec);
                 frames += 1;
             }
             Err(e) => break WalkEnd::Bad(e.to_string()),

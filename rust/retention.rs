@@ -439,13 +439,14 @@ fn number(dir: &Path) -> Option<u32> {
 /// An exclusive flock on `base/.retention.lock` for one pass. flock locks
 /// belong to the open file description, so two threads of one process
 /// exclude each other too.
-struct RetentionLock {
+pub(crate) struct RetentionLock {
     _file: File,
 }
 
 impl RetentionLock {
-    /// Takes the lock, waiting for it when `wait`; `None` when busy and not waiting.
-    fn acquire(base: &Path, wait: bool) -> Result<Option<RetentionLock>> {
+    /// Takes the lock, waiting for it when `wait`; `None` when busy and not
+    /// waiting. Key compaction (`crate::compact`) takes it too.
+    pub(crate) fn acquire(base: &Path, wait: bool) -> Result<Option<RetentionLock>> {
         let path = base.join(RETENTION_LOCK_FILE);
         let file = OpenOptions::new()
             .read(true)

@@ -28,6 +28,7 @@ from litemq._litemq import (
     MAX_KEY_LEN,
     Appender,
     ClosedError,
+    CompactedError,
     ConfigError,
     Consumer,
     CorruptedError,
@@ -48,6 +49,7 @@ from litemq._litemq import (
     __version__,
 )
 from litemq.archive import Archive, ArchiveError, ArchiveReport, archive_queue, open_archive
+from litemq.compaction import CompactReport
 from litemq.consumers import ConsumerInfo
 from litemq.options import Batch
 from litemq.queue import Queue
@@ -67,6 +69,8 @@ __all__ = [
     "ArchiveReport",
     "Batch",
     "ClosedError",
+    "CompactReport",
+    "CompactedError",
     "ConfigError",
     "Consumer",
     "ConsumerInfo",

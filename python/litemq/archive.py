@@ -731,15 +731,23 @@ class Archive:
             yield from self._read_whole(f, path, start, end, columns, flags)
             return
         lo_off, hi_off = span
-        buf = _read_range(self._fs, path, lo_off, hi_off - lo_off)
+        # Four bytes more: the length word at the end. In a compacted file a
+        # dense entry of a sequence key compaction dropped points into a hole,
+        # where the bytes are zeros: such an entry (at either end) sends us to
+        # the whole file.
+        buf = _read_range(self._fs, path, lo_off, hi_off - lo_off + 4)
+        if not any(buf[:4]) or not any(buf[-4:]):
+            yield from self._read_whole(f, path, start, end, columns, flags)
+            return
+        buf = buf[:-4]
         seq, at = start, lo_off
         while seq < end:
             cols = _decode_frames(buf[at - lo_off :], path, at, seq, end - seq, **flags)
             n = int(cols["rows"])
-            if n == 0:
+            if n == 0 and int(cols["next_seq"]) == seq:
                 raise CorruptedError(f"litemq: no message decoded at {path} offset {at}")
             yield arrow.record_batch(cols, columns)
-            seq += n
+            seq = int(cols["next_seq"])  # past holes (key compaction) too
             at = int(cols["next_offset"])
 
     def _read_whole(
@@ -760,10 +768,12 @@ class Archive:
         while seq < end:
             cols = _decode_sealed(data, path, seq, end, end - seq, **flags)
             n = int(cols["rows"])
-            if n == 0:
+            nxt = int(cols["next_seq"])
+            if n == 0 and nxt <= seq:
                 raise CorruptedError(f"litemq: no message decoded in {path} at seq {seq}")
-            yield arrow.record_batch(cols, columns)
-            seq += n
+            if n:
+                yield arrow.record_batch(cols, columns)
+            seq = nxt  # past holes (key compaction) too
 
     def _range_of(self, f: ArchiveFile, start: int, end: int) -> tuple[int, int] | None:
         """Byte range ``[offset of start, offset of end)`` from the dense index, checked;

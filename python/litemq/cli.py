@@ -28,6 +28,8 @@
                                           litemq/cli_ledgerq.py)
     litemq index add|list PATH ...        secondary indexes (litemq/cli_index.py)
     litemq where PATH FIELD OP VALUE...   messages whose indexed header matches
+    litemq compact PATH [--grace 1d]      key compaction: the latest message of each key
+                                          (litemq/cli_compact.py)
     litemq archive PATH DEST [--delete-local] [--json]
                                           copy sealed files to a path or s3://, gs:// URI
                                           (litemq/cli_archive.py)
@@ -371,6 +373,7 @@ def cmd_verify(args: argparse.Namespace, out: IO[str]) -> int:
     bad = 0
     checked = 0
     deleted = 0
+    compacted = 0  # sequences in holes key compaction left (their frames are checked)
     with _open(args.path) as q:
         first, end = q.first_seq, q.next_seq
         progress = _Progress(end - first)
@@ -402,6 +405,9 @@ def cmd_verify(args: argparse.Namespace, out: IO[str]) -> int:
                     continue
                 if msg is None:
                     break
+                compacted += min(msg.seq, end) - at
+                if msg.seq >= end:
+                    break
                 checked += 1
                 if checked % 65536 == 0:
                     progress.update(checked)
@@ -411,13 +417,15 @@ def cmd_verify(args: argparse.Namespace, out: IO[str]) -> int:
         from litemq.cli_index import check_indexes
 
         bad_indexes = check_indexes(q, out)
-    unreachable = (end - first) - checked - bad - deleted
+    unreachable = (end - first) - checked - bad - deleted - compacted
     status = "OK" if bad == 0 and bad_indexes == 0 and unreachable <= 0 else "FAILED"
     line = f"{status}: {checked:,} frames checked, {bad} bad"
     if bad_indexes:
         line += f", {bad_indexes} damaged index files"
     if unreachable > 0:
         line += f", {unreachable:,} unreachable"
+    if compacted:
+        line += f", {compacted:,} compacted away (holes)"
     if deleted:
         line += f", {deleted:,} deleted by retention meanwhile"
     if later:
@@ -641,6 +649,9 @@ def _parser() -> argparse.ArgumentParser:
     from litemq import cli_index  # index add/list, where
 
     cli_index.register(sub)
+    from litemq import cli_compact  # compact
+
+    cli_compact.register(sub)
     cli_archive.register(command)
     return parser
 

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import atexit
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self
 
 from litemq import _litemq, arrow
+from litemq.compaction import DEFAULT_GRACE, CompactReport
 from litemq.consumers import ConsumerInfo
 from litemq.options import FlushSpec, RollSpec, WaitSpec
-from litemq.retention import Retention, RetentionReport
+from litemq.retention import Retention, RetentionReport, parse_age
 from litemq.stats import DataFileInfo, Stats
 from litemq.topics import TopicInfo
 from litemq.work_queue import WorkQueueInfo
@@ -92,6 +94,10 @@ class Queue(_litemq.Queue):
       inflate to the size it declares, raises `CorruptedError` (a
       decompression bomb never allocates past it); its appenders store longer
       payloads uncompressed. Not remembered.
+    - ``compact`` (``None``): ``True`` or a tombstone grace (a ``timedelta``,
+      seconds, ``"12h"``): after every roll the writer runs key compaction
+      (`compact`) on a background thread; ``True`` keeps tombstones a day.
+      Not remembered.
 
     - ``indexes`` (``None``): secondary indexes on header fields, a dict of
       header name to ``"str"`` or ``"int"`` (``{"customer": "str"}``); each
@@ -148,6 +154,7 @@ class Queue(_litemq.Queue):
         compression_level: int | None = None,
         compression_min_size: int | str | None = None,
         max_decompressed_size: int | str | None = None,
+        compact: bool | timedelta | float | str | None = None,
     ) -> Self:
         if not isinstance(path, str | os.PathLike):
             raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
@@ -171,6 +178,7 @@ class Queue(_litemq.Queue):
             compression_level=compression_level,
             compression_min_size=compression_min_size,
             max_decompressed_size=max_decompressed_size,
+            compact=compact,
         )
 
     def __enter__(self) -> Self:
@@ -300,6 +308,39 @@ class Queue(_litemq.Queue):
         d = self._apply_retention(policy)
         return RetentionReport(**d)
 
+    def compact(
+        self,
+        grace: timedelta | float | str = DEFAULT_GRACE,
+        progress: Callable[[int, int], object] | None = None,
+    ) -> CompactReport:
+        """Key compaction (Kafka's compacted topics): rewrites the sealed data
+        files keeping, for every key, only its latest message in the whole
+        queue. A tombstone (`Appender.delete`) that is its key's latest message
+        stays until it is `grace` old (a ``timedelta``, seconds, or a string
+        like ``"1d"``; default a day; 0: no grace), so readers see the deletion, then goes
+        too. Messages without a key are always kept; so is everything in the
+        file being written.
+
+        A dropped message becomes a *hole*: its sequence stays in the queue's
+        range (``first_seq``, ``next_seq`` and ``len`` do not change), tailers,
+        ``read_arrow``, consumers and work queues step over it, and
+        ``q[seq]`` / `get` raises `CompactedError` (a `NotFoundError`).
+        `get_latest` and `find` answer exactly as before, from the survivors.
+
+        Crash-safe (each file is rewritten under a temp name, fsynced and
+        renamed); a tailer in the middle of a file keeps reading that file as
+        it was. Allowed on read-only queues and beside a writer in another
+        process; waits while a retention pass runs (and retention waits for
+        it). `progress`, when given, is called with ``(files done, files)``.
+
+        >>> q.compact(grace="1h").records_dropped
+        9900
+        """
+        no_grace = (not isinstance(grace, str) and grace in (0, timedelta(0))) or grace == "0"
+        grace_us = 0 if no_grace else parse_age(grace, "grace") // timedelta(microseconds=1)
+        d = self._compact(grace_us, progress)
+        return CompactReport(**d)
+
     def read_arrow(
         self,
         start: int | None = None,
@@ -393,7 +434,7 @@ class Queue(_litemq.Queue):
             after = int(cols["next"])
             if after <= lo and rows == 0:
                 break
-            lo = after
+            lo = after  # past the rows read and any holes among them
             remaining -= rows
         if not batches:
             return arrow.empty_batch(names, extra)

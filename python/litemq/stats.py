@@ -83,7 +83,9 @@ class Stats(_DictAccess):
       files, and the index files, hold;
     - writer only (0 on a read-only handle): ``durable_seq`` (every
       sequence below it is msync'd), ``syncs``, ``rolls`` (files started
-      since open), ``bytes_written`` (record bytes since open),
+      since open), ``compactions`` and ``compaction_errors`` (key-compaction
+      passes run after a roll with ``compact=``, completed and failed),
+      ``bytes_written`` (record bytes since open),
       ``appender_writes`` (batches an appending thread wrote itself while
       the I/O thread slept), ``takeovers`` (append locks taken over from
       dead writer processes);
@@ -111,6 +113,8 @@ class Stats(_DictAccess):
     durable_seq: int
     syncs: int
     rolls: int
+    compactions: int
+    compaction_errors: int
     bytes_written: int
     appender_writes: int
     takeovers: int

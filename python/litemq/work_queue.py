@@ -19,7 +19,8 @@ class WorkQueueInfo:
     - ``acked``, ``dead_lettered``: jobs finished either way since creation;
     - ``expired``: jobs whose message expired before a worker got it;
     - ``redelivered``: handouts after the first;
-    - ``gone``: jobs retention deleted before a worker got them;
+    - ``gone``: jobs retention deleted before a worker got them (or key
+      compaction dropped: holes are counted here too);
     - ``low``: every job below this sequence is finished (retention with
       ``protect_unconsumed`` keeps it); ``cursor``: every job below it was
       handed out at least once; ``window``: slots in the group's ring;

@@ -743,6 +743,17 @@ impl WorkQueue {
                 Err(Error::NotFound { .. }) => return Ok(None),
                 Err(e) => return Err(e),
             };
+            if msg.seq != c {
+                // Key compaction dropped `c..msg.seq` (holes): no jobs. The
+                // cursor passes those within the ring (the rest next time).
+                let to = msg.seq.min(low.saturating_add(st.window));
+                drop(readers);
+                self.holes(c, to);
+                if st.cas(W_CURSOR, c, to) {
+                    self.advance_low();
+                }
+                continue;
+            }
             if !st.cas(W_CURSOR, c, c + 1) {
                 continue; // another worker took it
             }
@@ -761,6 +772,22 @@ impl WorkQueue {
             }
             if let Some(ticket) = self.lease(c, raw, word, now) {
                 return Ok(Some((ticket, f(&msg))));
+            }
+        }
+    }
+
+    /// Marks the pending slots of `from..to` gone: key compaction dropped
+    /// those messages (holes), so they are no jobs. A slot a worker holds
+    /// is left alone (its ack or nack settles it).
+    fn holes(&self, from: u64, to: u64) {
+        let st = &self.state;
+        let horizon = st.load(W_LOW).saturating_add(st.window);
+        for seq in from..to.min(horizon) {
+            let (raw, word) = st.state_of(seq);
+            if word.state == JobState::Pending
+                && st.cas(st.slot(seq), raw, gone_word(seq, word, st.window))
+            {
+                st.add(W_GONE, 1);
             }
         }
     }
@@ -797,6 +824,13 @@ impl WorkQueue {
                     }
                 };
                 match read {
+                    Ok(Some(m)) if m.seq != seq => {
+                        // Key compaction dropped `seq..m.seq` (holes): those
+                        // within the ring are no jobs (the rest next time).
+                        let to = m.seq.min(horizon);
+                        self.holes(seq, to);
+                        r.ahead.next = to;
+                    }
                     Ok(Some(m)) => {
                         r.ahead.insert(seq, m.priority(), m.timestamp);
                         r.ahead.next = seq + 1;
@@ -829,6 +863,10 @@ impl WorkQueue {
             let msg = match r.random.read_at(seq) {
                 Ok(Some(m)) => m,
                 Ok(None) => continue,
+                Err(Error::Compacted { .. }) => {
+                    self.holes(seq, seq + 1);
+                    continue;
+                }
                 Err(Error::NotFound { first, .. }) if seq < first => continue,
                 Err(e) => return Err(e),
             };
@@ -941,6 +979,10 @@ impl WorkQueue {
             let msg = match readers.random.read_at(seq) {
                 Ok(Some(m)) => m,
                 Ok(None) => continue,
+                Err(Error::Compacted { .. }) => {
+                    self.holes(seq, seq + 1);
+                    continue;
+                }
                 Err(Error::NotFound { first, .. }) if seq < first => {
                     self.gone_below.fetch_max(first, Ordering::Relaxed);
                     if st.cas(st.slot(seq), raw, gone_word(seq, word, st.window)) {

@@ -11,8 +11,10 @@
 //! priority = u8, higher is served first          (flag PRIORITY, format 6)
 //! compression = codec:u8 | raw_len:u32            (flag COMPRESSED, format 7)
 //!                 the payload is compressed; raw_len is its decompressed size
-//! extension = u8 of bits: 0x01 tombstone, others reserved, never 0
-//!                                                 (flag EXTENSION, format 7)
+//! extension = u8 of bits: 0x01 tombstone, 0x04 hole (format 8), others
+//!             reserved, never 0                   (flag EXTENSION, format 7)
+//! hole     = flags 0x80 | timestamp | ext 0x04 | count:u16 | zero filler
+//!             (format 8: `count` sequences key compaction dropped)
 //! ```
 //! Flags announce optional fields, which follow in bit order; a message
 //! without them costs nine bytes of record overhead. Every flag bit is in
@@ -45,8 +47,22 @@ pub const FLAG_EXTENSION: u8 = 0x80;
 /// Extension bit: the record is a tombstone, the deletion of its key's
 /// value (it has a key and an empty payload).
 pub const EXT_TOMBSTONE: u8 = 0x01;
+/// Extension bit (format 8): the record is a hole, standing for a run of
+/// `count` consecutive sequences whose messages key compaction dropped
+/// (`Queue::compact`). A hole is the flags byte [`FLAG_EXTENSION`], the
+/// first dropped message's timestamp, the extension byte `EXT_HOLE`, the
+/// count (`u16`, at least 1), then filler (zeros) up to the end of the
+/// frames it replaces: the frame spans exactly their bytes, so every later
+/// frame keeps its offset, and the filler is never written (the file is
+/// sparse there). No key, headers, fields or payload. Readers skip it.
+pub const EXT_HOLE: u8 = 0x04;
+/// Length of a hole record without filler: flags, timestamp, extension
+/// byte, count.
+pub const HOLE_RECORD_LEN: usize = RECORD_FIXED_LEN + 1 + 2;
+/// The most sequences one hole stands for.
+pub const MAX_HOLE_COUNT: u16 = u16::MAX;
 /// Extension bits this version understands.
-pub const KNOWN_EXT: u8 = EXT_TOMBSTONE;
+pub const KNOWN_EXT: u8 = EXT_TOMBSTONE | EXT_HOLE;
 /// Flags this version understands.
 pub const KNOWN_FLAGS: u8 = FLAG_KEY
     | FLAG_HEADERS
@@ -458,6 +474,11 @@ impl<'a> RecordView<'a> {
     pub fn is_tombstone(&self) -> bool {
         self.ext & EXT_TOMBSTONE != 0
     }
+    /// The record is a hole: its message was dropped by key compaction
+    /// ([`EXT_HOLE`]). Readers skip it.
+    pub fn is_hole(&self) -> bool {
+        self.ext & EXT_HOLE != 0
+    }
     /// The payload as the appender gave it: borrowed when stored as is,
     /// decompressed (at most `limit` bytes) when compressed. The error says
     /// what is wrong with a payload that does not decompress to `raw_len`.
@@ -562,6 +583,36 @@ fn parse_header(b: &[u8]) -> Option<(HeaderField<'_>, usize)> {
 pub fn key_of_body(body: &[u8]) -> Option<&[u8]> {
     let len = le_u16(body, 0)? as usize;
     body.get(2..2 + len)
+}
+
+/// The record of a hole ([`EXT_HOLE`]) standing for `count` sequences, the
+/// first stored at `timestamp`, without its filler.
+pub fn hole(timestamp: u64, count: u16) -> [u8; HOLE_RECORD_LEN] {
+    let mut r = [0u8; HOLE_RECORD_LEN];
+    r[0] = FLAG_EXTENSION;
+    r[1..9].copy_from_slice(&timestamp.to_le_bytes());
+    r[9] = EXT_HOLE;
+    r[10..12].copy_from_slice(&count.to_le_bytes());
+    r
+}
+
+/// True when `record` (its bytes, not decoded) is a hole: the cheap test
+/// readers make before decoding.
+#[inline]
+pub fn is_hole_record(record: &[u8]) -> bool {
+    record.len() >= HOLE_RECORD_LEN && record[0] == FLAG_EXTENSION && record[9] == EXT_HOLE
+}
+
+/// How many sequences the record `record` (its bytes) stands for: a hole's
+/// count, 1 for a message. Walkers that step over frames by their length
+/// count sequences with it.
+#[inline]
+pub fn seqs_of(record: &[u8]) -> u64 {
+    if is_hole_record(record) {
+        u64::from(le_u16(record, 10).unwrap_or(1).max(1))
+    } else {
+        1
+    }
 }
 
 /// Appends a record: `flags`, `timestamp` (µs since the Unix epoch) and the
@@ -672,6 +723,33 @@ pub fn decode(record: &[u8]) -> Result<RecordView<'_>, &'static str> {
     }
     if ext & EXT_TOMBSTONE != 0 && (flags & FLAG_KEY == 0 || at != record.len()) {
         return Err("tombstone without a key, or with a payload");
+    }
+    if ext & EXT_HOLE != 0 {
+        if flags != FLAG_EXTENSION || ext != EXT_HOLE {
+            return Err("hole with fields or other extension bits");
+        }
+        if le_u16(record, at).is_none_or(|n| n == 0) {
+            return Err("hole without a count of at least 1");
+        }
+        let at = at + 2;
+        // What follows is filler (zeros up to the end of the dropped
+        // frames): a hole has no payload.
+        return Ok(RecordView {
+            flags,
+            timestamp,
+            key: None,
+            headers: &[],
+            topic: None,
+            queue_id: 0,
+            tags: &[],
+            expires_at: None,
+            priority: 0,
+            codec: None,
+            raw_len: 0,
+            ext,
+            payload_at: at,
+            payload: &record[at..at],
+        });
     }
     Ok(RecordView {
         flags,
@@ -862,6 +940,34 @@ mod tests {
             assert!(decode(&bad).is_err(), "{tail:?}");
         }
         assert!(decode(&[FLAG_EXTENSION, 0, 0, 0, 0, 0, 0, 0, 0, EXT_TOMBSTONE]).is_err());
+    }
+
+    #[test]
+    fn holes_are_twelve_bytes_and_filler() {
+        let h = hole(0x0102_0304_0506_0708, 300);
+        assert_eq!(h, [0x80, 8, 7, 6, 5, 4, 3, 2, 1, 0x04, 44, 1]);
+        assert!(is_hole_record(&h));
+        assert_eq!(seqs_of(&h), 300);
+        assert_eq!(seqs_of(&[0u8; 12]), 1);
+        let mut zero = h;
+        zero[10..12].copy_from_slice(&[0, 0]);
+        assert!(decode(&zero).is_err(), "a hole of 0 sequences");
+        let d = decode(&h).unwrap();
+        assert!(d.is_hole() && !d.is_tombstone() && d.key.is_none() && d.payload.is_empty());
+        assert_eq!(d.timestamp, 0x0102_0304_0506_0708);
+        // Filler after the hole is ignored (the dropped record's length).
+        let filled = [&h[..], &[0u8; 30][..]].concat();
+        let long = decode(&filled).unwrap();
+        assert!(long.is_hole() && long.payload.is_empty());
+        assert!(is_hole_record(&filled));
+        // A hole with a key, or another extension bit is malformed.
+        let mut keyed = vec![FLAG_KEY | FLAG_EXTENSION];
+        keyed.extend([0; 8]);
+        keyed.extend([1, 0, b'k', EXT_HOLE, 1, 0]);
+        assert!(decode(&keyed).is_err());
+        let mut both = h;
+        both[9] = EXT_HOLE | EXT_TOMBSTONE;
+        assert!(decode(&both).is_err());
     }
 
     #[test]

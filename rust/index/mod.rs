@@ -45,7 +45,7 @@ pub fn walk_sealed(
                 let view = record::decode(rec).map_err(|r| format!("offset {at}: {r}"))?;
                 each(seq, at, record_len, &view);
                 at = next;
-                seq += 1;
+                seq += record::seqs_of(rec); // a hole stands for several
             }
             Ok(_) => return Err(format!("no frame at offset {at} before the footer's end")),
             Err(e) => return Err(format!("offset {at}: {e}")),

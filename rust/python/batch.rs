@@ -30,6 +30,8 @@ pub(crate) fn fill_stats(d: &Bound<'_, PyDict>, s: &crate::Stats) -> PyResult<()
     d.set_item("durable_seq", s.durable_seq)?;
     d.set_item("syncs", s.syncs)?;
     d.set_item("rolls", s.rolls)?;
+    d.set_item("compactions", s.compactions)?;
+    d.set_item("compaction_errors", s.compaction_errors)?;
     d.set_item("bytes_written", s.bytes_written)?;
     d.set_item("appender_writes", s.appender_writes)?;
     d.set_item("takeovers", s.takeovers)?;
@@ -72,6 +74,7 @@ fn data_column<'py>(py: Python<'py>, v: Vec<u8>) -> PyResult<Bound<'py, PayloadV
 pub(crate) fn fill_columns(d: &Bound<'_, PyDict>, b: crate::Columns) -> PyResult<()> {
     let py = d.py();
     d.set_item("rows", b.rows)?;
+    d.set_item("next_seq", b.next_seq)?;
     d.set_item("seq", i64_column(py, b.seq)?)?;
     d.set_item("timestamp", i64_column(py, b.timestamp)?)?;
     d.set_item("key_valid", PyBytes::new(py, &b.key_valid))?;

@@ -11,6 +11,7 @@
 //! ├── UnsupportedVersionError   .file .found .supported
 //! ├── ReadOnlyError
 //! ├── NotFoundError             also an IndexError; .seq .first .next
+//! │   └── CompactedError        .seq: key compaction dropped that message (a hole)
 //! ├── ForkedError
 //! └── InternalError             a bug: a thread of the engine panicked
 //! ```
@@ -41,6 +42,7 @@ struct Types {
     not_found: Py<PyType>,
     forked: Py<PyType>,
     maybe_stored: Py<PyType>,
+    compacted: Py<PyType>,
     internal: Py<PyType>,
 }
 
@@ -83,7 +85,26 @@ fn create(py: Python<'_>) -> PyResult<Types> {
          Attribute: cause, the original exception (also set as __cause__).",
         &["cause"],
     )?;
+    let not_found = new_type(
+        py,
+        "NotFoundError",
+        &[b, &index_error],
+        "The sequence is not in the queue (also an IndexError).\n\n\
+         Attributes: seq (int), first (int), next (int): the queue holds [first, next).",
+        &["seq", "first", "next"],
+    )?;
     Ok(Types {
+        compacted: new_type(
+            py,
+            "CompactedError",
+            &[not_found.bind(py)],
+            "The sequence is in the queue's range, but key compaction dropped its\n\
+             message (a later message with the same key superseded it, or it was a\n\
+             tombstone past its grace period): a hole. A NotFoundError (and an\n\
+             IndexError), so code that handles missing sequences handles it too.\n\n\
+             Attribute: seq (int); first and next are None.",
+            &["seq"],
+        )?,
         maybe_stored: new_type(
             py,
             "MaybeStoredError",
@@ -150,14 +171,7 @@ fn create(py: Python<'_>) -> PyResult<Types> {
             "A write was attempted on a queue opened with read_only=True.",
             &[],
         )?,
-        not_found: new_type(
-            py,
-            "NotFoundError",
-            &[b, &index_error],
-            "The sequence is not in the queue (also an IndexError).\n\n\
-             Attributes: seq (int), first (int), next (int): the queue holds [first, next).",
-            &["seq", "first", "next"],
-        )?,
+        not_found,
         forked: new_type(
             py,
             "ForkedError",
@@ -190,6 +204,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         &t.not_found,
         &t.forked,
         &t.maybe_stored,
+        &t.compacted,
         &t.internal,
     ] {
         let class = class.bind(py);
@@ -343,6 +358,12 @@ pub(crate) fn to_pyerr(py: Python<'_>, err: &Error) -> PyErr {
                 ("first", first.into_pyobject(py).unwrap().into_any()),
                 ("next", next.into_pyobject(py).unwrap().into_any()),
             ],
+        ),
+        Error::Compacted { seq } => raise(
+            py,
+            &t.compacted,
+            message,
+            &[("seq", seq.into_pyobject(py).unwrap().into_any())],
         ),
         Error::MaybeStored { seq, cause } => {
             let cause = to_pyerr(py, cause);

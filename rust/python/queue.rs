@@ -220,6 +220,7 @@ impl Queue {
         verify_on_startup=None, read_only=None, channel_capacity=None, wait=None,
         key_index=None, retention=None, multi_writer=None, indexes=None, compression=None,
         compression_level=None, compression_min_size=None, max_decompressed_size=None,
+        compact=None,
     ))]
     #[expect(
         clippy::too_many_arguments,
@@ -244,6 +245,7 @@ impl Queue {
         compression_level: Option<&Bound<'_, PyAny>>,
         compression_min_size: Option<&Bound<'_, PyAny>>,
         max_decompressed_size: Option<&Bound<'_, PyAny>>,
+        compact: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         // Every option is parsed (options.rs) before anything is opened.
         let flag = |obj: Option<&Bound<'_, PyAny>>, what| {
@@ -296,6 +298,18 @@ impl Queue {
         }
         if let Some(policy) = retention {
             builder = builder.retention(options::retention(policy, "retention")?);
+        }
+        // Key compaction after every roll: True (tombstones kept a day) or
+        // the tombstones' grace; None or False: only `compact()`.
+        if let Some(c) = compact.filter(|c| !c.is_none()) {
+            let grace_us = if c.is_instance_of::<pyo3::types::PyBool>() {
+                c.extract::<bool>()?.then_some(86_400_000_000)
+            } else {
+                Some(options::age(c, "compact")?)
+            };
+            if let Some(g) = grace_us {
+                builder = builder.compact_on_roll(std::time::Duration::from_micros(g));
+            }
         }
         if let Some(c) = compression {
             builder = builder.compression(options::compression(
@@ -623,6 +637,48 @@ impl Queue {
         consumer::report_dict(py, &report)
     }
 
+    /// Runs a key-compaction pass (`litemq.Queue.compact` wraps it): tombstones
+    /// that are their key's latest message go once `grace_us` old. Returns
+    /// the report as a dict. `progress`, when given, is called with
+    /// `(files done, files)` (an exception it raises is reported when the
+    /// pass is over; the pass itself completes).
+    #[pyo3(signature = (grace_us, progress=None))]
+    fn _compact<'py>(
+        &self,
+        py: Python<'py>,
+        grace_us: u64,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let queue = self.queue()?;
+        let opts = crate::CompactOptions {
+            grace_us,
+            ..Default::default()
+        };
+        let mut failed: Option<PyErr> = None;
+        let report = exit::detach(py, || {
+            queue.compact(&opts, &mut |done, total| {
+                if let (Some(cb), None) = (&progress, &failed) {
+                    Python::attach(|py| {
+                        if let Err(e) = cb.call1(py, (done, total)) {
+                            failed = Some(e);
+                        }
+                    });
+                }
+            })
+        })?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        let d = PyDict::new(py);
+        d.set_item("files_examined", report.files_examined)?;
+        d.set_item("files_rewritten", report.files_rewritten)?;
+        d.set_item("records_dropped", report.records_dropped)?;
+        d.set_item("tombstones_dropped", report.tombstones_dropped)?;
+        d.set_item("bytes_before", report.bytes_before)?;
+        d.set_item("bytes_after", report.bytes_after)?;
+        Ok(d)
+    }
+
     /// Deletes the oldest data files whose messages all lie below `before`
     /// (never the last file, never one a named tailer has not consumed) and
     /// returns the report as a dict, like `_apply_retention`; for
@@ -919,7 +975,7 @@ impl Queue {
     /// named (the header's first value the index would index); `where_`,
     /// `(field, op, value)` as for `where`, keeps only the messages where
     /// it holds (not with a topic). The dict's `next` is the sequence to
-    /// read on from.
+    /// read on from (past any holes key compaction left).
     #[pyo3(signature = (start, end, max_rows, columns=None, raw=false, topic=None, tags=None, queue_id=None, fields=None, where_=None))]
     #[expect(
         clippy::too_many_arguments,

@@ -130,7 +130,7 @@ pub fn summarize(file: &[u8], path: &Path) -> Result<SealedSummary> {
                     first_ts = rec.timestamp;
                 }
                 last_ts = rec.timestamp;
-                seq += 1;
+                seq += record::seqs_of(&file[at + 4..at + 4 + record_len]);
                 at = next;
             }
             Err(e) => return Err(corrupted(path, at as u64, Some(seq), e.to_string())),
@@ -184,7 +184,9 @@ pub fn read_sealed(
                 ),
             ));
         };
-        if seq >= start {
+        // A hole (key compaction) stands for several sequences and has no row.
+        let seqs = record::seqs_of(&file[at + 4..record_end]);
+        if seq >= start && seqs == 1 && !record::is_hole_record(&file[at + 4..record_end]) {
             let rec = record::decode(&file[at + 4..record_end])
                 .map_err(|r| corrupted(path, at as u64, Some(seq), r))?;
             let payload = rec
@@ -196,8 +198,12 @@ pub fn read_sealed(
             }
         }
         at = frame::frame_size(record_end - at - 4) + at;
-        seq += 1;
+        seq += seqs;
     }
+    out.next_seq = match out.seq.last() {
+        Some(&last) if out.rows >= want || seq < end => last as u64 + 1,
+        _ => seq.max(start),
+    };
     Ok(out)
 }
 
@@ -218,7 +224,9 @@ pub fn read_frames(
     let mut out = Columns::empty(rows.min(1 << 20), cols);
     let mut at = 0usize;
     let mut seq = first_seq;
-    while out.rows < rows {
+    // `rows` sequences: holes (key compaction) count without a row.
+    let end_seq = first_seq.saturating_add(rows as u64);
+    while seq < end_seq {
         let here = offset + at as u64;
         let len = frame::plain_len(buf, at).ok_or_else(|| {
             corrupted(
@@ -232,6 +240,11 @@ pub fn read_frames(
             Ok(FrameAt::Frame { record_len, next }) => {
                 let rec = record::decode(&buf[at + 4..at + 4 + record_len])
                     .map_err(|r| corrupted(path, here, Some(seq), r))?;
+                if rec.is_hole() {
+                    seq += record::seqs_of(&buf[at + 4..at + 4 + record_len]);
+                    at = next;
+                    continue;
+                }
                 let payload = rec
                     .inflate(DEFAULT_MAX_DECOMPRESSED)
                     .map_err(|r| corrupted(path, here, Some(seq), r))?;
@@ -253,6 +266,7 @@ pub fn read_frames(
             Err(e) => return Err(corrupted(path, here, Some(seq), e.to_string())),
         }
     }
+    out.next_seq = seq;
     Ok((out, offset + at as u64))
 }
 

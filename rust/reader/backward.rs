@@ -59,19 +59,27 @@ impl BackwardTailer {
     /// The next older message, or `None` past the oldest one kept (or
     /// once retention deleted the files of the older ones).
     pub fn read_next(&mut self) -> Result<Option<Message<'_>>> {
-        let Some(seq) = self.next_seq() else {
-            return Ok(None);
-        };
-        match self.inner.seek(seq) {
-            Ok(()) => {}
-            Err(Error::NotFound { first, .. }) if seq < first => {
-                // Retention deleted the rest: nothing older to read.
-                self.before = self.floor;
+        // Holes (sequences key compaction dropped) are stepped over.
+        let seq = loop {
+            let Some(seq) = self.next_seq() else {
                 return Ok(None);
+            };
+            match self.inner.seek(seq) {
+                Ok(()) => {}
+                Err(Error::NotFound { first, .. }) if seq < first => {
+                    // Retention deleted the rest: nothing older to read.
+                    self.before = self.floor;
+                    return Ok(None);
+                }
+                Err(e) => return Err(e),
             }
-            Err(e) => return Err(e),
-        }
-        self.before = seq;
+            self.before = seq;
+            match self.inner.hole_start(seq) {
+                // A hole of key compaction: go on before its first sequence.
+                Some(start) => self.before = start,
+                None => break seq,
+            }
+        };
         match self.inner.read_next() {
             Ok(Some(m)) => Ok(Some(m)),
             Ok(None) => Err(Error::NotFound {

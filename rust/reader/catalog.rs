@@ -233,6 +233,16 @@ impl Catalog {
         self.files.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// Records the new header of file `id` (key compaction rewrote it).
+    pub fn update_header(&self, id: FileId, header: DataHeader) {
+        let mut guard = self.files.write().unwrap_or_else(|e| e.into_inner());
+        let mut files = (**guard).clone();
+        if let Some(f) = files.iter_mut().find(|f| f.id == id) {
+            f.header = header;
+        }
+        *guard = Arc::new(files);
+    }
+
     /// Called by the writer after it creates a file.
     pub fn add(&self, id: FileId, header: DataHeader) {
         let mut guard = self.files.write().unwrap_or_else(|e| e.into_inner());

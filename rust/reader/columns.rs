@@ -16,6 +16,9 @@ use crate::reader::topic::TopicFilter;
 pub struct Columns {
     /// Messages read.
     pub rows: usize,
+    /// Where a next read goes on: the sequence after the last one this
+    /// batch covered, rows and holes (key compaction) alike.
+    pub next_seq: u64,
     /// Sequence of each message.
     pub seq: Vec<i64>,
     /// µs since the Unix epoch, UTC.
@@ -549,7 +552,9 @@ impl Columns {
             }
             let Some(m) = tailer.read_next()? else { break };
             if m.seq >= end {
-                // A filtered tailer jumps: leave what is past the end.
+                // A filtered tailer jumps, and holes (sequences key
+                // compaction dropped) up to `end` were stepped over: this
+                // one belongs to the next batch.
                 let seq = m.seq;
                 tailer.seek(seq)?;
                 break;
@@ -561,6 +566,7 @@ impl Columns {
                 break;
             }
         }
+        b.next_seq = tailer.next_seq();
         Ok(b)
     }
 

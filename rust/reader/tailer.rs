@@ -464,6 +464,8 @@ pub struct Tailer {
     /// a zero length word below it is damage, not the end of the data.
     known_end: u64,
     stuck: Option<Stuck>,
+    /// First sequence of the last hole (key compaction) stepped over.
+    passed_hole: Option<u64>,
     /// The queue handle's wake-up word (`None`: poll).
     wake: Option<Arc<WakeSource>>,
     sleeper: Sleeper,
@@ -507,6 +509,7 @@ impl Tailer {
             seq,
             known_end: 0,
             stuck: None,
+            passed_hole: None,
             wake: None,
             sleeper: Sleeper::default(),
             filter: None,
@@ -619,11 +622,34 @@ impl Tailer {
     /// Reads message `seq`: a seek (skipped when the tailer stands at
     /// `seq` already) and a read. `None` or [`Error::NotFound`] when it is
     /// not published (or no longer kept).
+    ///
+    /// A sequence whose message key compaction dropped (a hole, format 8)
+    /// is [`Error::Compacted`], with the tailer left past it.
     pub(crate) fn read_at(&mut self, seq: u64) -> Result<Option<Message<'_>>> {
         if self.cursor.is_none() || self.seq != seq {
             self.seek(seq)?;
         }
-        self.read_next()
+        if self.filter.is_some() || self.skip_expired.is_some() {
+            return self.read_next();
+        }
+        if self.seq > seq {
+            // The seek stepped over a hole that covers `seq`.
+            return Err(Error::Compacted { seq });
+        }
+        match self.advance_frame(true)? {
+            Some(loc) if loc.seq != seq || self.is_hole_at(loc) => {
+                Err(Error::Compacted { seq: loc.seq })
+            }
+            Some(loc) => self.deliver(loc),
+            None => Ok(None),
+        }
+    }
+
+    /// The record at `loc` is a hole.
+    fn is_hole_at(&self, loc: Located) -> bool {
+        self.cursor.as_ref().is_some_and(|c| {
+            record::is_hole_record(&c.map.as_slice()[loc.record_at..loc.record_at + loc.record_len])
+        })
     }
 
     /// Reads the next message, waiting up to `timeout` for one.
@@ -698,10 +724,12 @@ impl Tailer {
         self.deliver(loc)
     }
 
-    /// Moves to `seq`: the next read returns it. A sequence past the last
-    /// published one, or before the first kept one, is an error.
+    /// Moves to `seq`: the next read returns it, or, when key compaction
+    /// dropped it (a hole), the next message after it. A sequence past the
+    /// last published one, or before the first kept one, is an error.
     pub fn seek(&mut self, seq: u64) -> Result<()> {
         self.check_open()?;
+        self.passed_hole = None;
         let mut info = self.catalog.locate(seq);
         if info.is_none() {
             self.catalog.refresh()?;
@@ -880,8 +908,12 @@ impl Tailer {
                             "frame length runs past the end of the file",
                         ));
                     }
+                    let n = frame_seqs(&c.map, c.offset, len);
+                    if n > 1 {
+                        self.passed_hole = Some(self.seq);
+                    }
                     c.offset = next;
-                    self.seq += 1;
+                    self.seq += n;
                 }
             }
         }
@@ -1071,8 +1103,9 @@ impl Tailer {
             _ => {
                 let next = c.offset.saturating_add(frame::frame_size(len as usize));
                 if next + 4 <= c.map.len() {
+                    let n = frame_seqs(&c.map, c.offset, len);
                     c.offset = next;
-                    self.seq += 1;
+                    self.seq += n;
                     return Ok(true);
                 }
             }
@@ -1152,6 +1185,34 @@ impl Tailer {
         Ok(())
     }
 
+    /// The first sequence of the hole a seek to `seq` stepped over, when
+    /// `seq` is a hole (key compaction dropped it); for a backward reader,
+    /// which goes on before it.
+    pub(crate) fn hole_start(&mut self, seq: u64) -> Option<u64> {
+        if self.seq > seq {
+            return Some(self.passed_hole.filter(|&s| s <= seq).unwrap_or(seq));
+        }
+        self.at_hole().then_some(seq)
+    }
+
+    /// The frame under the cursor is a complete hole (a sequence key
+    /// compaction dropped).
+    pub(crate) fn at_hole(&self) -> bool {
+        let Some(c) = self.cursor.as_ref() else {
+            return false;
+        };
+        if c.offset + 4 > c.map.len() {
+            return false;
+        }
+        let file = c.map.as_slice();
+        match frame::decode(file, c.offset, c.map.load_u32(c.offset)) {
+            Ok(FrameAt::Frame { record_len, .. }) => {
+                record::is_hole_record(&file[c.offset + 4..c.offset + 4 + record_len])
+            }
+            _ => false,
+        }
+    }
+
     fn cursor_offset(&self) -> usize {
         self.cursor.as_ref().map_or(0, |c| c.offset)
     }
@@ -1188,7 +1249,7 @@ impl Tailer {
     /// topic filter wants) and steps past it.
     fn advance(&mut self) -> Result<Option<Located>> {
         if self.filter.is_none() && self.skip_expired.is_none() {
-            return self.advance_frame();
+            return self.advance_frame(false);
         }
         loop {
             let to = match self.filter.as_mut() {
@@ -1215,7 +1276,7 @@ impl Tailer {
                     c.trust(&self.catalog);
                 }
             }
-            let Some(loc) = self.advance_frame()? else {
+            let Some(loc) = self.advance_frame(false)? else {
                 return Ok(None);
             };
             let c = self.cursor.as_ref().expect("a located record has a cursor");
@@ -1256,8 +1317,10 @@ impl Tailer {
         }
     }
 
-    /// Finds the next complete frame and steps past it.
-    fn advance_frame(&mut self) -> Result<Option<Located>> {
+    /// Finds the next complete frame and steps past it. Holes (sequences
+    /// key compaction dropped) are stepped over unless `holes`.
+    #[inline]
+    fn advance_frame(&mut self, holes: bool) -> Result<Option<Located>> {
         self.check_open()?;
         if !self.ensure_cursor()? {
             return Ok(None);
@@ -1293,7 +1356,15 @@ impl Tailer {
                     }
                     c.offset = next;
                     let seq = self.seq;
-                    self.seq += 1;
+                    // A hole stands for `count` sequences key compaction dropped.
+                    let n = record::seqs_of(rec);
+                    self.seq += n;
+                    if n > 1 || record::is_hole_record(rec) {
+                        self.passed_hole = Some(seq);
+                        if !holes {
+                            continue;
+                        }
+                    }
                     return Ok(Some(Located {
                         seq,
                         record_at,
@@ -1381,8 +1452,8 @@ impl Tailer {
             let Ok(view) = record::decode(&file[at + 4..record_end]) else {
                 break;
             };
-            if view.codec.is_some() {
-                break; // read_next decompresses it
+            if view.codec.is_some() || view.ext & record::EXT_HOLE != 0 {
+                break; // read_next decompresses it, or steps over the hole
             }
             let m = Message {
                 seq: seq0 + n as u64,
@@ -1561,7 +1632,7 @@ pub(crate) fn scan_topics(
     let mut t = Tailer::new(catalog.clone(), WaitStrategy::default());
     t.seek(from)?;
     let mut upto = from;
-    while let Some(loc) = t.advance_frame()? {
+    while let Some(loc) = t.advance_frame(false)? {
         let c = t.cursor.as_ref().expect("a located record has a cursor");
         if c.info.header.file_number != file_number {
             break;
@@ -1604,6 +1675,20 @@ fn next_valid_frame(map: &Mapping, from: usize) -> Option<usize> {
     None
 }
 
+/// Sequences the published frame at `at` (length word `len`) stands for: a
+/// hole's count (key compaction), else 1. Reads the record's first bytes
+/// only when the frame is long enough to be a hole.
+#[inline]
+fn frame_seqs(map: &Mapping, at: usize, len: u32) -> u64 {
+    let len = len as usize;
+    if len < record::HOLE_RECORD_LEN {
+        return 1;
+    }
+    map.as_slice()
+        .get(at + 4..at + 4 + record::HOLE_RECORD_LEN)
+        .map_or(1, record::seqs_of)
+}
+
 /// Walks frames by their lengths from `from` until `until` (or the first
 /// zero length or end-of-file marker); returns how many it stepped over and
 /// where it stopped, or `None` when a length runs past the file.
@@ -1620,8 +1705,9 @@ fn count_frames(map: &Mapping, from: usize, until: Option<usize>) -> Option<(u64
         if len == 0 || len == frame::END_OF_FILE {
             return Some((n, at));
         }
-        at = at.checked_add(frame::frame_size(len as usize))?;
-        n += 1;
+        let next = at.checked_add(frame::frame_size(len as usize))?;
+        n += frame_seqs(map, at, len);
+        at = next;
     }
 }
 
@@ -1705,8 +1791,9 @@ fn published_end(catalog: &Catalog) -> u64 {
         if len == 0 || len == frame::END_OF_FILE {
             break;
         }
-        off = off.saturating_add(frame::frame_size(len as usize));
-        seq += 1;
+        let next = off.saturating_add(frame::frame_size(len as usize));
+        seq += frame_seqs(&map, off, len);
+        off = next;
     }
     seq
 }

@@ -114,7 +114,7 @@ fn ensure(base: &Path, info: &FileInfo, fields: &SharedDefs) {
 
 /// Builds the topic index of sealed file `info` when it needs one and has
 /// none that checks out.
-fn ensure_topics(base: &Path, info: &FileInfo) {
+pub(crate) fn ensure_topics(base: &Path, info: &FileInfo) {
     let h = info.header;
     if h.version < 6 {
         return; // older files hold no topic fields

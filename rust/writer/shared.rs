@@ -37,6 +37,12 @@ pub struct Counters {
     pub retention_deleted: AtomicU64,
     /// Retention passes at roll time that failed (the writer goes on).
     pub retention_errors: AtomicU64,
+    /// Key-compaction passes started after a roll that completed
+    /// (`compact_on_roll`).
+    pub compactions: AtomicU64,
+    /// Key-compaction passes started after a roll that failed (the next
+    /// roll starts another).
+    pub compaction_errors: AtomicU64,
     /// Every sequence below this is msync'd (by this process's last sync).
     pub durable_seq: AtomicU64,
     /// Append locks this process took over from a dead writer process.

@@ -27,7 +27,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("reader / writer", &["reader/", "writer/"]),
     (
         "consumers / retention / recovery",
-        &["consumers/", "retention.rs", "recovery.rs"],
+        &["consumers/", "retention.rs", "recovery.rs", "compact.rs"],
     ),
     ("queue", &["config.rs", "queue.rs"]),
     ("python", &["python/", "lib.rs"]),
