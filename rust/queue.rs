@@ -12,7 +12,8 @@ use crate::consumers::work_queue::{
 };
 use crate::consumers::{Consumer, ConsumerInfo, ConsumerOptions};
 use crate::error::{Error, Result};
-use crate::format::metadata::Metadata;
+use crate::format::crypto;
+use crate::format::metadata::{Metadata, StoredEncryption};
 use crate::format::position;
 use crate::format::record::Record;
 use crate::format::{FORMAT_VERSION, OLDEST_READABLE_VERSION};
@@ -201,6 +202,71 @@ fn no_queue_here(base: &Path) -> Error {
     )
 }
 
+/// The `"encryption"` entry of a new encrypted queue: a random queue id and
+/// the key check value.
+fn new_encryption(key: &crate::config::EncryptionKey) -> StoredEncryption {
+    StoredEncryption {
+        cipher: crypto::CIPHER_NAME.to_owned(),
+        queue_id: crypto::to_hex(&crypto::new_queue_id()),
+        key_check: crypto::to_hex(&crypto::key_check(&key.0)),
+    }
+}
+
+/// Checks the key given (if any) against the queue's `metadata.json` and
+/// hands the queue key to the catalog: an encrypted queue opened without
+/// its key or with another one, or a key given to a queue created without
+/// encryption, is an error here, at open, never garbage later.
+fn unlock(config: &Config, meta: &Metadata, catalog: &Catalog) -> Result<()> {
+    if let Some(key) = check_key(&config.path, config.encryption_key.as_ref(), meta)? {
+        catalog.set_key(Arc::new(key));
+    }
+    Ok(())
+}
+
+/// The queue key of a queue whose metadata is `meta`, opened with `key`
+/// (see [`unlock`]); `None` when the queue is not encrypted.
+pub(crate) fn check_key(
+    path: &Path,
+    key: Option<&crate::config::EncryptionKey>,
+    meta: &Metadata,
+) -> Result<Option<crypto::QueueKey>> {
+    let refuse = |reason: &str| Error::Encryption {
+        path: path.to_path_buf(),
+        reason: reason.to_owned(),
+    };
+    match (&meta.encryption, key) {
+        (None, None) => Ok(None),
+        (Some(_), None) => Err(refuse(
+            "the queue is encrypted; open it with its encryption_key",
+        )),
+        (None, Some(_)) => Err(refuse(
+            "the queue was created without encryption (encryption is chosen when a queue \
+             is created); open it without encryption_key",
+        )),
+        (Some(e), Some(key)) => {
+            if e.cipher != crypto::CIPHER_NAME {
+                return Err(refuse(&format!(
+                    "metadata.json names cipher {:?}; this litemq knows {:?}",
+                    e.cipher,
+                    crypto::CIPHER_NAME
+                )));
+            }
+            let id: [u8; crypto::QUEUE_ID_LEN] = crypto::from_hex(&e.queue_id)
+                .and_then(|b| b.try_into().ok())
+                .ok_or_else(|| refuse("metadata.json has a malformed encryption queue_id"))?;
+            if crypto::from_hex(&e.key_check).is_none() {
+                return Err(refuse("metadata.json has a malformed key_check"));
+            }
+            if crypto::from_hex(&e.key_check).as_deref() != Some(&crypto::key_check(&key.0)[..]) {
+                return Err(Error::WrongKey {
+                    path: path.to_path_buf(),
+                });
+            }
+            Ok(Some(crypto::QueueKey::new(&key.0, id)))
+        }
+    }
+}
+
 fn write_metadata(path: &Path, m: &Metadata) -> Result<()> {
     let bytes = serde_json::to_vec_pretty(m).expect("metadata serializes");
     write_atomic(path, &bytes)
@@ -237,6 +303,7 @@ impl Queue {
                 return Err(no_queue_here(&base));
             };
             let catalog = Arc::new(Catalog::load(&base)?);
+            unlock(&config, &meta, &catalog)?;
             let wake = WakeSource::reader(base);
             return Ok(Queue::assemble(
                 config,
@@ -287,8 +354,11 @@ impl Queue {
             key_index_upto: 0,
             key_index_last: None,
             options: None,
+            encryption: config.encryption_key.as_ref().map(new_encryption),
         });
         let catalog = Arc::new(Catalog::load(&base)?);
+        // Before recovery: re-indexing keys reads payloads and hashes keys.
+        unlock(&config, &meta, &catalog)?;
         let (resume, report) = recover(
             &config.path,
             config.verify_on_startup,
@@ -349,6 +419,7 @@ impl Queue {
             return Err(no_queue_here(&base));
         };
         let catalog = Arc::new(Catalog::load(&base)?);
+        unlock(&config, &meta, &catalog)?;
         // The first batch this process writes reloads the index under the
         // append lock (and repairs it if a writer died holding the lock).
         let key_index = KeyIndexWriter::attach(&base.join(KEY_INDEX_DIR), config.key_index)?;
@@ -967,7 +1038,10 @@ impl Queue {
                 guard.insert(KeyIndexReader::open(&dir)?)
             }
         };
-        reader.lookup_into(key, start_us, end_us, &mut positions)?;
+        match self.inner.catalog.key() {
+            Some(k) => reader.lookup_into(&k.index_key(key), start_us, end_us, &mut positions)?,
+            None => reader.lookup_into(key, start_us, end_us, &mut positions)?,
+        }
         Ok(positions)
     }
 

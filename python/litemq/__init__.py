@@ -31,6 +31,7 @@ from litemq._litemq import (
     ConfigError,
     Consumer,
     CorruptedError,
+    EncryptionError,
     Follow,
     ForkedError,
     InternalError,
@@ -45,6 +46,7 @@ from litemq._litemq import (
     Tailer,
     UnsupportedVersionError,
     WorkQueue,
+    WrongKeyError,
     __version__,
 )
 from litemq.archive import Archive, ArchiveError, ArchiveReport, archive_queue, open_archive
@@ -72,6 +74,7 @@ __all__ = [
     "ConsumerInfo",
     "CorruptedError",
     "DataFileInfo",
+    "EncryptionError",
     "Follow",
     "ForkedError",
     "InternalError",
@@ -93,6 +96,7 @@ __all__ = [
     "UnsupportedVersionError",
     "WorkQueue",
     "WorkQueueInfo",
+    "WrongKeyError",
     "__version__",
     "archive_queue",
     "open_archive",

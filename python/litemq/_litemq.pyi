@@ -23,6 +23,7 @@ __all__ = [
     "ConfigError",
     "Consumer",
     "CorruptedError",
+    "EncryptionError",
     "Follow",
     "ForkedError",
     "InternalError",
@@ -39,6 +40,7 @@ __all__ = [
     "Tailer",
     "UnsupportedVersionError",
     "WorkQueue",
+    "WrongKeyError",
     "_Notifier",
     "__version__",
     "_check_batch",
@@ -47,6 +49,7 @@ __all__ = [
     "_crc64",
     "_decode_frames",
     "_decode_sealed",
+    "_check_archive_key",
     "_dense_offset",
     "_parse_age",
     "_parse_flush",
@@ -119,6 +122,7 @@ def _decode_sealed(
     key: bool = True,
     headers: bool = True,
     payload: bool = True,
+    unlock: tuple[bytes, bytes | None] | None = None,
 ) -> dict[str, Any]: ...
 def _decode_frames(
     data: object,
@@ -129,8 +133,10 @@ def _decode_frames(
     key: bool = True,
     headers: bool = True,
     payload: bool = True,
+    unlock: tuple[bytes, bytes | None] | None = None,
 ) -> dict[str, Any]: ...
 def _dense_offset(word: int, seq: int, data_len: int) -> int | None: ...
+def _check_archive_key(metadata: bytes, key: bytes | None, name: str) -> bool: ...
 
 class LiteMQError(Exception): ...
 
@@ -168,6 +174,11 @@ class NotFoundError(LiteMQError, IndexError):
 
 class ForkedError(LiteMQError): ...
 class InternalError(LiteMQError): ...
+
+class EncryptionError(LiteMQError):
+    file: str | None
+
+class WrongKeyError(EncryptionError): ...
 
 @final
 class Message:
@@ -350,6 +361,8 @@ class Queue:
         compression_level: int | None = None,
         compression_min_size: int | str | None = None,
         max_decompressed_size: int | str | None = None,
+        encryption_key: bytes | None = None,
+        encryption_key_file: str | PathLike[str] | None = None,
     ) -> Self: ...
     def appender(self) -> Appender: ...
     def __reduce__(self) -> NoReturn: ...

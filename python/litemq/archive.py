@@ -49,6 +49,7 @@ from litemq._litemq import (
     CorruptedError,
     LiteMQError,
     _crc64,
+    _check_archive_key,
     _decode_frames,
     _decode_sealed,
     _dense_offset,
@@ -615,7 +616,10 @@ class Archive:
     """
 
     def __init__(
-        self, uri: str | os.PathLike[str], filesystem: pafs.FileSystem | None = None
+        self,
+        uri: str | os.PathLike[str],
+        filesystem: pafs.FileSystem | None = None,
+        encryption_key: bytes | None = None,
     ) -> None:
         self.uri = os.fspath(uri)
         self._fs, self._root = resolve(uri, filesystem)
@@ -634,6 +638,14 @@ class Archive:
             (e for e in entries if e.kind == "data"), key=lambda e: int(e.first_seq or 0)
         )
         self.name = str(m.get("queue") or os.path.basename(self._root))
+        # Encryption at rest: the archived metadata.json says whether the queue was
+        # encrypted; its key is checked here, as opening the queue would check it.
+        self._unlock: tuple[bytes, bytes | None] | None = None
+        if "metadata.json" in self._by_path:
+            meta = _read_all(self._fs, _join(self._root, "metadata.json"))
+            key = None if encryption_key is None else bytes(encryption_key)
+            if _check_archive_key(meta, key, self.uri) or key is not None:
+                self._unlock = (meta, key)
 
     def __repr__(self) -> str:
         return (
@@ -717,7 +729,9 @@ class Archive:
         buf = _read_range(self._fs, path, lo_off, hi_off - lo_off)
         seq, at = start, lo_off
         while seq < end:
-            cols = _decode_frames(buf[at - lo_off :], path, at, seq, end - seq, **flags)
+            cols = _decode_frames(
+                buf[at - lo_off :], path, at, seq, end - seq, unlock=self._unlock, **flags
+            )
             n = int(cols["rows"])
             if n == 0:
                 raise CorruptedError(f"litemq: no message decoded at {path} offset {at}")
@@ -741,7 +755,7 @@ class Archive:
             )
         seq = start
         while seq < end:
-            cols = _decode_sealed(data, path, seq, end, end - seq, **flags)
+            cols = _decode_sealed(data, path, seq, end, end - seq, unlock=self._unlock, **flags)
             n = int(cols["rows"])
             if n == 0:
                 raise CorruptedError(f"litemq: no message decoded in {path} at seq {seq}")
@@ -773,10 +787,16 @@ class Archive:
         return lo, hi
 
 
-def open_archive(uri: str | os.PathLike[str], filesystem: pafs.FileSystem | None = None) -> Archive:
+def open_archive(
+    uri: str | os.PathLike[str],
+    filesystem: pafs.FileSystem | None = None,
+    encryption_key: bytes | None = None,
+) -> Archive:
     """Open the archive at ``uri`` (a path, ``file://``, ``s3://``, ... as ``pyarrow.fs``
-    understands) for reading. FileNotFoundError when it has no manifest."""
-    return Archive(uri, filesystem)
+    understands) for reading. FileNotFoundError when it has no manifest. An archive of an
+    encrypted queue needs the queue's ``encryption_key`` (EncryptionError without it,
+    WrongKeyError with another one)."""
+    return Archive(uri, filesystem, encryption_key)
 
 
 def find_archives(uri: str | os.PathLike[str]) -> list[tuple[str, str]]:

@@ -3,6 +3,7 @@
 //! `docs/FORMAT.md` is the byte-level contract these functions implement.
 
 pub mod compression;
+pub mod crypto;
 pub mod crc;
 pub mod data_file;
 pub mod fields;
@@ -16,14 +17,14 @@ pub mod topics;
 pub mod work_queue;
 
 /// Version of the on-disk format written by this build.
-pub const FORMAT_VERSION: u32 = 7;
+pub const FORMAT_VERSION: u32 = 8;
 /// Oldest format version this build reads and keeps writing: version-3
 /// files (never trimmed, no footer), version-4 files (no dense index) and
 /// version-5 files (no topic, expiry or priority fields) and version-6 files
-/// (no compressed payloads, no extension byte) stay as they are; new files
-/// are version 7. A record with a field of a later version than the active
-/// file's is written after a roll (see [`record::FLAGS_SINCE_V6`] and
-/// [`record::FLAGS_SINCE_V7`]).
+/// (no compressed payloads, no extension byte) and version-7 files (no
+/// encrypted payloads) stay as they are; new files are version 8. A record
+/// with a field of a later version than the active file's is written after
+/// a roll (see [`record::record_version`]).
 pub const OLDEST_READABLE_VERSION: u32 = 3;
 
 /// Reads a little-endian `u16` at `at`, or `None` past the end.

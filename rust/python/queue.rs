@@ -220,6 +220,7 @@ impl Queue {
         verify_on_startup=None, read_only=None, channel_capacity=None, wait=None,
         key_index=None, retention=None, multi_writer=None, indexes=None, compression=None,
         compression_level=None, compression_min_size=None, max_decompressed_size=None,
+        encryption_key=None, encryption_key_file=None,
     ))]
     #[expect(
         clippy::too_many_arguments,
@@ -244,6 +245,8 @@ impl Queue {
         compression_level: Option<&Bound<'_, PyAny>>,
         compression_min_size: Option<&Bound<'_, PyAny>>,
         max_decompressed_size: Option<&Bound<'_, PyAny>>,
+        encryption_key: Option<&Bound<'_, PyAny>>,
+        encryption_key_file: Option<PathBuf>,
     ) -> PyResult<Self> {
         // Every option is parsed (options.rs) before anything is opened.
         let flag = |obj: Option<&Bound<'_, PyAny>>, what| {
@@ -312,6 +315,9 @@ impl Queue {
         if let Some(n) = max_decompressed_size {
             let n = options::size_in(n, "max_decompressed_size", 1, usize::MAX as u64)?;
             builder = builder.max_decompressed_size(n as usize);
+        }
+        if let Some(key) = options::encryption_key(encryption_key, encryption_key_file)? {
+            builder = builder.encryption_key(Some(key));
         }
         if let Some(indexes) = indexes.filter(|i| !i.is_none()) {
             for def in fields::indexes_arg(indexes)? {

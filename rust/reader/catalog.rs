@@ -37,6 +37,8 @@ pub struct Catalog {
     /// Largest payload the tailers of this handle decompress (see
     /// `QueueBuilder::max_decompressed_size`).
     max_decompressed: AtomicUsize,
+    /// The queue's encryption key (encryption at rest), set once at open.
+    key: std::sync::OnceLock<Arc<crate::format::crypto::QueueKey>>,
 }
 
 /// Reads and checks the header of data file `path`.
@@ -97,6 +99,7 @@ impl Catalog {
             closed: AtomicBool::new(false),
             verified: Default::default(),
             max_decompressed: AtomicUsize::new(DEFAULT_MAX_DECOMPRESSED),
+            key: std::sync::OnceLock::new(),
         };
         c.refresh()?;
         Ok(c)
@@ -105,6 +108,18 @@ impl Catalog {
     /// Sets the largest payload this handle's tailers decompress.
     pub fn set_max_decompressed(&self, bytes: usize) {
         self.max_decompressed.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Sets the queue's encryption key: its tailers open sealed payloads
+    /// with it, its writer seals with it. Set once, at open (a second call
+    /// is ignored).
+    pub fn set_key(&self, key: Arc<crate::format::crypto::QueueKey>) {
+        let _ = self.key.set(key);
+    }
+
+    /// The queue's encryption key, if it is encrypted.
+    pub fn key(&self) -> Option<Arc<crate::format::crypto::QueueKey>> {
+        self.key.get().cloned()
     }
 
     /// The largest payload this handle's tailers decompress.
