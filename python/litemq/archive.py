@@ -401,6 +401,7 @@ def archive_queue(
     filesystem: pafs.FileSystem | None = None,
     progress: IO[str] | None = None,
     on_file: Callable[[str], None] | None = None,
+    encryption_key: bytes | None = None,
 ) -> ArchiveReport:
     """Copy the sealed files of the queue at ``queue`` to the archive at ``dest``.
 
@@ -419,6 +420,8 @@ def archive_queue(
     pass would (oldest first, never the last file, never one a named tailer has not
     consumed). ``progress`` is a stream for a progress bar (e.g. ``sys.stderr``);
     ``on_file`` is called with each relative path uploaded (tests use it to stop a run).
+    An encrypted queue needs its ``encryption_key`` to be opened; its files are copied as they
+    are (sealed), and reading the archive needs the key too (`open_archive`).
 
     Raises ArchiveError when a copy does not match after upload (nothing is listed for it),
     CorruptedError when a local sealed file fails its own checks.
@@ -436,7 +439,7 @@ def archive_queue(
             listed[f.path] = f
     name = os.path.basename(src.rstrip(os.sep))
 
-    with Queue(src, read_only=True) as q:
+    with Queue(src, read_only=True, encryption_key=encryption_key) as q:
         data_files = q.data_files()
         sealed = data_files[:-1]
         todo: list[_Upload] = []
