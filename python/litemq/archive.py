@@ -48,8 +48,8 @@ from litemq import arrow
 from litemq._litemq import (
     CorruptedError,
     LiteMQError,
-    _crc64,
     _check_archive_key,
+    _crc64,
     _decode_frames,
     _decode_sealed,
     _dense_offset,

@@ -3,8 +3,8 @@
 //! `docs/FORMAT.md` is the byte-level contract these functions implement.
 
 pub mod compression;
-pub mod crypto;
 pub mod crc;
+pub mod crypto;
 pub mod data_file;
 pub mod fields;
 pub mod footer;

@@ -994,7 +994,10 @@ mod tests {
             assert!(v.is_encrypted() && !v.is_tombstone());
             assert_eq!(v.key, r.key);
             assert_eq!(record_version(v.flags, v.ext), 8);
-            assert_eq!(v.open_payload(&rec, 42, Some(&key), 1 << 20).unwrap(), r.payload);
+            assert_eq!(
+                v.open_payload(&rec, 42, Some(&key), 1 << 20).unwrap(),
+                r.payload
+            );
             assert!(v.open_payload(&rec, 43, Some(&key), 1 << 20).is_err());
             assert!(v.open_payload(&rec, 42, None, 1 << 20).is_err());
             // The timestamp is bound in too.

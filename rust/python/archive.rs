@@ -156,9 +156,9 @@ fn queue_key(
         crate::Error::corrupted(path, 0, None, format!("metadata.json does not parse: {e}"))
     })?;
     let key = match key {
-        Some(k) => Some(crate::config::EncryptionKey(k.try_into().map_err(|_| {
-            super::errors::config_error("encryption_key must be 32 bytes")
-        })?)),
+        Some(k) => Some(crate::config::EncryptionKey(k.try_into().map_err(
+            |_| super::errors::config_error("encryption_key must be 32 bytes"),
+        )?)),
         None => None,
     };
     Ok(crate::queue::check_key(path, key.as_ref(), &meta)?)

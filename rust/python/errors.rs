@@ -390,13 +390,19 @@ pub(crate) fn to_pyerr(py: Python<'_>, err: &Error) -> PyErr {
             py,
             &t.encryption,
             message,
-            &[("file", path_str(path).into_pyobject(py).expect("str").into_any())],
+            &[(
+                "file",
+                path_str(path).into_pyobject(py).expect("str").into_any(),
+            )],
         ),
         Error::WrongKey { path } => raise(
             py,
             &t.wrong_key,
             message,
-            &[("file", path_str(path).into_pyobject(py).expect("str").into_any())],
+            &[(
+                "file",
+                path_str(path).into_pyobject(py).expect("str").into_any(),
+            )],
         ),
     }
 }

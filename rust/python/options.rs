@@ -980,9 +980,7 @@ pub(crate) fn encryption_key(
         }
         (None, None) => return Ok(None),
         (Some(k), None) => super::buffer::bytes_arg(k, "encryption_key")
-            .map_err(|_| {
-                PyTypeError::new_err("encryption_key must be bytes-like (32 bytes)")
-            })?
+            .map_err(|_| PyTypeError::new_err("encryption_key must be bytes-like (32 bytes)"))?
             .as_slice()
             .to_vec(),
         (None, Some(path)) => {
@@ -1000,7 +998,7 @@ pub(crate) fn encryption_key(
                     .ok()
                     .and_then(|t| crate::format::crypto::from_hex(t.trim()))
                     .ok_or_else(|| {
-                        config_error(&format!(
+                        config_error(format!(
                             "encryption_key_file {} must hold 32 bytes or 64 hex digits",
                             path.display()
                         ))
@@ -1012,5 +1010,5 @@ pub(crate) fn encryption_key(
     bytes
         .try_into()
         .map(Some)
-        .map_err(|_| config_error(&format!("encryption_key must be 32 bytes, not {n}")))
+        .map_err(|_| config_error(format!("encryption_key must be 32 bytes, not {n}")))
 }

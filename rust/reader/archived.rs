@@ -237,8 +237,7 @@ pub fn read_frames(
         match frame::decode(buf, at, len) {
             Ok(FrameAt::Frame { record_len, next }) => {
                 let bytes = &buf[at + 4..at + 4 + record_len];
-                let rec =
-                    record::decode(bytes).map_err(|r| corrupted(path, here, Some(seq), r))?;
+                let rec = record::decode(bytes).map_err(|r| corrupted(path, here, Some(seq), r))?;
                 let payload = rec
                     .open_payload(bytes, seq, key, DEFAULT_MAX_DECOMPRESSED)
                     .map_err(|r| corrupted(path, here, Some(seq), r))?;

@@ -1284,7 +1284,12 @@ impl Tailer {
         {
             let key = self.catalog.key();
             let inflated = record::decode(rec).map_err(str::to_owned).and_then(|view| {
-                view.open_payload(rec, loc.seq, key.as_deref(), self.catalog.max_decompressed())
+                view.open_payload(
+                    rec,
+                    loc.seq,
+                    key.as_deref(),
+                    self.catalog.max_decompressed(),
+                )
             });
             match inflated {
                 Ok(payload) => {

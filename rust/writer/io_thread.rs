@@ -313,13 +313,7 @@ impl IoThread {
             None => (flags, 0, len as usize),
         };
         self.active.as_ref().is_some_and(|a| {
-            !a.must_roll(
-                flags,
-                ext,
-                RECORD_FIXED_LEN + len,
-                self.last_ts,
-                &self.roll,
-            )
+            !a.must_roll(flags, ext, RECORD_FIXED_LEN + len, self.last_ts, &self.roll)
         })
     }
 

@@ -268,7 +268,13 @@ fn compressed_then_encrypted() {
 fn a_sealed_record_needs_a_version_8_file() {
     // The writer rolls out of an older active file by this rule (a plain
     // queue cannot become encrypted, so no queue here has such a file).
-    assert_eq!(record::record_version(record::FLAG_EXTENSION, record::EXT_ENCRYPTED), 8);
-    assert_eq!(record::record_version(record::FLAG_EXTENSION, record::EXT_TOMBSTONE), 7);
+    assert_eq!(
+        record::record_version(record::FLAG_EXTENSION, record::EXT_ENCRYPTED),
+        8
+    );
+    assert_eq!(
+        record::record_version(record::FLAG_EXTENSION, record::EXT_TOMBSTONE),
+        7
+    );
     assert_eq!(litemq::FORMAT_VERSION, 8);
 }
