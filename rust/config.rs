@@ -60,6 +60,9 @@ pub(crate) struct Config {
     pub max_decompressed: usize,
     /// The encryption key (encryption at rest), if any.
     pub encryption_key: Option<EncryptionKey>,
+    /// Fixtures only: the queue id of a new encrypted queue, and synthetic
+    /// nonces (see `QueueBuilder::synthetic_nonces_for_fixtures`).
+    pub fixture_queue_id: Option<[u8; 16]>,
     /// Declared secondary indexes (see `QueueBuilder::index`), shared with
     /// the writer's builder; `Queue::add_index` adds to them.
     pub fields: SharedDefs,
@@ -135,6 +138,7 @@ impl QueueBuilder {
                 compression: None,
                 max_decompressed: DEFAULT_MAX_DECOMPRESSED,
                 encryption_key: None,
+                fixture_queue_id: None,
                 fields: SharedDefs::default(),
                 explicit: Explicit::default(),
             },
@@ -260,6 +264,16 @@ impl QueueBuilder {
     /// Default `None`.
     pub fn encryption_key(mut self, key: Option<[u8; 32]>) -> Self {
         self.config.encryption_key = key.map(EncryptionKey);
+        self
+    }
+
+    /// For reproducible test fixtures only, never for data: a new encrypted
+    /// queue gets `queue_id` instead of a random one, and this handle seals
+    /// with nonces derived from what it seals instead of random ones (see
+    /// `format::crypto::QueueKey::with_synthetic_nonces`).
+    #[doc(hidden)]
+    pub fn synthetic_nonces_for_fixtures(mut self, queue_id: [u8; 16]) -> Self {
+        self.config.fixture_queue_id = Some(queue_id);
         self
     }
 

@@ -204,10 +204,10 @@ fn no_queue_here(base: &Path) -> Error {
 
 /// The `"encryption"` entry of a new encrypted queue: a random queue id and
 /// the key check value.
-fn new_encryption(key: &crate::config::EncryptionKey) -> StoredEncryption {
+fn new_encryption(key: &crate::config::EncryptionKey, id: Option<[u8; 16]>) -> StoredEncryption {
     StoredEncryption {
         cipher: crypto::CIPHER_NAME.to_owned(),
-        queue_id: crypto::to_hex(&crypto::new_queue_id()),
+        queue_id: crypto::to_hex(&id.unwrap_or_else(crypto::new_queue_id)),
         key_check: crypto::to_hex(&crypto::key_check(&key.0)),
     }
 }
@@ -217,7 +217,10 @@ fn new_encryption(key: &crate::config::EncryptionKey) -> StoredEncryption {
 /// its key or with another one, or a key given to a queue created without
 /// encryption, is an error here, at open, never garbage later.
 fn unlock(config: &Config, meta: &Metadata, catalog: &Catalog) -> Result<()> {
-    if let Some(key) = check_key(&config.path, config.encryption_key.as_ref(), meta)? {
+    if let Some(mut key) = check_key(&config.path, config.encryption_key.as_ref(), meta)? {
+        if let (Some(_), Some(k)) = (config.fixture_queue_id, &config.encryption_key) {
+            key = key.with_synthetic_nonces(&k.0);
+        }
         catalog.set_key(Arc::new(key));
     }
     Ok(())
@@ -354,7 +357,10 @@ impl Queue {
             key_index_upto: 0,
             key_index_last: None,
             options: None,
-            encryption: config.encryption_key.as_ref().map(new_encryption),
+            encryption: config
+                .encryption_key
+                .as_ref()
+                .map(|k| new_encryption(k, config.fixture_queue_id)),
         });
         let catalog = Arc::new(Catalog::load(&base)?);
         // Before recovery: re-indexing keys reads payloads and hashes keys.

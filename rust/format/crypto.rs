@@ -45,6 +45,8 @@ pub const LABEL_SEAL: &[u8] = b"litemq v8 payload key";
 pub const LABEL_INDEX: &[u8] = b"litemq v8 key index";
 /// Label of the key check value.
 pub const LABEL_CHECK: &[u8] = b"litemq v8 key check";
+/// Label of the synthetic-nonce subkey ([`QueueKey::with_synthetic_nonces`]).
+pub const LABEL_SYNTHETIC: &[u8] = b"litemq v8 synthetic nonce";
 /// First bytes of every record's associated data.
 pub const AAD_DOMAIN: &[u8] = b"litemq-record-v8";
 
@@ -72,6 +74,8 @@ pub struct QueueKey {
     aead: XChaCha20Poly1305,
     index_key: [u8; 32],
     queue_id: [u8; QUEUE_ID_LEN],
+    /// Nonces derived from the sealed input instead of drawn (fixtures).
+    synthetic: Option<[u8; 32]>,
 }
 
 impl std::fmt::Debug for QueueKey {
@@ -88,7 +92,20 @@ impl QueueKey {
             aead: XChaCha20Poly1305::new(&seal.into()),
             index_key: hmac(key, &[LABEL_INDEX]),
             queue_id,
+            synthetic: None,
         }
+    }
+
+    /// The same key, but each nonce is HMAC-SHA256 (under a subkey) of the
+    /// sequence, the record head and the plaintext, truncated to 24 bytes,
+    /// instead of random: a synthetic IV, as in SIV modes, so the same input
+    /// always seals to the same bytes. Only for writing reproducible
+    /// fixtures (`QueueBuilder::synthetic_nonces_for_fixtures`); nonces
+    /// stay unique as long as no message is written twice with the same
+    /// sequence, timestamp and payload.
+    pub fn with_synthetic_nonces(mut self, key: &[u8; KEY_LEN]) -> QueueKey {
+        self.synthetic = Some(hmac(key, &[LABEL_SYNTHETIC]));
+        self
     }
 
     /// The queue id bound into every record's associated data.
@@ -117,7 +134,12 @@ impl QueueKey {
     /// are `head`. The nonce is drawn from the operating system.
     pub fn seal_into(&self, seq: u64, head: &[u8], plain: &[u8], out: &mut Vec<u8>) {
         let mut nonce = [0u8; NONCE_LEN];
-        OsRng.fill_bytes(&mut nonce);
+        match &self.synthetic {
+            Some(k) => {
+                nonce.copy_from_slice(&hmac(k, &[&seq.to_le_bytes(), head, plain])[..NONCE_LEN])
+            }
+            None => OsRng.fill_bytes(&mut nonce),
+        }
         self.seal_with_nonce(seq, head, plain, &nonce, out);
     }
 
