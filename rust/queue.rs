@@ -1488,11 +1488,26 @@ impl Queue {
 /// `progress` gets sequences as the scan passes them; returns the number of
 /// keys indexed. The files equal those the writer built live.
 pub fn reindex(path: &Path, config: KeyIndexConfig, progress: &mut dyn FnMut(u64)) -> Result<u64> {
+    reindex_with_key(path, config, None, progress)
+}
+
+/// [`reindex`] of a queue that may be encrypted: `key` is its encryption
+/// key (checked as an open checks it; the index gets keyed hashes).
+pub fn reindex_with_key(
+    path: &Path,
+    config: KeyIndexConfig,
+    key: Option<[u8; 32]>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<u64> {
     let _lock = WriterLock::acquire(&path.join(LOCK_FILE), path)?;
-    if read_metadata(&path.join(METADATA_FILE))?.is_none() {
+    let Some(meta) = read_metadata(&path.join(METADATA_FILE))? else {
         return Err(no_queue_here(path));
-    }
+    };
     let catalog = Arc::new(Catalog::load(path)?);
+    let key = key.map(crate::config::EncryptionKey);
+    if let Some(k) = check_key(path, key.as_ref(), &meta)? {
+        catalog.set_key(Arc::new(k));
+    }
     let mut writer =
         KeyIndexWriter::open_or_create(&path.join(KEY_INDEX_DIR), config).or_else(|_| {
             KeyIndexWriter::remove_all(&path.join(KEY_INDEX_DIR))?;

@@ -964,19 +964,29 @@ pub(crate) fn writer_pid(path: PathBuf) -> Option<u32> {
 
 /// Rebuilds every key-index file of the queue at `path` from its data
 /// files (takes the writer lock). `progress(seq)` is called as the scan
-/// passes sequences. Returns the number of keys indexed.
+/// passes sequences. An encrypted queue needs its key (`encryption_key` or
+/// `encryption_key_file`, as for `Queue`). Returns the number of keys indexed.
 ///
 /// >>> litemq._litemq.reindex("/tmp/orders")
 /// 1200
 #[pyfunction]
-#[pyo3(signature = (path, progress=None, slots=None, items=None))]
+#[pyo3(signature = (
+    path, progress=None, slots=None, items=None, encryption_key=None, encryption_key_file=None
+))]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one argument per keyword of reindex"
+)]
 pub(crate) fn reindex(
     py: Python<'_>,
     path: PathBuf,
     progress: Option<Py<PyAny>>,
     slots: Option<u32>,
     items: Option<u32>,
+    encryption_key: Option<&Bound<'_, PyAny>>,
+    encryption_key_file: Option<PathBuf>,
 ) -> PyResult<u64> {
+    let key = options::encryption_key(encryption_key, encryption_key_file)?;
     let mut config = KeyIndexConfig::default();
     if let Some(n) = slots {
         config.slots = n;
@@ -994,7 +1004,9 @@ pub(crate) fn reindex(
             });
         }
     };
-    let keys = exit::detach(py, || crate::reindex(&path, config, &mut report));
+    let keys = exit::detach(py, || {
+        crate::queue::reindex_with_key(&path, config, key, &mut report)
+    });
     if let Some(e) = failed {
         return Err(e);
     }

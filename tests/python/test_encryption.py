@@ -113,3 +113,45 @@ def test_an_archive_needs_the_key(tmp_path: Path) -> None:
     assert a.end_seq > 0
     assert a.read_arrow().column("payload").to_pylist() == bodies[: a.end_seq]
     assert a.read_arrow(start=5, end=9).column("payload").to_pylist() == bodies[5:9]
+
+
+def test_the_command_line_takes_the_key_from_the_environment(tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    with litemq.Queue(tmp_path / "q", encryption_key=KEY) as q:
+        app = q.appender()
+        app.append(b"secret one", key="k1")
+        app.append(b"secret two", key="k2")
+    key_file = tmp_path / "key"
+    key_file.write_bytes(KEY)
+
+    def run(*args: str, key: bool) -> subprocess.CompletedProcess[str]:
+        env = {k: v for k, v in os.environ.items() if k != "LITEMQ_ENCRYPTION_KEY_FILE"}
+        if key:
+            env["LITEMQ_ENCRYPTION_KEY_FILE"] = str(key_file)
+        return subprocess.run(
+            [sys.executable, "-m", "litemq", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env=env,
+        )
+
+    refused = run("dump", str(tmp_path / "q"), "--format", "json", key=False)
+    assert refused.returncode == 1
+    assert "encrypted" in refused.stderr
+    dumped = run("dump", str(tmp_path / "q"), "--format", "json", key=True)
+    assert dumped.returncode == 0, dumped.stderr
+    rows = [json.loads(line) for line in dumped.stdout.splitlines()]
+    assert len(rows) == 2
+    assert "secret two" in dumped.stdout
+    verified = run("verify", str(tmp_path / "q"), key=True)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    reindexed = run("reindex", str(tmp_path / "q"), key=True)
+    assert reindexed.returncode == 0, reindexed.stderr
+    with litemq.Queue(tmp_path / "q", read_only=True, encryption_key=KEY) as q:
+        assert [m.payload for m in q.find("k2")] == [b"secret two"]

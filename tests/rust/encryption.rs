@@ -278,3 +278,62 @@ fn a_sealed_record_needs_a_version_8_file() {
     );
     assert_eq!(litemq::FORMAT_VERSION, 8);
 }
+
+/// Several writer processes (two handles here) get their sequences under
+/// the append lock, after the appender handed the message over: sealing on
+/// the I/O thread binds the sequence each message really got.
+#[test]
+fn several_writers_seal_with_the_sequence_they_get() {
+    let dir = tempfile::tempdir().unwrap();
+    let builder = || {
+        QueueBuilder::new(dir.path())
+            .file_size(256 << 10)
+            .multi_writer(true)
+            .encryption_key(Some(KEY))
+    };
+    let a = builder().open().unwrap();
+    let b = builder().open().unwrap();
+    let n = 2_000u32;
+    std::thread::scope(|s| {
+        for (w, q) in [(0u32, &a), (1, &b)] {
+            s.spawn(move || {
+                let app = q.appender().unwrap();
+                for i in 0..n {
+                    let body = format!("w{w} m{i}");
+                    let key = format!("w{w}");
+                    if i % 10 == 0 {
+                        app.append_record(&Record {
+                            key: Some(key.as_bytes()),
+                            ..Record::new(body.as_bytes())
+                        })
+                        .unwrap();
+                    } else {
+                        app.append(body.as_bytes()).unwrap();
+                    }
+                }
+                app.flush().unwrap();
+            });
+        }
+    });
+    a.close().unwrap();
+    b.close().unwrap();
+    let q = QueueBuilder::new(dir.path())
+        .read_only(true)
+        .encryption_key(Some(KEY))
+        .open()
+        .unwrap();
+    let mut next = [0u32; 2];
+    for m in q.tailer(Start::Beginning).unwrap() {
+        let m = m.unwrap();
+        let text = String::from_utf8(m.payload).unwrap();
+        let (w, i) = text[1..].split_once(" m").unwrap();
+        let w: usize = w.parse().unwrap();
+        assert_eq!(i.parse::<u32>().unwrap(), next[w], "in order, once each");
+        next[w] += 1;
+    }
+    assert_eq!(next, [n, n]);
+    assert_eq!(
+        q.find(b"w1", None, None, None).unwrap().len(),
+        (n / 10) as usize
+    );
+}
