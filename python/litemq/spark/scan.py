@@ -57,6 +57,7 @@ class Chunk:
     time_end_us: int | None = None
     archive: bool = False  # ``path`` is an archive (read through pyarrow.fs), not a queue
     where: tuple[str, str] | None = None  # (header, value): read through its secondary index
+    key_file: str | None = None  # encryption at rest: the key file (option encryptionKeyFile)
 
 
 @dataclass(frozen=True)
@@ -104,11 +105,21 @@ def _min(a: int | None, b: int | None) -> int | None:
     return b if a is None else a if b is None else min(a, b)
 
 
-def open_queue(path: str) -> Any:
-    """Open a queue for reading. Read-only handles may coexist with a live writer."""
+def open_queue(path: str, key_file: str | None = None) -> Any:
+    """Open a queue for reading. Read-only handles may coexist with a live writer. An
+    encrypted queue needs ``key_file`` (option ``encryptionKeyFile``), read where it runs."""
     import litemq
 
-    return litemq.Queue(path, read_only=True)
+    return litemq.Queue(path, read_only=True, encryption_key_file=key_file)
+
+
+def _key_bytes(key_file: str | None) -> bytes | None:
+    """The key in ``key_file`` (32 raw bytes or 64 hex digits), for archives."""
+    if key_file is None:
+        return None
+    with open(key_file, "rb") as f:
+        raw = f.read()
+    return raw if len(raw) == 32 else bytes.fromhex(raw.decode("ascii").strip())
 
 
 def queue_range(q: Any) -> tuple[int, int]:
@@ -200,7 +211,12 @@ def split_range(
     return out
 
 
-def plan_chunks(refs: Sequence[QueueRef], bounds: Bounds, rows_per_partition: int) -> list[Chunk]:
+def plan_chunks(
+    refs: Sequence[QueueRef],
+    bounds: Bounds,
+    rows_per_partition: int,
+    key_file: str | None = None,
+) -> list[Chunk]:
     """The chunks a batch read needs, in queue then sequence order."""
     if bounds.empty:
         return []
@@ -209,9 +225,9 @@ def plan_chunks(refs: Sequence[QueueRef], bounds: Bounds, rows_per_partition: in
         if bounds.queues is not None and ref.name not in bounds.queues:
             continue
         if ref.archive:
-            chunks.extend(plan_archive_chunks(ref, bounds, rows_per_partition))
+            chunks.extend(plan_archive_chunks(ref, bounds, rows_per_partition, key_file))
             continue
-        with open_queue(ref.path) as q:
+        with open_queue(ref.path, key_file) as q:
             first, nxt = queue_range(q)
             lo = first if bounds.seq_lo is None else max(first, bounds.seq_lo)
             hi = nxt if bounds.seq_hi is None else min(nxt, bounds.seq_hi)
@@ -229,6 +245,7 @@ def plan_chunks(refs: Sequence[QueueRef], bounds: Bounds, rows_per_partition: in
                             where=bounds.where,
                             time_start_us=bounds.time_lo_us,
                             time_end_us=bounds.time_hi_us,
+                            key_file=key_file,
                         )
                     )
                 continue
@@ -240,13 +257,15 @@ def plan_chunks(refs: Sequence[QueueRef], bounds: Bounds, rows_per_partition: in
                 continue
             starts = file_starts(q, ref.path)
         chunks.extend(
-            Chunk(ref.name, ref.path, s, e)
+            Chunk(ref.name, ref.path, s, e, key_file=key_file)
             for s, e in split_range(lo, hi, rows_per_partition, starts)
         )
     return chunks
 
 
-def plan_archive_chunks(ref: QueueRef, bounds: Bounds, rows_per_partition: int) -> list[Chunk]:
+def plan_archive_chunks(
+    ref: QueueRef, bounds: Bounds, rows_per_partition: int, key_file: str | None = None
+) -> list[Chunk]:
     """Chunks of an archive: its data files' ranges within the bounds, cut like a queue's.
 
     Files whose time range misses ``[time_lo, time_hi)`` are skipped; the rows of the others
@@ -260,7 +279,7 @@ def plan_archive_chunks(ref: QueueRef, bounds: Bounds, rows_per_partition: int) 
             f"litemq: option where needs a queue's secondary indexes; {ref.path} is an archive "
             "(filter on headers in Spark instead)"
         )
-    a = open_archive(ref.path)
+    a = open_archive(ref.path, encryption_key=_key_bytes(key_file))
     lo_t, hi_t = bounds.time_lo_us, bounds.time_hi_us
     keys = tuple(sorted(bounds.keys)) if bounds.keys is not None else ()
     out: list[Chunk] = []
@@ -275,7 +294,7 @@ def plan_archive_chunks(ref: QueueRef, bounds: Bounds, rows_per_partition: int) 
         if hi_t is not None and int(f.first_ts or 0) >= hi_t:
             continue
         out.extend(
-            Chunk(ref.name, ref.path, s, e, keys, lo_t, hi_t, archive=True)
+            Chunk(ref.name, ref.path, s, e, keys, lo_t, hi_t, archive=True, key_file=key_file)
             for s, e in split_range(lo, hi, rows_per_partition, [first])
         )
     return out
@@ -286,10 +305,10 @@ def read_archive_chunk(chunk: Chunk, shaper: Shaper, batch_rows: int) -> Iterato
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    a = _archive(chunk.path)
+    a = _archive(chunk.path, chunk.key_file)
     if a.first_seq > chunk.start or a.end_seq < chunk.end:  # planned on a newer manifest
         _archive.cache_clear()
-        a = _archive(chunk.path)
+        a = _archive(chunk.path, chunk.key_file)
     seen = 0
     for batch in a.iter_batches(chunk.start, chunk.end):
         seen += batch.num_rows
@@ -321,11 +340,11 @@ def read_archive_chunk(chunk: Chunk, shaper: Shaper, batch_rows: int) -> Iterato
 
 
 @functools.lru_cache(maxsize=16)
-def _archive(uri: str) -> Any:
+def _archive(uri: str, key_file: str | None = None) -> Any:
     """One ``Archive`` (its manifest read once) per archive and Python worker."""
     from litemq.archive import open_archive
 
-    return open_archive(uri)
+    return open_archive(uri, encryption_key=_key_bytes(key_file))
 
 
 @dataclass
@@ -412,7 +431,7 @@ def read_chunk(chunk: Chunk, shaper: Shaper, batch_rows: int) -> Iterator[pa.Rec
     if chunk.archive:
         yield from read_archive_chunk(chunk, shaper, batch_rows)
         return
-    with open_queue(chunk.path) as q:
+    with open_queue(chunk.path, chunk.key_file) as q:
         if chunk.keys or chunk.where:
             lo, hi = chunk.time_start_us, chunk.time_end_us
             found: dict[int, Any] = {}

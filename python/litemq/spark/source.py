@@ -318,7 +318,9 @@ class LiteMQReader(DataSourceReader):
         self.bounds = b
 
     def partitions(self) -> Sequence[InputPartition]:
-        chunks = plan_chunks(self.refs, self.bounds, self.opts.rows_per_partition)
+        chunks = plan_chunks(
+            self.refs, self.bounds, self.opts.rows_per_partition, self.opts.encryption_key_file
+        )
         return [InputPartition(c) for c in chunks]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
@@ -530,7 +532,7 @@ class LiteMQStreamReader(DataSourceStreamReader, _AvailableNow):
         self.paths.update({r.name: r.path for r in refs})
         out = {}
         for r in refs:
-            with open_queue(r.path) as q:
+            with open_queue(r.path, self.opts.encryption_key_file) as q:
                 out[r.name] = int(q.next_seq)
         return dict(sorted(out.items()))
 
@@ -589,7 +591,13 @@ class LiteMQStreamReader(DataSourceStreamReader, _AvailableNow):
                 )
             starts = file_starts(None, self.paths[name])
             for lo, hi in split_range(s, e, self.opts.rows_per_partition, starts):
-                out.append(InputPartition(Chunk(name, self.paths[name], lo, hi)))
+                out.append(
+                    InputPartition(
+                        Chunk(
+                            name, self.paths[name], lo, hi, key_file=self.opts.encryption_key_file
+                        )
+                    )
+                )
         return out
 
     def commit(self, end: dict[str, int]) -> None:
