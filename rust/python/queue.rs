@@ -973,10 +973,6 @@ pub(crate) fn writer_pid(path: PathBuf) -> Option<u32> {
 #[pyo3(signature = (
     path, progress=None, slots=None, items=None, encryption_key=None, encryption_key_file=None
 ))]
-#[expect(
-    clippy::too_many_arguments,
-    reason = "one argument per keyword of reindex"
-)]
 pub(crate) fn reindex(
     py: Python<'_>,
     path: PathBuf,

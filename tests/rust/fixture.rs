@@ -496,7 +496,10 @@ fn write_fixture() {
     let mut manifest = generate(&out.join("queue"), None);
     if litemq::FORMAT_VERSION as u64 >= ENCRYPTED_SINCE {
         // The same messages, encrypted; make_fixture.py adds the hashes.
-        assert_eq!(generate(&out.join("encrypted"), Some(FIXTURE_KEY)), manifest);
+        assert_eq!(
+            generate(&out.join("encrypted"), Some(FIXTURE_KEY)),
+            manifest
+        );
         manifest["encrypted"] = json!({"key_hex": hex(&FIXTURE_KEY)});
     }
     let mut text = serde_json::to_string_pretty(&manifest).unwrap();
