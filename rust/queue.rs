@@ -552,6 +552,11 @@ impl Queue {
         Ok(())
     }
 
+    /// The encryption key the queue was opened with, if it is encrypted.
+    pub(crate) fn encryption_key(&self) -> Option<[u8; 32]> {
+        self.inner.config.encryption_key.as_ref().map(|k| k.0)
+    }
+
     /// The queue's directory.
     pub fn path(&self) -> &Path {
         &self.inner.config.path
@@ -1203,7 +1208,17 @@ impl Queue {
     /// worker process may dead-letter: pass it as
     /// [`WorkQueueOptions::dead_letter`].
     pub fn dead_letter_sink(path: &Path) -> Result<DeadLetterSink> {
-        let dlq = QueueBuilder::new(path).multi_writer(true).open()?;
+        Queue::dead_letter_sink_with_key(path, None)
+    }
+
+    /// [`Queue::dead_letter_sink`] for an encrypted queue: the dead-letter
+    /// queue is opened (or created) with the same `key`, so a job's payload
+    /// never lands in clear in it.
+    pub fn dead_letter_sink_with_key(path: &Path, key: Option<[u8; 32]>) -> Result<DeadLetterSink> {
+        let dlq = QueueBuilder::new(path)
+            .multi_writer(true)
+            .encryption_key(key)
+            .open()?;
         let appender = dlq.appender()?;
         Ok(Arc::new(move |record: &Record<'_>| {
             let _keep_open = &dlq;

@@ -539,7 +539,7 @@ impl Queue {
         options.dead_letter = match dead_letter {
             None => None,
             Some(obj) if obj.is_none() => None,
-            Some(obj) => Some(dead_letter_arg(py, obj)?),
+            Some(obj) => Some(dead_letter_arg(py, obj, self.queue()?.encryption_key())?),
         };
         let queue = &core.queue;
         let wq = exit::detach(py, || queue.work_queue(name, options))?;
@@ -1010,8 +1010,13 @@ pub(crate) fn reindex(
 }
 
 /// Where dead-lettered jobs go: a directory (opened as a queue for several
-/// writer processes) or an open `litemq.Queue` (its appender).
-fn dead_letter_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<DeadLetterSink> {
+/// writer processes, with the source queue's encryption `key` if it has
+/// one) or an open `litemq.Queue` (its appender).
+fn dead_letter_arg(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    key: Option<[u8; 32]>,
+) -> PyResult<DeadLetterSink> {
     if let Ok(q) = obj.cast::<Queue>() {
         let appender = q.get().open_queue()?.appender()?;
         return Ok(Arc::new(move |record: &crate::Record<'_>| {
@@ -1022,5 +1027,7 @@ fn dead_letter_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<DeadLette
     let path: PathBuf = obj
         .extract()
         .map_err(|_| PyTypeError::new_err("dead_letter must be None, a path or a litemq.Queue"))?;
-    Ok(exit::detach(py, || crate::Queue::dead_letter_sink(&path))?)
+    Ok(exit::detach(py, || {
+        crate::Queue::dead_letter_sink_with_key(&path, key)
+    })?)
 }

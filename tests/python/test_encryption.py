@@ -155,3 +155,45 @@ def test_the_command_line_takes_the_key_from_the_environment(tmp_path: Path) -> 
     assert reindexed.returncode == 0, reindexed.stderr
     with litemq.Queue(tmp_path / "q", read_only=True, encryption_key=KEY) as q:
         assert [m.payload for m in q.find("k2")] == [b"secret two"]
+
+
+def test_other_readers_open_payloads(tmp_path: Path) -> None:
+    bodies = [b"secret %d" % i for i in range(50)]
+    with litemq.Queue(tmp_path / "q", file_size=SMALL_FILE, encryption_key=KEY) as q:
+        app = q.appender()
+        app.append_batch(bodies[:40])
+        for b in bodies[40:]:
+            app.append(b, topic="orders", priority=3)
+        app.flush()
+        back = q.tailer("end", direction="backward")
+        assert [m.payload for m in back][:3] == bodies[::-1][:3]
+        with q.tailer(name="billing") as named:
+            assert [named.read_next().payload for _ in range(3)] == bodies[:3]
+        assert [m.payload for m in q.tailer(topic="orders")] == bodies[40:]
+        wq = q.work_queue("jobs")
+        job = wq.get(timeout=1)
+        assert job is not None
+        assert job.payload == bodies[0]
+        wq.ack(job)
+        assert [bytes(m.payload) for batch in q.iter_batches(20) for m in batch] == bodies
+
+
+def test_a_dead_letter_queue_is_encrypted_with_the_same_key(tmp_path: Path) -> None:
+    with litemq.Queue(tmp_path / "q", file_size=SMALL_FILE, encryption_key=KEY) as q:
+        app = q.appender()
+        app.append(b"poison secret")
+        app.flush()
+        dlq_path = tmp_path / "dlq"
+        wq = q.work_queue("dl", visibility_timeout=60, max_deliveries=1, dead_letter=str(dlq_path))
+        job = wq.get(timeout=1)
+        assert job is not None
+        assert wq.nack(job)
+        assert wq.get(timeout=0.1) is None
+        assert wq.stats()["dead_lettered"] == 1
+    for f in data_files(dlq_path):
+        assert b"poison secret" not in f.read_bytes()
+    with pytest.raises(litemq.EncryptionError):
+        litemq.Queue(dlq_path, read_only=True)
+    with litemq.Queue(dlq_path, read_only=True, encryption_key=KEY) as dlq:
+        [msg] = list(dlq.tailer())
+    assert msg.payload == b"poison secret"
