@@ -402,6 +402,7 @@ def archive_queue(
     progress: IO[str] | None = None,
     on_file: Callable[[str], None] | None = None,
     encryption_key: bytes | None = None,
+    encryption_key_file: str | os.PathLike[str] | None = None,
 ) -> ArchiveReport:
     """Copy the sealed files of the queue at ``queue`` to the archive at ``dest``.
 
@@ -420,8 +421,9 @@ def archive_queue(
     pass would (oldest first, never the last file, never one a named tailer has not
     consumed). ``progress`` is a stream for a progress bar (e.g. ``sys.stderr``);
     ``on_file`` is called with each relative path uploaded (tests use it to stop a run).
-    An encrypted queue needs its ``encryption_key`` to be opened; its files are copied as they
-    are (sealed), and reading the archive needs the key too (`open_archive`).
+    An encrypted queue needs its ``encryption_key`` (or ``encryption_key_file``) to be opened;
+    its files are copied as they are (sealed), and reading the archive needs the key too
+    (`open_archive`).
 
     Raises ArchiveError when a copy does not match after upload (nothing is listed for it),
     CorruptedError when a local sealed file fails its own checks.
@@ -439,7 +441,12 @@ def archive_queue(
             listed[f.path] = f
     name = os.path.basename(src.rstrip(os.sep))
 
-    with Queue(src, read_only=True, encryption_key=encryption_key) as q:
+    with Queue(
+        src,
+        read_only=True,
+        encryption_key=encryption_key,
+        encryption_key_file=encryption_key_file,
+    ) as q:
         data_files = q.data_files()
         sealed = data_files[:-1]
         todo: list[_Upload] = []

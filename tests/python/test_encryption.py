@@ -155,6 +155,13 @@ def test_the_command_line_takes_the_key_from_the_environment(tmp_path: Path) -> 
     assert reindexed.returncode == 0, reindexed.stderr
     with litemq.Queue(tmp_path / "q", read_only=True, encryption_key=KEY) as q:
         assert [m.payload for m in q.find("k2")] == [b"secret two"]
+    with litemq.Queue(tmp_path / "q", encryption_key=KEY) as q:
+        q.appender().roll()  # seal the file: archives take sealed files
+    archived = run("archive", str(tmp_path / "q"), str(tmp_path / "arch"), "--json", key=True)
+    assert archived.returncode == 0, archived.stderr
+    a = litemq.open_archive(str(tmp_path / "arch"), encryption_key=KEY)
+    assert a.read_arrow().column("payload").to_pylist() == [b"secret one", b"secret two"]
+    assert run("archive", str(tmp_path / "q"), str(tmp_path / "a2"), key=False).returncode == 1
 
 
 def test_other_readers_open_payloads(tmp_path: Path) -> None:
