@@ -21,7 +21,7 @@
 //! those fields changed fails authentication.
 
 use chacha20poly1305::aead::rand_core::RngCore;
-use chacha20poly1305::aead::{Aead, KeyInit, OsRng, Payload};
+use chacha20poly1305::aead::{Aead, AeadInPlace, KeyInit, OsRng, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
@@ -154,18 +154,16 @@ impl QueueKey {
         out: &mut Vec<u8>,
     ) {
         let aad = self.aad(seq, head);
-        let sealed = self
-            .aead
-            .encrypt(
-                XNonce::from_slice(nonce),
-                Payload {
-                    msg: plain,
-                    aad: &aad,
-                },
-            )
-            .expect("XChaCha20-Poly1305 seals any length a record holds");
+        out.reserve(NONCE_LEN + plain.len() + TAG_LEN);
         out.extend_from_slice(nonce);
-        out.extend_from_slice(&sealed);
+        let at = out.len();
+        out.extend_from_slice(plain);
+        // In place: no second buffer for the ciphertext.
+        let tag = self
+            .aead
+            .encrypt_in_place_detached(XNonce::from_slice(nonce), &aad, &mut out[at..])
+            .expect("XChaCha20-Poly1305 seals any length a record holds");
+        out.extend_from_slice(&tag);
     }
 
     /// Opens `sealed` (`ciphertext | tag`) of message `seq`, whose record
