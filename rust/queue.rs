@@ -492,11 +492,18 @@ impl Queue {
             .name("litemq-io".into())
             .spawn(move || io.run())
             .map_err(|e| Error::io("spawn I/O thread", &config.path, e))?;
+        // Sealing adds a nonce, a tag and maybe the extension byte: an
+        // encrypted queue's largest record is that much smaller.
+        let seal = if config.encryption_key.is_some() {
+            crypto::SEAL_OVERHEAD + 1
+        } else {
+            0
+        };
         let appender = Appender::new(
             handoff,
             shared.clone(),
             config.flush,
-            crate::format::data_file::max_record_len(config.file_size),
+            crate::format::data_file::max_record_len(config.file_size) - seal,
             config.compression,
             config.max_decompressed,
         );

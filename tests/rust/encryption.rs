@@ -337,3 +337,29 @@ fn several_writers_seal_with_the_sequence_they_get() {
         (n / 10) as usize
     );
 }
+
+/// Sealing adds a nonce, a tag and the extension byte: the largest message
+/// of an encrypted queue is that much smaller, refused at the append (not a
+/// failed write that poisons the writer).
+#[test]
+fn the_largest_message_leaves_room_for_the_seal() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = QueueBuilder::new(dir.path())
+        .file_size(64 * 1024)
+        .encryption_key(Some(KEY))
+        .open()
+        .unwrap();
+    let app = q.appender().unwrap();
+    let limit = app.max_message_len();
+    let plain_limit = litemq::format::data_file::max_record_len(64 * 1024) - 9;
+    assert_eq!(limit, plain_limit - 41);
+    assert!(matches!(
+        app.append(&vec![7; limit + 1]),
+        Err(Error::InvalidArgument(_))
+    ));
+    let seq = app.append(&vec![7; limit]).unwrap();
+    let again = app.append(&vec![8; limit]).unwrap();
+    app.flush().unwrap();
+    assert_eq!(q.get(seq).unwrap().payload, vec![7; limit]);
+    assert_eq!(q.get(again).unwrap().payload, vec![8; limit]);
+}
