@@ -559,7 +559,9 @@ impl Queue {
         Ok(())
     }
 
-    /// The encryption key the queue was opened with, if it is encrypted.
+    /// The encryption key the queue was opened with, if it is encrypted
+    /// (the Python work queue opens its dead-letter queue with it).
+    #[cfg(feature = "python")]
     pub(crate) fn encryption_key(&self) -> Option<[u8; 32]> {
         self.inner.config.encryption_key.as_ref().map(|k| k.0)
     }
