@@ -27,6 +27,16 @@ pub const MAX_CHANNEL_CAPACITY: usize = 1 << 16;
 pub const MAX_INDEX_INTERVAL: u32 = u32::MAX;
 
 /// Everything a queue is opened with. Built by [`QueueBuilder`].
+/// A 32-byte encryption key, kept out of `Debug` output.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct EncryptionKey(pub [u8; 32]);
+
+impl std::fmt::Debug for EncryptionKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EncryptionKey(..)")
+    }
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct Config {
     pub path: PathBuf,
@@ -51,6 +61,11 @@ pub(crate) struct Config {
     pub compression: Option<Compression>,
     /// Largest payload a reader decompresses.
     pub max_decompressed: usize,
+    /// The encryption key (encryption at rest), if any.
+    pub encryption_key: Option<EncryptionKey>,
+    /// Fixtures only: the queue id of a new encrypted queue, and synthetic
+    /// nonces (see `QueueBuilder::synthetic_nonces_for_fixtures`).
+    pub fixture_queue_id: Option<[u8; 16]>,
     /// Declared secondary indexes (see `QueueBuilder::index`), shared with
     /// the writer's builder; `Queue::add_index` adds to them.
     pub fields: SharedDefs,
@@ -126,6 +141,8 @@ impl QueueBuilder {
                 multi_writer: false,
                 compression: None,
                 max_decompressed: DEFAULT_MAX_DECOMPRESSED,
+                encryption_key: None,
+                fixture_queue_id: None,
                 fields: SharedDefs::default(),
                 explicit: Explicit::default(),
             },
@@ -249,6 +266,29 @@ impl QueueBuilder {
     /// decompression bomb never allocates past this bound.
     pub fn max_decompressed_size(mut self, bytes: usize) -> Self {
         self.config.max_decompressed = bytes;
+        self
+    }
+
+    /// Encryption at rest (format 8): payloads are sealed with
+    /// XChaCha20-Poly1305 under a key derived from this 32-byte key, and
+    /// the key index stores keyed hashes of keys. Chosen when the queue is
+    /// created: opening an encrypted queue without the key, or with
+    /// another one, is [`Error::Encryption`]; giving a key to a queue
+    /// created without one is too. Keys, headers, topics, tags, timestamps,
+    /// sizes and counts stay in clear (see README, "Encryption at rest").
+    /// Default `None`.
+    pub fn encryption_key(mut self, key: Option<[u8; 32]>) -> Self {
+        self.config.encryption_key = key.map(EncryptionKey);
+        self
+    }
+
+    /// For reproducible test fixtures only, never for data: a new encrypted
+    /// queue gets `queue_id` instead of a random one, and this handle seals
+    /// with nonces derived from what it seals instead of random ones (see
+    /// `format::crypto::QueueKey::with_synthetic_nonces`).
+    #[doc(hidden)]
+    pub fn synthetic_nonces_for_fixtures(mut self, queue_id: [u8; 16]) -> Self {
+        self.config.fixture_queue_id = Some(queue_id);
         self
     }
 

@@ -114,6 +114,25 @@ pub enum Error {
         seq: u64,
     },
 
+    /// Encryption at rest: the queue is encrypted and no key was given, or
+    /// a key was given for a queue created without encryption (the message
+    /// says which).
+    #[error("{}: {reason}", path.display())]
+    Encryption {
+        /// The queue (or archive) directory.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+
+    /// Encryption at rest: the key given is not the queue's (its check
+    /// value in `metadata.json` does not match).
+    #[error("{}: wrong encryption key (it does not match the queue's key check value)", path.display())]
+    WrongKey {
+        /// The queue (or archive) directory.
+        path: PathBuf,
+    },
+
     /// The queue was opened in a parent process; its I/O thread did not survive `fork()`.
     #[error("queue was opened before fork(); open it again in the child process")]
     Forked,

@@ -62,7 +62,7 @@ pub use format::FORMAT_VERSION;
 pub use index::fields::{FieldIndexDef, FieldQuery, IndexState, KeyPredicate};
 pub use index::key_index::KeyIndexConfig;
 pub use notify::Notify;
-pub use queue::{reindex, writer_pid, DataFileInfo, Queue, Stats};
+pub use queue::{reindex, reindex_with_key, writer_pid, DataFileInfo, Queue, Stats};
 pub use reader::archived;
 pub use reader::backward::BackwardTailer;
 pub use reader::columns::{ColumnSet, Columns, FieldColumn};

@@ -13,7 +13,8 @@ use crate::consumers::work_queue::{
 };
 use crate::consumers::{Consumer, ConsumerInfo, ConsumerOptions};
 use crate::error::{Error, Result};
-use crate::format::metadata::Metadata;
+use crate::format::crypto;
+use crate::format::metadata::{Metadata, StoredEncryption};
 use crate::format::position;
 use crate::format::record::Record;
 use crate::format::{FORMAT_VERSION, OLDEST_READABLE_VERSION};
@@ -213,6 +214,74 @@ fn no_queue_here(base: &Path) -> Error {
     )
 }
 
+/// The `"encryption"` entry of a new encrypted queue: a random queue id and
+/// the key check value.
+fn new_encryption(key: &crate::config::EncryptionKey, id: Option<[u8; 16]>) -> StoredEncryption {
+    StoredEncryption {
+        cipher: crypto::CIPHER_NAME.to_owned(),
+        queue_id: crypto::to_hex(&id.unwrap_or_else(crypto::new_queue_id)),
+        key_check: crypto::to_hex(&crypto::key_check(&key.0)),
+    }
+}
+
+/// Checks the key given (if any) against the queue's `metadata.json` and
+/// hands the queue key to the catalog: an encrypted queue opened without
+/// its key or with another one, or a key given to a queue created without
+/// encryption, is an error here, at open, never garbage later.
+fn unlock(config: &Config, meta: &Metadata, catalog: &Catalog) -> Result<()> {
+    if let Some(mut key) = check_key(&config.path, config.encryption_key.as_ref(), meta)? {
+        if let (Some(_), Some(k)) = (config.fixture_queue_id, &config.encryption_key) {
+            key = key.with_synthetic_nonces(&k.0);
+        }
+        catalog.set_key(Arc::new(key));
+    }
+    Ok(())
+}
+
+/// The queue key of a queue whose metadata is `meta`, opened with `key`
+/// (see [`unlock`]); `None` when the queue is not encrypted.
+pub(crate) fn check_key(
+    path: &Path,
+    key: Option<&crate::config::EncryptionKey>,
+    meta: &Metadata,
+) -> Result<Option<crypto::QueueKey>> {
+    let refuse = |reason: &str| Error::Encryption {
+        path: path.to_path_buf(),
+        reason: reason.to_owned(),
+    };
+    match (&meta.encryption, key) {
+        (None, None) => Ok(None),
+        (Some(_), None) => Err(refuse(
+            "the queue is encrypted; open it with its encryption_key",
+        )),
+        (None, Some(_)) => Err(refuse(
+            "the queue was created without encryption (encryption is chosen when a queue \
+             is created); open it without encryption_key",
+        )),
+        (Some(e), Some(key)) => {
+            if e.cipher != crypto::CIPHER_NAME {
+                return Err(refuse(&format!(
+                    "metadata.json names cipher {:?}; this litemq knows {:?}",
+                    e.cipher,
+                    crypto::CIPHER_NAME
+                )));
+            }
+            let id: [u8; crypto::QUEUE_ID_LEN] = crypto::from_hex(&e.queue_id)
+                .and_then(|b| b.try_into().ok())
+                .ok_or_else(|| refuse("metadata.json has a malformed encryption queue_id"))?;
+            if crypto::from_hex(&e.key_check).is_none() {
+                return Err(refuse("metadata.json has a malformed key_check"));
+            }
+            if crypto::from_hex(&e.key_check).as_deref() != Some(&crypto::key_check(&key.0)[..]) {
+                return Err(Error::WrongKey {
+                    path: path.to_path_buf(),
+                });
+            }
+            Ok(Some(crypto::QueueKey::new(&key.0, id)))
+        }
+    }
+}
+
 fn write_metadata(path: &Path, m: &Metadata) -> Result<()> {
     let bytes = serde_json::to_vec_pretty(m).expect("metadata serializes");
     write_atomic(path, &bytes)
@@ -249,6 +318,7 @@ impl Queue {
                 return Err(no_queue_here(&base));
             };
             let catalog = Arc::new(Catalog::load(&base)?);
+            unlock(&config, &meta, &catalog)?;
             let wake = WakeSource::reader(base);
             return Ok(Queue::assemble(
                 config,
@@ -299,8 +369,14 @@ impl Queue {
             key_index_upto: 0,
             key_index_last: None,
             options: None,
+            encryption: config
+                .encryption_key
+                .as_ref()
+                .map(|k| new_encryption(k, config.fixture_queue_id)),
         });
         let catalog = Arc::new(Catalog::load(&base)?);
+        // Before recovery: re-indexing keys reads payloads and hashes keys.
+        unlock(&config, &meta, &catalog)?;
         let (resume, report) = recover(
             &config.path,
             config.verify_on_startup,
@@ -361,6 +437,7 @@ impl Queue {
             return Err(no_queue_here(&base));
         };
         let catalog = Arc::new(Catalog::load(&base)?);
+        unlock(&config, &meta, &catalog)?;
         // The first batch this process writes reloads the index under the
         // append lock (and repairs it if a writer died holding the lock).
         let key_index = KeyIndexWriter::attach(&base.join(KEY_INDEX_DIR), config.key_index)?;
@@ -419,11 +496,18 @@ impl Queue {
             .name("litemq-io".into())
             .spawn(move || io.run())
             .map_err(|e| Error::io("spawn I/O thread", &config.path, e))?;
+        // Sealing adds a nonce, a tag and maybe the extension byte: an
+        // encrypted queue's largest record is that much smaller.
+        let seal = if config.encryption_key.is_some() {
+            crypto::SEAL_OVERHEAD + 1
+        } else {
+            0
+        };
         let appender = Appender::new(
             handoff,
             shared.clone(),
             config.flush,
-            crate::format::data_file::max_record_len(config.file_size),
+            crate::format::data_file::max_record_len(config.file_size) - seal,
             config.compression,
             config.max_decompressed,
         );
@@ -479,6 +563,13 @@ impl Queue {
             return Err(Error::Closed);
         }
         Ok(())
+    }
+
+    /// The encryption key the queue was opened with, if it is encrypted
+    /// (the Python work queue opens its dead-letter queue with it).
+    #[cfg(feature = "python")]
+    pub(crate) fn encryption_key(&self) -> Option<[u8; 32]> {
+        self.inner.config.encryption_key.as_ref().map(|k| k.0)
     }
 
     /// The queue's directory.
@@ -1160,7 +1251,10 @@ impl Queue {
                 guard.insert(KeyIndexReader::open(&dir)?)
             }
         };
-        reader.lookup_into(key, start_us, end_us, &mut positions)?;
+        match self.inner.catalog.key() {
+            Some(k) => reader.lookup_into(&k.index_key(key), start_us, end_us, &mut positions)?,
+            None => reader.lookup_into(key, start_us, end_us, &mut positions)?,
+        }
         Ok(positions)
     }
 
@@ -1316,7 +1410,17 @@ impl Queue {
     /// worker process may dead-letter: pass it as
     /// [`WorkQueueOptions::dead_letter`].
     pub fn dead_letter_sink(path: &Path) -> Result<DeadLetterSink> {
-        let dlq = QueueBuilder::new(path).multi_writer(true).open()?;
+        Queue::dead_letter_sink_with_key(path, None)
+    }
+
+    /// [`Queue::dead_letter_sink`] for an encrypted queue: the dead-letter
+    /// queue is opened (or created) with the same `key`, so a job's payload
+    /// never lands in clear in it.
+    pub fn dead_letter_sink_with_key(path: &Path, key: Option<[u8; 32]>) -> Result<DeadLetterSink> {
+        let dlq = QueueBuilder::new(path)
+            .multi_writer(true)
+            .encryption_key(key)
+            .open()?;
         let appender = dlq.appender()?;
         Ok(Arc::new(move |record: &Record<'_>| {
             let _keep_open = &dlq;
@@ -1712,11 +1816,26 @@ fn after_roll(
 /// `progress` gets sequences as the scan passes them; returns the number of
 /// keys indexed. The files equal those the writer built live.
 pub fn reindex(path: &Path, config: KeyIndexConfig, progress: &mut dyn FnMut(u64)) -> Result<u64> {
+    reindex_with_key(path, config, None, progress)
+}
+
+/// [`reindex`] of a queue that may be encrypted: `key` is its encryption
+/// key (checked as an open checks it; the index gets keyed hashes).
+pub fn reindex_with_key(
+    path: &Path,
+    config: KeyIndexConfig,
+    key: Option<[u8; 32]>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<u64> {
     let _lock = WriterLock::acquire(&path.join(LOCK_FILE), path)?;
-    if read_metadata(&path.join(METADATA_FILE))?.is_none() {
+    let Some(meta) = read_metadata(&path.join(METADATA_FILE))? else {
         return Err(no_queue_here(path));
-    }
+    };
     let catalog = Arc::new(Catalog::load(path)?);
+    let key = key.map(crate::config::EncryptionKey);
+    if let Some(k) = check_key(path, key.as_ref(), &meta)? {
+        catalog.set_key(Arc::new(k));
+    }
     let mut writer =
         KeyIndexWriter::open_or_create(&path.join(KEY_INDEX_DIR), config).or_else(|_| {
             KeyIndexWriter::remove_all(&path.join(KEY_INDEX_DIR))?;

@@ -9,6 +9,7 @@ use libfuzzer_sys::fuzz_target;
 use litemq::format::fields::{self, FieldKind, FieldsOf};
 use litemq::format::frame::{self, FrameAt};
 use litemq::format::header::{DataHeader, IndexHeader};
+use litemq::format::crypto::{QueueKey, NONCE_LEN};
 use litemq::format::record::{self, Compress, HeaderField, Record};
 use litemq::format::topics::{self, TopicsOf};
 
@@ -94,8 +95,13 @@ fuzz_target!(|data: &[u8]| {
         let headers: Vec<HeaderField<'_>> = view.headers().collect();
         assert!(headers.len() <= 255);
         let tags: Vec<&str> = view.tags().collect();
+        // Encrypted (format 8): the extension byte, nonce and sealed payload
+        // are re-appended as they are after the other fields.
+        let sealed_tail = view
+            .is_encrypted()
+            .then(|| &data[view.payload_at - NONCE_LEN - 1..]);
         let rec = Record {
-            payload: view.payload,
+            payload: if sealed_tail.is_some() { &[] } else { view.payload },
             key: view.key,
             key_is_text: view.key_is_text(),
             headers: &headers,
@@ -115,6 +121,22 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(p.len(), view.raw_len as usize);
             }
         }
+        // Opening a sealed payload (format 8) never panics; bytes that
+        // authenticate (the seed input, sealed under this key for sequence
+        // 0) re-seal to the same bytes with the same nonce.
+        if view.is_encrypted() {
+            assert!(view.open_payload(data, 0, None, 1 << 20).is_err());
+            let key = QueueKey::new(&[7; 32], [1; 16]);
+            if let Ok(plain) = view.open_payload(data, 0, Some(&key), 1 << 20) {
+                if view.codec.is_none() {
+                    let nonce_at = view.payload_at - NONCE_LEN;
+                    let nonce: [u8; NONCE_LEN] = data[nonce_at..view.payload_at].try_into().unwrap();
+                    let mut again = Vec::new();
+                    key.seal_with_nonce(0, &data[..nonce_at], &plain, &nonce, &mut again);
+                    assert_eq!(again, data[nonce_at..]);
+                }
+            }
+        }
         // The one form the writer never produces but the decoder accepts:
         // the headers flag with a header count of 0.
         let empty_header_block = view.flags & record::FLAG_HEADERS != 0 && headers.is_empty();
@@ -126,22 +148,26 @@ fuzz_target!(|data: &[u8]| {
             let rest = Record { key: None, ..rec };
             match view.codec {
                 Some(codec) => {
-                    rest.encode_compressed_body(codec, view.raw_len, view.payload, &mut body)
+                    rest.encode_compressed_body(codec, view.raw_len, rec.payload, &mut body)
                 }
                 None => rest.encode_body(&mut body),
             }
         } else if let Some(codec) = view.codec {
             // The compressed form, with the stored bytes as they are.
-            rec.encode_compressed_body(codec, view.raw_len, view.payload, &mut body);
+            rec.encode_compressed_body(codec, view.raw_len, rec.payload, &mut body);
         } else {
             rec.encode_body(&mut body);
+        }
+        if let Some(tail) = sealed_tail {
+            body.extend_from_slice(tail);
         }
         let mut out = Vec::new();
         record::encode_into(&mut out, view.flags, view.timestamp, &body);
         assert_eq!(out, data, "record encoding is canonical");
         if !empty_header_block {
             let compressed = if view.codec.is_some() { record::FLAG_COMPRESSED } else { 0 };
-            assert_eq!(view.flags, rec.flags() | compressed);
+            let sealed = if view.is_encrypted() { record::FLAG_EXTENSION } else { 0 };
+            assert_eq!(view.flags, rec.flags() | compressed | sealed);
         }
     }
 

@@ -32,6 +32,7 @@ from litemq._litemq import (
     ConfigError,
     Consumer,
     CorruptedError,
+    EncryptionError,
     Follow,
     ForkedError,
     InternalError,
@@ -46,6 +47,7 @@ from litemq._litemq import (
     Tailer,
     UnsupportedVersionError,
     WorkQueue,
+    WrongKeyError,
     __version__,
 )
 from litemq.archive import Archive, ArchiveError, ArchiveReport, archive_queue, open_archive
@@ -76,6 +78,7 @@ __all__ = [
     "ConsumerInfo",
     "CorruptedError",
     "DataFileInfo",
+    "EncryptionError",
     "Follow",
     "ForkedError",
     "InternalError",
@@ -97,6 +100,7 @@ __all__ = [
     "UnsupportedVersionError",
     "WorkQueue",
     "WorkQueueInfo",
+    "WrongKeyError",
     "__version__",
     "archive_queue",
     "open_archive",

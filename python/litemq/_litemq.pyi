@@ -24,6 +24,7 @@ __all__ = [
     "ConfigError",
     "Consumer",
     "CorruptedError",
+    "EncryptionError",
     "Follow",
     "ForkedError",
     "InternalError",
@@ -40,8 +41,10 @@ __all__ = [
     "Tailer",
     "UnsupportedVersionError",
     "WorkQueue",
+    "WrongKeyError",
     "_Notifier",
     "__version__",
+    "_check_archive_key",
     "_check_batch",
     "_close_all_at_exit",
     "_crc32c",
@@ -84,6 +87,8 @@ def reindex(
     progress: Callable[[int], object] | None = None,
     slots: int | None = None,
     items: int | None = None,
+    encryption_key: bytes | None = None,
+    encryption_key_file: str | PathLike[str] | None = None,
 ) -> int: ...
 def _close_all_at_exit() -> None: ...
 def _crc32c(data: Buffer) -> int: ...
@@ -119,6 +124,7 @@ def _decode_sealed(
     max_rows: int,
     columns: list[str] | None = None,
     raw: bool = False,
+    unlock: tuple[bytes, bytes | None] | None = None,
 ) -> dict[str, Any]: ...
 def _decode_frames(
     data: object,
@@ -128,8 +134,10 @@ def _decode_frames(
     rows: int,
     columns: list[str] | None = None,
     raw: bool = False,
+    unlock: tuple[bytes, bytes | None] | None = None,
 ) -> dict[str, Any]: ...
 def _dense_offset(word: int, seq: int, data_len: int) -> int | None: ...
+def _check_archive_key(metadata: bytes, key: bytes | None, name: str) -> bool: ...
 
 class LiteMQError(Exception): ...
 
@@ -168,6 +176,11 @@ class NotFoundError(LiteMQError, IndexError):
 class CompactedError(NotFoundError): ...
 class ForkedError(LiteMQError): ...
 class InternalError(LiteMQError): ...
+
+class EncryptionError(LiteMQError):
+    file: str | None
+
+class WrongKeyError(EncryptionError): ...
 
 @final
 class Message:
@@ -354,6 +367,8 @@ class Queue:
         compression_min_size: int | str | None = None,
         max_decompressed_size: int | str | None = None,
         compact: bool | timedelta | float | str | None = None,
+        encryption_key: bytes | None = None,
+        encryption_key_file: str | PathLike[str] | None = None,
     ) -> Self: ...
     def appender(self) -> Appender: ...
     def __reduce__(self) -> NoReturn: ...

@@ -48,6 +48,7 @@ from litemq import arrow
 from litemq._litemq import (
     CorruptedError,
     LiteMQError,
+    _check_archive_key,
     _crc64,
     _decode_frames,
     _decode_sealed,
@@ -400,6 +401,8 @@ def archive_queue(
     filesystem: pafs.FileSystem | None = None,
     progress: IO[str] | None = None,
     on_file: Callable[[str], None] | None = None,
+    encryption_key: bytes | None = None,
+    encryption_key_file: str | os.PathLike[str] | None = None,
 ) -> ArchiveReport:
     """Copy the sealed files of the queue at ``queue`` to the archive at ``dest``.
 
@@ -418,6 +421,9 @@ def archive_queue(
     pass would (oldest first, never the last file, never one a named tailer has not
     consumed). ``progress`` is a stream for a progress bar (e.g. ``sys.stderr``);
     ``on_file`` is called with each relative path uploaded (tests use it to stop a run).
+    An encrypted queue needs its ``encryption_key`` (or ``encryption_key_file``) to be opened;
+    its files are copied as they are (sealed), and reading the archive needs the key too
+    (`open_archive`).
 
     Raises ArchiveError when a copy does not match after upload (nothing is listed for it),
     CorruptedError when a local sealed file fails its own checks.
@@ -435,7 +441,12 @@ def archive_queue(
             listed[f.path] = f
     name = os.path.basename(src.rstrip(os.sep))
 
-    with Queue(src, read_only=True) as q:
+    with Queue(
+        src,
+        read_only=True,
+        encryption_key=encryption_key,
+        encryption_key_file=encryption_key_file,
+    ) as q:
         data_files = q.data_files()
         sealed = data_files[:-1]
         todo: list[_Upload] = []
@@ -615,7 +626,10 @@ class Archive:
     """
 
     def __init__(
-        self, uri: str | os.PathLike[str], filesystem: pafs.FileSystem | None = None
+        self,
+        uri: str | os.PathLike[str],
+        filesystem: pafs.FileSystem | None = None,
+        encryption_key: bytes | None = None,
     ) -> None:
         self.uri = os.fspath(uri)
         self._fs, self._root = resolve(uri, filesystem)
@@ -634,6 +648,14 @@ class Archive:
             (e for e in entries if e.kind == "data"), key=lambda e: int(e.first_seq or 0)
         )
         self.name = str(m.get("queue") or os.path.basename(self._root))
+        # Encryption at rest: the archived metadata.json says whether the queue was
+        # encrypted; its key is checked here, as opening the queue would check it.
+        self._unlock: tuple[bytes, bytes | None] | None = None
+        if "metadata.json" in self._by_path:
+            meta = _read_all(self._fs, _join(self._root, "metadata.json"))
+            key = None if encryption_key is None else bytes(encryption_key)
+            if _check_archive_key(meta, key, self.uri) or key is not None:
+                self._unlock = (meta, key)
 
     def __repr__(self) -> str:
         return (
@@ -742,7 +764,9 @@ class Archive:
         buf = buf[:-4]
         seq, at = start, lo_off
         while seq < end:
-            cols = _decode_frames(buf[at - lo_off :], path, at, seq, end - seq, **flags)
+            cols = _decode_frames(
+                buf[at - lo_off :], path, at, seq, end - seq, unlock=self._unlock, **flags
+            )
             n = int(cols["rows"])
             if n == 0 and int(cols["next_seq"]) == seq:
                 raise CorruptedError(f"litemq: no message decoded at {path} offset {at}")
@@ -766,7 +790,7 @@ class Archive:
             )
         seq = start
         while seq < end:
-            cols = _decode_sealed(data, path, seq, end, end - seq, **flags)
+            cols = _decode_sealed(data, path, seq, end, end - seq, unlock=self._unlock, **flags)
             n = int(cols["rows"])
             nxt = int(cols["next_seq"])
             if n == 0 and nxt <= seq:
@@ -800,10 +824,16 @@ class Archive:
         return lo, hi
 
 
-def open_archive(uri: str | os.PathLike[str], filesystem: pafs.FileSystem | None = None) -> Archive:
+def open_archive(
+    uri: str | os.PathLike[str],
+    filesystem: pafs.FileSystem | None = None,
+    encryption_key: bytes | None = None,
+) -> Archive:
     """Open the archive at ``uri`` (a path, ``file://``, ``s3://``, ... as ``pyarrow.fs``
-    understands) for reading. FileNotFoundError when it has no manifest."""
-    return Archive(uri, filesystem)
+    understands) for reading. FileNotFoundError when it has no manifest. An archive of an
+    encrypted queue needs the queue's ``encryption_key`` (EncryptionError without it,
+    WrongKeyError with another one)."""
+    return Archive(uri, filesystem, encryption_key)
 
 
 def find_archives(uri: str | os.PathLike[str]) -> list[tuple[str, str]]:

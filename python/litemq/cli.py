@@ -58,7 +58,7 @@ from typing import IO, Any, NoReturn
 
 from litemq import _litemq, cli_archive, cli_wq
 from litemq._litemq import LiteMQError, Message
-from litemq.cli_common import _Failure, _open, _Progress
+from litemq.cli_common import _Failure, _key_file, _open, _Progress
 from litemq.options import parse_size
 from litemq.retention import Retention, parse_age
 
@@ -442,7 +442,9 @@ def cmd_reindex(args: argparse.Namespace, out: IO[str]) -> int:
     # The queue holds first..next (retention deleted what came before).
     total = nxt - first
     progress = _Progress(total, "reindexing")
-    keys = _litemq.reindex(args.path, lambda seq: progress.update(seq - first))
+    keys = _litemq.reindex(
+        args.path, lambda seq: progress.update(seq - first), encryption_key_file=_key_file()
+    )
     progress.update(total)
     progress.done()
     out.write(f"OK: {keys:,} keys indexed from {total:,} messages\n")

@@ -19,12 +19,14 @@ __all__ = ["cmd_archive", "register"]
 
 def cmd_archive(args: argparse.Namespace, out: IO[str]) -> int:
     from litemq.archive import _main_progress, archive_queue
+    from litemq.cli_common import _key_file
 
     report = archive_queue(
         args.path,
         args.dest,
         delete_local=args.delete_local,
         progress=_main_progress(args.progress),
+        encryption_key_file=_key_file(),
     )
     if args.json:
         out.write(json.dumps(report.to_json()) + "\n")

@@ -8,22 +8,33 @@ it, and none imports the other back.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 from litemq.queue import Queue
 
-__all__ = ["_Failure", "_Progress", "_open"]
+__all__ = ["KEY_FILE_ENV", "_Failure", "_Progress", "_key_file", "_open"]
 
 
 class _Failure(Exception):
     """An error already phrased for the user."""
 
 
+KEY_FILE_ENV = "LITEMQ_ENCRYPTION_KEY_FILE"
+
+
+def _key_file() -> str | None:
+    """The encryption key file the commands open queues with: the file named by
+    ``LITEMQ_ENCRYPTION_KEY_FILE`` (32 bytes or 64 hex digits), if set. An environment
+    variable rather than an option, so that no key path lands in shell history or ``ps``."""
+    return os.environ.get(KEY_FILE_ENV) or None
+
+
 def _open(path: str) -> Queue:
     if not Path(path).exists():
         raise _Failure(f"{path}: no such queue (the directory does not exist)")
-    return Queue(path, read_only=True)
+    return Queue(path, read_only=True, encryption_key_file=_key_file())
 
 
 class _Progress:

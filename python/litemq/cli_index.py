@@ -37,7 +37,7 @@ def check_indexes(q: Queue, out: IO[str]) -> int:
 
 
 def _cmd_add(args: argparse.Namespace, out: IO[str]) -> int:
-    from litemq.cli_common import _Progress
+    from litemq.cli_common import _key_file, _Progress
 
     progress: _Progress | None = None
 
@@ -47,7 +47,7 @@ def _cmd_add(args: argparse.Namespace, out: IO[str]) -> int:
             progress = _Progress(total, f"indexing {args.name}")
         progress.update(done)
 
-    with Queue(args.path) as q:
+    with Queue(args.path, encryption_key_file=_key_file()) as q:
         indexed = q.add_index(args.name, args.type, progress=step)
     if progress is not None:
         progress.done()

@@ -43,7 +43,9 @@ def _record(w: WorkQueueInfo) -> dict[str, object]:
 
 
 def cmd_wq(args: argparse.Namespace, out: IO[str]) -> int:
-    with Queue(args.path, read_only=True) as q:
+    from litemq.cli_common import _key_file
+
+    with Queue(args.path, read_only=True, encryption_key_file=_key_file()) as q:
         groups = q.work_queues()
     if args.name is not None:
         groups = [w for w in groups if w.name == args.name]

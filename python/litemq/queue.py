@@ -98,6 +98,16 @@ class Queue(_litemq.Queue):
       seconds, ``"12h"``): after every roll the writer runs key compaction
       (`compact`) on a background thread; ``True`` keeps tombstones a day.
       Not remembered.
+    - ``encryption_key`` (``None``): 32 bytes; encryption at rest (format 8):
+      payloads are sealed with XChaCha20-Poly1305 on the I/O thread (after
+      compression), each with a random nonce and its sequence and the queue's
+      id bound in, and the key index stores keyed hashes of keys. Chosen when
+      the queue is created: every later open (readers too) needs the same key
+      (`EncryptionError` without it, `WrongKeyError` with another one). Keys,
+      headers, topics, tags, timestamps, sizes and counts stay in clear; see
+      the README's "Encryption at rest".
+    - ``encryption_key_file`` (``None``): the key read from a file instead
+      (32 raw bytes, or 64 hex digits); not with ``encryption_key``.
 
     - ``indexes`` (``None``): secondary indexes on header fields, a dict of
       header name to ``"str"`` or ``"int"`` (``{"customer": "str"}``); each
@@ -155,6 +165,8 @@ class Queue(_litemq.Queue):
         compression_min_size: int | str | None = None,
         max_decompressed_size: int | str | None = None,
         compact: bool | timedelta | float | str | None = None,
+        encryption_key: bytes | None = None,
+        encryption_key_file: str | os.PathLike[str] | None = None,
     ) -> Self:
         if not isinstance(path, str | os.PathLike):
             raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
@@ -179,6 +191,10 @@ class Queue(_litemq.Queue):
             compression_min_size=compression_min_size,
             max_decompressed_size=max_decompressed_size,
             compact=compact,
+            encryption_key=encryption_key,
+            encryption_key_file=(
+                None if encryption_key_file is None else os.fspath(encryption_key_file)
+            ),
         )
 
     def __enter__(self) -> Self:

@@ -35,6 +35,23 @@ pub struct Metadata {
     /// uses the value here. Absent in metadata written before version 4.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub options: Option<StoredOptions>,
+    /// Encryption at rest (format 8): absent when the queue is not
+    /// encrypted. Fixed when the queue is created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encryption: Option<StoredEncryption>,
+}
+
+/// `"encryption"` in `metadata.json`: what an open checks a key against.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredEncryption {
+    /// The AEAD: `"xchacha20poly1305"`.
+    pub cipher: String,
+    /// The queue's random id (32 hex digits), bound into every sealed
+    /// record's associated data.
+    pub queue_id: String,
+    /// HMAC-SHA256 of `"litemq v8 key check"` under the key (64 hex
+    /// digits): a wrong key is told at open.
+    pub key_check: String,
 }
 
 /// Options remembered in `metadata.json` (`"options"`).

@@ -4,6 +4,7 @@
 
 pub mod compression;
 pub mod crc;
+pub mod crypto;
 pub mod data_file;
 pub mod fields;
 pub mod footer;
@@ -21,10 +22,10 @@ pub const FORMAT_VERSION: u32 = 8;
 /// files (never trimmed, no footer), version-4 files (no dense index) and
 /// version-5 files (no topic, expiry or priority fields) and version-6 files
 /// (no compressed payloads, no extension byte) and version-7 files (no
-/// holes) stay as they are; new files are version 8. Key compaction
-/// rewrites a sealed file of any version with a footer as version 8. A record with a field of a later version than the active
-/// file's is written after a roll (see [`record::FLAGS_SINCE_V6`] and
-/// [`record::FLAGS_SINCE_V7`]).
+/// encrypted payloads, no holes) stay as they are; new files are version 8.
+/// Key compaction rewrites a sealed file of any version with a footer as
+/// version 8. A record with a field of a later version than the active
+/// file's is written after a roll (see [`record::record_version`]).
 pub const OLDEST_READABLE_VERSION: u32 = 3;
 
 /// Reads a little-endian `u16` at `at`, or `None` past the end.

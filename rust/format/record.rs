@@ -11,8 +11,11 @@
 //! priority = u8, higher is served first          (flag PRIORITY, format 6)
 //! compression = codec:u8 | raw_len:u32            (flag COMPRESSED, format 7)
 //!                 the payload is compressed; raw_len is its decompressed size
-//! extension = u8 of bits: 0x01 tombstone, 0x04 hole (format 8), others
-//!             reserved, never 0                   (flag EXTENSION, format 7)
+//! extension = u8 of bits: 0x01 tombstone (format 7), 0x02 encrypted,
+//!             0x04 hole (format 8), others reserved, never 0
+//!                                                 (flag EXTENSION, format 7)
+//! encrypted = nonce:[u8; 24], after the extension byte (bit 0x02); the
+//!             payload is then ciphertext | tag:[u8; 16] (see `format::crypto`)
 //! hole     = flags 0x80 | timestamp | ext 0x04 | count:u16 | zero filler
 //!             (format 8: `count` sequences key compaction dropped)
 //! ```
@@ -25,6 +28,7 @@
 use std::borrow::Cow;
 
 use super::compression::{self, Codec, Compression, COMPRESSION_FIELD_LEN};
+use super::crypto::{QueueKey, NONCE_LEN, TAG_LEN};
 use super::{le_u16, le_u32, le_u64};
 
 /// The record has a key.
@@ -61,8 +65,15 @@ pub const EXT_HOLE: u8 = 0x04;
 pub const HOLE_RECORD_LEN: usize = RECORD_FIXED_LEN + 1 + 2;
 /// The most sequences one hole stands for.
 pub const MAX_HOLE_COUNT: u16 = u16::MAX;
+/// Extension bit (format 8): the payload is sealed (encryption at rest):
+/// a 24-byte nonce follows the extension byte, and the payload is the
+/// ciphertext followed by its 16-byte tag (see [`super::crypto`]).
+pub const EXT_ENCRYPTED: u8 = 0x02;
 /// Extension bits this version understands.
-pub const KNOWN_EXT: u8 = EXT_TOMBSTONE | EXT_HOLE;
+pub const KNOWN_EXT: u8 = EXT_TOMBSTONE | EXT_ENCRYPTED | EXT_HOLE;
+/// Extension bits format 8 introduced: such a record lands only in a file
+/// of version 8 or later (see [`record_version`]).
+pub const EXTS_SINCE_V8: u8 = EXT_ENCRYPTED | EXT_HOLE;
 /// Flags this version understands.
 pub const KNOWN_FLAGS: u8 = FLAG_KEY
     | FLAG_HEADERS
@@ -81,6 +92,21 @@ pub const FLAGS_SINCE_V6: u8 = FLAG_TOPIC | FLAG_EXPIRY | FLAG_PRIORITY;
 /// and its tombstone bit): such a record lands only in a file of version 7
 /// or later, by the same roll as [`FLAGS_SINCE_V6`].
 pub const FLAGS_SINCE_V7: u8 = FLAG_COMPRESSED | FLAG_EXTENSION;
+
+/// The oldest file version that may hold a record with these flags and
+/// extension bits: a writer rolls out of an older active file first, so a
+/// reader of an older build never meets fields it does not know.
+pub fn record_version(flags: u8, ext: u8) -> u32 {
+    if ext & EXTS_SINCE_V8 != 0 {
+        8
+    } else if flags & FLAGS_SINCE_V7 != 0 {
+        7
+    } else if flags & FLAGS_SINCE_V6 != 0 {
+        6
+    } else {
+        3
+    }
+}
 
 /// Flags byte and timestamp.
 pub const RECORD_FIXED_LEN: usize = 9;
@@ -439,7 +465,8 @@ pub struct RecordView<'a> {
     /// Offset of the payload inside the record.
     pub payload_at: usize,
     /// The payload as stored: compressed when `codec` is set (see
-    /// [`RecordView::inflate`]).
+    /// [`RecordView::inflate`]), sealed (ciphertext and tag) when
+    /// encrypted (see [`RecordView::open_payload`]).
     pub payload: &'a [u8],
 }
 
@@ -478,6 +505,40 @@ impl<'a> RecordView<'a> {
     /// ([`EXT_HOLE`]). Readers skip it.
     pub fn is_hole(&self) -> bool {
         self.ext & EXT_HOLE != 0
+    }
+    /// The payload is sealed (encryption at rest, format 8).
+    pub fn is_encrypted(&self) -> bool {
+        self.ext & EXT_ENCRYPTED != 0
+    }
+    /// The payload as the appender gave it, from `record` (the bytes this
+    /// view was decoded from) of message `seq`: opened with `key` when it
+    /// is sealed, then decompressed (at most `limit` bytes) when it is
+    /// compressed; borrowed when stored as is. The error says what failed:
+    /// no key for a sealed payload, failed authentication, a bad stream.
+    pub fn open_payload(
+        &self,
+        record: &'a [u8],
+        seq: u64,
+        key: Option<&QueueKey>,
+        limit: usize,
+    ) -> Result<Cow<'a, [u8]>, String> {
+        if !self.is_encrypted() {
+            return self.inflate(limit);
+        }
+        let key = key.ok_or("the payload is encrypted and no encryption key was given")?;
+        let nonce_at = self.payload_at - NONCE_LEN;
+        let plain = key.open(
+            seq,
+            &record[..nonce_at],
+            &record[nonce_at..self.payload_at],
+            self.payload,
+        )?;
+        match self.codec {
+            None => Ok(Cow::Owned(plain)),
+            Some(c) => {
+                compression::decompress(c, &plain, self.raw_len as usize, limit).map(Cow::Owned)
+            }
+        }
     }
     /// The payload as the appender gave it: borrowed when stored as is,
     /// decompressed (at most `limit` bytes) when compressed. The error says
@@ -615,6 +676,45 @@ pub fn seqs_of(record: &[u8]) -> u64 {
     }
 }
 
+/// Seals the payload of the record an appender encoded (`flags`, `body`)
+/// for message `seq` written at `timestamp`: appends the sealed body to
+/// `out` (the fields, the extension byte with [`EXT_ENCRYPTED`], the nonce,
+/// then ciphertext and tag) and returns its flags (with
+/// [`FLAG_EXTENSION`]) and extension byte. A tombstone has no payload and
+/// is left as it is.
+/// The writer calls this where the sequence is known (the I/O thread).
+pub fn seal_body(
+    key: &QueueKey,
+    seq: u64,
+    flags: u8,
+    timestamp: u64,
+    body: &[u8],
+    out: &mut Vec<u8>,
+) -> (u8, u8) {
+    let mut rec = Vec::with_capacity(RECORD_FIXED_LEN + body.len());
+    encode_into(&mut rec, flags, timestamp, body);
+    let view = decode(&rec).expect("the appender encoded a valid record");
+    if view.is_tombstone() {
+        out.extend_from_slice(body);
+        return (flags, view.ext);
+    }
+    let sealed_flags = flags | FLAG_EXTENSION;
+    let fields_end = view.payload_at - usize::from(flags & FLAG_EXTENSION != 0);
+    let mut head = Vec::with_capacity(fields_end + 1);
+    head.push(sealed_flags);
+    head.extend_from_slice(&rec[1..fields_end]);
+    head.push(view.ext | EXT_ENCRYPTED);
+    out.extend_from_slice(&head[RECORD_FIXED_LEN..]);
+    key.seal_into(seq, &head, view.payload, out);
+    (sealed_flags, view.ext | EXT_ENCRYPTED)
+}
+
+/// Bytes [`seal_body`] adds to a record body with `flags` that is not a
+/// tombstone: nonce and tag, plus the extension byte when it had none.
+pub fn sealed_growth(flags: u8) -> usize {
+    super::crypto::SEAL_OVERHEAD + usize::from(flags & FLAG_EXTENSION == 0)
+}
+
 /// Appends a record: `flags`, `timestamp` (µs since the Unix epoch) and the
 /// `body` (see [`Record::encode_body`]). The inverse is [`decode`].
 pub fn encode_into(out: &mut Vec<u8>, flags: u8, timestamp: u64, body: &[u8]) {
@@ -720,6 +820,15 @@ pub fn decode(record: &[u8]) -> Result<RecordView<'_>, &'static str> {
             return Err("record uses extension bits this version does not support");
         }
         at += 1;
+    }
+    if ext & EXT_ENCRYPTED != 0 {
+        if ext & EXT_TOMBSTONE != 0 {
+            return Err("an encrypted tombstone");
+        }
+        at += NONCE_LEN;
+        if record.len() < at + TAG_LEN {
+            return Err("encrypted payload shorter than its nonce and tag");
+        }
     }
     if ext & EXT_TOMBSTONE != 0 && (flags & FLAG_KEY == 0 || at != record.len()) {
         return Err("tombstone without a key, or with a payload");
@@ -935,7 +1044,7 @@ mod tests {
         let mut head = vec![FLAG_KEY | FLAG_EXTENSION];
         head.extend([0; 8]); // timestamp
         head.extend([1, 0, b'k']); // key
-        for tail in [&[0u8][..], &[0x02], &[EXT_TOMBSTONE, b'x']] {
+        for tail in [&[0u8][..], &[0x08], &[EXT_TOMBSTONE, b'x']] {
             let bad = [&head[..], tail].concat();
             assert!(decode(&bad).is_err(), "{tail:?}");
         }
@@ -968,6 +1077,52 @@ mod tests {
         let mut both = h;
         both[9] = EXT_HOLE | EXT_TOMBSTONE;
         assert!(decode(&both).is_err());
+    }
+
+    #[test]
+    fn sealed_records_round_trip_and_bind_their_fields() {
+        let key = QueueKey::new(&[3; 32], [4; 16]);
+        for r in [
+            Record::new(b"secret payload"),
+            Record {
+                key: Some(b"k"),
+                priority: 2,
+                ..Record::new(b"")
+            },
+        ] {
+            let mut body = Vec::new();
+            r.encode_body(&mut body);
+            let mut sealed = Vec::new();
+            let (flags, ext) = seal_body(&key, 42, r.flags(), 7, &body, &mut sealed);
+            assert_eq!(ext, EXT_ENCRYPTED);
+            assert_eq!(flags, r.flags() | FLAG_EXTENSION);
+            assert_eq!(sealed.len(), body.len() + sealed_growth(r.flags()));
+            let mut rec = Vec::new();
+            encode_into(&mut rec, flags, 7, &sealed);
+            let v = decode(&rec).unwrap();
+            assert!(v.is_encrypted() && !v.is_tombstone());
+            assert_eq!(v.key, r.key);
+            assert_eq!(record_version(v.flags, v.ext), 8);
+            assert_eq!(
+                v.open_payload(&rec, 42, Some(&key), 1 << 20).unwrap(),
+                r.payload
+            );
+            assert!(v.open_payload(&rec, 43, Some(&key), 1 << 20).is_err());
+            assert!(v.open_payload(&rec, 42, None, 1 << 20).is_err());
+            // The timestamp is bound in too.
+            let mut moved = rec.clone();
+            moved[1] ^= 1;
+            let v = decode(&moved).unwrap();
+            assert!(v.open_payload(&moved, 42, Some(&key), 1 << 20).is_err());
+        }
+        // Too short for nonce and tag; an encrypted tombstone.
+        let mut head = vec![FLAG_EXTENSION];
+        head.extend([0; 8]);
+        head.push(EXT_ENCRYPTED);
+        assert!(decode(&[&head[..], &[0; 39]].concat()).is_err());
+        assert!(decode(&[&head[..], &[0; 40]].concat()).is_ok());
+        head[9] |= EXT_TOMBSTONE;
+        assert!(decode(&[&head[..], &[0; 40]].concat()).is_err());
     }
 
     #[test]

@@ -64,7 +64,7 @@ pub(crate) fn _sealed_summary<'py>(
 /// file given as bytes, checked as by `_sealed_summary`, as the column
 /// dict of `Queue._read_batch`.
 #[pyfunction]
-#[pyo3(signature = (data, name, start, end, max_rows, columns=None, raw=false))]
+#[pyo3(signature = (data, name, start, end, max_rows, columns=None, raw=false, unlock=None))]
 #[expect(
     clippy::too_many_arguments,
     reason = "mirrors the Python caller's arguments"
@@ -78,13 +78,16 @@ pub(crate) fn _decode_sealed<'py>(
     max_rows: usize,
     columns: Option<Vec<String>>,
     raw: bool,
+    unlock: Option<(Vec<u8>, Option<Vec<u8>>)>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let b = bytes_arg(data, "data")?;
     let s = b.as_slice();
     let path = Path::new(name);
     let cols = super::batch::column_set(columns, raw)?;
+    let qkey = queue_key(path, unlock)?;
+    let qkey = qkey.as_ref();
     let c = exit::detach(py, || {
-        archived::read_sealed(s, path, start, end, max_rows, cols)
+        archived::read_sealed(s, path, start, end, max_rows, cols, qkey)
     })?;
     let d = PyDict::new(py);
     super::batch::fill_columns(&d, c)?;
@@ -97,7 +100,7 @@ pub(crate) fn _decode_sealed<'py>(
 /// `Queue._read_batch`, plus `next_offset` (the file offset after the last
 /// frame read; fewer rows than asked only when a column reached 2 GiB).
 #[pyfunction]
-#[pyo3(signature = (data, name, offset, first_seq, rows, columns=None, raw=false))]
+#[pyo3(signature = (data, name, offset, first_seq, rows, columns=None, raw=false, unlock=None))]
 #[expect(
     clippy::too_many_arguments,
     reason = "mirrors the Python caller's arguments"
@@ -111,18 +114,56 @@ pub(crate) fn _decode_frames<'py>(
     rows: usize,
     columns: Option<Vec<String>>,
     raw: bool,
+    unlock: Option<(Vec<u8>, Option<Vec<u8>>)>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let b = bytes_arg(data, "data")?;
     let s = b.as_slice();
     let path = Path::new(name);
     let cols = super::batch::column_set(columns, raw)?;
+    let qkey = queue_key(path, unlock)?;
+    let qkey = qkey.as_ref();
     let (c, next) = exit::detach(py, || {
-        archived::read_frames(s, path, offset, first_seq, rows, cols)
+        archived::read_frames(s, path, offset, first_seq, rows, cols, qkey)
     })?;
     let d = PyDict::new(py);
     super::batch::fill_columns(&d, c)?;
     d.set_item("next_offset", next)?;
     Ok(d)
+}
+
+/// The key of an encrypted archive: `unlock` is `(metadata.json bytes,
+/// key or None)`, checked as an open checks it (`EncryptionError`,
+/// `WrongKeyError`); `None` reads unencrypted files.
+fn queue_key(
+    path: &Path,
+    unlock: Option<(Vec<u8>, Option<Vec<u8>>)>,
+) -> PyResult<Option<crate::format::crypto::QueueKey>> {
+    let Some((meta, key)) = unlock else {
+        return Ok(None);
+    };
+    let meta: crate::format::metadata::Metadata = serde_json::from_slice(&meta).map_err(|e| {
+        crate::Error::corrupted(path, 0, None, format!("metadata.json does not parse: {e}"))
+    })?;
+    let key = match key {
+        Some(k) => Some(crate::config::EncryptionKey(k.try_into().map_err(
+            |_| super::errors::config_error("encryption_key must be 32 bytes"),
+        )?)),
+        None => None,
+    };
+    Ok(crate::queue::check_key(path, key.as_ref(), &meta)?)
+}
+
+/// Checks an archive's `metadata.json` against the key given (None: no
+/// key), as opening its queue would: EncryptionError or WrongKeyError
+/// naming `name`. True when the archive is encrypted.
+#[pyfunction]
+#[pyo3(signature = (metadata, key, name))]
+pub(crate) fn _check_archive_key(
+    metadata: Vec<u8>,
+    key: Option<Vec<u8>>,
+    name: &str,
+) -> PyResult<bool> {
+    Ok(queue_key(Path::new(name), Some((metadata, key)))?.is_some())
 }
 
 /// The frame offset a dense-index entry `word` gives for message `seq` of

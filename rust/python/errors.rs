@@ -13,6 +13,9 @@
 //! ├── NotFoundError             also an IndexError; .seq .first .next
 //! │   └── CompactedError        .seq: key compaction dropped that message (a hole)
 //! ├── ForkedError
+//! ├── EncryptionError           .file: encrypted queue without its key, or a
+//! │   │                         key for a queue created without encryption
+//! │   └── WrongKeyError         .file: the key is not the queue's
 //! └── InternalError             a bug: a thread of the engine panicked
 //! ```
 //! I/O failures are not in the tree: they become `OSError` built from
@@ -44,6 +47,8 @@ struct Types {
     maybe_stored: Py<PyType>,
     compacted: Py<PyType>,
     internal: Py<PyType>,
+    encryption: Py<PyType>,
+    wrong_key: Py<PyType>,
 }
 
 static TYPES: PyOnceLock<Types> = PyOnceLock::new();
@@ -93,6 +98,15 @@ fn create(py: Python<'_>) -> PyResult<Types> {
          Attributes: seq (int), first (int), next (int): the queue holds [first, next).",
         &["seq", "first", "next"],
     )?;
+    let encryption = new_type(
+        py,
+        "EncryptionError",
+        &[b],
+        "Encryption at rest: the queue is encrypted and no encryption_key was\n\
+         given, or a key was given for a queue created without encryption.\n\n\
+         Attribute: file (str): the queue's directory.",
+        &["file"],
+    )?;
     Ok(Types {
         compacted: new_type(
             py,
@@ -105,6 +119,16 @@ fn create(py: Python<'_>) -> PyResult<Types> {
              Attribute: seq (int); first and next are None.",
             &["seq"],
         )?,
+        wrong_key: new_type(
+            py,
+            "WrongKeyError",
+            &[encryption.bind(py)],
+            "The encryption_key given is not the queue's (its key check value in\n\
+             metadata.json does not match); an EncryptionError.\n\n\
+             Attribute: file (str): the queue's directory.",
+            &["file"],
+        )?,
+        encryption,
         maybe_stored: new_type(
             py,
             "MaybeStoredError",
@@ -206,6 +230,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         &t.maybe_stored,
         &t.compacted,
         &t.internal,
+        &t.encryption,
+        &t.wrong_key,
     ] {
         let class = class.bind(py);
         m.add(class.name()?, class)?;
@@ -381,6 +407,24 @@ pub(crate) fn to_pyerr(py: Python<'_>, err: &Error) -> PyErr {
         }
         Error::Forked => raise(py, &t.forked, message, &[]),
         Error::Internal(_) => raise(py, &t.internal, message, &[]),
+        Error::Encryption { path, .. } => raise(
+            py,
+            &t.encryption,
+            message,
+            &[(
+                "file",
+                path_str(path).into_pyobject(py).expect("str").into_any(),
+            )],
+        ),
+        Error::WrongKey { path } => raise(
+            py,
+            &t.wrong_key,
+            message,
+            &[(
+                "file",
+                path_str(path).into_pyobject(py).expect("str").into_any(),
+            )],
+        ),
     }
 }
 

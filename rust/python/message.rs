@@ -148,12 +148,14 @@ impl Message {
             )?,
             // A compressed payload was decompressed into a copy: the view
             // is of that copy, not of the file.
-            view: match m.codec() {
-                None => Some((m.mapping().clone(), m.payload_range())),
-                Some(_) => None,
+            // An encrypted one was opened into a copy too.
+            view: match (m.codec(), m.is_encrypted()) {
+                (None, false) => Some((m.mapping().clone(), m.payload_range())),
+                _ => None,
             },
             frame_at: crate::format::position::decode(m.position()).1,
-            file: m.codec().map(|_| m.mapping().path().display().to_string()),
+            file: (m.codec().is_some() || m.is_encrypted())
+                .then(|| m.mapping().path().display().to_string()),
             codec: m.codec(),
             tombstone: m.is_tombstone(),
         })

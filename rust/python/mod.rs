@@ -60,6 +60,7 @@ fn litemq_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(archive::_crc64, m)?)?;
     m.add_function(wrap_pyfunction!(archive::_sealed_summary, m)?)?;
     m.add_function(wrap_pyfunction!(archive::_decode_sealed, m)?)?;
+    m.add_function(wrap_pyfunction!(archive::_check_archive_key, m)?)?;
     m.add_function(wrap_pyfunction!(archive::_decode_frames, m)?)?;
     m.add_function(wrap_pyfunction!(archive::_dense_offset, m)?)?;
     m.add_function(wrap_pyfunction!(_crc32c, m)?)?;

@@ -963,3 +963,52 @@ pub(crate) fn compression(
     c.validate().map_err(config_error)?;
     Ok(Some(c))
 }
+
+/// The `encryption_key=` / `encryption_key_file=` options: 32 bytes given
+/// as a bytes-like object, or read from a file holding the 32 raw bytes or
+/// 64 hex digits (surrounding white space ignored). Both at once, or a key
+/// of another length, is a `ConfigError`.
+pub(crate) fn encryption_key(
+    key: Option<&Bound<'_, PyAny>>,
+    file: Option<std::path::PathBuf>,
+) -> PyResult<Option<[u8; 32]>> {
+    let bytes = match (key, file) {
+        (Some(_), Some(_)) => {
+            return Err(config_error(
+                "give encryption_key or encryption_key_file, not both",
+            ))
+        }
+        (None, None) => return Ok(None),
+        (Some(k), None) => super::buffer::bytes_arg(k, "encryption_key")
+            .map_err(|_| PyTypeError::new_err("encryption_key must be bytes-like (32 bytes)"))?
+            .as_slice()
+            .to_vec(),
+        (None, Some(path)) => {
+            let raw = std::fs::read(&path).map_err(|e| {
+                pyo3::exceptions::PyOSError::new_err((
+                    e.raw_os_error().unwrap_or(0),
+                    e.to_string(),
+                    path.display().to_string(),
+                ))
+            })?;
+            if raw.len() == 32 {
+                raw
+            } else {
+                std::str::from_utf8(&raw)
+                    .ok()
+                    .and_then(|t| crate::format::crypto::from_hex(t.trim()))
+                    .ok_or_else(|| {
+                        config_error(format!(
+                            "encryption_key_file {} must hold 32 bytes or 64 hex digits",
+                            path.display()
+                        ))
+                    })?
+            }
+        }
+    };
+    let n = bytes.len();
+    bytes
+        .try_into()
+        .map(Some)
+        .map_err(|_| config_error(format!("encryption_key must be 32 bytes, not {n}")))
+}

@@ -221,6 +221,7 @@ impl Queue {
         key_index=None, retention=None, multi_writer=None, indexes=None, compression=None,
         compression_level=None, compression_min_size=None, max_decompressed_size=None,
         compact=None,
+        encryption_key=None, encryption_key_file=None,
     ))]
     #[expect(
         clippy::too_many_arguments,
@@ -246,6 +247,8 @@ impl Queue {
         compression_min_size: Option<&Bound<'_, PyAny>>,
         max_decompressed_size: Option<&Bound<'_, PyAny>>,
         compact: Option<&Bound<'_, PyAny>>,
+        encryption_key: Option<&Bound<'_, PyAny>>,
+        encryption_key_file: Option<PathBuf>,
     ) -> PyResult<Self> {
         // Every option is parsed (options.rs) before anything is opened.
         let flag = |obj: Option<&Bound<'_, PyAny>>, what| {
@@ -326,6 +329,9 @@ impl Queue {
         if let Some(n) = max_decompressed_size {
             let n = options::size_in(n, "max_decompressed_size", 1, usize::MAX as u64)?;
             builder = builder.max_decompressed_size(n as usize);
+        }
+        if let Some(key) = options::encryption_key(encryption_key, encryption_key_file)? {
+            builder = builder.encryption_key(Some(key));
         }
         if let Some(indexes) = indexes.filter(|i| !i.is_none()) {
             for def in fields::indexes_arg(indexes)? {
@@ -549,7 +555,7 @@ impl Queue {
         options.dead_letter = match dead_letter {
             None => None,
             Some(obj) if obj.is_none() => None,
-            Some(obj) => Some(dead_letter_arg(py, obj)?),
+            Some(obj) => Some(dead_letter_arg(py, obj, self.queue()?.encryption_key())?),
         };
         let queue = &core.queue;
         let wq = exit::detach(py, || queue.work_queue(name, options))?;
@@ -1086,19 +1092,25 @@ pub(crate) fn writer_pid(path: PathBuf) -> Option<u32> {
 
 /// Rebuilds every key-index file of the queue at `path` from its data
 /// files (takes the writer lock). `progress(seq)` is called as the scan
-/// passes sequences. Returns the number of keys indexed.
+/// passes sequences. An encrypted queue needs its key (`encryption_key` or
+/// `encryption_key_file`, as for `Queue`). Returns the number of keys indexed.
 ///
 /// >>> litemq._litemq.reindex("/tmp/orders")
 /// 1200
 #[pyfunction]
-#[pyo3(signature = (path, progress=None, slots=None, items=None))]
+#[pyo3(signature = (
+    path, progress=None, slots=None, items=None, encryption_key=None, encryption_key_file=None
+))]
 pub(crate) fn reindex(
     py: Python<'_>,
     path: PathBuf,
     progress: Option<Py<PyAny>>,
     slots: Option<u32>,
     items: Option<u32>,
+    encryption_key: Option<&Bound<'_, PyAny>>,
+    encryption_key_file: Option<PathBuf>,
 ) -> PyResult<u64> {
+    let key = options::encryption_key(encryption_key, encryption_key_file)?;
     let mut config = KeyIndexConfig::default();
     if let Some(n) = slots {
         config.slots = n;
@@ -1116,7 +1128,9 @@ pub(crate) fn reindex(
             });
         }
     };
-    let keys = exit::detach(py, || crate::reindex(&path, config, &mut report));
+    let keys = exit::detach(py, || {
+        crate::queue::reindex_with_key(&path, config, key, &mut report)
+    });
     if let Some(e) = failed {
         return Err(e);
     }
@@ -1124,8 +1138,13 @@ pub(crate) fn reindex(
 }
 
 /// Where dead-lettered jobs go: a directory (opened as a queue for several
-/// writer processes) or an open `litemq.Queue` (its appender).
-fn dead_letter_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<DeadLetterSink> {
+/// writer processes, with the source queue's encryption `key` if it has
+/// one) or an open `litemq.Queue` (its appender).
+fn dead_letter_arg(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    key: Option<[u8; 32]>,
+) -> PyResult<DeadLetterSink> {
     if let Ok(q) = obj.cast::<Queue>() {
         let appender = q.get().open_queue()?.appender()?;
         return Ok(Arc::new(move |record: &crate::Record<'_>| {
@@ -1136,5 +1155,7 @@ fn dead_letter_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<DeadLette
     let path: PathBuf = obj
         .extract()
         .map_err(|_| PyTypeError::new_err("dead_letter must be None, a path or a litemq.Queue"))?;
-    Ok(exit::detach(py, || crate::Queue::dead_letter_sink(&path))?)
+    Ok(exit::detach(py, || {
+        crate::Queue::dead_letter_sink_with_key(&path, key)
+    })?)
 }

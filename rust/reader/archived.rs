@@ -16,6 +16,7 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::format::compression::DEFAULT_MAX_DECOMPRESSED;
+use crate::format::crypto::QueueKey;
 use crate::format::footer::Footer;
 use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN, END_OF_FILE};
 use crate::format::header::DataHeader;
@@ -153,7 +154,9 @@ pub fn summarize(file: &[u8], path: &Path) -> Result<SealedSummary> {
 /// `max_rows` (fewer when a column would pass 2 GiB: read on from the
 /// sequence after the last row). The file is checked as by [`summarize`]
 /// first; its frames are then trusted (a version-4 file's `frames_crc`
-/// covered them, a version-3 file's frames were each checked).
+/// covered them, a version-3 file's frames were each checked). Sealed
+/// payloads (encryption at rest) are opened with `key`; without it, or when
+/// one fails authentication, [`Error::Corrupted`].
 pub fn read_sealed(
     file: &[u8],
     path: &Path,
@@ -161,6 +164,7 @@ pub fn read_sealed(
     end: u64,
     max_rows: usize,
     cols: ColumnSet,
+    key: Option<&QueueKey>,
 ) -> Result<Columns> {
     let s = summarize(file, path)?;
     let start = start.max(s.first_seq);
@@ -185,12 +189,13 @@ pub fn read_sealed(
             ));
         };
         // A hole (key compaction) stands for several sequences and has no row.
-        let seqs = record::seqs_of(&file[at + 4..record_end]);
-        if seq >= start && seqs == 1 && !record::is_hole_record(&file[at + 4..record_end]) {
-            let rec = record::decode(&file[at + 4..record_end])
-                .map_err(|r| corrupted(path, at as u64, Some(seq), r))?;
+        let bytes = &file[at + 4..record_end];
+        let seqs = record::seqs_of(bytes);
+        if seq >= start && seqs == 1 && !record::is_hole_record(bytes) {
+            let rec =
+                record::decode(bytes).map_err(|r| corrupted(path, at as u64, Some(seq), r))?;
             let payload = rec
-                .inflate(DEFAULT_MAX_DECOMPRESSED)
+                .open_payload(bytes, seq, key, DEFAULT_MAX_DECOMPRESSED)
                 .map_err(|r| corrupted(path, at as u64, Some(seq), r))?;
             let payload = if cols.raw { rec.payload } else { &payload[..] };
             if !out.push(seq, &rec, payload, want, cols) {
@@ -213,6 +218,7 @@ pub fn read_sealed(
 /// fewer than `rows` whole frames in `buf` is an error. Stops early (fewer
 /// rows, `next_offset` says where to go on) only when a column would pass
 /// 2 GiB. Returns the columns and the file offset after the last frame read.
+/// Sealed payloads are opened with `key`, as in [`read_sealed`].
 pub fn read_frames(
     buf: &[u8],
     path: &Path,
@@ -220,6 +226,7 @@ pub fn read_frames(
     first_seq: u64,
     rows: usize,
     cols: ColumnSet,
+    key: Option<&QueueKey>,
 ) -> Result<(Columns, u64)> {
     let mut out = Columns::empty(rows.min(1 << 20), cols);
     let mut at = 0usize;
@@ -238,15 +245,15 @@ pub fn read_frames(
         })?;
         match frame::decode(buf, at, len) {
             Ok(FrameAt::Frame { record_len, next }) => {
-                let rec = record::decode(&buf[at + 4..at + 4 + record_len])
-                    .map_err(|r| corrupted(path, here, Some(seq), r))?;
+                let bytes = &buf[at + 4..at + 4 + record_len];
+                let rec = record::decode(bytes).map_err(|r| corrupted(path, here, Some(seq), r))?;
                 if rec.is_hole() {
-                    seq += record::seqs_of(&buf[at + 4..at + 4 + record_len]);
+                    seq += record::seqs_of(bytes);
                     at = next;
                     continue;
                 }
                 let payload = rec
-                    .inflate(DEFAULT_MAX_DECOMPRESSED)
+                    .open_payload(bytes, seq, key, DEFAULT_MAX_DECOMPRESSED)
                     .map_err(|r| corrupted(path, here, Some(seq), r))?;
                 let payload = if cols.raw { rec.payload } else { &payload[..] };
                 if !out.push(seq, &rec, payload, rows, cols) {
@@ -279,9 +286,9 @@ mod tests {
         let p = Path::new("x.data");
         assert!(summarize(&[], p).is_err());
         assert!(summarize(&[0u8; 9000], p).is_err());
-        assert!(read_frames(&[1, 0, 0, 0], p, 4096, 0, 1, ColumnSet::ALL).is_err());
-        assert!(read_frames(&[0; 16], p, 4096, 0, 1, ColumnSet::ALL).is_err());
-        let (c, next) = read_frames(&[], p, 4096, 0, 0, ColumnSet::ALL).unwrap();
+        assert!(read_frames(&[1, 0, 0, 0], p, 4096, 0, 1, ColumnSet::ALL, None).is_err());
+        assert!(read_frames(&[0; 16], p, 4096, 0, 1, ColumnSet::ALL, None).is_err());
+        let (c, next) = read_frames(&[], p, 4096, 0, 0, ColumnSet::ALL, None).unwrap();
         assert_eq!((c.rows, next), (0, 4096));
     }
 }

@@ -41,6 +41,8 @@ pub struct Catalog {
     /// Mappings of sealed files shared by this handle's tailers, least
     /// recently used first (see [`Catalog::map_file`]).
     mapped: Mutex<Vec<(FileId, Arc<Mapping>)>>,
+    /// The queue's encryption key (encryption at rest), set once at open.
+    key: std::sync::OnceLock<Arc<crate::format::crypto::QueueKey>>,
 }
 
 /// Sealed files whose mappings a handle keeps for its tailers.
@@ -105,6 +107,7 @@ impl Catalog {
             verified: Default::default(),
             max_decompressed: AtomicUsize::new(DEFAULT_MAX_DECOMPRESSED),
             mapped: Mutex::new(Vec::new()),
+            key: std::sync::OnceLock::new(),
         };
         c.refresh()?;
         Ok(c)
@@ -113,6 +116,18 @@ impl Catalog {
     /// Sets the largest payload this handle's tailers decompress.
     pub fn set_max_decompressed(&self, bytes: usize) {
         self.max_decompressed.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Sets the queue's encryption key: its tailers open sealed payloads
+    /// with it, its writer seals with it. Set once, at open (a second call
+    /// is ignored).
+    pub fn set_key(&self, key: Arc<crate::format::crypto::QueueKey>) {
+        let _ = self.key.set(key);
+    }
+
+    /// The queue's encryption key, if it is encrypted.
+    pub fn key(&self) -> Option<Arc<crate::format::crypto::QueueKey>> {
+        self.key.get().cloned()
     }
 
     /// The largest payload this handle's tailers decompress.

@@ -21,10 +21,15 @@ pub fn index_keys_from(
     let mut t = Tailer::new(catalog.clone(), WaitStrategy::Default);
     t.seek_position(from)?;
     let mut keys = 0;
+    // An encrypted queue's index holds keyed hashes (see `format::crypto`).
+    let hasher = catalog.key();
     while let Some(m) = t.read_next()? {
         if let Some(key) = m.key {
             if m.position() >= from {
-                writer.add(key, m.position(), m.timestamp)?;
+                match &hasher {
+                    Some(k) => writer.add(&k.index_key(key), m.position(), m.timestamp)?,
+                    None => writer.add(key, m.position(), m.timestamp)?,
+                }
                 keys += 1;
             }
         }

@@ -118,6 +118,11 @@ impl<'a> Message<'a> {
     pub fn codec(&self) -> Option<Codec> {
         self.view.codec
     }
+    /// The payload was stored encrypted (the payload here is always the
+    /// opened one).
+    pub fn is_encrypted(&self) -> bool {
+        self.view.is_encrypted()
+    }
     /// The message is a tombstone: its key's value was deleted.
     pub fn is_tombstone(&self) -> bool {
         self.view.is_tombstone()
@@ -1452,8 +1457,8 @@ impl Tailer {
             let Ok(view) = record::decode(&file[at + 4..record_end]) else {
                 break;
             };
-            if view.codec.is_some() || view.ext & record::EXT_HOLE != 0 {
-                break; // read_next decompresses it, or steps over the hole
+            if view.codec.is_some() || view.is_encrypted() || view.is_hole() {
+                break; // read_next opens and decompresses it, or steps over the hole
             }
             let m = Message {
                 seq: seq0 + n as u64,
@@ -1538,9 +1543,10 @@ impl Tailer {
         }
     }
 
-    /// The message at `loc`, its payload decompressed first when it is
-    /// compressed (into `inflated`, bounded by the catalog's limit). A
-    /// payload that does not decompress is [`Error::Corrupted`], with the
+    /// The message at `loc`, its payload opened first when it is sealed
+    /// (with the catalog's key) and decompressed when it is compressed
+    /// (into `inflated`, bounded by the catalog's limit). A payload that
+    /// fails authentication or does not decompress is [`Error::Corrupted`], with the
     /// tailer left at that message (so [`Tailer::skip_damaged`] steps over it).
     #[inline]
     fn deliver(&mut self, loc: Located) -> Result<Option<Message<'_>>> {
@@ -1548,11 +1554,17 @@ impl Tailer {
         let rec = &c.map.as_slice()[loc.record_at..loc.record_at + loc.record_len];
         if rec
             .first()
-            .is_some_and(|f| f & record::FLAG_COMPRESSED != 0)
+            .is_some_and(|f| f & (record::FLAG_COMPRESSED | record::FLAG_EXTENSION) != 0)
         {
-            let inflated = record::decode(rec)
-                .map_err(str::to_owned)
-                .and_then(|view| view.inflate(self.catalog.max_decompressed()));
+            let key = self.catalog.key();
+            let inflated = record::decode(rec).map_err(str::to_owned).and_then(|view| {
+                view.open_payload(
+                    rec,
+                    loc.seq,
+                    key.as_deref(),
+                    self.catalog.max_decompressed(),
+                )
+            });
             match inflated {
                 Ok(payload) => {
                     self.inflated.clear();
@@ -1595,8 +1607,9 @@ impl Tailer {
                 ))
             }
         };
-        // `deliver` decompressed a compressed payload into `inflated`.
-        let payload = if view.codec.is_some() {
+        // `deliver` opened a sealed payload and decompressed a compressed
+        // one into `inflated`.
+        let payload = if view.codec.is_some() || view.is_encrypted() {
             &self.inflated[..]
         } else {
             view.payload

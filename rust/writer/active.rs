@@ -10,7 +10,7 @@ use crate::format::crc::crc64;
 use crate::format::footer::{trimmed_len, Footer, CONTENT_TOPICS, FOOTER_LEN};
 use crate::format::frame::{self, frame_size, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
 use crate::format::header::{DataHeader, IndexHeader};
-use crate::format::record::{self, FLAGS_SINCE_V6, FLAGS_SINCE_V7, FLAG_TOPIC};
+use crate::format::record::{self, FLAG_TOPIC};
 use crate::format::{data_file, position};
 use crate::index::dense::{self, DenseHeader, DenseIndexWriter, DENSE_SINCE_VERSION};
 use crate::index::sparse::{self, Entry, SparseIndexWriter};
@@ -192,10 +192,12 @@ impl ActiveFile {
         self.next_seq - self.header.first_seq
     }
 
-    /// True when a frame with a `record_len`-byte record must go to a new file.
+    /// True when a frame with a `record_len`-byte record (with `flags` and
+    /// extension bits `ext`) must go to a new file.
     pub fn must_roll(
         &self,
         flags: u8,
+        ext: u8,
         record_len: usize,
         timestamp: u64,
         roll: &RollLimits,
@@ -204,9 +206,7 @@ impl ActiveFile {
         if end + reserved_tail(self.header.version) > self.map.len() {
             return true; // no room for the frame, an end-of-file marker and the footer
         }
-        if flags & FLAGS_SINCE_V6 != 0 && self.header.version < 6
-            || flags & FLAGS_SINCE_V7 != 0 && self.header.version < 7
-        {
+        if record::record_version(flags, ext) > self.header.version {
             return true; // an older file never holds fields its readers do not know
         }
         if self.count() == 0 {

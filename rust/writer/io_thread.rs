@@ -158,6 +158,8 @@ pub struct IoThread {
     failed: Option<Error>,
     /// Appenders write while this thread sleeps (see `run`).
     direct: bool,
+    /// Reused buffer for a sealed record body (encryption at rest).
+    sealed: Vec<u8>,
 }
 
 impl IoThread {
@@ -219,6 +221,7 @@ impl IoThread {
             after_roll,
             failed: None,
             direct: false,
+            sealed: Vec::new(),
         }
     }
 
@@ -299,13 +302,18 @@ impl IoThread {
             return false;
         }
         let (flags, len) = bundle.entries[0];
+        // Sealed, the record is longer and needs a version-8 file; a
+        // tombstone is never sealed but counted as if (a roll at most early).
+        let (flags, ext, len) = match self.catalog.key() {
+            Some(_) => (
+                flags | record::FLAG_EXTENSION,
+                record::EXT_ENCRYPTED,
+                len as usize + record::sealed_growth(flags),
+            ),
+            None => (flags, 0, len as usize),
+        };
         self.active.as_ref().is_some_and(|a| {
-            !a.must_roll(
-                flags,
-                RECORD_FIXED_LEN + len as usize,
-                self.last_ts,
-                &self.roll,
-            )
+            !a.must_roll(flags, ext, RECORD_FIXED_LEN + len, self.last_ts, &self.roll)
         })
     }
 
@@ -437,10 +445,30 @@ impl IoThread {
     }
 
     fn write(&mut self, flags: u8, ts: u64, body: &[u8]) -> Result<()> {
+        // Encryption at rest: sealed here, where the sequence is known in
+        // every mode (with several writer processes, only under the append
+        // lock), since it is bound into the associated data.
+        let mut sealed = std::mem::take(&mut self.sealed);
+        let (flags, ext, body) = match self.catalog.key() {
+            Some(key) => {
+                sealed.clear();
+                let (f, ext) = record::seal_body(&key, self.next_seq, flags, ts, body, &mut sealed);
+                (f, ext, &sealed[..])
+            }
+            // Appenders write no extension bit newer than format 7, whose
+            // extension flag already asks for a version-7 file.
+            None => (flags, 0, body),
+        };
+        let wrote = self.write_record(flags, ext, ts, body);
+        self.sealed = sealed;
+        wrote
+    }
+
+    fn write_record(&mut self, flags: u8, ext: u8, ts: u64, body: &[u8]) -> Result<()> {
         let record_len = RECORD_FIXED_LEN + body.len();
         let roll = match &self.active {
             None => true,
-            Some(a) => a.must_roll(flags, record_len, ts, &self.roll),
+            Some(a) => a.must_roll(flags, ext, record_len, ts, &self.roll),
         };
         if roll {
             self.roll(ts)?;
@@ -461,7 +489,11 @@ impl IoThread {
             // Added after the frame: the key index never gets ahead of the data.
             let key = record::key_of_body(body).expect("appender encoded the key");
             let pos = position::encode(active.header.file_number, offset as u64);
-            self.key_index.add(key, pos, ts)?;
+            match self.catalog.key() {
+                // The index holds keyed hashes: it leaks no key hashes.
+                Some(k) => self.key_index.add(&k.index_key(key), pos, ts)?,
+                None => self.key_index.add(key, pos, ts)?,
+            }
         }
         Ok(())
     }

@@ -194,3 +194,49 @@ def test_cli_verify_and_info(fixture: Path, copy: Path) -> None:
     info = json.loads(proc.stdout)
     manifest = _manifest(fixture)
     assert (info["first_seq"], info["next_seq"]) == (manifest["first_seq"], manifest["next_seq"])
+
+
+# Format 8 and later: `encrypted/` holds the same messages in an encrypted queue,
+# sealed under the fixture key, bytes 0x00..0x1f (FIXTURE_KEY in tests/rust/fixture.rs).
+FIXTURE_KEY = bytes(range(32))
+ENCRYPTED = [d for d in DIRS if (d / "encrypted").is_dir()]
+
+
+def test_the_current_fixture_has_an_encrypted_queue() -> None:
+    assert DIRS[-1] in ENCRYPTED
+
+
+@pytest.mark.parametrize("fixture_dir", ENCRYPTED, ids=[d.name for d in ENCRYPTED])
+def test_encrypted_fixture(fixture_dir: Path, tmp_path: Path) -> None:
+    manifest = _manifest(fixture_dir)
+    assert manifest["encrypted"]["key_hex"] == FIXTURE_KEY.hex()
+    committed = fixture_dir / "encrypted"
+    on_disk = {
+        p.relative_to(committed).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(committed.rglob("*"))
+        if p.is_file()
+    }
+    assert on_disk == manifest["encrypted"]["files"]
+    copy = tmp_path / "encrypted"
+    shutil.copytree(committed, copy)
+    # Nothing of a payload is on disk in clear.
+    data = b"".join(p.read_bytes() for p in copy.rglob("*.data"))
+    for want in manifest["messages"]:
+        payload = bytes.fromhex(want["payload_hex"])
+        if len(payload) >= 8 and want["compression"] is None:
+            assert payload not in data, want["seq"]
+    with pytest.raises(litemq.EncryptionError):
+        litemq.Queue(copy, read_only=True)
+    with pytest.raises(litemq.WrongKeyError):
+        litemq.Queue(copy, read_only=True, encryption_key=bytes(32))
+    with litemq.Queue(copy, read_only=True, encryption_key=FIXTURE_KEY) as q:
+        _check_queue(q, manifest)
+    with litemq.Queue(copy, encryption_key=FIXTURE_KEY, file_size=64 * 1024) as q:
+        _check_queue(q, manifest)
+        app = q.appender()
+        seq = app.append(b"after the fixture", key="customer-7")
+        app.flush()
+        (custom,) = [k for k in manifest["keys"] if k["key"] == {"text": "customer-7"}]
+        assert [m.seq for m in q.find("customer-7")] == [*custom["seqs"], seq]
+    with litemq.Queue(copy, read_only=True, encryption_key=FIXTURE_KEY) as q:
+        assert q.get(seq).payload == b"after the fixture"

@@ -44,7 +44,7 @@ fn every_message_of_every_sealed_file_reads_back() {
         let s = summarize(bytes, path).unwrap();
         assert!(s.footer);
         assert_eq!(s.first_seq, next);
-        let c = read_sealed(bytes, path, 0, u64::MAX, usize::MAX, ColumnSet::ALL).unwrap();
+        let c = read_sealed(bytes, path, 0, u64::MAX, usize::MAX, ColumnSet::ALL, None).unwrap();
         assert_eq!(c.rows as u64, s.end_seq - s.first_seq);
         for row in 0..c.rows {
             let seq = c.seq[row] as u64;
@@ -59,6 +59,7 @@ fn every_message_of_every_sealed_file_reads_back() {
             s.first_seq + 9,
             4,
             ColumnSet::ALL,
+            None,
         )
         .unwrap();
         assert_eq!(
@@ -92,6 +93,7 @@ fn a_byte_range_decodes_exactly_the_messages_asked_for() {
         s.first_seq + 5,
         7,
         ColumnSet::ALL,
+        None,
     )
     .unwrap();
     assert_eq!(c.rows, 7);
@@ -105,6 +107,7 @@ fn a_byte_range_decodes_exactly_the_messages_asked_for() {
         s.first_seq + 5,
         8,
         ColumnSet::ALL,
+        None,
     );
     assert!(matches!(e, Err(Error::Corrupted { .. })), "{e:?}");
     // A range that starts inside a frame fails its CRC (or its length).
@@ -115,6 +118,7 @@ fn a_byte_range_decodes_exactly_the_messages_asked_for() {
         5,
         2,
         ColumnSet::ALL,
+        None,
     );
     assert!(matches!(e, Err(Error::Corrupted { .. })), "{e:?}");
 }
@@ -141,7 +145,7 @@ fn damage_anywhere_in_a_sealed_file_is_corrupted_never_a_wrong_message() {
     for at in spots {
         let mut bad = bytes.clone();
         bad[at] ^= 0x20;
-        let e = read_sealed(&bad, path, 0, u64::MAX, usize::MAX, ColumnSet::ALL);
+        let e = read_sealed(&bad, path, 0, u64::MAX, usize::MAX, ColumnSet::ALL, None);
         match e {
             Err(Error::Corrupted { path: p, .. }) => assert_eq!(&p, path),
             other => panic!("a flipped bit at {at} gave {other:?}"),

@@ -39,6 +39,23 @@ use serde_json::{json, Value};
 const START_US: u64 = 1_795_305_599_000_000;
 /// Time between messages.
 const STEP_US: u64 = 200_000;
+/// Format 8: the fixture's second queue, `encrypted/`, holds the same
+/// messages sealed under this key (bytes 0x00..0x1f; `manifest.json`
+/// `encrypted.key_hex`), with this queue id and synthetic nonces
+/// (`QueueBuilder::synthetic_nonces_for_fixtures`) so its bytes are
+/// reproducible.
+const FIXTURE_KEY: [u8; 32] = {
+    let mut k = [0u8; 32];
+    let mut i = 0;
+    while i < 32 {
+        k[i] = i as u8;
+        i += 1;
+    }
+    k
+};
+const FIXTURE_QUEUE_ID: [u8; 16] = *b"litemq fixture 8";
+/// The first format version whose fixture has an `encrypted/` queue.
+const ENCRYPTED_SINCE: u64 = 8;
 
 /// A header as the generator gives it: name, value, whether it is text.
 type Header = (&'static str, Vec<u8>, bool);
@@ -213,10 +230,17 @@ fn hex(b: &[u8]) -> String {
 }
 
 /// Writes the fixture queue into `dir` (which must not exist) and returns the
-/// manifest of what it holds (everything but the file hashes).
-fn generate(dir: &Path) -> Value {
+/// manifest of what it holds (everything but the file hashes); with `key`,
+/// the queue is encrypted (format 8, see [`FIXTURE_KEY`]).
+fn generate(dir: &Path, key: Option<[u8; 32]>) -> Value {
     let clock = Arc::new(ManualClock::new(START_US));
-    let q = QueueBuilder::new(dir)
+    let mut builder = QueueBuilder::new(dir);
+    if key.is_some() {
+        builder = builder
+            .encryption_key(key)
+            .synthetic_nonces_for_fixtures(FIXTURE_QUEUE_ID);
+    }
+    let q = builder
         .file_size(64 * 1024)
         .index_interval(4)
         .roll(RollStrategy::Any(vec![
@@ -402,7 +426,7 @@ fn fixtures() -> PathBuf {
 fn current_format_fixture_is_reproduced_byte_for_byte() {
     let tmp = tempfile::tempdir().unwrap();
     let fresh = tmp.path().join("queue");
-    let mut manifest = generate(&fresh);
+    let mut manifest = generate(&fresh, None);
     let version = manifest["format_version"].as_u64().unwrap();
     let committed_dir = fixtures().join(format!("queue-v{version}"));
     assert!(
@@ -416,14 +440,26 @@ fn current_format_fixture_is_reproduced_byte_for_byte() {
         serde_json::from_slice(&std::fs::read(committed_dir.join("manifest.json")).unwrap())
             .unwrap();
     committed.as_object_mut().unwrap().remove("files");
+    let encrypted = committed.as_object_mut().unwrap().remove("encrypted");
     manifest.as_object_mut().unwrap().remove("files");
     assert_eq!(
         manifest, committed,
         "the generator's manifest changed: a fixture is frozen once committed"
     );
+    same_files(&committed_dir.join("queue"), &fresh);
+    if version >= ENCRYPTED_SINCE {
+        let encrypted = encrypted.expect("a format-8 fixture has an encrypted queue");
+        assert_eq!(encrypted["key_hex"], json!(hex(&FIXTURE_KEY)));
+        let fresh = tmp.path().join("encrypted");
+        assert_eq!(generate(&fresh, Some(FIXTURE_KEY)), manifest);
+        same_files(&committed_dir.join("encrypted"), &fresh);
+    }
+}
 
-    let want = files(&committed_dir.join("queue"));
-    let got = files(&fresh);
+/// The files under `fresh` are those under `committed`, byte for byte.
+fn same_files(committed: &Path, fresh: &Path) {
+    let want = files(committed);
+    let got = files(fresh);
     assert_eq!(
         got.keys().collect::<Vec<_>>(),
         want.keys().collect::<Vec<_>>(),
@@ -457,7 +493,15 @@ fn current_format_fixture_is_reproduced_byte_for_byte() {
 fn write_fixture() {
     let out = PathBuf::from(std::env::var("LITEMQ_FIXTURE_OUT").expect("LITEMQ_FIXTURE_OUT"));
     std::fs::create_dir_all(&out).unwrap();
-    let manifest = generate(&out.join("queue"));
+    let mut manifest = generate(&out.join("queue"), None);
+    if litemq::FORMAT_VERSION as u64 >= ENCRYPTED_SINCE {
+        // The same messages, encrypted; make_fixture.py adds the hashes.
+        assert_eq!(
+            generate(&out.join("encrypted"), Some(FIXTURE_KEY)),
+            manifest
+        );
+        manifest["encrypted"] = json!({"key_hex": hex(&FIXTURE_KEY)});
+    }
     let mut text = serde_json::to_string_pretty(&manifest).unwrap();
     text.push('\n');
     std::fs::write(out.join("manifest.json"), text).unwrap();

@@ -125,6 +125,7 @@ class ReadOptions:
     rows_per_partition: int = DEFAULT_ROWS_PER_PARTITION
     batch_rows: int = DEFAULT_BATCH_ROWS
     filter_pushdown: bool = False
+    encryption_key_file: str | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ReadOptions:
@@ -164,6 +165,7 @@ class ReadOptions:
             or DEFAULT_ROWS_PER_PARTITION,
             batch_rows=_int(options, "batchRows", minimum=1) or DEFAULT_BATCH_ROWS,
             filter_pushdown=_bool(options, "filterPushdown", False),
+            encryption_key_file=_opt(options, "encryptionKeyFile"),
         )
         if ro.start_seq is not None and ro.end_seq is not None and ro.end_seq < ro.start_seq:
             raise OptionError(f"litemq: endSeq={ro.end_seq} is before startSeq={ro.start_seq}")
@@ -183,6 +185,7 @@ class StreamReadOptions:
     max_records_per_trigger: int | None = None
     rows_per_partition: int = DEFAULT_ROWS_PER_PARTITION
     batch_rows: int = DEFAULT_BATCH_ROWS
+    encryption_key_file: str | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool = True) -> StreamReadOptions:
@@ -224,6 +227,7 @@ class StreamReadOptions:
             rows_per_partition=_int(options, "rowsPerPartition", minimum=1)
             or DEFAULT_ROWS_PER_PARTITION,
             batch_rows=_int(options, "batchRows", minimum=1) or DEFAULT_BATCH_ROWS,
+            encryption_key_file=_opt(options, "encryptionKeyFile"),
         )
 
 

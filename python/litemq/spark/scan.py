@@ -64,9 +64,12 @@ class Chunk:
     # (field, op, value) as Queue.where takes: only the messages where it holds, read through
     # the field's secondary index (pushed-down filters on a flattened column).
     query: tuple[str, str, Any] | None = None
+    key_file: str | None = None  # encryption at rest: the key file (option encryptionKeyFile)
 
 
-def field_columns(refs: Sequence[QueueRef]) -> dict[str, tuple[str, str]]:
+def field_columns(
+    refs: Sequence[QueueRef], key_file: str | None = None
+) -> dict[str, tuple[str, str]]:
     """The flattened columns of a load: column name to ``(index name, "str" | "int")``.
 
     One per secondary index that every queue of the load declares, with the same type (a
@@ -79,7 +82,7 @@ def field_columns(refs: Sequence[QueueRef]) -> dict[str, tuple[str, str]]:
         return {}
     common: dict[str, str] | None = None
     for r in refs:
-        with open_queue(r.path) as q:
+        with open_queue(r.path, key_file) as q:
             declared = dict(q.indexes)
         common = (
             declared
@@ -149,11 +152,21 @@ def _min(a: int | None, b: int | None) -> int | None:
     return b if a is None else a if b is None else min(a, b)
 
 
-def open_queue(path: str) -> Any:
-    """Open a queue for reading. Read-only handles may coexist with a live writer."""
+def open_queue(path: str, key_file: str | None = None) -> Any:
+    """Open a queue for reading. Read-only handles may coexist with a live writer. An
+    encrypted queue needs ``key_file`` (option ``encryptionKeyFile``), read where it runs."""
     import litemq
 
-    return litemq.Queue(path, read_only=True)
+    return litemq.Queue(path, read_only=True, encryption_key_file=key_file)
+
+
+def _key_bytes(key_file: str | None) -> bytes | None:
+    """The key in ``key_file`` (32 raw bytes or 64 hex digits), for archives."""
+    if key_file is None:
+        return None
+    with open(key_file, "rb") as f:
+        raw = f.read()
+    return raw if len(raw) == 32 else bytes.fromhex(raw.decode("ascii").strip())
 
 
 def queue_range(q: Any) -> tuple[int, int]:
@@ -250,6 +263,7 @@ def plan_chunks(
     bounds: Bounds,
     rows_per_partition: int,
     fields: tuple[str, ...] = (),
+    key_file: str | None = None,
 ) -> list[Chunk]:
     """The chunks a batch read needs, in queue then sequence order; each reads the
     flattened columns of ``fields``."""
@@ -260,9 +274,9 @@ def plan_chunks(
         if bounds.queues is not None and ref.name not in bounds.queues:
             continue
         if ref.archive:
-            chunks.extend(plan_archive_chunks(ref, bounds, rows_per_partition))
+            chunks.extend(plan_archive_chunks(ref, bounds, rows_per_partition, key_file))
             continue
-        with open_queue(ref.path) as q:
+        with open_queue(ref.path, key_file) as q:
             first, nxt = queue_range(q)
             lo = first if bounds.seq_lo is None else max(first, bounds.seq_lo)
             hi = nxt if bounds.seq_hi is None else min(nxt, bounds.seq_hi)
@@ -283,6 +297,7 @@ def plan_chunks(
                             topics=tuple(sorted(bounds.topics or ())),
                             fields=fields,
                             query=None if bounds.keys is not None else bounds.query,
+                            key_file=key_file,
                         )
                     )
                 continue
@@ -295,13 +310,15 @@ def plan_chunks(
             starts = file_starts(q, ref.path)
         topics = tuple(sorted(bounds.topics or ()))
         chunks.extend(
-            Chunk(ref.name, ref.path, s, e, topics=topics, fields=fields)
+            Chunk(ref.name, ref.path, s, e, topics=topics, fields=fields, key_file=key_file)
             for s, e in split_range(lo, hi, rows_per_partition, starts)
         )
     return chunks
 
 
-def plan_archive_chunks(ref: QueueRef, bounds: Bounds, rows_per_partition: int) -> list[Chunk]:
+def plan_archive_chunks(
+    ref: QueueRef, bounds: Bounds, rows_per_partition: int, key_file: str | None = None
+) -> list[Chunk]:
     """Chunks of an archive: its data files' ranges within the bounds, cut like a queue's.
 
     Files whose time range misses ``[time_lo, time_hi)`` are skipped; the rows of the others
@@ -315,7 +332,7 @@ def plan_archive_chunks(ref: QueueRef, bounds: Bounds, rows_per_partition: int) 
             f"litemq: option where needs a queue's secondary indexes; {ref.path} is an archive "
             "(filter on headers in Spark instead)"
         )
-    a = open_archive(ref.path)
+    a = open_archive(ref.path, encryption_key=_key_bytes(key_file))
     lo_t, hi_t = bounds.time_lo_us, bounds.time_hi_us
     keys = tuple(sorted(bounds.keys)) if bounds.keys is not None else ()
     out: list[Chunk] = []
@@ -331,7 +348,18 @@ def plan_archive_chunks(ref: QueueRef, bounds: Bounds, rows_per_partition: int) 
             continue
         topics = tuple(sorted(bounds.topics or ()))
         out.extend(
-            Chunk(ref.name, ref.path, s, e, keys, lo_t, hi_t, archive=True, topics=topics)
+            Chunk(
+                ref.name,
+                ref.path,
+                s,
+                e,
+                keys,
+                lo_t,
+                hi_t,
+                archive=True,
+                topics=topics,
+                key_file=key_file,
+            )
             for s, e in split_range(lo, hi, rows_per_partition, [first])
         )
     return out
@@ -342,10 +370,10 @@ def read_archive_chunk(chunk: Chunk, shaper: Shaper, batch_rows: int) -> Iterato
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    a = _archive(chunk.path)
+    a = _archive(chunk.path, chunk.key_file)
     if a.first_seq > chunk.start or a.end_seq < chunk.end:  # planned on a newer manifest
         _archive.cache_clear()
-        a = _archive(chunk.path)
+        a = _archive(chunk.path, chunk.key_file)
     seen = 0
     for batch in a.iter_batches(chunk.start, chunk.end):
         seen += batch.num_rows
@@ -383,11 +411,11 @@ def read_archive_chunk(chunk: Chunk, shaper: Shaper, batch_rows: int) -> Iterato
 
 
 @functools.lru_cache(maxsize=16)
-def _archive(uri: str) -> Any:
+def _archive(uri: str, key_file: str | None = None) -> Any:
     """One ``Archive`` (its manifest read once) per archive and Python worker."""
     from litemq.archive import open_archive
 
-    return open_archive(uri)
+    return open_archive(uri, encryption_key=_key_bytes(key_file))
 
 
 @dataclass
@@ -453,7 +481,7 @@ def read_chunk(chunk: Chunk, shaper: Shaper, batch_rows: int) -> Iterator[pa.Rec
         yield from read_archive_chunk(chunk, shaper, batch_rows)
         return
     fields = list(chunk.fields)
-    with open_queue(chunk.path) as q:
+    with open_queue(chunk.path, chunk.key_file) as q:
         lo, hi = max(chunk.start, int(q.first_seq)), chunk.end
         t_lo, t_hi = chunk.time_start_us, chunk.time_end_us
         columns = shaper.engine_columns()

@@ -309,13 +309,15 @@ class LiteMQDataSource(DataSource):
             opts = ReadOptions.parse(self.options)
             StreamReadOptions.parse(self.options, streaming=False)
             # A path without a queue fails at load(), not later.
-            return _schema_with(field_columns(discover_queues(opts.paths)))
+            return _schema_with(
+                field_columns(discover_queues(opts.paths), opts.encryption_key_file)
+            )
         return SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
         opts = ReadOptions.parse(self.options)
         refs = discover_queues(opts.paths)
-        fields = field_columns(refs)
+        fields = field_columns(refs, opts.encryption_key_file)
         columns = _check_read_schema(schema, fields)
         if opts.filter_pushdown:
             if not _HAS_FILTERS:
@@ -329,7 +331,7 @@ class LiteMQDataSource(DataSource):
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         opts = StreamReadOptions.parse(self.options)
         refs = discover_queues(opts.paths)
-        fields = field_columns(refs)
+        fields = field_columns(refs, opts.encryption_key_file)
         columns = _check_read_schema(schema, fields)
         archived = [r.path for r in refs if r.archive]
         if archived:
@@ -415,6 +417,7 @@ class LiteMQReader(DataSourceReader):
             self.bounds,
             self.opts.rows_per_partition,
             tuple(name for name, _ in self.fields.values()),
+            self.opts.encryption_key_file,
         )
         return [InputPartition(c) for c in chunks]
 
@@ -706,7 +709,7 @@ class LiteMQStreamReader(DataSourceStreamReader, _AvailableNow):
         self.paths.update({r.name: r.path for r in refs})
         out = {}
         for r in refs:
-            with open_queue(r.path) as q:
+            with open_queue(r.path, self.opts.encryption_key_file) as q:
                 out[r.name] = int(q.next_seq)
         return dict(sorted(out.items()))
 
@@ -771,6 +774,7 @@ class LiteMQStreamReader(DataSourceStreamReader, _AvailableNow):
                     lo,
                     hi,
                     fields=tuple(n for n, _ in self.fields.values()),
+                    key_file=self.opts.encryption_key_file,
                 )
                 out.append(InputPartition(chunk))
         return out
