@@ -25,7 +25,7 @@ use crate::reader::catalog::Catalog;
 use crate::reader::columns::{ColumnSet, Columns};
 use crate::reader::field::ActiveSeqs;
 use crate::reader::keys::index_keys_from;
-use crate::reader::tailer::{MapCache, Message, OwnedMessage, Start, Tailer};
+use crate::reader::tailer::{Message, OwnedMessage, Start, Tailer};
 use crate::reader::topic::{TopicFilter, TopicSelector};
 use crate::reader::wake::WakeSource;
 use crate::reader::watch::TailWatch;
@@ -140,8 +140,6 @@ struct Inner {
     /// In-memory indexes of the active file, per declared field, built
     /// by field queries and extended by each (see `Queue::where_field`).
     active_fields: Mutex<std::collections::HashMap<FieldIndexDef, ActiveIndex>>,
-    /// Sealed files' mappings kept between field queries.
-    field_maps: Arc<MapCache>,
     config: Config,
     catalog: Arc<Catalog>,
     writer: Option<Writer>,
@@ -543,7 +541,6 @@ impl Queue {
         Queue {
             inner: Arc::new(Inner {
                 active_fields: Mutex::new(std::collections::HashMap::new()),
-                field_maps: Arc::default(),
                 config,
                 catalog,
                 writer,
@@ -832,9 +829,7 @@ impl Queue {
             )));
         }
         let active = self.active_seqs(&query)?;
-        self.inner.field_maps.retain(&self.inner.catalog);
         let mut t = self.tailer(Start::Beginning)?;
-        t.share_maps(self.inner.field_maps.clone());
         t.select_field(query, active);
         Ok(t)
     }
@@ -1685,7 +1680,6 @@ impl Queue {
             self.inner.watch.close();
         }
         *self.inner.getter.lock().unwrap_or_else(|e| e.into_inner()) = None;
-        self.inner.field_maps.clear();
         *self
             .inner
             .key_reader

@@ -8,13 +8,14 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use crate::error::{Error, Result};
 use crate::format::compression::DEFAULT_MAX_DECOMPRESSED;
 use crate::format::footer::{trimmed_len, Footer, FOOTER_LEN};
 use crate::format::frame::{DATA_HEADER_LEN, FRAME_ALIGN};
 use crate::format::header::{DataHeader, HeaderError};
+use crate::index::dense::DenseIndex;
 use crate::storage::layout::{list_data_files, FileId};
 use crate::storage::mapped::Mapping;
 
@@ -38,15 +39,26 @@ pub struct Catalog {
     /// Largest payload the tailers of this handle decompress (see
     /// `QueueBuilder::max_decompressed_size`).
     max_decompressed: AtomicUsize,
-    /// Mappings of sealed files shared by this handle's tailers, least
-    /// recently used first (see [`Catalog::map_file`]).
-    mapped: Mutex<Vec<(FileId, Arc<Mapping>)>>,
+    /// Sealed files mapped for this handle's tailers, least recently used
+    /// first (see [`Catalog::map_file`]).
+    mapped: Mutex<Vec<(FileId, MappedFile)>>,
     /// The queue's encryption key (encryption at rest), set once at open.
     key: std::sync::OnceLock<Arc<crate::format::crypto::QueueKey>>,
 }
 
 /// Sealed files whose mappings a handle keeps for its tailers.
 const MAPPED_KEEP: usize = 64;
+
+/// A data file mapped for a tailer, and its dense index once opened: for a
+/// sealed file the catalog keeps, both are shared by every tailer of the
+/// handle (a new tailer, a seek or a field query finds them ready).
+#[derive(Debug, Clone)]
+pub(crate) struct MappedFile {
+    /// The whole file, mapped read-only.
+    pub(crate) map: Arc<Mapping>,
+    /// Its dense index, opened on first use (`None` inside: none, or unusable).
+    pub(crate) dense: Arc<OnceLock<Option<Arc<DenseIndex>>>>,
+}
 
 /// Reads and checks the header of data file `path`.
 pub fn read_header(path: &Path) -> Result<DataHeader> {
@@ -150,15 +162,17 @@ impl Catalog {
     }
 
     /// A mapping of data file `info` for a tailer. A sealed file's mapping
-    /// is kept and shared by the handle's tailers (the last [`MAPPED_KEEP`]
-    /// used), so a new tailer, or one that comes back to a file, finds its
-    /// pages mapped instead of faulting them in again (at 1 % density a
-    /// topic read faults in every page of a file). Only a mapping made
+    /// (and its dense index, see [`MappedFile`]) is kept and shared by the
+    /// handle's tailers (the last [`MAPPED_KEEP`] used), so a new tailer,
+    /// or one that comes back to a file, finds its pages mapped instead of
+    /// faulting them in again (at 1 % density a topic read faults in every
+    /// page of a file; a selective field query jumps to a few messages of
+    /// each file). Only a mapping made
     /// after the file was trimmed is kept (one made before reaches past
     /// the file's end, see docs/DESIGN.md "Trimming sealed files"); a file
     /// retention deleted is let go at the next [`Catalog::refresh`], and
     /// every one when the queue closes.
-    pub(crate) fn map_file(&self, info: &FileInfo) -> Result<Arc<Mapping>> {
+    pub(crate) fn map_file(&self, info: &FileInfo) -> Result<MappedFile> {
         use std::os::unix::fs::MetadataExt;
         let path = self.data_path(info.id);
         {
@@ -168,10 +182,10 @@ impl Catalog {
                 // One stat: a file deleted (retention in another process)
                 // or replaced since is not read through the old mapping.
                 match std::fs::metadata(&path) {
-                    Ok(m) if (m.dev(), m.ino()) == entry.1.identity() => {
-                        let map = entry.1.clone();
+                    Ok(m) if (m.dev(), m.ino()) == entry.1.map.identity() => {
+                        let file = entry.1.clone();
                         kept.push(entry);
-                        return Ok(map);
+                        return Ok(file);
                     }
                     Ok(_) => {}
                     Err(e) => return Err(Error::io("open", &path, e)),
@@ -179,6 +193,10 @@ impl Catalog {
             }
         }
         let map = Arc::new(Mapping::open(&path)?);
+        let file = MappedFile {
+            map: map.clone(),
+            dense: Arc::default(),
+        };
         let sealed = self.successor(info.id).is_some()
             && match info.header.version {
                 v if v < 4 => true, // never trimmed
@@ -192,10 +210,10 @@ impl Catalog {
                 if kept.len() >= MAPPED_KEEP {
                     kept.remove(0);
                 }
-                kept.push((info.id, map.clone()));
+                kept.push((info.id, file.clone()));
             }
         }
-        Ok(map)
+        Ok(file)
     }
 
     pub fn is_closed(&self) -> bool {

@@ -1,7 +1,7 @@
 //! Tailers: readers that walk the frames of a queue in sequence order.
 
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::catalog::{Catalog, FileInfo};
@@ -223,9 +223,10 @@ struct Cursor {
     footer: Option<Option<super::sealed::Sealed>>,
     /// Its frame area matched the footer's CRC in this process.
     verified: bool,
-    /// The file's dense index (format 5), opened on first use (`Some(None)`:
-    /// none, or unusable).
-    dense: Option<Option<Arc<DenseIndex>>>,
+    /// The file's dense index (format 5), opened on first use (`None`
+    /// inside: none, or unusable); shared with the catalog's other tailers
+    /// for a sealed file it keeps.
+    dense: Arc<OnceLock<Option<Arc<DenseIndex>>>>,
     /// Where the frames of a sealed file this handle verified end (see
     /// [`Cursor::trust`]): frames before it are read without their own CRC.
     trusted_end: Option<usize>,
@@ -233,97 +234,17 @@ struct Cursor {
     trust_checked: bool,
 }
 
-/// Mappings of sealed data files and of their dense indexes, kept by a
-/// queue handle between field queries (`Queue::where_field`): a query that
-/// jumps to a few messages of each file does not map each file again,
-/// fault its pages in again and unmap it at the end. Only files the
-/// catalog lists before the last one (sealed, or being sealed: either way
-/// a mapping only ever reads published frames, see [`Mapping`]) are kept;
-/// [`MapCache::retain`] drops those deleted or replaced since.
-#[derive(Debug, Default)]
-pub(crate) struct MapCache {
-    files: std::sync::Mutex<std::collections::HashMap<FileId, CachedFile>>,
-}
-
-#[derive(Debug, Clone)]
-struct CachedFile {
-    map: Arc<Mapping>,
-    dense: Option<Arc<DenseIndex>>,
-}
-
-impl MapCache {
-    /// Keeps only the files `catalog` lists now, not the last, whose path
-    /// still names the file mapped (retention deletes files; a file
-    /// rewritten under its name is another file).
-    pub(crate) fn retain(&self, catalog: &Catalog) {
-        use std::os::unix::fs::MetadataExt;
-        let files = catalog.snapshot();
-        let sealed = &files[..files.len().saturating_sub(1)];
-        let mut cache = self.files.lock().unwrap_or_else(|e| e.into_inner());
-        cache.retain(|id, f| {
-            sealed.iter().any(|s| s.id == *id)
-                && std::fs::metadata(f.map.path())
-                    .is_ok_and(|m| (m.dev(), m.ino()) == f.map.identity())
-        });
-    }
-
-    /// Unmaps everything (the queue is closed).
-    pub(crate) fn clear(&self) {
-        self.files.lock().unwrap_or_else(|e| e.into_inner()).clear();
-    }
-
-    /// A cursor on `info`, from the cache when it is there; put there when
-    /// `info` is a sealed file.
-    fn cursor(&self, catalog: &Catalog, info: FileInfo) -> Result<Cursor> {
-        let cached = self
-            .files
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&info.id)
-            .cloned();
-        let f = match cached {
-            Some(f) => f,
-            None => {
-                let mut c = Cursor::open(catalog, info)?;
-                if catalog.last().is_none_or(|l| l.id == info.id) {
-                    return Ok(c);
-                }
-                let f = CachedFile {
-                    map: c.map.clone(),
-                    dense: c.dense_index(catalog).cloned(),
-                };
-                self.files
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(info.id, f.clone());
-                f
-            }
-        };
-        Ok(Cursor {
-            info,
-            map: f.map,
-            offset: DATA_HEADER_LEN,
-            index: None,
-            footer: None,
-            verified: false,
-            dense: Some(f.dense),
-            trusted_end: None,
-            trust_checked: false,
-        })
-    }
-}
-
 impl Cursor {
     fn open(catalog: &Catalog, info: FileInfo) -> Result<Cursor> {
-        let map = catalog.map_file(&info)?;
+        let file = catalog.map_file(&info)?;
         Ok(Cursor {
             info,
-            map,
+            map: file.map,
             offset: DATA_HEADER_LEN,
             index: None,
             footer: None,
             verified: false,
-            dense: None,
+            dense: file.dense,
             trusted_end: None,
             trust_checked: false,
         })
@@ -387,7 +308,7 @@ impl Cursor {
     fn dense_index(&mut self, catalog: &Catalog) -> Option<&Arc<DenseIndex>> {
         let info = self.info;
         self.dense
-            .get_or_insert_with(|| {
+            .get_or_init(|| {
                 (info.header.version >= DENSE_SINCE_VERSION)
                     .then(|| {
                         DenseIndex::open(
@@ -482,8 +403,6 @@ pub struct Tailer {
     inflated: Vec<u8>,
     /// Skips messages expired by this clock (see [`Tailer::skip_expired`]).
     skip_expired: Option<Arc<dyn Clock>>,
-    /// Where seeks take sealed files' mappings from (field queries).
-    maps: Option<Arc<MapCache>>,
     /// Topic offset of the message a topic filter located last.
     topic_offset: Option<u64>,
 }
@@ -520,15 +439,8 @@ impl Tailer {
             filter: None,
             inflated: Vec::new(),
             skip_expired: None,
-            maps: None,
             topic_offset: None,
         }
-    }
-
-    /// From now on, seeks take the mappings of sealed files from `maps`
-    /// (and leave them there), instead of mapping each file anew.
-    pub(crate) fn share_maps(&mut self, maps: Arc<MapCache>) {
-        self.maps = Some(maps);
     }
 
     /// From now on, reads skip messages whose expiry (`expires_at`) has
@@ -752,10 +664,7 @@ impl Tailer {
         // Reuse the open file when the target is in it.
         let (mut cursor, reused) = match self.cursor.take() {
             Some(c) if c.info.id == info.id => (c, true),
-            _ => match match &self.maps {
-                Some(maps) => maps.cursor(&self.catalog, info),
-                None => Cursor::open(&self.catalog, info),
-            } {
+            _ => match Cursor::open(&self.catalog, info) {
                 Ok(c) => (c, false),
                 Err(e) if is_not_found(&e) => {
                     // Retention removed the file after the catalog listed it.
@@ -957,7 +866,7 @@ impl Tailer {
             index: None,
             footer: None,
             verified: false,
-            dense: None,
+            dense: Arc::default(),
             trusted_end: None,
             trust_checked: false,
         };
