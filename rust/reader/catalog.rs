@@ -42,6 +42,10 @@ pub struct Catalog {
     /// Sealed files mapped for this handle's tailers, least recently used
     /// first (see [`Catalog::map_file`]).
     mapped: Mutex<Vec<(FileId, MappedFile)>>,
+    /// The last file's mapping while it is the last (it is still written:
+    /// its frames are published through the mapping), so random reads that
+    /// go back and forth between it and sealed files do not map it again.
+    last: Mutex<Option<(FileId, MappedFile)>>,
     /// The queue's encryption key (encryption at rest), set once at open.
     key: std::sync::OnceLock<Arc<crate::format::crypto::QueueKey>>,
 }
@@ -119,6 +123,7 @@ impl Catalog {
             verified: Default::default(),
             max_decompressed: AtomicUsize::new(DEFAULT_MAX_DECOMPRESSED),
             mapped: Mutex::new(Vec::new()),
+            last: Mutex::new(None),
             key: std::sync::OnceLock::new(),
         };
         c.refresh()?;
@@ -159,6 +164,7 @@ impl Catalog {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clear();
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
     /// A mapping of data file `info` for a tailer. A sealed file's mapping
@@ -171,10 +177,37 @@ impl Catalog {
     /// after the file was trimmed is kept (one made before reaches past
     /// the file's end, see docs/DESIGN.md "Trimming sealed files"); a file
     /// retention deleted is let go at the next [`Catalog::refresh`], and
-    /// every one when the queue closes.
+    /// every one when the queue closes. The last file's mapping is kept too
+    /// while the catalog lists no file after it (a reader only ever reads
+    /// its published frames, as a tailer that follows it does), and let go
+    /// once it has a successor: then it is mapped afresh, trimmed.
     pub(crate) fn map_file(&self, info: &FileInfo) -> Result<MappedFile> {
         use std::os::unix::fs::MetadataExt;
         let path = self.data_path(info.id);
+        let is_last = self.successor(info.id).is_none();
+        {
+            let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+            match last.as_ref() {
+                Some((id, f)) if *id == info.id && is_last => {
+                    // One stat, as for the sealed files below.
+                    let same = std::fs::metadata(&path)
+                        .is_ok_and(|m| (m.dev(), m.ino()) == f.map.identity());
+                    if same {
+                        let mut f = f.clone();
+                        if matches!(f.dense.get(), Some(None)) {
+                            // The writer may have made or rebuilt its dense
+                            // index since: look again.
+                            f.dense = Arc::default();
+                            *last = Some((info.id, f.clone()));
+                        }
+                        return Ok(f);
+                    }
+                    *last = None;
+                }
+                Some((id, _)) if *id == info.id => *last = None,
+                _ => {}
+            }
+        }
         {
             let mut kept = self.mapped.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(i) = kept.iter().position(|(id, _)| *id == info.id) {
@@ -204,6 +237,9 @@ impl Catalog {
                     trimmed_len(s.footer.frames_end, info.header.file_size) == map.len() as u64
                 }),
             };
+        if is_last && !self.is_closed() {
+            *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some((info.id, file.clone()));
+        }
         if sealed && !self.is_closed() {
             let mut kept = self.mapped.lock().unwrap_or_else(|e| e.into_inner());
             if !kept.iter().any(|(id, _)| *id == info.id) {
@@ -334,5 +370,49 @@ impl Catalog {
 
     pub fn data_path(&self, id: FileId) -> PathBuf {
         id.data_path(&self.base)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Random reads that go back and forth between a sealed file and the
+    /// last one map each once: the last file's mapping is shared while it
+    /// is the last, and mapped afresh (trimmed) once it has a successor.
+    #[test]
+    fn the_last_files_mapping_is_kept_until_it_has_a_successor() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = crate::QueueBuilder::new(dir.path())
+            .file_size(1 << 20)
+            .open()
+            .unwrap();
+        let app = q.appender().unwrap();
+        app.append(b"a").unwrap();
+        app.flush().unwrap();
+        let c = Catalog::load(dir.path()).unwrap();
+        let last = c.last().unwrap();
+        let a = c.map_file(&last).unwrap();
+        let b = c.map_file(&last).unwrap();
+        assert!(Arc::ptr_eq(&a.map, &b.map), "the last file is mapped once");
+        assert_eq!(a.map.len() as u64, last.header.file_size);
+
+        app.roll().unwrap();
+        c.refresh().unwrap();
+        let sealed = c.map_file(&last).unwrap();
+        assert!(!Arc::ptr_eq(&a.map, &sealed.map), "sealed: mapped afresh");
+        assert!((sealed.map.len() as u64) < last.header.file_size, "trimmed");
+        let again = c.map_file(&last).unwrap();
+        assert!(
+            Arc::ptr_eq(&sealed.map, &again.map),
+            "kept as a sealed file"
+        );
+        let new_last = c.last().unwrap();
+        assert_ne!(new_last.id, last.id);
+        let n = c.map_file(&new_last).unwrap();
+        assert!(Arc::ptr_eq(&n.map, &c.map_file(&new_last).unwrap().map));
+        c.close();
+        assert!(c.last.lock().unwrap().is_none(), "close lets go of it");
+        q.close().unwrap();
     }
 }
