@@ -76,8 +76,11 @@ def test_there_is_a_fixture_for_the_current_format_version() -> None:
     versions = {int(d.name.removeprefix("queue-v")) for d in DIRS}
     assert versions, "no fixture queue committed"
     assert {_manifest(d)["format_version"] for d in DIRS} == versions
+    # Each committed queue stays small (from format 8 a fixture holds three:
+    # queue/, encrypted/ and compacted/).
     for d in DIRS:
-        assert sum(p.stat().st_size for p in d.rglob("*") if p.is_file()) < 1 << 20
+        for q in [p for p in d.iterdir() if p.is_dir()]:
+            assert sum(p.stat().st_size for p in q.rglob("*") if p.is_file()) < 1 << 20, q
 
 
 @pytest.fixture(params=DIRS, ids=[d.name for d in DIRS])
@@ -240,3 +243,61 @@ def test_encrypted_fixture(fixture_dir: Path, tmp_path: Path) -> None:
         assert [m.seq for m in q.find("customer-7")] == [*custom["seqs"], seq]
     with litemq.Queue(copy, read_only=True, encryption_key=FIXTURE_KEY) as q:
         assert q.get(seq).payload == b"after the fixture"
+
+
+# Format 8 and later: `compacted/` holds the plain queue after key compaction
+# (tombstones kept): the sequences in `compacted.dropped` are holes.
+COMPACTED = [d for d in DIRS if (d / "compacted").is_dir()]
+
+
+def test_the_current_fixture_has_a_compacted_queue() -> None:
+    assert DIRS[-1] in COMPACTED
+
+
+@pytest.mark.parametrize("fixture_dir", COMPACTED, ids=[d.name for d in COMPACTED])
+def test_compacted_fixture(fixture_dir: Path, tmp_path: Path) -> None:
+    manifest = _manifest(fixture_dir)
+    committed = fixture_dir / "compacted"
+    on_disk = {
+        p.relative_to(committed).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(committed.rglob("*"))
+        if p.is_file()
+    }
+    assert on_disk == manifest["compacted"]["files"]
+    dropped = set(manifest["compacted"]["dropped"])
+    assert dropped, "the fixture's compaction dropped superseded values"
+    kept = [m for m in manifest["messages"] if m["seq"] not in dropped]
+    # Only superseded values go: every dropped message has a key with a later message.
+    last_of_key: dict[str, int] = {}
+    for m in manifest["messages"]:
+        if m["key"] is not None:
+            last_of_key[json.dumps(m["key"])] = m["seq"]
+    for m in manifest["messages"]:
+        if m["seq"] in dropped:
+            assert m["key"] is not None and last_of_key[json.dumps(m["key"])] > m["seq"]
+    copy = tmp_path / "compacted"
+    shutil.copytree(committed, copy)
+    for read_only in (True, False):
+        with litemq.Queue(copy, read_only=read_only, verify_on_startup=True) as q:
+            assert (q.first_seq, q.next_seq) == (manifest["first_seq"], manifest["next_seq"])
+            got = list(q.tailer())
+            assert len(got) == len(kept)
+            for msg, want in zip(got, kept, strict=True):
+                _check_message(msg, want)
+            for want in kept:
+                _check_message(q.get(want["seq"]), want)
+            for seq in dropped:
+                with pytest.raises(litemq.CompactedError):
+                    q.get(seq)
+            backward = [m.seq for m in q.tailer(start="end", direction="backward")]
+            assert backward == [m["seq"] for m in reversed(kept)]
+            for entry in manifest["keys"]:
+                key = _value(entry["key"])
+                assert key is not None
+                latest = q.get_latest(key)
+                want_seq = entry["seqs"][-1]
+                (want,) = [m for m in manifest["messages"] if m["seq"] == want_seq]
+                if want["tombstone"]:
+                    assert latest is None, key
+                else:
+                    assert latest is not None and latest.seq == want_seq, key

@@ -29,8 +29,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use litemq::{
-    Codec, Compress, Compression, ConsumerOptions, KeyIndexConfig, ManualClock, QueueBuilder,
-    Record, RetentionPolicy, RollPeriod, RollStrategy, Start,
+    Codec, CompactOptions, Compress, Compression, ConsumerOptions, KeyIndexConfig, ManualClock,
+    QueueBuilder, Record, RetentionPolicy, RollPeriod, RollStrategy, Start,
 };
 use serde_json::{json, Value};
 
@@ -54,7 +54,8 @@ const FIXTURE_KEY: [u8; 32] = {
     k
 };
 const FIXTURE_QUEUE_ID: [u8; 16] = *b"litemq fixture 8";
-/// The first format version whose fixture has an `encrypted/` queue.
+/// The first format version whose fixture has an `encrypted/` queue, and a
+/// `compacted/` one (the plain queue after key compaction: holes).
 const ENCRYPTED_SINCE: u64 = 8;
 
 /// A header as the generator gives it: name, value, whether it is text.
@@ -396,6 +397,55 @@ fn generate(dir: &Path, key: Option<[u8; 32]>) -> Value {
     })
 }
 
+/// Copies the generated queue `queue` to `out` and runs key compaction on
+/// it (tombstones kept: no time matters), from a read-only handle with the
+/// generator's clock, so the files are the same on every run. Returns what
+/// the manifest's `compacted` says: the sequences compaction dropped.
+fn compacted_copy(queue: &Path, out: &Path) -> Value {
+    copy_tree(queue, out);
+    let clock = Arc::new(ManualClock::new(START_US + 3_600_000_000));
+    let before: Vec<u64> = seqs(out);
+    let q = QueueBuilder::new(out)
+        .read_only(true)
+        .clock(clock)
+        .open()
+        .unwrap();
+    let report = q
+        .compact(
+            &CompactOptions {
+                grace_us: u64::MAX,
+                ..CompactOptions::default()
+            },
+            &mut |_, _| {},
+        )
+        .unwrap();
+    assert!(
+        report.records_dropped > 0,
+        "the fixture has superseded values"
+    );
+    q.close().unwrap();
+    drop(q);
+    for leftover in [".lock", "wake.ctl"] {
+        let _ = std::fs::remove_file(out.join(leftover));
+    }
+    let after = seqs(out);
+    let dropped: Vec<u64> = before.into_iter().filter(|s| !after.contains(s)).collect();
+    json!({ "dropped": dropped })
+}
+
+/// The sequences of the messages queue `dir` holds, read from a read-only handle.
+fn seqs(dir: &Path) -> Vec<u64> {
+    let q = QueueBuilder::new(dir).read_only(true).open().unwrap();
+    let mut t = q.tailer(Start::Beginning).unwrap();
+    let mut out = Vec::new();
+    while let Some(m) = t.read_next().unwrap() {
+        out.push(m.seq);
+    }
+    drop(t);
+    q.close().unwrap();
+    out
+}
+
 /// Every file under `dir`, by path relative to it.
 fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
@@ -441,6 +491,7 @@ fn current_format_fixture_is_reproduced_byte_for_byte() {
             .unwrap();
     committed.as_object_mut().unwrap().remove("files");
     let encrypted = committed.as_object_mut().unwrap().remove("encrypted");
+    let compacted = committed.as_object_mut().unwrap().remove("compacted");
     manifest.as_object_mut().unwrap().remove("files");
     assert_eq!(
         manifest, committed,
@@ -453,6 +504,11 @@ fn current_format_fixture_is_reproduced_byte_for_byte() {
         let fresh = tmp.path().join("encrypted");
         assert_eq!(generate(&fresh, Some(FIXTURE_KEY)), manifest);
         same_files(&committed_dir.join("encrypted"), &fresh);
+        let mut compacted = compacted.expect("a format-8 fixture has a compacted queue");
+        compacted.as_object_mut().unwrap().remove("files");
+        let out = tmp.path().join("compacted");
+        assert_eq!(compacted_copy(&tmp.path().join("queue"), &out), compacted);
+        same_files(&committed_dir.join("compacted"), &out);
     }
 }
 
@@ -501,6 +557,7 @@ fn write_fixture() {
             manifest
         );
         manifest["encrypted"] = json!({"key_hex": hex(&FIXTURE_KEY)});
+        manifest["compacted"] = compacted_copy(&out.join("queue"), &out.join("compacted"));
     }
     let mut text = serde_json::to_string_pretty(&manifest).unwrap();
     text.push('\n');
