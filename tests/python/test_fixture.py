@@ -274,7 +274,8 @@ def test_compacted_fixture(fixture_dir: Path, tmp_path: Path) -> None:
             last_of_key[json.dumps(m["key"])] = m["seq"]
     for m in manifest["messages"]:
         if m["seq"] in dropped:
-            assert m["key"] is not None and last_of_key[json.dumps(m["key"])] > m["seq"]
+            assert m["key"] is not None
+            assert last_of_key[json.dumps(m["key"])] > m["seq"]
     copy = tmp_path / "compacted"
     shutil.copytree(committed, copy)
     for read_only in (True, False):
@@ -300,4 +301,5 @@ def test_compacted_fixture(fixture_dir: Path, tmp_path: Path) -> None:
                 if want["tombstone"]:
                     assert latest is None, key
                 else:
-                    assert latest is not None and latest.seq == want_seq, key
+                    assert latest is not None, key
+                    assert latest.seq == want_seq, key
