@@ -334,13 +334,15 @@ def cmd_topics(args: argparse.Namespace, out: IO[str]) -> int:
         return 0
     width = max(len(t.topic or "(tags only)") for t in infos)
     out.write(
-        f"{'topic':<{width}}  queue  {'messages':>10}  {'first':>10}  {'last':>10}  last written\n"
+        f"{'topic':<{width}}  queue  {'messages':>10}  {'first':>10}  {'last':>10}  "
+        f"{'offsets':>17}  last written\n"
     )
     for t in infos:
         name = t.topic or "(tags only)"
+        offsets = f"{t.first_offset}..{t.last_offset}"
         out.write(
             f"{name:<{width}}  {t.queue_id:>5}  {t.count:>10}  {t.first_seq:>10}  "
-            f"{t.last_seq:>10}  {_iso(t.last_timestamp)}\n"
+            f"{t.last_seq:>10}  {offsets:>17}  {_iso(t.last_timestamp)}\n"
         )
     return 0
 
@@ -598,7 +600,7 @@ def _parser() -> argparse.ArgumentParser:
     with_format(p, ("text", "json", "hex"))
     p.set_defaults(run=cmd_tail)
 
-    p = command("topics", "list topic streams: messages, first and last sequence")
+    p = command("topics", "list topic streams: messages, first and last sequence, topic offsets")
     with_format(p, ("text", "json"))
     p.set_defaults(run=cmd_topics)
 
