@@ -71,7 +71,8 @@ fn data_column<'py>(py: Python<'py>, v: Vec<u8>) -> PyResult<Bound<'py, PayloadV
 /// Fills `d` with the columns of `b`: buffers in Arrow layout (little-endian),
 /// each a buffer object that owns the engine's vector (no copy; validity
 /// bitmaps and header names, small, as `bytes`), counts as ints.
-pub(crate) fn fill_columns(d: &Bound<'_, PyDict>, b: crate::Columns) -> PyResult<()> {
+pub(crate) fn fill_columns(d: &Bound<'_, PyDict>, mut b: crate::Columns) -> PyResult<()> {
+    b.finish(); // every read did; a batch handed over is complete whatever made it
     let py = d.py();
     d.set_item("rows", b.rows)?;
     d.set_item("next_seq", b.next_seq)?;

@@ -209,6 +209,7 @@ pub fn read_sealed(
         Some(&last) if out.rows >= want || seq < end => last as u64 + 1,
         _ => seq.max(start),
     };
+    out.finish();
     Ok(out)
 }
 
@@ -274,6 +275,7 @@ pub fn read_frames(
         }
     }
     out.next_seq = seq;
+    out.finish();
     Ok((out, offset + at as u64))
 }
 

@@ -3,7 +3,7 @@
 
 use crate::error::Result;
 use crate::format::fields::{int_of_key, FieldKind};
-use crate::format::record::{HeaderIter, RecordView};
+use crate::format::record::{HeaderIter, RecordView, FLAG_EXPIRY, FLAG_PRIORITY, FLAG_TOPIC};
 use crate::index::fields::FieldIndexDef;
 use crate::reader::catalog::Catalog;
 use crate::reader::tailer::{Message, Tailer};
@@ -89,6 +89,12 @@ pub struct Columns {
     /// Flattened header fields (see [`Columns::with_fields`]), in the order
     /// asked for.
     pub fields: Vec<FieldColumn>,
+    /// The record-field columns (topic, queue id, tags, priority, expiry)
+    /// are filled up to this row; rows after it without those fields are
+    /// filled in bulk when a row with one comes, or by [`Columns::finish`].
+    fields_filled: usize,
+    /// The columns this batch fills (from [`Columns::empty`]).
+    set: Option<ColumnSet>,
 }
 
 /// One declared secondary index's header field as a column: each row holds
@@ -248,7 +254,10 @@ fn set_bit(bits: &mut Vec<u8>, i: usize, on: bool) {
 
 impl Columns {
     pub(crate) fn empty(hint: usize, cols: ColumnSet) -> Columns {
-        let mut b = Columns::default();
+        let mut b = Columns {
+            set: Some(cols),
+            ..Columns::default()
+        };
         let offsets = |on: bool| if on { vec![0] } else { Vec::new() };
         b.key_offsets = offsets(cols.key);
         b.headers_offsets = offsets(cols.headers);
@@ -458,9 +467,80 @@ impl Columns {
     }
 
     /// Row `i`'s topic, queue id, tags, priority, expiry, codec and raw
-    /// length, those `cols` asks for.
+    /// length, those `cols` asks for. A row whose record has none of the
+    /// record fields (most rows of most queues) adds nothing to those five
+    /// columns here: its nulls and zeros are written in bulk later
+    /// ([`Columns::fill_plain`]).
     #[inline]
     fn push_extra(&mut self, i: usize, rec: &RecordView<'_>, cols: ColumnSet) {
+        if rec.flags & (FLAG_TOPIC | FLAG_EXPIRY | FLAG_PRIORITY) != 0 {
+            self.fill_plain(i, cols);
+            self.push_fields(i, rec, cols);
+            self.fields_filled = i + 1;
+        }
+        if cols.codec {
+            set_bit(&mut self.codec_valid, i, rec.codec.is_some());
+            match rec.codec {
+                Some(c) => self.codec_data.extend_from_slice(c.name().as_bytes()),
+                None => self.codec_nulls += 1,
+            }
+            self.codec_offsets.push(self.codec_data.len() as i32);
+        }
+        if cols.raw_len {
+            let n = match rec.codec {
+                Some(_) => rec.raw_len as usize,
+                None => rec.payload.len(),
+            };
+            self.raw_len.push(n as i64);
+        }
+    }
+
+    /// Fills rows `fields_filled..upto` of the record-field columns `cols`
+    /// asks for as rows without those fields: no topic, queue id 0, no
+    /// tags, priority 0, no expiry.
+    fn fill_plain(&mut self, upto: usize, cols: ColumnSet) {
+        let n = upto.saturating_sub(self.fields_filled);
+        if n == 0 {
+            return;
+        }
+        // Validity bits of the new rows are 0: the bitmaps only grow.
+        let bytes = upto.div_ceil(8);
+        if cols.topic {
+            self.topic_valid.resize(bytes, 0);
+            self.topic_nulls += n;
+            let end = self.topic_data.len() as i32;
+            self.topic_offsets.resize(self.topic_offsets.len() + n, end);
+        }
+        if cols.queue_id {
+            self.queue_id.resize(self.queue_id.len() + n, 0);
+        }
+        if cols.tags {
+            let end = self.tag_offsets.len() as i32 - 1;
+            self.tags_offsets.resize(self.tags_offsets.len() + n, end);
+        }
+        if cols.priority {
+            self.priority.resize(self.priority.len() + n, 0);
+        }
+        if cols.expires_at {
+            self.expires_valid.resize(bytes, 0);
+            self.expires_nulls += n;
+            self.expires_at.resize(self.expires_at.len() + n, 0);
+        }
+        self.fields_filled = upto;
+    }
+
+    /// Completes the record-field columns up to the last row (see
+    /// [`Columns::fill_plain`]). Every read calls it before it returns the
+    /// batch; calling it again does nothing.
+    pub(crate) fn finish(&mut self) {
+        if let Some(cols) = self.set {
+            self.fill_plain(self.rows, cols);
+        }
+    }
+
+    /// Row `i`'s topic, queue id, tags, priority and expiry, those `cols`
+    /// asks for.
+    fn push_fields(&mut self, i: usize, rec: &RecordView<'_>, cols: ColumnSet) {
         if cols.topic {
             set_bit(&mut self.topic_valid, i, rec.topic.is_some());
             match rec.topic {
@@ -488,21 +568,6 @@ impl Columns {
                 self.expires_nulls += 1;
             }
             self.expires_at.push(rec.expires_at.unwrap_or(0) as i64);
-        }
-        if cols.codec {
-            set_bit(&mut self.codec_valid, i, rec.codec.is_some());
-            match rec.codec {
-                Some(c) => self.codec_data.extend_from_slice(c.name().as_bytes()),
-                None => self.codec_nulls += 1,
-            }
-            self.codec_offsets.push(self.codec_data.len() as i32);
-        }
-        if cols.raw_len {
-            let n = match rec.codec {
-                Some(_) => rec.raw_len as usize,
-                None => rec.payload.len(),
-            };
-            self.raw_len.push(n as i64);
         }
     }
 
@@ -567,6 +632,7 @@ impl Columns {
             }
         }
         b.next_seq = tailer.next_seq();
+        b.finish();
         Ok(b)
     }
 
@@ -632,6 +698,7 @@ impl Columns {
             }
             next = tailer.next_seq();
         }
+        b.finish();
         Ok((b, next.min(end)))
     }
 }

@@ -140,3 +140,72 @@ fn raw_columns_hold_the_stored_payload_and_its_codec() {
     assert_eq!(stored.raw_len, [5, body.len() as i64]);
     assert_eq!(plain.raw_len, stored.raw_len);
 }
+
+/// Rows without record fields get their nulls and zeros in bulk: a batch
+/// that starts and ends with such rows, around rows with fields, has every
+/// column exactly `rows` long and each row's value in place.
+#[test]
+fn plain_rows_around_rows_with_fields_fill_every_column() {
+    let tmp = tempfile::tempdir().unwrap();
+    let q = QueueBuilder::new(tmp.path().join("q"))
+        .file_size(64 << 10)
+        .open()
+        .unwrap();
+    let app = q.appender().unwrap();
+    // 0..9 plain, 10 with a topic and tags, 11..19 plain, 20 with a
+    // priority and an expiry only, 21..29 plain.
+    for i in 0..30u64 {
+        let body = format!("m{i}").into_bytes();
+        let record = match i {
+            10 => Record {
+                topic: Some("orders"),
+                queue_id: 3,
+                tags: &["paid", "eu"],
+                ..Record::new(&body)
+            },
+            20 => Record {
+                priority: 7,
+                expires_at: Some(1_234),
+                ..Record::new(&body)
+            },
+            _ => Record::new(&body),
+        };
+        app.append_record(&record).unwrap();
+    }
+    app.flush().unwrap();
+    for max_rows in [30, 7] {
+        let mut start = 0;
+        while start < 30 {
+            let c = q
+                .read_column_set(start, 30, max_rows, ColumnSet::ALL)
+                .unwrap();
+            assert!(c.rows > 0);
+            let rows = c.rows;
+            assert_eq!(c.topic_offsets.len(), rows + 1);
+            assert_eq!(c.topic_valid.len(), rows.div_ceil(8));
+            assert_eq!(c.queue_id.len(), rows);
+            assert_eq!(c.tags_offsets.len(), rows + 1);
+            assert_eq!(c.priority.len(), rows);
+            assert_eq!(c.expires_at.len(), rows);
+            assert_eq!(c.expires_valid.len(), rows.div_ceil(8));
+            let topics = topics(&c);
+            for r in 0..rows {
+                let seq = c.seq[r] as u64;
+                assert_eq!(topics[r].as_deref(), (seq == 10).then_some("orders"));
+                assert_eq!(c.queue_id[r], if seq == 10 { 3 } else { 0 });
+                let tags = (c.tags_offsets[r + 1] - c.tags_offsets[r]) as usize;
+                assert_eq!(tags, if seq == 10 { 2 } else { 0 }, "row {seq}");
+                assert_eq!(c.priority[r], if seq == 20 { 7 } else { 0 });
+                let expires = c.expires_valid[r / 8] & (1 << (r % 8)) != 0;
+                assert_eq!(expires, seq == 20);
+                assert_eq!(c.expires_at[r], if seq == 20 { 1_234 } else { 0 });
+            }
+            assert_eq!(
+                c.topic_nulls,
+                rows - usize::from((start..start + rows as u64).contains(&10))
+            );
+            start += rows as u64;
+        }
+    }
+    q.close().unwrap();
+}
