@@ -188,10 +188,9 @@ fn plain_rows_around_rows_with_fields_fill_every_column() {
             assert_eq!(c.priority.len(), rows);
             assert_eq!(c.expires_at.len(), rows);
             assert_eq!(c.expires_valid.len(), rows.div_ceil(8));
-            let topics = topics(&c);
-            for r in 0..rows {
+            for (r, topic) in topics(&c).iter().enumerate() {
                 let seq = c.seq[r] as u64;
-                assert_eq!(topics[r].as_deref(), (seq == 10).then_some("orders"));
+                assert_eq!(topic.as_deref(), (seq == 10).then_some("orders"));
                 assert_eq!(c.queue_id[r], if seq == 10 { 3 } else { 0 });
                 let tags = (c.tags_offsets[r + 1] - c.tags_offsets[r]) as usize;
                 assert_eq!(tags, if seq == 10 { 2 } else { 0 }, "row {seq}");
