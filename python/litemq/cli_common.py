@@ -14,7 +14,7 @@ from pathlib import Path
 
 from litemq.queue import Queue
 
-__all__ = ["KEY_FILE_ENV", "_Failure", "_Progress", "_key_file", "_open"]
+__all__ = ["KEY_FILE_ENV", "_Failure", "_Progress", "_ProgressCallback", "_key_file", "_open"]
 
 
 class _Failure(Exception):
@@ -59,3 +59,21 @@ class _Progress:
     def done(self) -> None:
         if self.enabled:
             sys.stderr.write("\n")
+
+
+class _ProgressCallback:
+    """A ``progress(done, total)`` callback for the engine's long calls: draws a
+    `_Progress` bar, made at the first call (when the total is known)."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.bar: _Progress | None = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is None:
+            self.bar = _Progress(total, self.label)
+        self.bar.update(done)
+
+    def done(self) -> None:
+        if self.bar is not None:
+            self.bar.done()

@@ -21,20 +21,12 @@ __all__ = ["register"]
 
 
 def _cmd_compact(args: argparse.Namespace, out: IO[str]) -> int:
-    from litemq.cli_common import _open, _Progress
+    from litemq.cli_common import _open, _ProgressCallback
 
-    progress: _Progress | None = None
-
-    def step(done: int, total: int) -> None:
-        nonlocal progress
-        if progress is None:
-            progress = _Progress(total, "compacting")
-        progress.update(done)
-
+    step = _ProgressCallback("compacting")
     with _open(args.path) as q:
         report = q.compact(grace=args.grace, progress=step)
-    if progress is not None:
-        progress.done()
+    step.done()
     if args.format == "json":
         d = dataclasses.asdict(report)
         d["bytes_reclaimed"] = report.bytes_reclaimed

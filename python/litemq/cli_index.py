@@ -37,20 +37,12 @@ def check_indexes(q: Queue, out: IO[str]) -> int:
 
 
 def _cmd_add(args: argparse.Namespace, out: IO[str]) -> int:
-    from litemq.cli_common import _key_file, _Progress
+    from litemq.cli_common import _key_file, _ProgressCallback
 
-    progress: _Progress | None = None
-
-    def step(done: int, total: int) -> None:
-        nonlocal progress
-        if progress is None:
-            progress = _Progress(total, f"indexing {args.name}")
-        progress.update(done)
-
+    step = _ProgressCallback(f"indexing {args.name}")
     with Queue(args.path, encryption_key_file=_key_file()) as q:
         indexed = q.add_index(args.name, args.type, progress=step)
-    if progress is not None:
-        progress.done()
+    step.done()
     out.write(f"OK: index {args.name!r} ({args.type}): {indexed} sealed files indexed\n")
     return 0
 

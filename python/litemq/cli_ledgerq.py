@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import IO, Any
 
-from litemq.cli_common import _Failure, _Progress
+from litemq.cli_common import _Failure, _ProgressCallback
 from litemq.ledgerq import LedgerQError, import_ledgerq, segments
 
 __all__ = ["register"]
@@ -33,20 +33,12 @@ def cmd_import_ledgerq(args: argparse.Namespace, out: IO[str]) -> int:
         raise _Failure(f"cannot read {args.path}: {e.strerror or e}") from e
     if not found:
         raise _Failure(f"{args.path}: no LedgerQ segment (*.log named by a 20-digit offset)")
-    progress: _Progress | None = None
-
-    def report(done: int, total: int) -> None:
-        nonlocal progress
-        if progress is None:
-            progress = _Progress(total, "importing")
-        progress.update(done)
-
+    report = _ProgressCallback("importing")
     try:
         result = import_ledgerq(args.path, args.queue, progress=report)
     except LedgerQError as e:
         raise _Failure(str(e)) from e
-    if progress is not None:
-        progress.done()
+    report.done()
     for s in result.skipped:
         out.write(f"SKIPPED {s}\n")
     for s in result.index_problems:

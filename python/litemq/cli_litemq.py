@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from litemq.cli_common import _Failure, _Progress
+from litemq.cli_common import _Failure, _ProgressCallback
 from litemq.litemq_store import (
     DEFAULT_CONSUME_QUEUE_FILE_SIZE,
     DEFAULT_FILE_SIZE,
@@ -295,17 +295,9 @@ def _print_skips(
 
 def cmd_import(args: argparse.Namespace, out: IO[str]) -> int:
     """Appends the store's records to the queue, with a progress bar (commit-log bytes)."""
-    progress: _Progress | None = None
-
-    def report(done: int, total: int) -> None:
-        nonlocal progress
-        if progress is None:
-            progress = _Progress(total, "importing")
-        progress.update(done)
-
+    report = _ProgressCallback("importing")
     result = import_store(args.path, args.queue, progress=report)
-    if progress is not None:
-        progress.done()
+    report.done()
     for s in result.skipped:
         out.write(f"SKIPPED {s}\n")
     line = f"OK: {result.records:,} records imported from {args.path} into {args.queue}"
@@ -322,14 +314,7 @@ def cmd_export(args: argparse.Namespace, out: IO[str]) -> int:
     """Writes the queue as a new LiteMQ store, with a progress bar (messages)."""
     if not Path(args.path).exists():
         raise _Failure(f"{args.path}: no such queue (the directory does not exist)")
-    progress: _Progress | None = None
-
-    def report(done: int, total: int) -> None:
-        nonlocal progress
-        if progress is None:
-            progress = _Progress(total, "exporting")
-        progress.update(done)
-
+    report = _ProgressCallback("exporting")
     count = export_queue(
         args.path,
         args.store,
@@ -339,8 +324,7 @@ def cmd_export(args: argparse.Namespace, out: IO[str]) -> int:
         consume_queue_file_size=args.consume_queue_file_size,
         naming=args.naming,
     )
-    if progress is not None:
-        progress.done()
+    report.done()
     files = len(os.listdir(Path(args.store) / "commitlog")) if count else 0
     out.write(f"OK: {count:,} records written to {args.store} ({files} commit-log files)\n")
     sys.stdout.flush()

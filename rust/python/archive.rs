@@ -80,18 +80,16 @@ pub(crate) fn _decode_sealed<'py>(
     raw: bool,
     unlock: Option<(Vec<u8>, Option<Vec<u8>>)>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let b = bytes_arg(data, "data")?;
-    let s = b.as_slice();
-    let path = Path::new(name);
-    let cols = super::batch::column_set(columns, raw)?;
-    let qkey = queue_key(path, unlock)?;
-    let qkey = qkey.as_ref();
-    let c = exit::detach(py, || {
-        archived::read_sealed(s, path, start, end, max_rows, cols, qkey)
-    })?;
-    let d = PyDict::new(py);
-    super::batch::fill_columns(&d, c)?;
-    Ok(d)
+    decode(
+        py,
+        data,
+        name,
+        (columns, raw),
+        unlock,
+        |s, path, cols, qkey| {
+            archived::read_sealed(s, path, start, end, max_rows, cols, qkey).map(|c| (c, None))
+        },
+    )
 }
 
 /// `rows` messages from a byte range of a data file: `data` holds the
@@ -116,18 +114,50 @@ pub(crate) fn _decode_frames<'py>(
     raw: bool,
     unlock: Option<(Vec<u8>, Option<Vec<u8>>)>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    decode(
+        py,
+        data,
+        name,
+        (columns, raw),
+        unlock,
+        |s, path, cols, qkey| {
+            archived::read_frames(s, path, offset, first_seq, rows, cols, qkey)
+                .map(|(c, next)| (c, Some(next)))
+        },
+    )
+}
+
+/// What `_decode_sealed` and `_decode_frames` share: the bytes, columns and
+/// key checked, `read` run without the GIL, its columns as the dict of
+/// `Queue._read_batch` (with `next_offset` when `read` gives one).
+fn decode<'py, F>(
+    py: Python<'py>,
+    data: &Bound<'_, PyAny>,
+    name: &str,
+    (columns, raw): (Option<Vec<String>>, bool),
+    unlock: Option<(Vec<u8>, Option<Vec<u8>>)>,
+    read: F,
+) -> PyResult<Bound<'py, PyDict>>
+where
+    F: Send
+        + FnOnce(
+            &[u8],
+            &Path,
+            crate::ColumnSet,
+            Option<&crate::format::crypto::QueueKey>,
+        ) -> crate::Result<(crate::Columns, Option<u64>)>,
+{
     let b = bytes_arg(data, "data")?;
     let s = b.as_slice();
     let path = Path::new(name);
     let cols = super::batch::column_set(columns, raw)?;
     let qkey = queue_key(path, unlock)?;
-    let qkey = qkey.as_ref();
-    let (c, next) = exit::detach(py, || {
-        archived::read_frames(s, path, offset, first_seq, rows, cols, qkey)
-    })?;
+    let (c, next) = exit::detach(py, || read(s, path, cols, qkey.as_ref()))?;
     let d = PyDict::new(py);
     super::batch::fill_columns(&d, c)?;
-    d.set_item("next_offset", next)?;
+    if let Some(next) = next {
+        d.set_item("next_offset", next)?;
+    }
     Ok(d)
 }
 
