@@ -396,7 +396,10 @@ impl Message {
                     f.topic_offset,
                 )
             }),
-            (m.rare().and_then(|r| r.codec).map(|c| c as u8), m.tombstone()),
+            (
+                m.rare().and_then(|r| r.codec).map(|c| c as u8),
+                m.tombstone(),
+            ),
         );
         (restore, args).into_pyobject(py).map(|t| t.into_any())
     }
