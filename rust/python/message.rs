@@ -31,8 +31,9 @@ pub(crate) struct Message {
     timestamp: u64,
     /// The payload as `bytes`.
     // A `Py` field of a frozen class: Python reads it as a struct member,
-    // without a call into Rust (`perf`: the getter's call was a tenth of
-    // tailer iteration).
+    // without a call into Rust. With the layout above, callgrind counted
+    // 2,108 instructions per message of tailer iteration against 2,260
+    // (100-byte messages); the wall clock did not tell them apart.
     #[pyo3(get)]
     payload: Py<PyBytes>,
     view: Option<(Arc<Mapping>, Range<usize>)>,
@@ -40,8 +41,8 @@ pub(crate) struct Message {
     frame_at: u64,
     /// Everything the common message (no key, headers, record fields,
     /// compression or tombstone) lacks: `None` for it, so a message read
-    /// by a tailer is five words and a payload (`perf`: building and
-    /// dropping the wider struct was a tenth of tailer iteration).
+    /// by a tailer is six words instead of fourteen, and none of those
+    /// parts is looked at twice.
     rare: Option<Box<Rare>>,
 }
 

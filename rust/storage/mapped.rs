@@ -366,10 +366,11 @@ impl Prefaulter {
 /// Asks the kernel to back `region`, the spare capacity of a large buffer
 /// the caller is about to fill (a column `read_arrow` builds), with huge
 /// pages as it is first written: one fault per 2 MiB instead of one per
-/// 4 KiB. `perf` on a whole-queue `read_arrow` (1,000,000 × 100 B) put a
-/// third of the time in page faults on the fresh columns; with huge pages
-/// the read ran about 1.7× faster. A hint: where transparent huge pages are
-/// off (or the call fails) nothing changes.
+/// 4 KiB. `perf` on a whole-queue `read_arrow` (1,000,000 × 100 B) put
+/// about a quarter of the time in the kernel, faulting in the fresh columns
+/// page by page; with huge pages the read ran 1.4× (one active file) to
+/// 1.7× (sealed files) faster (docs/PERFORMANCE.md). A hint: where
+/// transparent huge pages are off (or the call fails) nothing changes.
 pub fn advise_huge_pages<T>(region: &mut [std::mem::MaybeUninit<T>]) {
     const PAGE: usize = 4096;
     let start = region.as_mut_ptr() as usize;
