@@ -197,3 +197,20 @@ def test_large_read_arrow_columns_hold_every_row(qpath: Path) -> None:
         assert payloads == [i.to_bytes(4, "little") * 25 for i in range(n)]
         part = q.read_arrow(1000, 51_000, columns=["payload"])
         assert part.column("payload").to_pylist() == payloads[1000:51_000]
+
+
+def test_read_batch_payloads_of_a_named_tailer_commits_what_it_returned(
+    queue: litemq.Queue,
+) -> None:
+    queue.appender().append_batch([b"a", b"b", b"c"])
+    queue.appender().flush()
+    with queue.tailer(name="c1") as c:
+        assert c.read_batch(2, timeout=0, payloads=True) == [b"a", b"b"]
+        c.commit()
+    with queue.tailer(name="c1") as c:
+        assert c.read_batch(5, timeout=0, payloads=True) == [b"c"]
+
+
+def test_read_batch_payloads_takes_a_bool(queue: litemq.Queue) -> None:
+    with pytest.raises(TypeError):
+        queue.tailer().read_batch(3, timeout=0, payloads=1)  # type: ignore[call-overload]
