@@ -236,6 +236,17 @@ impl ColumnSet {
     }
 }
 
+/// Columns reserved this large or larger are backed by huge pages.
+const HUGE_MIN: usize = 4 << 20;
+
+/// Backs `v`'s reserved capacity with huge pages when it is large (see
+/// [`crate::storage::mapped::advise_huge_pages`]).
+fn huge<T>(v: &mut Vec<T>) {
+    if v.capacity() * std::mem::size_of::<T>() >= HUGE_MIN {
+        crate::storage::mapped::advise_huge_pages(v.spare_capacity_mut());
+    }
+}
+
 /// Most rows whose fixed-size columns are reserved up front.
 const RESERVE_ROWS: usize = 1 << 20;
 /// Most rows reserved up front by a filtered read.
@@ -276,6 +287,11 @@ impl Columns {
         b.headers_offsets.reserve(hint_for(cols.headers));
         b.key_valid.reserve(hint_for(cols.key).div_ceil(8));
         b.headers_valid.reserve(hint_for(cols.headers).div_ceil(8));
+        huge(&mut b.seq);
+        huge(&mut b.timestamp);
+        huge(&mut b.payload_offsets);
+        huge(&mut b.key_offsets);
+        huge(&mut b.headers_offsets);
         b
     }
 
@@ -349,6 +365,7 @@ impl Columns {
             // as expected like the first, so the column is not copied as it grows.
             let want = hint.saturating_mul(payload.len()).min(RESERVE_BYTES);
             self.payload_data.reserve(want);
+            huge(&mut self.payload_data);
         }
         self.seq.push(seq as i64);
         self.timestamp.push(rec.timestamp as i64);
@@ -430,6 +447,7 @@ impl Columns {
         if i == 0 && cols.payload {
             let want = hint.saturating_mul(payload.len()).min(RESERVE_BYTES);
             self.payload_data.reserve(want);
+            huge(&mut self.payload_data);
         }
         self.seq.push(seq as i64);
         self.timestamp.push(rec.timestamp as i64);

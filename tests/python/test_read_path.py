@@ -1,0 +1,216 @@
+"""The read path of issue 15: messages built cheaply by a tailer keep every
+field, `read_batch(payloads=True)`, and large `read_arrow` columns."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import litemq
+from conftest import SMALL_FILE
+
+KEY = bytes(range(32))
+
+#: The attributes a user reads from a message.
+FIELDS = (
+    "seq",
+    "timestamp",
+    "payload",
+    "key",
+    "headers",
+    "topic",
+    "tags",
+    "queue_id",
+    "priority",
+    "expires_at",
+    "compression",
+    "tombstone",
+    "position",
+)
+
+
+def _values(m: litemq.Message) -> dict[str, Any]:
+    return {name: getattr(m, name) for name in FIELDS}
+
+
+def _fill(q: litemq.Queue) -> list[dict[str, Any]]:
+    """One message of each kind; returns what each must read back as."""
+    app = q.appender()
+    app.append(b"plain")
+    app.append(b"keyed text", key="k1")
+    app.append(b"keyed bytes", key=b"\x00k2")
+    app.append(b"with headers", headers={"h": "v", "b": b"\xff"})
+    app.append(b"topic", topic="orders", tags=["paid", "eu"], queue_id=3, priority=7)
+    app.append(b"expiring", expires_at=4_000_000_000_000_000)
+    app.append(b"z" * 2000, compress="zstd")
+    app.delete("k1")
+    app.flush()
+    return [
+        {"payload": b"plain", "key": None, "headers": {}},
+        {"payload": b"keyed text", "key": "k1"},
+        {"payload": b"keyed bytes", "key": b"\x00k2"},
+        {"payload": b"with headers", "headers": {"h": "v", "b": b"\xff"}},
+        {
+            "payload": b"topic",
+            "topic": "orders",
+            "tags": ("paid", "eu"),
+            "queue_id": 3,
+            "priority": 7,
+        },
+        {"payload": b"expiring", "expires_at": 4_000_000_000_000_000},
+        {"payload": b"z" * 2000, "compression": "zstd"},
+        {"payload": b"", "key": "k1", "tombstone": True},
+    ]
+
+
+@pytest.mark.parametrize("encrypted", [False, True])
+def test_tailer_messages_keep_every_field_of_every_kind(tmp_path: Path, encrypted: bool) -> None:
+    extra: dict[str, Any] = {"encryption_key": KEY} if encrypted else {}
+    with litemq.Queue(tmp_path / "q", file_size=SMALL_FILE, **extra) as q:
+        expected = _fill(q)
+        iterated = list(q.tailer())
+        batched = q.tailer().read_batch(100, timeout=0)
+        assert [m.seq for m in iterated] == list(range(len(expected)))
+        for m, b, want in zip(iterated, batched, expected, strict=True):
+            got = _values(m)
+            for name, value in want.items():
+                assert got[name] == value, (m.seq, name)
+            # Fields a kind does not set read as their defaults.
+            defaults = {"topic": None, "tags": (), "queue_id": 0, "priority": 0}
+            for name, value in defaults.items():
+                if name not in want:
+                    assert got[name] == value, (m.seq, name)
+            if "expires_at" not in want:
+                assert m.expires_at is None
+            if "compression" not in want:
+                assert m.compression is None
+            if "tombstone" not in want:
+                assert m.tombstone is False
+            # A tailer's message, a read_batch one and get()'s agree on every field.
+            owned = q.get(m.seq)
+            assert _values(b) == got
+            assert _values(owned) == got
+            assert m == owned
+            assert bytes(m.payload_view()) == m.payload
+            assert m.position is not None
+            assert m.position[0].endswith(".data")
+            # Pickling keeps every field.
+            assert _values(pickle.loads(pickle.dumps(m))) == got
+            assert repr(m) == repr(owned)
+
+
+def test_messages_stay_valid_after_the_tailer_moves_on_and_closes(qpath: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE, roll="count:50") as q:
+        q.appender().append_batch([f"m{i}".encode() * 10 for i in range(200)])
+        q.appender().flush()
+        t = q.tailer()
+        first = t.read_batch(10, timeout=0)
+        views = [m.payload_view() for m in first]
+        rest = list(t)  # moves on, across files
+        assert len(rest) == 190
+        t.close()
+        q.close()
+        # The tailer and its queue are closed: the messages and their views
+        # are still whole.
+        for i, (m, v) in enumerate(zip(first, views, strict=True)):
+            assert m.payload == f"m{i}".encode() * 10
+            assert bytes(v) == m.payload
+            assert bytes(m.payload_view()) == m.payload
+            assert m.position is not None
+        assert rest[-1].payload == b"m199" * 10
+
+
+def test_read_batch_payloads_returns_the_payloads(qpath: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE, roll="count:100", compression="zstd") as q:
+        payloads = [f"m{i}".encode() * (1 + i % 40) for i in range(450)]
+        q.appender().append_batch(payloads)
+        q.appender().flush()
+        t = q.tailer()
+        got: list[bytes] = []
+        while batch := t.read_batch(128, timeout=0, payloads=True):
+            assert 1 <= len(batch) <= 128
+            assert all(type(p) is bytes for p in batch)
+            got.extend(batch)
+        # In order, each once, across the rolls; compressed ones decompressed.
+        assert got == payloads
+        assert t.next_seq == 450
+        assert t.read_batch(10, timeout=0, payloads=True) == []
+        t.seek(445)
+        assert t.read_batch(3, payloads=True) == payloads[445:448]
+        # The same read as messages.
+        t.seek(100)
+        assert [m.payload for m in t.read_batch(50)] == payloads[100:150]
+
+
+def test_read_batch_payloads_of_every_kind_and_after_a_wait(tmp_path: Path) -> None:
+    with litemq.Queue(tmp_path / "q", file_size=SMALL_FILE, encryption_key=KEY) as q:
+        expected = _fill(q)
+        t = q.tailer()
+        assert t.read_batch(100, timeout=0, payloads=True) == [e["payload"] for e in expected]
+        # When nothing is there, the first message waited for is a payload too.
+        assert t.read_batch(5, timeout=0.01, payloads=True) == []
+        q.appender().append(b"late")
+        q.appender().flush()
+        assert t.read_batch(5, timeout=5, payloads=True) == [b"late"]
+
+
+def test_read_batch_payloads_keeps_what_it_read_before_damage(qpath: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        q.appender().append_batch([b"x" * 100] * 10)
+        q.appender().flush()
+    data = sorted(qpath.rglob("*.data"))[-1]
+    raw = bytearray(data.read_bytes())
+    raw[4096 + 128 * 5 + 50] ^= 0xFF  # inside the sixth frame's payload
+    data.write_bytes(bytes(raw))
+    with litemq.Queue(qpath, read_only=True) as q:
+        t = q.tailer()
+        assert t.read_batch(100, timeout=0, payloads=True) == [b"x" * 100] * 5
+        with pytest.raises(litemq.CorruptedError):
+            t.read_batch(100, timeout=0, payloads=True)
+        assert t.next_seq == 5
+
+
+def test_read_batch_payloads_must_be_a_keyword(queue: litemq.Queue) -> None:
+    t = queue.tailer()
+    with pytest.raises(TypeError):
+        t.read_batch(3, 0, True)  # type: ignore[call-overload]
+
+
+def test_large_read_arrow_columns_hold_every_row(qpath: Path) -> None:
+    # Columns past 4 MiB are backed by huge pages: 60,000 rows of 100 bytes
+    # (6 MB of payload, 480 kB per int column) across sealed files and the
+    # active one come back whole, in order.
+    n = 60_000
+    with litemq.Queue(qpath, file_size=2 << 20) as q:
+        app = q.appender()
+        for start in range(0, n, 1000):
+            app.append_batch([i.to_bytes(4, "little") * 25 for i in range(start, start + 1000)])
+        app.flush()
+        assert len(list(qpath.rglob("*.data"))) > 2
+        batch = q.read_arrow()
+        assert batch.num_rows == n
+        assert batch.column("seq").to_pylist() == list(range(n))
+        payloads = batch.column("payload").to_pylist()
+        assert payloads == [i.to_bytes(4, "little") * 25 for i in range(n)]
+        part = q.read_arrow(1000, 51_000, columns=["payload"])
+        assert part.column("payload").to_pylist() == payloads[1000:51_000]
+
+
+def test_read_batch_payloads_of_a_named_tailer_commits_what_it_returned(
+    queue: litemq.Queue,
+) -> None:
+    queue.appender().append_batch([b"a", b"b", b"c"])
+    queue.appender().flush()
+    with queue.tailer(name="c1") as c:
+        assert c.read_batch(2, timeout=0, payloads=True) == [b"a", b"b"]
+        c.commit()
+    with queue.tailer(name="c1") as c:
+        assert c.read_batch(5, timeout=0, payloads=True) == [b"c"]
+
+
+def test_read_batch_payloads_takes_a_bool(queue: litemq.Queue) -> None:
+    with pytest.raises(TypeError):
+        queue.tailer().read_batch(3, timeout=0, payloads=1)  # type: ignore[call-overload]
