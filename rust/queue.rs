@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::format::crypto;
 use crate::format::metadata::{Metadata, StoredEncryption};
 use crate::format::position;
-use crate::format::record::Record;
+use crate::format::record::{self, Record};
 use crate::format::{FORMAT_VERSION, OLDEST_READABLE_VERSION};
 use crate::index::fields::{ActiveIndex, FieldIndexDef, FieldQuery, IndexState};
 use crate::index::key_index::{self, KeyIndexConfig, KeyIndexReader, KeyIndexWriter};
@@ -37,7 +37,7 @@ use crate::storage::lock::{Role, WriterLock};
 use crate::storage::mapped::allocated_bytes;
 use crate::storage::wake::WakeFile;
 use crate::writer::append_lock::{AppendLock, APPEND_LOCK_FILE};
-use crate::writer::appender::Appender;
+use crate::writer::appender::{Appender, Batching};
 use crate::writer::handoff::Handoff;
 use crate::writer::io_thread::{AfterRoll, IoThread, Resume};
 use crate::writer::shared::WriterShared;
@@ -508,6 +508,18 @@ impl Queue {
             crate::format::data_file::max_record_len(config.file_size) - seal,
             config.compression,
             config.max_decompressed,
+            Batching {
+                refusal: if config.encryption_key.is_some() {
+                    Some("an encrypted queue (batches are not sealed)".into())
+                } else if multi {
+                    Some("a queue with several writer processes (multi_writer=True)".into())
+                } else {
+                    None
+                },
+                fields: config.fields.clone(),
+                max_members: (crate::writer::active::max_seqs(config.file_size) - 1)
+                    .min(record::MAX_BATCH_COUNT as u64) as usize,
+            },
         );
         let writer = Writer {
             appender,
