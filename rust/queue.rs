@@ -511,8 +511,6 @@ impl Queue {
             Batching {
                 refusal: if config.encryption_key.is_some() {
                     Some("an encrypted queue (batches are not sealed)".into())
-                } else if multi {
-                    Some("a queue with several writer processes (multi_writer=True)".into())
                 } else {
                     None
                 },

@@ -784,6 +784,24 @@ pub fn push_batch_member(
     debug_assert_eq!(block.len() - start, body_len);
 }
 
+/// Checks that a decompressed batch block is exactly `count` members
+/// (`len:u32 | record` each, lengths within the block); each member's
+/// record is checked when it is read ([`batch_member`]).
+pub fn check_batch_block(block: &[u8], count: u16) -> Result<(), &'static str> {
+    let mut at = 0usize;
+    for _ in 0..count {
+        let len = le_u32(block, at).ok_or("batch member length past the block")? as usize;
+        at = at
+            .checked_add(4 + len)
+            .filter(|&end| end <= block.len())
+            .ok_or("batch member past the block")?;
+    }
+    if at != block.len() {
+        return Err("batch block longer than its members");
+    }
+    Ok(())
+}
+
 /// Walks a decompressed batch block of `count` members from member `index`
 /// at byte `at` (0, 0 for the start), returning where member `want`'s
 /// record lies in `block` (the member after it starts at its end) and the

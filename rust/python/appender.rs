@@ -495,7 +495,7 @@ impl Appender {
     /// not save 5 % is stored as plain messages. Refused with ValueError
     /// (nothing appended): no `compression` option on the queue, items with
     /// a key, topic, tags, expiry or `compress` of their own, an encrypted
-    /// or multi-writer queue, or declared field indexes.
+    /// queue, or declared field indexes.
     ///
     /// >>> app.append_batch([b"a", (b"b", "key-b"), {"payload": b"c", "headers": {"h": "v"}}])
     /// range(1, 4)

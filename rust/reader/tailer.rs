@@ -410,6 +410,7 @@ impl BatchCache {
                 limit,
             )?;
             self.count = count as u16;
+            record::check_batch_block(&self.block, self.count)?;
             self.next_index = 0;
             self.next_at = 0;
             self.of = Some(of);

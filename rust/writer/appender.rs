@@ -36,8 +36,7 @@ pub(crate) struct AppenderInner {
 /// What [`Appender::append_batch_together`] needs to know about the queue.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Batching {
-    /// Why the queue takes no batches (encryption, several writer
-    /// processes), if it does not.
+    /// Why the queue takes no batches (encryption), if it does not.
     pub refusal: Option<String>,
     /// The queue's declared field indexes: batches are refused while any
     /// is declared (their builders do not look inside batches).
@@ -196,8 +195,8 @@ impl Appender {
     /// Refused ([`Error::InvalidArgument`]), with nothing appended: members
     /// with a key or tombstone (the key index points at frames), a topic or
     /// tags (the topic index), an expiry, a per-record `compress` other than the
-    /// queue default; an encrypted queue, several writer processes, or a
-    /// queue with field indexes declared; no codec at all.
+    /// queue default; an encrypted queue or one with field indexes
+    /// declared; no codec at all.
     pub fn append_batch_together(
         &self,
         records: &[Record<'_>],
