@@ -729,9 +729,9 @@ pub fn batch_first_seq(record: &[u8]) -> u64 {
 #[inline]
 pub fn seq_after(record: &[u8], at_seq: u64) -> u64 {
     if is_batch_record(record) {
-        batch_first_seq(record) + seqs_of(record)
+        batch_first_seq(record).saturating_add(seqs_of(record))
     } else {
-        at_seq + seqs_of(record)
+        at_seq.saturating_add(seqs_of(record))
     }
 }
 

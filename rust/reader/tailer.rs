@@ -908,7 +908,7 @@ impl Tailer {
                     if let Some((first, count)) = frame_batch(&c.map, c.offset, len) {
                         // A batch (format 9): its members share the frame;
                         // stop on it at the first one `more` refuses.
-                        let end = first + count;
+                        let end = first.saturating_add(count);
                         let mut m = self.seq + 1;
                         while m < end {
                             if !more(m, c.info.header.file_number, c.offset) {
@@ -970,7 +970,9 @@ impl Tailer {
             trust_checked: false,
         };
         if let Some(e) = cursor.entry(&self.catalog, |ix| ix.floor_time(micros)) {
-            (at_seq, offset) = (e.seq, e.offset as usize);
+            // From a batch's first member: the members before the entry's
+            // share its timestamp.
+            (at_seq, offset) = (entry_frame_seq(&cursor.map, &e), e.offset as usize);
         }
         cursor.offset = offset;
         self.cursor = Some(cursor);
@@ -1137,8 +1139,9 @@ impl Tailer {
         let after = c.entry(&self.catalog, |ix| ix.ceil_after(hole as u64));
         let id = c.info.id;
         let mut to: Option<(u64, usize)> = None;
-        if let Some(e) = after {
+        if let Some(mut e) = after {
             let e_at = e.offset as usize;
+            e.seq = entry_frame_seq(&c.map, &e);
             to = Some((e.seq, e_at));
             if let Some(p) = found.filter(|&p| p < e_at) {
                 if let Some((n, end)) = count_frames(&c.map, p, Some(e_at)) {
@@ -1372,7 +1375,7 @@ impl Tailer {
                         // A batch (format 9): the cursor stays on its frame
                         // until its last member is read.
                         let first = record::batch_first_seq(rec);
-                        let end = first + record::seqs_of(rec);
+                        let end = first.saturating_add(record::seqs_of(rec));
                         if !(first..end).contains(&seq) {
                             return Err(Error::corrupted(
                                 c.map.path(),
@@ -1773,6 +1776,17 @@ fn frame_seqs(map: &Mapping, at: usize, len: u32) -> u64 {
         .map_or(1, record::seqs_of)
 }
 
+/// The sequence a walker stands at on the frame a sparse-index entry `e`
+/// points at, to count frames from: a batch's first member (the entry may
+/// name a later member), else the entry's sequence.
+fn entry_frame_seq(map: &Mapping, e: &Entry) -> u64 {
+    let at = e.offset as usize;
+    match map.as_slice().get(at..at + 4) {
+        Some(_) => frame_batch(map, at, map.load_u32(at)).map_or(e.seq, |(first, _)| first),
+        None => e.seq,
+    }
+}
+
 /// `(first sequence, count)` of the published frame at `at` (length word
 /// `len`) when it is a batch (format 9).
 #[inline]
@@ -1881,7 +1895,7 @@ fn published_end(catalog: &Catalog) -> u64 {
         .and_then(|ix| ix.last())
         .filter(|e| entry_matches(&map, e))
     {
-        (seq, off) = (e.seq, e.offset as usize);
+        (seq, off) = (entry_frame_seq(&map, &e), e.offset as usize);
     }
     while off + 4 <= map.len() {
         let len = map.load_u32(off);

@@ -180,11 +180,18 @@ fn members_round_trip_every_field_through_every_read_path() {
         .flatten()
         .collect();
     assert_eq!(cols.payload_data, want);
-    // Time seeks land on members too.
+    // A time seek lands on the first message at or after the time: the
+    // first member of the batch (they share its timestamp), even when the
+    // sparse-index entry it starts from names a later member.
     let ts = all[2000].timestamp;
+    let want = all.iter().position(|m| m.timestamp >= ts).unwrap() as u64;
     let mut t = q.tailer(Start::Beginning).unwrap();
     t.seek_time(ts).unwrap();
-    assert!(t.read_next().unwrap().unwrap().timestamp >= ts);
+    assert_eq!(t.read_next().unwrap().unwrap().seq, want);
+    let mut t = q.tailer(Start::Beginning).unwrap();
+    t.seek_time(ts + 1).unwrap();
+    let m = t.read_next().unwrap().unwrap();
+    assert!(m.timestamp > ts && all[m.seq as usize - 1].timestamp <= ts);
     q.close().unwrap();
     // Reopened (recovery walks the batches), then read-only.
     let q = QueueBuilder::new(dir.path())
@@ -523,4 +530,39 @@ fn a_multi_writer_queue_and_compaction_keep_batches() {
     assert_eq!(members.len(), 6 * 500);
     assert_eq!(q.get(501 + 1 + 250).unwrap().payload, payloads[250]);
     assert_eq!(q.get_latest(b"k").unwrap().unwrap().payload, b"v5");
+}
+
+/// Writes `fuzz/regressions/frame_decode/batch_record` (a seed for the
+/// fuzz target: a batch record of three members, zstd) when
+/// `LITEMQ_WRITE_FUZZ_SEED` is set; always checks it decodes.
+#[test]
+fn the_fuzz_seed_is_a_batch_record() {
+    let members: Vec<Vec<u8>> = (0..3).map(event).collect();
+    let mut block = Vec::new();
+    for m in &members {
+        let r = Record::new(m);
+        record::push_batch_member(&mut block, r.flags(), r.body_len(), |o| r.encode_body(o));
+    }
+    let packed = litemq::format::compression::compress(Codec::Zstd, 1, &block);
+    let mut body = Vec::new();
+    record::encode_batch_head(3, Codec::Zstd, block.len() as u32, &mut body);
+    record::set_batch_first_seq(&mut body, 42);
+    body.extend_from_slice(&packed);
+    let mut rec = Vec::new();
+    record::encode_into(&mut rec, record::FLAG_EXTENSION, 7, &body);
+    let v = record::decode(&rec).unwrap();
+    assert!(v.is_batch() && record::is_batch_record(&rec));
+    assert_eq!(
+        (record::seqs_of(&rec), record::batch_first_seq(&rec)),
+        (3, 42)
+    );
+    let block = v.inflate(1 << 20).unwrap();
+    record::check_batch_block(&block, 3).unwrap();
+    let (_, m) = record::batch_member(&block, 3, 0, 0, 2).unwrap();
+    assert_eq!(m.payload, members[2]);
+    if std::env::var_os("LITEMQ_WRITE_FUZZ_SEED").is_some() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fuzz/regressions/frame_decode/batch_record");
+        std::fs::write(path, &rec).unwrap();
+    }
 }
