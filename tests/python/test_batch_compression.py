@@ -97,9 +97,8 @@ def test_named_tailers_and_work_queues_stop_inside_a_batch(tmp_path: Path) -> No
             assert j is not None
             wq.ack(j)
     # Reopened: recovery walks the batch; the consumer resumes mid-batch.
-    with litemq.Queue(tmp_path, verify_on_startup=True) as q:
-        with q.tailer(name="billing") as c:
-            assert c.read_next().payload == payloads[123]
+    with litemq.Queue(tmp_path, verify_on_startup=True) as q, q.tailer(name="billing") as c:
+        assert c.read_next().payload == payloads[123]
 
 
 def test_what_does_not_combine_is_refused(tmp_path: Path) -> None:
