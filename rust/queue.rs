@@ -721,6 +721,30 @@ impl Queue {
                 defs.push(def.clone());
             }
         }
+        // Field indexes do not look inside batches compressed together
+        // (format 9): refused on a queue that holds one. Appends of batches
+        // check the declared indexes under the read lock taken above for
+        // writing, so every batch is in the files once the flush returns.
+        if let Some(w) = &self.inner.writer {
+            w.appender.flush()?;
+        }
+        self.inner.catalog.refresh()?;
+        for info in self.inner.catalog.snapshot().iter() {
+            if crate::reader::tailer::file_has_batches(&self.inner.catalog, info)? {
+                let mut defs = self
+                    .inner
+                    .config
+                    .fields
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner());
+                defs.retain(|d| d.name != def.name);
+                return Err(Error::InvalidArgument(format!(
+                    "the queue holds batches compressed together (format 9, {}): \
+                     field indexes do not look inside them",
+                    self.inner.catalog.data_path(info.id).display()
+                )));
+            }
+        }
         {
             let mut meta = self
                 .inner

@@ -1787,6 +1787,32 @@ fn entry_frame_seq(map: &Mapping, e: &Entry) -> u64 {
     }
 }
 
+/// True when data file `info` holds a batch frame (format 9): its frames
+/// walked by their length words, a batch's head read (no CRC: a damaged
+/// frame is reported by the reads, not here).
+pub(crate) fn file_has_batches(catalog: &Catalog, info: &FileInfo) -> Result<bool> {
+    if info.header.version < 9 {
+        return Ok(false);
+    }
+    let map = match Mapping::open(&catalog.data_path(info.id)) {
+        Ok(m) => m,
+        Err(e) if is_not_found(&e) => return Ok(false), // deleted by retention
+        Err(e) => return Err(e),
+    };
+    let mut at = DATA_HEADER_LEN;
+    while at + 4 <= map.len() {
+        let len = map.load_u32(at);
+        if len == 0 || len == frame::END_OF_FILE {
+            break;
+        }
+        if frame_batch(&map, at, len).is_some() {
+            return Ok(true);
+        }
+        at = at.saturating_add(frame::frame_size(len as usize));
+    }
+    Ok(false)
+}
+
 /// `(first sequence, count)` of the published frame at `at` (length word
 /// `len`) when it is a batch (format 9).
 #[inline]

@@ -208,12 +208,10 @@ impl Appender {
                 "compress_together is not available on {why}"
             )));
         }
-        if !b
-            .fields
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_empty()
-        {
+        // Held until the batch is sent: `Queue::add_index` declares under
+        // the write lock, then flushes and looks for batches in the files.
+        let fields = b.fields.read().unwrap_or_else(|e| e.into_inner());
+        if !fields.is_empty() {
             return Err(Error::InvalidArgument(
                 "compress_together is not available while field indexes are declared: \
                  their builders do not look inside batches"
@@ -263,7 +261,9 @@ impl Appender {
         if from < records.len() {
             self.push_block(&mut bundle, &records[from..], &block, &c);
         }
-        self.send_bundle(bundle)
+        let sent = self.send_bundle(bundle);
+        drop(fields);
+        sent
     }
 
     /// Adds one block of members to `bundle`: one batch record when it

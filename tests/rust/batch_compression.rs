@@ -566,3 +566,22 @@ fn the_fuzz_seed_is_a_batch_record() {
         std::fs::write(path, &rec).unwrap();
     }
 }
+
+#[test]
+fn a_field_index_is_refused_on_a_queue_that_holds_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).compression(zstd()).open().unwrap();
+    let app = q.appender().unwrap();
+    let payloads: Vec<Vec<u8>> = (0..100).map(event).collect();
+    let records: Vec<Record<'_>> = payloads.iter().map(|p| Record::new(p)).collect();
+    app.append_batch_together(&records, None).unwrap();
+    let def = litemq::FieldIndexDef::new("source", "str").unwrap();
+    match q.add_index(def, &mut |_, _| {}) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("batches"), "{m}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    // Not declared: batches are still taken.
+    app.append_batch_together(&records, None).unwrap();
+    app.flush().unwrap();
+    assert_eq!(q.next_seq(), 200);
+}
