@@ -16,7 +16,7 @@ field, one event per message. Measured, each into a fresh temp dir:
    level 1;
 4. batches compressed together (format 9, ``append_batch(...,
    compress_together=True)``, blocks of up to 64 KiB): on-disk bytes with
-   zstd 1 and 3 and lz4, append throughput with zstd 1 next to plain
+   zstd 1, 3, 9 and 15 and lz4, append throughput with zstd 1 next to plain
    ``append_batch`` in the same run, and random ``get(seq)`` throughput on a
    batch-compressed queue against a plain one and a per-message zstd one
    (20,000 gets at seeded random sequences, best of 3).
@@ -148,6 +148,8 @@ def main() -> None:
             ("together, zstd 1", {"compression": "zstd", "compression_level": 1}),
             ("together, zstd 3", {"compression": "zstd"}),
             ("together, lz4", {"compression": "lz4"}),
+            ("together, zstd 9", {"compression": "zstd", "compression_level": 9}),
+            ("together, zstd 15", {"compression": "zstd", "compression_level": 15}),
         ]:
             path = os.path.join(tmp, name.replace(", ", "-").replace(" ", ""))
             write_queue(path, payloads, name.startswith("together"), **opts)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import litemq
+from conftest import cli
 
 SMALL_FILE = 1 << 20
 
@@ -133,3 +134,15 @@ def test_an_older_build_is_kept_off_a_batch_by_the_file_version(tmp_path: Path) 
         (f,) = q.data_files()
         header = Path(f.path).read_bytes()[:12]
     assert int.from_bytes(header[8:12], "little") == 9
+
+
+def test_cli_verify_counts_every_member(tmp_path: Path) -> None:
+    with litemq.Queue(tmp_path, compression="zstd") as q:
+        app = q.appender()
+        app.append_batch([event(i) for i in range(500)], compress_together=True)
+        app.append(b"plain")
+    proc = cli("verify", str(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = cli("info", str(tmp_path), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["next_seq"] == 501
