@@ -285,6 +285,16 @@ pub fn read_frames(
     Ok((out, offset + at as u64))
 }
 
+/// Archive reads do not open batches (format 9, messages compressed
+/// together): a typed refusal rather than a wrong row.
+fn batch_refused(path: &std::path::Path, at: usize) -> Error {
+    Error::InvalidArgument(format!(
+        "{} offset {at}: a batch of messages compressed together (format 9); \
+         archive reads do not support batches: restore the files and read the queue",
+        path.display()
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,14 +309,4 @@ mod tests {
         let (c, next) = read_frames(&[], p, 4096, 0, 0, ColumnSet::ALL, None).unwrap();
         assert_eq!((c.rows, next), (0, 4096));
     }
-}
-
-/// Archive reads do not open batches (format 9, messages compressed
-/// together): a typed refusal rather than a wrong row.
-fn batch_refused(path: &std::path::Path, at: usize) -> Error {
-    Error::InvalidArgument(format!(
-        "{} offset {at}: a batch of messages compressed together (format 9); \
-         archive reads do not support batches: restore the files and read the queue",
-        path.display()
-    ))
 }

@@ -105,7 +105,7 @@ fn members_round_trip_every_field_through_every_read_path() {
         .enumerate()
         .map(|(i, p)| Record {
             payload: p,
-            headers: if i % 3 == 0 { &headers } else { &[] },
+            headers: if i.is_multiple_of(3) { &headers } else { &[] },
             priority: (i % 5) as u8,
             ..Record::new(p)
         })
@@ -123,7 +123,7 @@ fn members_round_trip_every_field_through_every_read_path() {
         assert_eq!(m.payload, payloads[i]);
         assert_eq!(m.priority, (i % 5) as u8);
         assert_eq!(m.codec, Some(Codec::Zstd));
-        let want: Vec<(String, Vec<u8>, bool)> = if i % 3 == 0 {
+        let want: Vec<(String, Vec<u8>, bool)> = if i.is_multiple_of(3) {
             vec![
                 ("source".into(), b"web".to_vec(), true),
                 ("raw".into(), vec![0, 255], false),

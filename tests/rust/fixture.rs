@@ -401,6 +401,10 @@ fn generate(dir: &Path, key: Option<[u8; 32]>) -> Value {
     })
 }
 
+/// Records one message of the `batched/` queue in its manifest: sequence,
+/// timestamp, payload, headers, priority, codec.
+type PushMessage<'a> = dyn FnMut(u64, u64, &[u8], &[Header], u8, Option<Codec>) + 'a;
+
 /// Writes the `batched/` queue (format 9): plain messages and batches
 /// compressed together (zstd and lz4, members with headers and
 /// priorities, one batch cut in two by a file roll), with the generator's
@@ -450,16 +454,12 @@ fn generate_batched(dir: &Path) -> Value {
         }));
     };
     let mut ts = START_US;
-    let plain =
-        |app: &litemq::Appender,
-         payload: &[u8],
-         ts: u64,
-         push: &mut dyn FnMut(u64, u64, &[u8], &[Header], u8, Option<Codec>)| {
-            clock.set(ts);
-            let seq = app.append_record(&Record::new(payload)).unwrap();
-            app.flush().unwrap();
-            push(seq, ts, payload, &[], 0, None);
-        };
+    let plain = |app: &litemq::Appender, payload: &[u8], ts: u64, push: &mut PushMessage<'_>| {
+        clock.set(ts);
+        let seq = app.append_record(&Record::new(payload)).unwrap();
+        app.flush().unwrap();
+        push(seq, ts, payload, &[], 0, None);
+    };
     plain(&app, b"before the batches", ts, &mut push);
     for (n, (codec, count)) in [(Codec::Zstd, 40u32), (Codec::Lz4, 25), (Codec::Zstd, 200)]
         .into_iter()
