@@ -13,7 +13,13 @@ field, one event per message. Measured, each into a fresh temp dir:
    (pyarrow, the events parsed into typed columns);
 3. append throughput from Python, best of 3: ``append_batch`` of 1,000
    messages at a time, and one ``append`` per message, plain and with zstd
-   level 1.
+   level 1;
+4. batches compressed together (format 9, ``append_batch(...,
+   compress_together=True)``, blocks of up to 64 KiB): on-disk bytes with
+   zstd 1, 3, 9 and 15 and lz4, append throughput with zstd 1 next to plain
+   ``append_batch`` in the same run, and random ``get(seq)`` throughput on a
+   batch-compressed queue against a plain one and a per-message zstd one
+   (20,000 gets at seeded random sequences, best of 3).
 
 Prints figures and ratios; asserts only that every payload reads back. Disk:
 a few times N x 200 B, removed at the end.
@@ -80,15 +86,37 @@ def on_disk(path: str) -> int:
         return sum(f.bytes_written for f in q.data_files())
 
 
-def write_queue(path: str, payloads: list[bytes], **options: object) -> float:
-    """Appends in batches of 1,000; returns seconds (flush included)."""
+def write_queue(
+    path: str, payloads: list[bytes], together: bool = False, **options: object
+) -> float:
+    """Appends in batches of 1,000 (compressed together with `together`);
+    returns seconds (flush included)."""
     with litemq.Queue(path, file_size=FILE_SIZE, **options) as q:  # type: ignore[arg-type]
         app = q.appender()
         t0 = time.perf_counter()
         for i in range(0, len(payloads), 1000):
-            app.append_batch(payloads[i : i + 1000])
+            app.append_batch(payloads[i : i + 1000], compress_together=together)
         app.flush()
         return time.perf_counter() - t0
+
+
+def write_together(path: str, payloads: list[bytes], **options: object) -> float:
+    return write_queue(path, payloads, True, **options)
+
+
+def random_gets(path: str, n: int, gets: int = 20_000) -> float:
+    """Best of 3 seconds for `gets` `get(seq)` calls at seeded random sequences."""
+    rng = random.Random(5)
+    seqs = [rng.randrange(n) for _ in range(gets)]
+    best = float("inf")
+    with litemq.Queue(path, read_only=True) as q:
+        get = q.get
+        for _ in range(3):
+            t0 = time.perf_counter()
+            for s in seqs:
+                get(s)
+            best = min(best, time.perf_counter() - t0)
+    return best
 
 
 def append_each(path: str, payloads: list[bytes], **options: object) -> float:
@@ -117,9 +145,14 @@ def main() -> None:
             ("litemq, zstd 3", {"compression": "zstd"}),
             ("litemq, lz4", {"compression": "lz4"}),
             ("litemq, gzip 6", {"compression": "gzip"}),
+            ("together, zstd 1", {"compression": "zstd", "compression_level": 1}),
+            ("together, zstd 3", {"compression": "zstd"}),
+            ("together, lz4", {"compression": "lz4"}),
+            ("together, zstd 9", {"compression": "zstd", "compression_level": 9}),
+            ("together, zstd 15", {"compression": "zstd", "compression_level": 15}),
         ]:
             path = os.path.join(tmp, name.replace(", ", "-").replace(" ", ""))
-            write_queue(path, payloads, **opts)
+            write_queue(path, payloads, name.startswith("together"), **opts)
             sizes[name] = on_disk(path)
             with litemq.Queue(path, read_only=True) as q:
                 assert [m.payload for m in q.tailer()] == payloads, name
@@ -143,6 +176,11 @@ def main() -> None:
                 write_queue,
                 {"compression": "zstd", "compression_level": 1},
             ),
+            (
+                "append_batch(1000), together zstd 1",
+                write_together,
+                {"compression": "zstd", "compression_level": 1},
+            ),
             ("append() each, none", append_each, {}),
             ("append() each, zstd 1", append_each, {"compression": "zstd", "compression_level": 1}),
         ]:
@@ -152,6 +190,19 @@ def main() -> None:
                 best = min(best, fn(path, payloads, **opts))
                 shutil.rmtree(path)
             print(f"{label:<34} {n / best:>12,.0f}")
+
+        print(f"\n{'random get(seq), 20,000':<34} {'gets/s':>12}")
+        for label, together, opts in [
+            ("plain", False, {}),
+            ("per-message zstd 1", False, {"compression": "zstd", "compression_level": 1}),
+            ("together zstd 1", True, {"compression": "zstd", "compression_level": 1}),
+        ]:
+            path = os.path.join(tmp, "gets")
+            write_queue(path, payloads, together, **opts)
+            with litemq.Queue(path, read_only=True) as q:
+                assert q.get(n // 2).payload == payloads[n // 2]
+            print(f"{label:<34} {20_000 / random_gets(path, n):>12,.0f}")
+            shutil.rmtree(path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

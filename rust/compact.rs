@@ -15,7 +15,7 @@
 //! file's length does not change; `du`, not `ls`, shows the gain).
 //!
 //! **Crash safety.** The new file is written complete under
-//! `NAME.data.compact.tmp` (header version 8, frames, end-of-file marker,
+//! `NAME.data.compact.tmp` (header of the current format version, frames, end-of-file marker,
 //! footer with the new `frames_crc`), fsynced, and renamed over the old one,
 //! then the directory is fsynced: a crash leaves the old file or the new
 //! one, never a mix, and a leftover temp file (deleted by the next

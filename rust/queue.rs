@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::format::crypto;
 use crate::format::metadata::{Metadata, StoredEncryption};
 use crate::format::position;
-use crate::format::record::Record;
+use crate::format::record::{self, Record};
 use crate::format::{FORMAT_VERSION, OLDEST_READABLE_VERSION};
 use crate::index::fields::{ActiveIndex, FieldIndexDef, FieldQuery, IndexState};
 use crate::index::key_index::{self, KeyIndexConfig, KeyIndexReader, KeyIndexWriter};
@@ -37,7 +37,7 @@ use crate::storage::lock::{Role, WriterLock};
 use crate::storage::mapped::allocated_bytes;
 use crate::storage::wake::WakeFile;
 use crate::writer::append_lock::{AppendLock, APPEND_LOCK_FILE};
-use crate::writer::appender::Appender;
+use crate::writer::appender::{Appender, Batching};
 use crate::writer::handoff::Handoff;
 use crate::writer::io_thread::{AfterRoll, IoThread, Resume};
 use crate::writer::shared::WriterShared;
@@ -508,6 +508,16 @@ impl Queue {
             crate::format::data_file::max_record_len(config.file_size) - seal,
             config.compression,
             config.max_decompressed,
+            Batching {
+                refusal: if config.encryption_key.is_some() {
+                    Some("an encrypted queue (batches are not sealed)".into())
+                } else {
+                    None
+                },
+                fields: config.fields.clone(),
+                max_members: (crate::writer::active::max_seqs(config.file_size) - 1)
+                    .min(record::MAX_BATCH_COUNT as u64) as usize,
+            },
         );
         let writer = Writer {
             appender,
@@ -709,6 +719,30 @@ impl Queue {
                 }
             } else {
                 defs.push(def.clone());
+            }
+        }
+        // Field indexes do not look inside batches compressed together
+        // (format 9): refused on a queue that holds one. Appends of batches
+        // check the declared indexes under the read lock taken above for
+        // writing, so every batch is in the files once the flush returns.
+        if let Some(w) = &self.inner.writer {
+            w.appender.flush()?;
+        }
+        self.inner.catalog.refresh()?;
+        for info in self.inner.catalog.snapshot().iter() {
+            if crate::reader::tailer::file_has_batches(&self.inner.catalog, info)? {
+                let mut defs = self
+                    .inner
+                    .config
+                    .fields
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner());
+                defs.retain(|d| d.name != def.name);
+                return Err(Error::InvalidArgument(format!(
+                    "the queue holds batches compressed together (format 9, {}): \
+                     field indexes do not look inside them",
+                    self.inner.catalog.data_path(info.id).display()
+                )));
             }
         }
         {

@@ -84,10 +84,25 @@ fn walk(
             Ok(FrameAt::EndOfFile) => break WalkEnd::Sealed,
             Ok(FrameAt::Frame { record_len, next }) => {
                 let rec = &file[offset + 4..offset + 4 + record_len];
+                // A hole (key compaction) stands for several sequences; a
+                // batch (format 9) for its members, each indexed at its frame
+                // (a walk may start at any of them, from an index entry).
+                let after = record::seq_after(rec, seq);
+                if record::is_batch_record(rec)
+                    && !(record::batch_first_seq(rec)..after).contains(&seq)
+                {
+                    break WalkEnd::Bad(format!("batch frame does not hold sequence {seq}"));
+                }
                 match record::decode(rec) {
                     Ok(view) => {
                         last_ts = view.timestamp;
-                        on_frame(seq, offset, view.timestamp);
+                        if view.is_batch() {
+                            for s in seq..after {
+                                on_frame(s, offset, view.timestamp);
+                            }
+                        } else {
+                            on_frame(seq, offset, view.timestamp);
+                        }
                     }
                     Err(reason) => break WalkEnd::Bad(reason.to_string()),
                 }
@@ -95,8 +110,7 @@ fn walk(
                     break WalkEnd::Bad("frames run to the end of the file".into());
                 }
                 offset = next;
-                // A hole (key compaction) stands for several sequences.
-                seq += record::seqs_of(rec);
+                seq = after;
                 frames += 1;
             }
             Err(e) => break WalkEnd::Bad(e.to_string()),

@@ -91,6 +91,36 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(&data[..12], &record::hole(view.timestamp, count)[..]);
         assert_eq!(record::seqs_of(data), u64::from(count));
         assert!(view.key.is_none() && view.payload.is_empty() && !view.is_tombstone());
+    } else if let Some(view) = record::decode(data).ok().filter(|v| v.is_batch()) {
+        // A batch (format 9): its head is what the writer encodes; its block
+        // decompresses (bounded) to `raw_len` bytes, and members read from
+        // it never panic: each either decodes or is an error.
+        let count = u16::from_le_bytes([data[10], data[11]]);
+        assert!(count >= 1 && record::is_batch_record(data));
+        assert_eq!(record::seqs_of(data), u64::from(count));
+        let first = record::batch_first_seq(data);
+        assert_eq!(record::seq_after(data, first), first.saturating_add(u64::from(count)));
+        let codec = view.codec.expect("a batch names its codec");
+        let mut head = Vec::new();
+        record::encode_batch_head(count, codec, view.raw_len, &mut head);
+        record::set_batch_first_seq(&mut head, first);
+        assert_eq!(&data[9..record::BATCH_HEAD_LEN], &head[..]);
+        assert!(view.key.is_none() && view.headers().count() == 0);
+        if let Ok(block) = view.inflate(1 << 20) {
+            assert_eq!(block.len(), view.raw_len as usize);
+            if record::check_batch_block(&block, count).is_ok() {
+                let mut at = 0;
+                for i in 0..count {
+                    match record::batch_member(&block, count, i, at, i) {
+                        Ok((range, member)) => {
+                            assert!(range.end <= block.len() && member.key.is_none());
+                            at = range.end;
+                        }
+                        Err(_) => break,
+                    }
+                }
+            }
+        }
     } else if let Ok(view) = record::decode(data) {
         let headers: Vec<HeaderField<'_>> = view.headers().collect();
         assert!(headers.len() <= 255);

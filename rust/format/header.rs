@@ -212,9 +212,10 @@ mod tests {
             capacity: 10,
         };
         let mut b = h.encode();
-        b[8] = 9;
+        let newer = FORMAT_VERSION + 1;
+        b[8] = newer as u8;
         let crc = crc64(&[&b[..INDEX_CRC_AT]]);
         b[INDEX_CRC_AT..48].copy_from_slice(&crc.to_le_bytes());
-        assert_eq!(IndexHeader::decode(&b), Err(HeaderError::Version(9)));
+        assert_eq!(IndexHeader::decode(&b), Err(HeaderError::Version(newer)));
     }
 }

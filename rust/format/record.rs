@@ -18,6 +18,10 @@
 //!             payload is then ciphertext | tag:[u8; 16] (see `format::crypto`)
 //! hole     = flags 0x80 | timestamp | ext 0x04 | count:u16 | zero filler
 //!             (format 8: `count` sequences key compaction dropped)
+//! batch    = flags 0x80 | timestamp | ext 0x08 | count:u16 | first_seq:u64
+//!             | codec:u8 | raw_len:u32 | compressed block
+//!             (format 9: `count` messages compressed together; the block
+//!             is `count` × (len:u32 | member record), see [`batch_members`])
 //! ```
 //! Flags announce optional fields, which follow in bit order; a message
 //! without them costs nine bytes of record overhead. Every flag bit is in
@@ -69,11 +73,29 @@ pub const MAX_HOLE_COUNT: u16 = u16::MAX;
 /// a 24-byte nonce follows the extension byte, and the payload is the
 /// ciphertext followed by its 16-byte tag (see [`super::crypto`]).
 pub const EXT_ENCRYPTED: u8 = 0x02;
+/// Extension bit (format 9): the record is a *batch*, `count` consecutive
+/// messages compressed together as one block (`Appender::append_batch_together`,
+/// Python `append_batch(..., compress_together=True)`). The record is the
+/// flags byte [`FLAG_EXTENSION`], the first member's timestamp, the
+/// extension byte `EXT_BATCH`, `count:u16` (at least 1), the sequence of
+/// the first member `first_seq:u64`, `codec:u8`, `raw_len:u32` and the
+/// compressed block; the block, decompressed, is `count` members, each
+/// `len:u32 | record` (an ordinary record whose timestamp field is 0:
+/// a member's timestamp is the batch's). See [`batch_members`].
+pub const EXT_BATCH: u8 = 0x08;
+/// Length of a batch record before its block: flags, timestamp, extension
+/// byte, count, first sequence, codec, raw length.
+pub const BATCH_HEAD_LEN: usize = RECORD_FIXED_LEN + 1 + 2 + 8 + 1 + 4;
+/// The most members one batch record holds.
+pub const MAX_BATCH_COUNT: usize = u16::MAX as usize;
 /// Extension bits this version understands.
-pub const KNOWN_EXT: u8 = EXT_TOMBSTONE | EXT_ENCRYPTED | EXT_HOLE;
+pub const KNOWN_EXT: u8 = EXT_TOMBSTONE | EXT_ENCRYPTED | EXT_HOLE | EXT_BATCH;
 /// Extension bits format 8 introduced: such a record lands only in a file
 /// of version 8 or later (see [`record_version`]).
 pub const EXTS_SINCE_V8: u8 = EXT_ENCRYPTED | EXT_HOLE;
+/// Extension bits format 9 introduced (batches): such a record lands only
+/// in a file of version 9 or later.
+pub const EXTS_SINCE_V9: u8 = EXT_BATCH;
 /// Flags this version understands.
 pub const KNOWN_FLAGS: u8 = FLAG_KEY
     | FLAG_HEADERS
@@ -97,7 +119,9 @@ pub const FLAGS_SINCE_V7: u8 = FLAG_COMPRESSED | FLAG_EXTENSION;
 /// extension bits: a writer rolls out of an older active file first, so a
 /// reader of an older build never meets fields it does not know.
 pub fn record_version(flags: u8, ext: u8) -> u32 {
-    if ext & EXTS_SINCE_V8 != 0 {
+    if ext & EXTS_SINCE_V9 != 0 {
+        9
+    } else if ext & EXTS_SINCE_V8 != 0 {
         8
     } else if flags & FLAGS_SINCE_V7 != 0 {
         7
@@ -506,6 +530,11 @@ impl<'a> RecordView<'a> {
     pub fn is_hole(&self) -> bool {
         self.ext & EXT_HOLE != 0
     }
+    /// The record is a batch of messages compressed together (format 9,
+    /// [`EXT_BATCH`]); readers deliver its members (see [`batch_members`]).
+    pub fn is_batch(&self) -> bool {
+        self.ext & EXT_BATCH != 0
+    }
     /// The payload is sealed (encryption at rest, format 8).
     pub fn is_encrypted(&self) -> bool {
         self.ext & EXT_ENCRYPTED != 0
@@ -669,10 +698,145 @@ pub fn is_hole_record(record: &[u8]) -> bool {
 /// count sequences with it.
 #[inline]
 pub fn seqs_of(record: &[u8]) -> u64 {
-    if is_hole_record(record) {
+    // A hole's or batch's count is at the same place; 12 bytes tell both.
+    if record.len() >= HOLE_RECORD_LEN
+        && record[0] == FLAG_EXTENSION
+        && (record[9] == EXT_HOLE || record[9] == EXT_BATCH)
+    {
         u64::from(le_u16(record, 10).unwrap_or(1).max(1))
     } else {
         1
+    }
+}
+
+/// True when `record` (its bytes, not decoded) is a batch ([`EXT_BATCH`]).
+#[inline]
+pub fn is_batch_record(record: &[u8]) -> bool {
+    record.len() >= BATCH_HEAD_LEN && record[0] == FLAG_EXTENSION && record[9] == EXT_BATCH
+}
+
+/// The sequence of a batch record's first member (its bytes; a record
+/// [`is_batch_record`] says is one).
+#[inline]
+pub fn batch_first_seq(record: &[u8]) -> u64 {
+    le_u64(record, 12).unwrap_or(0)
+}
+
+/// The sequence after the frame whose record is `record`, for a walker that
+/// stands on it at sequence `at_seq`: a batch's first sequence plus its
+/// count (a walker may land on a batch at any of its members, by an index
+/// entry), else `at_seq` plus [`seqs_of`].
+#[inline]
+pub fn seq_after(record: &[u8], at_seq: u64) -> u64 {
+    if is_batch_record(record) {
+        batch_first_seq(record).saturating_add(seqs_of(record))
+    } else {
+        at_seq.saturating_add(seqs_of(record))
+    }
+}
+
+/// Writes the head of a batch record's body (what follows flags and
+/// timestamp, before the block): extension byte, `count`, `first_seq`
+/// (a placeholder the I/O thread overwrites, see [`set_batch_first_seq`]),
+/// codec and `raw_len`.
+pub fn encode_batch_head(count: u16, codec: Codec, raw_len: u32, out: &mut Vec<u8>) {
+    out.push(EXT_BATCH);
+    out.extend_from_slice(&count.to_le_bytes());
+    out.extend_from_slice(&0u64.to_le_bytes());
+    out.push(codec as u8);
+    out.extend_from_slice(&raw_len.to_le_bytes());
+}
+
+/// Offset of `first_seq` in a batch record's body (after flags and timestamp).
+pub const BATCH_BODY_FIRST_SEQ_AT: usize = 3;
+
+/// True when a record body an appender encoded (flags `flags`) is a batch.
+#[inline]
+pub fn body_is_batch(flags: u8, body: &[u8]) -> bool {
+    flags == FLAG_EXTENSION && body.first() == Some(&EXT_BATCH)
+}
+
+/// The member count of a batch record body an appender encoded (see
+/// [`body_is_batch`]).
+pub fn seqs_of_body_batch(body: &[u8]) -> u64 {
+    u64::from(le_u16(body, 1).unwrap_or(1).max(1))
+}
+
+/// Sets the first sequence in a batch record body (the I/O thread knows it).
+pub fn set_batch_first_seq(body: &mut [u8], seq: u64) {
+    body[BATCH_BODY_FIRST_SEQ_AT..BATCH_BODY_FIRST_SEQ_AT + 8].copy_from_slice(&seq.to_le_bytes());
+}
+
+/// Appends one member to a batch block under construction: `len:u32 |
+/// record` with `flags`, a zero timestamp and `body` (see
+/// [`Record::encode_body`]).
+pub fn push_batch_member(
+    block: &mut Vec<u8>,
+    flags: u8,
+    body_len: usize,
+    body: impl FnOnce(&mut Vec<u8>),
+) {
+    block.extend_from_slice(&((RECORD_FIXED_LEN + body_len) as u32).to_le_bytes());
+    block.push(flags);
+    block.extend_from_slice(&0u64.to_le_bytes());
+    let start = block.len();
+    body(block);
+    debug_assert_eq!(block.len() - start, body_len);
+}
+
+/// Checks that a decompressed batch block is exactly `count` members
+/// (`len:u32 | record` each, lengths within the block); each member's
+/// record is checked when it is read ([`batch_member`]).
+pub fn check_batch_block(block: &[u8], count: u16) -> Result<(), &'static str> {
+    let mut at = 0usize;
+    for _ in 0..count {
+        let len = le_u32(block, at).ok_or("batch member length past the block")? as usize;
+        at = at
+            .checked_add(4 + len)
+            .filter(|&end| end <= block.len())
+            .ok_or("batch member past the block")?;
+    }
+    if at != block.len() {
+        return Err("batch block longer than its members");
+    }
+    Ok(())
+}
+
+/// Walks a decompressed batch block of `count` members from member `index`
+/// at byte `at` (0, 0 for the start), returning where member `want`'s
+/// record lies in `block` (the member after it starts at its end) and the
+/// record decoded. The error says what is malformed: a
+/// length past the block, a member that is itself a batch or hole, or
+/// sealed or compressed (members never are).
+pub fn batch_member(
+    block: &[u8],
+    count: u16,
+    mut index: u16,
+    mut at: usize,
+    want: u16,
+) -> Result<(std::ops::Range<usize>, RecordView<'_>), &'static str> {
+    if want >= count || index > want {
+        return Err("batch member out of range");
+    }
+    loop {
+        let len = le_u32(block, at).ok_or("batch member length past the block")? as usize;
+        let start = at + 4;
+        let rec = block
+            .get(start..start.checked_add(len).ok_or("batch member too long")?)
+            .ok_or("batch member past the block")?;
+        if index == want {
+            let v = decode(rec)?;
+            if v.flags & (FLAG_COMPRESSED | FLAG_EXTENSION | FLAG_KEY | FLAG_TOPIC) != 0 {
+                return Err("batch member with a key, topic, compression or extension byte");
+            }
+            let end = start + len;
+            if want + 1 == count && end != block.len() {
+                return Err("batch block longer than its members");
+            }
+            return Ok((start..end, v));
+        }
+        at = start + len;
+        index += 1;
     }
 }
 
@@ -832,6 +996,35 @@ pub fn decode(record: &[u8]) -> Result<RecordView<'_>, &'static str> {
     }
     if ext & EXT_TOMBSTONE != 0 && (flags & FLAG_KEY == 0 || at != record.len()) {
         return Err("tombstone without a key, or with a payload");
+    }
+    if ext & EXT_BATCH != 0 {
+        if flags != FLAG_EXTENSION || ext != EXT_BATCH {
+            return Err("batch with fields or other extension bits");
+        }
+        if le_u16(record, at).is_none_or(|n| n == 0) {
+            return Err("batch without a count of at least 1");
+        }
+        le_u64(record, at + 2).ok_or("batch first sequence past the end")?;
+        let c = *record.get(at + 10).ok_or("batch codec past the end")?;
+        let codec = Codec::try_from(c)?;
+        let raw_len = le_u32(record, at + 11).ok_or("batch raw length past the end")?;
+        let at = at + 15;
+        return Ok(RecordView {
+            flags,
+            timestamp,
+            key: None,
+            headers: &[],
+            topic: None,
+            queue_id: 0,
+            tags: &[],
+            expires_at: None,
+            priority: 0,
+            codec: Some(codec),
+            raw_len,
+            ext,
+            payload_at: at,
+            payload: &record[at..],
+        });
     }
     if ext & EXT_HOLE != 0 {
         if flags != FLAG_EXTENSION || ext != EXT_HOLE {

@@ -487,12 +487,24 @@ impl Appender {
     /// `key`, `headers`, `topic`, `tags`, `queue_id`, `priority`, `ttl` and
     /// `expires_at` entries (as the keyword arguments of `append`).
     ///
+    /// With `compress_together=True` the messages are compressed together
+    /// in blocks of up to 64 KiB (format 9 batches, Kafka's record
+    /// batches) with the queue's `compression` codec and level: far better
+    /// ratios for small messages than one by one. Each message keeps its
+    /// own sequence, `get(seq)` decompresses one block. A block that would
+    /// not save 5 % is stored as plain messages. Refused with ValueError
+    /// (nothing appended): no `compression` option on the queue, items with
+    /// a key, topic, tags, expiry or `compress` of their own, an encrypted
+    /// queue, or declared field indexes.
+    ///
     /// >>> app.append_batch([b"a", (b"b", "key-b"), {"payload": b"c", "headers": {"h": "v"}}])
     /// range(1, 4)
+    #[pyo3(signature = (items, *, compress_together = false))]
     fn append_batch<'py>(
         &self,
         py: Python<'py>,
         items: &Bound<'py, PyAny>,
+        compress_together: bool,
     ) -> PyResult<Bound<'py, PyRange>> {
         let app = self.inner.get()?;
         if items.is_instance_of::<PyBytes>() || items.is_instance_of::<PyString>() {
@@ -524,7 +536,10 @@ impl Appender {
                 Err(_) => break,
             }
         }
-        let range = if plain.len() == objects.len() {
+        let range = if compress_together && plain.len() == objects.len() {
+            let records: Vec<Record<'_>> = plain.iter().map(|p| Record::new(p)).collect();
+            exit::detach(py, || app.append_batch_together(&records, None))?
+        } else if plain.len() == objects.len() {
             exit::detach(py, || app.append_batch(plain.iter().copied()))?
         } else {
             drop(plain);
@@ -542,7 +557,11 @@ impl Appender {
                 .zip(&borrowed)
                 .map(|(item, b)| b.record(item.payload.as_slice(), item.key.as_ref(), &item.fields))
                 .collect::<PyResult<Vec<_>>>()?;
-            exit::detach(py, || app.append_records(&records))?
+            if compress_together {
+                exit::detach(py, || app.append_batch_together(&records, None))?
+            } else {
+                exit::detach(py, || app.append_records(&records))?
+            }
         };
         PyRange::new(py, range.start as isize, range.end as isize)
     }

@@ -347,7 +347,9 @@ impl Message {
     /// into the mapped data file and keeps the file mapped while it lives.
     /// For a compressed message (`compression` is not None) it is a view of
     /// the decompressed copy `payload` holds: the stored bytes are never
-    /// handed out as the payload.
+    /// handed out as the payload. So is a message of a batch compressed
+    /// together (`append_batch(..., compress_together=True)`), whose
+    /// `compression` is the batch's codec.
     ///
     /// >>> view = msg.payload_view()
     /// >>> bytes(view[:5])
@@ -363,6 +365,8 @@ impl Message {
 
     /// Where the message was read from, for debugging: `(path of the data
     /// file, offset of its frame)`, or None when not known. Kept by pickling.
+    /// For a message of a batch compressed together, the batch's frame,
+    /// which its other messages share.
     ///
     /// >>> q.get(0).position
     /// ('/tmp/orders/2026/11/21/20261121-0001.data', 4096)

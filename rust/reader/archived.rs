@@ -191,6 +191,9 @@ pub fn read_sealed(
         // A hole (key compaction) stands for several sequences and has no row.
         let bytes = &file[at + 4..record_end];
         let seqs = record::seqs_of(bytes);
+        if record::is_batch_record(bytes) {
+            return Err(batch_refused(path, at));
+        }
         if seq >= start && seqs == 1 && !record::is_hole_record(bytes) {
             let rec =
                 record::decode(bytes).map_err(|r| corrupted(path, at as u64, Some(seq), r))?;
@@ -248,6 +251,9 @@ pub fn read_frames(
             Ok(FrameAt::Frame { record_len, next }) => {
                 let bytes = &buf[at + 4..at + 4 + record_len];
                 let rec = record::decode(bytes).map_err(|r| corrupted(path, here, Some(seq), r))?;
+                if rec.is_batch() {
+                    return Err(batch_refused(path, here as usize));
+                }
                 if rec.is_hole() {
                     seq += record::seqs_of(bytes);
                     at = next;
@@ -277,6 +283,16 @@ pub fn read_frames(
     out.next_seq = seq;
     out.finish();
     Ok((out, offset + at as u64))
+}
+
+/// Archive reads do not open batches (format 9, messages compressed
+/// together): a typed refusal rather than a wrong row.
+fn batch_refused(path: &std::path::Path, at: usize) -> Error {
+    Error::InvalidArgument(format!(
+        "{} offset {at}: a batch of messages compressed together (format 9); \
+         archive reads do not support batches: restore the files and read the queue",
+        path.display()
+    ))
 }
 
 #[cfg(test)]

@@ -78,6 +78,9 @@ pub struct Message<'a> {
     payload_at: usize,
     position: u64,
     topic_offset: Option<u64>,
+    /// A member of a batch (format 9): the batch's codec and the length of
+    /// its stored (compressed) block, which `payload_at` points at.
+    member_of: Option<(Codec, usize)>,
 }
 
 impl<'a> Message<'a> {
@@ -114,9 +117,16 @@ impl<'a> Message<'a> {
         self.view.expires_at
     }
     /// The codec the payload was stored with, if it was compressed (the
-    /// payload here is always the decompressed one).
+    /// payload here is always the decompressed one): for a member of a
+    /// batch compressed together (format 9), the batch's codec.
     pub fn codec(&self) -> Option<Codec> {
-        self.view.codec
+        self.view.codec.or(self.member_of.map(|m| m.0))
+    }
+    /// The message is a member of a batch compressed together (format 9):
+    /// [`Message::position`] is the batch frame's and
+    /// [`Message::payload_range`] the batch's compressed block.
+    pub fn in_batch(&self) -> bool {
+        self.member_of.is_some()
     }
     /// The payload was stored encrypted (the payload here is always the
     /// opened one).
@@ -132,9 +142,14 @@ impl<'a> Message<'a> {
         self.mapping
     }
     /// Where the payload lies inside `mapping().as_slice()`: the stored
-    /// (compressed) bytes when [`Message::codec`] is set.
+    /// (compressed) bytes when [`Message::codec`] is set; for a member of a
+    /// batch ([`Message::in_batch`]), the whole compressed block of the
+    /// batch, which holds it among the other members.
     pub fn payload_range(&self) -> Range<usize> {
-        self.payload_at..self.payload_at + self.view.payload.len()
+        match self.member_of {
+            Some((_, len)) => self.payload_at..self.payload_at + len,
+            None => self.payload_at..self.payload_at + self.view.payload.len(),
+        }
     }
     /// Where the frame is: `(data file number << 40) | offset` (see FORMAT.md).
     pub fn position(&self) -> u64 {
@@ -349,6 +364,71 @@ impl Cursor {
     }
 }
 
+/// The decompressed block of the batch (format 9) a tailer reads members
+/// of, and where in it the member delivered last lies: the block is
+/// decompressed once per batch, members are found in order in O(1).
+#[derive(Debug, Default)]
+struct BatchCache {
+    /// `(file number, frame offset)` of the batch the block is of.
+    of: Option<(u64, usize)>,
+    block: Vec<u8>,
+    count: u16,
+    /// The member after the current one, and where it starts.
+    next_index: u16,
+    next_at: usize,
+    /// The current member's record in `block`.
+    current: Range<usize>,
+}
+
+impl BatchCache {
+    /// Makes member `seq` of the batch record `rec` (frame `of`) current,
+    /// decompressing its block (at most `limit` bytes) unless it is the
+    /// one held. The error says what is wrong with the batch.
+    fn load(
+        &mut self,
+        rec: &[u8],
+        of: (u64, usize),
+        seq: u64,
+        limit: usize,
+    ) -> std::result::Result<(), String> {
+        let view = record::decode(rec)?;
+        let first = record::batch_first_seq(rec);
+        let count = record::seqs_of(rec);
+        if !(first..first + count).contains(&seq) {
+            return Err(format!(
+                "batch holds sequences {first}..{}, not {seq}",
+                first + count
+            ));
+        }
+        if self.of != Some(of) {
+            self.of = None;
+            let codec = view.codec.ok_or("batch without a codec")?;
+            self.block = crate::format::compression::decompress(
+                codec,
+                view.payload,
+                view.raw_len as usize,
+                limit,
+            )?;
+            self.count = count as u16;
+            record::check_batch_block(&self.block, self.count)?;
+            self.next_index = 0;
+            self.next_at = 0;
+            self.of = Some(of);
+        }
+        let want = (seq - first) as u16;
+        let (index, at) = if self.next_index <= want {
+            (self.next_index, self.next_at)
+        } else {
+            (0, 0)
+        };
+        let (range, _) = record::batch_member(&self.block, self.count, index, at, want)?;
+        self.next_index = want + 1;
+        self.next_at = range.end;
+        self.current = range;
+        Ok(())
+    }
+}
+
 /// A record located by [`Tailer::advance`], not yet decoded.
 #[derive(Debug, Clone, Copy)]
 struct Located {
@@ -401,6 +481,8 @@ pub struct Tailer {
     /// The decompressed payload of the last compressed message read (the
     /// message borrows it).
     inflated: Vec<u8>,
+    /// The batch (format 9) whose members the tailer is reading.
+    batch: BatchCache,
     /// Skips messages expired by this clock (see [`Tailer::skip_expired`]).
     skip_expired: Option<Arc<dyn Clock>>,
     /// Topic offset of the message a topic filter located last.
@@ -438,6 +520,7 @@ impl Tailer {
             sleeper: Sleeper::default(),
             filter: None,
             inflated: Vec::new(),
+            batch: BatchCache::default(),
             skip_expired: None,
             topic_offset: None,
         }
@@ -822,6 +905,22 @@ impl Tailer {
                             "frame length runs past the end of the file",
                         ));
                     }
+                    if let Some((first, count)) = frame_batch(&c.map, c.offset, len) {
+                        // A batch (format 9): its members share the frame;
+                        // stop on it at the first one `more` refuses.
+                        let end = first.saturating_add(count);
+                        let mut m = self.seq + 1;
+                        while m < end {
+                            if !more(m, c.info.header.file_number, c.offset) {
+                                self.seq = m;
+                                return Ok(true);
+                            }
+                            m += 1;
+                        }
+                        c.offset = next;
+                        self.seq = end.max(self.seq + 1);
+                        continue;
+                    }
                     let n = frame_seqs(&c.map, c.offset, len);
                     if n > 1 {
                         self.passed_hole = Some(self.seq);
@@ -871,7 +970,9 @@ impl Tailer {
             trust_checked: false,
         };
         if let Some(e) = cursor.entry(&self.catalog, |ix| ix.floor_time(micros)) {
-            (at_seq, offset) = (e.seq, e.offset as usize);
+            // From a batch's first member: the members before the entry's
+            // share its timestamp.
+            (at_seq, offset) = (entry_frame_seq(&cursor.map, &e), e.offset as usize);
         }
         cursor.offset = offset;
         self.cursor = Some(cursor);
@@ -1038,8 +1139,9 @@ impl Tailer {
         let after = c.entry(&self.catalog, |ix| ix.ceil_after(hole as u64));
         let id = c.info.id;
         let mut to: Option<(u64, usize)> = None;
-        if let Some(e) = after {
+        if let Some(mut e) = after {
             let e_at = e.offset as usize;
+            e.seq = entry_frame_seq(&c.map, &e);
             to = Some((e.seq, e_at));
             if let Some(p) = found.filter(|&p| p < e_at) {
                 if let Some((n, end)) = count_frames(&c.map, p, Some(e_at)) {
@@ -1268,8 +1370,33 @@ impl Tailer {
                             reason,
                         ));
                     }
-                    c.offset = next;
                     let seq = self.seq;
+                    if record::is_batch_record(rec) {
+                        // A batch (format 9): the cursor stays on its frame
+                        // until its last member is read.
+                        let first = record::batch_first_seq(rec);
+                        let end = first.saturating_add(record::seqs_of(rec));
+                        if !(first..end).contains(&seq) {
+                            return Err(Error::corrupted(
+                                c.map.path(),
+                                c.offset as u64,
+                                Some(seq),
+                                format!(
+                                    "batch frame holds sequences {first}..{end}, read at {seq}"
+                                ),
+                            ));
+                        }
+                        if seq + 1 == end {
+                            c.offset = next;
+                        }
+                        self.seq = seq + 1;
+                        return Ok(Some(Located {
+                            seq,
+                            record_at,
+                            record_len,
+                        }));
+                    }
+                    c.offset = next;
                     // A hole stands for `count` sequences key compaction dropped.
                     let n = record::seqs_of(rec);
                     self.seq += n;
@@ -1366,7 +1493,7 @@ impl Tailer {
             let Ok(view) = record::decode(&file[at + 4..record_end]) else {
                 break;
             };
-            if view.codec.is_some() || view.is_encrypted() || view.is_hole() {
+            if view.codec.is_some() || view.is_encrypted() || view.is_hole() || view.is_batch() {
                 break; // read_next opens and decompresses it, or steps over the hole
             }
             let m = Message {
@@ -1379,6 +1506,7 @@ impl Tailer {
                 view,
                 mapping: map,
                 topic_offset: None,
+                member_of: None,
             };
             if !take(&m) {
                 break;
@@ -1461,6 +1589,22 @@ impl Tailer {
     fn deliver(&mut self, loc: Located) -> Result<Option<Message<'_>>> {
         let c = self.cursor.as_mut().expect("a located record has a cursor");
         let rec = &c.map.as_slice()[loc.record_at..loc.record_at + loc.record_len];
+        if record::is_batch_record(rec) {
+            let frame_at = loc.record_at - 4;
+            let of = (c.info.header.file_number, frame_at);
+            let limit = self.catalog.max_decompressed();
+            if let Err(reason) = self.batch.load(rec, of, loc.seq, limit) {
+                c.offset = frame_at;
+                self.seq = loc.seq;
+                return Err(Error::corrupted(
+                    c.map.path(),
+                    frame_at as u64,
+                    Some(loc.seq),
+                    reason,
+                ));
+            }
+            return self.located(loc);
+        }
         if rec
             .first()
             .is_some_and(|f| f & (record::FLAG_COMPRESSED | record::FLAG_EXTENSION) != 0)
@@ -1494,8 +1638,8 @@ impl Tailer {
         self.located(loc)
     }
 
-    fn message(&self, loc: Located) -> Result<Message<'_>> {
-        Ok(self.located(loc)?.expect("located always gives a message"))
+    fn message(&mut self, loc: Located) -> Result<Message<'_>> {
+        Ok(self.deliver(loc)?.expect("deliver always gives a message"))
     }
 
     /// The message at `loc`, built where the caller wants it: `Some` inside
@@ -1516,6 +1660,26 @@ impl Tailer {
                 ))
             }
         };
+        if view.is_batch() {
+            // `deliver` found the member in the batch's block.
+            let member = &self.batch.block[self.batch.current.clone()];
+            let mut m = record::decode(member).map_err(|r| {
+                Error::corrupted(c.map.path(), (loc.record_at - 4) as u64, Some(loc.seq), r)
+            })?;
+            m.timestamp = view.timestamp;
+            return Ok(Some(Message {
+                seq: loc.seq,
+                timestamp: view.timestamp,
+                key: None,
+                payload: m.payload,
+                payload_at: loc.record_at + view.payload_at,
+                position: position::encode(c.info.header.file_number, (loc.record_at - 4) as u64),
+                view: m,
+                mapping: &c.map,
+                topic_offset: None,
+                member_of: Some((view.codec.unwrap_or(Codec::Zstd), view.payload.len())),
+            }));
+        }
         // `deliver` opened a sealed payload and decompressed a compressed
         // one into `inflated`.
         let payload = if view.codec.is_some() || view.is_encrypted() {
@@ -1536,6 +1700,7 @@ impl Tailer {
                 Some(Filter::Topic(_)) => self.topic_offset,
                 _ => None,
             },
+            member_of: None,
         }))
     }
 }
@@ -1609,6 +1774,56 @@ fn frame_seqs(map: &Mapping, at: usize, len: u32) -> u64 {
     map.as_slice()
         .get(at + 4..at + 4 + record::HOLE_RECORD_LEN)
         .map_or(1, record::seqs_of)
+}
+
+/// The sequence a walker stands at on the frame a sparse-index entry `e`
+/// points at, to count frames from: a batch's first member (the entry may
+/// name a later member), else the entry's sequence.
+fn entry_frame_seq(map: &Mapping, e: &Entry) -> u64 {
+    let at = e.offset as usize;
+    match map.as_slice().get(at..at + 4) {
+        Some(_) => frame_batch(map, at, map.load_u32(at)).map_or(e.seq, |(first, _)| first),
+        None => e.seq,
+    }
+}
+
+/// True when data file `info` holds a batch frame (format 9): its frames
+/// walked by their length words, a batch's head read (no CRC: a damaged
+/// frame is reported by the reads, not here).
+pub(crate) fn file_has_batches(catalog: &Catalog, info: &FileInfo) -> Result<bool> {
+    if info.header.version < 9 {
+        return Ok(false);
+    }
+    let map = match Mapping::open(&catalog.data_path(info.id)) {
+        Ok(m) => m,
+        Err(e) if is_not_found(&e) => return Ok(false), // deleted by retention
+        Err(e) => return Err(e),
+    };
+    let mut at = DATA_HEADER_LEN;
+    while at + 4 <= map.len() {
+        let len = map.load_u32(at);
+        if len == 0 || len == frame::END_OF_FILE {
+            break;
+        }
+        if frame_batch(&map, at, len).is_some() {
+            return Ok(true);
+        }
+        at = at.saturating_add(frame::frame_size(len as usize));
+    }
+    Ok(false)
+}
+
+/// `(first sequence, count)` of the published frame at `at` (length word
+/// `len`) when it is a batch (format 9).
+#[inline]
+fn frame_batch(map: &Mapping, at: usize, len: u32) -> Option<(u64, u64)> {
+    if (len as usize) < record::BATCH_HEAD_LEN {
+        return None;
+    }
+    let head = map
+        .as_slice()
+        .get(at + 4..at + 4 + record::BATCH_HEAD_LEN)?;
+    record::is_batch_record(head).then(|| (record::batch_first_seq(head), record::seqs_of(head)))
 }
 
 /// Walks frames by their lengths from `from` until `until` (or the first
@@ -1706,7 +1921,7 @@ fn published_end(catalog: &Catalog) -> u64 {
         .and_then(|ix| ix.last())
         .filter(|e| entry_matches(&map, e))
     {
-        (seq, off) = (e.seq, e.offset as usize);
+        (seq, off) = (entry_frame_seq(&map, &e), e.offset as usize);
     }
     while off + 4 <= map.len() {
         let len = map.load_u32(off);

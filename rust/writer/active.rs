@@ -277,6 +277,38 @@ impl ActiveFile {
         Ok(at)
     }
 
+    /// Counts `extra` more sequences for the batch frame (format 9) just
+    /// written at `at` with `timestamp` (whose first member `write_frame`
+    /// counted): each member gets a dense-index entry pointing at the
+    /// batch frame, and a sparse-index entry when its slot falls on it
+    /// (sequence: the member's; offset: the batch frame's).
+    pub fn add_batch_members(&mut self, at: usize, extra: u64, timestamp: u64) -> Result<()> {
+        for _ in 0..extra {
+            let i = self.count();
+            if let Some(d) = &mut self.dense {
+                d.put(i, at)?;
+            }
+            if i.is_multiple_of(self.header.index_interval as u64) {
+                let entry = Entry {
+                    seq: self.next_seq,
+                    timestamp,
+                    offset: at as u64,
+                };
+                self.index
+                    .put(i / self.header.index_interval as u64, entry)?;
+            }
+            self.next_seq += 1;
+        }
+        Ok(())
+    }
+
+    /// True when `seqs` more sequences fit this file's indexes (every
+    /// frame the smallest sizes them; a batch holds more sequences than
+    /// frames): otherwise a batch goes to a new file.
+    pub fn has_room_for_seqs(&self, seqs: u64) -> bool {
+        self.count() + seqs < max_seqs(self.header.file_size)
+    }
+
     /// Position just past the last frame: every message below it is written.
     pub fn end_position(&self) -> u64 {
         position::encode(self.header.file_number, self.write_pos as u64)
@@ -391,6 +423,13 @@ impl ActiveFile {
     pub fn unsynced(&self) -> usize {
         self.write_pos.saturating_sub(self.synced_pos)
     }
+}
+
+/// The most sequences a data file of `file_size` bytes holds: what its
+/// dense and sparse indexes have room for (one per smallest frame). A
+/// batch (format 9) holds at most this many members less one.
+pub fn max_seqs(file_size: u64) -> u64 {
+    dense::capacity(file_size) - 1
 }
 
 /// The sparse-index header that goes with a data file.

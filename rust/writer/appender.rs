@@ -8,8 +8,10 @@ use super::handoff::{Handoff, SendError};
 use super::options::FlushMode;
 use super::shared::WriterShared;
 use crate::error::{Error, Result};
-use crate::format::compression::Compression;
-use crate::format::record::{Compress, Record, RECORD_FIXED_LEN};
+use crate::format::compression::{self, Compression};
+use crate::format::frame::frame_size;
+use crate::format::record::{self, Compress, Record, BATCH_HEAD_LEN, RECORD_FIXED_LEN};
+use crate::index::fields::SharedDefs;
 use crate::notify::Notify;
 use crate::storage::mapped::fork_generation;
 
@@ -26,7 +28,26 @@ pub(crate) struct AppenderInner {
     /// Payloads longer than this are never compressed: this handle's
     /// readers would refuse to decompress them (`max_decompressed_size`).
     max_inflate: usize,
+    /// What batches compressed together need (see
+    /// [`Appender::append_batch_together`]).
+    batching: Batching,
 }
+
+/// What [`Appender::append_batch_together`] needs to know about the queue.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Batching {
+    /// Why the queue takes no batches (encryption), if it does not.
+    pub refusal: Option<String>,
+    /// The queue's declared field indexes: batches are refused while any
+    /// is declared (their builders do not look inside batches).
+    pub fields: SharedDefs,
+    /// Most members per batch: what a file's indexes hold, at most 65,535.
+    pub max_members: usize,
+}
+
+/// A batch's block (its members, uncompressed) is cut at this many bytes:
+/// a `get` of one member decompresses at most about this much.
+pub const BATCH_BLOCK_BYTES: usize = 64 * 1024;
 
 /// Appends messages to a queue. Cheap to clone; share it between threads.
 /// Sequences are 0-based, dense, and assigned when `append` is called.
@@ -59,6 +80,7 @@ impl Appender {
         max_record_len: usize,
         compression: Option<Compression>,
         max_inflate: usize,
+        batching: Batching,
     ) -> Appender {
         Appender {
             inner: Arc::new(AppenderInner {
@@ -69,6 +91,7 @@ impl Appender {
                 fork_gen: fork_generation(),
                 compression,
                 max_inflate,
+                batching,
             }),
         }
     }
@@ -157,6 +180,135 @@ impl Appender {
                 .push((flags, (bundle.bodies.len() - start) as u32));
         }
         self.send_bundle(bundle)
+    }
+
+    /// Appends records in one command, compressing runs of them together
+    /// (format 9 batches, Kafka's record batches): members are grouped
+    /// into blocks of up to [`BATCH_BLOCK_BYTES`] (and at most 65,535
+    /// members, or what a data file's indexes hold), each block compressed
+    /// as one with `compression` (the queue's `compression` option when
+    /// `None`) on this thread, and written as one frame. A block whose
+    /// frame would not save at least 5 % over the members' plain frames is
+    /// written as plain frames. Every member keeps its own sequence;
+    /// readers deliver members one by one (a `get` decompresses its block).
+    ///
+    /// Refused ([`Error::InvalidArgument`]), with nothing appended: members
+    /// with a key or tombstone (the key index points at frames), a topic or
+    /// tags (the topic index), an expiry, a per-record `compress` other than the
+    /// queue default; an encrypted queue or one with field indexes
+    /// declared; no codec at all.
+    pub fn append_batch_together(
+        &self,
+        records: &[Record<'_>],
+        compression: Option<Compression>,
+    ) -> Result<Range<u64>> {
+        let b = &self.inner.batching;
+        if let Some(why) = &b.refusal {
+            return Err(Error::InvalidArgument(format!(
+                "compress_together is not available on {why}"
+            )));
+        }
+        // Held until the batch is sent: `Queue::add_index` declares under
+        // the write lock, then flushes and looks for batches in the files.
+        let fields = b.fields.read().unwrap_or_else(|e| e.into_inner());
+        if !fields.is_empty() {
+            return Err(Error::InvalidArgument(
+                "compress_together is not available while field indexes are declared: \
+                 their builders do not look inside batches"
+                    .into(),
+            ));
+        }
+        let c = compression.or(self.inner.compression).ok_or_else(|| {
+            Error::InvalidArgument(
+                "compress_together needs a codec: give the queue a compression option".into(),
+            )
+        })?;
+        c.validate().map_err(Error::InvalidArgument)?;
+        for (i, r) in records.iter().enumerate() {
+            r.validate().map_err(Error::InvalidArgument)?;
+            let why = if r.key.is_some() || r.tombstone {
+                Some("a key (the key index points at frames, not into batches)")
+            } else if r.topic.is_some() || !r.tags.is_empty() {
+                Some("a topic or tags (the topic index points at frames)")
+            } else if r.expires_at.is_some() {
+                Some("an expiry (readers skip expired messages by their frame)")
+            } else if r.compress != Compress::Queue {
+                Some("a compress option of its own (the batch is compressed as one)")
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(Error::InvalidArgument(format!(
+                    "message {i} of a compress_together batch has {why}"
+                )));
+            }
+            self.check_size(r.body_len())?;
+        }
+        let mut bundle = self.inner.handoff.spare_bundle();
+        let mut block = Vec::with_capacity(BATCH_BLOCK_BYTES.min(records.len() * 64) + 64);
+        let mut from = 0;
+        for (i, r) in records.iter().enumerate() {
+            let member = 4 + RECORD_FIXED_LEN + r.body_len();
+            if i > from && (block.len() + member > BATCH_BLOCK_BYTES || i - from >= b.max_members) {
+                self.push_block(&mut bundle, &records[from..i], &block, &c);
+                block.clear();
+                from = i;
+            }
+            record::push_batch_member(&mut block, r.flags(), r.body_len(), |out| {
+                r.encode_body(out)
+            });
+        }
+        if from < records.len() {
+            self.push_block(&mut bundle, &records[from..], &block, &c);
+        }
+        let sent = self.send_bundle(bundle);
+        drop(fields);
+        sent
+    }
+
+    /// Adds one block of members to `bundle`: one batch record when it
+    /// saves at least 5 % of the members' plain frames and fits a frame and
+    /// the readers' decompression limit, else the members' plain records.
+    fn push_block(
+        &self,
+        bundle: &mut crate::writer::command::Bundle,
+        members: &[Record<'_>],
+        block: &[u8],
+        c: &Compression,
+    ) {
+        let plain: usize = members
+            .iter()
+            .map(|r| frame_size(RECORD_FIXED_LEN + r.body_len()))
+            .sum();
+        if block.len() <= self.inner.max_inflate && block.len() <= u32::MAX as usize {
+            let packed = compression::compress(c.codec, c.level, block);
+            let body_len = BATCH_HEAD_LEN - RECORD_FIXED_LEN + packed.len();
+            if !packed.is_empty()
+                && body_len <= self.max_message_len()
+                && compression::should_compress(plain, frame_size(RECORD_FIXED_LEN + body_len), 0)
+            {
+                let start = bundle.bodies.len();
+                record::encode_batch_head(
+                    members.len() as u16,
+                    c.codec,
+                    block.len() as u32,
+                    &mut bundle.bodies,
+                );
+                bundle.bodies.extend_from_slice(&packed);
+                bundle
+                    .entries
+                    .push((record::FLAG_EXTENSION, (bundle.bodies.len() - start) as u32));
+                bundle.extra_seqs += members.len() as u64 - 1;
+                return;
+            }
+        }
+        for r in members {
+            let start = bundle.bodies.len();
+            r.encode_body(&mut bundle.bodies);
+            bundle
+                .entries
+                .push((r.flags(), (bundle.bodies.len() - start) as u32));
+        }
     }
 
     /// Returns once every message appended before this call is written and

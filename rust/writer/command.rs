@@ -13,9 +13,19 @@ use std::sync::Arc;
 pub struct Bundle {
     pub bodies: Vec<u8>,
     pub entries: Vec<(u8, u32)>,
+    /// Sequences beyond one per entry: an entry that is a batch record
+    /// (format 9, `record::EXT_BATCH`) stands for its `count` members.
+    pub extra_seqs: u64,
     /// With several writer processes: where the I/O thread reports the
     /// sequences the bundle got (they are known only once it is written).
     pub slot: Option<Arc<BundleSlot>>,
+}
+
+impl Bundle {
+    /// How many sequences the bundle's messages take.
+    pub fn seqs(&self) -> u64 {
+        self.entries.len() as u64 + self.extra_seqs
+    }
 }
 
 /// The sequence a bundle's first message got, for appenders waiting on it.

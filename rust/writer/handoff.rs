@@ -270,7 +270,7 @@ impl Handoff {
         if s.tx.is_none() {
             return Err(SendError::Closed);
         }
-        let n = bundle.entries.len() as u64;
+        let n = bundle.seqs();
         let first = s.next_seq;
         if n == 0 {
             return Ok((first..first, None));
@@ -405,6 +405,7 @@ impl Handoff {
         }
         bundle.bodies.clear();
         bundle.entries.clear();
+        bundle.extra_seqs = 0;
         bundle.slot = None;
         let mut spare = self.spare.lock().unwrap_or_else(|e| e.into_inner());
         if spare.len() < 4 {

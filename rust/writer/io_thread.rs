@@ -403,7 +403,7 @@ impl IoThread {
         self.last_ts
     }
 
-    fn write_bundle(&mut self, first_ticket: u64, bundle: Bundle) -> Result<()> {
+    fn write_bundle(&mut self, first_ticket: u64, mut bundle: Bundle) -> Result<()> {
         self.expect_ticket(first_ticket)?;
         // Several writer processes: one of them at a time, per bundle.
         let held = match self.append_lock.clone() {
@@ -416,9 +416,13 @@ impl IoThread {
         let mut bytes = 0u64;
         let mut keys = false;
         for &(flags, len) in &bundle.entries {
-            let body = &bundle.bodies[at..at + len as usize];
+            let body = &mut bundle.bodies[at..at + len as usize];
             at += len as usize;
-            self.write(flags, ts, body)?;
+            if record::body_is_batch(flags, body) {
+                self.write_batch(ts, body)?;
+            } else {
+                self.write(flags, ts, body)?;
+            }
             keys |= flags & FLAG_KEY != 0;
             bytes += (RECORD_FIXED_LEN + body.len()) as u64;
         }
@@ -429,7 +433,7 @@ impl IoThread {
         if let Some(slot) = &bundle.slot {
             slot.set_first_seq(first_seq);
         }
-        self.tickets += bundle.entries.len() as u64;
+        self.tickets += bundle.seqs();
         self.shared.set_written(self.tickets);
         // Every frame of the batch is published: wake followers sleeping on
         // the word in any process (no system call when nobody sleeps).
@@ -462,6 +466,32 @@ impl IoThread {
         let wrote = self.write_record(flags, ext, ts, body);
         self.sealed = sealed;
         wrote
+    }
+
+    /// Writes a batch record (format 9) an appender built: its first
+    /// sequence goes in here, where it is known, then one frame with the
+    /// ordinary write path, then the members' other sequences are counted
+    /// and indexed (each dense entry points at the batch frame).
+    fn write_batch(&mut self, ts: u64, body: &mut [u8]) -> Result<()> {
+        let count = record::seqs_of_body_batch(body);
+        if self
+            .active
+            .as_ref()
+            .is_some_and(|a| a.count() > 0 && !a.has_room_for_seqs(count))
+        {
+            self.roll(ts)?; // its indexes have no room for every member
+        }
+        record::set_batch_first_seq(body, self.next_seq);
+        self.write_record(record::FLAG_EXTENSION, record::EXT_BATCH, ts, body)?;
+        let active = self
+            .active
+            .as_mut()
+            .expect("write_record leaves an active file");
+        let at = active.write_pos - crate::format::frame::frame_size(RECORD_FIXED_LEN + body.len());
+        active.add_batch_members(at, count - 1, ts)?;
+        self.next_seq += count - 1;
+        self.frames_out += count - 1;
+        Ok(())
     }
 
     fn write_record(&mut self, flags: u8, ext: u8, ts: u64, body: &[u8]) -> Result<()> {

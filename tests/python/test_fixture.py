@@ -303,3 +303,56 @@ def test_compacted_fixture(fixture_dir: Path, tmp_path: Path) -> None:
                 else:
                     assert latest is not None, key
                     assert latest.seq == want_seq, key
+
+
+# Format 9 and later: `batched/` holds plain messages and batches compressed
+# together (append_batch(..., compress_together=True)).
+BATCHED = [d for d in DIRS if (d / "batched").is_dir()]
+
+
+def test_the_current_fixture_has_a_batched_queue() -> None:
+    assert DIRS[-1] in BATCHED
+
+
+def _check_batched(msg: litemq.Message, want: dict[str, Any]) -> None:
+    assert (msg.seq, msg.timestamp) == (want["seq"], want["timestamp"])
+    assert msg.payload == bytes.fromhex(want["payload_hex"])
+    assert msg.headers == {h["name"]: _value(h["value"]) for h in want["headers"]}
+    assert (msg.priority, msg.compression) == (want["priority"], want["compression"])
+    assert (msg.key, msg.topic, msg.tombstone) == (None, None, False)
+
+
+@pytest.mark.parametrize("fixture_dir", BATCHED, ids=[d.name for d in BATCHED])
+def test_batched_fixture(fixture_dir: Path, tmp_path: Path) -> None:
+    batched = _manifest(fixture_dir)["batched"]
+    committed = fixture_dir / "batched"
+    on_disk = {
+        p.relative_to(committed).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(committed.rglob("*"))
+        if p.is_file()
+    }
+    assert on_disk == batched["files"]
+    messages = batched["messages"]
+    copy = tmp_path / "batched"
+    shutil.copytree(committed, copy)
+    for read_only in (True, False):
+        with litemq.Queue(copy, read_only=read_only, verify_on_startup=True) as q:
+            assert q.next_seq == batched["next_seq"]
+            got = list(q.tailer())
+            assert len(got) == len(messages)
+            for msg, want in zip(got, messages, strict=True):
+                _check_batched(msg, want)
+            for want in messages[::7]:
+                _check_batched(q.get(want["seq"]), want)
+            backward = [m.seq for m in q.tailer(start="end", direction="backward")]
+            assert backward == [m["seq"] for m in reversed(messages)][: len(backward)]
+            assert len(backward) == len(messages)
+            table = q.read_arrow()
+            assert table.column("payload").to_pylist() == [
+                bytes.fromhex(m["payload_hex"]) for m in messages
+            ]
+    with litemq.Queue(copy) as q:
+        r = q.appender().append_batch([b"x" * 100] * 10, compress_together=True)
+        assert r.start == batched["next_seq"]
+    with litemq.Queue(copy, read_only=True) as q:
+        assert [m.payload for m in q.tailer(r.start)] == [b"x" * 100] * 10

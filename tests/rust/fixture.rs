@@ -58,6 +58,10 @@ const FIXTURE_QUEUE_ID: [u8; 16] = *b"litemq fixture 8";
 /// `compacted/` one (the plain queue after key compaction: holes).
 const ENCRYPTED_SINCE: u64 = 8;
 
+/// The first format version whose fixture has a `batched/` queue: messages
+/// compressed together (format 9 batch frames) between plain ones.
+const BATCHED_SINCE: u64 = 9;
+
 /// A header as the generator gives it: name, value, whether it is text.
 type Header = (&'static str, Vec<u8>, bool);
 
@@ -397,6 +401,131 @@ fn generate(dir: &Path, key: Option<[u8; 32]>) -> Value {
     })
 }
 
+/// Records one message of the `batched/` queue in its manifest: sequence,
+/// timestamp, payload, headers, priority, codec.
+type PushMessage<'a> = dyn FnMut(u64, u64, &[u8], &[Header], u8, Option<Codec>) + 'a;
+
+/// Writes the `batched/` queue (format 9): plain messages and batches
+/// compressed together (zstd and lz4, members with headers and
+/// priorities, one batch cut in two by a file roll), with the generator's
+/// manual clock. Returns what the manifest's `batched` says: every message.
+fn generate_batched(dir: &Path) -> Value {
+    let clock = Arc::new(ManualClock::new(START_US));
+    let q = QueueBuilder::new(dir)
+        .file_size(64 * 1024)
+        .index_interval(4)
+        .compression(Some(Compression {
+            codec: Codec::Zstd,
+            level: 3,
+            min_size: 64,
+        }))
+        .clock(clock.clone())
+        .open()
+        .unwrap();
+    let app = q.appender().unwrap();
+    let event = |i: u32| -> Vec<u8> {
+        format!(
+            "{{\"id\":{i},\"event\":\"click\",\"page\":\"/home\",\"user\":\"u{}\"}}",
+            i % 7
+        )
+        .into_bytes()
+    };
+    let mut messages: Vec<Value> = Vec::new();
+    let mut push = |seq: u64,
+                    ts: u64,
+                    payload: &[u8],
+                    headers: &[Header],
+                    priority: u8,
+                    codec: Option<Codec>| {
+        messages.push(json!({
+            "seq": seq,
+            "timestamp": ts,
+            "payload_hex": hex(payload),
+            "headers": headers.iter().map(|(name, value, is_text)| json!({
+                "name": name,
+                "value": if *is_text {
+                    json!({"text": String::from_utf8(value.clone()).unwrap()})
+                } else {
+                    json!({"hex": hex(value)})
+                },
+            })).collect::<Vec<_>>(),
+            "priority": priority,
+            "compression": codec.map(Codec::name),
+        }));
+    };
+    let mut ts = START_US;
+    let plain = |app: &litemq::Appender, payload: &[u8], ts: u64, push: &mut PushMessage<'_>| {
+        clock.set(ts);
+        let seq = app.append_record(&Record::new(payload)).unwrap();
+        app.flush().unwrap();
+        push(seq, ts, payload, &[], 0, None);
+    };
+    plain(&app, b"before the batches", ts, &mut push);
+    for (n, (codec, count)) in [(Codec::Zstd, 40u32), (Codec::Lz4, 25), (Codec::Zstd, 200)]
+        .into_iter()
+        .enumerate()
+    {
+        ts += STEP_US;
+        clock.set(ts);
+        let payloads: Vec<Vec<u8>> = (0..count).map(|i| event(n as u32 * 1000 + i)).collect();
+        let headers: Vec<Vec<Header>> = (0..count)
+            .map(|i| match i % 4 {
+                0 => vec![("n", i.to_le_bytes().to_vec(), false)],
+                1 => vec![("source", b"web".to_vec(), true)],
+                _ => vec![],
+            })
+            .collect();
+        let fields: Vec<Vec<litemq::HeaderField<'_>>> = headers
+            .iter()
+            .map(|h| {
+                h.iter()
+                    .map(|(name, value, is_text)| litemq::HeaderField {
+                        name,
+                        value,
+                        value_is_text: *is_text,
+                    })
+                    .collect()
+            })
+            .collect();
+        let records: Vec<Record<'_>> = (0..count as usize)
+            .map(|i| Record {
+                headers: &fields[i],
+                priority: (i % 3) as u8,
+                ..Record::new(&payloads[i])
+            })
+            .collect();
+        let c = Compression::new(codec);
+        let r = app.append_batch_together(&records, Some(c)).unwrap();
+        app.flush().unwrap();
+        for (i, seq) in r.enumerate() {
+            push(
+                seq,
+                ts,
+                &payloads[i],
+                &headers[i],
+                (i % 3) as u8,
+                Some(codec),
+            );
+        }
+        ts += STEP_US;
+        plain(&app, format!("after batch {n}").as_bytes(), ts, &mut push);
+    }
+    let next_seq = q.next_seq();
+    drop(app);
+    q.close().unwrap();
+    drop(q);
+    for leftover in [".lock", "wake.ctl"] {
+        let _ = std::fs::remove_file(dir.join(leftover));
+    }
+    let meta_path = dir.join("metadata.json");
+    let mut meta: Value = serde_json::from_slice(&std::fs::read(&meta_path).unwrap()).unwrap();
+    meta["writer_pid"] = json!(0);
+    let mut text = serde_json::to_string_pretty(&meta).unwrap();
+    text.push('\n');
+    std::fs::write(&meta_path, text).unwrap();
+    json!({ "next_seq": next_seq, "messages": messages })
+}
+
 /// Copies the generated queue `queue` to `out` and runs key compaction on
 /// it (tombstones kept: no time matters), from a read-only handle with the
 /// generator's clock, so the files are the same on every run. Returns what
@@ -492,6 +621,7 @@ fn current_format_fixture_is_reproduced_byte_for_byte() {
     committed.as_object_mut().unwrap().remove("files");
     let encrypted = committed.as_object_mut().unwrap().remove("encrypted");
     let compacted = committed.as_object_mut().unwrap().remove("compacted");
+    let batched = committed.as_object_mut().unwrap().remove("batched");
     manifest.as_object_mut().unwrap().remove("files");
     assert_eq!(
         manifest, committed,
@@ -509,6 +639,13 @@ fn current_format_fixture_is_reproduced_byte_for_byte() {
         let out = tmp.path().join("compacted");
         assert_eq!(compacted_copy(&tmp.path().join("queue"), &out), compacted);
         same_files(&committed_dir.join("compacted"), &out);
+    }
+    if version >= BATCHED_SINCE {
+        let mut batched = batched.expect("a format-9 fixture has a batched queue");
+        batched.as_object_mut().unwrap().remove("files");
+        let fresh = tmp.path().join("batched");
+        assert_eq!(generate_batched(&fresh), batched);
+        same_files(&committed_dir.join("batched"), &fresh);
     }
 }
 
@@ -558,6 +695,9 @@ fn write_fixture() {
         );
         manifest["encrypted"] = json!({"key_hex": hex(&FIXTURE_KEY)});
         manifest["compacted"] = compacted_copy(&out.join("queue"), &out.join("compacted"));
+    }
+    if litemq::FORMAT_VERSION as u64 >= BATCHED_SINCE {
+        manifest["batched"] = generate_batched(&out.join("batched"));
     }
     let mut text = serde_json::to_string_pretty(&manifest).unwrap();
     text.push('\n');
@@ -675,4 +815,21 @@ fn a_format_7_field_never_lands_in_an_older_file() {
     let m = q.get(seqs.0).unwrap();
     assert_eq!((m.payload, m.codec), (body.clone(), Some(Codec::Zstd)));
     assert!(q.get(seqs.1).unwrap().tombstone);
+}
+
+/// A batch compressed together (format 9) rolls out of a version-8 file:
+/// a build that reads version 8 never meets a batch frame.
+#[test]
+fn a_format_9_batch_never_lands_in_an_older_file() {
+    let body = b"{\"event\":\"click\"} ".repeat(4);
+    let records: Vec<Record<'_>> = (0..50).map(|_| Record::new(&body)).collect();
+    let mut first = 0;
+    let (_tmp, q) = newer_fields_roll(8, |app| {
+        first = app
+            .append_batch_together(&records, Some(Compression::new(Codec::Zstd)))
+            .unwrap()
+            .start;
+        first
+    });
+    assert_eq!(q.get(first + 49).unwrap().payload, body);
 }

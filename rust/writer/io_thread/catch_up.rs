@@ -17,6 +17,7 @@ use std::sync::Arc;
 use super::IoThread;
 use crate::error::{Error, Result};
 use crate::format::frame::{self, END_OF_FILE};
+use crate::format::record;
 use crate::format::{le_u64, position};
 use crate::index::sparse::Entry;
 use crate::reader::catalog::FileInfo;
@@ -171,19 +172,27 @@ impl IoThread {
                             format!("frame length {len} runs past the end of the file"),
                         ));
                     };
-                    let i = a.next_seq - a.header.first_seq;
+                    // A batch (format 9) stands for its members, each with
+                    // its sparse-index slot at the batch frame.
+                    let n = file
+                        .get(at + 4..at + 4 + record::HOLE_RECORD_LEN)
+                        .filter(|_| len as usize >= record::BATCH_HEAD_LEN)
+                        .map_or(1, record::seqs_of);
                     let interval = u64::from(a.header.index_interval);
-                    if repair && i.is_multiple_of(interval) {
-                        let entry = Entry {
-                            seq: a.next_seq,
-                            timestamp: ts,
-                            offset: at as u64,
-                        };
-                        a.index.put(i / interval, entry)?;
+                    for k in 0..n {
+                        let i = a.next_seq + k - a.header.first_seq;
+                        if repair && i.is_multiple_of(interval) {
+                            let entry = Entry {
+                                seq: a.next_seq + k,
+                                timestamp: ts,
+                                offset: at as u64,
+                            };
+                            a.index.put(i / interval, entry)?;
+                        }
                     }
                     a.first_ts.get_or_insert(ts);
                     a.write_pos = next;
-                    a.next_seq += 1;
+                    a.next_seq += n;
                     self.next_seq = a.next_seq;
                     self.last_ts = self.last_ts.max(ts);
                 }

@@ -1,0 +1,587 @@
+//! Batches compressed together (format 9, extension bit 0x08): what lands
+//! on disk, and every read path delivering members one by one.
+
+mod common;
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use common::*;
+use litemq::format::frame::{self, FrameAt, DATA_HEADER_LEN};
+use litemq::format::record::{self, Record};
+use litemq::{Codec, Compression, Error, HeaderField, QueueBuilder, Start};
+
+/// A small JSON event, as the benchmark's data set.
+fn event(i: u64) -> Vec<u8> {
+    format!(
+        "{{\"event_id\":{i},\"user\":\"u{}\",\"kind\":\"page_view\",\"ts\":{}}}",
+        i % 17,
+        1_700_000_000 + i
+    )
+    .into_bytes()
+}
+
+fn zstd() -> Option<Compression> {
+    Some(Compression {
+        codec: Codec::Zstd,
+        level: 1,
+        min_size: 64,
+    })
+}
+
+/// Every frame of a data file: `(offset, record bytes)`.
+fn frames(path: &Path) -> Vec<(usize, Vec<u8>)> {
+    let bytes = std::fs::read(path).unwrap();
+    let mut at = DATA_HEADER_LEN;
+    let mut out = Vec::new();
+    loop {
+        let Some(len) = frame::plain_len(&bytes, at) else {
+            return out;
+        };
+        match frame::decode(&bytes, at, len) {
+            Ok(FrameAt::Frame { record_len, next }) => {
+                out.push((at, bytes[at + 4..at + 4 + record_len].to_vec()));
+                at = next;
+            }
+            _ => return out,
+        }
+    }
+}
+
+fn batch_frames(base: &Path) -> usize {
+    data_files(base)
+        .iter()
+        .flat_map(|f| frames(f))
+        .filter(|(_, r)| record::is_batch_record(r))
+        .count()
+}
+
+fn write_at(path: &Path, offset: usize, bytes: &[u8]) {
+    let f = OpenOptions::new().write(true).open(path).unwrap();
+    f.write_all_at(bytes, offset as u64).unwrap();
+}
+
+/// Rewrites the record of the frame at `at` (same length) with a valid CRC.
+fn rewrite_record(path: &Path, at: usize, rec: &[u8]) {
+    let mut f = Vec::new();
+    frame::encode_into(&mut f, |out| out.extend_from_slice(rec));
+    write_at(path, at, &f);
+}
+
+fn mark_unclean(base: &Path) {
+    let p = base.join("metadata.json");
+    let s = std::fs::read_to_string(&p)
+        .unwrap()
+        .replace("\"clean_shutdown\": true", "\"clean_shutdown\": false");
+    std::fs::write(p, s).unwrap();
+}
+
+#[test]
+fn members_round_trip_every_field_through_every_read_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = QueueBuilder::new(dir.path())
+        .file_size(1 << 20)
+        .compression(zstd())
+        .open()
+        .unwrap();
+    let app = q.appender().unwrap();
+    let first = app.append(b"plain before").unwrap();
+    let payloads: Vec<Vec<u8>> = (0..3000).map(event).collect();
+    let headers = [
+        HeaderField {
+            name: "source",
+            value: b"web",
+            value_is_text: true,
+        },
+        HeaderField {
+            name: "raw",
+            value: &[0, 255],
+            value_is_text: false,
+        },
+    ];
+    let records: Vec<Record<'_>> = payloads
+        .iter()
+        .enumerate()
+        .map(|(i, p)| Record {
+            payload: p,
+            headers: if i.is_multiple_of(3) { &headers } else { &[] },
+            priority: (i % 5) as u8,
+            ..Record::new(p)
+        })
+        .collect();
+    let range = app.append_batch_together(&records, None).unwrap();
+    assert_eq!(range, first + 1..first + 3001);
+    let after = app.append(b"plain after").unwrap();
+    app.flush().unwrap();
+    // 3000 events of ~80 bytes: several 64 KiB blocks, far fewer frames.
+    let n = batch_frames(dir.path());
+    assert!((3..=8).contains(&n), "{n} batch frames");
+
+    let check = |m: &litemq::OwnedMessage, i: usize| {
+        assert_eq!(m.seq, range.start + i as u64);
+        assert_eq!(m.payload, payloads[i]);
+        assert_eq!(m.priority, (i % 5) as u8);
+        assert_eq!(m.codec, Some(Codec::Zstd));
+        let want: Vec<(String, Vec<u8>, bool)> = if i.is_multiple_of(3) {
+            vec![
+                ("source".into(), b"web".to_vec(), true),
+                ("raw".into(), vec![0, 255], false),
+            ]
+        } else {
+            vec![]
+        };
+        assert_eq!(m.headers, want);
+        assert!(m.key.is_none() && m.topic.is_none() && !m.tombstone);
+    };
+    // Forward, in order.
+    let all: Vec<_> = q
+        .tailer(Start::Beginning)
+        .unwrap()
+        .map(|m| m.unwrap())
+        .collect();
+    assert_eq!(all.len(), 3002);
+    assert_eq!(all[0].payload, b"plain before");
+    assert_eq!(all[3001].payload, b"plain after");
+    for i in 0..3000 {
+        check(&all[i + 1], i);
+    }
+    // Members of one batch share its timestamp; timestamps never go back.
+    assert!(all.windows(2).all(|w| w[0].timestamp <= w[1].timestamp));
+    // get, in a scattered order, into the middle of batches.
+    for i in [2999usize, 0, 1500, 1, 2998, 777, 1024, 1023] {
+        check(&q.get(range.start + i as u64).unwrap(), i);
+    }
+    assert_eq!(q.get(after).unwrap().payload, b"plain after");
+    // A seek into the middle reads on from there, across batch frames.
+    let mut t = q.tailer(Start::Seq(range.start + 1234)).unwrap();
+    for i in 1234..3000 {
+        let m = t.read_next().unwrap().unwrap();
+        assert!(m.in_batch());
+        check(&m.to_owned(), i);
+    }
+    assert_eq!(t.read_next().unwrap().unwrap().payload, b"plain after");
+    // Backward.
+    let mut back = q.backward_tailer(Start::End).unwrap();
+    let mut seen = Vec::new();
+    while let Some(m) = back.read_next().unwrap() {
+        seen.push(m.to_owned());
+    }
+    assert_eq!(seen.len(), 3002);
+    for (i, m) in seen.iter().rev().skip(1).take(3000).enumerate() {
+        check(m, i);
+    }
+    // Columns (read_arrow's path): every payload, in order.
+    let mut t = q.tailer(Start::Beginning).unwrap();
+    let cols = litemq::Columns::read(&mut t, after + 1, 10_000).unwrap();
+    let want: Vec<u8> = std::iter::once(b"plain before".to_vec())
+        .chain(payloads.iter().cloned())
+        .chain(std::iter::once(b"plain after".to_vec()))
+        .flatten()
+        .collect();
+    assert_eq!(cols.payload_data, want);
+    // A time seek lands on the first message at or after the time: the
+    // first member of the batch (they share its timestamp), even when the
+    // sparse-index entry it starts from names a later member.
+    let ts = all[2000].timestamp;
+    let want = all.iter().position(|m| m.timestamp >= ts).unwrap() as u64;
+    let mut t = q.tailer(Start::Beginning).unwrap();
+    t.seek_time(ts).unwrap();
+    assert_eq!(t.read_next().unwrap().unwrap().seq, want);
+    let mut t = q.tailer(Start::Beginning).unwrap();
+    t.seek_time(ts + 1).unwrap();
+    let m = t.read_next().unwrap().unwrap();
+    assert!(m.timestamp > ts && all[m.seq as usize - 1].timestamp <= ts);
+    q.close().unwrap();
+    // Reopened (recovery walks the batches), then read-only.
+    let q = QueueBuilder::new(dir.path())
+        .verify_on_startup(true)
+        .open()
+        .unwrap();
+    assert_eq!(q.next_seq(), after + 1);
+    check(&q.get(range.start + 2500).unwrap(), 2500);
+}
+
+#[test]
+fn tiny_members_fill_small_files_and_every_codec_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    for codec in Codec::ALL {
+        let base = dir.path().join(codec.name());
+        let q = small(&base)
+            .compression(Some(Compression::new(codec)))
+            .open()
+            .unwrap();
+        let app = q.appender().unwrap();
+        // Two-byte payloads: far more members than a 64 KiB file has
+        // frames for; batches are cut to what its indexes hold.
+        let payloads: Vec<Vec<u8>> = (0..20_000u32)
+            .map(|i| vec![b'a' + (i % 3) as u8; 2])
+            .collect();
+        let records: Vec<Record<'_>> = payloads.iter().map(|p| Record::new(p)).collect();
+        let r = app.append_batch_together(&records, None).unwrap();
+        app.append(b"x").unwrap();
+        let r2 = app.append_batch_together(&records[..50], None).unwrap();
+        app.flush().unwrap();
+        assert_eq!(r, 0..20_000);
+        assert_eq!(r2, 20_001..20_051);
+        assert!(batch_frames(&base) >= 5, "{codec:?}");
+        let got: Vec<_> = read_all(&q, Start::Beginning);
+        assert_eq!(got.len(), 20_051, "{codec:?}");
+        for (i, (seq, p)) in got.iter().enumerate().take(20_000) {
+            assert_eq!((*seq, p), (i as u64, &payloads[i]));
+        }
+        for s in [0u64, 4089, 4090, 9999, 19_999, 20_000, 20_030] {
+            let want = if s == 20_000 {
+                b"x".to_vec()
+            } else if s > 20_000 {
+                payloads[(s - 20_001) as usize].clone()
+            } else {
+                payloads[s as usize].clone()
+            };
+            assert_eq!(q.get(s).unwrap().payload, want, "{codec:?} {s}");
+        }
+        q.close().unwrap();
+    }
+}
+
+#[test]
+fn without_the_dense_index_seeks_use_the_sparse_entries_at_batch_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).compression(zstd()).open().unwrap();
+    let app = q.appender().unwrap();
+    let payloads: Vec<Vec<u8>> = (0..3000).map(event).collect();
+    let records: Vec<Record<'_>> = payloads.iter().map(|p| Record::new(p)).collect();
+    app.append_batch_together(&records, None).unwrap();
+    q.close().unwrap();
+    for f in data_files(dir.path()) {
+        std::fs::remove_file(f.with_extension("offsets")).unwrap();
+    }
+    let q = small(dir.path()).read_only(true).open().unwrap();
+    for s in [2999u64, 5, 1001, 1000, 2] {
+        assert_eq!(q.get(s).unwrap().payload, payloads[s as usize]);
+    }
+    let mut t = q.tailer(Start::Seq(1777)).unwrap();
+    assert_eq!(t.read_next().unwrap().unwrap().payload, payloads[1777]);
+    drop(t);
+    q.close().unwrap();
+    // A writer after an unclean stop rebuilds the dense index: one entry
+    // per member, at its batch frame.
+    mark_unclean(dir.path());
+    let q = small(dir.path()).open().unwrap();
+    assert!(q.stats().recovery.dense_entries_rebuilt > 0);
+    for s in [2999u64, 1500] {
+        assert_eq!(q.get(s).unwrap().payload, payloads[s as usize]);
+    }
+}
+
+#[test]
+fn incompressible_blocks_are_written_as_plain_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).compression(zstd()).open().unwrap();
+    let app = q.appender().unwrap();
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    // Large random payloads: the block saves nothing, nor does the framing.
+    let noise: Vec<Vec<u8>> = (0..10)
+        .map(|_| {
+            (0..4000)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect()
+        })
+        .collect();
+    let records: Vec<Record<'_>> = noise.iter().map(|p| Record::new(p)).collect();
+    let r = app.append_batch_together(&records, None).unwrap();
+    app.flush().unwrap();
+    assert_eq!(r, 0..10);
+    assert_eq!(batch_frames(dir.path()), 0);
+    let mut t = q.tailer(Start::Seq(7)).unwrap();
+    let m = t.read_next().unwrap().unwrap();
+    assert!(!m.in_batch());
+    assert_eq!(m.payload, noise[7]);
+}
+
+#[test]
+fn what_does_not_combine_is_refused_and_nothing_is_appended() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).compression(zstd()).open().unwrap();
+    let app = q.appender().unwrap();
+    let tags = ["t"];
+    for bad in [
+        Record {
+            key: Some(b"k"),
+            ..Record::new(b"p")
+        },
+        Record {
+            topic: Some("orders"),
+            ..Record::new(b"p")
+        },
+        Record {
+            tags: &tags,
+            ..Record::new(b"p")
+        },
+        Record {
+            expires_at: Some(5),
+            ..Record::new(b"p")
+        },
+        Record {
+            compress: litemq::Compress::Never,
+            ..Record::new(b"p")
+        },
+    ] {
+        let records = [Record::new(b"fine"), bad];
+        match app.append_batch_together(&records, None) {
+            Err(Error::InvalidArgument(m)) => assert!(m.contains("message 1"), "{m}"),
+            other => panic!("expected InvalidArgument, got {other:?}"),
+        }
+    }
+    app.flush().unwrap();
+    assert_eq!(q.next_seq(), 0);
+    q.add_index(
+        litemq::FieldIndexDef::new("source", "str").unwrap(),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert!(matches!(
+        app.append_batch_together(&[Record::new(b"x")], None),
+        Err(Error::InvalidArgument(m)) if m.contains("field indexes")
+    ));
+    q.close().unwrap();
+    // No codec at all; an encrypted queue.
+    let q = small(&dir.path().join("plain")).open().unwrap();
+    assert!(matches!(
+        q.appender().unwrap().append_batch_together(&[Record::new(b"x")], None),
+        Err(Error::InvalidArgument(m)) if m.contains("codec")
+    ));
+    let q = small(&dir.path().join("sealed"))
+        .compression(zstd())
+        .encryption_key(Some([7; 32]))
+        .open()
+        .unwrap();
+    assert!(matches!(
+        q.appender().unwrap().append_batch_together(&[Record::new(b"x")], None),
+        Err(Error::InvalidArgument(m)) if m.contains("encrypted")
+    ));
+    assert_eq!(q.next_seq(), 0);
+}
+
+#[test]
+fn a_torn_batch_at_the_tail_is_cut_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).compression(zstd()).open().unwrap();
+    let app = q.appender().unwrap();
+    for i in 0..5 {
+        app.append(&event(i)).unwrap();
+    }
+    let payloads: Vec<Vec<u8>> = (5..105).map(event).collect();
+    let records: Vec<Record<'_>> = payloads.iter().map(|p| Record::new(p)).collect();
+    app.append_batch_together(&records, None).unwrap();
+    q.close().unwrap();
+    let last = data_files(dir.path()).pop().unwrap();
+    let (at, rec) = frames(&last).pop().unwrap();
+    assert!(record::is_batch_record(&rec));
+    // The crash lost the batch frame's last page: its CRC no longer matches.
+    let end = at + 4 + rec.len();
+    write_at(&last, end - 10, &[0; 18]);
+    mark_unclean(dir.path());
+    let q = small(dir.path()).open().unwrap();
+    let report = q.stats().recovery;
+    assert_eq!(report.cut_at, Some(at as u64));
+    assert_eq!(q.next_seq(), 5, "no member of a torn batch survives");
+    let app = q.appender().unwrap();
+    let r = app.append_batch_together(&records[..10], None).unwrap();
+    app.flush().unwrap();
+    assert_eq!(r, 5..15);
+    let got = read_all(&q, Start::Beginning);
+    assert_eq!(got.len(), 15);
+    assert_eq!(got[14].1, payloads[9]);
+}
+
+#[test]
+fn a_damaged_block_is_corrupted_never_wrong_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).compression(zstd()).open().unwrap();
+    let app = q.appender().unwrap();
+    let payloads: Vec<Vec<u8>> = (0..100).map(event).collect();
+    let records: Vec<Record<'_>> = payloads.iter().map(|p| Record::new(p)).collect();
+    app.append_batch_together(&records, None).unwrap();
+    app.append(b"after").unwrap();
+    q.close().unwrap();
+    let file = data_files(dir.path()).pop().unwrap();
+    let (at, rec) = frames(&file)
+        .into_iter()
+        .find(|(_, r)| record::is_batch_record(r))
+        .unwrap();
+    let pristine = rec.clone();
+    // A flipped byte of the compressed block: the frame's CRC covers it.
+    let mid = at + 4 + record::BATCH_HEAD_LEN + (rec.len() - record::BATCH_HEAD_LEN) / 2;
+    let byte = std::fs::read(&file).unwrap()[mid];
+    write_at(&file, mid, &[byte ^ 0x5A]);
+    {
+        let q = small(dir.path()).read_only(true).open().unwrap();
+        for s in [0u64, 50, 99] {
+            assert!(matches!(q.get(s), Err(Error::Corrupted { .. })), "{s}");
+        }
+    }
+    // Damage the frame's CRC does not see (a writer bug, a forged file:
+    // the CRC is recomputed): the declared raw length, the member count
+    // lowered or raised.
+    let mut cases = Vec::new();
+    let mut r = pristine.clone();
+    let raw = u32::from_le_bytes(r[20..24].try_into().unwrap());
+    r[20..24].copy_from_slice(&(raw - 1).to_le_bytes());
+    cases.push(r);
+    for count in [99u16, 101] {
+        let mut r = pristine.clone();
+        r[10..12].copy_from_slice(&count.to_le_bytes());
+        cases.push(r);
+    }
+    for (n, bad) in cases.iter().enumerate() {
+        rewrite_record(&file, at, bad);
+        let q = small(dir.path()).read_only(true).open().unwrap();
+        for s in [0u64, 50, 98] {
+            match q.get(s) {
+                Err(Error::Corrupted { .. }) => {}
+                Ok(m) => panic!(
+                    "case {n}: seq {s} read {:?}",
+                    String::from_utf8_lossy(&m.payload)
+                ),
+                Err(e) => panic!("case {n}: seq {s}: {e:?}"),
+            }
+        }
+        let mut t = q.tailer(Start::Beginning).unwrap();
+        assert!(
+            matches!(t.read_next(), Err(Error::Corrupted { .. })),
+            "case {n}"
+        );
+        // The damaged batch is skipped whole.
+        assert!(t.skip_damaged().unwrap());
+        let next = t.read_next().unwrap().unwrap();
+        assert_eq!(next.payload, b"after", "case {n}");
+        drop(t);
+        q.close().unwrap();
+    }
+}
+
+#[test]
+fn a_batch_above_the_decompression_limit_is_corrupted_not_allocated() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let q = small(dir.path())
+            .file_size(1 << 20)
+            .compression(zstd())
+            .open()
+            .unwrap();
+        let big = vec![0u8; 40_000];
+        let records: Vec<Record<'_>> = (0..3).map(|_| Record::new(&big)).collect();
+        let app = q.appender().unwrap();
+        app.append_batch_together(&records, None).unwrap();
+        app.flush().unwrap();
+        assert!(batch_frames(dir.path()) >= 1);
+        q.close().unwrap();
+    }
+    let q = QueueBuilder::new(dir.path())
+        .read_only(true)
+        .max_decompressed_size(32 * 1024)
+        .open()
+        .unwrap();
+    match q.get(1) {
+        Err(Error::Corrupted { reason, .. }) => {
+            assert!(reason.contains("decompression limit"), "{reason}")
+        }
+        other => panic!("expected Corrupted, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_multi_writer_queue_and_compaction_keep_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path())
+        .compression(zstd())
+        .multi_writer(true)
+        .open()
+        .unwrap();
+    let app = q.appender().unwrap();
+    let payloads: Vec<Vec<u8>> = (0..500).map(event).collect();
+    let records: Vec<Record<'_>> = payloads.iter().map(|p| Record::new(p)).collect();
+    for k in 0..6u64 {
+        app.append_record(&Record {
+            key: Some(b"k"),
+            ..Record::new(format!("v{k}").as_bytes())
+        })
+        .unwrap();
+        let r = app.append_batch_together(&records, None).unwrap();
+        assert_eq!(r.start, k * 501 + 1);
+    }
+    app.flush().unwrap();
+    app.roll().ok();
+    let all = read_all(&q, Start::Beginning);
+    assert_eq!(all.len(), 6 * 501);
+    q.close().unwrap();
+    let q = small(dir.path()).compression(zstd()).open().unwrap();
+    q.compact(&litemq::CompactOptions::default(), &mut |_, _| {})
+        .unwrap();
+    // The superseded keyed values are holes; every batch member is kept.
+    let all = read_all(&q, Start::Beginning);
+    let members: Vec<_> = all.iter().filter(|(_, p)| p.starts_with(b"{")).collect();
+    assert_eq!(members.len(), 6 * 500);
+    assert_eq!(q.get(501 + 1 + 250).unwrap().payload, payloads[250]);
+    assert_eq!(q.get_latest(b"k").unwrap().unwrap().payload, b"v5");
+}
+
+/// Writes `fuzz/regressions/frame_decode/batch_record` (a seed for the
+/// fuzz target: a batch record of three members, zstd) when
+/// `LITEMQ_WRITE_FUZZ_SEED` is set; always checks it decodes.
+#[test]
+fn the_fuzz_seed_is_a_batch_record() {
+    let members: Vec<Vec<u8>> = (0..3).map(event).collect();
+    let mut block = Vec::new();
+    for m in &members {
+        let r = Record::new(m);
+        record::push_batch_member(&mut block, r.flags(), r.body_len(), |o| r.encode_body(o));
+    }
+    let packed = litemq::format::compression::compress(Codec::Zstd, 1, &block);
+    let mut body = Vec::new();
+    record::encode_batch_head(3, Codec::Zstd, block.len() as u32, &mut body);
+    record::set_batch_first_seq(&mut body, 42);
+    body.extend_from_slice(&packed);
+    let mut rec = Vec::new();
+    record::encode_into(&mut rec, record::FLAG_EXTENSION, 7, &body);
+    let v = record::decode(&rec).unwrap();
+    assert!(v.is_batch() && record::is_batch_record(&rec));
+    assert_eq!(
+        (record::seqs_of(&rec), record::batch_first_seq(&rec)),
+        (3, 42)
+    );
+    let block = v.inflate(1 << 20).unwrap();
+    record::check_batch_block(&block, 3).unwrap();
+    let (_, m) = record::batch_member(&block, 3, 0, 0, 2).unwrap();
+    assert_eq!(m.payload, members[2]);
+    if std::env::var_os("LITEMQ_WRITE_FUZZ_SEED").is_some() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fuzz/regressions/frame_decode/batch_record");
+        std::fs::write(path, &rec).unwrap();
+    }
+}
+
+#[test]
+fn a_field_index_is_refused_on_a_queue_that_holds_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).compression(zstd()).open().unwrap();
+    let app = q.appender().unwrap();
+    let payloads: Vec<Vec<u8>> = (0..100).map(event).collect();
+    let records: Vec<Record<'_>> = payloads.iter().map(|p| Record::new(p)).collect();
+    app.append_batch_together(&records, None).unwrap();
+    let def = litemq::FieldIndexDef::new("source", "str").unwrap();
+    match q.add_index(def, &mut |_, _| {}) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("batches"), "{m}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    // Not declared: batches are still taken.
+    app.append_batch_together(&records, None).unwrap();
+    app.flush().unwrap();
+    assert_eq!(q.next_seq(), 200);
+}
