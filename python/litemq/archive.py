@@ -819,6 +819,11 @@ class Archive:
 
         lo = offset_of(start)
         hi = int(f.frames_end or 0) if end >= int(f.end_seq or 0) else offset_of(end)
+        if hi is not None and end < int(f.end_seq or 0) and offset_of(end - 1) == hi:
+            # `end - 1` and `end` share a frame: a batch (format 9), whose
+            # members' entries all point at it. The range ends after it.
+            (length,) = struct.unpack("<I", _read_range(self._fs, self._data_path(f), hi, 4))
+            hi += (4 + length + 8 + 7) // 8 * 8
         if lo is None or hi is None or hi <= lo:
             return None
         return lo, hi

@@ -192,9 +192,21 @@ pub fn read_sealed(
         let bytes = &file[at + 4..record_end];
         let seqs = record::seqs_of(bytes);
         if record::is_batch_record(bytes) {
-            return Err(batch_refused(path, at));
-        }
-        if seq >= start && seqs == 1 && !record::is_hole_record(bytes) {
+            if record::batch_first_seq(bytes) != seq {
+                return Err(corrupted(
+                    path,
+                    at as u64,
+                    Some(seq),
+                    "batch frame names another first sequence than its place",
+                ));
+            }
+            let from = seq.max(start);
+            if from < end.min(seq + seqs)
+                && !push_members(&mut out, bytes, path, at as u64, from, end, want, cols)?
+            {
+                break;
+            }
+        } else if seq >= start && seqs == 1 && !record::is_hole_record(bytes) {
             let rec =
                 record::decode(bytes).map_err(|r| corrupted(path, at as u64, Some(seq), r))?;
             let payload = rec
@@ -252,7 +264,17 @@ pub fn read_frames(
                 let bytes = &buf[at + 4..at + 4 + record_len];
                 let rec = record::decode(bytes).map_err(|r| corrupted(path, here, Some(seq), r))?;
                 if rec.is_batch() {
-                    return Err(batch_refused(path, here as usize));
+                    // The range may start inside the batch (its dense
+                    // entries all point at the batch frame): members before
+                    // `seq` are not rows here.
+                    if !push_members(&mut out, bytes, path, here, seq, end_seq, rows, cols)? {
+                        // A column is full: go on from the row after the last.
+                        seq = out.seq.last().map_or(seq, |&s| s as u64 + 1);
+                        break;
+                    }
+                    seq = record::seq_after(bytes, seq).max(seq + 1);
+                    at = next;
+                    continue;
                 }
                 if rec.is_hole() {
                     seq += record::seqs_of(bytes);
@@ -285,14 +307,65 @@ pub fn read_frames(
     Ok((out, offset + at as u64))
 }
 
-/// Archive reads do not open batches (format 9, messages compressed
-/// together): a typed refusal rather than a wrong row.
-fn batch_refused(path: &std::path::Path, at: usize) -> Error {
-    Error::InvalidArgument(format!(
-        "{} offset {at}: a batch of messages compressed together (format 9); \
-         archive reads do not support batches: restore the files and read the queue",
-        path.display()
-    ))
+/// Pushes the members of the batch record `bytes` (format 9, messages
+/// compressed together; frame at `offset`) whose sequences lie in
+/// `[from, end)` onto `out` (`from` must be one of its members), while it
+/// has fewer than `want` rows. Each
+/// member has the batch's timestamp. The block is decompressed (bounded by
+/// the default limit) and checked whole first: a damaged one is
+/// [`Error::Corrupted`]. Returns false when `out` took no more rows (a
+/// column is full, or `want` rows are there) before the members ran out.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the two archive walkers pass their range and column choice through"
+)]
+fn push_members(
+    out: &mut Columns,
+    bytes: &[u8],
+    path: &Path,
+    offset: u64,
+    from: u64,
+    end: u64,
+    want: usize,
+    cols: ColumnSet,
+) -> Result<bool> {
+    let first = record::batch_first_seq(bytes);
+    let count = record::seqs_of(bytes) as u16;
+    let bad = |r: &str| corrupted(path, offset, Some(from), r.to_string());
+    if !(first..first + u64::from(count)).contains(&from) {
+        return Err(bad("batch frame does not hold the sequence its place says"));
+    }
+    let view = record::decode(bytes).map_err(&bad)?;
+    let codec = view.codec.ok_or_else(|| bad("batch without a codec"))?;
+    let block = crate::format::compression::decompress(
+        codec,
+        view.payload,
+        view.raw_len as usize,
+        DEFAULT_MAX_DECOMPRESSED,
+    )
+    .map_err(|r| bad(&r))?;
+    record::check_batch_block(&block, count).map_err(bad)?;
+    let mut at = 0usize;
+    for i in 0..count {
+        let seq = first + u64::from(i);
+        let (range, mut member) = record::batch_member(&block, count, i, at, i).map_err(bad)?;
+        at = range.end;
+        if seq < from {
+            continue;
+        }
+        if seq >= end {
+            return Ok(true);
+        }
+        if out.rows >= want {
+            return Ok(false);
+        }
+        member.timestamp = view.timestamp;
+        let payload = member.payload;
+        if !out.push(seq, &member, payload, want, cols) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 #[cfg(test)]
