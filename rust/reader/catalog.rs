@@ -36,6 +36,9 @@ pub struct Catalog {
     /// Sealed files whose frame area this handle verified against their
     /// footer (see `reader::sealed`).
     pub(crate) verified: super::sealed::Verified,
+    /// The topic messages of the active file, read once for the handle's
+    /// topic tailers (see `reader::topic::ActiveTopics`).
+    pub(crate) active_topics: super::topic::ActiveTopics,
     /// Largest payload the tailers of this handle decompress (see
     /// `QueueBuilder::max_decompressed_size`).
     max_decompressed: AtomicUsize,
@@ -121,6 +124,7 @@ impl Catalog {
             files: RwLock::new(Arc::new(Vec::new())),
             closed: AtomicBool::new(false),
             verified: Default::default(),
+            active_topics: Default::default(),
             max_decompressed: AtomicUsize::new(DEFAULT_MAX_DECOMPRESSED),
             mapped: Mutex::new(Vec::new()),
             last: Mutex::new(None),

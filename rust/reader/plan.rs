@@ -18,8 +18,10 @@ pub(crate) enum Plan {
     /// Read every frame.
     Scan,
     /// The active file, indexed in memory up to a sequence: only these
-    /// sequences below it can match (sorted); from it on, read every frame.
-    SeqsThenScan(Vec<u64>, u64),
+    /// `(sequence, frame offset)` below it can match (sorted; an offset of
+    /// `None` is found by a seek); from it on (its frame's offset when
+    /// known), read every frame.
+    SeqsThenScan(Vec<(u64, Option<u64>)>, u64, Option<u64>),
 }
 
 /// Where a filtered tailer goes next.
@@ -78,14 +80,19 @@ impl Planned {
         match plan {
             Plan::Scan => None,
             Plan::Skip => Some(to_end),
-            Plan::SeqsThenScan(_, upto) if seq >= *upto => None,
-            Plan::SeqsThenScan(seqs, upto) => {
-                let i = seqs.partition_point(|&s| s < seq);
-                let to = seqs.get(i).copied().filter(|s| s < upto).unwrap_or(*upto);
-                (to > seq).then_some(Jump {
-                    seq: to,
-                    frame: None,
-                })
+            Plan::SeqsThenScan(_, upto, _) if seq >= *upto => None,
+            Plan::SeqsThenScan(seqs, upto, upto_at) => {
+                let i = seqs.partition_point(|&(s, _)| s < seq);
+                let (s, at) = seqs
+                    .get(i)
+                    .copied()
+                    .filter(|(s, _)| s < upto)
+                    .unwrap_or((*upto, *upto_at));
+                let to = Jump {
+                    seq: s,
+                    frame: at.map(|o| (*number, o as usize)),
+                };
+                (to.seq > seq || to.frame.is_some()).then_some(to)
             }
             Plan::Seqs(seqs) => {
                 let i = seqs.partition_point(|&(s, _)| s < seq);

@@ -11,16 +11,20 @@
 //! returned is compared exactly, so an index can only make reading faster,
 //! never return another topic's message.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use super::catalog::{Catalog, FileInfo};
 use super::plan::{Jump, Plan, Planned};
 use super::topic_offsets::{Scanner, Streams, TopicOffsets};
 use crate::error::{Error, Result};
 use crate::format::footer::{Footer, CONTENT_TOPICS};
-use crate::format::record::RecordView;
+use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN};
+use crate::format::le_u64;
+use crate::format::record::{self, RecordView};
 use crate::format::topics::tag_mask;
 use crate::index::topics::{self, TopicsIndex};
+use crate::storage::mapped::Mapping;
 
 /// Which messages a topic tailer returns.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -116,8 +120,9 @@ impl TopicFilter {
             catalog,
             seq,
             &mut |c, info| plan_sealed(selector, masks, c, info),
-            // The active file: new frames come; read them all.
-            &mut |_| Plan::Scan,
+            // The active file: the frames the handle's map lists, then
+            // every frame published after what it read.
+            &mut |info| plan_active(selector, catalog, info),
         )
     }
 }
@@ -165,6 +170,24 @@ fn plan_sealed(
     Plan::Seqs(seqs)
 }
 
+fn plan_active(selector: &TopicSelector, catalog: &Catalog, info: &FileInfo) -> Plan {
+    let wants = |topic: &str, queue_id: u16| {
+        selector.topic.as_deref().is_none_or(|t| t == topic)
+            && selector.queue_id.is_none_or(|q| q == queue_id)
+    };
+    match catalog.active_topics.frames(catalog, info, &wants) {
+        Some(a) => Plan::SeqsThenScan(
+            a.frames
+                .into_iter()
+                .map(|(seq, at, _, _)| (seq, Some(at)))
+                .collect(),
+            a.upto,
+            Some(a.upto_offset),
+        ),
+        None => Plan::Scan,
+    }
+}
+
 /// True when `mask` has every bit of `bits`.
 fn has_bits(mask: u32, bits: u32) -> bool {
     mask & bits == bits
@@ -173,4 +196,183 @@ fn has_bits(mask: u32, bits: u32) -> bool {
 /// The footer of sealed file `info` (see [`Catalog::read_footer`]).
 pub(crate) fn read_footer(catalog: &Catalog, info: &FileInfo) -> Option<Footer> {
     catalog.read_footer(info)
+}
+
+/// Most topic messages of the active file a handle's [`ActiveTopics`]
+/// remembers (24 bytes each); past it, topic reads scan the rest of the
+/// file frame by frame, as without the map.
+const ACTIVE_MAP_MAX: usize = 1 << 20;
+
+/// A queue handle's map of the topic messages of its active (last) data
+/// file, which has no topic index until it is sealed: built incrementally
+/// by reading the file's published frames once, each checked by its own
+/// CRC, and shared by the handle's topic tailers and topic offsets, so a
+/// later topic tailer reads only its topic's frames of the file (each
+/// again checked by its own CRC when it is read, and its topic and tags
+/// compared exactly), and the file is read once per handle instead of
+/// twice per tailer (its frames, and its topic offsets).
+///
+/// The map trusts that a frame this process read intact at an offset
+/// stays there: the writer never rewrites a published frame, and the
+/// one thing that does, recovery after a writer crash cutting the tail
+/// at a damaged frame and a new writer appending over it, zeroes every
+/// frame after the cut, the last one mapped included; before each use the
+/// map checks that its last frame is still the frame it read (same length
+/// word, CRC passes and equals the one read) and that the path still
+/// names the file it mapped (device and inode), and starts over when not
+/// (see docs/DESIGN.md, "The active file's topic map").
+#[derive(Debug, Default)]
+pub(crate) struct ActiveTopics(Mutex<Option<ActiveMap>>);
+
+#[derive(Debug)]
+struct ActiveMap {
+    file_number: u64,
+    identity: (u64, u64),
+    /// The sequence and offset of the next frame to read.
+    upto: u64,
+    offset: usize,
+    /// Offset, length word and stored CRC of the last frame read.
+    last: Option<(usize, u32, u64)>,
+    /// The reading stopped at something other than the end of what is
+    /// published (damage, a zero-filled gap, the size limit): a reader
+    /// reads on from `upto` itself.
+    stopped: bool,
+    topics: HashMap<String, u32>,
+    /// `(seq, frame offset, topic number, queue id)` of each message with
+    /// a topic or tags, in order.
+    frames: Vec<(u64, u64, u32, u16)>,
+}
+
+/// The wanted messages of the active file below `upto`, from the map.
+#[derive(Debug)]
+pub(crate) struct ActiveFrames {
+    /// `(seq, frame offset, topic, queue id)`, in order.
+    pub(crate) frames: Vec<(u64, u64, String, u16)>,
+    /// Every message of the file below this sequence was read.
+    pub(crate) upto: u64,
+    /// The offset of frame `upto`.
+    pub(crate) upto_offset: u64,
+}
+
+impl ActiveMap {
+    fn new(info: &FileInfo, map: &Mapping) -> ActiveMap {
+        ActiveMap {
+            file_number: info.header.file_number,
+            identity: map.identity(),
+            upto: info.header.first_seq,
+            offset: DATA_HEADER_LEN,
+            last: None,
+            stopped: false,
+            topics: HashMap::new(),
+            frames: Vec::new(),
+        }
+    }
+
+    /// True when the last frame read is still there as it was read.
+    fn intact(&self, map: &Mapping) -> bool {
+        let Some((at, len, crc)) = self.last else {
+            return true;
+        };
+        let file = map.as_slice();
+        at + 4 <= file.len()
+            && map.load_u32(at) == len
+            && matches!(frame::decode(file, at, len), Ok(FrameAt::Frame { .. }))
+            && le_u64(file, at + 4 + len as usize) == Some(crc)
+    }
+
+    /// Reads the frames published since, each checked by its CRC.
+    fn extend(&mut self, map: &Mapping) {
+        if self.stopped {
+            return;
+        }
+        let file = map.as_slice();
+        loop {
+            let at = self.offset;
+            if at + 4 > file.len() {
+                self.stopped = true;
+                return;
+            }
+            let len = map.load_u32(at);
+            let record_len = match frame::decode(file, at, len) {
+                Ok(FrameAt::Frame { record_len, .. }) => record_len,
+                // Nothing more published yet, or the file was sealed.
+                Ok(FrameAt::Empty) | Ok(FrameAt::EndOfFile) => return,
+                Err(_) => {
+                    self.stopped = true;
+                    return;
+                }
+            };
+            let rec = &file[at + 4..at + 4 + record_len];
+            let Ok(view) = record::decode(rec) else {
+                self.stopped = true;
+                return;
+            };
+            if view.flags & record::FLAG_TOPIC != 0 {
+                if self.frames.len() >= ACTIVE_MAP_MAX {
+                    self.stopped = true;
+                    return;
+                }
+                let topic = view.topic.unwrap_or("");
+                let n = match self.topics.get(topic) {
+                    Some(&n) => n,
+                    None => {
+                        let n = self.topics.len() as u32;
+                        self.topics.insert(topic.to_string(), n);
+                        n
+                    }
+                };
+                self.frames.push((self.upto, at as u64, n, view.queue_id));
+            }
+            let crc = le_u64(file, at + 4 + record_len).unwrap_or(0);
+            self.last = Some((at, len, crc));
+            self.upto += record::seqs_of(rec);
+            self.offset = at + frame::frame_size(record_len);
+        }
+    }
+}
+
+impl ActiveTopics {
+    /// The messages of active file `info` whose `(topic, queue_id)`
+    /// `wants`, from the map brought up to what is published now; `None`
+    /// when the file cannot be mapped.
+    pub(crate) fn frames(
+        &self,
+        catalog: &Catalog,
+        info: &FileInfo,
+        wants: &dyn Fn(&str, u16) -> bool,
+    ) -> Option<ActiveFrames> {
+        let file = catalog.map_file(info).ok()?;
+        let map = &file.map;
+        let mut guard = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let fresh = match guard.as_ref() {
+            Some(m) => {
+                m.file_number != info.header.file_number
+                    || m.identity != map.identity()
+                    || !m.intact(map)
+            }
+            None => true,
+        };
+        if fresh {
+            *guard = Some(ActiveMap::new(info, map));
+        }
+        let m = guard.as_mut().expect("set above");
+        m.extend(map);
+        let mut names: Vec<Option<&str>> = vec![None; m.topics.len()];
+        for (t, &n) in &m.topics {
+            names[n as usize] = Some(t.as_str());
+        }
+        let frames = m
+            .frames
+            .iter()
+            .filter_map(|&(seq, at, n, q)| {
+                let t = names[n as usize].unwrap_or("");
+                wants(t, q).then(|| (seq, at, t.to_string(), q))
+            })
+            .collect();
+        Some(ActiveFrames {
+            frames,
+            upto: m.upto,
+            upto_offset: m.offset as u64,
+        })
+    }
 }

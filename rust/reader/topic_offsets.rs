@@ -126,7 +126,14 @@ impl TopicOffsets {
             .file
             .as_ref()
             .is_some_and(|f| !f.complete && f.upto <= seq);
-        if needs_scan {
+        if needs_scan && !sealed {
+            self.extend_from_map(catalog, &info);
+        }
+        if self
+            .file
+            .as_ref()
+            .is_some_and(|f| !f.complete && f.upto <= seq)
+        {
             self.extend(catalog, sealed)?;
         }
         let base = self.base(catalog, &info, topic, queue_id)?;
@@ -190,10 +197,46 @@ impl TopicOffsets {
     /// Makes `self.file` hold every message of `info` published so far.
     fn read_whole(&mut self, catalog: &Arc<Catalog>, info: &FileInfo, sealed: bool) -> Result<()> {
         self.load_file(catalog, info, sealed)?;
+        if !sealed {
+            self.extend_from_map(catalog, info);
+        }
         if !self.file.as_ref().is_some_and(|f| f.complete) {
             self.extend(catalog, sealed)?;
         }
         Ok(())
+    }
+
+    /// Brings `self.file`, the active file `info`, up to what the queue
+    /// handle's map of its topic messages has read (see
+    /// `reader::topic::ActiveTopics`): the file is then read once per
+    /// handle, not once per reader.
+    fn extend_from_map(&mut self, catalog: &Arc<Catalog>, info: &FileInfo) {
+        let streams = &self.streams;
+        let Some(a) = catalog
+            .active_topics
+            .frames(catalog, info, &|t, q| streams.wants(t, q))
+        else {
+            return;
+        };
+        let Some(f) = self.file.as_mut() else {
+            return;
+        };
+        if f.file_number != info.header.file_number || a.upto <= f.upto {
+            return;
+        }
+        // The map holds the file from its first message on.
+        let mut seqs: StreamSeqs = Vec::new();
+        for (seq, _, topic, queue_id) in a.frames {
+            match seqs
+                .iter_mut()
+                .find(|((t, q), _)| *t == topic && *q == queue_id)
+            {
+                Some((_, list)) => list.push(seq),
+                None => seqs.push(((topic, queue_id), vec![seq])),
+            }
+        }
+        f.seqs = seqs;
+        f.upto = a.upto;
     }
 
     /// Messages of stream `(topic, queue_id)` in the files before `info`.
