@@ -5,11 +5,12 @@
 //! format 6, or sealed with a footer that says no record carries a topic,
 //! is skipped whole; a sealed file with a topic index (`NAME.topics`) that
 //! checks out is read only at the sequences its index lists for the topic
-//! (and whose tag masks can match); any other file (the active one, or a
-//! sealed one whose index is missing or not built yet) is read frame by
-//! frame, and each record's topic and tags are compared. Every message
-//! returned is compared exactly, so an index can only make reading faster,
-//! never return another topic's message.
+//! (and whose tag masks can match); the active file is read at the frames
+//! the queue handle's map of it lists ([`ActiveTopics`]), then frame by
+//! frame past what the map read; a sealed file whose index is missing or
+//! not built yet is read frame by frame, and each record's topic and tags
+//! are compared. Every message returned is compared exactly, so an index
+//! can only make reading faster, never return another topic's message.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

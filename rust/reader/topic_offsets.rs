@@ -5,9 +5,9 @@
 //! number of `s`'s messages before it, summed from the per-file counts in
 //! the directories of the topic index files (`NAME.topics`) of the files
 //! before its own, plus its rank among `s`'s messages of its own file (the
-//! index's entries, or a read of the file when it has no usable index: the
-//! active file, a sealed one whose index is not built yet or fails a
-//! check). The data files are the truth, so offsets are exact after a crash
+//! index's entries; for the active file, the queue handle's map of its
+//! topic messages, `reader::topic::ActiveTopics`; else a read of the file:
+//! a sealed one whose index is not built yet or fails a check). The data files are the truth, so offsets are exact after a crash
 //! or an index rebuild. They count the messages still in the queue:
 //! retention deleting the oldest files lowers the offsets of the messages
 //! left by the number deleted (see docs/DESIGN.md, "Topic offsets").
