@@ -39,6 +39,9 @@ pub struct Catalog {
     /// The topic messages of the active file, read once for the handle's
     /// topic tailers (see `reader::topic::ActiveTopics`).
     pub(crate) active_topics: super::topic::ActiveTopics,
+    /// Sealed files' plans for topic reads (see
+    /// `reader::topic::SealedPlans`).
+    pub(crate) topic_plans: super::topic::SealedPlans,
     /// Largest payload the tailers of this handle decompress (see
     /// `QueueBuilder::max_decompressed_size`).
     max_decompressed: AtomicUsize,
@@ -125,6 +128,7 @@ impl Catalog {
             closed: AtomicBool::new(false),
             verified: Default::default(),
             active_topics: Default::default(),
+            topic_plans: Default::default(),
             max_decompressed: AtomicUsize::new(DEFAULT_MAX_DECOMPRESSED),
             mapped: Mutex::new(Vec::new()),
             last: Mutex::new(None),
@@ -169,6 +173,8 @@ impl Catalog {
             .unwrap_or_else(|e| e.into_inner())
             .clear();
         *self.last.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.active_topics.clear();
+        self.topic_plans.clear();
     }
 
     /// A mapping of data file `info` for a tailer. A sealed file's mapping

@@ -128,7 +128,108 @@ impl TopicFilter {
     }
 }
 
+/// Plans a sealed file: from the handle's cache when the file is the one
+/// (device, inode, change time) the cached plan was made of, else from its
+/// footer and topic index (see [`SealedPlans`]).
 fn plan_sealed(
+    selector: &TopicSelector,
+    masks: &[u32],
+    catalog: &Catalog,
+    info: &FileInfo,
+) -> Plan {
+    let key = file_key(&catalog.data_path(info.id));
+    let number = info.header.file_number;
+    if let Some(plan) = key.and_then(|k| catalog.topic_plans.get(number, k, selector)) {
+        return plan;
+    }
+    let plan = plan_from_index(selector, masks, catalog, info);
+    if let Some(k) = key {
+        catalog.topic_plans.put(number, k, selector, &plan);
+    }
+    plan
+}
+
+/// `(st_dev, st_ino, st_ctime in ns)` of the file at `path`.
+fn file_key(path: &std::path::Path) -> Option<(u64, u64, i64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some((
+        m.dev(),
+        m.ino(),
+        m.ctime().saturating_mul(1_000_000_000) + m.ctime_nsec(),
+    ))
+}
+
+/// How many sealed-file plans a handle keeps.
+const SEALED_PLANS_KEEP: usize = 256;
+
+/// A queue handle's plans of sealed files for topic reads, so a new topic
+/// tailer does not open and check each file's footer and topic index
+/// again: a sealed file never changes, and a plan is used only while the
+/// path names the same file, unchanged (device, inode and change time, as
+/// `reader::sealed` keys what it verified): a file rewritten, replaced or
+/// damaged in place since is planned afresh. Only plans from a footer and
+/// an index are kept (skip the file, or read these sequences), not "read
+/// every frame" (its index may be built meanwhile).
+#[derive(Debug, Default)]
+pub(crate) struct SealedPlans(Mutex<Vec<SealedPlan>>);
+
+#[derive(Debug)]
+struct SealedPlan {
+    file_number: u64,
+    key: (u64, u64, i64),
+    selector: TopicSelector,
+    /// `None`: skip the file.
+    seqs: Option<Vec<(u64, Option<u64>)>>,
+}
+
+impl SealedPlans {
+    fn get(
+        &self,
+        file_number: u64,
+        key: (u64, u64, i64),
+        selector: &TopicSelector,
+    ) -> Option<Plan> {
+        let plans = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let p = plans
+            .iter()
+            .rev()
+            .find(|p| p.file_number == file_number && p.selector == *selector)?;
+        if p.key != key {
+            return None;
+        }
+        Some(match &p.seqs {
+            None => Plan::Skip,
+            Some(seqs) => Plan::Seqs(seqs.clone()),
+        })
+    }
+
+    fn put(&self, file_number: u64, key: (u64, u64, i64), selector: &TopicSelector, plan: &Plan) {
+        let seqs = match plan {
+            Plan::Skip => None,
+            Plan::Seqs(seqs) => Some(seqs.clone()),
+            _ => return,
+        };
+        let mut plans = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        plans.retain(|p| !(p.file_number == file_number && p.selector == *selector));
+        if plans.len() >= SEALED_PLANS_KEEP {
+            plans.remove(0);
+        }
+        plans.push(SealedPlan {
+            file_number,
+            key,
+            selector: selector.clone(),
+            seqs,
+        });
+    }
+
+    /// Lets go of every plan (the queue closed).
+    pub(crate) fn clear(&self) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+}
+
+fn plan_from_index(
     selector: &TopicSelector,
     masks: &[u32],
     catalog: &Catalog,
@@ -172,11 +273,8 @@ fn plan_sealed(
 }
 
 fn plan_active(selector: &TopicSelector, catalog: &Catalog, info: &FileInfo) -> Plan {
-    let wants = |topic: &str, queue_id: u16| {
-        selector.topic.as_deref().is_none_or(|t| t == topic)
-            && selector.queue_id.is_none_or(|q| q == queue_id)
-    };
-    match catalog.active_topics.frames(catalog, info, &wants) {
+    let (topic, queue_id) = (selector.topic.as_deref(), selector.queue_id);
+    match catalog.active_topics.frames(catalog, info, topic, queue_id) {
         Some(a) => Plan::SeqsThenScan(
             a.frames
                 .into_iter()
@@ -225,6 +323,9 @@ const ACTIVE_MAP_MAX: usize = 1 << 20;
 #[derive(Debug, Default)]
 pub(crate) struct ActiveTopics(Mutex<Option<ActiveMap>>);
 
+/// `(seq, frame offset, queue id)` of a message in the active file.
+type TopicFrame = (u64, u64, u16);
+
 #[derive(Debug)]
 struct ActiveMap {
     file_number: u64,
@@ -238,17 +339,22 @@ struct ActiveMap {
     /// published (damage, a zero-filled gap, the size limit): a reader
     /// reads on from `upto` itself.
     stopped: bool,
-    topics: HashMap<String, u32>,
-    /// `(seq, frame offset, topic number, queue id)` of each message with
-    /// a topic or tags, in order.
-    frames: Vec<(u64, u64, u32, u16)>,
+    /// Each topic's number in `by_topic`.
+    topics: HashMap<String, usize>,
+    /// Each topic (`""`: tags without one) with `(seq, frame offset,
+    /// queue id)` of its messages, in order.
+    by_topic: Vec<(String, Vec<TopicFrame>)>,
+    /// Messages in `by_topic`.
+    count: usize,
 }
 
 /// The wanted messages of the active file below `upto`, from the map.
 #[derive(Debug)]
 pub(crate) struct ActiveFrames {
-    /// `(seq, frame offset, topic, queue id)`, in order.
-    pub(crate) frames: Vec<(u64, u64, String, u16)>,
+    /// `(seq, frame offset, topic number, queue id)`, in order.
+    pub(crate) frames: Vec<(u64, u64, usize, u16)>,
+    /// The topics the numbers stand for.
+    pub(crate) topics: Vec<String>,
     /// Every message of the file below this sequence was read.
     pub(crate) upto: u64,
     /// The offset of frame `upto`.
@@ -265,7 +371,8 @@ impl ActiveMap {
             last: None,
             stopped: false,
             topics: HashMap::new(),
-            frames: Vec::new(),
+            by_topic: Vec::new(),
+            count: 0,
         }
     }
 
@@ -309,7 +416,7 @@ impl ActiveMap {
                 return;
             };
             if view.flags & record::FLAG_TOPIC != 0 {
-                if self.frames.len() >= ACTIVE_MAP_MAX {
+                if self.count >= ACTIVE_MAP_MAX {
                     self.stopped = true;
                     return;
                 }
@@ -317,12 +424,16 @@ impl ActiveMap {
                 let n = match self.topics.get(topic) {
                     Some(&n) => n,
                     None => {
-                        let n = self.topics.len() as u32;
+                        let n = self.by_topic.len();
                         self.topics.insert(topic.to_string(), n);
+                        self.by_topic.push((topic.to_string(), Vec::new()));
                         n
                     }
                 };
-                self.frames.push((self.upto, at as u64, n, view.queue_id));
+                self.by_topic[n]
+                    .1
+                    .push((self.upto, at as u64, view.queue_id));
+                self.count += 1;
             }
             let crc = le_u64(file, at + 4 + record_len).unwrap_or(0);
             self.last = Some((at, len, crc));
@@ -333,14 +444,21 @@ impl ActiveMap {
 }
 
 impl ActiveTopics {
-    /// The messages of active file `info` whose `(topic, queue_id)`
-    /// `wants`, from the map brought up to what is published now; `None`
-    /// when the file cannot be mapped.
+    /// Lets go of the map (the queue closed).
+    pub(crate) fn clear(&self) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// The messages of active file `info` of `topic` (any when `None`,
+    /// `""` for tags without a topic) and `queue_id` (any when `None`),
+    /// from the map brought up to what is published now; `None` when the
+    /// file cannot be mapped.
     pub(crate) fn frames(
         &self,
         catalog: &Catalog,
         info: &FileInfo,
-        wants: &dyn Fn(&str, u16) -> bool,
+        topic: Option<&str>,
+        queue_id: Option<u16>,
     ) -> Option<ActiveFrames> {
         let file = catalog.map_file(info).ok()?;
         let map = &file.map;
@@ -358,20 +476,26 @@ impl ActiveTopics {
         }
         let m = guard.as_mut().expect("set above");
         m.extend(map);
-        let mut names: Vec<Option<&str>> = vec![None; m.topics.len()];
-        for (t, &n) in &m.topics {
-            names[n as usize] = Some(t.as_str());
+        let mut frames = Vec::new();
+        let mut topics = Vec::new();
+        for (t, list) in &m.by_topic {
+            if topic.is_some_and(|w| w != t) {
+                continue;
+            }
+            let n = topics.len();
+            topics.push(t.clone());
+            frames.extend(
+                list.iter()
+                    .filter(|&&(_, _, q)| queue_id.is_none_or(|w| w == q))
+                    .map(|&(seq, at, q)| (seq, at, n, q)),
+            );
         }
-        let frames = m
-            .frames
-            .iter()
-            .filter_map(|&(seq, at, n, q)| {
-                let t = names[n as usize].unwrap_or("");
-                wants(t, q).then(|| (seq, at, t.to_string(), q))
-            })
-            .collect();
+        if topics.len() > 1 {
+            frames.sort_unstable_by_key(|f| f.0);
+        }
         Some(ActiveFrames {
             frames,
+            topics,
             upto: m.upto,
             upto_offset: m.offset as u64,
         })

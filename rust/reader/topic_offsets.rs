@@ -61,6 +61,10 @@ struct FileSeqs {
     seqs: StreamSeqs,
     /// Messages of a stream in the files before this one (computed once).
     bases: Vec<(Stream, u64)>,
+    /// The rank asked last, `(index in seqs, rank)`: a reader moves
+    /// forward, so the next is found from there in a step or two instead
+    /// of by a binary search, whose loads miss the cache.
+    hint: (usize, usize),
 }
 
 impl FileSeqs {
@@ -69,6 +73,23 @@ impl FileSeqs {
             .iter()
             .find(|((t, q), _)| t == topic && *q == queue_id)
             .map_or(&[], |(_, s)| s.as_slice())
+    }
+
+    /// How many of stream `(topic, queue_id)`'s messages in this file come
+    /// before `seq`.
+    fn rank(&mut self, topic: &str, queue_id: u16, seq: u64) -> usize {
+        let Some(j) = self
+            .seqs
+            .iter()
+            .position(|((t, q), _)| t == topic && *q == queue_id)
+        else {
+            return 0;
+        };
+        let seqs = &self.seqs[j].1;
+        let hint = if self.hint.0 == j { self.hint.1 } else { 0 };
+        let r = super::plan::position_by(seqs, |&s| s, seq, hint);
+        self.hint = (j, r);
+        r
     }
 }
 
@@ -106,15 +127,16 @@ impl TopicOffsets {
         // The usual case: the file read last, its base known.
         if let Some(f) = self
             .file
-            .as_ref()
+            .as_mut()
             .filter(|f| f.first_seq <= seq && seq < f.upto)
         {
             let base = f
                 .bases
                 .iter()
-                .find(|((t, q), _)| t == topic && *q == queue_id);
-            if let Some((_, base)) = base {
-                return Ok(base + f.of(topic, queue_id).partition_point(|&s| s < seq) as u64);
+                .find(|((t, q), _)| t == topic && *q == queue_id)
+                .map(|(_, b)| *b);
+            if let Some(base) = base {
+                return Ok(base + f.rank(topic, queue_id, seq) as u64);
             }
         }
         let Some(info) = catalog.locate(seq) else {
@@ -211,11 +233,8 @@ impl TopicOffsets {
     /// `reader::topic::ActiveTopics`): the file is then read once per
     /// handle, not once per reader.
     fn extend_from_map(&mut self, catalog: &Arc<Catalog>, info: &FileInfo) {
-        let streams = &self.streams;
-        let Some(a) = catalog
-            .active_topics
-            .frames(catalog, info, &|t, q| streams.wants(t, q))
-        else {
+        let (topic, queue_id) = (self.streams.topic.as_deref(), self.streams.queue_id);
+        let Some(a) = catalog.active_topics.frames(catalog, info, topic, queue_id) else {
             return;
         };
         let Some(f) = self.file.as_mut() else {
@@ -226,13 +245,14 @@ impl TopicOffsets {
         }
         // The map holds the file from its first message on.
         let mut seqs: StreamSeqs = Vec::new();
-        for (seq, _, topic, queue_id) in a.frames {
+        for (seq, _, n, queue_id) in a.frames {
+            let topic = &a.topics[n];
             match seqs
                 .iter_mut()
-                .find(|((t, q), _)| *t == topic && *q == queue_id)
+                .find(|((t, q), _)| t == topic && *q == queue_id)
             {
                 Some((_, list)) => list.push(seq),
-                None => seqs.push(((topic, queue_id), vec![seq])),
+                None => seqs.push(((topic.clone(), queue_id), vec![seq])),
             }
         }
         f.seqs = seqs;
@@ -352,6 +372,7 @@ impl TopicOffsets {
             complete: false,
             seqs: Vec::new(),
             bases: Vec::new(),
+            hint: (0, 0),
         };
         let end = catalog.successor(info.id).map(|n| n.header.first_seq);
         if sealed && info.header.version < 6 {

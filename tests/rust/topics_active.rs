@@ -209,3 +209,50 @@ fn topic_offsets_stay_exact_as_the_active_file_grows() {
     }
     q.close().unwrap();
 }
+
+/// A handle keeps its topic plans of sealed files (from their footers and
+/// topic indexes) for its later tailers only while each file is the one
+/// planned (device, inode, change time): a sealed file replaced by another
+/// (here the same-numbered file of another queue, with its indexes) is
+/// planned afresh, not read at the sequences and offsets of the old one.
+#[test]
+fn sealed_plans_of_a_handle_follow_a_replaced_file() {
+    use litemq::RollStrategy;
+    let every_third = |i: u64| (i % 3 == 0).then_some("orders");
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for (dir, shape) in [(&a, topic_of as fn(u64) -> _), (&b, every_third)] {
+        let q = small(dir.path())
+            .roll(RollStrategy::Count(40))
+            .open()
+            .unwrap();
+        append_with(&q, 0..120, shape);
+        // Every sealed file has its topic index once close returns.
+        q.close().unwrap();
+    }
+    let r = read_only(a.path());
+    assert_eq!(read(&r).unwrap(), expected(120, topic_of));
+    // Replace file 1 of queue a (seqs 0..40) and its indexes by b's.
+    let first = data_files(b.path())[0].clone();
+    let into = data_files(a.path())[0].parent().unwrap().to_path_buf();
+    let stem = first.file_stem().unwrap().to_str().unwrap().to_string();
+    for entry in std::fs::read_dir(first.parent().unwrap()).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        if name.starts_with(&format!("{stem}.")) {
+            let tmp = into.join(format!("{name}.replacing"));
+            std::fs::copy(&path, &tmp).unwrap();
+            std::fs::rename(&tmp, into.join(&name)).unwrap();
+        }
+    }
+    let fresh = read(&read_only(a.path())).unwrap();
+    assert_ne!(fresh, expected(120, topic_of), "the file was replaced");
+    assert_eq!(
+        fresh[0..14].iter().map(|m| m.0).collect::<Vec<_>>(),
+        (0..40).step_by(3).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        read(&r).unwrap(),
+        fresh,
+        "the handle that planned the old file"
+    );
+}
