@@ -218,7 +218,7 @@ fn topic_offsets_stay_exact_as_the_active_file_grows() {
 #[test]
 fn sealed_plans_of_a_handle_follow_a_replaced_file() {
     use litemq::RollStrategy;
-    let every_third = |i: u64| (i % 3 == 0).then_some("orders");
+    let every_third = |i: u64| i.is_multiple_of(3).then_some("orders");
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     for (dir, shape) in [(&a, topic_of as fn(u64) -> _), (&b, every_third)] {
         let q = small(dir.path())
