@@ -37,11 +37,11 @@ pub struct Catalog {
     /// footer (see `reader::sealed`).
     pub(crate) verified: super::sealed::Verified,
     /// The topic messages of the active file, read once for the handle's
-    /// topic tailers (see `reader::topic::ActiveTopics`).
-    pub(crate) active_topics: super::topic::ActiveTopics,
+    /// topic tailers (see `reader::topic_cache::ActiveTopics`).
+    pub(crate) active_topics: super::topic_cache::ActiveTopics,
     /// Sealed files' plans for topic reads (see
-    /// `reader::topic::SealedPlans`).
-    pub(crate) topic_plans: super::topic::SealedPlans,
+    /// `reader::topic_cache::SealedPlans`).
+    pub(crate) topic_plans: super::topic_cache::SealedPlans,
     /// Largest payload the tailers of this handle decompress (see
     /// `QueueBuilder::max_decompressed_size`).
     max_decompressed: AtomicUsize,
