@@ -6,8 +6,8 @@
 //! is skipped whole; a sealed file with a topic index (`NAME.topics`) that
 //! checks out is read only at the sequences its index lists for the topic
 //! (and whose tag masks can match); the active file is read at the frames
-//! the queue handle's map of it lists ([`super::topic_cache::ActiveTopics`]), then frame by
-//! frame past what the map read; a sealed file whose index is missing or
+//! the queue handle's map of it lists (`reader::topic_cache`), then frame
+//! by frame past what the map read; a sealed file whose index is missing or
 //! not built yet is read frame by frame, and each record's topic and tags
 //! are compared. Every message returned is compared exactly, so an index
 //! can only make reading faster, never return another topic's message.
