@@ -29,26 +29,38 @@ pub fn of(header: &DataHeader, footer: &Footer) -> TopicsOf {
 /// checked; a damaged frame or record is an error (the file gets no index,
 /// readers read it whole and report the damage).
 pub fn build(file: &[u8], header: &DataHeader, footer: &Footer) -> Result<Vec<u8>, String> {
-    let mut groups: BTreeMap<(String, u16), Vec<TopicEntry>> = BTreeMap::new();
+    // By topic, then queue id: a topic is looked up by `&str`, without
+    // allocating its name for every message (the writer's derived thread
+    // builds this while appends go on).
+    let mut groups: BTreeMap<String, BTreeMap<u16, Vec<TopicEntry>>> = BTreeMap::new();
     super::walk_sealed(file, header, footer, &mut |seq, at, record_len, view| {
         if view.flags & FLAG_TOPIC != 0 {
             let mask = view.tags().fold(0, |m, t| m | tag_mask(t));
-            groups
-                .entry((view.topic.unwrap_or("").to_string(), view.queue_id))
-                .or_default()
-                .push(TopicEntry {
-                    seq,
-                    offset: at as u64,
-                    timestamp: view.timestamp,
-                    tag_mask: mask,
-                    record_len: record_len as u32,
-                });
+            let topic = view.topic.unwrap_or("");
+            let streams = match groups.get_mut(topic) {
+                Some(s) => s,
+                None => groups.entry(topic.to_string()).or_default(),
+            };
+            streams.entry(view.queue_id).or_default().push(TopicEntry {
+                seq,
+                offset: at as u64,
+                timestamp: view.timestamp,
+                tag_mask: mask,
+                record_len: record_len as u32,
+            });
         }
     })?;
     // No group at all is still an index: of a file whose footer claims
     // topics it has none (a resumed file), so readers skip it and the next
     // writer open does not walk it again.
-    let groups: Vec<_> = groups.into_iter().collect();
+    let groups: Vec<((String, u16), Vec<TopicEntry>)> = groups
+        .into_iter()
+        .flat_map(|(topic, streams)| {
+            streams
+                .into_iter()
+                .map(move |(q, entries)| ((topic.clone(), q), entries))
+        })
+        .collect();
     Ok(topics::encode(&of(header, footer), &groups))
 }
 

@@ -126,11 +126,67 @@ impl<'py> HeadersArg<'py> {
     }
 }
 
+/// Tags a message keeps without a heap allocation (most have a few).
+const INLINE_TAGS: usize = 4;
+
+/// The tags of one message: held (the strings stay alive while a blocking
+/// append lets go of the GIL), the first [`INLINE_TAGS`] inline.
+#[derive(Default)]
+struct TagArgs<'py> {
+    few: [Option<Bound<'py, PyString>>; INLINE_TAGS],
+    n: usize,
+    /// All of them, when there are more.
+    more: Vec<Bound<'py, PyString>>,
+}
+
+impl<'py> TagArgs<'py> {
+    fn push(&mut self, tag: Bound<'py, PyString>) {
+        if self.more.is_empty() && self.n < INLINE_TAGS {
+            self.few[self.n] = Some(tag);
+            self.n += 1;
+            return;
+        }
+        if self.more.is_empty() {
+            self.more
+                .extend(self.few.iter_mut().filter_map(Option::take));
+            self.n = 0;
+        }
+        self.more.push(tag);
+    }
+
+    fn borrow(&self) -> PyResult<TagStrs<'_>> {
+        if !self.more.is_empty() {
+            let tags = self.more.iter().map(|t| t.to_str());
+            return Ok(TagStrs::Many(tags.collect::<PyResult<Vec<_>>>()?));
+        }
+        let mut few = [""; INLINE_TAGS];
+        for (s, t) in few.iter_mut().zip(self.few.iter().flatten()) {
+            *s = t.to_str()?;
+        }
+        Ok(TagStrs::Few(few, self.n))
+    }
+}
+
+/// The tags of one message as `&str`, for a [`Record`].
+enum TagStrs<'a> {
+    Few([&'a str; INLINE_TAGS], usize),
+    Many(Vec<&'a str>),
+}
+
+impl TagStrs<'_> {
+    fn as_slice(&self) -> &[&str] {
+        match self {
+            TagStrs::Few(few, n) => &few[..*n],
+            TagStrs::Many(v) => v,
+        }
+    }
+}
+
 /// Topic, tags, queue id, priority and expiry of one message, parsed once.
 #[derive(Default)]
 struct FieldsArg<'py> {
     topic: Option<Bound<'py, PyString>>,
-    tags: Vec<Bound<'py, PyString>>,
+    tags: TagArgs<'py>,
     queue_id: u16,
     priority: u8,
     expires_at: Option<u64>,
@@ -168,7 +224,7 @@ impl<'py> FieldsArg<'py> {
             })?);
         }
         if let Some(t) = set(tags) {
-            out.tags = topic::tag_strings(&t)?;
+            topic::each_tag(&t, &mut |tag| out.tags.push(tag))?;
         }
         if let Some(q) = set(queue_id) {
             out.queue_id = options::int_in(&q, "queue_id", 0, u16::MAX.into())? as u16;
@@ -191,14 +247,9 @@ impl<'py> FieldsArg<'py> {
     }
 
     /// The string fields borrowed for a [`Record`].
-    fn borrow(&self) -> PyResult<(Option<&str>, Vec<&str>)> {
+    fn borrow(&self) -> PyResult<(Option<&str>, TagStrs<'_>)> {
         let topic = self.topic.as_ref().map(|t| t.to_str()).transpose()?;
-        let tags = self
-            .tags
-            .iter()
-            .map(|t| t.to_str())
-            .collect::<PyResult<Vec<_>>>()?;
-        Ok((topic, tags))
+        Ok((topic, self.tags.borrow()?))
     }
 }
 
@@ -241,7 +292,7 @@ fn compress_arg(obj: &Bound<'_, PyAny>, queue: Option<Compression>) -> PyResult<
 struct Borrowed<'a> {
     headers: Vec<HeaderField<'a>>,
     topic: Option<&'a str>,
-    tags: Vec<&'a str>,
+    tags: TagStrs<'a>,
 }
 
 impl<'a> Borrowed<'a> {
@@ -270,7 +321,7 @@ impl<'a> Borrowed<'a> {
             headers: &self.headers,
             topic: self.topic,
             queue_id: fields.queue_id,
-            tags: &self.tags,
+            tags: self.tags.as_slice(),
             expires_at: fields.expires_at,
             priority: fields.priority,
             compress: fields.compress,

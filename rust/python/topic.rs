@@ -19,6 +19,17 @@ fn type_name(obj: &Bound<'_, PyAny>) -> String {
 /// The tags of an iterable of `str` (a single `str` is refused: it would
 /// be read as its characters).
 pub(crate) fn tag_strings<'py>(tags: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyString>>> {
+    let mut out = Vec::new();
+    each_tag(tags, &mut |t| out.push(t))?;
+    Ok(out)
+}
+
+/// As [`tag_strings`], handing each tag to `each` (an appender keeps a
+/// message's few tags without a heap allocation).
+pub(crate) fn each_tag<'py>(
+    tags: &Bound<'py, PyAny>,
+    each: &mut dyn FnMut(Bound<'py, PyString>),
+) -> PyResult<()> {
     if tags.is_instance_of::<PyString>() || tags.is_instance_of::<PyBytes>() {
         return Err(PyTypeError::new_err(
             "tags must be an iterable of str (a list or tuple), not a single str; \
@@ -27,10 +38,16 @@ pub(crate) fn tag_strings<'py>(tags: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'
     }
     // A list or tuple (the usual tags) is read by index: no iterator.
     if let Ok(list) = tags.cast::<pyo3::types::PyList>() {
-        return list.iter().map(|t| tag_string(t)).collect();
+        for t in list.iter() {
+            each(tag_string(t)?);
+        }
+        return Ok(());
     }
     if let Ok(tuple) = tags.cast::<pyo3::types::PyTuple>() {
-        return tuple.iter().map(|t| tag_string(t)).collect();
+        for t in tuple.iter() {
+            each(tag_string(t)?);
+        }
+        return Ok(());
     }
     let iter = tags.try_iter().map_err(|_| {
         PyTypeError::new_err(format!(
@@ -38,7 +55,10 @@ pub(crate) fn tag_strings<'py>(tags: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'
             type_name(tags)
         ))
     })?;
-    iter.map(|tag| tag_string(tag?)).collect()
+    for tag in iter {
+        each(tag_string(tag?)?);
+    }
+    Ok(())
 }
 
 fn tag_string(tag: Bound<'_, PyAny>) -> PyResult<Bound<'_, PyString>> {

@@ -36,6 +36,12 @@ pub struct Catalog {
     /// Sealed files whose frame area this handle verified against their
     /// footer (see `reader::sealed`).
     pub(crate) verified: super::sealed::Verified,
+    /// The topic messages of the active file, read once for the handle's
+    /// topic tailers (see `reader::topic_cache::ActiveTopics`).
+    pub(crate) active_topics: super::topic_cache::ActiveTopics,
+    /// Sealed files' plans for topic reads (see
+    /// `reader::topic_cache::SealedPlans`).
+    pub(crate) topic_plans: super::topic_cache::SealedPlans,
     /// Largest payload the tailers of this handle decompress (see
     /// `QueueBuilder::max_decompressed_size`).
     max_decompressed: AtomicUsize,
@@ -121,6 +127,8 @@ impl Catalog {
             files: RwLock::new(Arc::new(Vec::new())),
             closed: AtomicBool::new(false),
             verified: Default::default(),
+            active_topics: Default::default(),
+            topic_plans: Default::default(),
             max_decompressed: AtomicUsize::new(DEFAULT_MAX_DECOMPRESSED),
             mapped: Mutex::new(Vec::new()),
             last: Mutex::new(None),
@@ -165,6 +173,8 @@ impl Catalog {
             .unwrap_or_else(|e| e.into_inner())
             .clear();
         *self.last.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.active_topics.clear();
+        self.topic_plans.clear();
     }
 
     /// A mapping of data file `info` for a tailer. A sealed file's mapping

@@ -60,7 +60,7 @@ impl FieldFilter {
             &mut |c, info| plan_sealed(query, c, info),
             &mut |info| match active {
                 Some(a) if a.file_number == info.header.file_number => {
-                    Plan::SeqsThenScan(a.seqs.clone(), a.upto)
+                    Plan::SeqsThenScan(a.seqs.iter().map(|&s| (s, None)).collect(), a.upto, None)
                 }
                 _ => Plan::Scan,
             },

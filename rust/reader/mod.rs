@@ -13,6 +13,7 @@ pub(crate) mod plan;
 pub(crate) mod sealed;
 pub mod tailer;
 pub mod topic;
+pub(crate) mod topic_cache;
 pub(crate) mod topic_offsets;
 pub mod topics_summary;
 pub mod wait;

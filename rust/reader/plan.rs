@@ -18,8 +18,10 @@ pub(crate) enum Plan {
     /// Read every frame.
     Scan,
     /// The active file, indexed in memory up to a sequence: only these
-    /// sequences below it can match (sorted); from it on, read every frame.
-    SeqsThenScan(Vec<u64>, u64),
+    /// `(sequence, frame offset)` below it can match (sorted; an offset of
+    /// `None` is found by a seek); from it on (its frame's offset when
+    /// known), read every frame.
+    SeqsThenScan(Vec<(u64, Option<u64>)>, u64, Option<u64>),
 }
 
 /// Where a filtered tailer goes next.
@@ -37,6 +39,33 @@ pub(crate) struct Planned {
     /// `(file_number, first_seq, end_seq, plan)` of the file planned last;
     /// `end_seq` is `u64::MAX` for the active file.
     plan: Option<(u64, u64, u64, Plan)>,
+    /// Where in the plan's sequences the last jump landed: a tailer moves
+    /// forward, so the next one is found from there in a step or two
+    /// instead of by a binary search, whose loads miss the cache.
+    hint: usize,
+}
+
+/// The first index of `seqs` (sorted) whose sequence is at least `seq`,
+/// looked for from `hint` (the last answer) forward when `seq` lies there.
+fn position(seqs: &[(u64, Option<u64>)], seq: u64, hint: &mut usize) -> usize {
+    *hint = position_by(seqs, |&(s, _)| s, seq, *hint);
+    *hint
+}
+
+/// The first index of `items` (sorted by `key`) whose key is at least
+/// `seq`: looked for forward from `hint` (an earlier answer; any value is
+/// correct, one at or just before the answer is fast) when the item before
+/// the hint is below `seq`, else by a binary search.
+pub(crate) fn position_by<T>(items: &[T], key: impl Fn(&T) -> u64, seq: u64, hint: usize) -> usize {
+    let h = hint.min(items.len());
+    if h > 0 && key(&items[h - 1]) >= seq {
+        return items.partition_point(|x| key(x) < seq);
+    }
+    match items[h..].iter().take(4).position(|x| key(x) >= seq) {
+        Some(k) => h + k,
+        None if h + 4 >= items.len() => items.len(),
+        None => h + 4 + items[h + 4..].partition_point(|x| key(x) < seq),
+    }
 }
 
 impl Planned {
@@ -69,8 +98,10 @@ impl Planned {
                 Some(n) => (n.header.first_seq, plan_sealed(catalog, &info)),
             };
             self.plan = Some((info.header.file_number, info.header.first_seq, end, plan));
+            self.hint = 0;
         }
         let (number, _, end, plan) = self.plan.as_ref()?;
+        let hint = &mut self.hint;
         let to_end = Jump {
             seq: *end,
             frame: None,
@@ -78,17 +109,22 @@ impl Planned {
         match plan {
             Plan::Scan => None,
             Plan::Skip => Some(to_end),
-            Plan::SeqsThenScan(_, upto) if seq >= *upto => None,
-            Plan::SeqsThenScan(seqs, upto) => {
-                let i = seqs.partition_point(|&s| s < seq);
-                let to = seqs.get(i).copied().filter(|s| s < upto).unwrap_or(*upto);
-                (to > seq).then_some(Jump {
-                    seq: to,
-                    frame: None,
-                })
+            Plan::SeqsThenScan(_, upto, _) if seq >= *upto => None,
+            Plan::SeqsThenScan(seqs, upto, upto_at) => {
+                let i = position(seqs, seq, hint);
+                let (s, at) = seqs
+                    .get(i)
+                    .copied()
+                    .filter(|(s, _)| s < upto)
+                    .unwrap_or((*upto, *upto_at));
+                let to = Jump {
+                    seq: s,
+                    frame: at.map(|o| (*number, o as usize)),
+                };
+                (to.seq > seq || to.frame.is_some()).then_some(to)
             }
             Plan::Seqs(seqs) => {
-                let i = seqs.partition_point(|&(s, _)| s < seq);
+                let i = position(seqs, seq, hint);
                 let to = match seqs.get(i) {
                     Some(&(s, offset)) => Jump {
                         seq: s,
@@ -99,5 +135,31 @@ impl Planned {
                 (to.seq > seq || to.frame.is_some()).then_some(to)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::position;
+
+    #[test]
+    fn position_from_a_hint_agrees_with_a_binary_search() {
+        let seqs: Vec<(u64, Option<u64>)> = (0..50).map(|i| (i * 3 + 1, None)).collect();
+        // Forward in small and large steps, backward, past the end, from
+        // any hint: always the first sequence at or after the one asked.
+        let mut hint = 0;
+        for seq in [0, 1, 2, 4, 5, 30, 31, 90, 3, 0, 148, 149, 150, 500, 7, 7, 8] {
+            let want = seqs.partition_point(|&(s, _)| s < seq);
+            assert_eq!(position(&seqs, seq, &mut hint), want, "seq {seq}");
+            assert_eq!(hint, want);
+        }
+        for h in 0..60 {
+            for seq in 0..160 {
+                let mut hint = h;
+                let want = seqs.partition_point(|&(s, _)| s < seq);
+                assert_eq!(position(&seqs, seq, &mut hint), want, "seq {seq} hint {h}");
+            }
+        }
+        assert_eq!(position(&[], 5, &mut 3), 0);
     }
 }

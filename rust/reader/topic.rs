@@ -5,11 +5,12 @@
 //! format 6, or sealed with a footer that says no record carries a topic,
 //! is skipped whole; a sealed file with a topic index (`NAME.topics`) that
 //! checks out is read only at the sequences its index lists for the topic
-//! (and whose tag masks can match); any other file (the active one, or a
-//! sealed one whose index is missing or not built yet) is read frame by
-//! frame, and each record's topic and tags are compared. Every message
-//! returned is compared exactly, so an index can only make reading faster,
-//! never return another topic's message.
+//! (and whose tag masks can match); the active file is read at the frames
+//! the queue handle's map of it lists (`reader::topic_cache`), then frame
+//! by frame past what the map read; a sealed file whose index is missing or
+//! not built yet is read frame by frame, and each record's topic and tags
+//! are compared. Every message returned is compared exactly, so an index
+//! can only make reading faster, never return another topic's message.
 
 use std::sync::Arc;
 
@@ -116,13 +117,59 @@ impl TopicFilter {
             catalog,
             seq,
             &mut |c, info| plan_sealed(selector, masks, c, info),
-            // The active file: new frames come; read them all.
-            &mut |_| Plan::Scan,
+            // The active file: the frames the handle's map lists, then
+            // every frame published after what it read.
+            &mut |info| plan_active(selector, catalog, info),
         )
     }
 }
 
+/// Plans a sealed file: from the handle's cache when the file is the one
+/// (device, inode, change time) the cached plan was made of, else from its
+/// footer and topic index (see [`SealedPlans`]).
 fn plan_sealed(
+    selector: &TopicSelector,
+    masks: &[u32],
+    catalog: &Catalog,
+    info: &FileInfo,
+) -> Plan {
+    let key = file_key(&catalog.data_path(info.id));
+    let number = info.header.file_number;
+    let wanted = (
+        selector.topic.clone(),
+        selector.queue_id,
+        selector.tags.clone(),
+    );
+    match key.and_then(|k| catalog.topic_plans.get(number, k, &wanted)) {
+        Some(None) => return Plan::Skip,
+        Some(Some(seqs)) => return Plan::Seqs(seqs),
+        None => {}
+    }
+    let plan = plan_from_index(selector, masks, catalog, info);
+    let kept = match &plan {
+        Plan::Skip => Some(None),
+        Plan::Seqs(seqs) => Some(Some(seqs.clone())),
+        // "Read every frame": the index may be built meanwhile.
+        _ => None,
+    };
+    if let (Some(k), Some(seqs)) = (key, kept) {
+        catalog.topic_plans.put(number, k, &wanted, seqs);
+    }
+    plan
+}
+
+/// `(st_dev, st_ino, st_ctime in ns)` of the file at `path`.
+fn file_key(path: &std::path::Path) -> Option<(u64, u64, i64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some((
+        m.dev(),
+        m.ino(),
+        m.ctime().saturating_mul(1_000_000_000) + m.ctime_nsec(),
+    ))
+}
+
+fn plan_from_index(
     selector: &TopicSelector,
     masks: &[u32],
     catalog: &Catalog,
@@ -163,6 +210,21 @@ fn plan_sealed(
     }
     seqs.sort_unstable();
     Plan::Seqs(seqs)
+}
+
+fn plan_active(selector: &TopicSelector, catalog: &Catalog, info: &FileInfo) -> Plan {
+    let (topic, queue_id) = (selector.topic.as_deref(), selector.queue_id);
+    match super::topic_offsets::active_frames(catalog, info, topic, queue_id) {
+        Some(a) => Plan::SeqsThenScan(
+            a.frames
+                .into_iter()
+                .map(|(seq, at, _, _)| (seq, Some(at)))
+                .collect(),
+            a.upto,
+            Some(a.upto_offset),
+        ),
+        None => Plan::Scan,
+    }
 }
 
 /// True when `mask` has every bit of `bits`.

@@ -5,9 +5,9 @@
 //! number of `s`'s messages before it, summed from the per-file counts in
 //! the directories of the topic index files (`NAME.topics`) of the files
 //! before its own, plus its rank among `s`'s messages of its own file (the
-//! index's entries, or a read of the file when it has no usable index: the
-//! active file, a sealed one whose index is not built yet or fails a
-//! check). The data files are the truth, so offsets are exact after a crash
+//! index's entries; for the active file, the queue handle's map of its
+//! topic messages, `reader::topic_cache::ActiveTopics`; else a read of the file:
+//! a sealed one whose index is not built yet or fails a check). The data files are the truth, so offsets are exact after a crash
 //! or an index rebuild. They count the messages still in the queue:
 //! retention deleting the oldest files lowers the offsets of the messages
 //! left by the number deleted (see docs/DESIGN.md, "Topic offsets").
@@ -61,6 +61,10 @@ struct FileSeqs {
     seqs: StreamSeqs,
     /// Messages of a stream in the files before this one (computed once).
     bases: Vec<(Stream, u64)>,
+    /// The rank asked last, `(index in seqs, rank)`: a reader moves
+    /// forward, so the next is found from there in a step or two instead
+    /// of by a binary search, whose loads miss the cache.
+    hint: (usize, usize),
 }
 
 impl FileSeqs {
@@ -69,6 +73,23 @@ impl FileSeqs {
             .iter()
             .find(|((t, q), _)| t == topic && *q == queue_id)
             .map_or(&[], |(_, s)| s.as_slice())
+    }
+
+    /// How many of stream `(topic, queue_id)`'s messages in this file come
+    /// before `seq`.
+    fn rank(&mut self, topic: &str, queue_id: u16, seq: u64) -> usize {
+        let Some(j) = self
+            .seqs
+            .iter()
+            .position(|((t, q), _)| t == topic && *q == queue_id)
+        else {
+            return 0;
+        };
+        let seqs = &self.seqs[j].1;
+        let hint = if self.hint.0 == j { self.hint.1 } else { 0 };
+        let r = super::plan::position_by(seqs, |&s| s, seq, hint);
+        self.hint = (j, r);
+        r
     }
 }
 
@@ -106,15 +127,16 @@ impl TopicOffsets {
         // The usual case: the file read last, its base known.
         if let Some(f) = self
             .file
-            .as_ref()
+            .as_mut()
             .filter(|f| f.first_seq <= seq && seq < f.upto)
         {
             let base = f
                 .bases
                 .iter()
-                .find(|((t, q), _)| t == topic && *q == queue_id);
-            if let Some((_, base)) = base {
-                return Ok(base + f.of(topic, queue_id).partition_point(|&s| s < seq) as u64);
+                .find(|((t, q), _)| t == topic && *q == queue_id)
+                .map(|(_, b)| *b);
+            if let Some(base) = base {
+                return Ok(base + f.rank(topic, queue_id, seq) as u64);
             }
         }
         let Some(info) = catalog.locate(seq) else {
@@ -126,7 +148,14 @@ impl TopicOffsets {
             .file
             .as_ref()
             .is_some_and(|f| !f.complete && f.upto <= seq);
-        if needs_scan {
+        if needs_scan && !sealed {
+            self.extend_from_map(catalog, &info);
+        }
+        if self
+            .file
+            .as_ref()
+            .is_some_and(|f| !f.complete && f.upto <= seq)
+        {
             self.extend(catalog, sealed)?;
         }
         let base = self.base(catalog, &info, topic, queue_id)?;
@@ -190,10 +219,44 @@ impl TopicOffsets {
     /// Makes `self.file` hold every message of `info` published so far.
     fn read_whole(&mut self, catalog: &Arc<Catalog>, info: &FileInfo, sealed: bool) -> Result<()> {
         self.load_file(catalog, info, sealed)?;
+        if !sealed {
+            self.extend_from_map(catalog, info);
+        }
         if !self.file.as_ref().is_some_and(|f| f.complete) {
             self.extend(catalog, sealed)?;
         }
         Ok(())
+    }
+
+    /// Brings `self.file`, the active file `info`, up to what the queue
+    /// handle's map of its topic messages has read (see
+    /// `reader::topic_cache::ActiveTopics`): the file is then read once per
+    /// handle, not once per reader.
+    fn extend_from_map(&mut self, catalog: &Arc<Catalog>, info: &FileInfo) {
+        let (topic, queue_id) = (self.streams.topic.as_deref(), self.streams.queue_id);
+        let Some(a) = active_frames(catalog, info, topic, queue_id) else {
+            return;
+        };
+        let Some(f) = self.file.as_mut() else {
+            return;
+        };
+        if f.file_number != info.header.file_number || a.upto <= f.upto {
+            return;
+        }
+        // The map holds the file from its first message on.
+        let mut seqs: StreamSeqs = Vec::new();
+        for (seq, _, n, queue_id) in a.frames {
+            let topic = &a.topics[n];
+            match seqs
+                .iter_mut()
+                .find(|((t, q), _)| t == topic && *q == queue_id)
+            {
+                Some((_, list)) => list.push(seq),
+                None => seqs.push(((topic.clone(), queue_id), vec![seq])),
+            }
+        }
+        f.seqs = seqs;
+        f.upto = a.upto;
     }
 
     /// Messages of stream `(topic, queue_id)` in the files before `info`.
@@ -309,6 +372,7 @@ impl TopicOffsets {
             complete: false,
             seqs: Vec::new(),
             bases: Vec::new(),
+            hint: (0, 0),
         };
         let end = catalog.successor(info.id).map(|n| n.header.first_seq);
         if sealed && info.header.version < 6 {
@@ -409,4 +473,22 @@ impl TopicOffsets {
         )?;
         Ok((out, upto))
     }
+}
+
+/// The messages of `topic` and `queue_id` (any when `None`) in active file
+/// `info` that the handle's map of it lists (see [`super::topic_cache::ActiveTopics`]); `None`
+/// when the file cannot be mapped.
+pub(crate) fn active_frames(
+    catalog: &Catalog,
+    info: &FileInfo,
+    topic: Option<&str>,
+    queue_id: Option<u16>,
+) -> Option<super::topic_cache::ActiveFrames> {
+    let file = catalog.map_file(info).ok()?;
+    let h = info.header;
+    Some(
+        catalog
+            .active_topics
+            .frames((h.file_number, h.first_seq), &file.map, topic, queue_id),
+    )
 }

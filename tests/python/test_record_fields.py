@@ -85,6 +85,20 @@ def test_batch_items_take_the_same_fields(queue: litemq.Queue) -> None:
     assert [m.queue_id for m in msgs] == [0, 0, 1]
 
 
+def test_any_number_of_tags_keeps_its_order(queue: litemq.Queue) -> None:
+    # A message keeps a few tags inline and more in a list: both ways, and
+    # from any iterable, they come back as given.
+    app = queue.appender()
+    lists = [[f"t{j}" for j in range(n)] for n in (0, 1, 3, 4, 5, 9, 255)]
+    seqs = [app.append(b"x", topic="orders", tags=tags) for tags in lists]
+    seqs.append(app.append(b"y", tags=(t for t in ("g1", "g2", "g3", "g4", "g5"))))
+    batch = app.append_batch([{"payload": b"b", "tags": tags} for tags in lists])
+    app.flush()
+    want = [tuple(t) for t in lists]
+    assert [queue.get(s).tags for s in seqs] == [*want, ("g1", "g2", "g3", "g4", "g5")]
+    assert [queue.get(s).tags for s in batch] == want
+
+
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
