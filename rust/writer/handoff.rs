@@ -138,6 +138,8 @@ pub enum Sleep {
 #[derive(Debug)]
 pub enum SendError {
     Closed,
+    /// The I/O thread is gone, or a write or sync made on the caller's
+    /// thread failed: the writer is poisoned.
     Disconnected,
     /// The appender wrote the bundle (whose first message is `seq`) itself
     /// and the write failed: the writer is poisoned.
@@ -351,7 +353,9 @@ impl Handoff {
             let first = s.pending_first;
             match cell.write_pending(first, &mut s.pending, &mut || self.spare_bundle()) {
                 None => return self.request_locked(s, Command::Flush),
-                Some(Direct::Failed) => return Err(SendError::Failed { seq: first }),
+                // The writer is poisoned: the flush fails with its cause
+                // (as for a failed sync below; these appends had returned).
+                Some(Direct::Failed) => return Err(SendError::Disconnected),
                 Some(Direct::Written | Direct::SyncDue) => {
                     s.pending_first = s.next_seq;
                     self.has_pending.store(false, Ordering::Release);
