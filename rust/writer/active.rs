@@ -202,18 +202,36 @@ impl ActiveFile {
         timestamp: u64,
         roll: &RollLimits,
     ) -> bool {
-        let end = self.write_pos + frame_size(record_len);
+        self.must_roll_at(
+            (self.write_pos, self.count()),
+            (flags, ext, record_len),
+            timestamp,
+            roll,
+        )
+    }
+
+    /// [`ActiveFile::must_roll`] for a frame written after others not yet
+    /// written: at offset `write_pos`, the file then holding `count`
+    /// messages (for checking a whole bundle before writing it).
+    pub fn must_roll_at(
+        &self,
+        (write_pos, count): (usize, u64),
+        (flags, ext, record_len): (u8, u8, usize),
+        timestamp: u64,
+        roll: &RollLimits,
+    ) -> bool {
+        let end = write_pos + frame_size(record_len);
         if end + reserved_tail(self.header.version) > self.map.len() {
             return true; // no room for the frame, an end-of-file marker and the footer
         }
         if record::record_version(flags, ext) > self.header.version {
             return true; // an older file never holds fields its readers do not know
         }
-        if self.count() == 0 {
+        if count == 0 {
             return false;
         }
         end as u64 > roll.size
-            || self.count() >= roll.count
+            || count >= roll.count
             || roll
                 .period_us
                 .is_some_and(|p| self.first_ts.is_some_and(|t| t / p != timestamp / p))

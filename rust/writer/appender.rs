@@ -318,7 +318,7 @@ impl Appender {
         let target = self
             .inner
             .handoff
-            .request_flush()
+            .flush_direct()
             .map_err(|e| self.send_error(e))?;
         self.inner.shared.wait_durable(target)
     }

@@ -60,6 +60,11 @@ struct State {
     /// one before.
     last_asleep: Option<Instant>,
     asleep_run: u32,
+    /// A [`Handoff::flush_direct`] came after the last bundle: the caller
+    /// appends and flushes in turn, so the next bundle that finds the I/O
+    /// thread asleep is written on the caller's thread too (otherwise the
+    /// I/O thread writes bundles, overlapping with the caller's next one).
+    flushed: bool,
 }
 
 #[derive(Debug)]
@@ -110,6 +115,12 @@ pub trait DirectWriter: Send + Sync {
         pending: &mut Bundle,
         spare: &mut dyn FnMut() -> Bundle,
     ) -> Option<Direct>;
+
+    /// Syncs everything written and raises the durable mark (`Flush`) when
+    /// the I/O thread has let go of its state: `Some(true)` done,
+    /// `Some(false)` the sync failed (the writer is poisoned), `None` not
+    /// done here.
+    fn sync_written(&self) -> Option<bool>;
 }
 
 /// What [`Handoff::prepare_sleep`] found.
@@ -127,6 +138,8 @@ pub enum Sleep {
 #[derive(Debug)]
 pub enum SendError {
     Closed,
+    /// The I/O thread is gone, or a write or sync made on the caller's
+    /// thread failed: the writer is poisoned.
     Disconnected,
     /// The appender wrote the bundle (whose first message is `seq`) itself
     /// and the write failed: the writer is poisoned.
@@ -152,6 +165,7 @@ impl Handoff {
                 tx: Some(tx),
                 last_asleep: None,
                 asleep_run: 0,
+                flushed: false,
             }),
             spare: Mutex::new(Vec::new()),
             has_pending: AtomicBool::new(false),
@@ -279,6 +293,17 @@ impl Handoff {
         bundle.slot = slot.clone();
         self.send_pending(&mut s)?;
         self.has_pending.store(false, Ordering::Release);
+        if std::mem::take(&mut s.flushed) && self.io_sleeping.load(Ordering::SeqCst) {
+            // Appends and flushes in turn: written here, as a lone append
+            // is, instead of waking the I/O thread (see `flushed`).
+            s.pending = bundle;
+            s.next_seq += n;
+            if self.write_direct(&mut s)? {
+                return Ok((first..first + n, slot));
+            }
+            self.send_pending(&mut s)?;
+            return Ok((first..first + n, slot));
+        }
         self.send(
             s.tx.as_ref(),
             Command::Write {
@@ -302,6 +327,52 @@ impl Handoff {
         self.request(Command::Flush)
     }
 
+    /// As [`Handoff::request_flush`], but while the I/O thread sleeps the
+    /// caller writes what is pending and syncs on its own thread, under the
+    /// I/O thread's lock, instead of waking it and waiting for it to wake
+    /// the caller back (two thread switches per flush, each a wait for a
+    /// core on a busy machine). For a caller that blocks until durable.
+    pub fn flush_direct(&self) -> Result<u64, SendError> {
+        let mut s = self.lock();
+        if s.tx.is_none() {
+            return Err(SendError::Closed);
+        }
+        s.flushed = true;
+        let Some(cell) = self.direct.get().and_then(Weak::upgrade) else {
+            return self.request_locked(s, Command::Flush);
+        };
+        // As in `write_direct`: asleep with an empty channel, the I/O thread
+        // holds nothing unwritten, so once the pending bundle is written
+        // here every message below `target` is written.
+        if !self.io_sleeping.load(Ordering::SeqCst)
+            || !s.tx.as_ref().is_some_and(|tx| tx.is_empty())
+        {
+            return self.request_locked(s, Command::Flush);
+        }
+        if !s.pending.entries.is_empty() {
+            let first = s.pending_first;
+            match cell.write_pending(first, &mut s.pending, &mut || self.spare_bundle()) {
+                None => return self.request_locked(s, Command::Flush),
+                // The writer is poisoned: the flush fails with its cause
+                // (as for a failed sync below; these appends had returned).
+                Some(Direct::Failed) => return Err(SendError::Disconnected),
+                Some(Direct::Written | Direct::SyncDue) => {
+                    s.pending_first = s.next_seq;
+                    self.has_pending.store(false, Ordering::Release);
+                }
+            }
+        }
+        let target = s.next_seq;
+        // Appenders go on while this one syncs; what they add is past `target`.
+        drop(s);
+        match cell.sync_written() {
+            Some(true) => Ok(target),
+            Some(false) => Err(SendError::Disconnected),
+            // The I/O thread woke meanwhile: it syncs.
+            None => self.request(Command::Flush),
+        }
+    }
+
     /// Sends what is pending, then `Roll`, which answers on `done`.
     pub fn request_roll(
         &self,
@@ -311,7 +382,14 @@ impl Handoff {
     }
 
     fn request(&self, cmd: Command) -> Result<u64, SendError> {
-        let mut s = self.lock();
+        self.request_locked(self.lock(), cmd)
+    }
+
+    fn request_locked(
+        &self,
+        mut s: std::sync::MutexGuard<'_, State>,
+        cmd: Command,
+    ) -> Result<u64, SendError> {
         self.send_pending(&mut s)?;
         self.has_pending.store(false, Ordering::Release);
         self.send(s.tx.as_ref(), cmd)?;

@@ -30,6 +30,8 @@ use super::prefault::PrefaultThread;
 use super::shared::WriterShared;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
+use crate::format::crypto::QueueKey;
+use crate::format::frame::frame_size;
 use crate::format::header::DataHeader;
 use crate::format::position;
 use crate::format::record::{self, FLAG_KEY, RECORD_FIXED_LEN};
@@ -107,6 +109,17 @@ impl DirectWriter for IoCell {
         }
         let bundle = std::mem::replace(pending, spare());
         Some(io.write_direct(first, bundle))
+    }
+
+    fn sync_written(&self) -> Option<bool> {
+        // As in `write_pending`: only while the I/O thread sleeps.
+        let Ok(mut io) = self.try_lock() else {
+            return None;
+        };
+        if io.failed.is_some() {
+            return None;
+        }
+        Some(io.sync_direct())
     }
 }
 
@@ -298,23 +311,62 @@ impl IoThread {
     /// fits the active file without a roll (rolls, with their file creation
     /// and retention, stay on the I/O thread).
     pub fn can_write_direct(&self, bundle: &Bundle) -> bool {
-        if self.failed.is_some() || bundle.entries.len() != 1 {
+        // A batch (format 9) may need a roll to a version-9 file or for its
+        // members' index room: the I/O thread writes it.
+        if self.failed.is_some() || bundle.entries.is_empty() || has_batch(bundle) {
             return false;
         }
-        let (flags, len) = bundle.entries[0];
-        // Sealed, the record is longer and needs a version-8 file; a
-        // tombstone is never sealed but counted as if (a roll at most early).
-        let (flags, ext, len) = match self.catalog.key() {
-            Some(_) => (
-                flags | record::FLAG_EXTENSION,
-                record::EXT_ENCRYPTED,
-                len as usize + record::sealed_growth(flags),
-            ),
-            None => (flags, 0, len as usize),
+        let Some(a) = self.active.as_ref() else {
+            return false;
         };
-        self.active.as_ref().is_some_and(|a| {
-            !a.must_roll(flags, ext, RECORD_FIXED_LEN + len, self.last_ts, &self.roll)
-        })
+        let sealed = self.catalog.key().is_some();
+        // Every frame of the bundle, one after the other, without a roll.
+        let (mut pos, mut count) = (a.write_pos, a.count());
+        for &(flags, len) in &bundle.entries {
+            // Sealed, the record is longer and needs a version-8 file; a
+            // tombstone is never sealed but counted as if (a roll at most early).
+            let (flags, ext, len) = if sealed {
+                (
+                    flags | record::FLAG_EXTENSION,
+                    record::EXT_ENCRYPTED,
+                    len as usize + record::sealed_growth(flags),
+                )
+            } else {
+                (flags, 0, len as usize)
+            };
+            let record_len = RECORD_FIXED_LEN + len;
+            if a.must_roll_at(
+                (pos, count),
+                (flags, ext, record_len),
+                self.last_ts,
+                &self.roll,
+            ) {
+                return false;
+            }
+            pos += frame_size(record_len);
+            count += 1;
+        }
+        true
+    }
+
+    /// `Command::Flush` on an appender's thread while the I/O thread sleeps
+    /// (the caller holds the [`IoCell`] lock): syncs everything written and
+    /// raises the durable mark. False: the sync failed and poisoned the
+    /// writer, as it does on the I/O thread, which then stops when it wakes.
+    pub fn sync_direct(&mut self) -> bool {
+        let synced = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.sync_all()));
+        let err = match synced {
+            Ok(Ok(())) => return true,
+            Ok(Err(e)) => e,
+            Err(payload) => Error::Internal(format!(
+                "an appender syncing for the I/O thread panicked: {}",
+                panic_message(payload.as_ref())
+            )),
+        };
+        self.shared
+            .poison_written(Arc::new(err.clone()), self.frames_out);
+        self.failed = Some(err);
+        false
     }
 
     /// Writes a bundle on an appender's thread while the I/O thread sleeps
@@ -415,13 +467,16 @@ impl IoThread {
         let mut at = 0usize;
         let mut bytes = 0u64;
         let mut keys = false;
+        // Once per bundle: `Catalog::key` clones an `Arc` (two atomic
+        // read-modify-writes), which per message cost as much as a copy.
+        let key = self.catalog.key();
         for &(flags, len) in &bundle.entries {
             let body = &mut bundle.bodies[at..at + len as usize];
             at += len as usize;
             if record::body_is_batch(flags, body) {
                 self.write_batch(ts, body)?;
             } else {
-                self.write(flags, ts, body)?;
+                self.write(key.as_deref(), flags, ts, body)?;
             }
             keys |= flags & FLAG_KEY != 0;
             bytes += (RECORD_FIXED_LEN + body.len()) as u64;
@@ -448,22 +503,21 @@ impl IoThread {
         Ok(())
     }
 
-    fn write(&mut self, flags: u8, ts: u64, body: &[u8]) -> Result<()> {
+    /// Writes one message of a bundle; `key` is the queue's encryption key
+    /// (`Catalog::key`, looked up once per bundle).
+    fn write(&mut self, key: Option<&QueueKey>, flags: u8, ts: u64, body: &[u8]) -> Result<()> {
+        let Some(key) = key else {
+            // Appenders write no extension bit newer than format 7, whose
+            // extension flag already asks for a version-7 file.
+            return self.write_record(flags, 0, ts, body);
+        };
         // Encryption at rest: sealed here, where the sequence is known in
         // every mode (with several writer processes, only under the append
         // lock), since it is bound into the associated data.
         let mut sealed = std::mem::take(&mut self.sealed);
-        let (flags, ext, body) = match self.catalog.key() {
-            Some(key) => {
-                sealed.clear();
-                let (f, ext) = record::seal_body(&key, self.next_seq, flags, ts, body, &mut sealed);
-                (f, ext, &sealed[..])
-            }
-            // Appenders write no extension bit newer than format 7, whose
-            // extension flag already asks for a version-7 file.
-            None => (flags, 0, body),
-        };
-        let wrote = self.write_record(flags, ext, ts, body);
+        sealed.clear();
+        let (flags, ext) = record::seal_body(key, self.next_seq, flags, ts, body, &mut sealed);
+        let wrote = self.write_record(flags, ext, ts, &sealed);
         self.sealed = sealed;
         wrote
     }
@@ -771,6 +825,16 @@ fn serve(cell: &IoCell, rx: &Receiver<Command>, handoff: &Handoff) -> Result<()>
 
 /// Takes the I/O thread's state. Poisoned only by a panic that escaped an
 /// appender's write (they catch theirs): stop as after a panic here.
+/// True when `bundle` holds a batch record (format 9).
+fn has_batch(bundle: &Bundle) -> bool {
+    let mut at = 0usize;
+    bundle.entries.iter().any(|&(flags, len)| {
+        let body = &bundle.bodies[at..at + len as usize];
+        at += len as usize;
+        record::body_is_batch(flags, body)
+    })
+}
+
 fn lock(cell: &IoCell) -> Result<MutexGuard<'_, IoThread>> {
     cell.lock()
         .map_err(|_| Error::Internal("a thread panicked while writing".into()))

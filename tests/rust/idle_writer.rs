@@ -269,3 +269,93 @@ fn a_short_burst_is_written_by_its_appender_and_a_stream_wakes_the_io_thread() {
     let q = small(dir.path()).file_size(1 << 20).open().unwrap();
     assert_eq!(read_all(&q, Start::Beginning).len(), n + 10_000);
 }
+
+/// `append_batch` then `flush`, in turn, with the I/O thread asleep between
+/// them: the appender writes each bundle and syncs it itself (issue 15's
+/// durable batches; no wake-up of the I/O thread either way). Bundles that
+/// need a new file go to the I/O thread, which rolls. Every frame reads back
+/// CRC-checked, in sequence, across the rolls and after reopening.
+#[test]
+fn batches_flushed_in_turn_are_written_and_synced_by_their_appender_across_rolls() {
+    let dir = tempfile::tempdir().unwrap();
+    // 64 KiB files: a roll every few batches of 50 messages of up to 300 B.
+    let q = small(dir.path()).open().unwrap();
+    let app = q.appender().unwrap();
+    app.append(b"creates the first file").unwrap();
+    app.flush().unwrap();
+    let mut want: Vec<Vec<u8>> = vec![b"creates the first file".to_vec()];
+    let rolls_before = q.stats().rolls;
+    for round in 0..40u64 {
+        std::thread::sleep(IDLE);
+        let batch: Vec<Vec<u8>> = (0..50).map(|i| payload(round * 50 + i)).collect();
+        let range = app.append_batch(batch.iter().map(Vec::as_slice)).unwrap();
+        assert_eq!(range, want.len() as u64..want.len() as u64 + 50);
+        want.extend(batch);
+        app.flush().unwrap();
+        let s = q.stats();
+        assert_eq!(s.durable_seq, want.len() as u64, "flush returned durable");
+    }
+    let s = q.stats();
+    assert!(s.rolls > rolls_before + 3, "{s:?}");
+    // Most bundles were written on the appender's thread (a timed wake-up
+    // of the I/O thread, or a roll, takes some).
+    assert!(s.appender_writes >= 10, "{s:?}");
+    let check = |q: &Queue| {
+        let got = read_all(q, Start::Beginning);
+        assert_eq!(got.len(), want.len());
+        for (i, (seq, p)) in got.iter().enumerate() {
+            assert_eq!((*seq, p), (i as u64, &want[i]));
+        }
+    };
+    check(&q);
+    q.close().unwrap();
+    let q = small(dir.path()).open().unwrap();
+    assert_eq!(q.stats().recovery.cut_bytes, 0);
+    check(&q);
+}
+
+/// A bundle an appender writes while the I/O thread sleeps, and which
+/// fails, is reported by that `append_batch` and poisons the writer.
+#[test]
+fn a_failed_appender_written_batch_is_reported_by_that_call_and_poisons_the_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().to_path_buf();
+    let clock = Arc::new(PanicClock::default());
+    let q = small(&base).clock(clock.clone()).open().unwrap();
+    let app = q.appender().unwrap();
+    app.append(b"before").unwrap();
+    app.flush().unwrap();
+    let mut stored = 1;
+    // Until a batch is written by its appender (the I/O thread asleep).
+    loop {
+        std::thread::sleep(IDLE);
+        let before = appender_writes(&q);
+        app.append_batch([&b"a"[..], b"b"]).unwrap();
+        stored += 2;
+        app.flush().unwrap();
+        if appender_writes(&q) > before {
+            break;
+        }
+        assert!(stored < 1000, "the I/O thread never slept");
+    }
+    clock.0.store(true, Ordering::SeqCst);
+    std::thread::sleep(IDLE);
+    match app.append_batch([&b"boom"[..], b"boom"]) {
+        Err(Error::Poisoned { cause }) => assert!(
+            matches!(&*cause, Error::Internal(m) if m.contains("clock armed to panic")),
+            "{cause:?}"
+        ),
+        other => panic!("expected the poison of the failed write: {other:?}"),
+    }
+    let app2 = app.clone();
+    let flushed = within_10s(move || app2.flush());
+    assert!(
+        matches!(flushed, Err(Error::Poisoned { .. })),
+        "{flushed:?}"
+    );
+    drop(app);
+    let closed = within_10s(move || q.close());
+    assert!(closed.is_err(), "close reports the failure");
+    clock.0.store(false, Ordering::SeqCst);
+    assert_eq!(count_stored(&base), stored);
+}
