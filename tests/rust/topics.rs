@@ -149,6 +149,14 @@ fn a_topic_tailer_returns_exactly_its_topic_with_or_without_indexes() {
         .open()
         .unwrap();
     check_all(&q, n);
+    // The writer's builder rebuilds them in the background while it is
+    // open (close skips a start-up check still running): wait for it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !(indexes[1].exists() && std::fs::read(&indexes[0]).unwrap() != b)
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     q.close().unwrap();
     assert!(indexes[1].exists(), "a missing index is rebuilt");
     assert!(
