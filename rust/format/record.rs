@@ -802,12 +802,55 @@ pub fn check_batch_block(block: &[u8], count: u16) -> Result<(), &'static str> {
     Ok(())
 }
 
+/// Flags a batch member's record may carry: key (bytes or text), headers,
+/// expiry, priority, and the extension byte for a tombstone only; never a
+/// topic, a compressed payload, or another extension bit (sealed, hole,
+/// batch).
+pub const MEMBER_FLAGS: u8 =
+    FLAG_KEY | FLAG_KEY_TEXT | FLAG_HEADERS | FLAG_EXPIRY | FLAG_PRIORITY | FLAG_EXTENSION;
+
+/// Checks what a batch member's record (decoded) may be: see [`MEMBER_FLAGS`].
+fn check_member(v: &RecordView<'_>) -> Result<(), &'static str> {
+    if v.flags & !MEMBER_FLAGS != 0 || (v.ext != 0 && v.ext != EXT_TOMBSTONE) {
+        return Err("batch member with a topic, compression or an extension bit other than tombstone");
+    }
+    Ok(())
+}
+
+/// The members of a decompressed batch block of `count` members (checked
+/// by [`check_batch_block`] first), in order: each member's record decoded
+/// and checked as [`batch_member`] does (its timestamp field is 0: a
+/// member's timestamp is the batch's). Stops after the first error.
+pub fn batch_members(
+    block: &[u8],
+    count: u16,
+) -> impl Iterator<Item = Result<RecordView<'_>, &'static str>> + '_ {
+    let mut at = 0usize;
+    let mut failed = false;
+    (0..count).map_while(move |i| {
+        if failed {
+            return None;
+        }
+        match batch_member(block, count, i, at, i) {
+            Ok((range, v)) => {
+                at = range.end;
+                Some(Ok(v))
+            }
+            Err(e) => {
+                failed = true;
+                Some(Err(e))
+            }
+        }
+    })
+}
+
 /// Walks a decompressed batch block of `count` members from member `index`
 /// at byte `at` (0, 0 for the start), returning where member `want`'s
 /// record lies in `block` (the member after it starts at its end) and the
 /// record decoded. The error says what is malformed: a
 /// length past the block, a member that is itself a batch or hole, or
-/// sealed or compressed (members never are).
+/// sealed, compressed or with a topic (members never are; see
+/// [`MEMBER_FLAGS`]).
 pub fn batch_member(
     block: &[u8],
     count: u16,
@@ -826,9 +869,7 @@ pub fn batch_member(
             .ok_or("batch member past the block")?;
         if index == want {
             let v = decode(rec)?;
-            if v.flags & (FLAG_COMPRESSED | FLAG_EXTENSION | FLAG_KEY | FLAG_TOPIC) != 0 {
-                return Err("batch member with a key, topic, compression or extension byte");
-            }
+            check_member(&v)?;
             let end = start + len;
             if want + 1 == count && end != block.len() {
                 return Err("batch block longer than its members");
