@@ -801,16 +801,14 @@ fn several_writers_index_each_others_keyed_batches() {
                 .enumerate()
                 .map(|(i, p)| if i % 10 == 3 { keyed(&key, p) } else { Record::new(p) })
                 .collect();
+            // One keyed batch after the other, each writer appending to
+            // the key index file the other one just added to.
             let r = q.appender().unwrap().append_batch_together(&records, None).unwrap();
-            assert_eq!(r.start, round * 202 + w * 101);
-            // And a plain keyed record from the other writer.
-            let other = if w == 0 { &b } else { &a };
-            other
-                .appender()
-                .unwrap()
-                .append_record(&keyed("plain", b"p"))
-                .unwrap();
+            assert_eq!(r.start, (round * 2 + w) * 100);
         }
+    }
+    for q in [&a, &b, &a] {
+        q.appender().unwrap().append_record(&keyed("plain", b"p")).unwrap();
     }
     a.appender().unwrap().flush().unwrap();
     b.appender().unwrap().flush().unwrap();
@@ -819,7 +817,7 @@ fn several_writers_index_each_others_keyed_batches() {
             let found = q.find(format!("w{w}").as_bytes(), None, None, None).unwrap();
             assert_eq!(found.len(), 30, "w{w}");
         }
-        assert_eq!(q.find(b"plain", None, None, None).unwrap().len(), 6);
+        assert_eq!(q.find(b"plain", None, None, None).unwrap().len(), 3);
     }
 }
 
