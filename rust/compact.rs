@@ -3,6 +3,13 @@
 //! whole queue; a tombstone that is its key's latest message goes too once
 //! it is older than a grace period. Messages without a key are kept.
 //!
+//! **Batches** (format 9) are kept whole, never split: their keyed members
+//! count for "latest" like any message (a member that is its key's latest
+//! makes the older messages of that key holes), a superseded member stays
+//! readable by iteration, and a tombstone that is its key's latest stays
+//! past the grace period while a batch member holds an older value of its
+//! key, so `get_latest` stays exact.
+//!
 //! **Holes in place.** A dropped message's frame becomes a *hole* of the
 //! same length (docs/FORMAT.md, "Records", extension bit `0x04`): the hole
 //! record (flags `0x80`, the message's timestamp, extension byte `0x04`)

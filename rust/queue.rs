@@ -1158,7 +1158,9 @@ impl Queue {
 
     /// Messages whose key is exactly `key`, in sequence order, stored in
     /// `[start_us, end_us)` when given, at most `limit` of them. Answered
-    /// from the key index: only files whose time range can match are read.
+    /// from the key index: only files whose time range can match are read;
+    /// a batch frame (format 9) it points at is decoded, and each member
+    /// with the key is a match.
     /// Items pointing into a data file missing from the middle of the queue
     /// are [`Error::Corrupted`] (those retention deleted are skipped).
     pub fn find(
@@ -1231,7 +1233,8 @@ impl Queue {
     /// The last message appended with `key`, through the key index: `None`
     /// when there is none, or when the last one is a tombstone
     /// ([`Record::tombstone`](crate::Record), the key's value deleted).
-    /// Kafka's compacted-topic reading of a key: the latest value wins.
+    /// Kafka's compacted-topic reading of a key: the latest value wins, by
+    /// sequence, members of batches (format 9) included.
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();

@@ -1019,7 +1019,8 @@ impl Tailer {
     }
 
     /// Moves to the first frame at or after `position` (see
-    /// [`Message::position`]); used to re-index the data after a crash.
+    /// [`Message::position`]), at a batch frame (format 9) to its first
+    /// member; used to re-index the data after a crash and by key lookups.
     pub fn seek_position(&mut self, pos: u64) -> Result<()> {
         self.check_open()?;
         let (number, offset) = position::decode(pos);
