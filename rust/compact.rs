@@ -285,10 +285,17 @@ fn batch_keys(
     let bad = |r: String| Error::corrupted(map.path(), fr.at as u64, Some(fr.seq), r);
     let first = record::batch_first_seq(bytes);
     let count = record::seqs_of(bytes) as u16;
-    let codec = fr.rec.codec.ok_or_else(|| bad("batch without a codec".into()))?;
-    let block =
-        crate::format::compression::decompress(codec, fr.rec.payload, fr.rec.raw_len as usize, limit)
-            .map_err(bad)?;
+    let codec = fr
+        .rec
+        .codec
+        .ok_or_else(|| bad("batch without a codec".into()))?;
+    let block = crate::format::compression::decompress(
+        codec,
+        fr.rec.payload,
+        fr.rec.raw_len as usize,
+        limit,
+    )
+    .map_err(bad)?;
     record::check_batch_block(&block, count).map_err(|r| bad(r.into()))?;
     for (i, member) in record::batch_members(&block, count).enumerate() {
         let member = member.map_err(|r| bad(r.into()))?;

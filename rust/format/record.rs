@@ -812,7 +812,9 @@ pub const MEMBER_FLAGS: u8 =
 /// Checks what a batch member's record (decoded) may be: see [`MEMBER_FLAGS`].
 fn check_member(v: &RecordView<'_>) -> Result<(), &'static str> {
     if v.flags & !MEMBER_FLAGS != 0 || (v.ext != 0 && v.ext != EXT_TOMBSTONE) {
-        return Err("batch member with a topic, compression or an extension bit other than tombstone");
+        return Err(
+            "batch member with a topic, compression or an extension bit other than tombstone",
+        );
     }
     Ok(())
 }

@@ -228,16 +228,19 @@ def test_keys_and_tombstones_in_a_batch_are_found(tmp_path: Path) -> None:
         # batch after it.
         app.append(b"a-later", key="a")
         latest = q.get_latest("a")
-        assert latest is not None and latest.payload == b"a-later"
+        assert latest is not None
+        assert latest.payload == b"a-later"
         r2 = app.append_batch(
             [event(i) for i in range(40)] + [(b"c-back", "c")], compress_together=True
         )
         back = q.get_latest("c")
-        assert back is not None and (back.seq, back.payload) == (r2.stop - 1, b"c-back")
+        assert back is not None
+        assert (back.seq, back.payload) == (r2.stop - 1, b"c-back")
         # Tailers see keys and tombstones of members too.
         t = q.tailer(52)
         m = t.read_next()
-        assert m is not None and (m.key, m.tombstone) == ("c", True)
+        assert m is not None
+        assert (m.key, m.tombstone) == ("c", True)
 
 
 def test_the_key_index_is_rebuilt_from_batches(tmp_path: Path) -> None:
@@ -252,7 +255,8 @@ def test_the_key_index_is_rebuilt_from_batches(tmp_path: Path) -> None:
         assert [m.seq for m in q.find("a")] == want
         assert len(q.find(b"b\xff")) == 50
         latest = q.get_latest("a")
-        assert latest is not None and latest.seq == want[-1]
+        assert latest is not None
+        assert latest.seq == want[-1]
         assert q.get_latest("c") is None
 
 
@@ -270,7 +274,8 @@ def test_compaction_keeps_keyed_batches_and_get_latest_exact(tmp_path: Path) -> 
         with pytest.raises(litemq.CompactedError):
             q.get(0)
         latest = q.get_latest("x")
-        assert latest is not None and (latest.seq, latest.payload) == (r.stop - 2, b"x-new")
+        assert latest is not None
+        assert (latest.seq, latest.payload) == (r.stop - 2, b"x-new")
         assert q.get_latest("w") is None
         # The batch is whole: every member reads back.
         assert [m.payload for m in q.tailer(r.start)][: len(fill)] == fill

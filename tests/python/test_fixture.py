@@ -367,7 +367,8 @@ def test_batched_fixture(fixture_dir: Path, tmp_path: Path) -> None:
                 if keyed[-1]["tombstone"]:
                     assert latest is None, key
                 else:
-                    assert latest is not None and latest.seq == keyed[-1]["seq"], key
+                    assert latest is not None, key
+                    assert latest.seq == keyed[-1]["seq"], key
     with litemq.Queue(copy) as q:
         r = q.appender().append_batch([b"x" * 100] * 10, compress_together=True)
         assert r.start == batched["next_seq"]

@@ -631,11 +631,18 @@ fn keyed_members_and_tombstones_are_found_and_the_latest_wins_by_sequence() {
         .collect();
     assert_eq!(seqs_of(&a), want);
     assert_eq!(a[1].payload, payloads[0]);
-    assert!(a.iter().all(|m| m.key.as_deref() == Some(&b"a"[..]) && m.key_is_text));
-    assert_eq!(seqs_of(&q.find(b"a", None, None, Some(3)).unwrap()), want[..3]);
+    assert!(a
+        .iter()
+        .all(|m| m.key.as_deref() == Some(&b"a"[..]) && m.key_is_text));
+    assert_eq!(
+        seqs_of(&q.find(b"a", None, None, Some(3)).unwrap()),
+        want[..3]
+    );
     let b = q.find(bytes_key, None, None, None).unwrap();
     assert_eq!(b.len(), 20);
-    assert!(b.iter().all(|m| !m.key_is_text && m.payload == payloads[(m.seq - 2) as usize]));
+    assert!(b
+        .iter()
+        .all(|m| !m.key_is_text && m.payload == payloads[(m.seq - 2) as usize]));
     let latest = q.get_latest(b"a").unwrap().unwrap();
     assert_eq!((latest.seq, &latest.payload), (192, &payloads[190]));
     // The tombstone member deletes "c": its plain value came before it.
@@ -643,26 +650,42 @@ fn keyed_members_and_tombstones_are_found_and_the_latest_wins_by_sequence() {
     let c = q.find(b"c", None, None, None).unwrap();
     assert_eq!(seqs_of(&c), [1, 52]);
     assert!(c[1].tombstone && c[1].payload.is_empty());
-    assert_eq!(q.get(52).unwrap().tombstone, true);
+    assert!(q.get(52).unwrap().tombstone);
     // A plain record after the batch wins; then a batch after it.
     app.append_record(&keyed("a", b"a-later")).unwrap(); // 202
     assert_eq!(q.get_latest(b"a").unwrap().unwrap().payload, b"a-later");
     let again: Vec<Record<'_>> = payloads[..50]
         .iter()
         .enumerate()
-        .map(|(i, p)| if i == 7 { keyed("c", b"c-back") } else { Record::new(p) })
+        .map(|(i, p)| {
+            if i == 7 {
+                keyed("c", b"c-back")
+            } else {
+                Record::new(p)
+            }
+        })
         .collect();
     let r2 = app.append_batch_together(&again, None).unwrap();
     let c = q.get_latest(b"c").unwrap().unwrap();
-    assert_eq!((c.seq, c.payload.as_slice()), (r2.start + 7, &b"c-back"[..]));
+    assert_eq!(
+        (c.seq, c.payload.as_slice()),
+        (r2.start + 7, &b"c-back"[..])
+    );
     // Two members of one batch with the same key: the later one is latest.
-    let twice = [keyed("d", b"d1"), Record::new(&payloads[0]), keyed("d", b"d2")];
+    let twice = [
+        keyed("d", b"d1"),
+        Record::new(&payloads[0]),
+        keyed("d", b"d2"),
+    ];
     let mut more: Vec<Record<'_>> = payloads[..40].iter().map(|p| Record::new(p)).collect();
     more.extend(twice);
     let r3 = app.append_batch_together(&more, None).unwrap();
     app.flush().unwrap();
     assert_eq!(batch_frames(dir.path()), 3);
-    assert_eq!(seqs_of(&q.find(b"d", None, None, None).unwrap()), [r3.start + 40, r3.start + 42]);
+    assert_eq!(
+        seqs_of(&q.find(b"d", None, None, None).unwrap()),
+        [r3.start + 40, r3.start + 42]
+    );
     assert_eq!(q.get_latest(b"d").unwrap().unwrap().payload, b"d2");
     // Time bounds hold for members (the batch's timestamp).
     let ts = q.get(2).unwrap().timestamp;
@@ -702,8 +725,14 @@ fn members_whose_key_only_shares_the_hash_are_not_matches() {
     app.append_batch_together(&records, None).unwrap();
     app.flush().unwrap();
     assert_eq!(batch_frames(dir.path()), 1);
-    assert_eq!(seqs_of(&q.find(k1.as_bytes(), None, None, None).unwrap()), [10, 30]);
-    assert_eq!(seqs_of(&q.find(k2.as_bytes(), None, None, None).unwrap()), [20, 40]);
+    assert_eq!(
+        seqs_of(&q.find(k1.as_bytes(), None, None, None).unwrap()),
+        [10, 30]
+    );
+    assert_eq!(
+        seqs_of(&q.find(k2.as_bytes(), None, None, None).unwrap()),
+        [20, 40]
+    );
     assert_eq!(q.get_latest(k1.as_bytes()).unwrap().unwrap().seq, 30);
     assert_eq!(q.get_latest(k2.as_bytes()).unwrap().unwrap().seq, 40);
 }
@@ -728,10 +757,18 @@ fn keyed_batches(q: &litemq::Queue, batches: u64) -> Vec<Vec<u8>> {
 
 fn check_keyed_batches(q: &litemq::Queue, n: u64) {
     for k in 0..7u64 {
-        let found = q.find(format!("k{k}").as_bytes(), None, None, None).unwrap();
+        let found = q
+            .find(format!("k{k}").as_bytes(), None, None, None)
+            .unwrap();
         let want: Vec<u64> = (0..n).filter(|s| s % 100 % 7 == k).collect();
         assert_eq!(seqs_of(&found), want, "k{k}");
-        assert_eq!(q.get_latest(format!("k{k}").as_bytes()).unwrap().unwrap().seq, *want.last().unwrap());
+        assert_eq!(
+            q.get_latest(format!("k{k}").as_bytes())
+                .unwrap()
+                .unwrap()
+                .seq,
+            *want.last().unwrap()
+        );
     }
 }
 
@@ -799,22 +836,37 @@ fn several_writers_index_each_others_keyed_batches() {
             let records: Vec<Record<'_>> = payloads
                 .iter()
                 .enumerate()
-                .map(|(i, p)| if i % 10 == 3 { keyed(&key, p) } else { Record::new(p) })
+                .map(|(i, p)| {
+                    if i % 10 == 3 {
+                        keyed(&key, p)
+                    } else {
+                        Record::new(p)
+                    }
+                })
                 .collect();
             // One keyed batch after the other, each writer appending to
             // the key index file the other one just added to.
-            let r = q.appender().unwrap().append_batch_together(&records, None).unwrap();
+            let r = q
+                .appender()
+                .unwrap()
+                .append_batch_together(&records, None)
+                .unwrap();
             assert_eq!(r.start, (round * 2 + w) * 100);
         }
     }
     for q in [&a, &b, &a] {
-        q.appender().unwrap().append_record(&keyed("plain", b"p")).unwrap();
+        q.appender()
+            .unwrap()
+            .append_record(&keyed("plain", b"p"))
+            .unwrap();
     }
     a.appender().unwrap().flush().unwrap();
     b.appender().unwrap().flush().unwrap();
     for q in [&a, &b] {
         for w in 0..2u64 {
-            let found = q.find(format!("w{w}").as_bytes(), None, None, None).unwrap();
+            let found = q
+                .find(format!("w{w}").as_bytes(), None, None, None)
+                .unwrap();
             assert_eq!(found.len(), 30, "w{w}");
         }
         assert_eq!(q.find(b"plain", None, None, None).unwrap().len(), 3);
@@ -843,18 +895,20 @@ fn compaction_keeps_keyed_batches_whole_and_get_latest_exact() {
             .collect();
         app.append_batch_together(&records, None).unwrap()
     };
+    // Sequences: x-old 0, batch 1..101, y-new 101, z-old 102, batch
+    // 103..203, batch 203..303, the tombstone of "w" 303.
     // "x": plain, then a batch member (latest): the plain one goes.
-    app.append_record(&keyed("x", b"x-old")).unwrap(); // 0
+    app.append_record(&keyed("x", b"x-old")).unwrap();
     // "y": a batch member, then plain (latest): the member stays in its batch.
-    let b1 = batch(&[(5, "x"), (6, "y")], None); // 1..101
-    app.append_record(&keyed("y", b"y-new")).unwrap(); // 101
+    let b1 = batch(&[(5, "x"), (6, "y")], None);
+    app.append_record(&keyed("y", b"y-new")).unwrap();
     // "z": plain, then a tombstone member: the plain value goes.
-    app.append_record(&keyed("z", b"z-old")).unwrap(); // 102
-    let b2 = batch(&[], Some((9, "z"))); // 103..203
+    app.append_record(&keyed("z", b"z-old")).unwrap();
+    let b2 = batch(&[], Some((9, "z")));
     // "w": a batch member, then a plain tombstone past its grace: the
     // tombstone stays, or the member would be the latest again.
-    let b3 = batch(&[(3, "w")], None); // 203..303
-    app.append_record(&keyed("w", b"")).unwrap(); // 303
+    let b3 = batch(&[(3, "w")], None);
+    app.append_record(&keyed("w", b"")).unwrap();
     app.roll().unwrap();
     app.append(b"active").unwrap();
     app.flush().unwrap();
@@ -868,14 +922,21 @@ fn compaction_keeps_keyed_batches_whole_and_get_latest_exact() {
     assert!(matches!(q.get(102), Err(Error::Compacted { .. })));
     // Every batch member is still read, superseded ones included.
     let after = read_all(&q, Start::Beginning);
-    let kept: Vec<_> = before.iter().filter(|(s, _)| ![0, 102].contains(s)).cloned().collect();
+    let kept: Vec<_> = before
+        .iter()
+        .filter(|(s, _)| ![0, 102].contains(s))
+        .cloned()
+        .collect();
     assert_eq!(after, kept);
     assert_eq!(q.get(b1.start + 6).unwrap().payload, payloads[6]);
     let x = q.get_latest(b"x").unwrap().unwrap();
     assert_eq!(x.seq, b1.start + 5);
     assert_eq!(q.get_latest(b"y").unwrap().unwrap().payload, b"y-new");
     assert!(q.get_latest(b"z").unwrap().is_none());
-    assert_eq!(seqs_of(&q.find(b"z", None, None, None).unwrap()), [b2.start + 9]);
+    assert_eq!(
+        seqs_of(&q.find(b"z", None, None, None).unwrap()),
+        [b2.start + 9]
+    );
     assert!(q.get_latest(b"w").unwrap().is_none());
     assert_eq!(q.find(b"w", None, None, None).unwrap().len(), 2);
     assert_eq!(b3.start + 3, 206);
