@@ -1382,4 +1382,65 @@ mod tests {
         .validate()
         .is_err());
     }
+
+    /// A block of one member: `flags`, a zero timestamp and `body`.
+    fn one_member(flags: u8, body: &[u8]) -> Vec<u8> {
+        let mut block = Vec::new();
+        push_batch_member(&mut block, flags, body.len(), |o| o.extend_from_slice(body));
+        block
+    }
+
+    #[test]
+    fn batch_members_take_keys_and_tombstones_and_nothing_else() {
+        let ok = [
+            Record {
+                key: Some(b"k"),
+                ..Record::new(b"v")
+            },
+            Record {
+                key: Some("clé".as_bytes()),
+                key_is_text: true,
+                priority: 3,
+                ..Record::new(b"v")
+            },
+            Record {
+                key: Some(b"k"),
+                tombstone: true,
+                ..Record::new(b"")
+            },
+        ];
+        for r in ok {
+            let mut body = Vec::new();
+            r.encode_body(&mut body);
+            let block = one_member(r.flags(), &body);
+            let v = batch_members(&block, 1).next().unwrap().unwrap();
+            assert_eq!((v.key, v.is_tombstone()), (r.key, r.tombstone));
+            assert_eq!(v.key_is_text(), r.key_is_text);
+        }
+        let topic = Record {
+            topic: Some("t"),
+            ..Record::new(b"v")
+        };
+        let mut body = Vec::new();
+        topic.encode_body(&mut body);
+        let mut refused = vec![one_member(topic.flags(), &body)];
+        let c = Compression {
+            min_size: 0,
+            ..Compression::new(Codec::Zstd)
+        };
+        let big = Record::new(&[7u8; 4096]);
+        let mut body = Vec::new();
+        let flags = big.encode_body_with(Some(&c), &mut body);
+        assert_ne!(flags & FLAG_COMPRESSED, 0);
+        refused.push(one_member(flags, &body));
+        // A hole, and a tombstone with another extension bit.
+        refused.push(one_member(FLAG_EXTENSION, &hole(0, 1)[RECORD_FIXED_LEN..]));
+        refused.push(one_member(
+            FLAG_EXTENSION | FLAG_KEY,
+            &[1, 0, b'k', EXT_TOMBSTONE | EXT_HOLE],
+        ));
+        for block in refused {
+            assert!(batch_members(&block, 1).next().unwrap().is_err());
+        }
+    }
 }
