@@ -529,14 +529,20 @@ fn a_multi_writer_queue_and_compaction_keep_batches() {
 }
 
 /// Writes `fuzz/regressions/frame_decode/batch_record` (a seed for the
-/// fuzz target: a batch record of three members, zstd) when
+/// fuzz target: a batch record of three members, zstd: one plain, one
+/// keyed, one tombstone) when
 /// `LITEMQ_WRITE_FUZZ_SEED` is set; always checks it decodes.
 #[test]
 fn the_fuzz_seed_is_a_batch_record() {
-    let members: Vec<Vec<u8>> = (0..3).map(event).collect();
+    let members: Vec<Vec<u8>> = vec![event(0), event(1), Vec::new()];
     let mut block = Vec::new();
-    for m in &members {
-        let r = Record::new(m);
+    for (i, m) in members.iter().enumerate() {
+        let r = Record {
+            key: (i > 0).then_some(&b"k"[..]),
+            key_is_text: i == 1,
+            tombstone: i == 2,
+            ..Record::new(m)
+        };
         record::push_batch_member(&mut block, r.flags(), r.body_len(), |o| r.encode_body(o));
     }
     let packed = litemq::format::compression::compress(Codec::Zstd, 1, &block);
@@ -555,7 +561,9 @@ fn the_fuzz_seed_is_a_batch_record() {
     let block = v.inflate(1 << 20).unwrap();
     record::check_batch_block(&block, 3).unwrap();
     let (_, m) = record::batch_member(&block, 3, 0, 0, 2).unwrap();
-    assert_eq!(m.payload, members[2]);
+    assert!(m.is_tombstone() && m.key == Some(&b"k"[..]) && m.payload.is_empty());
+    let (_, m) = record::batch_member(&block, 3, 0, 0, 1).unwrap();
+    assert_eq!((m.payload, m.key_is_text()), (&members[1][..], true));
     if std::env::var_os("LITEMQ_WRITE_FUZZ_SEED").is_some() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("fuzz/regressions/frame_decode/batch_record");
