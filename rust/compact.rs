@@ -3,6 +3,13 @@
 //! whole queue; a tombstone that is its key's latest message goes too once
 //! it is older than a grace period. Messages without a key are kept.
 //!
+//! **Batches** (format 9) are kept whole, never split: their keyed members
+//! count for "latest" like any message (a member that is its key's latest
+//! makes the older messages of that key holes), a superseded member stays
+//! readable by iteration, and a tombstone that is its key's latest stays
+//! past the grace period while a batch member holds an older value of its
+//! key, so `get_latest` stays exact.
+//!
 //! **Holes in place.** A dropped message's frame becomes a *hole* of the
 //! same length (docs/FORMAT.md, "Records", extension bit `0x04`): the hole
 //! record (flags `0x80`, the message's timestamp, extension byte `0x04`)
@@ -33,7 +40,7 @@
 //! being written) are rewritten. A pass holds the retention lock
 //! (`base/.retention.lock`): compaction and retention never run at once.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -166,22 +173,34 @@ pub fn run(
     remove_leftovers(&base, &files);
 
     // Pass 1: the latest sequence of every key, over every file (the
-    // active one too: a message there supersedes older ones).
+    // active one too: a message there supersedes older ones), members of
+    // batches (format 9) included; and the keys some batch member has
+    // (batch frames are kept whole, so such a member stays).
     let mut latest: HashMap<Vec<u8>, u64> = HashMap::new();
+    let mut in_batches: HashSet<Vec<u8>> = HashSet::new();
+    let limit = catalog.max_decompressed();
     for f in files.iter() {
         let map = match Mapping::open(&catalog.data_path(f.id)) {
             Ok(m) => m,
             Err(e) if is_gone(&e) => continue, // retention (before we locked)
             Err(e) => return Err(e),
         };
+        let mut saw = |k: &[u8], seq: u64| match latest.get_mut(k) {
+            Some(s) => *s = seq,
+            None => {
+                latest.insert(k.to_vec(), seq);
+            }
+        };
         walk(&map, f.header.first_seq, &mut |fr| {
             if let Some(k) = fr.rec.key {
-                match latest.get_mut(k) {
-                    Some(s) => *s = fr.seq,
-                    None => {
-                        latest.insert(k.to_vec(), fr.seq);
+                saw(k, fr.seq);
+            } else if fr.rec.is_batch() {
+                batch_keys(&map, &fr, limit, &mut |k, seq| {
+                    saw(k, seq);
+                    if !in_batches.contains(k) {
+                        in_batches.insert(k.to_vec());
                     }
-                }
+                })?;
             }
             Ok(())
         })?;
@@ -213,8 +232,12 @@ pub fn run(
             let Some(k) = fr.rec.key else { return Ok(()) };
             let last = latest.get(k).copied();
             let superseded = last != Some(fr.seq);
+            // A tombstone stays while an older member of a batch has its
+            // key: the batch is kept whole, and `get_latest` would find
+            // that member again.
             let expired_tombstone = fr.rec.is_tombstone()
                 && !superseded
+                && !in_batches.contains(k)
                 && now_us.saturating_sub(fr.rec.timestamp) >= opts.grace_us;
             if superseded || expired_tombstone {
                 drop_at.push(fr.at);
@@ -246,6 +269,41 @@ pub fn run(
     }
     progress(total, total);
     Ok(report)
+}
+
+/// Calls `each(key, seq)` for every keyed member of the batch frame `fr`
+/// (format 9) of `map`, in sequence order: the block decompressed (at most
+/// `limit` bytes) and checked whole; a batch that fails is an error
+/// (compaction never rewrites what it cannot read).
+fn batch_keys(
+    map: &Mapping,
+    fr: &Frame<'_>,
+    limit: usize,
+    each: &mut dyn FnMut(&[u8], u64),
+) -> Result<()> {
+    let bytes = &map.as_slice()[fr.at + 4..];
+    let bad = |r: String| Error::corrupted(map.path(), fr.at as u64, Some(fr.seq), r);
+    let first = record::batch_first_seq(bytes);
+    let count = record::seqs_of(bytes) as u16;
+    let codec = fr
+        .rec
+        .codec
+        .ok_or_else(|| bad("batch without a codec".into()))?;
+    let block = crate::format::compression::decompress(
+        codec,
+        fr.rec.payload,
+        fr.rec.raw_len as usize,
+        limit,
+    )
+    .map_err(bad)?;
+    record::check_batch_block(&block, count).map_err(|r| bad(r.into()))?;
+    for (i, member) in record::batch_members(&block, count).enumerate() {
+        let member = member.map_err(|r| bad(r.into()))?;
+        if let Some(k) = member.key {
+            each(k, first + i as u64);
+        }
+    }
+    Ok(())
 }
 
 fn is_gone(e: &Error) -> bool {

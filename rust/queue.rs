@@ -1158,7 +1158,9 @@ impl Queue {
 
     /// Messages whose key is exactly `key`, in sequence order, stored in
     /// `[start_us, end_us)` when given, at most `limit` of them. Answered
-    /// from the key index: only files whose time range can match are read.
+    /// from the key index: only files whose time range can match are read;
+    /// a batch frame (format 9) it points at is decoded, and each member
+    /// with the key is a match.
     /// Items pointing into a data file missing from the middle of the queue
     /// are [`Error::Corrupted`] (those retention deleted are skipped).
     pub fn find(
@@ -1216,7 +1218,7 @@ impl Queue {
         if limit == 0 {
             return Ok(out);
         }
-        self.read_key_positions(key, positions.into_iter(), &mut |m| {
+        self.read_key_positions(key, positions, false, &mut |m| {
             let in_range = start_us.is_none_or(|s| m.timestamp >= s)
                 && end_us.is_none_or(|e| m.timestamp < e)
                 && selector.is_none_or(|s| s.matches(m.record()));
@@ -1231,7 +1233,8 @@ impl Queue {
     /// The last message appended with `key`, through the key index: `None`
     /// when there is none, or when the last one is a tombstone
     /// ([`Record::tombstone`](crate::Record), the key's value deleted).
-    /// Kafka's compacted-topic reading of a key: the latest value wins.
+    /// Kafka's compacted-topic reading of a key: the latest value wins, by
+    /// sequence, members of batches (format 9) included.
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
@@ -1247,7 +1250,7 @@ impl Queue {
     pub fn get_latest(&self, key: &[u8]) -> Result<Option<OwnedMessage>> {
         let positions = self.key_positions(key, None, None)?;
         let mut latest = None;
-        self.read_key_positions(key, positions.into_iter().rev(), &mut |m| {
+        self.read_key_positions(key, positions, true, &mut |m| {
             latest = Some(m.to_owned());
             false
         })?;
@@ -1287,15 +1290,24 @@ impl Queue {
         Ok(positions)
     }
 
-    /// Reads the message at each position that really has `key` (hash
-    /// collisions and files removed by retention fall out), handing it to
-    /// `visit` until it returns false.
+    /// Reads the message at each position (ascending, as the key index
+    /// gives them) that really has `key` (hash collisions and files removed
+    /// by retention fall out), handing it to `visit` until it returns
+    /// false; newest first when `newest_first`. A position that is a batch
+    /// frame (format 9; its keyed members share it) is decoded, and every
+    /// member with `key` is a match, in sequence order (reversed too when
+    /// `newest_first`).
     fn read_key_positions(
         &self,
         key: &[u8],
-        positions: impl Iterator<Item = u64>,
+        mut positions: Vec<u64>,
+        newest_first: bool,
         visit: &mut dyn FnMut(&crate::reader::tailer::Message<'_>) -> bool,
     ) -> Result<()> {
+        positions.dedup();
+        if newest_first {
+            positions.reverse();
+        }
         // The reader `get` keeps: its file stays mapped between calls, so a
         // lookup costs no mmap.
         let mut guard = self.inner.getter.lock().unwrap_or_else(|e| e.into_inner());
@@ -1314,8 +1326,39 @@ impl Queue {
                 self.check_file_kept(pos, &mut refreshed)?;
                 continue;
             }
-            if m.position() == pos && m.key == Some(key) && !visit(&m) {
-                break;
+            if m.position() != pos {
+                continue;
+            }
+            let Some(end) = m.batch_end() else {
+                if m.key == Some(key) && !visit(&m) {
+                    break;
+                }
+                continue;
+            };
+            // A batch frame: its members from the first on (the seek
+            // landed on it), those with `key` matching.
+            let mut matched = Vec::new();
+            let mut next = Some(m);
+            while let Some(m) = next {
+                if m.key == Some(key) {
+                    if newest_first {
+                        matched.push(m.seq);
+                    } else if !visit(&m) {
+                        return Ok(());
+                    }
+                }
+                if m.seq + 1 >= end {
+                    break;
+                }
+                next = t.read_next()?;
+            }
+            for seq in matched.into_iter().rev() {
+                t.seek(seq)?;
+                if let Some(m) = t.read_next()? {
+                    if !visit(&m) {
+                        return Ok(());
+                    }
+                }
             }
         }
         Ok(())

@@ -94,7 +94,9 @@ fuzz_target!(|data: &[u8]| {
     } else if let Some(view) = record::decode(data).ok().filter(|v| v.is_batch()) {
         // A batch (format 9): its head is what the writer encodes; its block
         // decompresses (bounded) to `raw_len` bytes, and members read from
-        // it never panic: each either decodes or is an error.
+        // it never panic: each either decodes (with only the flags a member
+        // may carry: a key, a tombstone, no topic or compression) or is an
+        // error, and `batch_members` agrees member by member.
         let count = u16::from_le_bytes([data[10], data[11]]);
         assert!(count >= 1 && record::is_batch_record(data));
         assert_eq!(record::seqs_of(data), u64::from(count));
@@ -110,13 +112,22 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(block.len(), view.raw_len as usize);
             if record::check_batch_block(&block, count).is_ok() {
                 let mut at = 0;
+                let mut members = record::batch_members(&block, count);
                 for i in 0..count {
+                    let listed = members.next().expect("one item per member until an error");
                     match record::batch_member(&block, count, i, at, i) {
                         Ok((range, member)) => {
-                            assert!(range.end <= block.len() && member.key.is_none());
+                            assert!(range.end <= block.len());
+                            assert_eq!(member.flags & !record::MEMBER_FLAGS, 0);
+                            assert!(member.ext == 0 || member.ext == record::EXT_TOMBSTONE);
+                            assert!(!member.is_tombstone() || member.key.is_some());
+                            assert_eq!(listed, Ok(member));
                             at = range.end;
                         }
-                        Err(_) => break,
+                        Err(e) => {
+                            assert_eq!(listed, Err(e));
+                            break;
+                        }
                     }
                 }
             }

@@ -335,7 +335,10 @@ class Queue(_litemq.Queue):
         stays until it is `grace` old (a ``timedelta``, seconds, or a string
         like ``"1d"``; default a day; 0: no grace), so readers see the deletion, then goes
         too. Messages without a key are always kept; so is everything in the
-        file being written.
+        file being written. Batches compressed together are never split: a
+        member that is its key's latest drops the older messages of that key,
+        a superseded member stays readable by iteration, and a tombstone that
+        deletes a key some batch member holds is kept past its grace.
 
         A dropped message becomes a *hole*: its sequence stays in the queue's
         range (``first_seq``, ``next_seq`` and ``len`` do not change), tailers,

@@ -802,12 +802,57 @@ pub fn check_batch_block(block: &[u8], count: u16) -> Result<(), &'static str> {
     Ok(())
 }
 
+/// Flags a batch member's record may carry: key (bytes or text), headers,
+/// expiry, priority, and the extension byte for a tombstone only; never a
+/// topic, a compressed payload, or another extension bit (sealed, hole,
+/// batch).
+pub const MEMBER_FLAGS: u8 =
+    FLAG_KEY | FLAG_KEY_TEXT | FLAG_HEADERS | FLAG_EXPIRY | FLAG_PRIORITY | FLAG_EXTENSION;
+
+/// Checks what a batch member's record (decoded) may be: see [`MEMBER_FLAGS`].
+fn check_member(v: &RecordView<'_>) -> Result<(), &'static str> {
+    if v.flags & !MEMBER_FLAGS != 0 || (v.ext != 0 && v.ext != EXT_TOMBSTONE) {
+        return Err(
+            "batch member with a topic, compression or an extension bit other than tombstone",
+        );
+    }
+    Ok(())
+}
+
+/// The members of a decompressed batch block of `count` members (checked
+/// by [`check_batch_block`] first), in order: each member's record decoded
+/// and checked as [`batch_member`] does (its timestamp field is 0: a
+/// member's timestamp is the batch's). Stops after the first error.
+pub fn batch_members(
+    block: &[u8],
+    count: u16,
+) -> impl Iterator<Item = Result<RecordView<'_>, &'static str>> + '_ {
+    let mut at = 0usize;
+    let mut failed = false;
+    (0..count).map_while(move |i| {
+        if failed {
+            return None;
+        }
+        match batch_member(block, count, i, at, i) {
+            Ok((range, v)) => {
+                at = range.end;
+                Some(Ok(v))
+            }
+            Err(e) => {
+                failed = true;
+                Some(Err(e))
+            }
+        }
+    })
+}
+
 /// Walks a decompressed batch block of `count` members from member `index`
 /// at byte `at` (0, 0 for the start), returning where member `want`'s
 /// record lies in `block` (the member after it starts at its end) and the
 /// record decoded. The error says what is malformed: a
 /// length past the block, a member that is itself a batch or hole, or
-/// sealed or compressed (members never are).
+/// sealed, compressed or with a topic (members never are; see
+/// [`MEMBER_FLAGS`]).
 pub fn batch_member(
     block: &[u8],
     count: u16,
@@ -826,9 +871,7 @@ pub fn batch_member(
             .ok_or("batch member past the block")?;
         if index == want {
             let v = decode(rec)?;
-            if v.flags & (FLAG_COMPRESSED | FLAG_EXTENSION | FLAG_KEY | FLAG_TOPIC) != 0 {
-                return Err("batch member with a key, topic, compression or extension byte");
-            }
+            check_member(&v)?;
             let end = start + len;
             if want + 1 == count && end != block.len() {
                 return Err("batch block longer than its members");
@@ -1338,5 +1381,66 @@ mod tests {
         }
         .validate()
         .is_err());
+    }
+
+    /// A block of one member: `flags`, a zero timestamp and `body`.
+    fn one_member(flags: u8, body: &[u8]) -> Vec<u8> {
+        let mut block = Vec::new();
+        push_batch_member(&mut block, flags, body.len(), |o| o.extend_from_slice(body));
+        block
+    }
+
+    #[test]
+    fn batch_members_take_keys_and_tombstones_and_nothing_else() {
+        let ok = [
+            Record {
+                key: Some(b"k"),
+                ..Record::new(b"v")
+            },
+            Record {
+                key: Some("clé".as_bytes()),
+                key_is_text: true,
+                priority: 3,
+                ..Record::new(b"v")
+            },
+            Record {
+                key: Some(b"k"),
+                tombstone: true,
+                ..Record::new(b"")
+            },
+        ];
+        for r in ok {
+            let mut body = Vec::new();
+            r.encode_body(&mut body);
+            let block = one_member(r.flags(), &body);
+            let v = batch_members(&block, 1).next().unwrap().unwrap();
+            assert_eq!((v.key, v.is_tombstone()), (r.key, r.tombstone));
+            assert_eq!(v.key_is_text(), r.key_is_text);
+        }
+        let topic = Record {
+            topic: Some("t"),
+            ..Record::new(b"v")
+        };
+        let mut body = Vec::new();
+        topic.encode_body(&mut body);
+        let mut refused = vec![one_member(topic.flags(), &body)];
+        let c = Compression {
+            min_size: 0,
+            ..Compression::new(Codec::Zstd)
+        };
+        let big = Record::new(&[7u8; 4096]);
+        let mut body = Vec::new();
+        let flags = big.encode_body_with(Some(&c), &mut body);
+        assert_ne!(flags & FLAG_COMPRESSED, 0);
+        refused.push(one_member(flags, &body));
+        // A hole, and a tombstone with another extension bit.
+        refused.push(one_member(FLAG_EXTENSION, &hole(0, 1)[RECORD_FIXED_LEN..]));
+        refused.push(one_member(
+            FLAG_EXTENSION | FLAG_KEY,
+            &[1, 0, b'k', EXT_TOMBSTONE | EXT_HOLE],
+        ));
+        for block in refused {
+            assert!(batch_members(&block, 1).next().unwrap().is_err());
+        }
     }
 }

@@ -336,10 +336,12 @@ struct ItemArg<'py> {
     key: Option<KeyArg<'py>>,
     headers: Option<HeadersArg<'py>>,
     fields: FieldsArg<'py>,
+    /// `"tombstone": True`: the item deletes its key's value.
+    tombstone: bool,
 }
 
 /// The entries a batch item dict may have.
-const ITEM_ENTRIES: [&str; 10] = [
+const ITEM_ENTRIES: [&str; 11] = [
     "payload",
     "key",
     "headers",
@@ -350,6 +352,7 @@ const ITEM_ENTRIES: [&str; 10] = [
     "ttl",
     "expires_at",
     "compress",
+    "tombstone",
 ];
 
 impl<'py> ItemArg<'py> {
@@ -384,10 +387,24 @@ impl<'py> ItemArg<'py> {
             return Self::from_parts(&payload, key.as_ref(), headers.as_ref()).map_err(context);
         }
         if let Ok(d) = item.cast::<PyDict>() {
-            let Some(payload) = d.get_item("payload")? else {
-                return Err(PyTypeError::new_err(format!(
-                    "append_batch item {index}: a dict needs a 'payload' entry"
-                )));
+            let tombstone = match d.get_item("tombstone")? {
+                Some(t) => t.extract::<bool>().map_err(|_| {
+                    PyTypeError::new_err(format!(
+                        "append_batch item {index}: 'tombstone' must be a bool, not {}",
+                        type_name(&t)
+                    ))
+                })?,
+                None => false,
+            };
+            let payload = match d.get_item("payload")? {
+                Some(p) => p,
+                // A tombstone has no payload.
+                None if tombstone => PyBytes::new(item.py(), b"").into_any(),
+                None => {
+                    return Err(PyTypeError::new_err(format!(
+                        "append_batch item {index}: a dict needs a 'payload' entry"
+                    )))
+                }
             };
             for k in d.keys() {
                 let k: String = k.extract().unwrap_or_default();
@@ -414,6 +431,7 @@ impl<'py> ItemArg<'py> {
                 queue_compression,
             )
             .map_err(context)?;
+            parsed.tombstone = tombstone;
             return Ok(parsed);
         }
         Self::from_parts(item, None, None).map_err(context)
@@ -435,6 +453,7 @@ impl<'py> ItemArg<'py> {
                 .map(HeadersArg::parse)
                 .transpose()?,
             fields: FieldsArg::default(),
+            tombstone: false,
         })
     }
 }
@@ -535,18 +554,21 @@ impl Appender {
     ///
     /// Items are bytes-like payloads, `(payload, key)` or
     /// `(payload, key, headers)` tuples, or dicts with `payload` and optional
-    /// `key`, `headers`, `topic`, `tags`, `queue_id`, `priority`, `ttl` and
-    /// `expires_at` entries (as the keyword arguments of `append`).
+    /// `key`, `headers`, `topic`, `tags`, `queue_id`, `priority`, `ttl`,
+    /// `expires_at` and `compress` entries (as the keyword arguments of
+    /// `append`); `{"key": k, "tombstone": True}` (no payload) deletes `k`'s
+    /// value, as `delete(k)` does.
     ///
     /// With `compress_together=True` the messages are compressed together
     /// in blocks of up to 64 KiB (format 9 batches, Kafka's record
     /// batches) with the queue's `compression` codec and level: far better
     /// ratios for small messages than one by one. Each message keeps its
-    /// own sequence, `get(seq)` decompresses one block. A block that would
-    /// not save 5 % is stored as plain messages. Refused with ValueError
-    /// (nothing appended): no `compression` option on the queue, items with
-    /// a key, topic, tags, expiry or `compress` of their own, an encrypted
-    /// queue, or declared field indexes.
+    /// own sequence, `get(seq)` decompresses one block; keys and tombstones
+    /// are indexed, so `Queue.find` and `Queue.get_latest` see them. A block
+    /// that would not save 5 % is stored as plain messages. Refused with
+    /// ValueError (nothing appended): no `compression` option on the queue,
+    /// items with a topic, tags, expiry or `compress` of their own, an
+    /// encrypted queue, or declared field indexes.
     ///
     /// >>> app.append_batch([b"a", (b"b", "key-b"), {"payload": b"c", "headers": {"h": "v"}}])
     /// range(1, 4)
@@ -606,7 +628,13 @@ impl Appender {
             let records = parsed
                 .iter()
                 .zip(&borrowed)
-                .map(|(item, b)| b.record(item.payload.as_slice(), item.key.as_ref(), &item.fields))
+                .map(|(item, b)| {
+                    let r = b.record(item.payload.as_slice(), item.key.as_ref(), &item.fields)?;
+                    Ok(Record {
+                        tombstone: item.tombstone,
+                        ..r
+                    })
+                })
                 .collect::<PyResult<Vec<_>>>()?;
             if compress_together {
                 exit::detach(py, || app.append_batch_together(&records, None))?

@@ -738,7 +738,8 @@ impl Queue {
     /// The last message appended with `key` (through the key index), or
     /// None when there is none or the last one is a tombstone
     /// (`Appender.delete(key)`): the key's latest value, as a compacted
-    /// Kafka topic reads it.
+    /// Kafka topic reads it. Members of batches compressed together count
+    /// by their own sequence.
     ///
     /// >>> q.get_latest("customer-7").payload
     /// b'order 12'
@@ -756,7 +757,9 @@ impl Queue {
     /// index points into a data file missing from the middle of the queue.
     /// With `topic` (and optionally `queue_id` and `tags`, as in `tailer`),
     /// only the messages of that topic (stream; carrying any of the tags)
-    /// with that key, each compared exactly; `limit` counts those.
+    /// with that key, each compared exactly; `limit` counts those. Members
+    /// of batches compressed together (`append_batch(...,
+    /// compress_together=True)`) with the key are found too.
     ///
     /// >>> [m.seq for m in q.find("customer-7")]
     /// [0, 12]

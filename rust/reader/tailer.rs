@@ -78,9 +78,19 @@ pub struct Message<'a> {
     payload_at: usize,
     position: u64,
     topic_offset: Option<u64>,
-    /// A member of a batch (format 9): the batch's codec and the length of
-    /// its stored (compressed) block, which `payload_at` points at.
-    member_of: Option<(Codec, usize)>,
+    /// A member of a batch (format 9): see [`MemberOf`].
+    member_of: Option<MemberOf>,
+}
+
+/// What a message read from a batch (format 9) knows of its batch.
+#[derive(Debug, Clone, Copy)]
+struct MemberOf {
+    /// The batch's codec.
+    codec: Codec,
+    /// Length of the stored (compressed) block, which `payload_at` points at.
+    block_len: usize,
+    /// The sequence after the batch's last member.
+    end: u64,
 }
 
 impl<'a> Message<'a> {
@@ -120,13 +130,18 @@ impl<'a> Message<'a> {
     /// payload here is always the decompressed one): for a member of a
     /// batch compressed together (format 9), the batch's codec.
     pub fn codec(&self) -> Option<Codec> {
-        self.view.codec.or(self.member_of.map(|m| m.0))
+        self.view.codec.or(self.member_of.map(|m| m.codec))
     }
     /// The message is a member of a batch compressed together (format 9):
     /// [`Message::position`] is the batch frame's and
     /// [`Message::payload_range`] the batch's compressed block.
     pub fn in_batch(&self) -> bool {
         self.member_of.is_some()
+    }
+    /// For a member of a batch (format 9), the sequence after the batch's
+    /// last member: the members `seq..batch_end` follow it in the same frame.
+    pub fn batch_end(&self) -> Option<u64> {
+        self.member_of.map(|m| m.end)
     }
     /// The payload was stored encrypted (the payload here is always the
     /// opened one).
@@ -147,7 +162,7 @@ impl<'a> Message<'a> {
     /// batch, which holds it among the other members.
     pub fn payload_range(&self) -> Range<usize> {
         match self.member_of {
-            Some((_, len)) => self.payload_at..self.payload_at + len,
+            Some(m) => self.payload_at..self.payload_at + m.block_len,
             None => self.payload_at..self.payload_at + self.view.payload.len(),
         }
     }
@@ -1004,7 +1019,8 @@ impl Tailer {
     }
 
     /// Moves to the first frame at or after `position` (see
-    /// [`Message::position`]); used to re-index the data after a crash.
+    /// [`Message::position`]), at a batch frame (format 9) to its first
+    /// member; used to re-index the data after a crash and by key lookups.
     pub fn seek_position(&mut self, pos: u64) -> Result<()> {
         self.check_open()?;
         let (number, offset) = position::decode(pos);
@@ -1035,7 +1051,9 @@ impl Tailer {
         let (mut seq, mut at) = (info.header.first_seq, DATA_HEADER_LEN);
         if info.header.file_number == number {
             if let Some(e) = cursor.entry(&self.catalog, |ix| ix.floor_offset(offset)) {
-                (seq, at) = (e.seq, e.offset as usize);
+                // An entry at a batch frame may name a later member: the
+                // frame's position is its first member.
+                (seq, at) = (entry_frame_seq(&cursor.map, &e), e.offset as usize);
             }
         }
         cursor.offset = at;
@@ -1670,14 +1688,18 @@ impl Tailer {
             return Ok(Some(Message {
                 seq: loc.seq,
                 timestamp: view.timestamp,
-                key: None,
+                key: m.key,
                 payload: m.payload,
                 payload_at: loc.record_at + view.payload_at,
                 position: position::encode(c.info.header.file_number, (loc.record_at - 4) as u64),
                 view: m,
                 mapping: &c.map,
                 topic_offset: None,
-                member_of: Some((view.codec.unwrap_or(Codec::Zstd), view.payload.len())),
+                member_of: Some(MemberOf {
+                    codec: view.codec.unwrap_or(Codec::Zstd),
+                    block_len: view.payload.len(),
+                    end: record::seq_after(rec, loc.seq),
+                }),
             }));
         }
         // `deliver` opened a sealed payload and decompressed a compressed

@@ -192,11 +192,15 @@ impl Appender {
     /// written as plain frames. Every member keeps its own sequence;
     /// readers deliver members one by one (a `get` decompresses its block).
     ///
+    /// Members may have a key and be tombstones: the key index gets an
+    /// entry per keyed member, at the batch frame's position, and
+    /// [`Queue::find`](crate::Queue::find) and
+    /// [`Queue::get_latest`](crate::Queue::get_latest) look inside the batch.
+    ///
     /// Refused ([`Error::InvalidArgument`]), with nothing appended: members
-    /// with a key or tombstone (the key index points at frames), a topic or
-    /// tags (the topic index), an expiry, a per-record `compress` other than the
-    /// queue default; an encrypted queue or one with field indexes
-    /// declared; no codec at all.
+    /// with a topic or tags (the topic index), an expiry, a per-record
+    /// `compress` other than the queue default; an encrypted queue or one
+    /// with field indexes declared; no codec at all.
     pub fn append_batch_together(
         &self,
         records: &[Record<'_>],
@@ -226,9 +230,7 @@ impl Appender {
         c.validate().map_err(Error::InvalidArgument)?;
         for (i, r) in records.iter().enumerate() {
             r.validate().map_err(Error::InvalidArgument)?;
-            let why = if r.key.is_some() || r.tombstone {
-                Some("a key (the key index points at frames, not into batches)")
-            } else if r.topic.is_some() || !r.tags.is_empty() {
+            let why = if r.topic.is_some() || !r.tags.is_empty() {
                 Some("a topic or tags (the topic index points at frames)")
             } else if r.expires_at.is_some() {
                 Some("an expiry (readers skip expired messages by their frame)")
@@ -299,6 +301,9 @@ impl Appender {
                     .entries
                     .push((record::FLAG_EXTENSION, (bundle.bodies.len() - start) as u32));
                 bundle.extra_seqs += members.len() as u64 - 1;
+                // The I/O thread indexes the members' keys from here: it
+                // has only the compressed block.
+                bundle.push_batch_keys(members.iter().filter_map(|r| r.key));
                 return;
             }
         }

@@ -16,6 +16,11 @@ pub struct Bundle {
     /// Sequences beyond one per entry: an entry that is a batch record
     /// (format 9, `record::EXT_BATCH`) stands for its `count` members.
     pub extra_seqs: u64,
+    /// The keys of batch records' members, which the I/O thread indexes
+    /// without decompressing the block: for each batch entry, in entry
+    /// order, `count:u32` then `count` times `len:u16 | key` (one per keyed
+    /// member, tombstones included, in member order).
+    pub batch_keys: Vec<u8>,
     /// With several writer processes: where the I/O thread reports the
     /// sequences the bundle got (they are known only once it is written).
     pub slot: Option<Arc<BundleSlot>>,
@@ -25,6 +30,42 @@ impl Bundle {
     /// How many sequences the bundle's messages take.
     pub fn seqs(&self) -> u64 {
         self.entries.len() as u64 + self.extra_seqs
+    }
+
+    /// Records the keys of the next batch entry's keyed members (see
+    /// [`Bundle::batch_keys`]).
+    pub fn push_batch_keys<'a>(&mut self, keys: impl Iterator<Item = &'a [u8]>) {
+        let at = self.batch_keys.len();
+        self.batch_keys.extend_from_slice(&0u32.to_le_bytes());
+        let mut n = 0u32;
+        for k in keys {
+            self.batch_keys
+                .extend_from_slice(&(k.len() as u16).to_le_bytes());
+            self.batch_keys.extend_from_slice(k);
+            n += 1;
+        }
+        self.batch_keys[at..at + 4].copy_from_slice(&n.to_le_bytes());
+    }
+}
+
+/// Reads [`Bundle::batch_keys`] back, one batch entry after the other.
+#[derive(Debug, Default)]
+pub struct BatchKeys {
+    at: usize,
+}
+
+impl BatchKeys {
+    /// The keys of the next batch entry's keyed members, in member order.
+    pub fn next<'a>(&mut self, all: &'a [u8]) -> Vec<&'a [u8]> {
+        let n = crate::format::le_u32(all, self.at).unwrap_or(0);
+        self.at += 4;
+        let mut keys = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            let len = crate::format::le_u16(all, self.at).unwrap_or(0) as usize;
+            keys.push(&all[self.at + 2..self.at + 2 + len]);
+            self.at += 2 + len;
+        }
+        keys
     }
 }
 

@@ -484,6 +484,7 @@ impl Handoff {
         bundle.bodies.clear();
         bundle.entries.clear();
         bundle.extra_seqs = 0;
+        bundle.batch_keys.clear();
         bundle.slot = None;
         let mut spare = self.spare.lock().unwrap_or_else(|e| e.into_inner());
         if spare.len() < 4 {

@@ -22,7 +22,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 
 use super::active::{ActiveFile, RollLimits, Sealed};
 use super::append_lock::AppendLock;
-use super::command::{Bundle, Command};
+use super::command::{BatchKeys, Bundle, Command};
 use super::derived::DerivedBuilder;
 use super::handoff::{Direct, DirectWriter, Handoff, Sleep};
 use super::options::{FlushMode, WriterOptions};
@@ -470,11 +470,14 @@ impl IoThread {
         // Once per bundle: `Catalog::key` clones an `Arc` (two atomic
         // read-modify-writes), which per message cost as much as a copy.
         let key = self.catalog.key();
+        let mut batch_keys = BatchKeys::default();
         for &(flags, len) in &bundle.entries {
             let body = &mut bundle.bodies[at..at + len as usize];
             at += len as usize;
             if record::body_is_batch(flags, body) {
-                self.write_batch(ts, body)?;
+                let members = batch_keys.next(&bundle.batch_keys);
+                keys |= !members.is_empty();
+                self.write_batch(ts, body, &members)?;
             } else {
                 self.write(key.as_deref(), flags, ts, body)?;
             }
@@ -525,8 +528,11 @@ impl IoThread {
     /// Writes a batch record (format 9) an appender built: its first
     /// sequence goes in here, where it is known, then one frame with the
     /// ordinary write path, then the members' other sequences are counted
-    /// and indexed (each dense entry points at the batch frame).
-    fn write_batch(&mut self, ts: u64, body: &mut [u8]) -> Result<()> {
+    /// and indexed (each dense entry points at the batch frame), and the
+    /// keys of its keyed members (`keys`, in member order, handed along by
+    /// the appender: this thread has only the compressed block) go into the
+    /// key index, each at the batch frame's position.
+    fn write_batch(&mut self, ts: u64, body: &mut [u8], keys: &[&[u8]]) -> Result<()> {
         let count = record::seqs_of_body_batch(body);
         if self
             .active
@@ -534,6 +540,14 @@ impl IoThread {
             .is_some_and(|a| a.count() > 0 && !a.has_room_for_seqs(count))
         {
             self.roll(ts)?; // its indexes have no room for every member
+        }
+        if !keys.is_empty() {
+            // As for a keyed record: a key-index file that cannot be made
+            // fails the append before the frame is written. (Keys beyond
+            // what the current index file holds start the next one after
+            // the frame; if that fails, the writer is poisoned and the next
+            // open indexes the batch from the data.)
+            self.key_index.reserve(ts)?;
         }
         record::set_batch_first_seq(body, self.next_seq);
         self.write_record(record::FLAG_EXTENSION, record::EXT_BATCH, ts, body)?;
@@ -543,8 +557,18 @@ impl IoThread {
             .expect("write_record leaves an active file");
         let at = active.write_pos - crate::format::frame::frame_size(RECORD_FIXED_LEN + body.len());
         active.add_batch_members(at, count - 1, ts)?;
+        let pos = position::encode(active.header.file_number, at as u64);
         self.next_seq += count - 1;
         self.frames_out += count - 1;
+        // Added after the frame: the key index never gets ahead of the
+        // data. Every keyed member gets an item, all at the frame's
+        // position (FORMAT.md, "Key index files": positions never decrease).
+        for key in keys {
+            match self.catalog.key() {
+                Some(k) => self.key_index.add(&k.index_key(key), pos, ts)?,
+                None => self.key_index.add(key, pos, ts)?,
+            }
+        }
         Ok(())
     }
 

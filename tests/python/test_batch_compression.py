@@ -9,6 +9,7 @@ compression; what does not combine is refused with nothing appended.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -106,7 +107,6 @@ def test_what_does_not_combine_is_refused(tmp_path: Path) -> None:
     with litemq.Queue(tmp_path / "q", compression="zstd") as q:
         app = q.appender()
         for bad in (
-            {"payload": b"p", "key": "k"},
             {"payload": b"p", "topic": "orders"},
             {"payload": b"p", "tags": ["t"]},
             {"payload": b"p", "ttl": 60},
@@ -181,3 +181,101 @@ def test_an_archive_reads_every_member_whole_and_by_ranges(tmp_path: Path) -> No
         assert got == local[start:end], (start, end)
     raw = a.read_arrow(start=10, end=20, raw=True, columns=["seq", "payload"])
     assert raw.column("payload").to_pylist() == payloads[9:19]
+
+
+def _keyed_items(n: int) -> list[bytes | tuple[bytes, str | bytes] | dict[str, object]]:
+    """Members of a batch: every 10th keyed "a" (text), every 10th + 1 keyed
+    with bytes, member 50 a tombstone of "c", the rest without a key."""
+    items: list[bytes | tuple[bytes, str | bytes] | dict[str, object]] = []
+    for i in range(n):
+        if i == 50:
+            items.append({"key": "c", "tombstone": True})
+        elif i % 10 == 0:
+            items.append((event(i), "a"))
+        elif i % 10 == 1:
+            items.append({"payload": event(i), "key": b"b\xff"})
+        else:
+            items.append(event(i))
+    return items
+
+
+def test_keys_and_tombstones_in_a_batch_are_found(tmp_path: Path) -> None:
+    with litemq.Queue(tmp_path, file_size=SMALL_FILE, compression="zstd") as q:
+        app = q.appender()
+        app.append(b"a-plain", key="a")  # 0
+        app.append(b"c-plain", key="c")  # 1
+        r = app.append_batch(_keyed_items(200), compress_together=True)
+        assert r == range(2, 202)
+        assert q.get(10).position == q.get(2).position  # one batch frame
+        a = q.find("a")
+        assert [m.seq for m in a] == [0] + [2 + i for i in range(0, 200, 10) if i != 50]
+        assert all(m.key == "a" for m in a)
+        assert a[1].payload == event(0)
+        b = q.find(b"b\xff")
+        assert len(b) == 20
+        assert all(m.key == b"b\xff" and m.payload == event(m.seq - 2) for m in b)
+        latest = q.get_latest("a")
+        assert latest is not None
+        assert (latest.seq, latest.payload) == (192, event(190))
+        # The tombstone member deletes "c", whose plain value came first.
+        assert q.get_latest("c") is None
+        c = q.find("c")
+        assert [(m.seq, m.tombstone, m.payload) for m in c] == [
+            (1, False, b"c-plain"),
+            (52, True, b""),
+        ]
+        # Latest wins by sequence: a plain record after the batch, then a
+        # batch after it.
+        app.append(b"a-later", key="a")
+        latest = q.get_latest("a")
+        assert latest is not None
+        assert latest.payload == b"a-later"
+        r2 = app.append_batch(
+            [event(i) for i in range(40)] + [(b"c-back", "c")], compress_together=True
+        )
+        back = q.get_latest("c")
+        assert back is not None
+        assert (back.seq, back.payload) == (r2.stop - 1, b"c-back")
+        # Tailers see keys and tombstones of members too.
+        t = q.tailer(52)
+        m = t.read_next()
+        assert m is not None
+        assert (m.key, m.tombstone) == ("c", True)
+
+
+def test_the_key_index_is_rebuilt_from_batches(tmp_path: Path) -> None:
+    with litemq.Queue(tmp_path, file_size=SMALL_FILE, compression="zstd") as q:
+        app = q.appender()
+        for _ in range(5):
+            app.append_batch(_keyed_items(100), compress_together=True)
+        want = [m.seq for m in q.find("a")]
+    assert len(want) == 45
+    shutil.rmtree(tmp_path / "index")
+    with litemq.Queue(tmp_path, file_size=SMALL_FILE, compression="zstd") as q:
+        assert [m.seq for m in q.find("a")] == want
+        assert len(q.find(b"b\xff")) == 50
+        latest = q.get_latest("a")
+        assert latest is not None
+        assert latest.seq == want[-1]
+        assert q.get_latest("c") is None
+
+
+def test_compaction_keeps_keyed_batches_and_get_latest_exact(tmp_path: Path) -> None:
+    with litemq.Queue(tmp_path, file_size=SMALL_FILE, compression="zstd") as q:
+        app = q.appender()
+        app.append(b"x-old", key="x")  # 0: superseded by a batch member
+        fill = [event(i) for i in range(60)]
+        r = app.append_batch([*fill, (b"x-new", "x"), (b"w-member", "w")], compress_together=True)
+        app.delete("w")  # a tombstone after the member: it must stay
+        app.roll()
+        app.append(b"active")
+        report = q.compact(grace=0)
+        assert report.records_dropped == 1, report
+        with pytest.raises(litemq.CompactedError):
+            q.get(0)
+        latest = q.get_latest("x")
+        assert latest is not None
+        assert (latest.seq, latest.payload) == (r.stop - 2, b"x-new")
+        assert q.get_latest("w") is None
+        # The batch is whole: every member reads back.
+        assert [m.payload for m in q.tailer(r.start)][: len(fill)] == fill

@@ -312,10 +312,6 @@ fn what_does_not_combine_is_refused_and_nothing_is_appended() {
     let tags = ["t"];
     for bad in [
         Record {
-            key: Some(b"k"),
-            ..Record::new(b"p")
-        },
-        Record {
             topic: Some("orders"),
             ..Record::new(b"p")
         },
@@ -533,14 +529,20 @@ fn a_multi_writer_queue_and_compaction_keep_batches() {
 }
 
 /// Writes `fuzz/regressions/frame_decode/batch_record` (a seed for the
-/// fuzz target: a batch record of three members, zstd) when
+/// fuzz target: a batch record of three members, zstd: one plain, one
+/// keyed, one tombstone) when
 /// `LITEMQ_WRITE_FUZZ_SEED` is set; always checks it decodes.
 #[test]
 fn the_fuzz_seed_is_a_batch_record() {
-    let members: Vec<Vec<u8>> = (0..3).map(event).collect();
+    let members: Vec<Vec<u8>> = vec![event(0), event(1), Vec::new()];
     let mut block = Vec::new();
-    for m in &members {
-        let r = Record::new(m);
+    for (i, m) in members.iter().enumerate() {
+        let r = Record {
+            key: (i > 0).then_some(&b"k"[..]),
+            key_is_text: i == 1,
+            tombstone: i == 2,
+            ..Record::new(m)
+        };
         record::push_batch_member(&mut block, r.flags(), r.body_len(), |o| r.encode_body(o));
     }
     let packed = litemq::format::compression::compress(Codec::Zstd, 1, &block);
@@ -559,7 +561,9 @@ fn the_fuzz_seed_is_a_batch_record() {
     let block = v.inflate(1 << 20).unwrap();
     record::check_batch_block(&block, 3).unwrap();
     let (_, m) = record::batch_member(&block, 3, 0, 0, 2).unwrap();
-    assert_eq!(m.payload, members[2]);
+    assert!(m.is_tombstone() && m.key == Some(&b"k"[..]) && m.payload.is_empty());
+    let (_, m) = record::batch_member(&block, 3, 0, 0, 1).unwrap();
+    assert_eq!((m.payload, m.key_is_text()), (&members[1][..], true));
     if std::env::var_os("LITEMQ_WRITE_FUZZ_SEED").is_some() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("fuzz/regressions/frame_decode/batch_record");
@@ -584,4 +588,371 @@ fn a_field_index_is_refused_on_a_queue_that_holds_batches() {
     app.append_batch_together(&records, None).unwrap();
     app.flush().unwrap();
     assert_eq!(q.next_seq(), 200);
+}
+
+/// A member with key `k` (text) and payload `p`, or a tombstone of `k`.
+fn keyed<'a>(k: &'a str, p: &'a [u8]) -> Record<'a> {
+    Record {
+        key: Some(k.as_bytes()),
+        key_is_text: true,
+        tombstone: p.is_empty(),
+        ..Record::new(p)
+    }
+}
+
+fn seqs_of(found: &[litemq::OwnedMessage]) -> Vec<u64> {
+    found.iter().map(|m| m.seq).collect()
+}
+
+#[test]
+fn keyed_members_and_tombstones_are_found_and_the_latest_wins_by_sequence() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).compression(zstd()).open().unwrap();
+    let app = q.appender().unwrap();
+    app.append_record(&keyed("a", b"a-plain")).unwrap(); // 0
+    app.append_record(&keyed("c", b"c-plain")).unwrap(); // 1
+    let payloads: Vec<Vec<u8>> = (0..200).map(event).collect();
+    let bytes_key: &[u8] = b"b\xff\x00";
+    // Members 2..202: every 10th keyed "a" (text), every 10th + 1 keyed
+    // with bytes, member 50 deletes "c", the rest without a key.
+    let records: Vec<Record<'_>> = payloads
+        .iter()
+        .enumerate()
+        .map(|(i, p)| match i % 10 {
+            _ if i == 50 => keyed("c", b""),
+            0 => keyed("a", p),
+            1 => Record {
+                key: Some(bytes_key),
+                ..Record::new(p)
+            },
+            _ => Record::new(p),
+        })
+        .collect();
+    let r = app.append_batch_together(&records, None).unwrap();
+    assert_eq!(r, 2..202);
+    app.flush().unwrap();
+    assert!(batch_frames(dir.path()) >= 1);
+
+    let a = q.find(b"a", None, None, None).unwrap();
+    let want: Vec<u64> = std::iter::once(0)
+        .chain((0..200).step_by(10).filter(|&i| i != 50).map(|i| 2 + i))
+        .collect();
+    assert_eq!(seqs_of(&a), want);
+    assert_eq!(a[1].payload, payloads[0]);
+    assert!(a
+        .iter()
+        .all(|m| m.key.as_deref() == Some(&b"a"[..]) && m.key_is_text));
+    assert_eq!(
+        seqs_of(&q.find(b"a", None, None, Some(3)).unwrap()),
+        want[..3]
+    );
+    let b = q.find(bytes_key, None, None, None).unwrap();
+    assert_eq!(b.len(), 20);
+    assert!(b
+        .iter()
+        .all(|m| !m.key_is_text && m.payload == payloads[(m.seq - 2) as usize]));
+    let latest = q.get_latest(b"a").unwrap().unwrap();
+    assert_eq!((latest.seq, &latest.payload), (192, &payloads[190]));
+    // The tombstone member deletes "c": its plain value came before it.
+    assert!(q.get_latest(b"c").unwrap().is_none());
+    let c = q.find(b"c", None, None, None).unwrap();
+    assert_eq!(seqs_of(&c), [1, 52]);
+    assert!(c[1].tombstone && c[1].payload.is_empty());
+    assert!(q.get(52).unwrap().tombstone);
+    // A plain record after the batch wins; then a batch after it.
+    app.append_record(&keyed("a", b"a-later")).unwrap(); // 202
+    assert_eq!(q.get_latest(b"a").unwrap().unwrap().payload, b"a-later");
+    let again: Vec<Record<'_>> = payloads[..50]
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            if i == 7 {
+                keyed("c", b"c-back")
+            } else {
+                Record::new(p)
+            }
+        })
+        .collect();
+    let r2 = app.append_batch_together(&again, None).unwrap();
+    let c = q.get_latest(b"c").unwrap().unwrap();
+    assert_eq!(
+        (c.seq, c.payload.as_slice()),
+        (r2.start + 7, &b"c-back"[..])
+    );
+    // Two members of one batch with the same key: the later one is latest.
+    let twice = [
+        keyed("d", b"d1"),
+        Record::new(&payloads[0]),
+        keyed("d", b"d2"),
+    ];
+    let mut more: Vec<Record<'_>> = payloads[..40].iter().map(|p| Record::new(p)).collect();
+    more.extend(twice);
+    let r3 = app.append_batch_together(&more, None).unwrap();
+    app.flush().unwrap();
+    assert_eq!(batch_frames(dir.path()), 3);
+    assert_eq!(
+        seqs_of(&q.find(b"d", None, None, None).unwrap()),
+        [r3.start + 40, r3.start + 42]
+    );
+    assert_eq!(q.get_latest(b"d").unwrap().unwrap().payload, b"d2");
+    // Time bounds hold for members (the batch's timestamp).
+    let ts = q.get(2).unwrap().timestamp;
+    assert_eq!(q.find(b"a", Some(ts + 1), None, None).unwrap().len(), 1);
+    assert_eq!(q.find(b"a", None, Some(ts + 1), None).unwrap().len(), 20);
+}
+
+/// Two keys with the same key-index hash (XXH32), found by brute force.
+fn colliding_keys() -> (String, String) {
+    let mut seen = std::collections::HashMap::new();
+    for i in 0u64.. {
+        let k = format!("key-{i}");
+        let h = litemq::index::key_index::key_hash(k.as_bytes());
+        if let Some(other) = seen.insert(h, k.clone()) {
+            return (other, k);
+        }
+    }
+    unreachable!()
+}
+
+#[test]
+fn members_whose_key_only_shares_the_hash_are_not_matches() {
+    let (k1, k2) = colliding_keys();
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).compression(zstd()).open().unwrap();
+    let app = q.appender().unwrap();
+    let payloads: Vec<Vec<u8>> = (0..100).map(event).collect();
+    let records: Vec<Record<'_>> = payloads
+        .iter()
+        .enumerate()
+        .map(|(i, p)| match i {
+            10 | 30 => keyed(&k1, p),
+            20 | 40 => keyed(&k2, p),
+            _ => Record::new(p),
+        })
+        .collect();
+    app.append_batch_together(&records, None).unwrap();
+    app.flush().unwrap();
+    assert_eq!(batch_frames(dir.path()), 1);
+    assert_eq!(
+        seqs_of(&q.find(k1.as_bytes(), None, None, None).unwrap()),
+        [10, 30]
+    );
+    assert_eq!(
+        seqs_of(&q.find(k2.as_bytes(), None, None, None).unwrap()),
+        [20, 40]
+    );
+    assert_eq!(q.get_latest(k1.as_bytes()).unwrap().unwrap().seq, 30);
+    assert_eq!(q.get_latest(k2.as_bytes()).unwrap().unwrap().seq, 40);
+}
+
+/// A queue whose every batch holds keyed members: `batches` batches of 100,
+/// member `i` of batch `b` keyed `k{i % 7}`.
+fn keyed_batches(q: &litemq::Queue, batches: u64) -> Vec<Vec<u8>> {
+    let app = q.appender().unwrap();
+    let payloads: Vec<Vec<u8>> = (0..100 * batches).map(event).collect();
+    let keys: Vec<String> = (0..7).map(|k| format!("k{k}")).collect();
+    for chunk in payloads.chunks(100) {
+        let records: Vec<Record<'_>> = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, p)| keyed(&keys[i % 7], p))
+            .collect();
+        app.append_batch_together(&records, None).unwrap();
+    }
+    app.flush().unwrap();
+    payloads
+}
+
+fn check_keyed_batches(q: &litemq::Queue, n: u64) {
+    for k in 0..7u64 {
+        let found = q
+            .find(format!("k{k}").as_bytes(), None, None, None)
+            .unwrap();
+        let want: Vec<u64> = (0..n).filter(|s| s % 100 % 7 == k).collect();
+        assert_eq!(seqs_of(&found), want, "k{k}");
+        assert_eq!(
+            q.get_latest(format!("k{k}").as_bytes())
+                .unwrap()
+                .unwrap()
+                .seq,
+            *want.last().unwrap()
+        );
+    }
+}
+
+#[test]
+fn the_key_index_is_rebuilt_from_the_batches_in_the_data_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).compression(zstd()).open().unwrap();
+    keyed_batches(&q, 6);
+    check_keyed_batches(&q, 600);
+    q.close().unwrap();
+    assert!(batch_frames(dir.path()) >= 6);
+    // The index files deleted: the next open indexes every keyed member.
+    std::fs::remove_dir_all(dir.path().join("index")).unwrap();
+    let q = small(dir.path()).compression(zstd()).open().unwrap();
+    check_keyed_batches(&q, 600);
+    q.close().unwrap();
+    // A crash between the members of the last batch: the index holds only
+    // some of its items (they share its position). Reopened, the batch is
+    // indexed whole again.
+    let index_dir = dir.path().join("index");
+    {
+        use litemq::index::key_index::{KeyIndexConfig, KeyIndexWriter};
+        let mut w = KeyIndexWriter::open_or_create(&index_dir, KeyIndexConfig::default()).unwrap();
+        let last = w.last_position().unwrap();
+        let ts = q_last_ts(dir.path());
+        w.truncate_after(last - 1).unwrap();
+        w.add(b"k0", last, ts).unwrap();
+        w.close().unwrap();
+    }
+    // As a crash leaves the metadata: not closed, and the key index's end
+    // at the last close unknown (the index moved since).
+    let p = dir.path().join("metadata.json");
+    let mut meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    meta["clean_shutdown"] = false.into();
+    meta["key_index_upto"] = 0.into();
+    meta["key_index_last"] = serde_json::Value::Null;
+    std::fs::write(&p, serde_json::to_string_pretty(&meta).unwrap()).unwrap();
+    let q = small(dir.path()).compression(zstd()).open().unwrap();
+    check_keyed_batches(&q, 600);
+}
+
+/// The timestamp of the queue's last message.
+fn q_last_ts(base: &Path) -> u64 {
+    let q = read_only(base);
+    let m = q.get(q.next_seq() - 1).unwrap();
+    m.timestamp
+}
+
+#[test]
+fn several_writers_index_each_others_keyed_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = || {
+        small(dir.path())
+            .compression(zstd())
+            .multi_writer(true)
+            .open()
+            .unwrap()
+    };
+    let (a, b) = (open(), open());
+    let payloads: Vec<Vec<u8>> = (0..100).map(event).collect();
+    for round in 0..3u64 {
+        for (w, q) in [(0u64, &a), (1, &b)] {
+            let key = format!("w{w}");
+            let records: Vec<Record<'_>> = payloads
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    if i % 10 == 3 {
+                        keyed(&key, p)
+                    } else {
+                        Record::new(p)
+                    }
+                })
+                .collect();
+            // One keyed batch after the other, each writer appending to
+            // the key index file the other one just added to.
+            let r = q
+                .appender()
+                .unwrap()
+                .append_batch_together(&records, None)
+                .unwrap();
+            assert_eq!(r.start, (round * 2 + w) * 100);
+        }
+    }
+    for q in [&a, &b, &a] {
+        q.appender()
+            .unwrap()
+            .append_record(&keyed("plain", b"p"))
+            .unwrap();
+    }
+    a.appender().unwrap().flush().unwrap();
+    b.appender().unwrap().flush().unwrap();
+    for q in [&a, &b] {
+        for w in 0..2u64 {
+            let found = q
+                .find(format!("w{w}").as_bytes(), None, None, None)
+                .unwrap();
+            assert_eq!(found.len(), 30, "w{w}");
+        }
+        assert_eq!(q.find(b"plain", None, None, None).unwrap().len(), 3);
+    }
+}
+
+#[test]
+fn compaction_keeps_keyed_batches_whole_and_get_latest_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).compression(zstd()).open().unwrap();
+    let app = q.appender().unwrap();
+    let payloads: Vec<Vec<u8>> = (0..100).map(event).collect();
+    let batch = |key_at: &[(usize, &'static str)], tomb: Option<(usize, &'static str)>| {
+        let records: Vec<Record<'_>> = payloads
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                if let Some((_, k)) = key_at.iter().find(|(at, _)| *at == i) {
+                    keyed(k, p)
+                } else if tomb.is_some_and(|(at, _)| at == i) {
+                    keyed(tomb.unwrap().1, b"")
+                } else {
+                    Record::new(p)
+                }
+            })
+            .collect();
+        app.append_batch_together(&records, None).unwrap()
+    };
+    // Sequences: x-old 0, batch 1..101, y-new 101, z-old 102, batch
+    // 103..203, batch 203..303, the tombstone of "w" 303.
+    // "x": plain, then a batch member (latest): the plain one goes.
+    app.append_record(&keyed("x", b"x-old")).unwrap();
+    // "y": a batch member, then plain (latest): the member stays in its batch.
+    let b1 = batch(&[(5, "x"), (6, "y")], None);
+    app.append_record(&keyed("y", b"y-new")).unwrap();
+    // "z": plain, then a tombstone member: the plain value goes.
+    app.append_record(&keyed("z", b"z-old")).unwrap();
+    let b2 = batch(&[], Some((9, "z")));
+    // "w": a batch member, then a plain tombstone past its grace: the
+    // tombstone stays, or the member would be the latest again.
+    let b3 = batch(&[(3, "w")], None);
+    app.append_record(&keyed("w", b"")).unwrap();
+    app.roll().unwrap();
+    app.append(b"active").unwrap();
+    app.flush().unwrap();
+    let before = read_all(&q, Start::Beginning);
+    let report = q
+        .compact(&litemq::CompactOptions::default(), &mut |_, _| {})
+        .unwrap();
+    assert_eq!(report.records_dropped, 2, "{report:?}"); // x-old, z-old
+    assert_eq!(report.tombstones_dropped, 0);
+    assert!(matches!(q.get(0), Err(Error::Compacted { .. })));
+    assert!(matches!(q.get(102), Err(Error::Compacted { .. })));
+    // Every batch member is still read, superseded ones included.
+    let after = read_all(&q, Start::Beginning);
+    let kept: Vec<_> = before
+        .iter()
+        .filter(|(s, _)| ![0, 102].contains(s))
+        .cloned()
+        .collect();
+    assert_eq!(after, kept);
+    assert_eq!(q.get(b1.start + 6).unwrap().payload, payloads[6]);
+    let x = q.get_latest(b"x").unwrap().unwrap();
+    assert_eq!(x.seq, b1.start + 5);
+    assert_eq!(q.get_latest(b"y").unwrap().unwrap().payload, b"y-new");
+    assert!(q.get_latest(b"z").unwrap().is_none());
+    assert_eq!(
+        seqs_of(&q.find(b"z", None, None, None).unwrap()),
+        [b2.start + 9]
+    );
+    assert!(q.get_latest(b"w").unwrap().is_none());
+    assert_eq!(q.find(b"w", None, None, None).unwrap().len(), 2);
+    assert_eq!(b3.start + 3, 206);
+    // Reopened from the data alone: the same answers.
+    q.close().unwrap();
+    std::fs::remove_dir_all(dir.path().join("index")).unwrap();
+    let q = small(dir.path()).compression(zstd()).open().unwrap();
+    assert_eq!(q.get_latest(b"x").unwrap().unwrap().seq, b1.start + 5);
+    assert!(q.get_latest(b"w").unwrap().is_none());
+    assert!(q.get_latest(b"z").unwrap().is_none());
 }

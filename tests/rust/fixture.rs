@@ -401,14 +401,27 @@ fn generate(dir: &Path, key: Option<[u8; 32]>) -> Value {
     })
 }
 
-/// Records one message of the `batched/` queue in its manifest: sequence,
-/// timestamp, payload, headers, priority, codec.
-type PushMessage<'a> = dyn FnMut(u64, u64, &[u8], &[Header], u8, Option<Codec>) + 'a;
+/// One message of the `batched/` queue as its manifest records it:
+/// sequence, timestamp, payload, headers, priority, codec, key, tombstone.
+type Batched<'a> = (
+    u64,
+    u64,
+    &'a [u8],
+    &'a [Header],
+    u8,
+    Option<Codec>,
+    &'a Option<(Vec<u8>, bool)>,
+    bool,
+);
+
+/// Records one message of the `batched/` queue in its manifest.
+type PushMessage<'a> = dyn FnMut(Batched<'_>) + 'a;
 
 /// Writes the `batched/` queue (format 9): plain messages and batches
 /// compressed together (zstd and lz4, members with headers and
-/// priorities, one batch cut in two by a file roll), with the generator's
-/// manual clock. Returns what the manifest's `batched` says: every message.
+/// priorities, keys as text and as bytes, a tombstone member, one batch
+/// cut in two by a file roll), with the generator's manual clock. Returns
+/// what the manifest's `batched` says: every message.
 fn generate_batched(dir: &Path) -> Value {
     let clock = Arc::new(ManualClock::new(START_US));
     let q = QueueBuilder::new(dir)
@@ -431,12 +444,7 @@ fn generate_batched(dir: &Path) -> Value {
         .into_bytes()
     };
     let mut messages: Vec<Value> = Vec::new();
-    let mut push = |seq: u64,
-                    ts: u64,
-                    payload: &[u8],
-                    headers: &[Header],
-                    priority: u8,
-                    codec: Option<Codec>| {
+    let mut push = |(seq, ts, payload, headers, priority, codec, key, tombstone): Batched<'_>| {
         messages.push(json!({
             "seq": seq,
             "timestamp": ts,
@@ -451,6 +459,8 @@ fn generate_batched(dir: &Path) -> Value {
             })).collect::<Vec<_>>(),
             "priority": priority,
             "compression": codec.map(Codec::name),
+            "key": key_json(key),
+            "tombstone": tombstone,
         }));
     };
     let mut ts = START_US;
@@ -458,7 +468,7 @@ fn generate_batched(dir: &Path) -> Value {
         clock.set(ts);
         let seq = app.append_record(&Record::new(payload)).unwrap();
         app.flush().unwrap();
-        push(seq, ts, payload, &[], 0, None);
+        push((seq, ts, payload, &[], 0, None, &None, false));
     };
     plain(&app, b"before the batches", ts, &mut push);
     for (n, (codec, count)) in [(Codec::Zstd, 40u32), (Codec::Lz4, 25), (Codec::Zstd, 200)]
@@ -487,10 +497,29 @@ fn generate_batched(dir: &Path) -> Value {
                     .collect()
             })
             .collect();
+        // Keys (format 9 allows them in members): text, bytes; in the lz4
+        // batch, member 12 deletes "user-0", keyed in the batch before.
+        let tombstone = |i: usize| n == 1 && i == 12;
+        let keys: Vec<Option<(Vec<u8>, bool)>> = (0..count as usize)
+            .map(|i| match i % 5 {
+                _ if tombstone(i) => Some((b"user-0".to_vec(), true)),
+                2 => Some((format!("user-{}", i % 3).into_bytes(), true)),
+                3 => Some((vec![0xfe, (i % 2) as u8], false)),
+                _ => None,
+            })
+            .collect();
+        let payloads: Vec<Vec<u8>> = payloads
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| if tombstone(i) { Vec::new() } else { p })
+            .collect();
         let records: Vec<Record<'_>> = (0..count as usize)
             .map(|i| Record {
                 headers: &fields[i],
                 priority: (i % 3) as u8,
+                key: keys[i].as_ref().map(|k| k.0.as_slice()),
+                key_is_text: keys[i].as_ref().is_some_and(|k| k.1),
+                tombstone: tombstone(i),
                 ..Record::new(&payloads[i])
             })
             .collect();
@@ -498,14 +527,16 @@ fn generate_batched(dir: &Path) -> Value {
         let r = app.append_batch_together(&records, Some(c)).unwrap();
         app.flush().unwrap();
         for (i, seq) in r.enumerate() {
-            push(
+            push((
                 seq,
                 ts,
                 &payloads[i],
                 &headers[i],
                 (i % 3) as u8,
                 Some(codec),
-            );
+                &keys[i],
+                tombstone(i),
+            ));
         }
         ts += STEP_US;
         plain(&app, format!("after batch {n}").as_bytes(), ts, &mut push);

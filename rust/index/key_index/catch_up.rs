@@ -16,7 +16,10 @@ use crate::error::Result;
 /// data, which ends before position `data_end`: items past it are dropped
 /// (the data was cut by recovery), and `add_from(writer, from)` is called to
 /// add the keyed messages at or after position `from` that the index lacks
-/// (a crash came between data and index). `upto` is the position the index
+/// (a crash came between data and index). Unless the index is as it was at
+/// a clean close, `from` is its last item's position, whose items are
+/// dropped first: a batch frame's keyed members share one position, and a
+/// crash may have come between them. `upto` is the position the index
 /// covered at the last clean close, when its last item was `last_at_close`.
 pub fn open_level_with_data(
     dir: &Path,
@@ -36,7 +39,17 @@ pub fn open_level_with_data(
     } else {
         0
     };
-    let from = writer.last_position().map_or(0, |p| p + 1).max(upto);
+    let from = match writer.last_position() {
+        // The last item's frame may be a batch (format 9) whose keyed
+        // members were only partly added (items share its position): drop
+        // its items and add the frame again whole.
+        Some(last) if upto <= last => {
+            writer.truncate_after(last - 1)?;
+            last
+        }
+        Some(last) => upto.max(last + 1),
+        None => upto,
+    };
     if from < data_end {
         add_from(&mut writer, from)?;
     }

@@ -368,8 +368,8 @@ impl IndexFile {
     }
 
     /// Appends item number `count + 1` (the writer's cached `count`), publishing it last.
-    /// Preconditions (checked by the writer): `count < items`, `position` non-zero and above
-    /// every earlier position, `begin_ms` is the first item's millisecond (`ts_ms` itself when `count == 0`) and
+    /// Preconditions (checked by the writer): `count < items`, `position` non-zero and not
+    /// below any earlier position, `begin_ms` is the first item's millisecond (`ts_ms` itself when `count == 0`) and
     /// `ts_ms - begin_ms` fits in u32.
     #[inline]
     pub fn append(&self, count: u32, hash: u32, position: u64, ts_ms: u64, begin_ms: u64) {
@@ -574,7 +574,7 @@ impl IndexFile {
 
     /// Brings an open (unsealed) file to the state a live writer would have produced for its
     /// longest valid published prefix: items are replayed in order and each must have a
-    /// non-zero, strictly ascending position, a non-decreasing time diff (0 for the first),
+    /// non-zero, non-decreasing position, a non-decreasing time diff (0 for the first),
     /// and a `prev` equal to its slot's head at that point. The slot table and header are
     /// rebuilt from those items; unpublished or invalid items and stale slots are zeroed.
     /// Returns the header after repair (count 0 means the file holds nothing).
@@ -609,7 +609,8 @@ impl IndexFile {
         while n < published {
             let it = self.item(n);
             let s = slot_of(it.hash, self.slots);
-            let ok = it.position > last_pos
+            let ok = it.position != 0
+                && it.position >= last_pos
                 && it.time_diff_ms >= last_diff
                 && (n > 0 || it.time_diff_ms == 0)
                 && it.prev == self.slot(s, Ordering::Relaxed);

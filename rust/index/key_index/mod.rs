@@ -721,14 +721,15 @@ impl KeyIndexWriter {
     }
 
     /// Indexes `key` for the message at `position`, stored at `timestamp_us` (µs since the
-    /// Unix epoch). Positions must strictly increase and timestamps must not decrease (to
-    /// the millisecond); position 0 is reserved. Starts a new file when the current one is
+    /// Unix epoch). Positions and timestamps (to the millisecond) must not decrease;
+    /// position 0 is reserved. Several items share a position only for the keyed members
+    /// of one batch frame (format 9), added one after the other. Starts a new file when the current one is
     /// full or `timestamp_us` is more than `u32::MAX` ms after its first item.
     #[inline]
     pub fn add(&mut self, key: &[u8], position: u64, timestamp_us: u64) -> Result<()> {
         let ts_ms = timestamp_us / 1000;
         if let Some(last) = self.last_position {
-            if position <= last {
+            if position < last {
                 return Err(out_of_order("position", position, last));
             }
             if ts_ms < self.last_ms {
