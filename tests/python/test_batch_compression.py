@@ -155,7 +155,11 @@ def test_an_archive_reads_every_member_whole_and_by_ranges(tmp_path: Path) -> No
         app = q.appender()
         app.append(b"plain")
         for at in range(0, len(payloads), 500):
-            app.append_batch(payloads[at : at + 500], compress_together=True)
+            items = [
+                {"payload": p, "key": f"k{i % 9}"} if i % 4 == 0 else p
+                for i, p in enumerate(payloads[at : at + 500], at)
+            ]
+            app.append_batch(items, compress_together=True)
             if at == 2500:
                 app.roll()  # a batched file sealed in the middle
         app.append(b"plain too")
