@@ -97,6 +97,9 @@ pub struct Columns {
     fields_filled: usize,
     /// The columns this batch fills (from [`Columns::empty`]).
     set: Option<ColumnSet>,
+    /// Some row has a topic, an expiry or a priority: the record-field
+    /// columns are not all nulls and zeros.
+    any_fields: bool,
 }
 
 /// One declared secondary index's header field as a column: each row holds
@@ -524,6 +527,7 @@ impl Columns {
     #[inline]
     fn push_extra(&mut self, i: usize, rec: &RecordView<'_>, cols: ColumnSet) {
         if rec.flags & (FLAG_TOPIC | FLAG_EXPIRY | FLAG_PRIORITY) != 0 {
+            self.any_fields = true;
             self.fill_plain(i, cols);
             self.push_fields(i, rec, cols);
             self.fields_filled = i + 1;
@@ -821,14 +825,22 @@ fn append_vec<T: Copy>(dst: &mut Vec<T>, src: &[T]) {
 }
 
 /// Most threads a read of whole files uses: the `LITEMQ_READ_THREADS`
-/// environment variable when set (1 turns parallel reads off), else the
-/// cores this process may run on; never more than 16.
+/// environment variable (`0` or `auto`: the cores this process may run on;
+/// a number: that many, at most 16). Unset, reads are serial: on the 2-core
+/// machine shared with other work where this was measured, two threads
+/// reached 1.3x one thread's rate on pure computation, and the parallel
+/// read, which copies every part after the first once more into the one
+/// batch, was slower than the serial one (docs/PERFORMANCE.md).
 pub fn read_threads() -> usize {
-    let env = std::env::var("LITEMQ_READ_THREADS")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok());
-    env.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .clamp(1, 16)
+    let cores = || std::thread::available_parallelism().map_or(1, |n| n.get());
+    match std::env::var("LITEMQ_READ_THREADS") {
+        Ok(v) => match v.trim() {
+            "0" | "auto" => cores(),
+            n => n.parse::<usize>().unwrap_or(1),
+        },
+        Err(_) => 1,
+    }
+    .clamp(1, 16)
 }
 
 impl Columns {
@@ -858,6 +870,12 @@ impl Columns {
             return false;
         }
         let (rows, n) = (self.rows, other.rows);
+        let plain = !(self.any_fields || other.any_fields);
+        if plain {
+            // All nulls and zeros on both sides: written anew (zeroed
+            // memory, not touched) by `finish` below instead of copied.
+            self.clear_plain();
+        }
         append_vec(&mut self.seq, &other.seq);
         append_vec(&mut self.timestamp, &other.timestamp);
         append_bits(&mut self.key_valid, rows, &other.key_valid, n);
@@ -886,21 +904,23 @@ impl Columns {
         let base = self.payload_data.len() as i32;
         append_offsets(&mut self.payload_offsets, &other.payload_offsets, base);
         append_vec(&mut self.payload_data, &other.payload_data);
-        append_bits(&mut self.topic_valid, rows, &other.topic_valid, n);
-        self.topic_nulls += other.topic_nulls;
-        let base = self.topic_data.len() as i32;
-        append_offsets(&mut self.topic_offsets, &other.topic_offsets, base);
-        append_vec(&mut self.topic_data, &other.topic_data);
-        append_vec(&mut self.queue_id, &other.queue_id);
-        let entries = self.tag_offsets.len() as i32 - 1;
-        append_offsets(&mut self.tags_offsets, &other.tags_offsets, entries);
-        let base = self.tag_data.len() as i32;
-        append_offsets(&mut self.tag_offsets, &other.tag_offsets, base);
-        append_vec(&mut self.tag_data, &other.tag_data);
-        append_vec(&mut self.priority, &other.priority);
-        append_bits(&mut self.expires_valid, rows, &other.expires_valid, n);
-        self.expires_nulls += other.expires_nulls;
-        append_vec(&mut self.expires_at, &other.expires_at);
+        if !plain {
+            append_bits(&mut self.topic_valid, rows, &other.topic_valid, n);
+            self.topic_nulls += other.topic_nulls;
+            let base = self.topic_data.len() as i32;
+            append_offsets(&mut self.topic_offsets, &other.topic_offsets, base);
+            append_vec(&mut self.topic_data, &other.topic_data);
+            append_vec(&mut self.queue_id, &other.queue_id);
+            let entries = self.tag_offsets.len() as i32 - 1;
+            append_offsets(&mut self.tags_offsets, &other.tags_offsets, entries);
+            let base = self.tag_data.len() as i32;
+            append_offsets(&mut self.tag_offsets, &other.tag_offsets, base);
+            append_vec(&mut self.tag_data, &other.tag_data);
+            append_vec(&mut self.priority, &other.priority);
+            append_bits(&mut self.expires_valid, rows, &other.expires_valid, n);
+            self.expires_nulls += other.expires_nulls;
+            append_vec(&mut self.expires_at, &other.expires_at);
+        }
         append_bits(&mut self.codec_valid, rows, &other.codec_valid, n);
         self.codec_nulls += other.codec_nulls;
         let base = self.codec_data.len() as i32;
@@ -916,9 +936,32 @@ impl Columns {
             append_vec(&mut f.data, &g.data);
         }
         self.rows += n;
-        self.fields_filled = self.rows;
+        self.any_fields |= other.any_fields;
+        if plain {
+            self.finish();
+        } else {
+            self.fields_filled = self.rows;
+        }
         self.next_seq = other.next_seq;
         true
+    }
+
+    /// Empties the record-field columns (topic, queue id, tags, priority,
+    /// expiry) of a batch none of whose rows has those fields, for
+    /// [`Columns::fill_plain`] to fill them again from row 0.
+    fn clear_plain(&mut self) {
+        let reset = |on: bool| if on { vec![0] } else { Vec::new() };
+        let cols = self.set.unwrap_or(ColumnSet::NONE);
+        self.topic_valid = Vec::new();
+        self.topic_nulls = 0;
+        self.topic_offsets = reset(cols.topic);
+        self.queue_id = Vec::new();
+        self.tags_offsets = reset(cols.tags);
+        self.priority = Vec::new();
+        self.expires_valid = Vec::new();
+        self.expires_nulls = 0;
+        self.expires_at = Vec::new();
+        self.fields_filled = 0;
     }
 
     /// Reads `[start, end)` (at most `max_rows` rows) as

@@ -30,7 +30,7 @@ def payload(i: int) -> bytes:
     return f"{i:08d}".encode() * (1 + i % 13)
 
 
-def read(q: litemq.Queue, threads: int, monkeypatch: pytest.MonkeyPatch, **kw: Any) -> Any:
+def read(q: litemq.Queue, threads: int | str, monkeypatch: pytest.MonkeyPatch, **kw: Any) -> Any:
     monkeypatch.setenv("LITEMQ_READ_THREADS", str(threads))
     batch = q.read_arrow(**kw)
     batch.validate(full=True)
@@ -38,9 +38,10 @@ def read(q: litemq.Queue, threads: int, monkeypatch: pytest.MonkeyPatch, **kw: A
 
 
 def same_as_serial(q: litemq.Queue, monkeypatch: pytest.MonkeyPatch, **kw: Any) -> pa.RecordBatch:
-    """Reads with 1 thread and with 2, 3 and 5, asserting the batches are equal."""
+    """Reads with 1 thread and with 2, 3, 5 and "auto" (the cores), asserting
+    the batches are equal."""
     serial = read(q, 1, monkeypatch, **kw)
-    for threads in (2, 3, 5):
+    for threads in (2, 3, 5, "auto"):
         got = read(q, threads, monkeypatch, **kw)
         assert got.schema == serial.schema
         for name in serial.schema.names:
