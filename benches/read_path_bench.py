@@ -13,6 +13,9 @@ moves much less than the wall clock:
 - ``read_batch``: ``t.read_batch(1000, timeout=0)`` until empty, ``m.payload`` of each;
 - ``read_batch(payloads=True)``: the same, the payloads themselves;
 - ``read_arrow()``: the whole queue in one call, then ``pc.binary_length`` summed;
+- ``read_arrow(), threads``: the same with ``LITEMQ_READ_THREADS=auto`` (files read on
+  up to ``min(cores, files)`` threads; compare its wall-clock rate: its CPU time adds up
+  every thread's; an older build reads serially here);
 - ``read_arrow(65,536)``: calls of 65,536 rows;
 - ``lmdb``: ``txn.cursor().iternext(keys=False, values=True)`` (when lmdb is installed).
 
@@ -71,6 +74,13 @@ def cases(q: litemq.Queue) -> dict[str, Callable[[], int]]:
         b = q.read_arrow()
         return int(pc.sum(pc.binary_length(b.column("payload"))).as_py())
 
+    def arrow_threads() -> int:
+        os.environ["LITEMQ_READ_THREADS"] = "auto"
+        try:
+            return arrow_whole()
+        finally:
+            del os.environ["LITEMQ_READ_THREADS"]
+
     def arrow_chunks() -> int:
         start, total = q.first_seq, 0
         while (b := q.read_arrow(start=start, max_rows=65536)).num_rows:
@@ -83,6 +93,7 @@ def cases(q: litemq.Queue) -> dict[str, Callable[[], int]]:
         "read_batch": batches,
         "read_batch(payloads=True)": payloads,
         "read_arrow()": arrow_whole,
+        "read_arrow(), threads": arrow_threads,
         "read_arrow(65,536)": arrow_chunks,
     }
 

@@ -1114,12 +1114,23 @@ impl Queue {
             self.wait_visible()?;
         }
         let first = self.first_seq();
+        let whole = query.is_none();
         let mut t = match query {
             Some(q) => self.where_field(q)?,
             None => Tailer::new(self.inner.catalog.clone(), self.inner.config.wait),
         };
         if start.max(first) >= end {
             return Ok((Columns::empty(0, cols).with_fields(fields), end.max(start)));
+        }
+        if whole {
+            // Whole files on several threads (see `Columns::read_parallel`).
+            let range = (start.max(first), end, max_rows);
+            let (catalog, wait) = (&self.inner.catalog, self.inner.config.wait);
+            let threads = crate::reader::columns::read_threads();
+            if let Some(b) = Columns::read_parallel(catalog, wait, range, cols, fields, threads)? {
+                let next = b.next_seq.min(end);
+                return Ok((b, next));
+            }
         }
         t.seek(start.max(first))?;
         let b = Columns::read_fields(&mut t, end, max_rows, cols, fields)?;

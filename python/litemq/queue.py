@@ -406,6 +406,16 @@ class Queue(_litemq.Queue):
         frames each by their own CRC; damage raises CorruptedError naming
         the file. Needs pyarrow.
 
+        The GIL is released while the engine reads. With the environment
+        variable ``LITEMQ_READ_THREADS`` set (``auto``: the cores; or a
+        number, at most 16), a read without ``topic``/``tags``/``queue_id``/
+        ``where`` whose range crosses a data file's start reads several
+        files at once on up to ``min(threads, files in the range)`` threads
+        and joins the parts in sequence order into the one batch; unset or
+        ``1``, it reads on the calling thread (the default: see
+        docs/PERFORMANCE.md). Rows, cuts and errors are the serial read's:
+        when two files are damaged, the earlier one is reported.
+
         ``fields`` (names of declared indexes) adds one column per field,
         named after it, after the others: the message's first value of that
         header the index indexes (see `where`), ``string`` for a str index,

@@ -8,6 +8,8 @@ use crate::index::fields::FieldIndexDef;
 use crate::reader::catalog::Catalog;
 use crate::reader::tailer::{Message, Tailer};
 use crate::reader::topic::TopicFilter;
+use crate::reader::wait::WaitStrategy;
+use std::sync::Arc;
 
 /// Columns of consecutive messages in Arrow's layout: validity bitmaps are
 /// LSB-first, offsets are `i32` (a read stops before any column's data
@@ -95,6 +97,9 @@ pub struct Columns {
     fields_filled: usize,
     /// The columns this batch fills (from [`Columns::empty`]).
     set: Option<ColumnSet>,
+    /// Some row has a topic, an expiry or a priority: the record-field
+    /// columns are not all nulls and zeros.
+    any_fields: bool,
 }
 
 /// One declared secondary index's header field as a column: each row holds
@@ -295,6 +300,36 @@ impl Columns {
         b
     }
 
+    /// Makes room for `rows` more rows like those read so far when the
+    /// fixed-size columns are full, backing large columns with huge pages (a
+    /// column grown by `push` one row at a time gets 4 KiB pages, each
+    /// faulted in on its own).
+    fn reserve_more(&mut self, rows: usize) {
+        if self.rows == 0 || self.seq.capacity() - self.seq.len() >= rows {
+            return;
+        }
+        for v in [&mut self.seq, &mut self.timestamp] {
+            v.reserve(rows);
+            huge(v);
+        }
+        for v in [
+            &mut self.payload_offsets,
+            &mut self.key_offsets,
+            &mut self.headers_offsets,
+        ] {
+            if !v.is_empty() {
+                v.reserve(rows);
+                huge(v);
+            }
+        }
+        if !self.payload_offsets.is_empty() {
+            let avg = self.payload_data.len() / self.rows;
+            self.payload_data
+                .reserve(avg.saturating_mul(rows).min(RESERVE_BYTES));
+            huge(&mut self.payload_data);
+        }
+    }
+
     /// Adds a column per field in `defs` (filled by [`Columns::read_set`]
     /// and field reads, see [`FieldColumn`]).
     pub fn with_fields(mut self, defs: &[FieldIndexDef]) -> Columns {
@@ -492,6 +527,7 @@ impl Columns {
     #[inline]
     fn push_extra(&mut self, i: usize, rec: &RecordView<'_>, cols: ColumnSet) {
         if rec.flags & (FLAG_TOPIC | FLAG_EXPIRY | FLAG_PRIORITY) != 0 {
+            self.any_fields = true;
             self.fill_plain(i, cols);
             self.push_fields(i, rec, cols);
             self.fields_filled = i + 1;
@@ -524,25 +560,30 @@ impl Columns {
         // Validity bits of the new rows are 0: the bitmaps only grow.
         let bytes = upto.div_ceil(8);
         if cols.topic {
-            self.topic_valid.resize(bytes, 0);
+            fill_zeroed(&mut self.topic_valid, bytes, 0);
             self.topic_nulls += n;
             let end = self.topic_data.len() as i32;
-            self.topic_offsets.resize(self.topic_offsets.len() + n, end);
+            let len = self.topic_offsets.len() + n;
+            fill_zeroed(&mut self.topic_offsets, len, end);
         }
         if cols.queue_id {
-            self.queue_id.resize(self.queue_id.len() + n, 0);
+            let len = self.queue_id.len() + n;
+            fill_zeroed(&mut self.queue_id, len, 0);
         }
         if cols.tags {
             let end = self.tag_offsets.len() as i32 - 1;
-            self.tags_offsets.resize(self.tags_offsets.len() + n, end);
+            let len = self.tags_offsets.len() + n;
+            fill_zeroed(&mut self.tags_offsets, len, end);
         }
         if cols.priority {
-            self.priority.resize(self.priority.len() + n, 0);
+            let len = self.priority.len() + n;
+            fill_zeroed(&mut self.priority, len, 0);
         }
         if cols.expires_at {
-            self.expires_valid.resize(bytes, 0);
+            fill_zeroed(&mut self.expires_valid, bytes, 0);
             self.expires_nulls += n;
-            self.expires_at.resize(self.expires_at.len() + n, 0);
+            let len = self.expires_at.len() + n;
+            fill_zeroed(&mut self.expires_at, len, 0);
         }
         self.fields_filled = upto;
     }
@@ -625,6 +666,7 @@ impl Columns {
         let mut full = false;
         while !full && b.rows < max_rows && tailer.next_seq() < end {
             let want = (max_rows - b.rows).min((end - tailer.next_seq()) as usize);
+            b.reserve_more(want.min(RESERVE_ROWS));
             let taken = tailer.read_run(want, &mut |m| {
                 let ok = b.push_row(m.seq, m.record(), payload_of(m, cols), hint, cols);
                 full = !ok;
@@ -729,5 +771,298 @@ fn payload_of<'a>(m: &Message<'a>, cols: ColumnSet) -> &'a [u8] {
         m.record().payload
     } else {
         m.payload
+    }
+}
+
+/// Grows `v` to `len` items of `value`. A column still all zeros that
+/// stays so (the common all-null topic, tags, expiry columns of a queue
+/// without record fields) is allocated zeroed instead: large zeroed
+/// allocations come from the kernel already zero, so nothing is written and
+/// no page is touched until pyarrow reads it.
+fn fill_zeroed<T: Copy + Default + PartialEq>(v: &mut Vec<T>, len: usize, value: T) {
+    if v.len() <= 1 && value == T::default() && v.iter().all(|x| *x == value) {
+        *v = vec![value; len];
+    } else {
+        v.resize(len, value);
+    }
+}
+
+/// Appends `src_rows` bits of `src` after the first `dst_rows` bits of
+/// `dst` (LSB-first bitmaps whose bits past their rows are 0).
+fn append_bits(dst: &mut Vec<u8>, dst_rows: usize, src: &[u8], src_rows: usize) {
+    let src = &src[..src_rows.div_ceil(8).min(src.len())];
+    let shift = dst_rows % 8;
+    dst.resize(dst_rows.div_ceil(8), 0);
+    if shift == 0 {
+        dst.extend_from_slice(src);
+    } else {
+        dst.resize((dst_rows + src_rows).div_ceil(8), 0);
+        let at = dst_rows / 8;
+        for (j, &b) in src.iter().enumerate() {
+            dst[at + j] |= b << shift;
+            if let Some(d) = dst.get_mut(at + j + 1) {
+                *d |= b >> (8 - shift);
+            }
+        }
+    }
+}
+
+/// Appends offsets `src[1..]` rebased by `base` (`dst` and `src` both start
+/// with their first row's start offset; both empty: a column left out).
+fn append_offsets(dst: &mut Vec<i32>, src: &[i32], base: i32) {
+    if let Some(rest) = src.get(1..) {
+        dst.extend(rest.iter().map(|o| o + base));
+    }
+}
+
+/// Appends `src` to `dst`, backing a large column with huge pages.
+fn append_vec<T: Copy>(dst: &mut Vec<T>, src: &[T]) {
+    if dst.capacity() - dst.len() < src.len() {
+        dst.reserve(src.len());
+        huge(dst);
+    }
+    dst.extend_from_slice(src);
+}
+
+/// Most threads a read of whole files uses: the `LITEMQ_READ_THREADS`
+/// environment variable (`0` or `auto`: the cores this process may run on;
+/// a number: that many, at most 16). Unset, reads are serial: on the 2-core
+/// machine shared with other work where this was measured, two threads
+/// reached 1.3x one thread's rate on pure computation, and the parallel
+/// read, which copies every part after the first once more into the one
+/// batch, was slower than the serial one (docs/PERFORMANCE.md).
+pub fn read_threads() -> usize {
+    let cores = || std::thread::available_parallelism().map_or(1, |n| n.get());
+    match std::env::var("LITEMQ_READ_THREADS") {
+        Ok(v) => match v.trim() {
+            "0" | "auto" => cores(),
+            n => n.parse::<usize>().unwrap_or(1),
+        },
+        Err(_) => 1,
+    }
+    .clamp(1, 16)
+}
+
+impl Columns {
+    /// Appends the rows of `other`, a batch read from where this one
+    /// stopped (both finished). Returns false, and leaves `self` as it was,
+    /// when a column would pass `i32::MAX` bytes.
+    fn append(&mut self, other: &Columns) -> bool {
+        let fits = |a: usize, b: usize| a + b <= LIMIT;
+        if !(fits(self.payload_data.len(), other.payload_data.len())
+            && fits(self.key_data.len(), other.key_data.len())
+            && fits(self.header_name_data.len(), other.header_name_data.len())
+            && fits(self.header_value_data.len(), other.header_value_data.len())
+            && fits(
+                self.header_name_offsets.len(),
+                other.header_name_offsets.len(),
+            )
+            && fits(self.topic_data.len(), other.topic_data.len())
+            && fits(self.tag_data.len(), other.tag_data.len())
+            && fits(self.tag_offsets.len(), other.tag_offsets.len())
+            && fits(self.codec_data.len(), other.codec_data.len())
+            && self
+                .fields
+                .iter()
+                .zip(&other.fields)
+                .all(|(a, b)| fits(a.data.len(), b.data.len())))
+        {
+            return false;
+        }
+        let (rows, n) = (self.rows, other.rows);
+        let plain = !(self.any_fields || other.any_fields);
+        if plain {
+            // All nulls and zeros on both sides: written anew (zeroed
+            // memory, not touched) by `finish` below instead of copied.
+            self.clear_plain();
+        }
+        append_vec(&mut self.seq, &other.seq);
+        append_vec(&mut self.timestamp, &other.timestamp);
+        append_bits(&mut self.key_valid, rows, &other.key_valid, n);
+        self.key_nulls += other.key_nulls;
+        let base = self.key_data.len() as i32;
+        append_offsets(&mut self.key_offsets, &other.key_offsets, base);
+        append_vec(&mut self.key_data, &other.key_data);
+        append_bits(&mut self.headers_valid, rows, &other.headers_valid, n);
+        self.headers_nulls += other.headers_nulls;
+        let entries = self.header_name_offsets.len() as i32 - 1;
+        append_offsets(&mut self.headers_offsets, &other.headers_offsets, entries);
+        let base = self.header_name_data.len() as i32;
+        append_offsets(
+            &mut self.header_name_offsets,
+            &other.header_name_offsets,
+            base,
+        );
+        append_vec(&mut self.header_name_data, &other.header_name_data);
+        let base = self.header_value_data.len() as i32;
+        append_offsets(
+            &mut self.header_value_offsets,
+            &other.header_value_offsets,
+            base,
+        );
+        append_vec(&mut self.header_value_data, &other.header_value_data);
+        let base = self.payload_data.len() as i32;
+        append_offsets(&mut self.payload_offsets, &other.payload_offsets, base);
+        append_vec(&mut self.payload_data, &other.payload_data);
+        if !plain {
+            append_bits(&mut self.topic_valid, rows, &other.topic_valid, n);
+            self.topic_nulls += other.topic_nulls;
+            let base = self.topic_data.len() as i32;
+            append_offsets(&mut self.topic_offsets, &other.topic_offsets, base);
+            append_vec(&mut self.topic_data, &other.topic_data);
+            append_vec(&mut self.queue_id, &other.queue_id);
+            let entries = self.tag_offsets.len() as i32 - 1;
+            append_offsets(&mut self.tags_offsets, &other.tags_offsets, entries);
+            let base = self.tag_data.len() as i32;
+            append_offsets(&mut self.tag_offsets, &other.tag_offsets, base);
+            append_vec(&mut self.tag_data, &other.tag_data);
+            append_vec(&mut self.priority, &other.priority);
+            append_bits(&mut self.expires_valid, rows, &other.expires_valid, n);
+            self.expires_nulls += other.expires_nulls;
+            append_vec(&mut self.expires_at, &other.expires_at);
+        }
+        append_bits(&mut self.codec_valid, rows, &other.codec_valid, n);
+        self.codec_nulls += other.codec_nulls;
+        let base = self.codec_data.len() as i32;
+        append_offsets(&mut self.codec_offsets, &other.codec_offsets, base);
+        append_vec(&mut self.codec_data, &other.codec_data);
+        append_vec(&mut self.raw_len, &other.raw_len);
+        for (f, g) in self.fields.iter_mut().zip(&other.fields) {
+            append_bits(&mut f.valid, rows, &g.valid, n);
+            f.nulls += g.nulls;
+            append_vec(&mut f.ints, &g.ints);
+            let base = f.data.len() as i32;
+            append_offsets(&mut f.offsets, &g.offsets, base);
+            append_vec(&mut f.data, &g.data);
+        }
+        self.rows += n;
+        self.any_fields |= other.any_fields;
+        if plain {
+            self.finish();
+        } else {
+            self.fields_filled = self.rows;
+        }
+        self.next_seq = other.next_seq;
+        true
+    }
+
+    /// Empties the record-field columns (topic, queue id, tags, priority,
+    /// expiry) of a batch none of whose rows has those fields, for
+    /// [`Columns::fill_plain`] to fill them again from row 0.
+    fn clear_plain(&mut self) {
+        let reset = |on: bool| if on { vec![0] } else { Vec::new() };
+        let cols = self.set.unwrap_or(ColumnSet::NONE);
+        self.topic_valid = Vec::new();
+        self.topic_nulls = 0;
+        self.topic_offsets = reset(cols.topic);
+        self.queue_id = Vec::new();
+        self.tags_offsets = reset(cols.tags);
+        self.priority = Vec::new();
+        self.expires_valid = Vec::new();
+        self.expires_nulls = 0;
+        self.expires_at = Vec::new();
+        self.fields_filled = 0;
+    }
+
+    /// Reads `[start, end)` (at most `max_rows` rows) as
+    /// [`Columns::read_fields`] does, several data files at once: the range
+    /// is cut at file starts into at most `threads` parts of about equal
+    /// length, each read by its own tailer on its own thread (the calling
+    /// thread reads the first), and the parts are joined in sequence order.
+    /// Returns `None`, having read nothing, when the range lies in one file
+    /// or `threads` is 1: read it serially.
+    ///
+    /// The result is what a serial read returns: the same rows in the same
+    /// order, or the error of the earliest part that failed after every
+    /// part before it was read whole (a damaged sealed file is
+    /// [`crate::Error::Corrupted`] naming it, the first in sequence order
+    /// winning). A part stopped short by the `i32::MAX` column limit ends
+    /// the result there (`next_seq` says where to go on). Since a sequence
+    /// holds at most one row, the range read in parallel is cut to
+    /// `max_rows` sequences; when holes (key compaction) left it short of
+    /// `max_rows` rows, the rest is read serially after it.
+    pub(crate) fn read_parallel(
+        catalog: &Arc<Catalog>,
+        wait: WaitStrategy,
+        (start, end, max_rows): (u64, u64, usize),
+        cols: ColumnSet,
+        defs: &[FieldIndexDef],
+        threads: usize,
+    ) -> Result<Option<Columns>> {
+        let (whole_end, end) = (end, end.min(start.saturating_add(max_rows as u64)));
+        if threads < 2 || start >= end {
+            return Ok(None);
+        }
+        let files = catalog.snapshot();
+        let starts: Vec<u64> = files
+            .iter()
+            .map(|f| f.header.first_seq)
+            .filter(|&s| s > start && s < end)
+            .collect();
+        if starts.is_empty() {
+            return Ok(None);
+        }
+        let parts = threads.min(starts.len() + 1);
+        // Cut at the file start nearest to each equal share.
+        let mut cuts = vec![start];
+        for k in 1..parts {
+            let target = start + ((end - start) as u128 * k as u128 / parts as u128) as u64;
+            let i = starts.partition_point(|&s| s < target);
+            let near = [i.checked_sub(1), Some(i)]
+                .into_iter()
+                .flatten()
+                .filter_map(|i| starts.get(i).copied())
+                .min_by_key(|&s| s.abs_diff(target));
+            if let Some(s) = near {
+                if s > *cuts.last().unwrap_or(&start) {
+                    cuts.push(s);
+                }
+            }
+        }
+        cuts.push(end);
+        let read = |lo: u64, hi: u64| -> Result<Columns> {
+            let mut t = Tailer::new(catalog.clone(), wait);
+            t.seek(lo)?;
+            Columns::read_fields(&mut t, hi, (hi - lo) as usize, cols, defs)
+        };
+        let ranges: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
+        let results: Vec<Result<Columns>> = std::thread::scope(|s| {
+            let handles: Vec<_> = ranges[1..]
+                .iter()
+                .map(|&(lo, hi)| s.spawn(move || read(lo, hi)))
+                .collect();
+            let mut out = vec![read(ranges[0].0, ranges[0].1)];
+            for h in handles {
+                out.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+            }
+            out
+        });
+        let mut joined: Option<Columns> = None;
+        for (r, &(_, hi)) in results.into_iter().zip(&ranges) {
+            let part = r?;
+            let whole = part.next_seq >= hi;
+            match joined.as_mut() {
+                None => joined = Some(part),
+                Some(b) => {
+                    if !b.append(&part) {
+                        break;
+                    }
+                }
+            }
+            if !whole {
+                break;
+            }
+        }
+        if let Some(b) = joined.as_mut() {
+            // Holes left rows to read before `max_rows` or the end: read
+            // them serially, as the serial read would have.
+            if b.next_seq >= end && end < whole_end && b.rows < max_rows {
+                let mut t = Tailer::new(catalog.clone(), wait);
+                t.seek(b.next_seq)?;
+                let more = Columns::read_fields(&mut t, whole_end, max_rows - b.rows, cols, defs)?;
+                b.append(&more);
+            }
+        }
+        Ok(joined)
     }
 }
