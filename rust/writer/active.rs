@@ -270,8 +270,23 @@ impl ActiveFile {
         }
         self.map.store_u32(at, len);
 
-        let i = self.count();
         // After the frame's length: a reader that sees the entry sees the frame.
+        self.index_next(at, timestamp)?;
+        if flags & FLAG_TOPIC != 0 {
+            self.content_flags |= CONTENT_TOPICS;
+        }
+        self.first_ts.get_or_insert(timestamp);
+        self.last_ts = timestamp;
+        self.synced_pos = self.synced_pos.min(at);
+        self.write_pos = next;
+        Ok(at)
+    }
+
+    /// Counts the next sequence as the message of the frame at `at`: its
+    /// dense-index entry, and its sparse-index entry when its slot falls
+    /// on it.
+    fn index_next(&mut self, at: usize, timestamp: u64) -> Result<()> {
+        let i = self.count();
         if let Some(d) = &mut self.dense {
             d.put(i, at)?;
         }
@@ -284,15 +299,8 @@ impl ActiveFile {
             self.index
                 .put(i / self.header.index_interval as u64, entry)?;
         }
-        if flags & FLAG_TOPIC != 0 {
-            self.content_flags |= CONTENT_TOPICS;
-        }
-        self.first_ts.get_or_insert(timestamp);
-        self.last_ts = timestamp;
-        self.synced_pos = self.synced_pos.min(at);
-        self.write_pos = next;
         self.next_seq += 1;
-        Ok(at)
+        Ok(())
     }
 
     /// Counts `extra` more sequences for the batch frame (format 9) just
@@ -302,20 +310,7 @@ impl ActiveFile {
     /// (sequence: the member's; offset: the batch frame's).
     pub fn add_batch_members(&mut self, at: usize, extra: u64, timestamp: u64) -> Result<()> {
         for _ in 0..extra {
-            let i = self.count();
-            if let Some(d) = &mut self.dense {
-                d.put(i, at)?;
-            }
-            if i.is_multiple_of(self.header.index_interval as u64) {
-                let entry = Entry {
-                    seq: self.next_seq,
-                    timestamp,
-                    offset: at as u64,
-                };
-                self.index
-                    .put(i / self.header.index_interval as u64, entry)?;
-            }
-            self.next_seq += 1;
+            self.index_next(at, timestamp)?;
         }
         Ok(())
     }
