@@ -430,12 +430,16 @@ impl BatchCache {
     }
 }
 
-/// A record located by [`Tailer::advance`], not yet decoded.
+/// A record located by [`Tailer::advance`], not yet decoded for delivery.
 #[derive(Debug, Clone, Copy)]
 struct Located {
     seq: u64,
     record_at: usize,
     record_len: usize,
+    /// The tailer decoded the record already (a filter read it, or it is
+    /// a batch): `deliver` decodes it again without the checks of names
+    /// and text (`record::decode_again`).
+    checked: bool,
 }
 
 /// Reads a queue in sequence order, from any starting point. Every read
@@ -1338,7 +1342,10 @@ impl Tailer {
                 }
                 None => {}
             }
-            return Ok(Some(loc));
+            return Ok(Some(Located {
+                checked: true,
+                ..loc
+            }));
         }
     }
 
@@ -1376,7 +1383,8 @@ impl Tailer {
                     // would. Holes and batches are checked here: a hole is
                     // stepped over (or reported by `read_at`) undelivered,
                     // and a batch's head is read below.
-                    if is_hole_or_batch(rec) {
+                    let checked = is_hole_or_batch(rec);
+                    if checked {
                         if let Err(reason) = record::decode(rec) {
                             return Err(Error::corrupted(
                                 c.map.path(),
@@ -1410,6 +1418,7 @@ impl Tailer {
                             seq,
                             record_at,
                             record_len,
+                            checked,
                         }));
                     }
                     c.offset = next;
@@ -1426,6 +1435,7 @@ impl Tailer {
                         seq,
                         record_at,
                         record_len,
+                        checked,
                     }));
                 }
                 Err(e) => {
@@ -1598,7 +1608,8 @@ impl Tailer {
 
     /// The message at `loc`, its record decoded (and so checked) here, once
     /// per message delivered ([`Tailer::advance_frame`] checks only holes
-    /// and batches): its payload opened first when it is sealed (with the
+    /// and batches; a record a filter decoded already is decoded again
+    /// without the checks of names, `record::decode_again`): its payload opened first when it is sealed (with the
     /// catalog's key) and decompressed when it is compressed (into
     /// `inflated`, bounded by the catalog's limit). A malformed record, or
     /// a payload that fails authentication or does not decompress, is
@@ -1616,7 +1627,12 @@ impl Tailer {
         let c = self.cursor.as_mut().expect("a located record has a cursor");
         let frame_at = loc.record_at - 4;
         let rec = &c.map.as_slice()[loc.record_at..loc.record_at + loc.record_len];
-        let view = match record::decode(rec) {
+        let decoded = if loc.checked {
+            record::decode_again(rec)
+        } else {
+            record::decode(rec)
+        };
+        let view = match decoded {
             Ok(view) => view,
             Err(reason) => {
                 c.offset = frame_at;
