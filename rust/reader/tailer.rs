@@ -1317,10 +1317,10 @@ impl Tailer {
                 }
             };
             let wanted = self.filter.as_ref().is_none_or(|f| f.matches(&view))
-                && !self
-                    .skip_expired
-                    .as_ref()
-                    .is_some_and(|clock| view.expires_at.is_some_and(|t| t <= clock.now_micros()));
+                && self.skip_expired.as_ref().is_none_or(|clock| {
+                    // Not expired by the clock.
+                    view.expires_at.is_none_or(|t| t > clock.now_micros())
+                });
             if !wanted {
                 continue;
             }
