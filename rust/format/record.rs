@@ -931,7 +931,41 @@ pub fn encode_into(out: &mut Vec<u8>, flags: u8, timestamp: u64, body: &[u8]) {
 }
 
 /// Decodes a record; the error says what is malformed.
+#[inline]
 pub fn decode(record: &[u8]) -> Result<RecordView<'_>, &'static str> {
+    decode_as::<true>(record)
+}
+
+/// Decodes a record that [`decode`] accepted already (the same bytes, in
+/// the same reader): the same view, without checking again what only
+/// names and text need (UTF-8 of a text key, header names and text values,
+/// tags; control characters in topic and tags). The layout is still
+/// checked, so other bytes give an error or a view that iterates short,
+/// never a panic. Readers that decode a record to filter it and again to
+/// deliver it pay for the checks once.
+#[inline]
+pub fn decode_again(record: &[u8]) -> Result<RecordView<'_>, &'static str> {
+    decode_as::<false>(record)
+}
+
+/// Length of one header (`name_len:u8 | name | kind:u8 | value_len:u16 |
+/// value`) at the start of `b`, read from its lengths alone.
+fn header_len(b: &[u8]) -> Option<usize> {
+    let name_len = *b.first()? as usize;
+    let value_len = le_u16(b, 2 + name_len)? as usize;
+    let used = 4 + name_len + value_len;
+    (used <= b.len()).then_some(used)
+}
+
+/// Length of `len:u8 | bytes` at the start of `b`, read from its length.
+fn name_len(b: &[u8]) -> Option<usize> {
+    let used = 1 + *b.first()? as usize;
+    (used <= b.len()).then_some(used)
+}
+
+/// [`decode`], with the checks of names and text when `CHECK`.
+#[inline(always)]
+fn decode_as<const CHECK: bool>(record: &[u8]) -> Result<RecordView<'_>, &'static str> {
     let flags = *record
         .first()
         .ok_or("record shorter than its fixed fields")?;
@@ -947,7 +981,7 @@ pub fn decode(record: &[u8]) -> Result<RecordView<'_>, &'static str> {
     if flags & FLAG_KEY != 0 {
         let len = le_u16(record, at).ok_or("key length past the end")? as usize;
         let k = record.get(at + 2..at + 2 + len).ok_or("key past the end")?;
-        if flags & FLAG_KEY_TEXT != 0 && std::str::from_utf8(k).is_err() {
+        if CHECK && flags & FLAG_KEY_TEXT != 0 && std::str::from_utf8(k).is_err() {
             return Err("text key is not UTF-8");
         }
         key = Some(k);
@@ -959,7 +993,12 @@ pub fn decode(record: &[u8]) -> Result<RecordView<'_>, &'static str> {
         let mut end = at + 1;
         for _ in 0..count {
             let rest = record.get(end..).ok_or("headers past the end")?;
-            let (_, used) = parse_header(rest).ok_or("malformed header")?;
+            let used = if CHECK {
+                parse_header(rest).map(|(_, used)| used)
+            } else {
+                header_len(rest)
+            };
+            let used = used.ok_or("malformed header")?;
             end += used;
         }
         headers = &record[at..end];
@@ -971,7 +1010,7 @@ pub fn decode(record: &[u8]) -> Result<RecordView<'_>, &'static str> {
     if flags & FLAG_TOPIC != 0 {
         let (name, used) = parse_name(record.get(at..).unwrap_or(&[])).ok_or("malformed topic")?;
         topic = (!name.is_empty()).then_some(name);
-        if topic.is_some_and(|t| validate_topic(t).is_err()) {
+        if CHECK && topic.is_some_and(|t| validate_topic(t).is_err()) {
             return Err("topic with control characters");
         }
         at += used;
@@ -987,6 +1026,10 @@ pub fn decode(record: &[u8]) -> Result<RecordView<'_>, &'static str> {
         let mut end = at + 1;
         for _ in 0..count {
             let rest = record.get(end..).ok_or("tags past the end")?;
+            if !CHECK {
+                end += name_len(rest).ok_or("malformed tag")?;
+                continue;
+            }
             let (tag, used) = parse_name(rest).ok_or("malformed tag")?;
             if check_name("tag", tag).is_err() {
                 return Err("empty tag, or one with control characters");
@@ -1124,6 +1167,75 @@ mod tests {
         let mut v = Vec::new();
         encode_into(&mut v, r.flags(), ts, &body);
         v
+    }
+
+    #[test]
+    fn decode_again_gives_the_view_decode_gave() {
+        let headers = [
+            HeaderField {
+                name: "région",
+                value: "été".as_bytes(),
+                value_is_text: true,
+            },
+            HeaderField {
+                name: "b",
+                value: &[0xFF, 0],
+                value_is_text: false,
+            },
+        ];
+        let tags = ["paid", "eu"];
+        let records = [
+            Record::new(b"plain"),
+            Record {
+                key: Some("clé".as_bytes()),
+                key_is_text: true,
+                headers: &headers,
+                topic: Some("orders"),
+                queue_id: 3,
+                tags: &tags,
+                expires_at: Some(7),
+                priority: 2,
+                ..Record::new(b"all fields")
+            },
+            Record {
+                tags: &tags,
+                ..Record::new(b"tags only")
+            },
+            Record {
+                key: Some(b"k"),
+                tombstone: true,
+                ..Record::new(b"")
+            },
+        ];
+        for r in &records {
+            let v = encode(r, 9);
+            let first = decode(&v).unwrap();
+            assert_eq!(decode_again(&v), Ok(first));
+            assert_eq!(
+                decode_again(&v).unwrap().headers().collect::<Vec<_>>(),
+                first.headers().collect::<Vec<_>>()
+            );
+            assert_eq!(
+                decode_again(&v).unwrap().tags().collect::<Vec<_>>(),
+                first.tags().collect::<Vec<_>>()
+            );
+            // Every truncation: the same verdict on the layout, no panic.
+            for cut in 0..v.len() {
+                if decode(&v[..cut]).is_ok() {
+                    assert!(decode_again(&v[..cut]).is_ok(), "cut {cut}");
+                }
+                let _ = decode_again(&v[..cut]);
+            }
+        }
+        let hole = hole(5, 3);
+        assert_eq!(decode_again(&hole), decode(&hole));
+        // What only names fail: decode refuses, decode_again reads the
+        // layout (readers call it only on bytes decode accepted).
+        let mut bad = encode(&records[1], 9);
+        let name_at = bad.windows(6).position(|w| w == b"orders").unwrap();
+        bad[name_at] = 0x01; // a control character in the topic
+        assert!(decode(&bad).is_err());
+        assert!(decode_again(&bad).is_ok());
     }
 
     #[test]

@@ -396,17 +396,18 @@ struct BatchCache {
 }
 
 impl BatchCache {
-    /// Makes member `seq` of the batch record `rec` (frame `of`) current,
-    /// decompressing its block (at most `limit` bytes) unless it is the
-    /// one held. The error says what is wrong with the batch.
+    /// Makes member `seq` of the batch record `rec` (decoded: `view`;
+    /// frame `of`) current, decompressing its block (at most `limit`
+    /// bytes) unless it is the one held. The error says what is wrong with
+    /// the batch.
     fn load(
         &mut self,
         rec: &[u8],
+        view: &RecordView<'_>,
         of: (u64, usize),
         seq: u64,
         limit: usize,
     ) -> std::result::Result<(), String> {
-        let view = record::decode(rec)?;
         let first = record::batch_first_seq(rec);
         let count = record::seqs_of(rec);
         if !(first..first + count).contains(&seq) {
@@ -444,12 +445,16 @@ impl BatchCache {
     }
 }
 
-/// A record located by [`Tailer::advance`], not yet decoded.
+/// A record located by [`Tailer::advance`], not yet decoded for delivery.
 #[derive(Debug, Clone, Copy)]
 struct Located {
     seq: u64,
     record_at: usize,
     record_len: usize,
+    /// The tailer decoded the record already (a filter read it, or it is
+    /// a batch): `deliver` decodes it again without the checks of names
+    /// and text (`record::decode_again`).
+    checked: bool,
 }
 
 /// Reads a queue in sequence order, from any starting point. Every read
@@ -1313,24 +1318,32 @@ impl Tailer {
             let Some(loc) = self.advance_frame(false)? else {
                 return Ok(None);
             };
-            let c = self.cursor.as_ref().expect("a located record has a cursor");
+            let c = self.cursor.as_mut().expect("a located record has a cursor");
             let rec = &c.map.as_slice()[loc.record_at..loc.record_at + loc.record_len];
-            let decoded = record::decode(rec);
-            let wanted = match (&decoded, &self.filter) {
-                (Ok(view), filter) => {
-                    filter.as_ref().is_none_or(|f| f.matches(view))
-                        && !self.skip_expired.as_ref().is_some_and(|clock| {
-                            view.expires_at.is_some_and(|t| t <= clock.now_micros())
-                        })
+            let view = match record::decode(rec) {
+                Ok(view) => view,
+                Err(reason) => {
+                    // Reported as `deliver` would, the tailer left at it.
+                    c.offset = loc.record_at - 4;
+                    self.seq = loc.seq;
+                    return Err(Error::corrupted(
+                        c.map.path(),
+                        (loc.record_at - 4) as u64,
+                        Some(loc.seq),
+                        reason,
+                    ));
                 }
-                // Without a topic filter, `located` reports the damage.
-                (Err(_), filter) => filter.is_none(),
             };
+            let wanted = self.filter.as_ref().is_none_or(|f| f.matches(&view))
+                && self.skip_expired.as_ref().is_none_or(|clock| {
+                    // Not expired by the clock.
+                    view.expires_at.is_none_or(|t| t > clock.now_micros())
+                });
             if !wanted {
                 continue;
             }
-            let offset = match (&decoded, self.filter.as_mut()) {
-                (Ok(view), Some(Filter::Topic(f))) => {
+            let offset = match self.filter.as_mut() {
+                Some(Filter::Topic(f)) => {
                     let (topic, queue_id) = (view.topic.unwrap_or(""), view.queue_id);
                     Some(f.offset_of(&self.catalog, loc.seq, topic, queue_id))
                 }
@@ -1347,7 +1360,10 @@ impl Tailer {
                 }
                 None => {}
             }
-            return Ok(Some(loc));
+            return Ok(Some(Located {
+                checked: true,
+                ..loc
+            }));
         }
     }
 
@@ -1380,13 +1396,21 @@ impl Tailer {
                 Ok(FrameAt::Frame { record_len, next }) => {
                     let record_at = c.offset + 4;
                     let rec = &c.map.as_slice()[record_at..record_at + record_len];
-                    if let Err(reason) = record::decode(rec) {
-                        return Err(Error::corrupted(
-                            c.map.path(),
-                            c.offset as u64,
-                            Some(self.seq),
-                            reason,
-                        ));
+                    // A record delivered is decoded (and so checked) once,
+                    // by `deliver`, which reports a malformed one as this
+                    // would. Holes and batches are checked here: a hole is
+                    // stepped over (or reported by `read_at`) undelivered,
+                    // and a batch's head is read below.
+                    let checked = is_hole_or_batch(rec);
+                    if checked {
+                        if let Err(reason) = record::decode(rec) {
+                            return Err(Error::corrupted(
+                                c.map.path(),
+                                c.offset as u64,
+                                Some(self.seq),
+                                reason,
+                            ));
+                        }
                     }
                     let seq = self.seq;
                     if record::is_batch_record(rec) {
@@ -1412,6 +1436,7 @@ impl Tailer {
                             seq,
                             record_at,
                             record_len,
+                            checked,
                         }));
                     }
                     c.offset = next;
@@ -1428,6 +1453,7 @@ impl Tailer {
                         seq,
                         record_at,
                         record_len,
+                        checked,
                     }));
                 }
                 Err(e) => {
@@ -1598,20 +1624,35 @@ impl Tailer {
         }
     }
 
-    /// The message at `loc`, its payload opened first when it is sealed
-    /// (with the catalog's key) and decompressed when it is compressed
-    /// (into `inflated`, bounded by the catalog's limit). A payload that
-    /// fails authentication or does not decompress is [`Error::Corrupted`], with the
-    /// tailer left at that message (so [`Tailer::skip_damaged`] steps over it).
+    /// The message at `loc`, its record decoded (and so checked) here, once
+    /// per message delivered ([`Tailer::advance_frame`] checks only holes
+    /// and batches; a record a filter decoded already is decoded again
+    /// without the checks of names, `record::decode_again`): its payload opened first when it is sealed (with the
+    /// catalog's key) and decompressed when it is compressed (into
+    /// `inflated`, bounded by the catalog's limit). A malformed record, or
+    /// a payload that fails authentication or does not decompress, is
+    /// [`Error::Corrupted`], with the tailer left at that message (so
+    /// [`Tailer::skip_damaged`] steps over it).
+    ///
+    /// The message is built where the caller wants it: `Some` inside the
+    /// `Ok` from the start, because moving the 152-byte result into an
+    /// `Option` afterwards cost a memcpy per message in tailer iteration.
+    /// The fields are borrowed one by one (`c.map` while `c.offset`,
+    /// `self.seq`, `self.batch` and `self.inflated` change), so the view
+    /// decoded here is the one the message carries.
     #[inline]
     fn deliver(&mut self, loc: Located) -> Result<Option<Message<'_>>> {
         let c = self.cursor.as_mut().expect("a located record has a cursor");
+        let frame_at = loc.record_at - 4;
         let rec = &c.map.as_slice()[loc.record_at..loc.record_at + loc.record_len];
-        if record::is_batch_record(rec) {
-            let frame_at = loc.record_at - 4;
-            let of = (c.info.header.file_number, frame_at);
-            let limit = self.catalog.max_decompressed();
-            if let Err(reason) = self.batch.load(rec, of, loc.seq, limit) {
+        let decoded = if loc.checked {
+            record::decode_again(rec)
+        } else {
+            record::decode(rec)
+        };
+        let view = match decoded {
+            Ok(view) => view,
+            Err(reason) => {
                 c.offset = frame_at;
                 self.seq = loc.seq;
                 return Err(Error::corrupted(
@@ -1621,69 +1662,25 @@ impl Tailer {
                     reason,
                 ));
             }
-            return self.located(loc);
-        }
-        if rec
-            .first()
-            .is_some_and(|f| f & (record::FLAG_COMPRESSED | record::FLAG_EXTENSION) != 0)
-        {
-            let key = self.catalog.key();
-            let inflated = record::decode(rec).map_err(str::to_owned).and_then(|view| {
-                view.open_payload(
-                    rec,
-                    loc.seq,
-                    key.as_deref(),
-                    self.catalog.max_decompressed(),
-                )
-            });
-            match inflated {
-                Ok(payload) => {
-                    self.inflated.clear();
-                    self.inflated.extend_from_slice(&payload);
-                }
-                Err(reason) => {
-                    c.offset = loc.record_at - 4;
-                    self.seq = loc.seq;
-                    return Err(Error::corrupted(
-                        c.map.path(),
-                        (loc.record_at - 4) as u64,
-                        Some(loc.seq),
-                        reason,
-                    ));
-                }
-            }
-        }
-        self.located(loc)
-    }
-
-    fn message(&mut self, loc: Located) -> Result<Message<'_>> {
-        Ok(self.deliver(loc)?.expect("deliver always gives a message"))
-    }
-
-    /// The message at `loc`, built where the caller wants it: `Some` inside
-    /// the `Ok` from the start, because moving the 152-byte result into an
-    /// `Option` afterwards cost a memcpy per message in tailer iteration.
-    #[inline]
-    fn located(&self, loc: Located) -> Result<Option<Message<'_>>> {
-        let c = self.cursor.as_ref().expect("a located record has a cursor");
-        let rec = &c.map.as_slice()[loc.record_at..loc.record_at + loc.record_len];
-        let view = match record::decode(rec) {
-            Ok(view) => view,
-            Err(r) => {
+        };
+        let position = position::encode(c.info.header.file_number, frame_at as u64);
+        if view.is_batch() {
+            let of = (c.info.header.file_number, frame_at);
+            let limit = self.catalog.max_decompressed();
+            if let Err(reason) = self.batch.load(rec, &view, of, loc.seq, limit) {
+                c.offset = frame_at;
+                self.seq = loc.seq;
                 return Err(Error::corrupted(
                     c.map.path(),
-                    (loc.record_at - 4) as u64,
+                    frame_at as u64,
                     Some(loc.seq),
-                    r,
-                ))
+                    reason,
+                ));
             }
-        };
-        if view.is_batch() {
-            // `deliver` found the member in the batch's block.
+            // `load` found the member in the batch's block.
             let member = &self.batch.block[self.batch.current.clone()];
-            let mut m = record::decode(member).map_err(|r| {
-                Error::corrupted(c.map.path(), (loc.record_at - 4) as u64, Some(loc.seq), r)
-            })?;
+            let mut m = record::decode(member)
+                .map_err(|r| Error::corrupted(c.map.path(), frame_at as u64, Some(loc.seq), r))?;
             m.timestamp = view.timestamp;
             return Ok(Some(Message {
                 seq: loc.seq,
@@ -1691,7 +1688,7 @@ impl Tailer {
                 key: m.key,
                 payload: m.payload,
                 payload_at: loc.record_at + view.payload_at,
-                position: position::encode(c.info.header.file_number, (loc.record_at - 4) as u64),
+                position,
                 view: m,
                 mapping: &c.map,
                 topic_offset: None,
@@ -1702,20 +1699,38 @@ impl Tailer {
                 }),
             }));
         }
-        // `deliver` opened a sealed payload and decompressed a compressed
-        // one into `inflated`.
-        let payload = if view.codec.is_some() || view.is_encrypted() {
-            &self.inflated[..]
-        } else {
-            view.payload
-        };
+        let sealed = view.codec.is_some() || view.is_encrypted();
+        if sealed {
+            let key = self.catalog.key();
+            let limit = self.catalog.max_decompressed();
+            match view.open_payload(rec, loc.seq, key.as_deref(), limit) {
+                Ok(payload) => {
+                    self.inflated.clear();
+                    self.inflated.extend_from_slice(&payload);
+                }
+                Err(reason) => {
+                    c.offset = frame_at;
+                    self.seq = loc.seq;
+                    return Err(Error::corrupted(
+                        c.map.path(),
+                        frame_at as u64,
+                        Some(loc.seq),
+                        reason,
+                    ));
+                }
+            }
+        }
         Ok(Some(Message {
             seq: loc.seq,
             timestamp: view.timestamp,
             key: view.key,
-            payload,
+            payload: if sealed {
+                &self.inflated[..]
+            } else {
+                view.payload
+            },
             payload_at: loc.record_at + view.payload_at,
-            position: position::encode(c.info.header.file_number, (loc.record_at - 4) as u64),
+            position,
             view,
             mapping: &c.map,
             topic_offset: match self.filter {
@@ -1724,6 +1739,10 @@ impl Tailer {
             },
             member_of: None,
         }))
+    }
+
+    fn message(&mut self, loc: Located) -> Result<Message<'_>> {
+        Ok(self.deliver(loc)?.expect("deliver always gives a message"))
     }
 }
 
@@ -1782,6 +1801,16 @@ fn next_valid_frame(map: &Mapping, from: usize) -> Option<usize> {
         at += frame::FRAME_ALIGN;
     }
     None
+}
+
+/// True when `record` (its bytes) claims to be a hole or a batch: flags
+/// exactly [`record::FLAG_EXTENSION`] and an extension byte with either
+/// bit. Anything else a walker meets counts one sequence and is delivered.
+#[inline]
+fn is_hole_or_batch(record: &[u8]) -> bool {
+    record.len() > record::RECORD_FIXED_LEN
+        && record[0] == record::FLAG_EXTENSION
+        && record[record::RECORD_FIXED_LEN] & (record::EXT_HOLE | record::EXT_BATCH) != 0
 }
 
 /// Sequences the published frame at `at` (length word `len`) stands for: a
