@@ -55,6 +55,9 @@ fn a_tailer_is_an_iterator_of_owned_messages_that_ends_at_the_tail() {
     for i in 0..10 {
         app.append(&payload(i)).unwrap();
     }
+    // Written (the I/O thread may still be on its way): the iterator
+    // ends at what is published.
+    app.flush().unwrap();
     let mut t = q.tailer(Start::Beginning).unwrap();
     let first: Vec<_> = t.by_ref().map(|m| m.unwrap()).collect();
     assert_eq!(
@@ -67,6 +70,7 @@ fn a_tailer_is_an_iterator_of_owned_messages_that_ends_at_the_tail() {
     assert!(first.iter().all(|m| m.offset >= 4096 && m.file.exists()));
     // Ended at the tail; a later iteration picks up what came since.
     app.append(&payload(10)).unwrap();
+    app.flush().unwrap();
     assert_eq!(t.map(|m| m.unwrap().seq).collect::<Vec<_>>(), [10]);
 }
 
