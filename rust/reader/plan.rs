@@ -31,6 +31,20 @@ pub(crate) struct Jump {
     pub(crate) seq: u64,
     /// Its frame, when an index says where: `(file_number, offset)`.
     pub(crate) frame: Option<(u64, usize)>,
+    /// The offset, in the same file, of a frame a few matches further on,
+    /// when the plan knows it: the tailer prefetches it.
+    pub(crate) ahead: Option<usize>,
+}
+
+/// How many planned frames ahead a filtered read prefetches.
+const AHEAD: usize = 4;
+
+/// The offset of the planned frame `AHEAD` entries after entry `i` of
+/// `seqs`, if it is below `upto` and its offset is known.
+fn ahead(seqs: &[(u64, Option<u64>)], i: usize, upto: u64) -> Option<usize> {
+    seqs.get(i + AHEAD)
+        .filter(|(s, _)| *s < upto)
+        .and_then(|&(_, at)| at.map(|o| o as usize))
 }
 
 /// The plan of the file a filtered tailer is in.
@@ -105,6 +119,7 @@ impl Planned {
         let to_end = Jump {
             seq: *end,
             frame: None,
+            ahead: None,
         };
         match plan {
             Plan::Scan => None,
@@ -120,6 +135,7 @@ impl Planned {
                 let to = Jump {
                     seq: s,
                     frame: at.map(|o| (*number, o as usize)),
+                    ahead: ahead(seqs, i, *upto),
                 };
                 (to.seq > seq || to.frame.is_some()).then_some(to)
             }
@@ -129,6 +145,7 @@ impl Planned {
                     Some(&(s, offset)) => Jump {
                         seq: s,
                         frame: offset.map(|o| (*number, o as usize)),
+                        ahead: ahead(seqs, i, u64::MAX),
                     },
                     None => to_end,
                 };
@@ -140,7 +157,24 @@ impl Planned {
 
 #[cfg(test)]
 mod tests {
-    use super::position;
+    use super::{ahead, position, AHEAD};
+
+    #[test]
+    fn the_frame_to_prefetch_is_a_few_planned_entries_on_in_the_same_range() {
+        let seqs: Vec<(u64, Option<u64>)> = (0..10)
+            .map(|i| (i * 2, (i != 7).then_some(4096 + i * 100)))
+            .collect();
+        assert_eq!(ahead(&seqs, 0, u64::MAX), Some(4096 + AHEAD * 100));
+        // An entry whose offset is not known, past the end, or at or past
+        // the sequence the plan's entries stop at: nothing to prefetch.
+        assert_eq!(ahead(&seqs, 7 - AHEAD, u64::MAX), None);
+        assert_eq!(ahead(&seqs, 10 - AHEAD, u64::MAX), None);
+        assert_eq!(ahead(&seqs, 1, (1 + AHEAD as u64) * 2), None);
+        assert_eq!(
+            ahead(&seqs, 1, (1 + AHEAD as u64) * 2 + 1),
+            Some(4096 + (1 + AHEAD) * 100)
+        );
+    }
 
     #[test]
     fn position_from_a_hint_agrees_with_a_binary_search() {

@@ -1303,6 +1303,12 @@ impl Tailer {
                     (Some((number, offset)), Some(c))
                         if c.info.header.file_number == number && offset < c.map.len() =>
                     {
+                        if let Some(a) = to.ahead {
+                            // A small frame spans two or three cache lines.
+                            for line in [a, a + 64, a + 128] {
+                                c.map.prefetch(line);
+                            }
+                        }
                         c.offset = offset;
                         self.seq = to.seq;
                     }

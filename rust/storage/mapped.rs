@@ -133,6 +133,29 @@ impl Mapping {
         unsafe { load_u32(self.raw.as_ptr().add(offset)) }
     }
 
+    /// Asks the CPU to bring the cache line at `offset` in ahead of a read
+    /// (a hint: an offset past the end, or a page not mapped in yet, is
+    /// ignored). A filtered read knows its next frames from an index and
+    /// touches each of them once, far apart: without the hint each first
+    /// touch waits for memory (`perf` put a quarter of a warm topic read on
+    /// the load of the length word).
+    #[inline]
+    pub fn prefetch(&self, offset: usize) {
+        #[cfg(target_arch = "x86_64")]
+        if offset < self.len {
+            // SAFETY: `offset` is inside the live mapping; a prefetch reads
+            // nothing into the program, never faults and has no effect on
+            // memory (SSE, part of every x86_64 CPU).
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    self.raw.as_ptr().add(offset) as *const i8,
+                )
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = offset;
+    }
+
     /// Acquire-load of the u64 at `offset` (aligned to 8, in bounds).
     pub fn load_u64(&self, offset: usize) -> u64 {
         check_word(self.len, offset, 8);
