@@ -1659,12 +1659,12 @@ impl Tailer {
         let view = match decoded {
             Ok(view) => view,
             Err(reason) => {
-                c.offset = frame_at;
-                self.seq = loc.seq;
-                return Err(Error::corrupted(
-                    c.map.path(),
-                    frame_at as u64,
-                    Some(loc.seq),
+                return Err(stay_damaged(
+                    &mut c.offset,
+                    &c.map,
+                    &mut self.seq,
+                    frame_at,
+                    loc.seq,
                     reason,
                 ));
             }
@@ -1674,12 +1674,12 @@ impl Tailer {
             let of = (c.info.header.file_number, frame_at);
             let limit = self.catalog.max_decompressed();
             if let Err(reason) = self.batch.load(rec, &view, of, loc.seq, limit) {
-                c.offset = frame_at;
-                self.seq = loc.seq;
-                return Err(Error::corrupted(
-                    c.map.path(),
-                    frame_at as u64,
-                    Some(loc.seq),
+                return Err(stay_damaged(
+                    &mut c.offset,
+                    &c.map,
+                    &mut self.seq,
+                    frame_at,
+                    loc.seq,
                     reason,
                 ));
             }
@@ -1715,12 +1715,12 @@ impl Tailer {
                     self.inflated.extend_from_slice(&payload);
                 }
                 Err(reason) => {
-                    c.offset = frame_at;
-                    self.seq = loc.seq;
-                    return Err(Error::corrupted(
-                        c.map.path(),
-                        frame_at as u64,
-                        Some(loc.seq),
+                    return Err(stay_damaged(
+                        &mut c.offset,
+                        &c.map,
+                        &mut self.seq,
+                        frame_at,
+                        loc.seq,
                         reason,
                     ));
                 }
@@ -1750,6 +1750,22 @@ impl Tailer {
     fn message(&mut self, loc: Located) -> Result<Message<'_>> {
         Ok(self.deliver(loc)?.expect("deliver always gives a message"))
     }
+}
+
+/// The error for the damaged frame at `frame_at` of `map` (message `seq`),
+/// with the tailer (its cursor's `offset` and its `tailer_seq`) left on it,
+/// so that [`Tailer::skip_damaged`] steps over it.
+fn stay_damaged(
+    offset: &mut usize,
+    map: &Mapping,
+    tailer_seq: &mut u64,
+    frame_at: usize,
+    seq: u64,
+    reason: impl Into<String>,
+) -> Error {
+    *offset = frame_at;
+    *tailer_seq = seq;
+    Error::corrupted(map.path(), frame_at as u64, Some(seq), reason)
 }
 
 /// Reads data file `file_number` from sequence `from` to the end of what is
