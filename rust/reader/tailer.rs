@@ -334,6 +334,29 @@ impl Cursor {
         }
     }
 
+    /// The first message after `seq` (whose frame, damaged, is at the
+    /// cursor) that the dense index places in a later frame that checks
+    /// out: `(its sequence, its frame's offset)`. The members of a batch
+    /// share its frame and are passed over; a few entries that do not check
+    /// out (damaged, or dropped by key compaction) are looked past; `None`
+    /// when the file has no dense index or none of those entries answers.
+    fn next_by_dense(&mut self, catalog: &Catalog, seq: u64) -> Option<(u64, usize)> {
+        const LOOK: u64 = 64;
+        let here = self.offset;
+        self.dense_index(catalog)?;
+        let mut s = seq + 1;
+        let mut misses = 0;
+        while misses < LOOK && s - seq <= u64::from(u16::MAX) + 1 {
+            match self.dense_frame(catalog, s) {
+                Some(at) if at > here => return Some((s, at)),
+                Some(_) => {}
+                None => misses += 1,
+            }
+            s += 1;
+        }
+        None
+    }
+
     /// The file's dense index, opened on first use.
     fn dense_index(&mut self, catalog: &Catalog) -> Option<&Arc<DenseIndex>> {
         let info = self.info;
@@ -1139,6 +1162,14 @@ impl Tailer {
                 Zero::Hole(_) => {}
             },
             _ => {
+                // The damage may have hit the frame's own length word (or
+                // its count): where the dense index knows the frame of a
+                // later message, it wins over the length word.
+                if let Some((seq, at)) = c.next_by_dense(&self.catalog, self.seq) {
+                    c.offset = at;
+                    self.seq = seq;
+                    return Ok(true);
+                }
                 let next = c.offset.saturating_add(frame::frame_size(len as usize));
                 if next + 4 <= c.map.len() {
                     let n = frame_seqs(&c.map, c.offset, len);

@@ -747,3 +747,39 @@ fn hole_that_does_not_decode_is_corrupted_not_skipped() {
     }
     assert!(matches!(q.get(3), Err(Error::Corrupted { .. })));
 }
+
+/// A damaged length word that lands exactly on a later, intact frame: the
+/// reader reports the damaged frame, and after `skip_damaged` goes on with
+/// the message after it, under its own sequence (the dense index places
+/// it), never with a later message numbered as the next one.
+#[test]
+fn a_damaged_length_word_that_skips_frames_does_not_shift_the_sequences() {
+    let dir = tempfile::tempdir().unwrap();
+    build_pristine(dir.path());
+    let q = builder(dir.path()).read_only(true).open().unwrap();
+    let at = |seq: u64| q.get(seq).unwrap();
+    let (m100, m103) = (at(100), at(103));
+    assert_eq!(m100.file, m103.file, "the test wants the frames in one file");
+    drop(q);
+    // Frame 100's length now spans frames 100 to 102: the next frame by
+    // that length is 103's, intact.
+    let mut bytes = std::fs::read(&m100.file).unwrap();
+    let len = (m103.offset - m100.offset - 12) as u32;
+    let o = m100.offset as usize;
+    bytes[o..o + 4].copy_from_slice(&len.to_le_bytes());
+    std::fs::write(&m100.file, &bytes).unwrap();
+
+    let q = builder(dir.path()).read_only(true).open().unwrap();
+    let mut t = q.tailer(Start::Seq(99)).unwrap();
+    assert_eq!(t.read_next().unwrap().unwrap().seq, 99);
+    match t.read_next() {
+        Err(Error::Corrupted { seq, .. }) => assert_eq!(seq, Some(100)),
+        other => panic!("expected the damaged frame 100, got {other:?}"),
+    }
+    assert!(t.skip_damaged().unwrap());
+    for seq in 101..110 {
+        let m = t.read_next().unwrap().unwrap();
+        assert_eq!(m.seq, seq);
+        assert_eq!(m.payload, payload(seq).as_slice(), "seq {seq}");
+    }
+}
