@@ -759,7 +759,10 @@ fn a_damaged_length_word_that_skips_frames_does_not_shift_the_sequences() {
     let q = builder(dir.path()).read_only(true).open().unwrap();
     let at = |seq: u64| q.get(seq).unwrap();
     let (m100, m103) = (at(100), at(103));
-    assert_eq!(m100.file, m103.file, "the test wants the frames in one file");
+    assert_eq!(
+        m100.file, m103.file,
+        "the test wants the frames in one file"
+    );
     drop(q);
     // Frame 100's length now spans frames 100 to 102: the next frame by
     // that length is 103's, intact.
