@@ -49,10 +49,17 @@ fn snapshot(base: &Path) -> Snapshot {
             if p.is_dir() {
                 walk(base, &p, out);
             } else if p.file_name().is_some_and(|n| n != ".lock") {
-                out.insert(
-                    p.strip_prefix(base).unwrap().to_path_buf(),
-                    std::fs::read(&p).unwrap(),
-                );
+                // The writer is live: a file listed may be renamed or
+                // removed before it is read (a temp name, a file retention
+                // deleted). Left out, it is a crash before its creation
+                // reached the disk, which the images cover anyway.
+                match std::fs::read(&p) {
+                    Ok(bytes) => {
+                        out.insert(p.strip_prefix(base).unwrap().to_path_buf(), bytes);
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => panic!("{}: {e}", p.display()),
+                }
             }
         }
     }
