@@ -495,6 +495,33 @@ pub struct RecordView<'a> {
 }
 
 impl<'a> RecordView<'a> {
+    /// A record of a hole or a batch: flags, timestamp and extension byte,
+    /// none of the other fields, and `payload` (at `payload_at`).
+    fn head_only(
+        flags: u8,
+        timestamp: u64,
+        ext: u8,
+        payload_at: usize,
+        payload: &'a [u8],
+    ) -> RecordView<'a> {
+        RecordView {
+            flags,
+            timestamp,
+            key: None,
+            headers: &[],
+            topic: None,
+            queue_id: 0,
+            tags: &[],
+            expires_at: None,
+            priority: 0,
+            codec: None,
+            raw_len: 0,
+            ext,
+            payload_at,
+            payload,
+        }
+    }
+
     /// The key was stored as text.
     pub fn key_is_text(&self) -> bool {
         self.flags & FLAG_KEY_TEXT != 0
@@ -1096,20 +1123,9 @@ fn decode_as<const CHECK: bool>(record: &[u8]) -> Result<RecordView<'_>, &'stati
         let raw_len = le_u32(record, at + 11).ok_or("batch raw length past the end")?;
         let at = at + 15;
         return Ok(RecordView {
-            flags,
-            timestamp,
-            key: None,
-            headers: &[],
-            topic: None,
-            queue_id: 0,
-            tags: &[],
-            expires_at: None,
-            priority: 0,
             codec: Some(codec),
             raw_len,
-            ext,
-            payload_at: at,
-            payload: &record[at..],
+            ..RecordView::head_only(flags, timestamp, ext, at, &record[at..])
         });
     }
     if ext & EXT_HOLE != 0 {
@@ -1122,22 +1138,13 @@ fn decode_as<const CHECK: bool>(record: &[u8]) -> Result<RecordView<'_>, &'stati
         let at = at + 2;
         // What follows is filler (zeros up to the end of the dropped
         // frames): a hole has no payload.
-        return Ok(RecordView {
+        return Ok(RecordView::head_only(
             flags,
             timestamp,
-            key: None,
-            headers: &[],
-            topic: None,
-            queue_id: 0,
-            tags: &[],
-            expires_at: None,
-            priority: 0,
-            codec: None,
-            raw_len: 0,
             ext,
-            payload_at: at,
-            payload: &record[at..at],
-        });
+            at,
+            &record[at..at],
+        ));
     }
     Ok(RecordView {
         flags,
