@@ -1,5 +1,6 @@
 //! Engine benchmarks: append and read throughput, append-to-tailer latency,
-//! seek and open times. `cargo bench --bench journal`.
+//! seek and open times, and the frame CRC against the crates it replaced.
+//! `cargo bench --bench journal` (`-- crc` for the CRC alone).
 //!
 //! Throughput figures count a message as appended once the I/O thread has
 //! written it into the mapping (visible to tailers), not when `append`
@@ -254,5 +255,48 @@ fn latency(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, append_throughput, read_throughput, latency);
+/// The frame CRC (`format::crc::crc64_of`) against `crc-fast` and
+/// `crc64fast` at the sizes of small frames, a page and a sealed file's
+/// chunk: criterion times each, and a line per size prints the ratio of
+/// the baseline's time to ours (above 1: ours is faster), measured here.
+fn crc(c: &mut Criterion) {
+    use litemq::format::crc::crc64_of;
+    let data: Vec<u8> = (0..8192u32).map(|i| (i * 2_654_435_761) as u8).collect();
+    let crc_fast = |b: &[u8]| crc_fast::checksum(crc_fast::CrcAlgorithm::Crc64Xz, b);
+    let crc64fast = |b: &[u8]| {
+        let mut d = crc64fast::Digest::new();
+        d.write(b);
+        d.sum64()
+    };
+    let mut g = c.benchmark_group("crc");
+    for size in [29usize, 113, 512, 4096] {
+        let bytes = &data[..size];
+        g.throughput(Throughput::Bytes(size as u64));
+        g.bench_function(BenchmarkId::new("litemq", size), |b| {
+            b.iter(|| crc64_of(black_box(bytes)))
+        });
+        g.bench_function(BenchmarkId::new("crc-fast", size), |b| {
+            b.iter(|| crc_fast(black_box(bytes)))
+        });
+        g.bench_function(BenchmarkId::new("crc64fast", size), |b| {
+            b.iter(|| crc64fast(black_box(bytes)))
+        });
+        let ns = |f: &dyn Fn(&[u8]) -> u64| {
+            let n = 1_000_000u32;
+            let t = Instant::now();
+            for _ in 0..n {
+                black_box(f(black_box(bytes)));
+            }
+            t.elapsed().as_nanos() as f64 / f64::from(n)
+        };
+        let (ours, fast, c64) = (ns(&crc64_of), ns(&crc_fast), ns(&crc64fast));
+        println!(
+            "crc {size} B: litemq {ours:.1} ns, crc-fast {fast:.1} ns ({:.2}x), crc64fast {c64:.1} ns ({:.2}x)",
+            fast / ours,
+            c64 / ours
+        );
+    }
+}
+
+criterion_group!(benches, append_throughput, read_throughput, latency, crc);
 criterion_main!(benches);
