@@ -25,7 +25,7 @@ use crate::reader::catalog::Catalog;
 use crate::reader::columns::{ColumnSet, Columns};
 use crate::reader::field::ActiveSeqs;
 use crate::reader::keys::index_keys_from;
-use crate::reader::tailer::{Message, OwnedMessage, Start, Tailer};
+use crate::reader::tailer::{OwnedMessage, Start, Tailer};
 use crate::reader::topic::{TopicFilter, TopicSelector};
 use crate::reader::wake::WakeSource;
 use crate::reader::watch::TailWatch;
@@ -1002,10 +1002,21 @@ impl Queue {
                 Some(t) => t,
                 None => guard.insert(self.new_tailer()),
             };
-            match t.read_at(seq) {
-                Ok(Some(m)) => {
-                    if rechecked || self.file_still_kept(&m) {
-                        return Ok(m.to_owned());
+            let read = t.read_at(seq).map(|m| {
+                m.map(|m| {
+                    let number = position::decode(m.position()).0;
+                    (m.to_owned(), number, m.mapping().len())
+                })
+            });
+            match read {
+                Ok(Some((m, number, mapped_len))) => {
+                    // One check per call that the file is still there: done
+                    // already when this call mapped it.
+                    if rechecked
+                        || guard.as_ref().is_some_and(Tailer::file_just_checked)
+                        || self.file_still_kept(&m, number, mapped_len)
+                    {
+                        return Ok(m);
                     }
                     // Retention (another process) deleted the file this
                     // reader still maps: forget it and look again.
@@ -1030,16 +1041,16 @@ impl Queue {
         }
     }
 
-    /// False when the data file `m` was read from is gone: retention in
+    /// False when data file `number`, which `m` was read from through a
+    /// mapping of `mapped_len` bytes, is gone: retention in
     /// another process deleted it while this handle kept it mapped. Free
     /// (no system call) for the file being written, which retention never
     /// deletes: the catalog's last file while it still has its full length
     /// (a sealed version-4 file is trimmed; a version-3 file is not, so a
     /// handle whose catalog is behind may still return a message from a
     /// sealed version-3 file that was just deleted). One `stat` otherwise.
-    fn file_still_kept(&self, m: &Message<'_>) -> bool {
+    fn file_still_kept(&self, m: &OwnedMessage, number: u64, mapped_len: usize) -> bool {
         let catalog = &self.inner.catalog;
-        let number = position::decode(m.position()).0;
         let Some(f) = catalog.at_or_after_number(number) else {
             return true;
         };
@@ -1047,10 +1058,11 @@ impl Queue {
             return true;
         }
         let last = catalog.last().is_some_and(|l| l.id == f.id);
-        if last && m.mapping().len() as u64 == f.header.file_size {
+        if last && mapped_len as u64 == f.header.file_size {
             return true;
         }
-        catalog.data_path(f.id).exists()
+        // The mapping's own path: the data file's, without formatting it again.
+        m.file.exists()
     }
 
     /// Read-your-writes: returns once every message this process appended

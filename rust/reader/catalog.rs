@@ -193,14 +193,15 @@ impl Catalog {
     /// once it has a successor: then it is mapped afresh, trimmed.
     pub(crate) fn map_file(&self, info: &FileInfo) -> Result<MappedFile> {
         use std::os::unix::fs::MetadataExt;
-        let path = self.data_path(info.id);
+        // A kept mapping is checked against its own path (the file's), so a
+        // `get` that goes back to a kept file formats no path.
         let is_last = self.successor(info.id).is_none();
         {
             let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
             match last.as_ref() {
                 Some((id, f)) if *id == info.id && is_last => {
                     // One stat, as for the sealed files below.
-                    let same = std::fs::metadata(&path)
+                    let same = std::fs::metadata(f.map.path())
                         .is_ok_and(|m| (m.dev(), m.ino()) == f.map.identity());
                     if same {
                         let mut f = f.clone();
@@ -224,17 +225,19 @@ impl Catalog {
                 let entry = kept.remove(i);
                 // One stat: a file deleted (retention in another process)
                 // or replaced since is not read through the old mapping.
-                match std::fs::metadata(&path) {
+                let path = entry.1.map.path();
+                match std::fs::metadata(path) {
                     Ok(m) if (m.dev(), m.ino()) == entry.1.map.identity() => {
                         let file = entry.1.clone();
                         kept.push(entry);
                         return Ok(file);
                     }
                     Ok(_) => {}
-                    Err(e) => return Err(Error::io("open", &path, e)),
+                    Err(e) => return Err(Error::io("open", path, e)),
                 }
             }
         }
+        let path = self.data_path(info.id);
         let map = Arc::new(Mapping::open(&path)?);
         let file = MappedFile {
             map: map.clone(),

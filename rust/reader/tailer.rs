@@ -262,6 +262,10 @@ struct Cursor {
     trusted_end: Option<usize>,
     /// [`Cursor::trust`] looked already.
     trust_checked: bool,
+    /// Opened by the tailer's current [`Tailer::read_at`], so
+    /// [`Catalog::map_file`] has just checked that the file is still there
+    /// (see [`Tailer::file_just_checked`]).
+    fresh: bool,
 }
 
 impl Cursor {
@@ -277,6 +281,7 @@ impl Cursor {
             dense: file.dense,
             trusted_end: None,
             trust_checked: false,
+            fresh: true,
         })
     }
 
@@ -669,6 +674,9 @@ impl Tailer {
     /// A sequence whose message key compaction dropped (a hole, format 8)
     /// is [`Error::Compacted`], with the tailer left past it.
     pub(crate) fn read_at(&mut self, seq: u64) -> Result<Option<Message<'_>>> {
+        if let Some(c) = self.cursor.as_mut() {
+            c.fresh = false;
+        }
         if self.cursor.is_none() || self.seq != seq {
             self.seek(seq)?;
         }
@@ -686,6 +694,14 @@ impl Tailer {
             Some(loc) => self.deliver(loc),
             None => Ok(None),
         }
+    }
+
+    /// The file the last [`Tailer::read_at`] read from was opened by that
+    /// call, so its path was just checked to name the file mapped (a file
+    /// deleted or replaced since it was kept is mapped afresh or reported
+    /// missing by [`Catalog::map_file`]): the caller need not check again.
+    pub(crate) fn file_just_checked(&self) -> bool {
+        self.cursor.as_ref().is_some_and(|c| c.fresh)
     }
 
     /// The record at `loc` is a hole.
@@ -1011,6 +1027,7 @@ impl Tailer {
             dense: Arc::default(),
             trusted_end: None,
             trust_checked: false,
+            fresh: false,
         };
         if let Some(e) = cursor.entry(&self.catalog, |ix| ix.floor_time(micros)) {
             // From a batch's first member: the members before the entry's

@@ -353,6 +353,36 @@ fn read_only_get_stops_at_files_another_process_deleted() {
     assert_eq!(ro.get(49).unwrap().seq, 49);
 }
 
+/// As above, when the reader has moved to another file in between: going
+/// back to the deleted file goes through the handle's kept mapping of it,
+/// which must be checked, not read.
+#[test]
+fn read_only_get_does_not_read_a_kept_mapping_of_a_deleted_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock_at(T0);
+    let q = builder(dir.path(), &clock).open().unwrap();
+    write(&q, &clock, 0, 50, Duration::ZERO);
+    let ro = read_only(dir.path());
+    assert_eq!(ro.get(4).unwrap().seq, 4);
+    assert_eq!(ro.get(25).unwrap().seq, 25, "the reader moves on");
+    keep_files(&q, 2);
+    for _ in 0..2 {
+        assert!(
+            matches!(
+                ro.get(5),
+                Err(Error::NotFound {
+                    seq: 5,
+                    first: 30,
+                    ..
+                })
+            ),
+            "{:?}",
+            ro.get(5)
+        );
+    }
+    assert_eq!(ro.get(35).unwrap().seq, 35);
+}
+
 #[test]
 fn another_process_sees_first_seq_move() {
     let dir = tempfile::tempdir().unwrap();
