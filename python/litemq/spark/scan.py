@@ -436,6 +436,17 @@ class Shaper:
             *(c for c in self.columns if c not in ("seq", "queue") and c not in self.fields),
         ]
 
+    def queue_column(self, queue_name: str, n: int) -> pa.Array:
+        """``n`` times ``queue_name``: a slice of one array kept per queue and grown when
+        needed, so a batch costs no allocation for this column (its rows are all alike)."""
+        import pyarrow as pa
+
+        arr = self._queue_cache.get(queue_name)
+        if arr is None or len(arr) < n:
+            arr = pa.repeat(pa.scalar(queue_name, pa.string()), max(n, 1 << 16))
+            self._queue_cache[queue_name] = arr
+        return arr.slice(0, n)
+
     def shape(self, batch: pa.RecordBatch, queue_name: str) -> pa.RecordBatch:
         import pyarrow as pa
 
@@ -443,7 +454,7 @@ class Shaper:
         arrays = []
         for name, fld in zip(self.columns, self.target, strict=True):
             if name == "queue":
-                arr = pa.repeat(pa.scalar(queue_name, pa.string()), n)
+                arr = self.queue_column(queue_name, n)
             else:
                 arr = batch.column(self.fields.get(name, name))
             if arr.type != fld.type:
