@@ -3,10 +3,10 @@
 
 use crate::error::Result;
 use crate::format::fields::{int_of_key, FieldKind};
-use crate::format::record::{HeaderIter, RecordView, FLAG_EXPIRY, FLAG_PRIORITY, FLAG_TOPIC};
+use crate::format::record::{self, HeaderIter, RecordView, FLAG_EXPIRY, FLAG_PRIORITY, FLAG_TOPIC};
 use crate::index::fields::FieldIndexDef;
 use crate::reader::catalog::Catalog;
-use crate::reader::tailer::{Message, Tailer};
+use crate::reader::tailer::{plain_view, Message, Tailer};
 use crate::reader::topic::TopicFilter;
 use crate::reader::wait::WaitStrategy;
 use std::sync::Arc;
@@ -754,8 +754,18 @@ impl Columns {
         while !full && b.rows < max_rows && tailer.next_seq() < end {
             let want = (max_rows - b.rows).min((end - tailer.next_seq()) as usize);
             b.reserve_more(want.min(RESERVE_ROWS));
-            let taken = tailer.read_run(want, &mut |m| {
-                let ok = b.push_row(m.seq, m.record(), payload_of(m, cols), hint, cols);
+            let taken = tailer.read_run_frames(want, &mut |f| {
+                let ok = match record::decode_bare(f.record) {
+                    // Most records of most queues: no Message, no RecordView.
+                    Some((timestamp, payload)) if b.fields.is_empty() => {
+                        b.push_bare(f.seq, timestamp, payload, hint, cols)
+                    }
+                    _ => match plain_view(f.record) {
+                        // Not compressed: the payload as stored is the payload.
+                        Some(rec) => b.push_row(f.seq, &rec, rec.payload, hint, cols),
+                        None => return false, // for read_next
+                    },
+                };
                 full = !ok;
                 ok
             })?;
