@@ -376,9 +376,10 @@ impl Columns {
     }
 
     /// Appends one message, unless a column would pass `i32::MAX` bytes
-    /// (then returns false and leaves the batch as it was).
+    /// (then returns false and leaves the batch as it was). Readers call
+    /// [`Columns::push_row`], which takes a bare row the short way.
     #[inline]
-    pub(crate) fn push(
+    fn push(
         &mut self,
         seq: u64,
         rec: &RecordView<'_>,
@@ -722,9 +723,11 @@ impl Columns {
 
     /// Reads from `tailer` until sequence `end`, `max_rows` rows, or the end
     /// of what is published. Runs of plain frames are read in bulk
-    /// ([`Tailer::read_run`]: a sealed file verified once by its footer's
-    /// CRC, other frames each by their own); file switches, the end of the
-    /// data and damage go through [`Tailer::read_next`].
+    /// ([`Tailer::read_run_frames`]: a sealed file verified once by its
+    /// footer's CRC, other frames each by their own; a record without
+    /// fields is taken from its bytes, [`Columns::push_bare`]); file
+    /// switches, compressed and encrypted records, the end of the data and
+    /// damage go through [`Tailer::read_next`].
     pub fn read(tailer: &mut Tailer, end: u64, max_rows: usize) -> Result<Columns> {
         Columns::read_set(tailer, end, max_rows, ColumnSet::ALL)
     }
@@ -1198,7 +1201,8 @@ mod tests {
     /// of any size, starting anywhere, in sealed files (verified by their
     /// footer) and the active one (each frame by its CRC), mixed with rows
     /// that have a key, headers, a topic, a priority or a compressed
-    /// payload, every column is what pushing each row on its own gives.
+    /// payload, every column is what pushing each row on its own gives;
+    /// and so is an archived read of each sealed file.
     #[test]
     fn bare_rows_read_in_bulk_equal_rows_pushed_one_by_one() {
         let tmp = tempfile::tempdir().unwrap();
@@ -1284,6 +1288,22 @@ mod tests {
                     assert_eq!(c, want, "{cols:?}, rows {at}..{}", c.next_seq);
                     at = c.next_seq;
                 }
+            }
+            // Archived reads (one sealed file's bytes) take the same rows.
+            let files = q.data_files().unwrap();
+            for f in &files[..files.len() - 1] {
+                let bytes = std::fs::read(&f.path).unwrap();
+                let c = crate::archived::read_sealed(
+                    &bytes,
+                    &f.path,
+                    0,
+                    u64::MAX,
+                    n as usize,
+                    cols,
+                    None,
+                );
+                let want = one_by_one(&q, f.first_seq, f.end_seq, cols);
+                assert_eq!(c.unwrap(), want, "{cols:?}, {:?}", f.path);
             }
         }
         q.close().unwrap();

@@ -507,7 +507,7 @@ struct Located {
 
 /// Reads a queue in sequence order, from any starting point. Every read
 /// checks the frame's CRC (bulk runs in a sealed file: the file's CRC in its
-/// footer, once per queue handle, see [`Tailer::read_run`]); a tailer moves to the next file only after the
+/// footer, once per queue handle, see [`Tailer::read_run_frames`]); a tailer moves to the next file only after the
 /// end-of-file marker. Once its queue is closed every call returns
 /// [`Error::Closed`] (a blocked wait wakes with it) and the file is unmapped.
 ///
