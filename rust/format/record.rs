@@ -963,6 +963,20 @@ pub fn decode(record: &[u8]) -> Result<RecordView<'_>, &'static str> {
     decode_as::<true>(record)
 }
 
+/// The timestamp and payload of a bare record, one with no flag set (no
+/// key, headers, topic field, expiry, priority, compression or extension
+/// byte), as [`decode`] gives them, read without building a view: the bulk
+/// columnar read takes such records at this cost. `None` for any other
+/// record, and for one shorter than its fixed fields.
+#[inline]
+pub fn decode_bare(record: &[u8]) -> Option<(u64, &[u8])> {
+    if *record.first()? != 0 {
+        return None;
+    }
+    let timestamp = le_u64(record, 1)?;
+    Some((timestamp, &record[RECORD_FIXED_LEN..]))
+}
+
 /// Decodes a record that [`decode`] accepted already (the same bytes, in
 /// the same reader): the same view, without checking again what only
 /// names and text need (UTF-8 of a text key, header names and text values,

@@ -213,7 +213,7 @@ pub fn read_sealed(
                 .open_payload(bytes, seq, key, DEFAULT_MAX_DECOMPRESSED)
                 .map_err(|r| corrupted(path, at as u64, Some(seq), r))?;
             let payload = if cols.raw { rec.payload } else { &payload[..] };
-            if !out.push(seq, &rec, payload, want, cols) {
+            if !out.push_row(seq, &rec, payload, want, cols) {
                 break;
             }
         }
@@ -285,7 +285,7 @@ pub fn read_frames(
                     .open_payload(bytes, seq, key, DEFAULT_MAX_DECOMPRESSED)
                     .map_err(|r| corrupted(path, here, Some(seq), r))?;
                 let payload = if cols.raw { rec.payload } else { &payload[..] };
-                if !out.push(seq, &rec, payload, rows, cols) {
+                if !out.push_row(seq, &rec, payload, rows, cols) {
                     break;
                 }
                 at = next;
@@ -361,7 +361,7 @@ fn push_members(
         }
         member.timestamp = view.timestamp;
         let payload = member.payload;
-        if !out.push(seq, &member, payload, want, cols) {
+        if !out.push_row(seq, &member, payload, want, cols) {
             return Ok(false);
         }
     }

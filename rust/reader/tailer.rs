@@ -82,6 +82,31 @@ pub struct Message<'a> {
     member_of: Option<MemberOf>,
 }
 
+/// A frame [`Tailer::read_run_frames`] hands on: checked (by its CRC or its
+/// sealed file's), its record not decoded.
+pub(crate) struct RunFrame<'a> {
+    /// The message's sequence.
+    pub seq: u64,
+    /// The record: the frame's bytes between its length and its CRC.
+    pub record: &'a [u8],
+    /// Offset of the frame in its file.
+    at: usize,
+    /// The file's number (for the message's position).
+    file_number: u64,
+    /// The file.
+    mapping: &'a Arc<Mapping>,
+}
+
+/// `record` decoded, when it is a message [`Tailer::read_run`] hands on as
+/// it is stored: `None` for a malformed record, and for one that needs
+/// [`Tailer::read_next`] (a compressed or encrypted payload, a hole, a batch).
+#[inline]
+pub(crate) fn plain_view(record: &[u8]) -> Option<RecordView<'_>> {
+    let view = record::decode(record).ok()?;
+    let special = view.codec.is_some() || view.is_encrypted() || view.is_hole() || view.is_batch();
+    (!special).then_some(view)
+}
+
 /// What a message read from a batch (format 9) knows of its batch.
 #[derive(Debug, Clone, Copy)]
 struct MemberOf {
@@ -487,7 +512,7 @@ struct Located {
 
 /// Reads a queue in sequence order, from any starting point. Every read
 /// checks the frame's CRC (bulk runs in a sealed file: the file's CRC in its
-/// footer, once per queue handle, see [`Tailer::read_run`]); a tailer moves to the next file only after the
+/// footer, once per queue handle, see [`Tailer::read_run_frames`]); a tailer moves to the next file only after the
 /// end-of-file marker. Once its queue is closed every call returns
 /// [`Error::Closed`] (a blocked wait wakes with it) and the file is unmapped.
 ///
@@ -1526,8 +1551,45 @@ impl Tailer {
     /// in one tight loop, handing each to `take`; stops before
     /// a message `take` refuses (returning false), and at anything that is
     /// not a plain complete frame (the end of the published data or of the
-    /// file, a damaged frame): [`Tailer::read_next`] handles those (and
-    /// reports damage). Returns how many messages were taken.
+    /// file, a damaged frame, a compressed or encrypted record, a hole, a
+    /// batch): [`Tailer::read_next`] handles those (and reports damage).
+    /// Returns how many messages were taken.
+    ///
+    /// Each frame is checked as [`Tailer::read_run_frames`] says.
+    #[inline]
+    pub(crate) fn read_run<F: FnMut(&Message<'_>) -> bool + ?Sized>(
+        &mut self,
+        max: usize,
+        take: &mut F,
+    ) -> Result<usize> {
+        self.read_run_frames(max, &mut |f| {
+            let Some(view) = plain_view(f.record) else {
+                return false;
+            };
+            let m = Message {
+                seq: f.seq,
+                timestamp: view.timestamp,
+                key: view.key,
+                payload: view.payload,
+                payload_at: f.at + 4 + view.payload_at,
+                position: position::encode(f.file_number, f.at as u64),
+                view,
+                mapping: f.mapping,
+                topic_offset: None,
+                member_of: None,
+            };
+            take(&m)
+        })
+    }
+
+    /// The loop of [`Tailer::read_run`], one level down: hands `take` the
+    /// record bytes of up to `max` consecutive complete frames of the file
+    /// under the cursor, undecoded, for a reader that decodes only what it
+    /// needs (`Columns` reads a record without fields from its bytes, and
+    /// builds no [`Message`]). Stops before a frame `take` refuses, which
+    /// it must for any record that is not plain (see [`plain_view`]), and
+    /// at the end of the published data or of the file and at a damaged
+    /// frame. Returns how many frames were taken.
     ///
     /// Each frame is checked by its own CRC, except in a sealed file whose
     /// whole frame area this process verified against its footer's CRC (see
@@ -1535,10 +1597,14 @@ impl Tailer {
     /// wants at least a quarter of such a file's messages verifies it first
     /// (a mismatch is [`Error::Corrupted`] naming the file) and then parses
     /// its frames without per-frame CRC.
-    pub(crate) fn read_run(
+    ///
+    /// `take` is a type parameter, not a `dyn`, so that the caller's
+    /// closure is compiled into the loop.
+    #[inline]
+    pub(crate) fn read_run_frames<F: FnMut(&RunFrame<'_>) -> bool + ?Sized>(
         &mut self,
         max: usize,
-        take: &mut dyn FnMut(&Message<'_>) -> bool,
+        take: &mut F,
     ) -> Result<usize> {
         self.check_open()?;
         if self.filter.is_some() || self.skip_expired.is_some() {
@@ -1567,6 +1633,7 @@ impl Tailer {
         }
         let map = &c.map;
         let file = map.as_slice();
+        let file_number = c.info.header.file_number;
         let mut at = c.offset;
         let mut n = 0usize;
         while n < max {
@@ -1588,25 +1655,14 @@ impl Tailer {
                     _ => break,
                 },
             };
-            let Ok(view) = record::decode(&file[at + 4..record_end]) else {
-                break;
-            };
-            if view.codec.is_some() || view.is_encrypted() || view.is_hole() || view.is_batch() {
-                break; // read_next opens and decompresses it, or steps over the hole
-            }
-            let m = Message {
+            let f = RunFrame {
                 seq: seq0 + n as u64,
-                timestamp: view.timestamp,
-                key: view.key,
-                payload: view.payload,
-                payload_at: at + 4 + view.payload_at,
-                position: position::encode(c.info.header.file_number, at as u64),
-                view,
+                record: &file[at + 4..record_end],
+                at,
+                file_number,
                 mapping: map,
-                topic_offset: None,
-                member_of: None,
             };
-            if !take(&m) {
+            if !take(&f) {
                 break;
             }
             at += frame::frame_size(record_len);
