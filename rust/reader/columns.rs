@@ -482,25 +482,37 @@ impl Columns {
         // Validity bits of the new rows are 0: the bitmaps only grow.
         let bytes = upto.div_ceil(8);
         if cols.key {
-            fill_zeroed(&mut self.key_valid, bytes, 0);
-            self.key_nulls += n;
             let end = self.key_data.len() as i32;
-            let len = self.key_offsets.len() + n;
-            fill_zeroed(&mut self.key_offsets, len, end);
+            push_nulls(
+                &mut self.key_valid,
+                &mut self.key_nulls,
+                &mut self.key_offsets,
+                bytes,
+                n,
+                end,
+            );
         }
         if cols.headers {
-            fill_zeroed(&mut self.headers_valid, bytes, 0);
-            self.headers_nulls += n;
             let end = self.header_name_offsets.len() as i32 - 1;
-            let len = self.headers_offsets.len() + n;
-            fill_zeroed(&mut self.headers_offsets, len, end);
+            push_nulls(
+                &mut self.headers_valid,
+                &mut self.headers_nulls,
+                &mut self.headers_offsets,
+                bytes,
+                n,
+                end,
+            );
         }
         if cols.codec {
-            fill_zeroed(&mut self.codec_valid, bytes, 0);
-            self.codec_nulls += n;
             let end = self.codec_data.len() as i32;
-            let len = self.codec_offsets.len() + n;
-            fill_zeroed(&mut self.codec_offsets, len, end);
+            push_nulls(
+                &mut self.codec_valid,
+                &mut self.codec_nulls,
+                &mut self.codec_offsets,
+                bytes,
+                n,
+                end,
+            );
         }
         self.bare_filled = upto;
     }
@@ -650,11 +662,15 @@ impl Columns {
         // Validity bits of the new rows are 0: the bitmaps only grow.
         let bytes = upto.div_ceil(8);
         if cols.topic {
-            fill_zeroed(&mut self.topic_valid, bytes, 0);
-            self.topic_nulls += n;
             let end = self.topic_data.len() as i32;
-            let len = self.topic_offsets.len() + n;
-            fill_zeroed(&mut self.topic_offsets, len, end);
+            push_nulls(
+                &mut self.topic_valid,
+                &mut self.topic_nulls,
+                &mut self.topic_offsets,
+                bytes,
+                n,
+                end,
+            );
         }
         if cols.queue_id {
             let len = self.queue_id.len() + n;
@@ -670,10 +686,14 @@ impl Columns {
             fill_zeroed(&mut self.priority, len, 0);
         }
         if cols.expires_at {
-            fill_zeroed(&mut self.expires_valid, bytes, 0);
-            self.expires_nulls += n;
-            let len = self.expires_at.len() + n;
-            fill_zeroed(&mut self.expires_at, len, 0);
+            push_nulls(
+                &mut self.expires_valid,
+                &mut self.expires_nulls,
+                &mut self.expires_at,
+                bytes,
+                n,
+                0,
+            );
         }
         self.fields_filled = upto;
     }
@@ -888,6 +908,24 @@ fn fill_zeroed<T: Copy + Default + PartialEq>(v: &mut Vec<T>, len: usize, value:
     } else {
         v.resize(len, value);
     }
+}
+
+/// Appends `n` null rows to a nullable column: its validity bitmap grown to
+/// `bytes` with 0 bits, its null count raised by `n`, and `n` more of
+/// `values` equal to `end` (the last offset, so the rows are empty, for a
+/// column of variable-length values; 0 for one of fixed-size values).
+fn push_nulls<T: Copy + Default + PartialEq>(
+    valid: &mut Vec<u8>,
+    nulls: &mut usize,
+    values: &mut Vec<T>,
+    bytes: usize,
+    n: usize,
+    end: T,
+) {
+    fill_zeroed(valid, bytes, 0);
+    *nulls += n;
+    let len = values.len() + n;
+    fill_zeroed(values, len, end);
 }
 
 /// Appends `src_rows` bits of `src` after the first `dst_rows` bits of
