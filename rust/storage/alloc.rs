@@ -99,6 +99,16 @@ impl ChunkAllocator {
         self.grow(write_pos.max(have) + 1, false).unwrap_or(false)
     }
 
+    /// The write position from which [`ChunkAllocator::ahead`] allocates
+    /// the next chunk (`usize::MAX` once the whole file is allocated).
+    pub fn ahead_from(&self) -> usize {
+        let have = self.allocated();
+        if have >= self.len {
+            return usize::MAX;
+        }
+        have.saturating_sub(self.chunk(have) / 2)
+    }
+
     /// No more allocation: the file is sealed and about to be trimmed, or
     /// closed and about to give back what lies past its data. Waits for an
     /// allocation or a [`ChunkAllocator::while_open`] call in progress.

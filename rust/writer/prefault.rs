@@ -28,6 +28,10 @@ type Current = (u64, Prefaulter, Arc<ChunkAllocator>);
 const AHEAD: usize = 8 << 20;
 /// Populated per call.
 const STEP: usize = 1 << 20;
+/// The longest sleep of a thread with nothing to do: the writer wakes it
+/// when it nears the end of what is populated or allocated ahead, and a new
+/// file wakes it, so this only bounds how long a missed wake-up could last.
+const IDLE_PARK: Duration = Duration::from_millis(100);
 
 #[derive(Debug, Default)]
 struct Shared {
@@ -35,6 +39,10 @@ struct Shared {
     file: Mutex<Option<Current>>,
     write_pos: AtomicUsize,
     stop: AtomicBool,
+    /// The thread is caught up and sleeps until the write position reaches
+    /// `wake_at` (see [`PrefaultThread::advance`]).
+    parked: AtomicBool,
+    wake_at: AtomicUsize,
 }
 
 /// The I/O thread's handle on the prefault thread.
@@ -66,6 +74,9 @@ impl PrefaultThread {
         self.shared.write_pos.store(a.write_pos, Ordering::Relaxed);
         *self.shared.file.lock().unwrap_or_else(|e| e.into_inner()) =
             Some((self.generation, a.map.prefaulter(), a.alloc.clone()));
+        if let Some(h) = &self.handle {
+            h.thread().unpark();
+        }
     }
 
     /// No active file (it is being sealed or closed). The thread may still
@@ -77,9 +88,21 @@ impl PrefaultThread {
         *self.shared.file.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
-    /// Where the I/O thread writes now.
+    /// Where the I/O thread writes now. Wakes the thread when it sleeps
+    /// caught up and the writer has come near the end of what it populated
+    /// or allocated ahead: one wake-up per few MiB written, none while the
+    /// writer is idle.
     pub fn advance(&self, write_pos: usize) {
-        self.shared.write_pos.store(write_pos, Ordering::Relaxed);
+        let s = &self.shared;
+        s.write_pos.store(write_pos, Ordering::SeqCst);
+        if s.parked.load(Ordering::SeqCst)
+            && write_pos >= s.wake_at.load(Ordering::Relaxed)
+            && s.parked.swap(false, Ordering::SeqCst)
+        {
+            if let Some(h) = &self.handle {
+                h.thread().unpark();
+            }
+        }
     }
 }
 
@@ -107,7 +130,7 @@ fn run(shared: &Shared) {
             populated = shared.write_pos.load(Ordering::Relaxed) & !(STEP - 1);
         }
         let Some((_, p, alloc)) = &current else {
-            std::thread::park_timeout(Duration::from_millis(5));
+            std::thread::park_timeout(IDLE_PARK); // `set_file` wakes it
             continue;
         };
         let pos = shared.write_pos.load(Ordering::Relaxed);
@@ -127,7 +150,38 @@ fn run(shared: &Shared) {
             }
             populated += step;
         } else {
-            std::thread::park_timeout(Duration::from_micros(500));
+            // Caught up: nothing to do before the writer has used half of
+            // what is populated ahead or nears the allocated end (all of
+            // the file populated: nothing until the next file).
+            let wake_at = if limit >= p.mapped_len() {
+                usize::MAX
+            } else if limit >= alloc.allocated() {
+                // Nothing more to populate before more is allocated.
+                alloc.ahead_from()
+            } else {
+                populated.saturating_sub(AHEAD / 2).min(alloc.ahead_from())
+            };
+            if wake_at <= pos {
+                // Allocation failed (a full disk): the writer's own
+                // allocation reports it; look again soon.
+                std::thread::park_timeout(Duration::from_micros(500));
+                continue;
+            }
+            park_until(shared, wake_at);
         }
     }
+}
+
+/// Sleeps until [`PrefaultThread::advance`] passes `wake_at`, a new file
+/// comes, the thread is stopped, or [`IDLE_PARK`] passes. `parked` is set
+/// before the write position is looked at again, and `advance` stores the
+/// position before it looks at `parked` (both sequentially consistent), so
+/// an advance past `wake_at` either is seen here or unparks the thread.
+fn park_until(shared: &Shared, wake_at: usize) {
+    shared.wake_at.store(wake_at, Ordering::Relaxed);
+    shared.parked.store(true, Ordering::SeqCst);
+    if shared.write_pos.load(Ordering::SeqCst) < wake_at && !shared.stop.load(Ordering::Relaxed) {
+        std::thread::park_timeout(IDLE_PARK);
+    }
+    shared.parked.store(false, Ordering::SeqCst);
 }
