@@ -179,6 +179,22 @@ fn read_throughput(c: &mut Criterion) {
         })
     });
     drop(ro);
+    // Over sealed files: each call that moves to another file checks, with
+    // one `stat`, that retention elsewhere has not deleted it.
+    let sealed_ro = litemq::QueueBuilder::new(sealed_dir.path())
+        .read_only(true)
+        .open()
+        .unwrap();
+    g.bench_function("get/random, read-only handle, sealed 16 MiB files", |b| {
+        let mut x = 7u64;
+        b.iter(|| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            black_box(sealed_ro.get((x >> 20) % n).unwrap());
+        })
+    });
+    drop(sealed_ro);
     g.finish();
     q.close().unwrap();
 
