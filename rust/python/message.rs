@@ -218,7 +218,14 @@ impl Message {
                 m.expires_at,
                 m.topic_offset,
             )?,
-            file: Some(m.file.display().to_string()),
+            // The path's own buffer when it is UTF-8 (as `display` would
+            // print it otherwise), not a formatted copy.
+            file: Some(
+                m.file
+                    .into_os_string()
+                    .into_string()
+                    .unwrap_or_else(|p| p.to_string_lossy().into_owned()),
+            ),
             codec: m.codec,
             tombstone: m.tombstone,
         };
