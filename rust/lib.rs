@@ -17,7 +17,7 @@
 //! ```
 //!
 //! Layout, from the bottom up: `format/` encodes and decodes bytes (no I/O),
-//! `storage/` owns the mapped files (the only `unsafe` in the engine),
+//! `storage/` owns the mapped files (most of the engine's `unsafe`),
 //! `index/` the sparse and key indexes, `reader/` tailers and `writer/` the
 //! appender and I/O thread, then `consumers/` (named tailers, work queues), `retention.rs` and
 //! `recovery.rs`, and `queue.rs` ties them together. Each layer imports only

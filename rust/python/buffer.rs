@@ -150,7 +150,7 @@ impl PayloadView {
     /// requires.
     #[expect(
         unsafe_code,
-        reason = "the buffer protocol is an unsafe C interface; its one use outside storage/"
+        reason = "the buffer protocol is an unsafe C interface (docs/DESIGN.md, \"Where unsafe is\")"
     )]
     unsafe fn __getbuffer__(
         slf: Bound<'_, Self>,

@@ -1,4 +1,5 @@
-//! Memory-mapped files: the one place in the engine that uses `unsafe`.
+//! Memory-mapped files: where most of the engine's `unsafe` is (the other
+//! places are listed in docs/DESIGN.md, "Where `unsafe` is").
 //!
 //! Two types, two roles:
 //! - [`Mapping`]: a read-only shared mapping. Readers hand out `&[u8]`
