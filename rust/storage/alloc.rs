@@ -92,10 +92,10 @@ impl ChunkAllocator {
     /// writer at `write_pos` is within half a chunk of the allocated end.
     /// Errors are left for the writer's own `ensure` to meet and report.
     pub fn ahead(&self, write_pos: usize) -> bool {
-        let have = self.allocated();
-        if have >= self.len || have.saturating_sub(write_pos) > self.chunk(have) / 2 {
+        if write_pos < self.ahead_from() {
             return false;
         }
+        let have = self.allocated();
         self.grow(write_pos.max(have) + 1, false).unwrap_or(false)
     }
 
