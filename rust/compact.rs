@@ -55,7 +55,7 @@ use crate::format::FORMAT_VERSION;
 use crate::index::fields::{self as field_index, FieldIndexDef};
 use crate::reader::catalog::{Catalog, FileInfo};
 use crate::retention::RetentionLock;
-use crate::storage::fsutil::sync_dir;
+use crate::storage::fsutil::{mark_removal, sync_dir};
 use crate::storage::mapped::{allocated_bytes, Mapping};
 use crate::writer::derived::ensure_topics;
 
@@ -552,6 +552,8 @@ fn rewrite(
             return Err(e);
         }
     };
+    // Readers in other processes that keep the old file mapped look again.
+    mark_removal(path)?;
     std::fs::rename(&tmp, path).map_err(|e| Error::io("rename", &tmp, e))?;
     if fail_after == Some(CompactStep::Renamed) {
         return Err(Error::Internal("injected failure after rename".into()));

@@ -21,7 +21,7 @@ use crate::format::{FORMAT_VERSION, OLDEST_READABLE_VERSION};
 use crate::index::fields::{ActiveIndex, FieldIndexDef, FieldQuery, IndexState};
 use crate::index::key_index::{self, KeyIndexConfig, KeyIndexReader, KeyIndexWriter};
 use crate::reader::backward::BackwardTailer;
-use crate::reader::catalog::Catalog;
+use crate::reader::catalog::{still_listed, Catalog};
 use crate::reader::columns::{ColumnSet, Columns};
 use crate::reader::field::ActiveSeqs;
 use crate::reader::keys::index_keys_from;
@@ -35,6 +35,7 @@ use crate::storage::fsutil::write_atomic;
 use crate::storage::layout::{KEY_INDEX_DIR, LOCK_FILE, METADATA_FILE};
 use crate::storage::lock::{Role, WriterLock};
 use crate::storage::mapped::allocated_bytes;
+use crate::storage::mapped::Mapping;
 use crate::storage::wake::WakeFile;
 use crate::writer::append_lock::{AppendLock, APPEND_LOCK_FILE};
 use crate::writer::appender::{Appender, Batching};
@@ -1012,9 +1013,10 @@ impl Queue {
                 Ok(Some((m, number, mapped_len))) => {
                     // One check per call that the file is still there: done
                     // already when this call mapped it.
+                    let t = guard.as_ref();
                     if rechecked
-                        || guard.as_ref().is_some_and(Tailer::file_just_checked)
-                        || self.file_still_kept(&m, number, mapped_len)
+                        || t.is_some_and(Tailer::file_just_checked)
+                        || self.file_still_kept(&m, number, mapped_len, t.and_then(Tailer::mapping))
                     {
                         return Ok(m);
                     }
@@ -1048,8 +1050,17 @@ impl Queue {
     /// deletes: the catalog's last file while it still has its full length
     /// (a sealed version-4 file is trimmed; a version-3 file is not, so a
     /// handle whose catalog is behind may still return a message from a
-    /// sealed version-3 file that was just deleted). One `stat` otherwise.
-    fn file_still_kept(&self, m: &OwnedMessage, number: u64, mapped_len: usize) -> bool {
+    /// sealed version-3 file that was just deleted). Otherwise
+    /// [`still_listed`] of `map`, the mapping `m` was read through (a load
+    /// of its removal mark, or for a file older than format 10 an `fstat`),
+    /// or one `stat` of its path.
+    fn file_still_kept(
+        &self,
+        m: &OwnedMessage,
+        number: u64,
+        mapped_len: usize,
+        map: Option<&Arc<Mapping>>,
+    ) -> bool {
         let catalog = &self.inner.catalog;
         let Some(f) = catalog.at_or_after_number(number) else {
             return true;
@@ -1061,8 +1072,11 @@ impl Queue {
         if last && mapped_len as u64 == f.header.file_size {
             return true;
         }
-        // The mapping's own path: the data file's, without formatting it again.
-        m.file.exists()
+        match map {
+            Some(map) if map.path() == m.file => still_listed(map, f.header.version),
+            // The mapping's own path: the data file's, without formatting it again.
+            _ => m.file.exists(),
+        }
     }
 
     /// Read-your-writes: returns once every message this process appended

@@ -15,6 +15,7 @@ use crate::format::{data_file, record};
 use crate::index::dense::DenseIndexWriter;
 use crate::index::sparse::{self, Entry, SparseIndexWriter};
 use crate::reader::catalog::{Catalog, FileInfo};
+use crate::storage::fsutil::remove_data_file;
 use crate::storage::layout::list_temp_files;
 use crate::storage::mapped::{Mapping, WritableMapping};
 use crate::writer::active::{dense_header, index_header, ActiveFile};
@@ -549,9 +550,8 @@ fn cut_at_first_gap(
             }
             Boundary::Gap(_) => {
                 for f in files.drain(i + 1..).rev() {
-                    let mut paths = f.id.index_paths(catalog.base());
-                    paths.insert(0, catalog.data_path(f.id));
-                    for path in paths {
+                    remove_data_file(&catalog.data_path(f.id))?;
+                    for path in f.id.index_paths(catalog.base()) {
                         match std::fs::remove_file(&path) {
                             Ok(()) => {}
                             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

@@ -32,6 +32,7 @@ use crate::error::{Error, Result};
 use crate::format::position;
 use crate::index::key_index;
 use crate::reader::catalog::{Catalog, FileInfo};
+use crate::storage::fsutil::remove_data_file;
 use crate::storage::layout::{FileId, KEY_INDEX_DIR};
 use crate::storage::mapped::allocated_bytes;
 
@@ -266,7 +267,7 @@ fn delete_prefix(
     for f in &files[..delete] {
         let data = f.id.data_path(base);
         let bytes = file_bytes(base, f.id);
-        remove_if_present(&data)?;
+        remove_data_file(&data)?;
         for index in f.id.index_paths(base) {
             remove_if_present(&index)?;
         }

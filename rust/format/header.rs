@@ -7,6 +7,17 @@ use super::{le_u32, le_u64, FORMAT_VERSION, OLDEST_READABLE_VERSION};
 pub const DATA_MAGIC: [u8; 8] = *b"LMQDATA\0";
 /// First eight bytes of every sparse-index file.
 pub const INDEX_MAGIC: [u8; 8] = *b"LMQSIDX\0";
+/// Where a data file's removal mark lies (bytes 64..72 of its header,
+/// outside the header's CRC): zero while the file is the queue's.
+pub const REMOVAL_MARK_AT: usize = 64;
+/// The removal mark: stored by litemq before it deletes a data file or
+/// puts another in its place, so that readers in other processes, which
+/// may keep the file mapped, notice without asking the file system.
+pub const REMOVAL_MARK: [u8; 8] = *b"LMQGONE\0";
+/// First format version whose files are always marked before litemq
+/// deletes or replaces them (older litemq builds did not mark, and cannot
+/// open a queue of this version).
+pub const REMOVAL_MARKED_SINCE: u32 = 10;
 /// Bytes before the first sparse-index entry.
 pub const INDEX_HEADER_LEN: usize = 256;
 /// Bytes of one sparse-index entry: seq, timestamp, CRC, offset.

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::format::compression::DEFAULT_MAX_DECOMPRESSED;
 use crate::format::footer::{trimmed_len, Footer, FOOTER_LEN};
 use crate::format::frame::{DATA_HEADER_LEN, FRAME_ALIGN};
-use crate::format::header::{DataHeader, HeaderError};
+use crate::format::header::{DataHeader, HeaderError, REMOVAL_MARKED_SINCE, REMOVAL_MARK_AT};
 use crate::index::dense::DenseIndex;
 use crate::storage::layout::{list_data_files, FileId};
 use crate::storage::mapped::Mapping;
@@ -68,6 +68,22 @@ pub(crate) struct MappedFile {
     pub(crate) map: Arc<Mapping>,
     /// Its dense index, opened on first use (`None` inside: none, or unusable).
     pub(crate) dense: Arc<OnceLock<Option<Arc<DenseIndex>>>>,
+}
+
+/// True while data file `map`, of format `version`, is still the queue's
+/// file under its name: not deleted, nor another file put in its place.
+/// A file of format 10 or later is checked in memory: litemq marks such a
+/// file before it deletes or replaces it (see
+/// [`crate::storage::fsutil::mark_removal`]), so an unmarked one is still
+/// there, and only a marked one is looked up. An older file (an older
+/// litemq may delete it unmarked) costs an `fstat` or a `stat` (see
+/// [`Mapping::still_named`]). A file a user deletes by hand, bypassing
+/// litemq, is noticed by the next directory listing instead.
+pub(crate) fn still_listed(map: &Mapping, version: u32) -> bool {
+    let unmarked = version >= REMOVAL_MARKED_SINCE
+        && map.len() >= REMOVAL_MARK_AT + 8
+        && map.load_u64(REMOVAL_MARK_AT) == 0;
+    unmarked || map.still_named()
 }
 
 /// Reads and checks the header of data file `path`.
@@ -192,7 +208,6 @@ impl Catalog {
     /// its published frames, as a tailer that follows it does), and let go
     /// once it has a successor: then it is mapped afresh, trimmed.
     pub(crate) fn map_file(&self, info: &FileInfo) -> Result<MappedFile> {
-        use std::os::unix::fs::MetadataExt;
         // A kept mapping is checked against its own path (the file's), so a
         // `get` that goes back to a kept file formats no path.
         let is_last = self.successor(info.id).is_none();
@@ -200,10 +215,8 @@ impl Catalog {
             let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
             match last.as_ref() {
                 Some((id, f)) if *id == info.id && is_last => {
-                    // One stat, as for the sealed files below.
-                    let same = std::fs::metadata(f.map.path())
-                        .is_ok_and(|m| (m.dev(), m.ino()) == f.map.identity());
-                    if same {
+                    // One check, as for the sealed files below.
+                    if still_listed(&f.map, info.header.version) {
                         let mut f = f.clone();
                         if matches!(f.dense.get(), Some(None)) {
                             // The writer may have made or rebuilt its dense
@@ -223,22 +236,23 @@ impl Catalog {
             let mut kept = self.mapped.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(i) = kept.iter().position(|(id, _)| *id == info.id) {
                 let entry = kept.remove(i);
-                // One stat: a file deleted (retention in another process)
-                // or replaced since is not read through the old mapping.
-                let path = entry.1.map.path();
-                match std::fs::metadata(path) {
-                    Ok(m) if (m.dev(), m.ino()) == entry.1.map.identity() => {
-                        let file = entry.1.clone();
-                        kept.push(entry);
-                        return Ok(file);
-                    }
-                    Ok(_) => {}
-                    Err(e) => return Err(Error::io("open", path, e)),
+                // One check (see `still_listed`): a file deleted (retention
+                // in another process) or replaced since is not read through
+                // the old mapping; it is mapped afresh below, or reported
+                // missing.
+                if still_listed(&entry.1.map, info.header.version) {
+                    let file = entry.1.clone();
+                    kept.push(entry);
+                    return Ok(file);
                 }
             }
         }
         let path = self.data_path(info.id);
-        let map = Arc::new(Mapping::open(&path)?);
+        let map = Arc::new(if info.header.version >= REMOVAL_MARKED_SINCE {
+            Mapping::open(&path)?
+        } else {
+            Mapping::open_watched(&path)?
+        });
         let file = MappedFile {
             map: map.clone(),
             dense: Arc::default(),
@@ -263,6 +277,24 @@ impl Catalog {
             }
         }
         Ok(file)
+    }
+
+    /// Lets go of the kept mapping of file `id` when the path now names
+    /// another file, `(st_dev, st_ino)` `named` (a caller that looked the
+    /// path up for its own reasons): the next [`Catalog::map_file`] maps
+    /// the file the path names. Only a file replaced bypassing litemq needs
+    /// it (litemq marks a file before it replaces it, see [`still_listed`]);
+    /// without it, indexes read by path would meet the old mapping.
+    pub(crate) fn forget_if_replaced(&self, id: FileId, named: (u64, u64)) {
+        let stale = |(fid, f): &(FileId, MappedFile)| *fid == id && f.map.identity() != named;
+        self.mapped
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|e| !stale(e));
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if last.as_ref().is_some_and(stale) {
+            *last = None;
+        }
     }
 
     pub fn is_closed(&self) -> bool {

@@ -134,6 +134,9 @@ fn plan_sealed(
     info: &FileInfo,
 ) -> Plan {
     let key = file_key(&catalog.data_path(info.id));
+    if let Some((dev, ino, _)) = key {
+        catalog.forget_if_replaced(info.id, (dev, ino));
+    }
     let number = info.header.file_number;
     let wanted = (
         selector.topic.clone(),

@@ -1,10 +1,13 @@
 //! Small-file helpers: atomic replacement and directory sync.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::Write;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use crate::error::{Error, Result};
+use crate::format::frame::DATA_HEADER_LEN;
+use crate::format::header::{REMOVAL_MARK, REMOVAL_MARK_AT};
 
 /// Makes a directory entry change (create, rename) durable.
 pub fn sync_dir(dir: &Path) -> Result<()> {
@@ -44,4 +47,39 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     drop(f);
     std::fs::rename(&tmp, path).map_err(|e| Error::io("rename", path, e))?;
     sync_dir(path.parent().unwrap_or(Path::new(".")))
+}
+
+/// Stores the removal mark in data file `path` (see
+/// [`crate::format::header::REMOVAL_MARK`]): done before the file is
+/// deleted or another renamed over it, so a reader in another process that
+/// keeps it mapped sees the mark in its own mapping and looks again. Not
+/// synced: the mark only matters to processes running while the file is
+/// still there. A file already gone, or too short to be a data file, is
+/// left as it is.
+pub fn mark_removal(path: &Path) -> Result<()> {
+    let file = match OpenOptions::new().write(true).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io("open to mark removed", path, e)),
+    };
+    let len = file
+        .metadata()
+        .map_err(|e| Error::io("stat", path, e))?
+        .len();
+    if len < DATA_HEADER_LEN as u64 {
+        return Ok(());
+    }
+    file.write_all_at(&REMOVAL_MARK, REMOVAL_MARK_AT as u64)
+        .map_err(|e| Error::io("mark removed", path, e))
+}
+
+/// Deletes data file `path` (nothing when it is gone already), marked
+/// first (see [`mark_removal`]).
+pub fn remove_data_file(path: &Path) -> Result<()> {
+    mark_removal(path)?;
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io("remove", path, e)),
+    }
 }

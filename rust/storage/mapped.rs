@@ -24,7 +24,8 @@
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
 use memmap2::{MmapOptions, MmapRaw};
 
@@ -75,11 +76,42 @@ pub struct Mapping {
     /// `(st_dev, st_ino)` of the file mapped: which file this is, even if
     /// its path is later given to another.
     identity: (u64, u64),
+    /// Kept by [`Mapping::open_watched`], for [`Mapping::still_named`].
+    watch: Option<Watch>,
 }
+
+/// A mapped file's descriptor, kept so that asking whether its path still
+/// names it costs an `fstat` instead of a path lookup (three times dearer
+/// here: 1.26 µs against 0.41 for a path four directories deep).
+#[derive(Debug)]
+struct Watch {
+    file: File,
+    /// `(st_nlink, st_ctime, st_ctime_nsec)` the last time a path lookup
+    /// found the path naming the file, and that change time was settled
+    /// (see [`Mapping::still_named`]).
+    seen: Mutex<Option<(u64, i64, i64)>>,
+}
+
+/// A change time at least this old is settled: a later change of the
+/// inode (a link, an unlink, a rename) gets a later one, whatever the
+/// granularity of the file system's clock (a kernel tick at most).
+const CTIME_SETTLED: Duration = Duration::from_secs(1);
 
 impl Mapping {
     /// Maps the whole of `path` read-only.
     pub fn open(path: &Path) -> Result<Mapping> {
+        Self::open_inner(path, false)
+    }
+
+    /// As [`Mapping::open`], keeping the file's descriptor while it is
+    /// mapped, so that [`Mapping::still_named`] is cheap. For the mappings a
+    /// handle keeps and checks on every `get` (at most 65 per handle), not
+    /// for every mapping: each holds a descriptor.
+    pub fn open_watched(path: &Path) -> Result<Mapping> {
+        Self::open_inner(path, true)
+    }
+
+    fn open_inner(path: &Path, watched: bool) -> Result<Mapping> {
         use std::os::unix::fs::MetadataExt;
         let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
         let meta = file.metadata().map_err(|e| Error::io("stat", path, e))?;
@@ -93,7 +125,58 @@ impl Mapping {
             len,
             path: path.to_path_buf(),
             identity: (meta.dev(), meta.ino()),
+            watch: watched.then(|| Watch {
+                file,
+                seen: Mutex::new(None),
+            }),
         })
+    }
+
+    /// True while the mapping's path still names the file mapped: false
+    /// once the file was deleted, or renamed, or another file put in its
+    /// place (retention or compaction in another process), or when the
+    /// path cannot be looked up.
+    ///
+    /// One path lookup (`stat`), or for a watched mapping usually one
+    /// `fstat` of its descriptor: every link, unlink or rename of an inode
+    /// sets its change time, so while link count and change time are those
+    /// seen at the last lookup that found the path naming the file, it
+    /// still does. A change time is trusted only once settled
+    /// ([`CTIME_SETTLED`] old when looked up): two changes within one tick
+    /// of a coarse clock may leave it unchanged. A clock stepped back by
+    /// more than that while the file is relinked could fool it; a link
+    /// count of 0 never does.
+    pub fn still_named(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let named =
+            || std::fs::metadata(&self.path).is_ok_and(|m| (m.dev(), m.ino()) == self.identity);
+        let Some(w) = &self.watch else {
+            return named();
+        };
+        let Ok(m) = w.file.metadata() else {
+            return named();
+        };
+        if m.nlink() == 0 {
+            return false;
+        }
+        let now = (m.nlink(), m.ctime(), m.ctime_nsec());
+        let mut seen = w.seen.lock().unwrap_or_else(|e| e.into_inner());
+        if *seen == Some(now) {
+            return true;
+        }
+        if !named() {
+            return false;
+        }
+        let changed = SystemTime::UNIX_EPOCH
+            + Duration::new(
+                m.ctime().max(0) as u64,
+                m.ctime_nsec().clamp(0, 999_999_999) as u32,
+            );
+        let settled = SystemTime::now()
+            .duration_since(changed)
+            .is_ok_and(|age| age >= CTIME_SETTLED);
+        *seen = settled.then_some(now);
+        true
     }
 
     /// The mapped file.

@@ -280,8 +280,9 @@ fn a_sealed_record_needs_a_version_8_file() {
         record::record_version(record::FLAG_EXTENSION, record::EXT_TOMBSTONE),
         7
     );
-    // Format 9 (batches) kept the bit: a sealed record still needs only 8.
-    assert_eq!(litemq::FORMAT_VERSION, 9);
+    // Formats 9 (batches) and 10 (removal marks) kept the bit: a sealed
+    // record still needs only 8.
+    assert_eq!(litemq::FORMAT_VERSION, 10);
 }
 
 /// Several writer processes (two handles here) get their sequences under
