@@ -25,7 +25,7 @@ use crate::reader::catalog::{still_listed, Catalog};
 use crate::reader::columns::{ColumnSet, Columns};
 use crate::reader::field::ActiveSeqs;
 use crate::reader::keys::index_keys_from;
-use crate::reader::tailer::{OwnedMessage, Start, Tailer};
+use crate::reader::tailer::{Message, OwnedMessage, Start, Tailer};
 use crate::reader::topic::{TopicFilter, TopicSelector};
 use crate::reader::wake::WakeSource;
 use crate::reader::watch::TailWatch;
@@ -984,6 +984,15 @@ impl Queue {
     /// cannot be reached is damage ([`Error::Corrupted`]), never
     /// [`Error::NotFound`].
     pub fn get(&self, seq: u64) -> Result<OwnedMessage> {
+        self.get_with(seq, |m| m.to_owned())
+    }
+
+    /// As [`Queue::get`], handing `f` the message borrowed from its file
+    /// (`f` builds what the caller keeps, with one copy of the payload at
+    /// most) and returning what it returns. `f` may run more than once
+    /// (when the file turns out to have been deleted meanwhile): only what
+    /// the last call returned is kept.
+    pub fn get_with<R>(&self, seq: u64, mut f: impl FnMut(&Message<'_>) -> R) -> Result<R> {
         self.check_open()?;
         // Read-your-writes: only a sequence this process may still be
         // writing needs the wait (one atomic load otherwise). A read-only
@@ -1003,22 +1012,18 @@ impl Queue {
                 Some(t) => t,
                 None => guard.insert(self.new_tailer()),
             };
-            let read = t.read_at(seq).map(|m| {
-                m.map(|m| {
-                    let number = position::decode(m.position()).0;
-                    (m.to_owned(), number, m.mapping().len())
-                })
-            });
+            let read = t
+                .read_at(seq)
+                .map(|m| m.map(|m| (f(&m), position::decode(m.position()).0, m.mapping().clone())));
             match read {
-                Ok(Some((m, number, mapped_len))) => {
+                Ok(Some((got, number, map))) => {
                     // One check per call that the file is still there: done
                     // already when this call mapped it.
-                    let t = guard.as_ref();
                     if rechecked
-                        || t.is_some_and(Tailer::file_just_checked)
-                        || self.file_still_kept(&m, number, mapped_len, t.and_then(Tailer::mapping))
+                        || guard.as_ref().is_some_and(Tailer::file_just_checked)
+                        || self.file_still_kept(number, &map)
                     {
-                        return Ok(m);
+                        return Ok(got);
                     }
                     // Retention (another process) deleted the file this
                     // reader still maps: forget it and look again.
@@ -1043,24 +1048,17 @@ impl Queue {
         }
     }
 
-    /// False when data file `number`, which `m` was read from through a
-    /// mapping of `mapped_len` bytes, is gone: retention in
+    /// False when data file `number`, which a message was read from through
+    /// `map`, is gone: retention in
     /// another process deleted it while this handle kept it mapped. Free
     /// (no system call) for the file being written, which retention never
     /// deletes: the catalog's last file while it still has its full length
     /// (a sealed version-4 file is trimmed; a version-3 file is not, so a
     /// handle whose catalog is behind may still return a message from a
     /// sealed version-3 file that was just deleted). Otherwise
-    /// [`still_listed`] of `map`, the mapping `m` was read through (a load
-    /// of its removal mark, or for a file older than format 10 an `fstat`),
-    /// or one `stat` of its path.
-    fn file_still_kept(
-        &self,
-        m: &OwnedMessage,
-        number: u64,
-        mapped_len: usize,
-        map: Option<&Arc<Mapping>>,
-    ) -> bool {
+    /// [`still_listed`] of `map` (a load of its removal mark, or for a file
+    /// older than format 10 an `fstat` or a `stat`).
+    fn file_still_kept(&self, number: u64, map: &Mapping) -> bool {
         let catalog = &self.inner.catalog;
         let Some(f) = catalog.at_or_after_number(number) else {
             return true;
@@ -1069,14 +1067,10 @@ impl Queue {
             return true;
         }
         let last = catalog.last().is_some_and(|l| l.id == f.id);
-        if last && mapped_len as u64 == f.header.file_size {
+        if last && map.len() as u64 == f.header.file_size {
             return true;
         }
-        match map {
-            Some(map) if map.path() == m.file => still_listed(map, f.header.version),
-            // The mapping's own path: the data file's, without formatting it again.
-            _ => m.file.exists(),
-        }
+        still_listed(map, f.header.version)
     }
 
     /// Read-your-writes: returns once every message this process appended

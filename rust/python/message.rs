@@ -52,8 +52,9 @@ struct Rare {
     headers: Option<Py<PyDict>>,
     /// Topic, tags, queue id, priority and expiry, when it has any.
     fields: Option<Fields>,
-    /// The data file, when `view` does not tell it (`get`, `find`,
-    /// unpickled); `None` with no view: unknown.
+    /// The data file, when `view` does not tell it (`find`, `get_latest`,
+    /// unpickled, a compressed or encrypted payload); `None` with no view:
+    /// unknown.
     file: Option<String>,
     /// The codec the payload was stored with, if it was compressed.
     codec: Option<crate::Codec>,

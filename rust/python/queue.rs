@@ -731,8 +731,9 @@ impl Queue {
     /// 42
     fn get(&self, py: Python<'_>, seq: &Bound<'_, PyAny>) -> PyResult<Message> {
         let seq = seq_arg(seq, "seq")?;
-        let msg = self.queue()?.get(seq)?;
-        Message::from_owned(py, msg)
+        // Built from the frame in place: one copy of the payload.
+        self.queue()?
+            .get_with(seq, |m| Message::from_borrowed(py, m))?
     }
 
     /// The last message appended with `key` (through the key index), or

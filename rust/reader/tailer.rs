@@ -729,11 +729,6 @@ impl Tailer {
         self.cursor.as_ref().is_some_and(|c| c.fresh)
     }
 
-    /// The mapping of the file the tailer stands in, if any.
-    pub(crate) fn mapping(&self) -> Option<&Arc<Mapping>> {
-        self.cursor.as_ref().map(|c| &c.map)
-    }
-
     /// The record at `loc` is a hole.
     fn is_hole_at(&self, loc: Located) -> bool {
         self.cursor.as_ref().is_some_and(|c| {

@@ -192,6 +192,25 @@ def test_get(queue: litemq.Queue) -> None:
     assert queue.get(99).payload == b"m99"
 
 
+def test_get_tells_where_each_message_lies(tmp_path: Path) -> None:
+    """get reads a message in place: its position names the data file that holds it,
+    sealed or being written, and its payload view is of that file."""
+    with litemq.Queue(tmp_path / "q", file_size=64 * 1024) as q:
+        q.appender().append_batch([bytes([i % 251]) * 300 for i in range(1000)])
+        q.appender().flush()
+        files = q.data_files()
+        assert len(files) > 3
+        with litemq.Queue(tmp_path / "q", read_only=True) as ro:
+            for f in (files[0], files[len(files) // 2], files[-1]):
+                for seq in (f.first_seq, f.first_seq + 1):
+                    for handle in (q, ro):
+                        m = handle.get(seq)
+                        path, offset = m.position
+                        assert path == str(f.path)
+                        assert offset >= 4096
+                        assert bytes(m.payload_view()) == m.payload == bytes([seq % 251]) * 300
+
+
 def test_tailer_start_positions(queue: litemq.Queue) -> None:
     app = queue.appender()
     app.append_batch([b"0", b"1", b"2", b"3"])
