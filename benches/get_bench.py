@@ -31,20 +31,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import litemq
+from read_path_bench import SIZE, fill  # the same queues as the scans
 
-SIZE = 100
 GETS = 200_000
 ROUNDS = 3
-
-
-def fill(path: Path, n: int, file_size: int | None) -> None:
-    pool = [os.urandom(SIZE // 2).hex().encode() for _ in range(1000)]
-    opts = {} if file_size is None else {"file_size": file_size}
-    with litemq.Queue(path, **opts) as q:
-        app = q.appender()
-        for _ in range(n // 1000):
-            app.append_batch(pool)
-        app.flush()
 
 
 def measure(name: str, run: Callable[[], None]) -> float:
