@@ -3,6 +3,7 @@
 //! (`consumer.rs`) is a Python subclass of `Tailer` whose reader is an
 //! engine `Consumer` instead of a plain `Tailer`: see [`Reader`].
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError, Weak};
 use std::time::Duration;
 
@@ -20,16 +21,142 @@ use super::time;
 /// What a Python tailer reads with: a plain engine tailer, or a named
 /// consumer (a tailer whose position persists).
 pub(crate) enum Reader {
-    Plain(crate::Tailer),
+    Plain(Plain),
     Named(crate::Consumer),
     /// Newest first (`direction="backward"`): never waits.
     Backward(crate::BackwardTailer),
 }
 
+/// A plain engine tailer, and the messages `__next__` read ahead with it.
+///
+/// `__next__` reads a run of messages at a time (`crate::Tailer::read_run`:
+/// one lock, one tight loop over the frames, each checked as any read
+/// checks it) and hands them out one per call. The engine tailer then
+/// stands after the run; everything else that reads or moves it, or tells
+/// where it is, goes through [`Plain::settled`], which gives back the
+/// messages not handed out first: to the user the position is always that
+/// of the last message `__next__` returned.
+pub(crate) struct Plain {
+    tailer: crate::Tailer,
+    /// Read and checked, not handed out yet, in order.
+    ahead: VecDeque<Py<Message>>,
+    /// How many messages the next run may read.
+    run: usize,
+}
+
+/// The first run's length: a tailer read with a single `next()` (then
+/// moved) builds few messages for nothing.
+const FIRST_RUN: usize = 8;
+
+/// The longest run: the lock and the run's setup are paid once per this
+/// many messages.
+const MAX_RUN: usize = 128;
+
+/// A run stops once the payloads it read reach this many bytes, so that a
+/// tailer of large messages does not hold many of them ahead.
+const RUN_BYTES: usize = 64 << 10;
+
+impl Plain {
+    pub(crate) fn new(tailer: crate::Tailer) -> Plain {
+        Plain {
+            tailer,
+            ahead: VecDeque::new(),
+            run: FIRST_RUN,
+        }
+    }
+
+    /// The engine tailer, standing at the first message not handed out.
+    fn settled(&mut self) -> &mut crate::Tailer {
+        if let Some(first) = self.ahead.front() {
+            let first = first.get();
+            self.tailer.rewind_run(first.seq(), first.frame_at());
+            self.ahead.clear();
+            self.run = FIRST_RUN;
+        }
+        &mut self.tailer
+    }
+
+    /// The sequence the next read returns.
+    fn next_seq(&self) -> u64 {
+        self.ahead
+            .front()
+            .map_or_else(|| self.tailer.next_seq(), |m| m.get().seq())
+    }
+
+    /// The next message for `__next__`: the next one read ahead, or, with
+    /// none left, the first of a new run, or (where no run can start: the
+    /// end of the data or of a file, a filter, a compressed, encrypted or
+    /// batched message, a hole, a tombstone) one read alone.
+    #[inline]
+    fn next(&mut self, py: Python<'_>) -> PyResult<Option<Py<Message>>> {
+        if let Some(m) = self.next_ahead(py) {
+            return Ok(Some(m));
+        }
+        match self.tailer.read_next() {
+            Ok(Some(m)) => Ok(Some(Py::new(py, Message::from_borrowed(py, &m)?)?)),
+            Ok(None) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The next message read ahead, reading a run when none is left and
+    /// one can start; `None` when the message is to be read alone.
+    #[inline]
+    fn next_ahead(&mut self, py: Python<'_>) -> Option<Py<Message>> {
+        if let Some(m) = self.ahead.pop_front() {
+            return Some(m);
+        }
+        if self.tailer.run_can_start() {
+            self.read_ahead(py);
+            return self.ahead.pop_front();
+        }
+        None
+    }
+
+    /// Reads a run into `ahead`. A run that fails, or a message that does
+    /// not convert, ends it before that message, which the caller then
+    /// reads alone and so reports as a read of it always did.
+    fn read_ahead(&mut self, py: Python<'_>) {
+        let mut bytes = 0usize;
+        let ahead = &mut self.ahead;
+        let taken = self.tailer.read_run_frames(self.run, &mut |f| {
+            if bytes >= RUN_BYTES {
+                return false;
+            }
+            let msg = match f.bare() {
+                Some(m) => {
+                    bytes += m.payload.len();
+                    Message::bare(py, f.seq, &m, f.mapping(), f.offset())
+                }
+                None => {
+                    let Some(m) = f.message() else {
+                        return false;
+                    };
+                    bytes += m.payload.len();
+                    match Message::from_borrowed(py, &m) {
+                        Ok(msg) => msg,
+                        Err(_) => return false,
+                    }
+                }
+            };
+            match Py::new(py, msg) {
+                Ok(msg) => {
+                    ahead.push_back(msg);
+                    true
+                }
+                Err(_) => false,
+            }
+        });
+        if taken.is_ok_and(|n| n > 0) {
+            self.run = (self.run * 2).min(MAX_RUN);
+        }
+    }
+}
+
 impl Reader {
     fn read_next(&mut self) -> crate::Result<Option<crate::Message<'_>>> {
         match self {
-            Reader::Plain(t) => t.read_next(),
+            Reader::Plain(p) => p.settled().read_next(),
             Reader::Named(c) => c.read_next(),
             Reader::Backward(b) => b.read_next(),
         }
@@ -41,7 +168,7 @@ impl Reader {
         interrupt: &mut dyn FnMut() -> bool,
     ) -> crate::Result<Option<crate::Message<'_>>> {
         match self {
-            Reader::Plain(t) => t.read_next_until(timeout, interrupt),
+            Reader::Plain(p) => p.settled().read_next_until(timeout, interrupt),
             Reader::Named(c) => c.read_next_until(timeout, interrupt),
             // Nothing older is ever written: there is nothing to wait for.
             Reader::Backward(b) => b.read_next(),
@@ -56,14 +183,14 @@ impl Reader {
         take: &mut dyn FnMut(&crate::Message<'_>) -> bool,
     ) -> crate::Result<usize> {
         match self {
-            Reader::Plain(t) => t.read_run(max, take),
+            Reader::Plain(p) => p.settled().read_run(max, take),
             Reader::Named(_) | Reader::Backward(_) => Ok(0),
         }
     }
 
     fn seek(&mut self, seq: u64) -> crate::Result<()> {
         match self {
-            Reader::Plain(t) => t.seek(seq),
+            Reader::Plain(p) => p.settled().seek(seq),
             Reader::Named(c) => c.seek(seq),
             Reader::Backward(b) => b.seek(seq),
         }
@@ -71,7 +198,7 @@ impl Reader {
 
     fn seek_time(&mut self, micros: u64) -> crate::Result<()> {
         match self {
-            Reader::Plain(t) => t.seek_time(micros),
+            Reader::Plain(p) => p.settled().seek_time(micros),
             Reader::Named(c) => c.seek_time(micros),
             Reader::Backward(b) => b.seek_time(micros),
         }
@@ -79,7 +206,7 @@ impl Reader {
 
     fn seek_topic_offset(&mut self, offset: u64) -> crate::Result<()> {
         match self {
-            Reader::Plain(t) => t.seek_topic_offset(offset),
+            Reader::Plain(p) => p.settled().seek_topic_offset(offset),
             Reader::Named(c) => c.seek_topic_offset(offset),
             Reader::Backward(_) => Err(crate::Error::InvalidArgument(
                 "seeking by topic offset needs a topic tailer (q.tailer(topic=...))".into(),
@@ -89,9 +216,17 @@ impl Reader {
 
     fn seek_end(&mut self) -> crate::Result<()> {
         match self {
-            Reader::Plain(t) => t.seek_end(),
+            Reader::Plain(p) => p.settled().seek_end(),
             Reader::Named(c) => c.seek_end(),
             Reader::Backward(b) => b.seek_end(),
+        }
+    }
+
+    fn skip_damaged(&mut self) -> crate::Result<bool> {
+        match self {
+            Reader::Plain(p) => p.settled().skip_damaged(),
+            Reader::Named(c) => c.skip_damaged(),
+            Reader::Backward(b) => b.skip_damaged(),
         }
     }
 
@@ -99,7 +234,7 @@ impl Reader {
     /// oldest message: -1 below it).
     fn next_seq(&self) -> i128 {
         match self {
-            Reader::Plain(t) => i128::from(t.next_seq()),
+            Reader::Plain(p) => i128::from(p.next_seq()),
             Reader::Named(c) => i128::from(c.next_seq()),
             Reader::Backward(b) => b.next_seq().map_or(-1, i128::from),
         }
@@ -205,9 +340,16 @@ impl Tailer {
         &self,
         py: Python<'_>,
         timeout: Option<Duration>,
-    ) -> PyResult<Option<Message>> {
+    ) -> PyResult<Option<Py<Message>>> {
         let mut guard = self.lock(py)?;
         let tailer = guard.as_mut().ok_or_else(errors::closed)?;
+        // What is there already comes without a wait, read ahead as
+        // `__next__` reads it (`follow()` through a backlog).
+        if let Reader::Plain(p) = tailer {
+            if let Some(m) = p.next_ahead(py) {
+                return Ok(Some(m));
+            }
+        }
         let mut interrupted: Option<PyErr> = None;
         loop {
             let chunk = timeout.unwrap_or(FOREVER_CHUNK);
@@ -228,7 +370,7 @@ impl Tailer {
                 return Err(e);
             }
             match found {
-                Ok(Some(m)) => return Ok(Some(Message::from_borrowed(py, &m)?)),
+                Ok(Some(m)) => return Ok(Some(Py::new(py, Message::from_borrowed(py, &m)?)?)),
                 Ok(None) if timeout.is_some() || backward => return Ok(None),
                 Ok(None) => {}
                 Err(crate::Error::Closed) => {
@@ -414,22 +556,22 @@ impl Tailer {
     ///
     /// >>> next(q.tailer()).seq
     /// 0
-    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Message>> {
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<Message>>> {
         // Each arm converts the engine's message where it lands: passing the
         // 152-byte `Result<Option<Message>>` up through `Reader::read_next`
         // cost two or three memcpys per message (`perf`, tailer iteration).
         fn convert(
             py: Python<'_>,
             next: crate::Result<Option<crate::Message<'_>>>,
-        ) -> PyResult<Option<Message>> {
+        ) -> PyResult<Option<Py<Message>>> {
             match next {
-                Ok(Some(m)) => Ok(Some(Message::from_borrowed(py, &m)?)),
+                Ok(Some(m)) => Ok(Some(Py::new(py, Message::from_borrowed(py, &m)?)?)),
                 Ok(None) => Ok(None),
                 Err(e) => Err(e.into()),
             }
         }
         self.with(py, |reader| match reader {
-            Reader::Plain(t) => convert(py, t.read_next()),
+            Reader::Plain(p) => p.next(py),
             Reader::Named(c) => convert(py, c.read_next()),
             Reader::Backward(b) => convert(py, b.read_next()),
         })
@@ -447,7 +589,7 @@ impl Tailer {
         &self,
         py: Python<'_>,
         timeout: Option<time::Seconds>,
-    ) -> PyResult<Option<Message>> {
+    ) -> PyResult<Option<Py<Message>>> {
         match time::timeout_arg(timeout, "timeout")? {
             Some(d) if d.is_zero() => self.__next__(py),
             wait => self.wait(py, wait),
@@ -488,9 +630,9 @@ impl Tailer {
         if out.is_empty() && wait.is_none_or(|d| !d.is_zero()) {
             if let Some(m) = self.wait(py, wait)? {
                 out.push(if payloads {
-                    m.payload(py).into_bound(py).into_any()
+                    m.get().payload(py).into_bound(py).into_any()
                 } else {
-                    Bound::new(py, m)?.into_any()
+                    m.into_bound(py).into_any()
                 });
                 self.drain(py, max, &mut out, convert)?;
             }
@@ -665,11 +807,7 @@ impl Tailer {
     /// ...     t.skip_damaged()
     /// True
     fn skip_damaged(&self, py: Python<'_>) -> PyResult<bool> {
-        self.with(py, |reader| match reader {
-            Reader::Plain(tailer) => Ok(tailer.skip_damaged()?),
-            Reader::Named(consumer) => Ok(consumer.skip_damaged()?),
-            Reader::Backward(b) => Ok(b.skip_damaged()?),
-        })
+        self.with(py, |reader| Ok(reader.skip_damaged()?))
     }
 
     /// Releases the tailer's files; later calls raise ClosedError. A named
@@ -752,7 +890,7 @@ impl Follow {
         slf
     }
 
-    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Message>> {
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<Message>>> {
         self.tailer.get().wait(py, self.idle)
     }
 
