@@ -3,7 +3,6 @@
 //! (`consumer.rs`) is a Python subclass of `Tailer` whose reader is an
 //! engine `Consumer` instead of a plain `Tailer`: see [`Reader`].
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError, Weak};
 use std::time::Duration;
 
@@ -29,8 +28,8 @@ pub(crate) enum Reader {
 
 /// A plain engine tailer, and the messages `__next__` read ahead with it.
 ///
-/// `__next__` reads a run of messages at a time (`crate::Tailer::read_run`:
-/// one lock, one tight loop over the frames, each checked as any read
+/// `__next__` reads a run of messages at a time (`crate::Tailer::read_run_frames`:
+/// one tight loop over the frames of a file, each checked as any read
 /// checks it) and hands them out one per call. The engine tailer then
 /// stands after the run; everything else that reads or moves it, or tells
 /// where it is, goes through [`Plain::settled`], which gives back the
@@ -38,8 +37,8 @@ pub(crate) enum Reader {
 /// of the last message `__next__` returned.
 pub(crate) struct Plain {
     tailer: crate::Tailer,
-    /// Read and checked, not handed out yet, in order.
-    ahead: VecDeque<Py<Message>>,
+    /// Read and checked, not handed out yet: the next one last.
+    ahead: Vec<Py<Message>>,
     /// How many messages the next run may read.
     run: usize,
 }
@@ -48,26 +47,26 @@ pub(crate) struct Plain {
 /// moved) builds few messages for nothing.
 const FIRST_RUN: usize = 8;
 
-/// The longest run: the lock and the run's setup are paid once per this
-/// many messages.
+/// The longest run: the run's setup, and the engine's checks of a read,
+/// are paid once per this many messages.
 const MAX_RUN: usize = 128;
 
-/// A run stops once the payloads it read reach this many bytes, so that a
-/// tailer of large messages does not hold many of them ahead.
+/// A run stops once its records reach this many bytes, so that a tailer
+/// of large messages does not hold many of them ahead.
 const RUN_BYTES: usize = 64 << 10;
 
 impl Plain {
     pub(crate) fn new(tailer: crate::Tailer) -> Plain {
         Plain {
             tailer,
-            ahead: VecDeque::new(),
+            ahead: Vec::new(),
             run: FIRST_RUN,
         }
     }
 
     /// The engine tailer, standing at the first message not handed out.
     fn settled(&mut self) -> &mut crate::Tailer {
-        if let Some(first) = self.ahead.front() {
+        if let Some(first) = self.ahead.last() {
             let first = first.get();
             self.tailer.rewind_run(first.seq(), first.frame_at());
             self.ahead.clear();
@@ -79,7 +78,7 @@ impl Plain {
     /// The sequence the next read returns.
     fn next_seq(&self) -> u64 {
         self.ahead
-            .front()
+            .last()
             .map_or_else(|| self.tailer.next_seq(), |m| m.get().seq())
     }
 
@@ -89,7 +88,16 @@ impl Plain {
     /// batched message, a hole, a tombstone) one read alone.
     #[inline]
     fn next(&mut self, py: Python<'_>) -> PyResult<Option<Py<Message>>> {
-        if let Some(m) = self.next_ahead(py) {
+        match self.ahead.pop() {
+            Some(m) => Ok(Some(m)),
+            None => self.read(py),
+        }
+    }
+
+    /// [`Plain::next`] with nothing read ahead.
+    #[inline(never)]
+    fn read(&mut self, py: Python<'_>) -> PyResult<Option<Py<Message>>> {
+        if let Some(m) = self.read_ahead(py) {
             return Ok(Some(m));
         }
         match self.tailer.read_next() {
@@ -101,38 +109,32 @@ impl Plain {
 
     /// The next message read ahead, reading a run when none is left and
     /// one can start; `None` when the message is to be read alone.
-    #[inline]
     fn next_ahead(&mut self, py: Python<'_>) -> Option<Py<Message>> {
-        if let Some(m) = self.ahead.pop_front() {
-            return Some(m);
-        }
-        if self.tailer.run_can_start() {
-            self.read_ahead(py);
-            return self.ahead.pop_front();
-        }
-        None
+        self.ahead.pop().or_else(|| self.read_ahead(py))
     }
 
-    /// Reads a run into `ahead`. A run that fails, or a message that does
-    /// not convert, ends it before that message, which the caller then
-    /// reads alone and so reports as a read of it always did.
-    fn read_ahead(&mut self, py: Python<'_>) {
+    /// Reads a run, when one can start, into `ahead`, and takes its first
+    /// message. A run that fails, or a message that does not convert, ends
+    /// it before that message, which the caller then reads alone and so
+    /// reports as a read of it always did.
+    fn read_ahead(&mut self, py: Python<'_>) -> Option<Py<Message>> {
+        // Sized by the first record, so that a run of large messages stops
+        // before the frame that would pass `RUN_BYTES` is checked, not after.
+        let first = self.tailer.run_start()?;
+        let max = (RUN_BYTES / first.max(1)).clamp(1, self.run);
         let mut bytes = 0usize;
         let ahead = &mut self.ahead;
-        let taken = self.tailer.read_run_frames(self.run, &mut |f| {
+        let taken = self.tailer.read_run_frames(max, &mut |f| {
             if bytes >= RUN_BYTES {
                 return false;
             }
+            bytes += f.record.len();
             let msg = match f.bare() {
-                Some(m) => {
-                    bytes += m.payload.len();
-                    Message::bare(py, f.seq, &m, f.mapping(), f.offset())
-                }
+                Some(m) => Message::bare(py, f.seq, &m, f.mapping(), f.offset()),
                 None => {
                     let Some(m) = f.message() else {
                         return false;
                     };
-                    bytes += m.payload.len();
                     match Message::from_borrowed(py, &m) {
                         Ok(msg) => msg,
                         Err(_) => return false,
@@ -141,7 +143,7 @@ impl Plain {
             };
             match Py::new(py, msg) {
                 Ok(msg) => {
-                    ahead.push_back(msg);
+                    ahead.push(msg);
                     true
                 }
                 Err(_) => false,
@@ -150,6 +152,8 @@ impl Plain {
         if taken.is_ok_and(|n| n > 0) {
             self.run = (self.run * 2).min(MAX_RUN);
         }
+        self.ahead.reverse();
+        self.ahead.pop()
     }
 }
 
@@ -306,7 +310,17 @@ impl Tailer {
     }
 
     /// Locks the tailer without ever blocking while holding the GIL.
+    #[inline]
     pub(crate) fn lock<'a>(&'a self, py: Python<'_>) -> PyResult<MutexGuard<'a, Option<Reader>>> {
+        if let Ok(guard) = self.inner.get()?.try_lock() {
+            return Ok(guard);
+        }
+        self.lock_contended(py)
+    }
+
+    /// [`Tailer::lock`] when the lock is held or poisoned.
+    #[inline(never)]
+    fn lock_contended<'a>(&'a self, py: Python<'_>) -> PyResult<MutexGuard<'a, Option<Reader>>> {
         let mutex = self.inner.get()?;
         loop {
             match mutex.try_lock() {

@@ -1606,33 +1606,34 @@ impl Tailer {
         }
     }
 
-    /// Whether [`Tailer::read_run`] can take the next message: the tailer
-    /// reads every message (no filter, no expiry skipping), has a file
-    /// open, and the frame at its cursor is there and its record's flags
-    /// byte has neither the compression nor the extension bit. The byte is
-    /// read unchecked, only to choose the path (the run checks the frame,
-    /// [`Tailer::read_next`] everything else): a reader that tries a run
-    /// only where this holds does not pay a futile run, and its CRC, at a
-    /// compressed or encrypted message, a batch (whose frame the cursor
-    /// stays on for each member), a hole, a tombstone or the end of a file.
+    /// The length of the next message's record when [`Tailer::read_run`]
+    /// can take it, `None` when it cannot: when the tailer does not read
+    /// every message (a filter, expiry skipping), has no file open, or the
+    /// frame at its cursor is not there or its record's flags byte has the
+    /// compression or the extension bit. The length and the flags byte are
+    /// read unchecked, only to choose the path and size a run (the run
+    /// checks the frame, [`Tailer::read_next`] everything else): a reader
+    /// that runs only where this says so does not pay a futile run, and
+    /// its CRC, at a compressed or encrypted message, a batch (whose frame
+    /// the cursor stays on for each member), a hole, a tombstone or the
+    /// end of a file.
     #[cfg(feature = "python")]
     #[inline]
-    pub(crate) fn run_can_start(&self) -> bool {
+    pub(crate) fn run_start(&self) -> Option<usize> {
         if self.filter.is_some() || self.skip_expired.is_some() {
-            return false;
+            return None;
         }
-        let Some(c) = self.cursor.as_ref() else {
-            return false;
-        };
+        let c = self.cursor.as_ref()?;
         if c.offset + 5 > c.map.len() {
-            return false;
+            return None;
         }
         let len = c.map.load_u32(c.offset);
+        if len == 0 || len == frame::END_OF_FILE {
+            return None;
+        }
         // The flags byte is published once the length word is.
-        len != 0
-            && len != frame::END_OF_FILE
-            && c.map.as_slice()[c.offset + 4] & (record::FLAG_COMPRESSED | record::FLAG_EXTENSION)
-                == 0
+        let flags = c.map.as_slice()[c.offset + 4];
+        (flags & (record::FLAG_COMPRESSED | record::FLAG_EXTENSION) == 0).then_some(len as usize)
     }
 
     /// Moves back to message `seq`, whose frame is at `frame_at` in the

@@ -210,6 +210,23 @@ def test_iteration_mixes_runs_with_messages_read_alone(qpath: Path) -> None:
             assert next(t).seq == seq
 
 
+def test_large_and_small_messages_read_ahead_in_order(qpath: Path) -> None:
+    # Runs are cut by bytes as well as by count: large messages come one
+    # run at a time, and every message once, in order.
+    sizes = [10, 70_000, 10, 10, 200_000, 64 << 10, 3, 150_000] * 5 + [10] * 300
+    payloads = [bytes([i % 251]) * size for i, size in enumerate(sizes)]
+    with litemq.Queue(qpath, file_size=4 << 20) as q:
+        q.appender().append_batch(payloads)
+        q.appender().flush()
+        t = q.tailer()
+        for seq, payload in enumerate(payloads):
+            assert t.next_seq == seq
+            m = next(t)
+            assert (m.seq, m.payload) == (seq, payload)
+        assert next(t, None) is None
+        assert [m.payload for m in q.tailer()] == payloads
+
+
 def test_damage_after_a_run_is_reported_at_the_damaged_message(qpath: Path) -> None:
     with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
         q.appender().append_batch([b"x" * 100] * 10)
