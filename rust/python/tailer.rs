@@ -16,6 +16,7 @@ use super::exit;
 use super::fork::ForkSafe;
 use super::message::Message;
 use super::time;
+use crate::reader::tailer::RunFrame;
 
 /// What a Python tailer reads with: a plain engine tailer, or a named
 /// consumer (a tailer whose position persists).
@@ -129,24 +130,12 @@ impl Plain {
                 return false;
             }
             bytes += f.record.len();
-            let msg = match f.bare() {
-                Some(m) => Message::bare(py, f.seq, &m, f.mapping(), f.offset()),
-                None => {
-                    let Some(m) = f.message() else {
-                        return false;
-                    };
-                    match Message::from_borrowed(py, &m) {
-                        Ok(msg) => msg,
-                        Err(_) => return false,
-                    }
-                }
-            };
-            match Py::new(py, msg) {
-                Ok(msg) => {
+            match run_message(py, f).map(|m| Py::new(py, m?)) {
+                Some(Ok(msg)) => {
                     ahead.push(msg);
                     true
                 }
-                Err(_) => false,
+                Some(Err(_)) | None => false,
             }
         });
         if taken.is_ok_and(|n| n > 0) {
@@ -154,6 +143,16 @@ impl Plain {
         }
         self.ahead.reverse();
         self.ahead.pop()
+    }
+}
+
+/// The `Message` of a frame a run read; `None` when the frame is not
+/// plain (the run stops before it).
+#[inline]
+fn run_message(py: Python<'_>, f: &RunFrame<'_>) -> Option<PyResult<Message>> {
+    match f.bare() {
+        Some(b) => Some(Ok(Message::bare(py, f.seq, &b, f.mapping(), f.offset()))),
+        None => f.message().map(|m| Message::from_borrowed(py, &m)),
     }
 }
 
@@ -179,15 +178,15 @@ impl Reader {
         }
     }
 
-    /// A run of messages of one file read in bulk (plain tailers; a named
+    /// A run of frames of one file read in bulk (plain tailers; a named
     /// tailer reads one at a time, `take`ing none here).
-    fn read_run(
+    fn read_run_frames(
         &mut self,
         max: usize,
-        take: &mut dyn FnMut(&crate::Message<'_>) -> bool,
+        take: &mut dyn FnMut(&RunFrame<'_>) -> bool,
     ) -> crate::Result<usize> {
         match self {
-            Reader::Plain(p) => p.settled().read_run(max, take),
+            Reader::Plain(p) => p.settled().read_run_frames(max, take),
             Reader::Named(_) | Reader::Backward(_) => Ok(0),
         }
     }
@@ -401,7 +400,7 @@ impl Tailer {
 
 impl Tailer {
     /// Appends to `out` the messages available now, up to `max` in all,
-    /// each as `convert` makes it (a `Message`, or only its payload).
+    /// each as `item` says (a `Message`, or only its payload).
     /// An error after some messages were read is left for the next call
     /// (the tailer stays at the message that failed).
     fn drain<'py>(
@@ -409,21 +408,22 @@ impl Tailer {
         py: Python<'py>,
         max: usize,
         out: &mut Vec<Bound<'py, PyAny>>,
-        convert: Convert<'py>,
+        item: Item,
     ) -> PyResult<()> {
         let mut failed: Option<PyErr> = None;
         self.with(py, |reader| {
             while out.len() < max && failed.is_none() {
                 let want = max - out.len();
-                let taken = reader.read_run(want, &mut |m| match convert(py, m) {
-                    Ok(m) => {
+                let taken = reader.read_run_frames(want, &mut |f| match item.of_frame(py, f) {
+                    Some(Ok(m)) => {
                         out.push(m);
                         true
                     }
-                    Err(e) => {
+                    Some(Err(e)) => {
                         failed = Some(e);
                         false
                     }
+                    None => false,
                 });
                 match taken {
                     Ok(0) => {}
@@ -437,7 +437,7 @@ impl Tailer {
                 let converted = match reader.read_next() {
                     Ok(Some(m)) => {
                         let seq = m.seq;
-                        convert(py, &m).map_err(|e| (e, Some(seq)))
+                        item.of(py, &m).map_err(|e| (e, Some(seq)))
                     }
                     Ok(None) => break,
                     Err(e) => Err((e.into(), None)),
@@ -468,18 +468,43 @@ impl Tailer {
     }
 }
 
-/// Makes what `read_batch` returns of one message.
-type Convert<'py> = fn(Python<'py>, &crate::Message<'_>) -> PyResult<Bound<'py, PyAny>>;
-
-/// `read_batch`'s item: a `Message`.
-fn to_message<'py>(py: Python<'py>, m: &crate::Message<'_>) -> PyResult<Bound<'py, PyAny>> {
-    Ok(Bound::new(py, Message::from_borrowed(py, m)?)?.into_any())
+/// What `read_batch` returns of each message.
+#[derive(Clone, Copy)]
+enum Item {
+    /// The `Message`.
+    Message,
+    /// The payload as `bytes` (copied out of the mapping; decompressed or
+    /// opened when it was stored so).
+    Payload,
 }
 
-/// `read_batch(payloads=True)`'s item: the payload as `bytes` (copied out
-/// of the mapping; decompressed or opened when it was stored so).
-fn to_payload<'py>(py: Python<'py>, m: &crate::Message<'_>) -> PyResult<Bound<'py, PyAny>> {
-    Ok(PyBytes::new(py, m.payload).into_any())
+impl Item {
+    /// The item of a message read alone.
+    fn of<'py>(self, py: Python<'py>, m: &crate::Message<'_>) -> PyResult<Bound<'py, PyAny>> {
+        match self {
+            Item::Message => Ok(Bound::new(py, Message::from_borrowed(py, m)?)?.into_any()),
+            Item::Payload => Ok(PyBytes::new(py, m.payload).into_any()),
+        }
+    }
+
+    /// The item of a frame a run read (a bare record read from its bytes);
+    /// `None` when the frame is not plain (the run stops before it).
+    #[inline]
+    fn of_frame<'py>(
+        self,
+        py: Python<'py>,
+        f: &RunFrame<'_>,
+    ) -> Option<PyResult<Bound<'py, PyAny>>> {
+        match self {
+            Item::Message => run_message(py, f).map(|m| Bound::new(py, m?).map(Bound::into_any)),
+            Item::Payload => match f.bare() {
+                Some(b) => Some(Ok(PyBytes::new(py, b.payload).into_any())),
+                None => f
+                    .message()
+                    .map(|m| Ok(PyBytes::new(py, m.payload).into_any())),
+            },
+        }
+    }
 }
 
 /// `max_messages` of `read_batch`: an int of at least 1.
@@ -638,9 +663,13 @@ impl Tailer {
     ) -> PyResult<Bound<'py, PyList>> {
         let max = max_messages_arg(max_messages)?;
         let wait = time::timeout_arg(timeout, "timeout")?;
-        let convert: Convert<'py> = if payloads { to_payload } else { to_message };
+        let item = if payloads {
+            Item::Payload
+        } else {
+            Item::Message
+        };
         let mut out = Vec::with_capacity(max.min(4096));
-        self.drain(py, max, &mut out, convert)?;
+        self.drain(py, max, &mut out, item)?;
         if out.is_empty() && wait.is_none_or(|d| !d.is_zero()) {
             if let Some(m) = self.wait(py, wait)? {
                 out.push(if payloads {
@@ -648,7 +677,7 @@ impl Tailer {
                 } else {
                     m.into_bound(py).into_any()
                 });
-                self.drain(py, max, &mut out, convert)?;
+                self.drain(py, max, &mut out, item)?;
             }
         }
         PyList::new(py, out)
