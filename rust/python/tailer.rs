@@ -319,7 +319,7 @@ impl Tailer {
     }
 
     /// Locks the tailer without ever blocking while holding the GIL.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn lock<'a>(&'a self, py: Python<'_>) -> PyResult<MutexGuard<'a, Option<Reader>>> {
         if let Ok(guard) = self.inner.get()?.try_lock() {
             return Ok(guard);
