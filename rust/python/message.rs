@@ -37,6 +37,9 @@ pub(crate) struct Message {
     // (100-byte messages); the wall clock did not tell them apart.
     #[pyo3(get)]
     payload: Py<PyBytes>,
+    // The file and range `payload_view` shows. The `Arc` costs two atomic
+    // operations per message; iteration without any view was within 1 %
+    // (1 M x 100 B, read ahead), so it stays.
     view: Option<(Arc<Mapping>, Range<usize>)>,
     /// Offset of the frame in its data file.
     frame_at: u64,
