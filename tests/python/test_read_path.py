@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import pickle
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -225,6 +227,32 @@ def test_large_and_small_messages_read_ahead_in_order(qpath: Path) -> None:
             assert (m.seq, m.payload) == (seq, payload)
         assert next(t, None) is None
         assert [m.payload for m in q.tailer()] == payloads
+
+
+def test_threads_sharing_a_tailer_get_each_message_once(qpath: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE, roll="count:3000") as q:
+        _numbered(q, 20_000)
+        t = q.tailer()
+        got: list[list[int]] = [[] for _ in range(4)]
+
+        def drain(out: list[int]) -> None:
+            for m in t:
+                out.append(m.seq)
+
+        threads = [threading.Thread(target=drain, args=(out,)) for out in got]
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(1e-6)  # threads take turns between messages
+        try:
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join()
+        finally:
+            sys.setswitchinterval(interval)
+        assert sum(1 for out in got if out) > 1
+        assert sorted(s for out in got for s in out) == list(range(20_000))
+        assert all(out == sorted(out) for out in got)
+        assert t.next_seq == 20_000
 
 
 def test_damage_after_a_run_is_reported_at_the_damaged_message(qpath: Path) -> None:
