@@ -17,7 +17,7 @@ use super::fields;
 use super::fork::ForkSafe;
 use super::message::Message;
 use super::options;
-use super::tailer::{seq_arg, start_arg, Reader, ReaderSlot, Tailer};
+use super::tailer::{seq_arg, start_arg, Plain, Reader, ReaderSlot, Tailer};
 use super::time;
 use super::topic;
 use super::work_queue::{self, WorkQueue};
@@ -461,7 +461,11 @@ impl Queue {
             if skip_expired {
                 tailer.skip_expired(queue.clock().clone());
             }
-            let t = Tailer::new(Reader::Plain(tailer), self.path.clone(), queue.tail_watch());
+            let t = Tailer::new(
+                Reader::Plain(Plain::new(tailer)),
+                self.path.clone(),
+                queue.tail_watch(),
+            );
             core.adopt(&t);
             return Ok(Py::new(py, t)?.into_any());
         };

@@ -16,20 +16,160 @@ use super::exit;
 use super::fork::ForkSafe;
 use super::message::Message;
 use super::time;
+use crate::reader::tailer::RunFrame;
 
 /// What a Python tailer reads with: a plain engine tailer, or a named
 /// consumer (a tailer whose position persists).
 pub(crate) enum Reader {
-    Plain(crate::Tailer),
+    Plain(Plain),
     Named(crate::Consumer),
     /// Newest first (`direction="backward"`): never waits.
     Backward(crate::BackwardTailer),
 }
 
+/// A plain engine tailer, and the messages `__next__` read ahead with it.
+///
+/// `__next__` reads a run of messages at a time (`crate::Tailer::read_run_frames`:
+/// one tight loop over the frames of a file, each checked as any read
+/// checks it) and hands them out one per call. The engine tailer then
+/// stands after the run; everything else that reads or moves it, or tells
+/// where it is, goes through [`Plain::settled`], which gives back the
+/// messages not handed out first: to the user the position is always that
+/// of the last message `__next__` returned.
+pub(crate) struct Plain {
+    tailer: crate::Tailer,
+    /// Read and checked, not handed out yet: the next one last.
+    ahead: Vec<Py<Message>>,
+    /// How many messages the next run may read.
+    run: usize,
+}
+
+/// The first run's length: a tailer read with a single `next()` (then
+/// moved) builds few messages for nothing.
+const FIRST_RUN: usize = 8;
+
+/// The longest run: the run's setup, and the engine's checks of a read,
+/// are paid once per this many messages.
+const MAX_RUN: usize = 128;
+
+/// A run stops once its records reach this many bytes, so that a tailer
+/// of large messages does not hold many of them ahead.
+const RUN_BYTES: usize = 64 << 10;
+
+impl Plain {
+    pub(crate) fn new(tailer: crate::Tailer) -> Plain {
+        Plain {
+            tailer,
+            ahead: Vec::new(),
+            run: FIRST_RUN,
+        }
+    }
+
+    /// The engine tailer, standing at the first message not handed out.
+    fn settled(&mut self) -> &mut crate::Tailer {
+        if let Some(first) = self.ahead.last() {
+            let first = first.get();
+            self.tailer.rewind_run(first.seq(), first.frame_at());
+            self.ahead.clear();
+            self.run = FIRST_RUN;
+        }
+        &mut self.tailer
+    }
+
+    /// The sequence the next read returns.
+    fn next_seq(&self) -> u64 {
+        self.ahead
+            .last()
+            .map_or_else(|| self.tailer.next_seq(), |m| m.get().seq())
+    }
+
+    /// The next message for `__next__`: the next one read ahead, or, with
+    /// none left, the first of a new run, or (where no run can start: the
+    /// end of the data or of a file, a filter, a compressed, encrypted or
+    /// batched message, a hole, a tombstone) one read alone.
+    #[inline]
+    fn next(&mut self, py: Python<'_>) -> PyResult<Option<Py<Message>>> {
+        match self.ahead.pop() {
+            Some(m) => Ok(Some(m)),
+            None => self.read(py),
+        }
+    }
+
+    /// [`Plain::next`] with nothing read ahead.
+    #[inline(never)]
+    fn read(&mut self, py: Python<'_>) -> PyResult<Option<Py<Message>>> {
+        if let Some(m) = self.read_ahead(py) {
+            return Ok(Some(m));
+        }
+        match self.tailer.read_next() {
+            Ok(Some(m)) => Ok(Some(Py::new(py, Message::from_borrowed(py, &m)?)?)),
+            Ok(None) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The next message read ahead, reading a run when none is left and
+    /// one can start; `None` when the message is to be read alone.
+    fn next_ahead(&mut self, py: Python<'_>) -> Option<Py<Message>> {
+        self.ahead.pop().or_else(|| self.read_ahead(py))
+    }
+
+    /// Reads a run, when one can start, into `ahead`, and takes its first
+    /// message. A run that fails, or a message that does not convert, ends
+    /// it before that message, which the caller then reads alone and so
+    /// reports as a read of it always did.
+    fn read_ahead(&mut self, py: Python<'_>) -> Option<Py<Message>> {
+        // Sized by the first record, so that a run of large messages stops
+        // before the frame that would pass `RUN_BYTES` is checked, not after.
+        let first = self.tailer.run_start()?;
+        let max = (RUN_BYTES / first.max(1)).clamp(1, self.run);
+        let mut bytes = 0usize;
+        let ahead = &mut self.ahead;
+        let taken = self.tailer.read_run_frames(max, &mut |f| {
+            if bytes >= RUN_BYTES {
+                return false;
+            }
+            bytes += f.record.len();
+            let msg = match f.bare() {
+                Some(b) => Message::bare(py, f.seq, &b, f.mapping(), f.offset()),
+                None => match f.message().map(|m| Message::from_borrowed(py, &m)) {
+                    Some(Ok(msg)) => msg,
+                    Some(Err(_)) | None => return false,
+                },
+            };
+            match Py::new(py, msg) {
+                Ok(msg) => {
+                    ahead.push(msg);
+                    true
+                }
+                Err(_) => false,
+            }
+        });
+        if taken.is_ok_and(|n| n > 0) {
+            self.run = (self.run * 2).min(MAX_RUN);
+        }
+        self.ahead.reverse();
+        self.ahead.pop()
+    }
+}
+
+/// The `Message` of a frame a run read; `None` when the frame is not
+/// plain (the run stops before it).
+// Inlined: returned through memory, the 80-byte value was read back in
+// wider loads than it was written with, a store-forwarding stall per
+// message (`perf annotate` of the run loop).
+#[inline(always)]
+fn run_message(py: Python<'_>, f: &RunFrame<'_>) -> Option<PyResult<Message>> {
+    match f.bare() {
+        Some(b) => Some(Ok(Message::bare(py, f.seq, &b, f.mapping(), f.offset()))),
+        None => f.message().map(|m| Message::from_borrowed(py, &m)),
+    }
+}
+
 impl Reader {
     fn read_next(&mut self) -> crate::Result<Option<crate::Message<'_>>> {
         match self {
-            Reader::Plain(t) => t.read_next(),
+            Reader::Plain(p) => p.settled().read_next(),
             Reader::Named(c) => c.read_next(),
             Reader::Backward(b) => b.read_next(),
         }
@@ -41,29 +181,29 @@ impl Reader {
         interrupt: &mut dyn FnMut() -> bool,
     ) -> crate::Result<Option<crate::Message<'_>>> {
         match self {
-            Reader::Plain(t) => t.read_next_until(timeout, interrupt),
+            Reader::Plain(p) => p.settled().read_next_until(timeout, interrupt),
             Reader::Named(c) => c.read_next_until(timeout, interrupt),
             // Nothing older is ever written: there is nothing to wait for.
             Reader::Backward(b) => b.read_next(),
         }
     }
 
-    /// A run of messages of one file read in bulk (plain tailers; a named
+    /// A run of frames of one file read in bulk (plain tailers; a named
     /// tailer reads one at a time, `take`ing none here).
-    fn read_run(
+    fn read_run_frames(
         &mut self,
         max: usize,
-        take: &mut dyn FnMut(&crate::Message<'_>) -> bool,
+        take: &mut dyn FnMut(&RunFrame<'_>) -> bool,
     ) -> crate::Result<usize> {
         match self {
-            Reader::Plain(t) => t.read_run(max, take),
+            Reader::Plain(p) => p.settled().read_run_frames(max, take),
             Reader::Named(_) | Reader::Backward(_) => Ok(0),
         }
     }
 
     fn seek(&mut self, seq: u64) -> crate::Result<()> {
         match self {
-            Reader::Plain(t) => t.seek(seq),
+            Reader::Plain(p) => p.settled().seek(seq),
             Reader::Named(c) => c.seek(seq),
             Reader::Backward(b) => b.seek(seq),
         }
@@ -71,7 +211,7 @@ impl Reader {
 
     fn seek_time(&mut self, micros: u64) -> crate::Result<()> {
         match self {
-            Reader::Plain(t) => t.seek_time(micros),
+            Reader::Plain(p) => p.settled().seek_time(micros),
             Reader::Named(c) => c.seek_time(micros),
             Reader::Backward(b) => b.seek_time(micros),
         }
@@ -79,7 +219,7 @@ impl Reader {
 
     fn seek_topic_offset(&mut self, offset: u64) -> crate::Result<()> {
         match self {
-            Reader::Plain(t) => t.seek_topic_offset(offset),
+            Reader::Plain(p) => p.settled().seek_topic_offset(offset),
             Reader::Named(c) => c.seek_topic_offset(offset),
             Reader::Backward(_) => Err(crate::Error::InvalidArgument(
                 "seeking by topic offset needs a topic tailer (q.tailer(topic=...))".into(),
@@ -89,9 +229,17 @@ impl Reader {
 
     fn seek_end(&mut self) -> crate::Result<()> {
         match self {
-            Reader::Plain(t) => t.seek_end(),
+            Reader::Plain(p) => p.settled().seek_end(),
             Reader::Named(c) => c.seek_end(),
             Reader::Backward(b) => b.seek_end(),
+        }
+    }
+
+    fn skip_damaged(&mut self) -> crate::Result<bool> {
+        match self {
+            Reader::Plain(p) => p.settled().skip_damaged(),
+            Reader::Named(c) => c.skip_damaged(),
+            Reader::Backward(b) => b.skip_damaged(),
         }
     }
 
@@ -99,7 +247,7 @@ impl Reader {
     /// oldest message: -1 below it).
     fn next_seq(&self) -> i128 {
         match self {
-            Reader::Plain(t) => i128::from(t.next_seq()),
+            Reader::Plain(p) => i128::from(p.next_seq()),
             Reader::Named(c) => i128::from(c.next_seq()),
             Reader::Backward(b) => b.next_seq().map_or(-1, i128::from),
         }
@@ -171,7 +319,17 @@ impl Tailer {
     }
 
     /// Locks the tailer without ever blocking while holding the GIL.
+    #[inline(always)]
     pub(crate) fn lock<'a>(&'a self, py: Python<'_>) -> PyResult<MutexGuard<'a, Option<Reader>>> {
+        if let Ok(guard) = self.inner.get()?.try_lock() {
+            return Ok(guard);
+        }
+        self.lock_contended(py)
+    }
+
+    /// [`Tailer::lock`] when the lock is held or poisoned.
+    #[inline(never)]
+    fn lock_contended<'a>(&'a self, py: Python<'_>) -> PyResult<MutexGuard<'a, Option<Reader>>> {
         let mutex = self.inner.get()?;
         loop {
             match mutex.try_lock() {
@@ -205,9 +363,16 @@ impl Tailer {
         &self,
         py: Python<'_>,
         timeout: Option<Duration>,
-    ) -> PyResult<Option<Message>> {
+    ) -> PyResult<Option<Py<Message>>> {
         let mut guard = self.lock(py)?;
         let tailer = guard.as_mut().ok_or_else(errors::closed)?;
+        // What is there already comes without a wait, read ahead as
+        // `__next__` reads it (`follow()` through a backlog).
+        if let Reader::Plain(p) = tailer {
+            if let Some(m) = p.next_ahead(py) {
+                return Ok(Some(m));
+            }
+        }
         let mut interrupted: Option<PyErr> = None;
         loop {
             let chunk = timeout.unwrap_or(FOREVER_CHUNK);
@@ -228,7 +393,7 @@ impl Tailer {
                 return Err(e);
             }
             match found {
-                Ok(Some(m)) => return Ok(Some(Message::from_borrowed(py, &m)?)),
+                Ok(Some(m)) => return Ok(Some(Py::new(py, Message::from_borrowed(py, &m)?)?)),
                 Ok(None) if timeout.is_some() || backward => return Ok(None),
                 Ok(None) => {}
                 Err(crate::Error::Closed) => {
@@ -245,7 +410,7 @@ impl Tailer {
 
 impl Tailer {
     /// Appends to `out` the messages available now, up to `max` in all,
-    /// each as `convert` makes it (a `Message`, or only its payload).
+    /// each as `item` says (a `Message`, or only its payload).
     /// An error after some messages were read is left for the next call
     /// (the tailer stays at the message that failed).
     fn drain<'py>(
@@ -253,21 +418,22 @@ impl Tailer {
         py: Python<'py>,
         max: usize,
         out: &mut Vec<Bound<'py, PyAny>>,
-        convert: Convert<'py>,
+        item: Item,
     ) -> PyResult<()> {
         let mut failed: Option<PyErr> = None;
         self.with(py, |reader| {
             while out.len() < max && failed.is_none() {
                 let want = max - out.len();
-                let taken = reader.read_run(want, &mut |m| match convert(py, m) {
-                    Ok(m) => {
+                let taken = reader.read_run_frames(want, &mut |f| match item.of_frame(py, f) {
+                    Some(Ok(m)) => {
                         out.push(m);
                         true
                     }
-                    Err(e) => {
+                    Some(Err(e)) => {
                         failed = Some(e);
                         false
                     }
+                    None => false,
                 });
                 match taken {
                     Ok(0) => {}
@@ -281,7 +447,7 @@ impl Tailer {
                 let converted = match reader.read_next() {
                     Ok(Some(m)) => {
                         let seq = m.seq;
-                        convert(py, &m).map_err(|e| (e, Some(seq)))
+                        item.of(py, &m).map_err(|e| (e, Some(seq)))
                     }
                     Ok(None) => break,
                     Err(e) => Err((e.into(), None)),
@@ -312,18 +478,43 @@ impl Tailer {
     }
 }
 
-/// Makes what `read_batch` returns of one message.
-type Convert<'py> = fn(Python<'py>, &crate::Message<'_>) -> PyResult<Bound<'py, PyAny>>;
-
-/// `read_batch`'s item: a `Message`.
-fn to_message<'py>(py: Python<'py>, m: &crate::Message<'_>) -> PyResult<Bound<'py, PyAny>> {
-    Ok(Bound::new(py, Message::from_borrowed(py, m)?)?.into_any())
+/// What `read_batch` returns of each message.
+#[derive(Clone, Copy)]
+enum Item {
+    /// The `Message`.
+    Message,
+    /// The payload as `bytes` (copied out of the mapping; decompressed or
+    /// opened when it was stored so).
+    Payload,
 }
 
-/// `read_batch(payloads=True)`'s item: the payload as `bytes` (copied out
-/// of the mapping; decompressed or opened when it was stored so).
-fn to_payload<'py>(py: Python<'py>, m: &crate::Message<'_>) -> PyResult<Bound<'py, PyAny>> {
-    Ok(PyBytes::new(py, m.payload).into_any())
+impl Item {
+    /// The item of a message read alone.
+    fn of<'py>(self, py: Python<'py>, m: &crate::Message<'_>) -> PyResult<Bound<'py, PyAny>> {
+        match self {
+            Item::Message => Ok(Bound::new(py, Message::from_borrowed(py, m)?)?.into_any()),
+            Item::Payload => Ok(PyBytes::new(py, m.payload).into_any()),
+        }
+    }
+
+    /// The item of a frame a run read (a bare record read from its bytes);
+    /// `None` when the frame is not plain (the run stops before it).
+    #[inline]
+    fn of_frame<'py>(
+        self,
+        py: Python<'py>,
+        f: &RunFrame<'_>,
+    ) -> Option<PyResult<Bound<'py, PyAny>>> {
+        match self {
+            Item::Message => run_message(py, f).map(|m| Bound::new(py, m?).map(Bound::into_any)),
+            Item::Payload => match f.bare() {
+                Some(b) => Some(Ok(PyBytes::new(py, b.payload).into_any())),
+                None => f
+                    .message()
+                    .map(|m| Ok(PyBytes::new(py, m.payload).into_any())),
+            },
+        }
+    }
 }
 
 /// `max_messages` of `read_batch`: an int of at least 1.
@@ -414,22 +605,22 @@ impl Tailer {
     ///
     /// >>> next(q.tailer()).seq
     /// 0
-    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Message>> {
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<Message>>> {
         // Each arm converts the engine's message where it lands: passing the
         // 152-byte `Result<Option<Message>>` up through `Reader::read_next`
         // cost two or three memcpys per message (`perf`, tailer iteration).
         fn convert(
             py: Python<'_>,
             next: crate::Result<Option<crate::Message<'_>>>,
-        ) -> PyResult<Option<Message>> {
+        ) -> PyResult<Option<Py<Message>>> {
             match next {
-                Ok(Some(m)) => Ok(Some(Message::from_borrowed(py, &m)?)),
+                Ok(Some(m)) => Ok(Some(Py::new(py, Message::from_borrowed(py, &m)?)?)),
                 Ok(None) => Ok(None),
                 Err(e) => Err(e.into()),
             }
         }
         self.with(py, |reader| match reader {
-            Reader::Plain(t) => convert(py, t.read_next()),
+            Reader::Plain(p) => p.next(py),
             Reader::Named(c) => convert(py, c.read_next()),
             Reader::Backward(b) => convert(py, b.read_next()),
         })
@@ -447,7 +638,7 @@ impl Tailer {
         &self,
         py: Python<'_>,
         timeout: Option<time::Seconds>,
-    ) -> PyResult<Option<Message>> {
+    ) -> PyResult<Option<Py<Message>>> {
         match time::timeout_arg(timeout, "timeout")? {
             Some(d) if d.is_zero() => self.__next__(py),
             wait => self.wait(py, wait),
@@ -482,17 +673,21 @@ impl Tailer {
     ) -> PyResult<Bound<'py, PyList>> {
         let max = max_messages_arg(max_messages)?;
         let wait = time::timeout_arg(timeout, "timeout")?;
-        let convert: Convert<'py> = if payloads { to_payload } else { to_message };
+        let item = if payloads {
+            Item::Payload
+        } else {
+            Item::Message
+        };
         let mut out = Vec::with_capacity(max.min(4096));
-        self.drain(py, max, &mut out, convert)?;
+        self.drain(py, max, &mut out, item)?;
         if out.is_empty() && wait.is_none_or(|d| !d.is_zero()) {
             if let Some(m) = self.wait(py, wait)? {
                 out.push(if payloads {
-                    m.payload(py).into_bound(py).into_any()
+                    m.get().payload(py).into_bound(py).into_any()
                 } else {
-                    Bound::new(py, m)?.into_any()
+                    m.into_bound(py).into_any()
                 });
-                self.drain(py, max, &mut out, convert)?;
+                self.drain(py, max, &mut out, item)?;
             }
         }
         PyList::new(py, out)
@@ -665,11 +860,7 @@ impl Tailer {
     /// ...     t.skip_damaged()
     /// True
     fn skip_damaged(&self, py: Python<'_>) -> PyResult<bool> {
-        self.with(py, |reader| match reader {
-            Reader::Plain(tailer) => Ok(tailer.skip_damaged()?),
-            Reader::Named(consumer) => Ok(consumer.skip_damaged()?),
-            Reader::Backward(b) => Ok(b.skip_damaged()?),
-        })
+        self.with(py, |reader| Ok(reader.skip_damaged()?))
     }
 
     /// Releases the tailer's files; later calls raise ClosedError. A named
@@ -752,7 +943,7 @@ impl Follow {
         slf
     }
 
-    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Message>> {
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<Message>>> {
         self.tailer.get().wait(py, self.idle)
     }
 

@@ -97,6 +97,65 @@ pub(crate) struct RunFrame<'a> {
     mapping: &'a Arc<Mapping>,
 }
 
+impl<'a> RunFrame<'a> {
+    /// The file the frame is in; holding it keeps it mapped.
+    #[cfg(feature = "python")]
+    pub(crate) fn mapping(&self) -> &'a Arc<Mapping> {
+        self.mapping
+    }
+
+    /// Offset of the frame in its file.
+    #[cfg(feature = "python")]
+    pub(crate) fn offset(&self) -> usize {
+        self.at
+    }
+
+    /// A bare record's message (no key, headers, record fields, compression
+    /// or extension byte: see `record::decode_bare`), read from the
+    /// record's bytes without decoding it into a view; `None` for any
+    /// other record (and for one shorter than its fixed fields).
+    #[cfg(feature = "python")]
+    #[inline]
+    pub(crate) fn bare(&self) -> Option<BareMessage<'a>> {
+        let (timestamp, payload) = record::decode_bare(self.record)?;
+        Some(BareMessage {
+            timestamp,
+            payload,
+            payload_at: self.at + 4 + (self.record.len() - payload.len()),
+        })
+    }
+
+    /// The message the frame holds when it is plain (see [`plain_view`]),
+    /// as [`Tailer::read_run`] hands it on.
+    #[inline]
+    pub(crate) fn message(&self) -> Option<Message<'a>> {
+        let view = plain_view(self.record)?;
+        Some(Message {
+            seq: self.seq,
+            timestamp: view.timestamp,
+            key: view.key,
+            payload: view.payload,
+            payload_at: self.at + 4 + view.payload_at,
+            position: position::encode(self.file_number, self.at as u64),
+            view,
+            mapping: self.mapping,
+            topic_offset: None,
+            member_of: None,
+        })
+    }
+}
+
+/// What [`RunFrame::bare`] reads of a bare record.
+#[cfg(feature = "python")]
+pub(crate) struct BareMessage<'a> {
+    /// µs since the Unix epoch (UTC).
+    pub timestamp: u64,
+    /// The payload, in the file's mapping.
+    pub payload: &'a [u8],
+    /// Offset of the payload in the file.
+    pub payload_at: usize,
+}
+
 /// `record` decoded, when it is a message [`Tailer::read_run`] hands on as
 /// it is stored: `None` for a malformed record, and for one that needs
 /// [`Tailer::read_next`] (a compressed or encrypted payload, a hole, a batch).
@@ -1547,6 +1606,53 @@ impl Tailer {
         }
     }
 
+    /// The length of the next message's record when [`Tailer::read_run`]
+    /// can take it, `None` when it cannot: when the tailer does not read
+    /// every message (a filter, expiry skipping), has no file open, or the
+    /// frame at its cursor is not there or its record's flags byte has the
+    /// compression or the extension bit. The length and the flags byte are
+    /// read unchecked, only to choose the path and size a run (the run
+    /// checks the frame, [`Tailer::read_next`] everything else): a reader
+    /// that runs only where this says so does not pay a futile run, and
+    /// its CRC, at a compressed or encrypted message, a batch (whose frame
+    /// the cursor stays on for each member), a hole, a tombstone or the
+    /// end of a file.
+    #[cfg(feature = "python")]
+    #[inline]
+    pub(crate) fn run_start(&self) -> Option<usize> {
+        if self.filter.is_some() || self.skip_expired.is_some() {
+            return None;
+        }
+        let c = self.cursor.as_ref()?;
+        if c.offset + 5 > c.map.len() {
+            return None;
+        }
+        let len = c.map.load_u32(c.offset);
+        if len == 0 || len == frame::END_OF_FILE {
+            return None;
+        }
+        // The flags byte is published once the length word is.
+        let flags = c.map.as_slice()[c.offset + 4];
+        (flags & (record::FLAG_COMPRESSED | record::FLAG_EXTENSION) == 0).then_some(len as usize)
+    }
+
+    /// Moves back to message `seq`, whose frame is at `frame_at` in the
+    /// file under the cursor, read by a [`Tailer::read_run`] since the
+    /// tailer last moved otherwise: a reader that read a run ahead gives
+    /// back the messages it did not hand out. The tailer is then where it
+    /// would be had the run stopped before `seq` (a run changes only the
+    /// cursor's offset and the sequence). Without a cursor (the queue was
+    /// closed meanwhile) only the sequence is set; the next read seeks.
+    #[cfg(feature = "python")]
+    pub(crate) fn rewind_run(&mut self, seq: u64, frame_at: usize) {
+        debug_assert!(seq <= self.seq, "a run is given back, not skipped");
+        if let Some(c) = self.cursor.as_mut() {
+            debug_assert!(frame_at <= c.offset);
+            c.offset = frame_at;
+        }
+        self.seq = seq;
+    }
+
     /// Reads up to `max` consecutive messages of the file under the cursor
     /// in one tight loop, handing each to `take`; stops before
     /// a message `take` refuses (returning false), and at anything that is
@@ -1562,23 +1668,9 @@ impl Tailer {
         max: usize,
         take: &mut F,
     ) -> Result<usize> {
-        self.read_run_frames(max, &mut |f| {
-            let Some(view) = plain_view(f.record) else {
-                return false;
-            };
-            let m = Message {
-                seq: f.seq,
-                timestamp: view.timestamp,
-                key: view.key,
-                payload: view.payload,
-                payload_at: f.at + 4 + view.payload_at,
-                position: position::encode(f.file_number, f.at as u64),
-                view,
-                mapping: f.mapping,
-                topic_offset: None,
-                member_of: None,
-            };
-            take(&m)
+        self.read_run_frames(max, &mut |f| match f.message() {
+            Some(m) => take(&m),
+            None => false,
         })
     }
 

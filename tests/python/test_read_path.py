@@ -1,9 +1,14 @@
 """The read path of issue 15: messages built cheaply by a tailer keep every
-field, `read_batch(payloads=True)`, and large `read_arrow` columns."""
+field, a tailer's position is the last message it handed out although
+iteration reads ahead, `read_batch(payloads=True)`, and large `read_arrow`
+columns."""
 
 from __future__ import annotations
 
+import asyncio
 import pickle
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +126,190 @@ def test_messages_stay_valid_after_the_tailer_moves_on_and_closes(qpath: Path) -
             assert bytes(m.payload_view()) == m.payload
             assert m.position is not None
         assert rest[-1].payload == b"m199" * 10
+
+
+def _numbered(q: litemq.Queue, n: int, start: int = 0) -> list[bytes]:
+    payloads = [f"m{i}".encode() * 5 for i in range(start, start + n)]
+    q.appender().append_batch(payloads)
+    q.appender().flush()
+    return payloads
+
+
+def test_position_is_after_the_last_message_handed_out(qpath: Path) -> None:
+    # Iteration reads runs ahead; whatever the user calls next sees the
+    # tailer where the last message it got leaves it, across file rolls.
+    with litemq.Queue(qpath, file_size=SMALL_FILE, roll="count:300") as q:
+        payloads = _numbered(q, 1000)
+        t = q.tailer()
+        assert next(t).seq == 0
+        assert t.next_seq == 1
+        assert "at seq 1>" in repr(t)
+        assert [m.seq for m in t.read_batch(3, timeout=0)] == [1, 2, 3]
+        assert next(t).seq == 4
+        assert t.read_next(timeout=1).seq == 5  # type: ignore[union-attr]
+        assert t.read_next().seq == 6  # type: ignore[union-attr]
+        assert t.read_batch(2, timeout=0, payloads=True) == payloads[7:9]
+        assert [next(t).seq for _ in range(3)] == [9, 10, 11]
+        t.seek(12)  # where it stands already
+        assert next(t).seq == 12
+        t.seek(295)  # a run that reaches the end of a file
+        got = [next(t).seq, next(t).seq]
+        assert t.next_seq == 297
+        got += [m.seq for m in t.read_batch(2, timeout=0)]
+        got += [next(t).seq for _ in range(4)]
+        follow = t.follow(idle_timeout=0.01)
+        got += [next(follow).seq, next(t).seq]
+        assert got == list(range(295, 305))
+        assert t.next_seq == 305
+        t.seek(100)
+        for m in t:
+            if m.seq == 150:
+                break
+        assert t.next_seq == 151
+        t.seek_time(q.get(400).timestamp)
+        assert next(t).seq <= 400
+        t.seek_end()
+        assert next(t, None) is None
+        assert t.next_seq == 1000
+        # What the stopped tailer did not read comes to it once written.
+        more = _numbered(q, 10, start=1000)
+        assert [m.payload for m in t] == more
+        assert t.next_seq == 1010
+
+
+def test_iteration_mixes_runs_with_messages_read_alone(qpath: Path) -> None:
+    # Bare messages come in runs; compressed ones, keyed ones, tombstones
+    # and batches compressed together between them are read as before, and
+    # every message comes once, in order, as `get` gives it.
+    opts: dict[str, Any] = {"compression": "zstd", "compression_min_size": 256}
+    with litemq.Queue(qpath, file_size=SMALL_FILE, roll="count:97", **opts) as q:
+        app = q.appender()
+        for i in range(400):
+            if i % 7 == 3:
+                app.append(b"z" * 300 + str(i).encode())
+            elif i % 11 == 5:
+                app.append(str(i).encode(), key=f"k{i}")
+            elif i % 53 == 0:
+                app.delete("k5")
+            else:
+                app.append(str(i).encode())
+        app.append_batch([b"b%d" % i for i in range(50)], compress_together=True)
+        app.append_batch([b"after%d" % i for i in range(30)])
+        app.flush()
+        n = len(q)
+        t = q.tailer()
+        got = list(t)
+        assert [m.seq for m in got] == list(range(n))
+        assert {m.compression for m in got} == {None, "zstd"}
+        assert any(m.tombstone for m in got)
+        assert t.next_seq == n
+        for m in got:
+            assert _values(m) == _values(q.get(m.seq))
+        # Stepping one message at a time, with a look at the position each time.
+        t.seek(0)
+        for seq in range(n):
+            assert t.next_seq == seq
+            assert next(t).seq == seq
+
+
+def test_large_and_small_messages_read_ahead_in_order(qpath: Path) -> None:
+    # Runs are cut by bytes as well as by count: large messages come one
+    # run at a time, and every message once, in order.
+    sizes = [10, 70_000, 10, 10, 200_000, 64 << 10, 3, 150_000] * 5 + [10] * 300
+    payloads = [bytes([i % 251]) * size for i, size in enumerate(sizes)]
+    with litemq.Queue(qpath, file_size=4 << 20) as q:
+        q.appender().append_batch(payloads)
+        q.appender().flush()
+        t = q.tailer()
+        for seq, payload in enumerate(payloads):
+            assert t.next_seq == seq
+            m = next(t)
+            assert (m.seq, m.payload) == (seq, payload)
+        assert next(t, None) is None
+        assert [m.payload for m in q.tailer()] == payloads
+
+
+def test_threads_sharing_a_tailer_get_each_message_once(qpath: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE, roll="count:3000") as q:
+        _numbered(q, 20_000)
+        t = q.tailer()
+        got: list[list[int]] = [[] for _ in range(4)]
+
+        def drain(out: list[int]) -> None:
+            for m in t:
+                out.append(m.seq)
+
+        threads = [threading.Thread(target=drain, args=(out,)) for out in got]
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(1e-6)  # threads take turns between messages
+        try:
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join()
+        finally:
+            sys.setswitchinterval(interval)
+        assert sum(1 for out in got if out) > 1
+        assert sorted(s for out in got for s in out) == list(range(20_000))
+        assert all(out == sorted(out) for out in got)
+        assert t.next_seq == 20_000
+
+
+def test_damage_after_a_run_is_reported_at_the_damaged_message(qpath: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        q.appender().append_batch([b"x" * 100] * 10)
+        q.appender().flush()
+    data = sorted(qpath.rglob("*.data"))[-1]
+    raw = bytearray(data.read_bytes())
+    raw[4096 + 128 * 5 + 50] ^= 0xFF  # inside the sixth frame's payload
+    data.write_bytes(bytes(raw))
+    with litemq.Queue(qpath, read_only=True) as q:
+        t = q.tailer()
+        assert [next(t).seq for _ in range(5)] == [0, 1, 2, 3, 4]
+        with pytest.raises(litemq.CorruptedError):
+            next(t)
+        assert t.next_seq == 5
+        assert t.skip_damaged()
+        assert [m.seq for m in t] == [6, 7, 8, 9]
+
+
+def test_closing_drops_what_was_read_ahead(qpath: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        _numbered(q, 100)
+        t = q.tailer()
+        assert next(t).seq == 0
+        t.close()
+        assert t.closed
+        with pytest.raises(litemq.ClosedError):
+            next(t)
+        t = q.tailer()
+        assert next(t).seq == 0
+    with pytest.raises(litemq.ClosedError):
+        next(t)
+
+
+def test_named_tailer_commits_what_next_handed_out(qpath: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        _numbered(q, 100)
+        with q.tailer(name="billing") as t:
+            assert [next(t).seq for _ in range(3)] == [0, 1, 2]
+            t.commit()
+            assert t.committed_seq == 3
+            assert next(t).seq == 3
+        with q.tailer(name="billing") as t:
+            assert t.next_seq == 3
+            assert next(t).seq == 3
+
+
+def test_read_next_async_after_next_returns_the_following_message(qpath: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        _numbered(q, 100)
+        t = q.tailer()
+        assert next(t).seq == 0
+        msg = asyncio.run(t.read_next_async(timeout=1))
+        assert msg is not None
+        assert msg.seq == 1
+        assert next(t).seq == 2
 
 
 def test_read_batch_payloads_returns_the_payloads(qpath: Path) -> None:

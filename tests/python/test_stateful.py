@@ -93,6 +93,17 @@ class QueueMachine(RuleBasedStateMachine):
             assert msg.headers == headers
             self.position += 1
 
+    @rule(n=st.integers(min_value=1, max_value=30))
+    def read_batch(self, n: int) -> None:
+        assert self.app is not None
+        assert self.tailer is not None
+        self.app.flush()
+        batch = self.tailer.read_batch(n, timeout=0)
+        want = self.model[self.position : self.position + n]
+        assert [m.seq for m in batch] == list(range(self.position, self.position + len(want)))
+        assert [(m.payload, m.key, m.headers) for m in batch] == want
+        self.position += len(batch)
+
     @precondition(lambda self: len(self.model) > 0)
     @rule(data=st.data())
     def seek(self, data: st.DataObject) -> None:
@@ -123,6 +134,12 @@ class QueueMachine(RuleBasedStateMachine):
         self._open()
         assert self.queue is not None
         assert len(self.queue) == len(self.model)
+
+    @invariant()
+    def tailer_stands_after_what_it_handed_out(self) -> None:
+        # Reads of single messages read ahead: the position must not show it.
+        if self.tailer is not None:
+            assert self.tailer.next_seq == self.position
 
     @invariant()
     def sequences_match_the_model(self) -> None:
