@@ -255,7 +255,8 @@ def test_threads_sharing_a_tailer_get_each_message_once(qpath: Path) -> None:
         assert t.next_seq == 20_000
 
 
-def test_damage_after_a_run_is_reported_at_the_damaged_message(qpath: Path) -> None:
+def _ten_messages_the_sixth_damaged(qpath: Path) -> None:
+    """A queue of ten 100-byte messages whose sixth frame's payload has a flipped byte."""
     with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
         q.appender().append_batch([b"x" * 100] * 10)
         q.appender().flush()
@@ -263,6 +264,10 @@ def test_damage_after_a_run_is_reported_at_the_damaged_message(qpath: Path) -> N
     raw = bytearray(data.read_bytes())
     raw[4096 + 128 * 5 + 50] ^= 0xFF  # inside the sixth frame's payload
     data.write_bytes(bytes(raw))
+
+
+def test_damage_after_a_run_is_reported_at_the_damaged_message(qpath: Path) -> None:
+    _ten_messages_the_sixth_damaged(qpath)
     with litemq.Queue(qpath, read_only=True) as q:
         t = q.tailer()
         assert [next(t).seq for _ in range(5)] == [0, 1, 2, 3, 4]
@@ -347,13 +352,7 @@ def test_read_batch_payloads_of_every_kind_and_after_a_wait(tmp_path: Path) -> N
 
 
 def test_read_batch_payloads_keeps_what_it_read_before_damage(qpath: Path) -> None:
-    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
-        q.appender().append_batch([b"x" * 100] * 10)
-        q.appender().flush()
-    data = sorted(qpath.rglob("*.data"))[-1]
-    raw = bytearray(data.read_bytes())
-    raw[4096 + 128 * 5 + 50] ^= 0xFF  # inside the sixth frame's payload
-    data.write_bytes(bytes(raw))
+    _ten_messages_the_sixth_damaged(qpath)
     with litemq.Queue(qpath, read_only=True) as q:
         t = q.tailer()
         assert t.read_batch(100, timeout=0, payloads=True) == [b"x" * 100] * 5
