@@ -130,6 +130,10 @@ impl Plain {
                 return false;
             }
             bytes += f.record.len();
+            // `run_message` spelled out: called here (inlined even so),
+            // iteration measured 2-3 % slower (benches/read_path_bench.py,
+            // alternating builds), its `Option<PyResult<_>>` going through
+            // memory.
             let msg = match f.bare() {
                 Some(b) => Message::bare(py, f.seq, &b, f.mapping(), f.offset()),
                 None => match f.message().map(|m| Message::from_borrowed(py, &m)) {
