@@ -15,7 +15,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::measurement::WallTime;
+use criterion::{
+    criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion, Throughput,
+};
 use litemq::{Queue, QueueBuilder, Start, WaitStrategy};
 
 fn open(path: &Path) -> Queue {
@@ -78,6 +81,19 @@ fn append_throughput(c: &mut Criterion) {
 
 fn print_rate(what: &str, size: usize, n: u64, q: &Queue) {
     let _ = (what, size, n, q);
+}
+
+/// Times `q.get` of sequences below `n` drawn by an LCG seeded with `seed`.
+fn random_gets(g: &mut BenchmarkGroup<'_, WallTime>, name: &str, q: &Queue, n: u64, seed: u64) {
+    g.bench_function(name, |b| {
+        let mut x = seed;
+        b.iter(|| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            black_box(q.get((x >> 20) % n).unwrap());
+        })
+    });
 }
 
 fn read_throughput(c: &mut Criterion) {
@@ -154,46 +170,29 @@ fn read_throughput(c: &mut Criterion) {
             black_box(t.read_next().unwrap().unwrap().seq);
         })
     });
-    g.bench_function("get/random", |b| {
-        let mut x = 99u64;
-        b.iter(|| {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            black_box(q.get((x >> 20) % n).unwrap());
-        })
-    });
+    random_gets(&mut g, "get/random", &q, n, 99);
     // As a reader in another process has it: its own catalog and mappings,
     // no writer to ask where the data ends.
-    let ro = litemq::QueueBuilder::new(dir.path())
+    let ro = QueueBuilder::new(dir.path())
         .read_only(true)
         .open()
         .unwrap();
-    g.bench_function("get/random, read-only handle", |b| {
-        let mut x = 7u64;
-        b.iter(|| {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            black_box(ro.get((x >> 20) % n).unwrap());
-        })
-    });
+    random_gets(&mut g, "get/random, read-only handle", &ro, n, 7);
     drop(ro);
-    // Over sealed files: each call that moves to another file checks, with
-    // one `stat`, that retention elsewhere has not deleted it.
-    let sealed_ro = litemq::QueueBuilder::new(sealed_dir.path())
+    // Over sealed files: each call that moves to another file checks that
+    // retention or compaction elsewhere has not deleted or replaced it (its
+    // removal mark, docs/DESIGN.md "Cached reader").
+    let sealed_ro = QueueBuilder::new(sealed_dir.path())
         .read_only(true)
         .open()
         .unwrap();
-    g.bench_function("get/random, read-only handle, sealed 16 MiB files", |b| {
-        let mut x = 7u64;
-        b.iter(|| {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            black_box(sealed_ro.get((x >> 20) % n).unwrap());
-        })
-    });
+    random_gets(
+        &mut g,
+        "get/random, read-only handle, sealed 16 MiB files",
+        &sealed_ro,
+        n,
+        7,
+    );
     drop(sealed_ro);
     g.finish();
     q.close().unwrap();
