@@ -49,6 +49,7 @@ from litemq._litemq import (
     WorkQueue,
     WrongKeyError,
     __version__,
+    release_memory,
 )
 from litemq.archive import Archive, ArchiveError, ArchiveReport, archive_queue, open_archive
 from litemq.compaction import CompactReport
@@ -104,4 +105,5 @@ __all__ = [
     "__version__",
     "archive_queue",
     "open_archive",
+    "release_memory",
 ]

@@ -62,6 +62,7 @@ __all__ = [
     "_retention_tuple",
     "_sealed_summary",
     "reindex",
+    "release_memory",
     "writer_pid",
 ]
 
@@ -82,6 +83,7 @@ _BatchItem = (
 )
 
 def writer_pid(path: str | PathLike[str]) -> int | None: ...
+def release_memory() -> int: ...
 def reindex(
     path: str | PathLike[str],
     progress: Callable[[int], object] | None = None,

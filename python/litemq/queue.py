@@ -406,6 +406,11 @@ class Queue(_litemq.Queue):
         frames each by their own CRC; damage raises CorruptedError naming
         the file. Needs pyarrow.
 
+        Large columns (1 MiB or more) of a batch Python has let go of are
+        kept, up to 256 MiB per process, and filled by the next read instead
+        of fresh memory (which the kernel must zero first);
+        `litemq.release_memory` frees them.
+
         The GIL is released while the engine reads. With the environment
         variable ``LITEMQ_READ_THREADS`` set (``auto``: the cores; or a
         number, at most 16), a read without ``topic``/``tags``/``queue_id``/

@@ -92,6 +92,20 @@ enum Owner {
 #[cfg(not(target_endian = "little"))]
 compile_error!("litemq exports integer columns as little-endian memory");
 
+impl Drop for PayloadView {
+    /// A column's memory goes on the shelf for the next read to fill
+    /// (`reader::spare`): new memory would have to be zeroed by the kernel.
+    fn drop(&mut self) {
+        use crate::reader::spare::give;
+        match std::mem::replace(&mut self.bytes, Owner::Bytes(Vec::new())) {
+            Owner::Mapped(..) => {}
+            Owner::Bytes(v) => give(v),
+            Owner::I64(v) => give(v),
+            Owner::I32(v) => give(v),
+        }
+    }
+}
+
 impl PayloadView {
     /// A view of `mapping.as_slice()[range]`; panics if the range is outside.
     pub(crate) fn new(mapping: Arc<Mapping>, range: Range<usize>) -> Self {

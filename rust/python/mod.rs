@@ -43,6 +43,16 @@ fn _crc32c(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u32> {
     Ok(exit::detach(py, || crate::format::crc::crc32c(bytes)))
 }
 
+/// Frees the column memory kept from `read_arrow` results Python has let
+/// go of (see `reader::spare`); returns how many bytes that was.
+///
+/// >>> litemq.release_memory() >= 0
+/// True
+#[pyfunction]
+fn release_memory() -> usize {
+    crate::reader::spare::release()
+}
+
 #[pymodule]
 #[pyo3(name = "_litemq")]
 fn litemq_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -53,6 +63,7 @@ fn litemq_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_HEADER_VALUE_LEN", MAX_HEADER_VALUE_LEN)?;
     errors::register(m)?;
     options::register(m)?;
+    m.add_function(wrap_pyfunction!(release_memory, m)?)?;
     m.add_function(wrap_pyfunction!(queue::writer_pid, m)?)?;
     m.add_function(wrap_pyfunction!(queue::reindex, m)?)?;
     m.add_function(wrap_pyfunction!(queue::close_all_at_exit, m)?)?;

@@ -257,6 +257,17 @@ fn huge<T>(v: &mut Vec<T>) {
     }
 }
 
+/// Makes room for `additional` more elements in column `v`: memory a
+/// dropped result left on the shelf when there is some (see
+/// `reader::spare`), else new memory, with huge pages when it is large.
+fn grow<T: super::spare::Element>(v: &mut Vec<T>, additional: usize) {
+    if v.capacity() - v.len() >= additional || super::spare::take(v, additional) {
+        return;
+    }
+    v.reserve(additional);
+    huge(v);
+}
+
 /// Most rows whose fixed-size columns are reserved up front.
 const RESERVE_ROWS: usize = 1 << 20;
 /// Most rows reserved up front by a filtered read.
@@ -290,18 +301,13 @@ impl Columns {
         b.tag_offsets = offsets(cols.tags);
         b.codec_offsets = offsets(cols.codec);
         let hint_for = |on: bool| if on { hint } else { 0 };
-        b.seq.reserve(hint);
-        b.timestamp.reserve(hint);
-        b.payload_offsets.reserve(hint_for(cols.payload));
-        b.key_offsets.reserve(hint_for(cols.key));
-        b.headers_offsets.reserve(hint_for(cols.headers));
+        grow(&mut b.seq, hint);
+        grow(&mut b.timestamp, hint);
+        grow(&mut b.payload_offsets, hint_for(cols.payload));
+        grow(&mut b.key_offsets, hint_for(cols.key));
+        grow(&mut b.headers_offsets, hint_for(cols.headers));
         b.key_valid.reserve(hint_for(cols.key).div_ceil(8));
         b.headers_valid.reserve(hint_for(cols.headers).div_ceil(8));
-        huge(&mut b.seq);
-        huge(&mut b.timestamp);
-        huge(&mut b.payload_offsets);
-        huge(&mut b.key_offsets);
-        huge(&mut b.headers_offsets);
         b
     }
 
@@ -314,8 +320,7 @@ impl Columns {
             return;
         }
         for v in [&mut self.seq, &mut self.timestamp] {
-            v.reserve(rows);
-            huge(v);
+            grow(v, rows);
         }
         for v in [
             &mut self.payload_offsets,
@@ -323,15 +328,15 @@ impl Columns {
             &mut self.headers_offsets,
         ] {
             if !v.is_empty() {
-                v.reserve(rows);
-                huge(v);
+                grow(v, rows);
             }
         }
         if !self.payload_offsets.is_empty() {
             let avg = self.payload_data.len() / self.rows;
-            self.payload_data
-                .reserve(avg.saturating_mul(rows).min(RESERVE_BYTES));
-            huge(&mut self.payload_data);
+            grow(
+                &mut self.payload_data,
+                avg.saturating_mul(rows).min(RESERVE_BYTES),
+            );
         }
     }
 
@@ -465,9 +470,10 @@ impl Columns {
     /// are often of one size, so room for `hint` payloads like this one
     /// keeps the column from being copied as it grows.
     fn reserve_payload(&mut self, hint: usize, len: usize) {
-        let want = hint.saturating_mul(len).min(RESERVE_BYTES);
-        self.payload_data.reserve(want);
-        huge(&mut self.payload_data);
+        grow(
+            &mut self.payload_data,
+            hint.saturating_mul(len).min(RESERVE_BYTES),
+        );
     }
 
     /// Fills rows `bare_filled..upto` of the `key`, `headers` and `codec`
@@ -957,11 +963,8 @@ fn append_offsets(dst: &mut Vec<i32>, src: &[i32], base: i32) {
 }
 
 /// Appends `src` to `dst`, backing a large column with huge pages.
-fn append_vec<T: Copy>(dst: &mut Vec<T>, src: &[T]) {
-    if dst.capacity() - dst.len() < src.len() {
-        dst.reserve(src.len());
-        huge(dst);
-    }
+fn append_vec<T: super::spare::Element>(dst: &mut Vec<T>, src: &[T]) {
+    grow(dst, src.len());
     dst.extend_from_slice(src);
 }
 

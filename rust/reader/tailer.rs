@@ -337,6 +337,10 @@ struct Cursor {
     footer: Option<Option<super::sealed::Sealed>>,
     /// Its frame area matched the footer's CRC in this process.
     verified: bool,
+    /// Frames runs ([`Tailer::read_run_frames`]) read from this file: once
+    /// they and the run asked for reach a quarter of a sealed file, the
+    /// file is verified whole (see there).
+    run_frames: u64,
     /// The file's dense index (format 5), opened on first use (`None`
     /// inside: none, or unusable); shared with the catalog's other tailers
     /// for a sealed file it keeps.
@@ -355,18 +359,36 @@ struct Cursor {
 impl Cursor {
     fn open(catalog: &Catalog, info: FileInfo) -> Result<Cursor> {
         let file = catalog.map_file(&info)?;
-        Ok(Cursor {
+        Ok(Cursor::new(
             info,
-            map: file.map,
-            offset: DATA_HEADER_LEN,
+            file.map,
+            file.dense,
+            DATA_HEADER_LEN,
+            true,
+        ))
+    }
+
+    /// A cursor at `offset` of the mapped file, nothing about it looked up.
+    fn new(
+        info: FileInfo,
+        map: Arc<Mapping>,
+        dense: Arc<OnceLock<Option<Arc<DenseIndex>>>>,
+        offset: usize,
+        fresh: bool,
+    ) -> Cursor {
+        Cursor {
+            info,
+            map,
+            offset,
             index: None,
             footer: None,
             verified: false,
-            dense: file.dense,
+            run_frames: 0,
+            dense,
             trusted_end: None,
             trust_checked: false,
-            fresh: true,
-        })
+            fresh,
+        }
     }
 
     /// A filtered read (which reads a few frames here and there, never a
@@ -1101,18 +1123,7 @@ impl Tailer {
         let Some((info, map, mut at_seq, mut offset)) = chosen else {
             return self.seek_to_start();
         };
-        let mut cursor = Cursor {
-            info,
-            map,
-            offset,
-            index: None,
-            footer: None,
-            verified: false,
-            dense: Arc::default(),
-            trusted_end: None,
-            trust_checked: false,
-            fresh: false,
-        };
+        let mut cursor = Cursor::new(info, map, Arc::default(), offset, false);
         if let Some(e) = cursor.entry(&self.catalog, |ix| ix.floor_time(micros)) {
             // From a batch's first member: the members before the entry's
             // share its timestamp.
@@ -1688,7 +1699,11 @@ impl Tailer {
     /// `reader::sealed`, remembered per queue handle): a bulk read that
     /// wants at least a quarter of such a file's messages verifies it first
     /// (a mismatch is [`Error::Corrupted`] naming the file) and then parses
-    /// its frames without per-frame CRC.
+    /// its frames without per-frame CRC. Smaller runs (a Python tailer's
+    /// read-ahead, `read_batch`) verify the file once the frames runs have
+    /// read from it and the run asked for reach a quarter of it; when that
+    /// check fails, the frames are checked one by one as before, so damage
+    /// is still reported at the message where it is.
     ///
     /// `take` is a type parameter, not a `dyn`, so that the caller's
     /// closure is compiled into the loop.
@@ -1718,6 +1733,16 @@ impl Tailer {
             if !c.verified && (verified.contains(&sealed) || wanted * 4 >= rows) {
                 verified.verify(&c.map, &sealed)?;
                 c.verified = true;
+            } else if !c.verified && (c.run_frames + wanted) * 4 >= rows {
+                // A tailer reading on, run after run. Its frames so far were
+                // checked one by one; a mismatch here only means some frame
+                // ahead is damaged, which the per-frame check then reports
+                // at the message where it is, as it did before: the file is
+                // treated as not sealed from here on.
+                match verified.verify(&c.map, &sealed) {
+                    Ok(()) => c.verified = true,
+                    Err(_) => c.footer = Some(None),
+                }
             }
             if c.verified {
                 trusted_end = Some(f.frames_end as usize);
@@ -1761,6 +1786,7 @@ impl Tailer {
             n += 1;
         }
         c.offset = at;
+        c.run_frames += n as u64;
         self.seq = seq0 + n as u64;
         Ok(n)
     }

@@ -223,3 +223,37 @@ def test_columns_bad_names(mixed: litemq.Queue) -> None:
         mixed.read_arrow(columns=["seq", "seq"])
     with pytest.raises(TypeError, match="list of column names"):
         mixed.read_arrow(columns="seq")
+
+
+def test_memory_of_dropped_results_is_reused_not_shared(qpath: Path) -> None:
+    # A large column pyarrow lets go of is kept for the next read to fill
+    # (litemq.release_memory() frees what is kept). A result still held is
+    # never written to, and a result filled into reused memory holds its own
+    # rows only: the same bytes as from fresh memory.
+    n = 20_000
+    with litemq.Queue(qpath, file_size=1 << 20) as q:
+        q.appender().append_batch([i.to_bytes(4, "little") * 25 for i in range(n)])
+        q.appender().flush()
+        want = [i.to_bytes(4, "little") * 25 for i in range(n)]
+        litemq.release_memory()
+        held = q.read_arrow()
+        big = q.read_arrow(0, 15_000)  # 1.5 MB of payload: large enough to keep
+        del big
+        kept = litemq.release_memory()
+        assert kept >= 1_500_000
+        assert litemq.release_memory() == 0
+
+        big = q.read_arrow(0, 15_000)
+        del big
+        # Fewer rows, others: the kept payload column (and its stale bytes
+        # past the new rows' end) is reused.
+        part = q.read_arrow(3_000, 14_000)
+        assert litemq.release_memory() < kept  # taken from the shelf
+        part.validate(full=True)
+        assert part.column("seq").to_pylist() == list(range(3_000, 14_000))
+        assert part.column("payload").to_pylist() == want[3_000:14_000]
+        del part
+        assert litemq.release_memory() > 0
+        held.validate(full=True)
+        assert held.column("payload").to_pylist() == want
+        assert held.column("seq").to_pylist() == list(range(n))

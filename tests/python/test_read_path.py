@@ -402,3 +402,65 @@ def test_read_batch_payloads_of_a_named_tailer_commits_what_it_returned(
 def test_read_batch_payloads_takes_a_bool(queue: litemq.Queue) -> None:
     with pytest.raises(TypeError):
         queue.tailer().read_batch(3, timeout=0, payloads=1)  # type: ignore[call-overload]
+
+
+def _sealed_files_of(qpath: Path, n: int) -> list[Path]:
+    """A closed queue of ``n`` numbered 100-byte messages (128-byte frames)
+    in 256 KiB files, about 2,000 frames each; returns its data files."""
+    with litemq.Queue(qpath, file_size=256 * 1024) as q:
+        q.appender().append_batch([i.to_bytes(4, "little") * 25 for i in range(n)])
+        q.appender().flush()
+    files = sorted(qpath.rglob("*.data"))
+    assert len(files) >= 3
+    return files
+
+
+@pytest.mark.parametrize("reader", ["next", "read_batch"])
+def test_runs_past_a_quarter_of_a_sealed_file_still_report_damage_where_it_is(
+    qpath: Path, reader: str
+) -> None:
+    # A tailer reading run after run verifies a sealed file whole once it
+    # has read a quarter of it, and then skips the per-frame CRC. Here the
+    # whole-file check fails (a payload byte of message 1,700, far past the
+    # first quarter of the first file, is flipped), so the frames must still
+    # be checked one by one: every message before it is handed out, the
+    # damaged one is reported at its own sequence, never handed out.
+    files = _sealed_files_of(qpath, 6000)
+    raw = bytearray(files[0].read_bytes())
+    raw[4096 + 128 * 1700 + 50] ^= 0xFF
+    files[0].write_bytes(bytes(raw))
+    with litemq.Queue(qpath, read_only=True) as q:
+        t = q.tailer()
+        got: list[bytes] = []
+
+        def read_all() -> None:
+            if reader == "next":
+                got.extend(m.payload for m in t)
+            else:
+                while page := t.read_batch(100, timeout=0, payloads=True):
+                    got.extend(page)
+
+        with pytest.raises(litemq.CorruptedError) as info:
+            read_all()
+        assert info.value.seq == 1700
+        assert got == [i.to_bytes(4, "little") * 25 for i in range(1700)]
+        assert t.next_seq == 1700
+
+
+def test_runs_over_sealed_files_hand_out_every_message(qpath: Path) -> None:
+    # The same files undamaged, read with the whole-file check (a fresh
+    # handle per read, so no file is known verified beforehand), by next()
+    # and by read_batch, and after a seek into the middle of a file.
+    _sealed_files_of(qpath, 6000)
+    want = [i.to_bytes(4, "little") * 25 for i in range(6000)]
+    with litemq.Queue(qpath, read_only=True) as q:
+        assert [m.payload for m in q.tailer()] == want
+    with litemq.Queue(qpath, read_only=True) as q:
+        t = q.tailer()
+        got: list[bytes] = []
+        while page := t.read_batch(333, timeout=0, payloads=True):
+            got.extend(page)
+        assert got == want
+    with litemq.Queue(qpath, read_only=True) as q:
+        t = q.tailer(start=1500)
+        assert [m.seq for m in t] == list(range(1500, 6000))
