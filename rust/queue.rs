@@ -828,11 +828,7 @@ impl Queue {
         let mut removed = 0;
         for f in self.inner.catalog.snapshot().iter() {
             let path = f.id.field_path(base, name);
-            match std::fs::remove_file(&path) {
-                Ok(()) => removed += 1,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Error::io("remove", &path, e)),
-            }
+            removed += usize::from(crate::storage::fsutil::remove_if_present(&path)?);
         }
         if dropped.is_empty() && removed == 0 {
             return Err(Error::InvalidArgument(format!(

@@ -15,7 +15,7 @@ use crate::format::{data_file, record};
 use crate::index::dense::DenseIndexWriter;
 use crate::index::sparse::{self, Entry, SparseIndexWriter};
 use crate::reader::catalog::{Catalog, FileInfo};
-use crate::storage::fsutil::remove_data_file;
+use crate::storage::fsutil::{remove_data_file, remove_if_present};
 use crate::storage::layout::list_temp_files;
 use crate::storage::mapped::{Mapping, WritableMapping};
 use crate::writer::active::{dense_header, index_header, ActiveFile};
@@ -552,11 +552,7 @@ fn cut_at_first_gap(
                 for f in files.drain(i + 1..).rev() {
                     remove_data_file(&catalog.data_path(f.id))?;
                     for path in f.id.index_paths(catalog.base()) {
-                        match std::fs::remove_file(&path) {
-                            Ok(()) => {}
-                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                            Err(e) => return Err(Error::io("remove", &path, e)),
-                        }
+                        remove_if_present(&path)?;
                     }
                     report.dropped_files.push(catalog.data_path(f.id));
                 }

@@ -32,7 +32,7 @@ use crate::error::{Error, Result};
 use crate::format::position;
 use crate::index::key_index;
 use crate::reader::catalog::{Catalog, FileInfo};
-use crate::storage::fsutil::remove_data_file;
+use crate::storage::fsutil::{remove_data_file, remove_if_present};
 use crate::storage::layout::{FileId, KEY_INDEX_DIR};
 use crate::storage::mapped::allocated_bytes;
 
@@ -342,14 +342,6 @@ fn run_locked(
         catalog.refresh()?;
     }
     Ok(report)
-}
-
-fn remove_if_present(path: &Path) -> Result<()> {
-    match std::fs::remove_file(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io("remove", path, e)),
-    }
 }
 
 /// Removes index files (`.index`, `.offsets`, `.topics`, `.field-FIELD`) left without their data file (a pass interrupted

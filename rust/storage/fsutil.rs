@@ -77,9 +77,15 @@ pub fn mark_removal(path: &Path) -> Result<()> {
 /// first (see [`mark_removal`]).
 pub fn remove_data_file(path: &Path) -> Result<()> {
     mark_removal(path)?;
+    remove_if_present(path).map(drop)
+}
+
+/// Deletes `path`: `Ok(false)` when it was gone already (another process,
+/// or an interrupted pass, removed it first).
+pub fn remove_if_present(path: &Path) -> Result<bool> {
     match std::fs::remove_file(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(Error::io("remove", path, e)),
     }
 }

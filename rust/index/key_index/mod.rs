@@ -236,10 +236,7 @@ fn scan_dir(dir: &Path) -> Result<Vec<(u64, PathBuf, u64)>> {
 }
 
 fn remove_file(path: &Path) -> Result<()> {
-    match fs::remove_file(path) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(io_err("remove", path)(e)),
-        _ => Ok(()),
-    }
+    crate::storage::fsutil::remove_if_present(path).map(drop)
 }
 
 /// True when `path` no longer exists (deleted by retention).
