@@ -350,6 +350,10 @@ struct Cursor {
     trusted_end: Option<usize>,
     /// [`Cursor::trust`] looked already.
     trust_checked: bool,
+    /// `(offset, length word)` of the frame [`Cursor::dense_frame`] just
+    /// CRC-checked, so that reading it next does not check it again (once:
+    /// taken by that read).
+    checked_frame: Option<(usize, u32)>,
     /// Opened by the tailer's current [`Tailer::read_at`], so
     /// [`Catalog::map_file`] has just checked that the file is still there
     /// (see [`Tailer::file_just_checked`]).
@@ -387,6 +391,7 @@ impl Cursor {
             dense,
             trusted_end: None,
             trust_checked: false,
+            checked_frame: None,
             fresh,
         }
     }
@@ -435,11 +440,12 @@ impl Cursor {
         let ix = self.dense_index(catalog)?.clone();
         let at = ix.offset(seq, self.map.len())?;
         let file = self.map.as_slice();
-        match frame::decode(file, at, self.map.load_u32(at)) {
+        let len = self.map.load_u32(at);
+        match frame::decode(file, at, len) {
             Ok(FrameAt::Frame { record_len, .. }) => {
-                record::decode(&file[at + 4..at + 4 + record_len])
-                    .is_ok()
-                    .then_some(at)
+                let ok = record::decode(&file[at + 4..at + 4 + record_len]).is_ok();
+                self.checked_frame = ok.then_some((at, len));
+                ok.then_some(at)
             }
             _ => None,
         }
@@ -1527,8 +1533,15 @@ impl Tailer {
         loop {
             let c = self.cursor.as_mut().expect("ensure_cursor opened one");
             let len = c.length_word(self.seq)?;
+            let just_checked = c.checked_frame.take() == Some((c.offset, len));
             let decoded = match c.trusted_end {
                 Some(end) => frame::decode_trusted(c.map.as_slice(), c.offset, len, end),
+                // `seek` found this frame through the dense index and
+                // checked it (a `get`): its bytes are published, immutable.
+                None if just_checked => {
+                    let end = c.offset + frame::frame_size(len as usize);
+                    frame::decode_trusted(c.map.as_slice(), c.offset, len, end)
+                }
                 None => frame::decode(c.map.as_slice(), c.offset, len),
             };
             match decoded {
