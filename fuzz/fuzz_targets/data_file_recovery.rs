@@ -8,6 +8,8 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+mod work_dir;
+
 use libfuzzer_sys::fuzz_target;
 use litemq::format::frame::{self, FrameAt, DATA_HEADER_LEN};
 use litemq::format::record;
@@ -20,11 +22,11 @@ fn builder(p: &std::path::Path) -> QueueBuilder {
 }
 
 /// A queue with one sealed file and a last file, made once.
-fn pristine() -> &'static (tempfile::TempDir, Vec<(PathBuf, Vec<u8>)>, u64) {
-    static P: OnceLock<(tempfile::TempDir, Vec<(PathBuf, Vec<u8>)>, u64)> = OnceLock::new();
+fn pristine() -> &'static (PathBuf, Vec<(PathBuf, Vec<u8>)>, u64) {
+    static P: OnceLock<(PathBuf, Vec<(PathBuf, Vec<u8>)>, u64)> = OnceLock::new();
     P.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let q = builder(dir.path())
+        let dir = work_dir::fresh("data_file_recovery");
+        let q = builder(dir.as_path())
             .roll(litemq::RollStrategy::Count(10))
             .open()
             .unwrap();
@@ -47,7 +49,7 @@ fn pristine() -> &'static (tempfile::TempDir, Vec<(PathBuf, Vec<u8>)>, u64) {
                 }
             }
         }
-        walk(dir.path(), dir.path(), &mut files);
+        walk(dir.as_path(), dir.as_path(), &mut files);
         files.sort();
         (dir, files, 10)
     })

@@ -9,6 +9,8 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+mod work_dir;
+
 use libfuzzer_sys::fuzz_target;
 use litemq::{KeyIndexConfig, QueueBuilder, Record};
 
@@ -25,11 +27,11 @@ fn key(seq: u64) -> Vec<u8> {
     format!("k{}", seq % 5).into_bytes()
 }
 
-fn pristine() -> &'static (tempfile::TempDir, Vec<(PathBuf, Vec<u8>)>) {
-    static P: OnceLock<(tempfile::TempDir, Vec<(PathBuf, Vec<u8>)>)> = OnceLock::new();
+fn pristine() -> &'static (PathBuf, Vec<(PathBuf, Vec<u8>)>) {
+    static P: OnceLock<(PathBuf, Vec<(PathBuf, Vec<u8>)>)> = OnceLock::new();
     P.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let q = builder(dir.path()).open().unwrap();
+        let dir = work_dir::fresh("key_index");
+        let q = builder(dir.as_path()).open().unwrap();
         let app = q.appender().unwrap();
         for s in 0..50u64 {
             let k = key(s);
@@ -42,7 +44,7 @@ fn pristine() -> &'static (tempfile::TempDir, Vec<(PathBuf, Vec<u8>)>) {
         }
         q.close().unwrap();
         let mut files = Vec::new();
-        for e in std::fs::read_dir(dir.path().join("index"))
+        for e in std::fs::read_dir(dir.as_path().join("index"))
             .unwrap()
             .flatten()
         {
@@ -72,7 +74,7 @@ fuzz_target!(|data: &[u8]| {
         bytes = data.to_vec();
     }
     std::fs::write(target, &bytes).unwrap();
-    if let Ok(q) = builder(dir.path()).read_only(true).open() {
+    if let Ok(q) = builder(dir.as_path()).read_only(true).open() {
         for k in 0..6u64 {
             let want = format!("k{k}").into_bytes();
             if let Ok(found) = q.find(&want, None, None, None) {
@@ -86,7 +88,7 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
-    if let Ok(q) = builder(dir.path()).open() {
+    if let Ok(q) = builder(dir.as_path()).open() {
         for k in 0..5u64 {
             let want = format!("k{k}").into_bytes();
             let found: Vec<u64> = q
@@ -105,8 +107,8 @@ fuzz_target!(|data: &[u8]| {
     }
     // Restore the pristine files for the next input (the writer's open may
     // have rewritten or replaced them).
-    let _ = std::fs::remove_dir_all(dir.path().join("index"));
-    std::fs::create_dir_all(dir.path().join("index")).unwrap();
+    let _ = std::fs::remove_dir_all(dir.as_path().join("index"));
+    std::fs::create_dir_all(dir.as_path().join("index")).unwrap();
     for (p, b) in files {
         std::fs::write(p, b).unwrap();
     }

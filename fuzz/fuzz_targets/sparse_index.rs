@@ -9,6 +9,8 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+mod work_dir;
+
 use libfuzzer_sys::fuzz_target;
 use litemq::{QueueBuilder, Start};
 
@@ -22,11 +24,11 @@ fn payload(seq: u64) -> Vec<u8> {
     v
 }
 
-fn pristine() -> &'static (tempfile::TempDir, PathBuf) {
-    static P: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+fn pristine() -> &'static (PathBuf, PathBuf) {
+    static P: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
     P.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let q = builder(dir.path())
+        let dir = work_dir::fresh("sparse_index");
+        let q = builder(dir.as_path())
             .roll(litemq::RollStrategy::Count(40))
             .open()
             .unwrap();
@@ -35,7 +37,7 @@ fn pristine() -> &'static (tempfile::TempDir, PathBuf) {
             app.append(&payload(s)).unwrap();
         }
         q.close().unwrap();
-        let day = std::fs::read_dir(dir.path().join("2026")).ok();
+        let day = std::fs::read_dir(dir.as_path().join("2026")).ok();
         let _ = day;
         // The first file's index.
         let mut idx = None;
@@ -49,7 +51,7 @@ fn pristine() -> &'static (tempfile::TempDir, PathBuf) {
                 }
             }
         }
-        find(dir.path(), &mut idx);
+        find(dir.as_path(), &mut idx);
         let idx = idx.expect("first index file");
         // Without its dense index (format 5), `get` and `seek` in the first
         // file go through the sparse index, which is what is fuzzed here.
@@ -69,7 +71,7 @@ fuzz_target!(|data: &[u8]| {
         bytes = data.to_vec();
     }
     std::fs::write(index, &bytes).unwrap();
-    if let Ok(q) = builder(dir.path()).read_only(true).open() {
+    if let Ok(q) = builder(dir.as_path()).read_only(true).open() {
         for seq in [0u64, 1, 7, 20, 33, 39, 40, 41, 99] {
             if let Ok(m) = q.get(seq) {
                 assert_eq!(

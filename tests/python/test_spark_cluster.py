@@ -89,6 +89,13 @@ def spark(cluster: StandaloneCluster, tmp_path_factory: pytest.TempPathFactory) 
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("wh")))
+        # Executors unpack native libraries (lz4-java) into java.io.tmpdir and
+        # delete them at exit: the ones these tests SIGKILL would leave theirs
+        # in /tmp.
+        .config(
+            "spark.executor.extraJavaOptions",
+            f"-Djava.io.tmpdir={tmp_path_factory.mktemp('executor-tmp')}",
+        )
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

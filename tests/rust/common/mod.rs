@@ -146,19 +146,14 @@ pub fn soak() -> bool {
 /// A command that runs only the `#[ignore]`d test `entry` of this test
 /// binary, in a process of its own: how these tests get a second process (a
 /// writer to SIGKILL, a reader beside a writer, a process that holds a lock).
-/// It runs a private copy of the binary, made once per test process:
-/// `target/` is shared, and a concurrent `cargo test` may replace the binary
-/// under us. Start it with [`spawn_child`] or [`output_of_child`].
+/// It runs `/proc/self/exe`, which in the child still names the binary this
+/// test process runs: `target/` is shared, and a concurrent `cargo test` may
+/// replace the binary's path under us. (A private copy per test process
+/// did the same, but statics are never dropped, so each run left a 43 MB
+/// copy per test binary in /tmp.) Start it with [`spawn_child`] or
+/// [`output_of_child`].
 pub fn child_test(entry: &str) -> std::process::Command {
-    static EXE: std::sync::OnceLock<(tempfile::TempDir, std::path::PathBuf)> =
-        std::sync::OnceLock::new();
-    let (_, exe) = EXE.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let to = dir.path().join("child");
-        std::fs::copy(std::env::current_exe().unwrap(), &to).unwrap();
-        (dir, to)
-    });
-    let mut cmd = std::process::Command::new(exe);
+    let mut cmd = std::process::Command::new("/proc/self/exe");
     cmd.args([
         "--exact",
         entry,
@@ -169,28 +164,12 @@ pub fn child_test(entry: &str) -> std::process::Command {
     cmd
 }
 
-/// Retries `start` while it fails with ETXTBSY: another test thread may have
-/// forked while the copy of the binary was still open for writing, and the
-/// forked child holds that descriptor until it execs.
-fn retry_busy<T>(mut start: impl FnMut() -> std::io::Result<T>) -> T {
-    let mut tries = 0;
-    loop {
-        match start() {
-            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 50 => {
-                tries += 1;
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-            other => return other.unwrap(),
-        }
-    }
-}
-
 /// Spawns a [`child_test`] command.
 pub fn spawn_child(cmd: &mut std::process::Command) -> std::process::Child {
-    retry_busy(|| cmd.spawn())
+    cmd.spawn().unwrap()
 }
 
 /// Runs a [`child_test`] command to the end and returns its output.
 pub fn output_of_child(cmd: &mut std::process::Command) -> std::process::Output {
-    retry_busy(|| cmd.output())
+    cmd.output().unwrap()
 }
