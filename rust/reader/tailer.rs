@@ -1743,18 +1743,20 @@ impl Tailer {
             let wanted = (max as u64).min(f.end_seq.saturating_sub(seq0));
             let rows = f.end_seq - f.first_seq;
             let verified = &self.catalog.verified;
-            if !c.verified && (verified.contains(&sealed) || wanted * 4 >= rows) {
-                verified.verify(&c.map, &sealed)?;
-                c.verified = true;
-            } else if !c.verified && (c.run_frames + wanted) * 4 >= rows {
-                // A tailer reading on, run after run. Its frames so far were
-                // checked one by one; a mismatch here only means some frame
-                // ahead is damaged, which the per-frame check then reports
-                // at the message where it is, as it did before: the file is
-                // treated as not sealed from here on.
-                match verified.verify(&c.map, &sealed) {
-                    Ok(()) => c.verified = true,
-                    Err(_) => c.footer = Some(None),
+            if !c.verified {
+                if verified.contains(&sealed) || wanted * 4 >= rows {
+                    verified.verify(&c.map, &sealed)?;
+                    c.verified = true;
+                } else if (c.run_frames + wanted) * 4 >= rows {
+                    // A tailer reading on, run after run. Its frames so far
+                    // were checked one by one; a mismatch here only means
+                    // some frame ahead is damaged, which the per-frame check
+                    // then reports at the message where it is, as it did
+                    // before: the file is treated as not sealed from here on.
+                    match verified.verify(&c.map, &sealed) {
+                        Ok(()) => c.verified = true,
+                        Err(_) => c.footer = Some(None),
+                    }
                 }
             }
             if c.verified {
