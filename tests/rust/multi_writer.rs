@@ -9,6 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{data_files, env_u64, mix, Rng};
+use litemq::format::footer::Footer;
 use litemq::{Error, FlushMode, Queue, QueueBuilder, Record, RetentionPolicy, RollStrategy, Start};
 
 const ROLE_ENV: &str = "LITEMQ_TEST_MULTI_ROLE";
@@ -518,4 +519,38 @@ fn writers_continue_after_another_writer_process_is_killed() {
         .open()
         .unwrap();
     assert_eq!(check_all(&q)[&0], mine);
+}
+
+/// A sealed file's footer gives the time of its own first and last message,
+/// whichever writer wrote them (the writer that seals a file often wrote
+/// neither): archive manifests and time pushdown trust these ranges.
+#[test]
+fn footers_of_files_sealed_among_writers_hold_their_messages_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = builder(dir.path()).open().unwrap();
+    let b = builder(dir.path()).open().unwrap();
+    // Strictly alternating frames: the writer that seals a file did not
+    // write its last frame.
+    let (app_a, app_b) = (a.appender().unwrap(), b.appender().unwrap());
+    let body = vec![7u8; 2000];
+    for _ in 0..600 {
+        app_a.append(&body).unwrap();
+        a.wait_visible().unwrap();
+        app_b.append(&body).unwrap();
+        b.wait_visible().unwrap();
+    }
+    let files = a.data_files().unwrap();
+    assert!(files.len() >= 3, "{} files", files.len());
+    for f in &files[..files.len() - 1] {
+        let bytes = std::fs::read(&f.path).unwrap();
+        let footer = Footer::read(&bytes, f.file_number, f.first_seq, f.size).unwrap();
+        let first = a.get(f.first_seq).unwrap().timestamp;
+        let last = a.get(f.end_seq - 1).unwrap().timestamp;
+        assert_eq!(
+            (footer.first_ts, footer.last_ts),
+            (first, last),
+            "{}",
+            f.path.display()
+        );
+    }
 }

@@ -132,6 +132,11 @@ impl IoThread {
             }
             a.write_pos = t.write_pos as usize;
             a.next_seq = t.next_seq;
+            // The tail's time is that of the file's last message when the
+            // file holds any (the footer's `last_ts` comes from here).
+            if t.next_seq > a.header.first_seq {
+                a.last_ts = a.last_ts.max(t.last_ts);
+            }
         }
         self.next_seq = t.next_seq;
         self.last_ts = self.last_ts.max(t.last_ts);
@@ -191,6 +196,7 @@ impl IoThread {
                         }
                     }
                     a.first_ts.get_or_insert(ts);
+                    a.last_ts = a.last_ts.max(ts);
                     a.write_pos = next;
                     a.next_seq += n;
                     self.next_seq = a.next_seq;
