@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::format::compression::{Codec, Compression, DEFAULT_MAX_DECOMPRESSED};
-use crate::format::metadata::{StoredCompression, StoredOptions, StoredRetention};
+use crate::format::metadata::{Metadata, StoredCompression, StoredOptions, StoredRetention};
 use crate::index::fields::{FieldIndexDef, SharedDefs};
 use crate::index::key_index::KeyIndexConfig;
 use crate::reader::wait::WaitStrategy;
@@ -442,6 +442,30 @@ impl Config {
 
     /// Takes every option the caller did not give from `stored` (what
     /// `metadata.json` remembers), and checks the result.
+    /// Metadata written before version 4 has no `options`: it remembers
+    /// only the file size and sparse-index interval (its top-level
+    /// fields), which an open that does not give them keeps.
+    pub(crate) fn apply_before_v4(&mut self, meta: &Metadata, meta_path: &Path) -> Result<()> {
+        if !(MIN_FILE_SIZE..=MAX_FILE_SIZE).contains(&meta.file_size)
+            || !meta.file_size.is_multiple_of(8)
+            || meta.index_interval == 0
+        {
+            return Err(Error::InvalidConfig(format!(
+                "{}: remembered file_size {} or index_interval {} is out of range",
+                meta_path.display(),
+                meta.file_size,
+                meta.index_interval
+            )));
+        }
+        if !self.explicit.file_size {
+            self.file_size = meta.file_size;
+        }
+        if !self.explicit.index_interval {
+            self.index_interval = meta.index_interval;
+        }
+        Ok(())
+    }
+
     pub(crate) fn apply_stored(&mut self, stored: &StoredOptions, meta_path: &Path) -> Result<()> {
         let bad = |what: String| {
             Error::InvalidConfig(format!("{}: remembered option {what}", meta_path.display()))

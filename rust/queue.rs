@@ -308,8 +308,9 @@ impl Queue {
         // Options the caller did not give come from what the queue remembers
         // (read before locking: `multi_writer` decides how to lock).
         if let Ok(Some(m)) = read_metadata(&meta_path) {
-            if let Some(stored) = &m.options {
-                config.apply_stored(stored, &meta_path)?;
+            match &m.options {
+                Some(stored) => config.apply_stored(stored, &meta_path)?,
+                None => config.apply_before_v4(&m, &meta_path)?,
             }
         }
         if config.read_only {

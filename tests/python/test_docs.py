@@ -147,6 +147,10 @@ def test_format_version_in_the_title_and_every_table(full_queue: Path) -> None:
     refusal = re.search(r"whose version is not ([^(]*)\(", FORMAT)
     assert refusal
     assert str(version) in refusal.group(1)
+    # README names the current format in prose too.
+    stated = re.findall(r"current format is (\d+)", README)
+    assert stated
+    assert {int(n) for n in stated} == {version}
 
 
 def test_append_lock_magic_as_documented(full_queue: Path) -> None:

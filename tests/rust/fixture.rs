@@ -864,3 +864,36 @@ fn a_format_9_batch_never_lands_in_an_older_file() {
     });
     assert_eq!(q.get(first + 49).unwrap().payload, body);
 }
+
+/// A queue written before version 4 remembers its file size and sparse-index
+/// interval only in metadata.json's top-level fields (no `options`): a
+/// writer that continues it without giving them keeps those, in its new
+/// files and in the metadata it rewrites, not the defaults (1 GiB, 1024).
+#[test]
+fn a_version_3_queue_continued_keeps_its_file_size_and_index_interval() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("queue");
+    copy_tree(&fixtures().join("queue-v3/queue"), &dir);
+    let clock = Arc::new(ManualClock::new(START_US + 86_400_000_000));
+    let q = QueueBuilder::new(&dir).clock(clock).open().unwrap();
+    let options = q.options();
+    assert_eq!((options.file_size, options.index_interval), (65536, 4));
+    let app = q.appender().unwrap();
+    let before = q.data_files().unwrap().len();
+    for _ in 0..40 {
+        app.append(&[5u8; 4000]).unwrap();
+    }
+    app.flush().unwrap();
+    let files = q.data_files().unwrap();
+    assert!(files.len() >= before + 2, "160 KB roll 64 KiB files");
+    for f in &files[before..] {
+        assert_eq!(f.size, 65536, "{}", f.path.display());
+    }
+    q.close().unwrap();
+    let meta: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("metadata.json")).unwrap()).unwrap();
+    assert_eq!(meta["file_size"], 65536);
+    assert_eq!(meta["index_interval"], 4);
+    assert_eq!(meta["options"]["file_size"], 65536);
+    assert_eq!(meta["options"]["index_interval"], 4);
+}
