@@ -495,7 +495,10 @@ def _manifest_bytes(
 class _Progress:
     """A one-line progress bar on stderr (only when enabled)."""
 
-    def __init__(self, total_files: int, total_bytes: int, stream: IO[str] | None) -> None:
+    def __init__(
+        self, total_files: int, total_bytes: int, stream: IO[str] | None, verb: str = "archiving"
+    ) -> None:
+        self.verb = verb
         self.total_files = total_files
         self.total_bytes = max(total_bytes, 1)
         self.stream = stream
@@ -517,7 +520,7 @@ class _Progress:
         frac = min(self.bytes / self.total_bytes, 1.0)
         bar = "#" * int(frac * 30)
         self.stream.write(
-            f"\rarchiving [{bar:<30}] {self.files}/{self.total_files} files "
+            f"\r{self.verb} [{bar:<30}] {self.files}/{self.total_files} files "
             f"{self.bytes / 2**20:,.1f}/{self.total_bytes / 2**20:,.1f} MiB  {name[-40:]:<40}"
         )
         self.stream.flush()
@@ -615,6 +618,9 @@ def archive_queue(
         encryption_key=encryption_key,
         encryption_key_file=encryption_key_file,
     ) as q:
+        # Positions as the run starts (they only move on): what a restore sets them to.
+        consumers = {c.name: c.next_seq for c in q.consumers()}
+        work_queues = {w.name: {"low": w.low, "window": w.window} for w in q.work_queues()}
         data_files = q.data_files()
         sealed = data_files[:-1]
         todo: list[_Upload] = []
@@ -654,7 +660,9 @@ def archive_queue(
                     on_file(u.rel)
             bar.step(sizes.get(u.rel, 0), u.rel)
             if since_manifest >= MANIFEST_EVERY:
-                _write_atomically(fs, report.manifest, _manifest_bytes(name, listed, src))
+                _write_atomically(
+                    fs, report.manifest, _manifest_bytes(name, listed, src, consumers, work_queues)
+                )
                 since_manifest = 0
         bar.done()
         meta_path = os.path.join(src, "metadata.json")
@@ -665,7 +673,9 @@ def archive_queue(
             listed["metadata.json"] = ArchiveFile(
                 "metadata.json", "metadata", len(meta_bytes), _crc64(meta_bytes)
             )
-        _write_atomically(fs, report.manifest, _manifest_bytes(name, listed, src))
+        _write_atomically(
+            fs, report.manifest, _manifest_bytes(name, listed, src, consumers, work_queues)
+        )
 
         data = sorted(
             (f for f in listed.values() if f.kind == "data"), key=lambda f: f.first_seq or 0
@@ -1130,6 +1140,16 @@ def _with_path(uri: str, rel: str) -> str:
     """``uri`` with ``/rel`` appended to its path (before any ``?query``)."""
     base, sep, query = uri.partition("?")
     return f"{base.rstrip('/')}/{rel}{sep}{query}"
+
+
+def key_from_file(key_file: str | os.PathLike[str] | None) -> bytes | None:
+    """The key in ``key_file`` (32 raw bytes or 64 hex digits), as ``open_archive`` takes
+    it; None for None."""
+    if key_file is None:
+        return None
+    with open(key_file, "rb") as f:
+        raw = f.read()
+    return raw if len(raw) == 32 else bytes.fromhex(raw.decode("ascii").strip())
 
 
 def _main_progress(enabled: bool | None) -> IO[str] | None:

@@ -162,11 +162,9 @@ def open_queue(path: str, key_file: str | None = None) -> Any:
 
 def _key_bytes(key_file: str | None) -> bytes | None:
     """The key in ``key_file`` (32 raw bytes or 64 hex digits), for archives."""
-    if key_file is None:
-        return None
-    with open(key_file, "rb") as f:
-        raw = f.read()
-    return raw if len(raw) == 32 else bytes.fromhex(raw.decode("ascii").strip())
+    from litemq.archive import key_from_file
+
+    return key_from_file(key_file)
 
 
 def queue_range(q: Any) -> tuple[int, int]:
