@@ -469,6 +469,10 @@ mod tests {
         let p = Path::new("x.data");
         assert!(summarize(&[], p).is_err());
         assert!(summarize(&[0u8; 9000], p).is_err());
+        assert!(verify(&[], p).is_err());
+        assert!(verify(&[0u8; 9000], p).is_err());
+        assert!(ends(&[], &[], 0, p).is_err());
+        assert!(ends(&[0u8; 64], &[0u8; 128], 9000, p).is_err());
         assert!(read_frames(&[1, 0, 0, 0], p, 4096, 0, 1, ColumnSet::ALL, None).is_err());
         assert!(read_frames(&[0; 16], p, 4096, 0, 1, ColumnSet::ALL, None).is_err());
         let (c, next) = read_frames(&[], p, 4096, 0, 0, ColumnSet::ALL, None).unwrap();
