@@ -235,3 +235,27 @@ def test_archive_follow_ships_each_file_as_it_is_sealed_and_stops_on_sigterm(
     assert "stopped" in out
     a = litemq.open_archive(dest)
     assert a.read_arrow().to_pylist() == rows(qpath, 0, a.end_seq)
+
+
+def test_an_encrypted_archive_restores_with_its_key_and_stays_encrypted(tmp_path: Path) -> None:
+    key = bytes(range(32))
+    bodies = [b"secret %d" % i for i in range(300)]
+    q = tmp_path / "q"
+    with litemq.Queue(q, file_size=SMALL_FILE, encryption_key=key) as w:
+        app = w.appender()
+        app.append_batch(bodies)
+        app.roll()
+        with w.tailer(name="audit", start=7) as t:
+            t.commit()
+    litemq.archive_queue(q, tmp_path / "archive", encryption_key=key)
+    target = tmp_path / "restored"
+    with pytest.raises(litemq.EncryptionError):
+        litemq.restore(tmp_path / "archive", target)
+    assert not target.exists()
+    report = litemq.restore(tmp_path / "archive", target, encryption_key=key)
+    assert report.consumers == {"audit": 7}
+    with pytest.raises(litemq.EncryptionError):
+        litemq.Queue(target, read_only=True).close()
+    with litemq.Queue(target, encryption_key=key) as w:
+        assert w.read_arrow().column("payload").to_pylist() == bodies
+        assert w.appender().append(b"more") == len(bodies)
