@@ -12,8 +12,8 @@
 Named tailers resume where they last committed, in this or a later process
 (``q.tailer(name="billing")``, then ``t.commit()``); ``retention=litemq.Retention(...)``
 bounds disk use (see `litemq.Retention`); `litemq.archive_queue` copies sealed files to shared
-storage and `litemq.open_archive` reads them back; work queues hand each message to
-exactly one of many workers, with acks and redelivery
+storage, `litemq.open_archive` reads them back and `litemq.restore` rebuilds a queue from
+them; work queues hand each message to exactly one of many workers, with acks and redelivery
 (``wq = q.work_queue("thumbnails")``, ``job = wq.get()``, ``wq.ack(job)``).
 
 Errors form one tree under `LiteMQError`; OS failures are `OSError`
@@ -52,6 +52,7 @@ from litemq._litemq import (
     release_memory,
 )
 from litemq.archive import Archive, ArchiveError, ArchiveReport, archive_queue, open_archive
+from litemq.archive_restore import RestoreReport, restore
 from litemq.compaction import CompactReport
 from litemq.consumers import ConsumerInfo
 from litemq.options import Batch
@@ -93,6 +94,7 @@ __all__ = [
     "Queue",
     "ReadOnlyError",
     "RecoveryReport",
+    "RestoreReport",
     "Retention",
     "RetentionReport",
     "Stats",
@@ -106,4 +108,5 @@ __all__ = [
     "archive_queue",
     "open_archive",
     "release_memory",
+    "restore",
 ]

@@ -51,6 +51,7 @@ __all__ = [
     "_crc64",
     "_decode_frames",
     "_decode_sealed",
+    "_dense_header",
     "_dense_offset",
     "_parse_age",
     "_parse_flush",
@@ -60,7 +61,9 @@ __all__ = [
     "_parse_wait",
     "_restore_message",
     "_retention_tuple",
+    "_sealed_ends",
     "_sealed_summary",
+    "_verify_sealed",
     "reindex",
     "release_memory",
     "writer_pid",
@@ -118,6 +121,9 @@ def _retention_tuple(policy: object) -> tuple[int | None, int | None, int | None
 # Archives (rust/python/archive.rs), for litemq.archive.
 def _crc64(data: object, prev: int | None = None) -> int: ...
 def _sealed_summary(data: object, name: str) -> dict[str, Any]: ...
+def _verify_sealed(data: object, name: str) -> dict[str, Any]: ...
+def _sealed_ends(head: object, tail: object, size: int, name: str) -> dict[str, Any]: ...
+def _dense_header(data: object) -> tuple[int, int] | None: ...
 def _decode_sealed(
     data: object,
     name: str,

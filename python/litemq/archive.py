@@ -52,7 +52,9 @@ from litemq._litemq import (
     _crc64,
     _decode_frames,
     _decode_sealed,
+    _dense_header,
     _dense_offset,
+    _sealed_ends,
     _sealed_summary,
 )
 from litemq.stats import DataFileInfo
@@ -81,6 +83,9 @@ ARCHIVE_VERSION = 1
 #: keeps most of its work listed.
 MANIFEST_EVERY = 32
 
+#: Bytes of a data file's header that hold its fields, and of a sealed file's footer.
+_DATA_HEADER_USED = 64
+_FOOTER = 128
 _SPARSE_HEADER = 256
 _SPARSE_ENTRY = 32
 _DENSE_HEADER = 64
@@ -91,6 +96,41 @@ _KEY_TRAILER = 56
 class ArchiveError(LiteMQError):
     """An archive cannot be written or read: a copy that does not match its source after
     upload, a manifest that does not parse, a file the manifest lists that is missing."""
+
+
+#: The kinds of file a manifest lists.
+_KINDS = ("data", "index", "offsets", "key_index", "metadata")
+#: What a data file's entry says of it, from its header and footer.
+_DATA_FIELDS = (
+    "file_number",
+    "first_seq",
+    "end_seq",
+    "first_ts",
+    "last_ts",
+    "frames_end",
+    "frames_crc",
+)
+#: Of those, what every data file's entry must carry (what a reader checks the file against).
+_DATA_REQUIRED = ("file_number", "first_seq", "end_seq", "frames_end", "frames_crc")
+
+
+def _malformed(manifest: str, why: str) -> ArchiveError:
+    return ArchiveError(f"litemq: archive manifest {manifest} is malformed: {why}")
+
+
+def _is_u64(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 64
+
+
+def _plain_relative(rel: str) -> bool:
+    """``rel`` names a file inside the archive: relative, ``/``-separated, no ``.``/``..``."""
+    parts = rel.split("/")
+    return (
+        bool(rel)
+        and "\\" not in rel
+        and "\x00" not in rel
+        and all(p not in ("", ".", "..") for p in parts)
+    )
 
 
 @dataclass(frozen=True)
@@ -117,9 +157,39 @@ class ArchiveFile:
     frames_crc: int | None = None
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> ArchiveFile:
-        known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in d.items() if k in known})
+    def from_json(cls, d: Any, manifest: str = MANIFEST) -> ArchiveFile:
+        """The entry ``d`` of the manifest at ``manifest``, checked: ArchiveError naming the
+        manifest and the entry when a key is missing or of the wrong type, ``path`` is not a
+        plain relative path inside the archive, or ``kind`` is not one of the five."""
+        if not isinstance(d, dict):
+            raise _malformed(manifest, f"a files entry is {type(d).__name__}, not an object")
+        rel = d.get("path")
+        if not isinstance(rel, str) or not _plain_relative(rel):
+            raise _malformed(manifest, f"files entry path {rel!r} is not a relative path")
+        kind = d.get("kind")
+        if kind not in _KINDS:
+            raise _malformed(manifest, f"files entry {rel}: kind {kind!r} is not one of {_KINDS}")
+        values: dict[str, int | None] = {}
+        for key in ("size", "crc64", *_DATA_FIELDS):
+            v = d.get(key)
+            required = key in ("size", "crc64") or (kind == "data" and key in _DATA_REQUIRED)
+            if v is None and not required:
+                values[key] = None
+                continue
+            if not _is_u64(v):
+                raise _malformed(
+                    manifest,
+                    f"files entry {rel}: {key} is {v!r}, not an integer in 0..2^64"
+                    + (" (required)" if required and v is None else ""),
+                )
+            values[key] = v
+        f = cls(rel, kind, **values)  # type: ignore[arg-type]
+        if kind == "data" and int(f.end_seq or 0) < int(f.first_seq or 0):
+            raise _malformed(
+                manifest,
+                f"files entry {rel}: end_seq {f.end_seq} is before first_seq {f.first_seq}",
+            )
+        return f
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -285,25 +355,122 @@ def _exists(fs: pafs.FileSystem, path: str) -> int | None:
 # the manifest
 
 
-def _load_manifest(fs: pafs.FileSystem, root: str) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class _Manifest:
+    """A manifest that parsed and checked out: every entry well-formed, each path once, the
+    data files' sequence ranges following each other but for the gaps it declares."""
+
+    doc: dict[str, Any]
+    #: Every listed file by its relative path.
+    files: dict[str, ArchiveFile]
+    #: The data files, oldest first.
+    data: list[ArchiveFile]
+    #: ``(end_seq, first_seq)`` where listed data files do not follow each other (the queue
+    #: deleted files before they were archived); the writer declares each one.
+    gaps: list[tuple[int, int]]
+    #: Named tailers' committed positions when the manifest was written (version 1 manifests
+    #: from before restore existed have none).
+    consumers: dict[str, int]
+    #: Work queues' ``low`` marks and ``window`` when the manifest was written.
+    work_queues: dict[str, dict[str, int]]
+
+
+def _load_manifest(fs: pafs.FileSystem, root: str) -> _Manifest | None:
+    """The manifest at ``root``, checked (ArchiveError when it is malformed or lies about its
+    sequences), or None when there is none."""
     path = _join(root, MANIFEST)
     if _exists(fs, path) is None:
         return None
-    raw = _read_all(fs, path)
+    return _parse_manifest(_read_all(fs, path), path)
+
+
+def _parse_manifest(raw: bytes, path: str) -> _Manifest:
     try:
         m = json.loads(raw)
-    except ValueError as e:
+    except ValueError as e:  # UnicodeDecodeError is one too
         raise ArchiveError(f"litemq: archive manifest {path} does not parse: {e}") from None
     if not isinstance(m, dict) or m.get("litemq_archive") != ARCHIVE_VERSION:
         raise ArchiveError(
             f"litemq: {path} is not a litemq archive manifest of version {ARCHIVE_VERSION}"
         )
-    return m
+    listed = m.get("files", [])
+    if not isinstance(listed, list):
+        raise _malformed(path, f"files is {type(listed).__name__}, not a list")
+    files: dict[str, ArchiveFile] = {}
+    for d in listed:
+        f = ArchiveFile.from_json(d, path)
+        if f.path in files:
+            raise _malformed(path, f"{f.path} is listed twice")
+        files[f.path] = f
+    gaps_doc = m.get("gaps", [])
+    if not isinstance(gaps_doc, list) or not all(
+        isinstance(g, list) and len(g) == 2 and all(_is_u64(x) for x in g) for g in gaps_doc
+    ):
+        raise _malformed(path, f"gaps is {gaps_doc!r}, not a list of [end_seq, first_seq] pairs")
+    declared = {(int(a), int(b)) for a, b in gaps_doc}
+    data = sorted(
+        (f for f in files.values() if f.kind == "data"), key=lambda f: int(f.first_seq or 0)
+    )
+    gaps: list[tuple[int, int]] = []
+    for a, b in itertools.pairwise(data):
+        a_end, b_first = int(a.end_seq or 0), int(b.first_seq or 0)
+        if int(b.file_number or 0) <= int(a.file_number or 0):
+            raise _malformed(
+                path,
+                f"{b.path} (file number {b.file_number}) holds later sequences than "
+                f"{a.path} (file number {a.file_number})",
+            )
+        if b_first < a_end:
+            raise _malformed(
+                path,
+                f"{a.path} (sequences {a.first_seq}..{a_end}) and {b.path} "
+                f"({b_first}..{b.end_seq}) overlap",
+            )
+        if b_first > a_end:
+            if (a_end, b_first) not in declared:
+                raise _malformed(
+                    path,
+                    f"sequences {a_end}..{b_first} between {a.path} and {b.path} are missing "
+                    "and not declared in gaps",
+                )
+            gaps.append((a_end, b_first))
+    for key, want in (
+        ("first_seq", data[0].first_seq if data else None),
+        ("end_seq", data[-1].end_seq if data else None),
+    ):
+        if key in m and m[key] != want:
+            raise _malformed(path, f"{key} is {m[key]!r}, its data files say {want}")
+    consumers = m.get("consumers", {})
+    if not isinstance(consumers, dict) or not all(
+        isinstance(k, str) and _is_u64(v) for k, v in consumers.items()
+    ):
+        raise _malformed(path, "consumers is not an object of name: next_seq")
+    wqs = m.get("work_queues", {})
+    if not isinstance(wqs, dict) or not all(
+        isinstance(k, str)
+        and isinstance(v, dict)
+        and _is_u64(v.get("low"))
+        and _is_u64(v.get("window"))
+        for k, v in wqs.items()
+    ):
+        raise _malformed(path, "work_queues is not an object of name: {low, window}")
+    return _Manifest(m, files, data, gaps, dict(consumers), {k: dict(v) for k, v in wqs.items()})
 
 
-def _manifest_bytes(queue: str, files: dict[str, ArchiveFile], source: str) -> bytes:
+def _manifest_bytes(
+    queue: str,
+    files: dict[str, ArchiveFile],
+    source: str,
+    consumers: dict[str, int] | None = None,
+    work_queues: dict[str, dict[str, int]] | None = None,
+) -> bytes:
     data = sorted((f for f in files.values() if f.kind == "data"), key=lambda f: f.first_seq or 0)
-    m = {
+    gaps = [
+        [int(a.end_seq or 0), int(b.first_seq or 0)]
+        for a, b in itertools.pairwise(data)
+        if a.end_seq != b.first_seq
+    ]
+    m: dict[str, Any] = {
         "litemq_archive": ARCHIVE_VERSION,
         "queue": queue,
         "source": source,
@@ -311,8 +478,13 @@ def _manifest_bytes(queue: str, files: dict[str, ArchiveFile], source: str) -> b
         "updated": datetime.now(UTC).isoformat(timespec="seconds"),
         "first_seq": data[0].first_seq if data else None,
         "end_seq": data[-1].end_seq if data else None,
+        "gaps": gaps,
         "files": [files[k].to_json() for k in sorted(files)],
     }
+    if consumers is not None:
+        m["consumers"] = consumers
+    if work_queues is not None:
+        m["work_queues"] = work_queues
     return (json.dumps(m, indent=1) + "\n").encode()
 
 
@@ -323,7 +495,10 @@ def _manifest_bytes(queue: str, files: dict[str, ArchiveFile], source: str) -> b
 class _Progress:
     """A one-line progress bar on stderr (only when enabled)."""
 
-    def __init__(self, total_files: int, total_bytes: int, stream: IO[str] | None) -> None:
+    def __init__(
+        self, total_files: int, total_bytes: int, stream: IO[str] | None, verb: str = "archiving"
+    ) -> None:
+        self.verb = verb
         self.total_files = total_files
         self.total_bytes = max(total_bytes, 1)
         self.stream = stream
@@ -345,7 +520,7 @@ class _Progress:
         frac = min(self.bytes / self.total_bytes, 1.0)
         bar = "#" * int(frac * 30)
         self.stream.write(
-            f"\rarchiving [{bar:<30}] {self.files}/{self.total_files} files "
+            f"\r{self.verb} [{bar:<30}] {self.files}/{self.total_files} files "
             f"{self.bytes / 2**20:,.1f}/{self.total_bytes / 2**20:,.1f} MiB  {name[-40:]:<40}"
         )
         self.stream.flush()
@@ -434,11 +609,7 @@ def archive_queue(
     fs, root = resolve(dest, filesystem)
     report = ArchiveReport(queue=src, dest=os.fspath(dest), manifest=_join(root, MANIFEST))
     existing = _load_manifest(fs, root)
-    listed: dict[str, ArchiveFile] = {}
-    if existing is not None:
-        for d in existing.get("files", []):
-            f = ArchiveFile.from_json(d)
-            listed[f.path] = f
+    listed: dict[str, ArchiveFile] = {} if existing is None else dict(existing.files)
     name = os.path.basename(src.rstrip(os.sep))
 
     with Queue(
@@ -447,6 +618,9 @@ def archive_queue(
         encryption_key=encryption_key,
         encryption_key_file=encryption_key_file,
     ) as q:
+        # Positions as the run starts (they only move on): what a restore sets them to.
+        consumers = {c.name: c.next_seq for c in q.consumers()}
+        work_queues = {w.name: {"low": w.low, "window": w.window} for w in q.work_queues()}
         data_files = q.data_files()
         sealed = data_files[:-1]
         todo: list[_Upload] = []
@@ -486,7 +660,9 @@ def archive_queue(
                     on_file(u.rel)
             bar.step(sizes.get(u.rel, 0), u.rel)
             if since_manifest >= MANIFEST_EVERY:
-                _write_atomically(fs, report.manifest, _manifest_bytes(name, listed, src))
+                _write_atomically(
+                    fs, report.manifest, _manifest_bytes(name, listed, src, consumers, work_queues)
+                )
                 since_manifest = 0
         bar.done()
         meta_path = os.path.join(src, "metadata.json")
@@ -497,7 +673,9 @@ def archive_queue(
             listed["metadata.json"] = ArchiveFile(
                 "metadata.json", "metadata", len(meta_bytes), _crc64(meta_bytes)
             )
-        _write_atomically(fs, report.manifest, _manifest_bytes(name, listed, src))
+        _write_atomically(
+            fs, report.manifest, _manifest_bytes(name, listed, src, consumers, work_queues)
+        )
 
         data = sorted(
             (f for f in listed.values() if f.kind == "data"), key=lambda f: f.first_seq or 0
@@ -563,6 +741,16 @@ def _upload_one(
             frames_crc=int(summary["frames_crc"]),
         )
     return entry
+
+
+def _check_listed(path: str, f: ArchiveFile, size: int, crc: int) -> None:
+    """Bytes of ``size`` and CRC-64 ``crc`` read from ``path`` are the file entry ``f``
+    lists: ArchiveError naming the file otherwise."""
+    if size != f.size or crc != f.crc64:
+        raise ArchiveError(
+            f"litemq: archived file {path} is not what the manifest lists: {size} bytes with "
+            f"CRC-64 {crc:#018x}, the manifest says {f.size} bytes with {f.crc64:#018x}"
+        )
 
 
 def _verify_copy(fs: pafs.FileSystem, path: str, size: int, crc: int) -> None:
@@ -641,18 +829,23 @@ class Archive:
                 "`litemq archive` has written its manifest)",
                 self.uri,
             )
-        self.manifest = m
-        entries = [ArchiveFile.from_json(d) for d in m.get("files", [])]
-        self._by_path = {e.path: e for e in entries}
-        self.files = sorted(
-            (e for e in entries if e.kind == "data"), key=lambda e: int(e.first_seq or 0)
-        )
-        self.name = str(m.get("queue") or os.path.basename(self._root))
+        self._manifest = m
+        #: The manifest as parsed JSON (checked: see docs/FORMAT.md, "Archives").
+        self.manifest = m.doc
+        self._by_path = m.files
+        #: The data files, oldest first; their sequence ranges follow each other but for the
+        #: ``gaps`` the manifest declares.
+        self.files = m.data
+        self.gaps = m.gaps
+        self.name = str(m.doc.get("queue") or os.path.basename(self._root))
+        # Files whose two ends (header, footer) were checked against the manifest, and dense
+        # indexes whose header was: once per file and Archive.
+        self._checked: set[str] = set()
         # Encryption at rest: the archived metadata.json says whether the queue was
         # encrypted; its key is checked here, as opening the queue would check it.
         self._unlock: tuple[bytes, bytes | None] | None = None
         if "metadata.json" in self._by_path:
-            meta = _read_all(self._fs, _join(self._root, "metadata.json"))
+            meta = self.read_listed(self._by_path["metadata.json"])
             key = None if encryption_key is None else bytes(encryption_key)
             if _check_archive_key(meta, key, self.uri) or key is not None:
                 self._unlock = (meta, key)
@@ -707,6 +900,28 @@ class Archive:
             return arrow.empty_batch(names)
         return arrow.concat(batches)
 
+    def check_covers(self, start: int, end: int) -> None:
+        """ArchiveError unless the archive's data files hold every sequence of
+        ``[start, end)`` (nothing when it is empty): the one check a reader of a range makes
+        (``iter_batches``, the Spark source), so a manifest cannot make a read come back
+        short without an error."""
+        if start >= end:
+            return
+        inside = self.first_seq <= start and end <= self.end_seq
+        holes = [(a, b) for a, b in self.gaps if a < end and start < b]
+        if inside and not holes:
+            return
+        held = f"{self.first_seq}..{self.end_seq}" if self.files else "nothing"
+        raise ArchiveError(
+            f"litemq: archive {self.uri} does not hold sequences [{start}, {end}): it holds "
+            f"{held}"
+            + (
+                "".join(f", without {a}..{b} (deleted before they were archived)" for a, b in holes)
+                if holes
+                else ""
+            )
+        )
+
     def iter_batches(
         self,
         start: int,
@@ -715,11 +930,52 @@ class Archive:
         *,
         raw: bool = False,
     ) -> Iterator[pa.RecordBatch]:
-        """Record batches of ``[start, end)``, about one per data file read."""
+        """Record batches of ``[start, end)``, about one per data file read. Every sequence
+        of the range is accounted for: the listed files cover it (ArchiveError when it
+        reaches past the archive or into a gap the manifest declares), and each file is
+        read to the end of its part or raises."""
+        self.check_covers(start, end)
         for f in self.files:
             lo, hi = max(start, int(f.first_seq or 0)), min(end, int(f.end_seq or 0))
             if lo < hi:
                 yield from self.read_file(f, lo, hi, columns, raw=raw)
+
+    def read_listed(self, f: ArchiveFile) -> bytes:
+        """The bytes of listed file ``f``, fetched whole and checked against its entry (length
+        and CRC-64): ArchiveError naming the file otherwise."""
+        path = _join(self._root, f.path)
+        data = _read_all(self._fs, path)
+        _check_listed(path, f, len(data), _crc64(data))
+        return data
+
+    def _check_ends(self, f: ArchiveFile, path: str, head: bytes, tail: bytes) -> None:
+        """The header (``head``, the file's first bytes) and footer (``tail``, its last 128)
+        of archived data file ``f`` say what its manifest entry says: ArchiveError naming the
+        file otherwise (a manifest naming another file, a file put in another's place)."""
+        seen = _sealed_ends(head, tail, f.size, path)
+        wrong = [
+            f"{k} {seen[k]} (the manifest says {getattr(f, k)})"
+            for k in _DATA_REQUIRED
+            if k in seen and seen[k] != getattr(f, k)
+        ]
+        if wrong:
+            raise ArchiveError(
+                f"litemq: archived file {path} is not the file the manifest lists there: "
+                + ", ".join(wrong)
+            )
+        self._checked.add(f.path)
+
+    def _check_ends_ranged(self, f: ArchiveFile, path: str) -> None:
+        if f.path in self._checked:
+            return
+        if f.size < _DATA_HEADER_USED + _FOOTER:
+            raise CorruptedError(
+                f"litemq: archived file {path} is listed with {f.size} bytes, too few for a "
+                "sealed data file"
+            )
+        head = _read_range(self._fs, path, 0, _DATA_HEADER_USED)
+        tail = _read_range(self._fs, path, f.size - _FOOTER, _FOOTER)
+        self._check_ends(f, path, head, tail)
 
     def _data_path(self, f: ArchiveFile) -> str:
         return _join(self._root, f.path)
@@ -748,6 +1004,7 @@ class Archive:
         if start == first and end == last:
             yield from self._read_whole(f, path, start, end, columns, flags)
             return
+        self._check_ends_ranged(f, path)
         span = self._range_of(f, start, end)
         if span is None:  # no usable dense index: fetch the file
             yield from self._read_whole(f, path, start, end, columns, flags)
@@ -788,6 +1045,7 @@ class Archive:
             raise CorruptedError(
                 f"litemq: archived file {path} is {len(data)} bytes, the manifest says {f.size}"
             )
+        self._check_ends(f, path, data[:_DATA_HEADER_USED], data[-_FOOTER:])
         seq = start
         while seq < end:
             cols = _decode_sealed(data, path, seq, end, end - seq, unlock=self._unlock, **flags)
@@ -808,6 +1066,17 @@ class Archive:
             return None
         first = int(f.first_seq or 0)
         opath = _join(self._root, rel)
+        if rel not in self._checked:
+            names = _dense_header(_read_range(self._fs, opath, 0, _DENSE_HEADER))
+            if names is None:  # damaged: an index is never the truth, read the whole file
+                return None
+            if names != (f.file_number, f.first_seq):
+                raise ArchiveError(
+                    f"litemq: archived dense index {opath} belongs to file number {names[0]} "
+                    f"from sequence {names[1]}, not to {f.path} (file number {f.file_number} "
+                    f"from sequence {f.first_seq}) as the manifest says"
+                )
+            self._checked.add(rel)
 
         def offset_of(seq: int) -> int | None:
             at = _DENSE_HEADER + _DENSE_ENTRY * (seq - first)
@@ -871,6 +1140,16 @@ def _with_path(uri: str, rel: str) -> str:
     """``uri`` with ``/rel`` appended to its path (before any ``?query``)."""
     base, sep, query = uri.partition("?")
     return f"{base.rstrip('/')}/{rel}{sep}{query}"
+
+
+def key_from_file(key_file: str | os.PathLike[str] | None) -> bytes | None:
+    """The key in ``key_file`` (32 raw bytes or 64 hex digits), as ``open_archive`` takes
+    it; None for None."""
+    if key_file is None:
+        return None
+    with open(key_file, "rb") as f:
+        raw = f.read()
+    return raw if len(raw) == 32 else bytes.fromhex(raw.decode("ascii").strip())
 
 
 def _main_progress(enabled: bool | None) -> IO[str] | None:

@@ -30,9 +30,12 @@
     litemq where PATH FIELD OP VALUE...   messages whose indexed header matches
     litemq compact PATH [--grace 1d]      key compaction: the latest message of each key
                                           (litemq/cli_compact.py)
-    litemq archive PATH DEST [--delete-local] [--json]
-                                          copy sealed files to a path or s3://, gs:// URI
-                                          (litemq/cli_archive.py)
+    litemq archive PATH DEST [--delete-local] [--json] [--follow [--every SECONDS]]
+                                          copy sealed files to a path or s3://, gs:// URI;
+                                          --follow ships each file as it is sealed
+    litemq restore ARCHIVE QUEUE [--format text|json]
+                                          rebuild a queue from an archive (these two:
+                                          litemq/cli_archive.py)
 
 Every command but ``reindex`` opens the queue read-only, so it runs beside a
 live writer; ``reindex`` takes the writer lock (it fails with LockedError
@@ -656,7 +659,7 @@ def _parser() -> argparse.ArgumentParser:
     from litemq import cli_compact  # compact
 
     cli_compact.register(sub)
-    cli_archive.register(command)
+    cli_archive.register(command, sub)
     return parser
 
 

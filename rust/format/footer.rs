@@ -113,14 +113,27 @@ impl Footer {
     ) -> Result<Footer, HeaderError> {
         let len = file.len();
         let at = len.checked_sub(FOOTER_LEN).ok_or(HeaderError::Truncated)?;
-        let f = Footer::decode(&file[at..])?;
+        Footer::read_tail(&file[at..], len as u64, file_number, first_seq, file_size)
+    }
+
+    /// As [`Footer::read`], from the last [`FOOTER_LEN`] bytes of a file
+    /// `file_len` bytes long (a ranged read of an archived file, which has
+    /// no need to fetch the rest).
+    pub fn read_tail(
+        tail: &[u8],
+        file_len: u64,
+        file_number: u64,
+        first_seq: u64,
+        file_size: u64,
+    ) -> Result<Footer, HeaderError> {
+        let f = Footer::decode(tail)?;
         let ok = f.file_number == file_number
             && f.first_seq == first_seq
             && f.end_seq >= first_seq
             && f.frames_end >= DATA_HEADER_LEN as u64
             && f.frames_end.is_multiple_of(FRAME_ALIGN as u64)
-            && trimmed_len(f.frames_end, file_size) == len as u64
-            && f.frames_end + (FRAME_ALIGN + FOOTER_LEN) as u64 <= len as u64;
+            && trimmed_len(f.frames_end, file_size) == file_len
+            && f.frames_end + (FRAME_ALIGN + FOOTER_LEN) as u64 <= file_len;
         if !ok {
             return Err(HeaderError::Invalid("footer does not match its file"));
         }

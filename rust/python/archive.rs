@@ -47,6 +47,29 @@ pub(crate) fn _sealed_summary<'py>(
     let s = b.as_slice();
     let path = Path::new(name);
     let sum = exit::detach(py, || archived::summarize(s, path))?;
+    summary_dict(py, &sum)
+}
+
+/// As `_sealed_summary`, and then every frame checked on its own (its CRC,
+/// its record, the count of sequences to the marker): what `restore`
+/// runs on each archived data file. CorruptedError naming `name`.
+#[pyfunction]
+pub(crate) fn _verify_sealed<'py>(
+    py: Python<'py>,
+    data: &Bound<'_, PyAny>,
+    name: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    let b = bytes_arg(data, "data")?;
+    let s = b.as_slice();
+    let path = Path::new(name);
+    let sum = exit::detach(py, || archived::verify(s, path))?;
+    summary_dict(py, &sum)
+}
+
+fn summary_dict<'py>(
+    py: Python<'py>,
+    sum: &archived::SealedSummary,
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("version", sum.version)?;
     d.set_item("file_number", sum.file_number)?;
@@ -58,6 +81,45 @@ pub(crate) fn _sealed_summary<'py>(
     d.set_item("frames_crc", sum.frames_crc)?;
     d.set_item("footer", sum.footer)?;
     Ok(d)
+}
+
+/// What the two ends of an archived data file `size` bytes long say:
+/// `head` its first bytes (the header), `tail` its last 128 (the footer).
+/// A dict with `version`, `file_number`, `first_seq`, and from version 4
+/// `end_seq`, `first_ts`, `last_ts`, `frames_end`, `frames_crc` (absent for
+/// a version-3 file, which has no footer). CorruptedError naming `name`
+/// when the header does not decode or a version-4 footer is not valid.
+#[pyfunction]
+pub(crate) fn _sealed_ends<'py>(
+    py: Python<'py>,
+    head: &Bound<'_, PyAny>,
+    tail: &Bound<'_, PyAny>,
+    size: u64,
+    name: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    let head = bytes_arg(head, "head")?;
+    let tail = bytes_arg(tail, "tail")?;
+    let (h, f) = archived::ends(head.as_slice(), tail.as_slice(), size, Path::new(name))?;
+    let d = PyDict::new(py);
+    d.set_item("version", h.version)?;
+    d.set_item("file_number", h.file_number)?;
+    d.set_item("first_seq", h.first_seq)?;
+    if let Some(f) = f {
+        d.set_item("end_seq", f.end_seq)?;
+        d.set_item("first_ts", f.first_ts)?;
+        d.set_item("last_ts", f.last_ts)?;
+        d.set_item("frames_end", f.frames_end)?;
+        d.set_item("frames_crc", f.frames_crc)?;
+    }
+    Ok(d)
+}
+
+/// `(file_number, first_seq)` of the data file a dense-index header names
+/// (its first 64 bytes), or None when they are not a valid header.
+#[pyfunction]
+pub(crate) fn _dense_header(data: &Bound<'_, PyAny>) -> PyResult<Option<(u64, u64)>> {
+    let b = bytes_arg(data, "data")?;
+    Ok(dense::DenseHeader::decode(b.as_slice()).map(|h| (h.file_number, h.first_seq)))
 }
 
 /// Messages `[start, end)` (at most `max_rows`) of a whole sealed data

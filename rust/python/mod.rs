@@ -70,6 +70,9 @@ fn litemq_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(message::_restore_message, m)?)?;
     m.add_function(wrap_pyfunction!(archive::_crc64, m)?)?;
     m.add_function(wrap_pyfunction!(archive::_sealed_summary, m)?)?;
+    m.add_function(wrap_pyfunction!(archive::_verify_sealed, m)?)?;
+    m.add_function(wrap_pyfunction!(archive::_sealed_ends, m)?)?;
+    m.add_function(wrap_pyfunction!(archive::_dense_header, m)?)?;
     m.add_function(wrap_pyfunction!(archive::_decode_sealed, m)?)?;
     m.add_function(wrap_pyfunction!(archive::_check_archive_key, m)?)?;
     m.add_function(wrap_pyfunction!(archive::_decode_frames, m)?)?;

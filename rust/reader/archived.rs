@@ -17,7 +17,7 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::format::compression::DEFAULT_MAX_DECOMPRESSED;
 use crate::format::crypto::QueueKey;
-use crate::format::footer::Footer;
+use crate::format::footer::{Footer, FOOTER_LEN};
 use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN, END_OF_FILE};
 use crate::format::header::DataHeader;
 use crate::format::{le_u32, record};
@@ -69,7 +69,7 @@ pub fn summarize(file: &[u8], path: &Path) -> Result<SealedSummary> {
         let f = Footer::read(file, h.file_number, h.first_seq, h.file_size).map_err(|e| {
             corrupted(
                 path,
-                file.len().saturating_sub(crate::format::footer::FOOTER_LEN) as u64,
+                file.len().saturating_sub(FOOTER_LEN) as u64,
                 None,
                 format!("not a sealed data file (footer: {e})"),
             )
@@ -108,8 +108,65 @@ pub fn summarize(file: &[u8], path: &Path) -> Result<SealedSummary> {
         });
     }
     // Version 3: no footer; every frame's own CRC, up to the marker.
+    let w = walk(file, path, h.first_seq)?;
+    Ok(SealedSummary {
+        version: h.version,
+        file_number: h.file_number,
+        first_seq: h.first_seq,
+        end_seq: w.end_seq,
+        first_ts: w.first_ts,
+        last_ts: w.last_ts,
+        frames_end: w.frames_end,
+        frames_crc: Footer::frames_crc_of(file, w.frames_end).unwrap_or(0),
+        footer: false,
+    })
+}
+
+/// Checks the whole sealed data file `file` as [`summarize`] does, and then
+/// every frame on its own: its CRC, its record, a batch's first sequence at
+/// its place, and the count of sequences up to the end-of-file marker,
+/// which must be where the footer says, after the footer's `end_seq - 1`.
+/// What `litemq restore` runs on each archived file before it joins a
+/// queue: a file that passes holds exactly the frames it was sealed with.
+pub fn verify(file: &[u8], path: &Path) -> Result<SealedSummary> {
+    let s = summarize(file, path)?;
+    if s.footer {
+        let w = walk(file, path, s.first_seq)?;
+        if w.frames_end != s.frames_end || w.end_seq != s.end_seq {
+            return Err(corrupted(
+                path,
+                w.frames_end,
+                Some(w.end_seq),
+                format!(
+                    "the frames end at offset {} after message {}, the footer says offset {} \
+                     after message {}",
+                    w.frames_end,
+                    w.end_seq as i128 - 1,
+                    s.frames_end,
+                    s.end_seq as i128 - 1
+                ),
+            ));
+        }
+    }
+    Ok(s)
+}
+
+/// What walking a data file's frames found.
+struct Walked {
+    end_seq: u64,
+    first_ts: u64,
+    last_ts: u64,
+    /// Offset of the end-of-file marker.
+    frames_end: u64,
+}
+
+/// Walks the frames of `file` from the first (message `first_seq`) to its
+/// end-of-file marker, each checked by its own CRC and decoded; a frame
+/// that fails, a batch whose first sequence is not its place, or frames
+/// that stop without a marker, is [`Error::Corrupted`] naming `path`.
+fn walk(file: &[u8], path: &Path, first_seq: u64) -> Result<Walked> {
     let mut at = DATA_HEADER_LEN;
-    let mut seq = h.first_seq;
+    let mut seq = first_seq;
     let (mut first_ts, mut last_ts) = (0, 0);
     loop {
         let len = frame::plain_len(file, at)
@@ -125,29 +182,64 @@ pub fn summarize(file: &[u8], path: &Path) -> Result<SealedSummary> {
                 ))
             }
             Ok(FrameAt::Frame { record_len, next }) => {
-                let rec = record::decode(&file[at + 4..at + 4 + record_len])
-                    .map_err(|r| corrupted(path, at as u64, Some(seq), r))?;
-                if seq == h.first_seq {
+                let bytes = &file[at + 4..at + 4 + record_len];
+                let rec =
+                    record::decode(bytes).map_err(|r| corrupted(path, at as u64, Some(seq), r))?;
+                if record::is_batch_record(bytes) && record::batch_first_seq(bytes) != seq {
+                    return Err(corrupted(
+                        path,
+                        at as u64,
+                        Some(seq),
+                        "batch frame names another first sequence than its place",
+                    ));
+                }
+                if seq == first_seq {
                     first_ts = rec.timestamp;
                 }
                 last_ts = rec.timestamp;
-                seq += record::seqs_of(&file[at + 4..at + 4 + record_len]);
+                seq += record::seqs_of(bytes);
                 at = next;
             }
             Err(e) => return Err(corrupted(path, at as u64, Some(seq), e.to_string())),
         }
     }
-    Ok(SealedSummary {
-        version: h.version,
-        file_number: h.file_number,
-        first_seq: h.first_seq,
+    Ok(Walked {
         end_seq: seq,
         first_ts,
         last_ts,
         frames_end: at as u64,
-        frames_crc: Footer::frames_crc_of(file, at as u64).unwrap_or(0),
-        footer: false,
     })
+}
+
+/// The header of an archived data file, and its footer from version 4 on,
+/// from its two ends only: `head`, its first bytes (at least the 64 the
+/// header uses), and `tail`, its last [`FOOTER_LEN`] bytes, of a file
+/// `file_len` bytes long. A ranged read checks these against the archive's
+/// manifest before it trusts a frame of the file. [`Error::Corrupted`]
+/// naming `path` when the header does not decode, or when a version-4 file
+/// has no valid footer agreeing with its header and length.
+pub fn ends(
+    head: &[u8],
+    tail: &[u8],
+    file_len: u64,
+    path: &Path,
+) -> Result<(DataHeader, Option<Footer>)> {
+    let h = DataHeader::decode(head)
+        .map_err(|e| corrupted(path, 0, None, format!("data file header: {e}")))?;
+    if h.version < 4 {
+        return Ok((h, None));
+    }
+    let f = Footer::read_tail(tail, file_len, h.file_number, h.first_seq, h.file_size).map_err(
+        |e| {
+            corrupted(
+                path,
+                file_len.saturating_sub(FOOTER_LEN as u64),
+                None,
+                format!("not a sealed data file (footer: {e})"),
+            )
+        },
+    )?;
+    Ok((h, Some(f)))
 }
 
 /// Messages `[start, end)` of the whole sealed data file `file`, at most
@@ -377,6 +469,10 @@ mod tests {
         let p = Path::new("x.data");
         assert!(summarize(&[], p).is_err());
         assert!(summarize(&[0u8; 9000], p).is_err());
+        assert!(verify(&[], p).is_err());
+        assert!(verify(&[0u8; 9000], p).is_err());
+        assert!(ends(&[], &[], 0, p).is_err());
+        assert!(ends(&[0u8; 64], &[0u8; 128], 9000, p).is_err());
         assert!(read_frames(&[1, 0, 0, 0], p, 4096, 0, 1, ColumnSet::ALL, None).is_err());
         assert!(read_frames(&[0; 16], p, 4096, 0, 1, ColumnSet::ALL, None).is_err());
         let (c, next) = read_frames(&[], p, 4096, 0, 0, ColumnSet::ALL, None).unwrap();

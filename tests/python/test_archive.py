@@ -485,3 +485,159 @@ def test_raw_reads_of_an_archive_give_the_stored_bytes(qpath: Path, tmp_path: Pa
     assert a.read_arrow(start=101, end=140).column("payload").to_pylist() == [
         b'{"event": "page_view", "n": %d}' % i * (8 if i % 3 else 1) for i in range(101, 140)
     ]
+
+
+# ------------------------------------------------------------------------------------------
+# manifests that cannot lie
+
+
+def _manifest(dest: Path) -> dict[str, Any]:
+    m: dict[str, Any] = json.loads((dest / arc.MANIFEST).read_text())
+    return m
+
+
+def _data_entries(m: dict[str, Any]) -> list[dict[str, Any]]:
+    return sorted((e for e in m["files"] if e["kind"] == "data"), key=lambda e: e["first_seq"])
+
+
+def test_a_manifest_naming_another_file_of_the_same_size_is_an_archive_error(
+    filled: Path, tmp_path: Path
+) -> None:
+    dest = tmp_path / "archive"
+    litemq.archive_queue(filled, dest)
+    m = _manifest(dest)
+    data = _data_entries(m)
+    assert len(data) >= 3
+    assert data[0]["size"] == data[2]["size"]
+    # One bit off: "...-0001.data" becomes "...-0003.data", a file of the same size.
+    name = data[0]["path"]
+    assert name.endswith("1.data")
+    data[0]["path"] = name[: -len("1.data")] + chr(ord("1") ^ 0x02) + ".data"
+    assert data[0]["path"] == data[2]["path"]
+    (dest / arc.MANIFEST).write_text(json.dumps(m))
+    with pytest.raises(arc.ArchiveError, match=data[0]["path"]):
+        litemq.open_archive(dest).read_arrow()
+
+
+def test_archived_files_that_are_not_what_the_manifest_says_are_archive_errors(
+    filled: Path, tmp_path: Path
+) -> None:
+    dest = tmp_path / "archive"
+    litemq.archive_queue(filled, dest)
+    a = litemq.open_archive(dest)
+    f, g = a.files[0], a.files[2]
+    assert f.size == g.size
+    # Two archived data files trade places (what a wrong name at upload would do).
+    fb, gb = (dest / f.path).read_bytes(), (dest / g.path).read_bytes()
+    (dest / f.path).write_bytes(gb)
+    (dest / g.path).write_bytes(fb)
+    a = litemq.open_archive(dest)
+    with pytest.raises(arc.ArchiveError, match=f.path):
+        a.read_arrow()  # whole files: header and footer against the manifest
+    first = int(f.first_seq or 0)
+    with pytest.raises(arc.ArchiveError, match=f.path):
+        a.read_arrow(start=first + 10, end=first + 20)  # a range: the file's two ends
+    # A dense index that belongs to another data file is not used either.
+    h = a.files[1]
+    fo, ho = (dest / (f.path[:-5] + ".offsets")), (dest / (h.path[:-5] + ".offsets"))
+    (dest / f.path).write_bytes(fb)
+    (dest / g.path).write_bytes(gb)
+    fo.write_bytes(ho.read_bytes())
+    a = litemq.open_archive(dest)
+    with pytest.raises(arc.ArchiveError, match=f.path[:-5] + ".offsets"):
+        a.read_arrow(start=first + 10, end=first + 20)
+    assert a.read_arrow().num_rows == a.end_seq - a.first_seq  # whole files need no index
+
+
+def _drop(key: str) -> Any:
+    def edit(m: dict[str, Any]) -> None:
+        del _data_entries(m)[1][key]
+
+    return edit
+
+
+def _set(key: str, value: Any, which: int = 1) -> Any:
+    def edit(m: dict[str, Any]) -> None:
+        _data_entries(m)[which][key] = value
+
+    return edit
+
+
+def _remove_middle_file(m: dict[str, Any]) -> None:
+    gone = _data_entries(m)[1]["path"]
+    m["files"] = [e for e in m["files"] if e["path"] != gone]
+
+
+def _overlap(m: dict[str, Any]) -> None:
+    d = _data_entries(m)
+    d[1]["first_seq"] -= 1
+
+
+MALFORMED: dict[str, Any] = {
+    "bad JSON": b'{"litemq_archive": 1, "files": [',
+    "not UTF-8": b'{"litemq_archive": 1, "queue": "\xff"}',
+    "not an object": b"[1, 2]",
+    "files not a list": lambda m: m.update(files={"a": 1}),
+    "an entry not an object": lambda m: m["files"].append("x.data"),
+    "no size": _drop("size"),
+    "no path": _drop("path"),
+    "no first_seq": _drop("first_seq"),
+    "no end_seq": _drop("end_seq"),
+    "no file_number": _drop("file_number"),
+    "size a string": _set("size", "65536"),
+    "size a bool": _set("size", True),
+    "size negative": _set("size", -1),
+    "crc64 a float": _set("crc64", 1.5),
+    "first_seq null": _set("first_seq", None),
+    "path a number": _set("path", 7),
+    "path leaving the archive": _set("path", "../../etc/passwd.data"),
+    "an unknown kind": _set("kind", "blob"),
+    "end before first": _set("end_seq", 0),
+    "a gap": _remove_middle_file,
+    "an overlap": _overlap,
+    "first_seq of the archive wrong": lambda m: m.update(first_seq=5),
+    "gaps not a list": lambda m: m.update(gaps=3),
+    "consumers not an object": lambda m: m.update(consumers=[1]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_a_malformed_manifest_is_an_archive_error(filled: Path, tmp_path: Path, case: str) -> None:
+    dest = tmp_path / "archive"
+    litemq.archive_queue(filled, dest)
+    edit = MALFORMED[case]
+    if isinstance(edit, bytes):
+        (dest / arc.MANIFEST).write_bytes(edit)
+    else:
+        m = _manifest(dest)
+        edit(m)
+        (dest / arc.MANIFEST).write_text(json.dumps(m))
+    with pytest.raises(arc.ArchiveError, match="manifest"):
+        litemq.open_archive(dest).read_arrow()
+    # The writer reads it too, and refuses to add to what it cannot trust.
+    with pytest.raises(arc.ArchiveError, match="manifest"):
+        litemq.archive_queue(filled, dest)
+
+
+def test_a_gap_is_declared_by_the_writer_and_reads_across_it_are_archive_errors(
+    filled: Path, tmp_path: Path
+) -> None:
+    dest = tmp_path / "archive"
+    first = litemq.archive_queue(filled, dest)
+    assert first.end_seq is not None
+    fill(filled, 4000, start=4000)
+    with litemq.Queue(filled, read_only=True) as q:
+        files = q.data_files()
+        # Files archived never, deleted locally (retention ran before the next archive run).
+        cut = files[-3].first_seq
+        assert cut > first.end_seq
+        q._delete_files_before(cut)
+    report = litemq.archive_queue(filled, dest)
+    assert report.gaps == [(first.end_seq, cut)]
+    a = litemq.open_archive(dest)
+    assert a.gaps == [(first.end_seq, cut)]
+    assert a.manifest["gaps"] == [[first.end_seq, cut]]
+    with pytest.raises(arc.ArchiveError, match=f"without {first.end_seq}..{cut}"):
+        a.read_arrow()
+    assert a.read_arrow(end=first.end_seq).num_rows == first.end_seq
+    assert a.read_arrow(start=cut).to_pylist() == local_rows(filled, cut, a.end_seq)
