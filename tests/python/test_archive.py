@@ -641,3 +641,13 @@ def test_a_gap_is_declared_by_the_writer_and_reads_across_it_are_archive_errors(
         a.read_arrow()
     assert a.read_arrow(end=first.end_seq).num_rows == first.end_seq
     assert a.read_arrow(start=cut).to_pylist() == local_rows(filled, cut, a.end_seq)
+    # A manifest written before `gaps` existed (no key) still opens: its gap
+    # is taken from the files, and a read across it raises all the same.
+    m = json.loads((dest / arc.MANIFEST).read_text())
+    del m["gaps"]
+    (dest / arc.MANIFEST).write_text(json.dumps(m))
+    old = litemq.open_archive(dest)
+    assert old.gaps == [(first.end_seq, cut)]
+    with pytest.raises(arc.ArchiveError, match=f"without {first.end_seq}..{cut}"):
+        old.read_arrow()
+    assert old.read_arrow(start=cut).num_rows == old.end_seq - cut
