@@ -585,6 +585,19 @@ impl BatchCache {
     }
 }
 
+/// What a bulk run ([`Tailer::read_run_frames`]) does when a sealed
+/// file's frame area does not match its footer's CRC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OnMismatch {
+    /// Fail with [`Error::Corrupted`] naming the file: a read that takes
+    /// the file as a whole (`read_arrow`) reports damage anywhere in it,
+    /// also in bytes no frame's own CRC covers.
+    Fail,
+    /// Check each frame by its own CRC instead: a tailer reports damage at
+    /// the message where it is and reads on after it.
+    CheckFrames,
+}
+
 /// A record located by [`Tailer::advance`], not yet decoded for delivery.
 #[derive(Debug, Clone, Copy)]
 struct Located {
@@ -1290,9 +1303,17 @@ impl Tailer {
                 }
                 let next = c.offset.saturating_add(frame::frame_size(len as usize));
                 if next + 4 <= c.map.len() {
-                    let n = frame_seqs(&c.map, c.offset, len);
+                    // A tailer on a batch may stand at any of its members
+                    // (a seek lands on one): the batch ends where its head
+                    // says, when that holds the tailer's sequence.
+                    let after = match frame_batch(&c.map, c.offset, len) {
+                        Some((first, count)) if (first..first + count).contains(&self.seq) => {
+                            first + count
+                        }
+                        _ => self.seq + frame_seqs(&c.map, c.offset, len),
+                    };
                     c.offset = next;
-                    self.seq += n;
+                    self.seq = after;
                     return Ok(true);
                 }
             }
@@ -1690,9 +1711,10 @@ impl Tailer {
     pub(crate) fn read_run<F: FnMut(&Message<'_>) -> bool + ?Sized>(
         &mut self,
         max: usize,
+        mismatch: OnMismatch,
         take: &mut F,
     ) -> Result<usize> {
-        self.read_run_frames(max, &mut |f| match f.message() {
+        self.read_run_frames(max, mismatch, &mut |f| match f.message() {
             Some(m) => take(&m),
             None => false,
         })
@@ -1711,12 +1733,17 @@ impl Tailer {
     /// whole frame area this process verified against its footer's CRC (see
     /// `reader::sealed`, remembered per queue handle): a bulk read that
     /// wants at least a quarter of such a file's messages verifies it first
-    /// (a mismatch is [`Error::Corrupted`] naming the file) and then parses
-    /// its frames without per-frame CRC. Smaller runs (a Python tailer's
-    /// read-ahead, `read_batch`) verify the file once the frames runs have
-    /// read from it and the run asked for reach a quarter of it; when that
-    /// check fails, the frames are checked one by one as before, so damage
-    /// is still reported at the message where it is.
+    /// and then parses its frames without per-frame CRC. When that check
+    /// fails, `mismatch` says what happens: [`OnMismatch::Fail`] (a read of
+    /// the file as a whole, `read_arrow`) is [`Error::Corrupted`] naming the
+    /// file; [`OnMismatch::CheckFrames`] (a tailer: `read_batch`, a Python
+    /// tailer's read-ahead) checks the frames one by one from there on, so
+    /// the run stops before the damaged frame and the read after it reports
+    /// the damage at its own sequence, as [`Tailer::read_next`] does (and
+    /// [`Tailer::skip_damaged`] steps over that frame alone). Smaller runs
+    /// verify the file once the frames runs have read from it and the run
+    /// asked for reach a quarter of it, and go on frame by frame when that
+    /// check fails, whatever `mismatch` says.
     ///
     /// `take` is a type parameter, not a `dyn`, so that the caller's
     /// closure is compiled into the loop.
@@ -1724,6 +1751,7 @@ impl Tailer {
     pub(crate) fn read_run_frames<F: FnMut(&RunFrame<'_>) -> bool + ?Sized>(
         &mut self,
         max: usize,
+        mismatch: OnMismatch,
         take: &mut F,
     ) -> Result<usize> {
         self.check_open()?;
@@ -1745,8 +1773,13 @@ impl Tailer {
             let verified = &self.catalog.verified;
             if !c.verified {
                 if verified.contains(&sealed) || wanted * 4 >= rows {
-                    verified.verify(&c.map, &sealed)?;
-                    c.verified = true;
+                    match verified.verify(&c.map, &sealed) {
+                        Ok(()) => c.verified = true,
+                        Err(e) if mismatch == OnMismatch::Fail => return Err(e),
+                        // Some frame of the file is damaged (or a byte no
+                        // frame's CRC covers): find it frame by frame.
+                        Err(_) => c.footer = Some(None),
+                    }
                 } else if (c.run_frames + wanted) * 4 >= rows {
                     // A tailer reading on, run after run. Its frames so far
                     // were checked one by one; a mismatch here only means

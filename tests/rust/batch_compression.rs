@@ -462,6 +462,45 @@ fn a_damaged_block_is_corrupted_never_wrong_data() {
     }
 }
 
+/// A tailer that a seek put on a later member of a damaged batch steps
+/// over the batch's remaining members with `skip_damaged`, no further,
+/// also without the dense index (which would place the next frame).
+#[test]
+fn skip_damaged_from_a_member_of_a_damaged_batch_lands_after_the_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).compression(zstd()).open().unwrap();
+    let app = q.appender().unwrap();
+    let payloads: Vec<Vec<u8>> = (0..100).map(event).collect();
+    let records: Vec<Record<'_>> = payloads.iter().map(|p| Record::new(p)).collect();
+    app.append(b"before").unwrap();
+    app.append_batch_together(&records, None).unwrap();
+    app.append(b"after").unwrap();
+    q.close().unwrap();
+    let file = data_files(dir.path()).pop().unwrap();
+    let (at, rec) = frames(&file)
+        .into_iter()
+        .find(|(_, r)| record::is_batch_record(r))
+        .unwrap();
+    let mid = at + 4 + record::BATCH_HEAD_LEN + (rec.len() - record::BATCH_HEAD_LEN) / 2;
+    let byte = std::fs::read(&file).unwrap()[mid];
+    write_at(&file, mid, &[byte ^ 0x5A]);
+    std::fs::remove_file(file.with_extension("offsets")).unwrap();
+
+    let q = small(dir.path()).read_only(true).open().unwrap();
+    for start in [1u64, 40, 100] {
+        let mut t = q.tailer(Start::Seq(start)).unwrap();
+        match t.read_next() {
+            Err(Error::Corrupted { seq, offset, .. }) => {
+                assert_eq!((seq, offset), (Some(start), at as u64));
+            }
+            other => panic!("from {start}: {:?}", other.map(|m| m.map(|m| m.seq))),
+        }
+        assert!(t.skip_damaged().unwrap());
+        let m = t.read_next().unwrap().unwrap();
+        assert_eq!((m.seq, m.payload), (101, &b"after"[..]), "from {start}");
+    }
+}
+
 #[test]
 fn a_batch_above_the_decompression_limit_is_corrupted_not_allocated() {
     let dir = tempfile::tempdir().unwrap();
