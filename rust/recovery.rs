@@ -3,8 +3,10 @@
 //! Only the last data file can hold a torn tail, because a file is sealed
 //! with an end-of-file marker before the next one exists. Recovery scans it
 //! from its last sparse-index entry (so the cost follows the tail, not the
-//! queue), cuts off the first frame that does not check out, zeroes what
-//! lies after the cut, drops index entries past it and refills missing ones.
+//! queue; after a clean close the frames before the entry are stepped over
+//! by their length words, which must lead to it), cuts off the first frame
+//! that does not check out, zeroes what lies after the cut, drops index
+//! entries past it and refills missing ones.
 
 use std::path::Path;
 
@@ -310,6 +312,12 @@ pub fn recover(
                 .is_some_and(|len| e.points_at_frame(map.as_slice(), len))
         })
     };
+    if let Some(e) = &start {
+        // After a clean close the walk below starts at the last entry; the
+        // frames before it must lead there (a zeroed page before the entry
+        // would otherwise go unseen and the writer resume over it).
+        check_frames_reach(&path, map.as_slice(), last.header.first_seq, e)?;
+    }
     let (seq0, off0) = start.map_or((last.header.first_seq, DATA_HEADER_LEN), |e| {
         (e.seq, e.offset as usize)
     });
@@ -441,6 +449,56 @@ pub fn recover(
         last_timestamp: last_ts.max(last.header.created_us),
     };
     Ok((resume, report))
+}
+
+/// Steps over the frames of `file` from its first by their length words
+/// alone (no CRC: one load per frame) up to the frame sparse-index entry
+/// `e` points at: they must lead exactly there, at the entry's sequence,
+/// with no zero length word (a zeroed page), end-of-file marker or length
+/// that overshoots on the way; otherwise [`Error::Corrupted`] where the
+/// walk went wrong.
+fn check_frames_reach(path: &Path, file: &[u8], first_seq: u64, e: &Entry) -> Result<()> {
+    let target = e.offset as usize;
+    let (mut at, mut seq) = (DATA_HEADER_LEN, first_seq);
+    let bad = |at: usize, seq: u64, what: String| {
+        Err(Error::corrupted(
+            path,
+            at as u64,
+            Some(seq),
+            format!(
+                "{what} at seq {seq}, before the frame of seq {} the sparse index has at \
+                 offset {target}: messages of {seq}..{} are damaged or lost (a zeroed page?); \
+                 read the rest with skip_damaged(), or move the queue aside",
+                e.seq, e.seq
+            ),
+        ))
+    };
+    while at < target {
+        let Some(len) = frame::plain_len(file, at) else {
+            return bad(at, seq, "frames run to the end of the file".into());
+        };
+        if len == 0 {
+            return bad(at, seq, "zero length word".into());
+        }
+        if len == END_OF_FILE {
+            return bad(at, seq, "end-of-file marker".into());
+        }
+        let rec = file.get(at + 4..).unwrap_or_default();
+        seq = record::seq_after(rec, seq);
+        at = at.saturating_add(frame::frame_size(len as usize));
+    }
+    let at_entry = file
+        .get(at + 4..)
+        .filter(|rec| record::is_batch_record(rec))
+        .map_or(e.seq, record::batch_first_seq);
+    if at != target || seq != at_entry {
+        return bad(
+            at.min(target),
+            seq,
+            format!("frames that do not lead to offset {target} (they reach {at})"),
+        );
+    }
+    Ok(())
 }
 
 /// True when the frame at `offset` has a usable length and a valid frame

@@ -595,6 +595,13 @@ pub(crate) enum OnMismatch {
     Fail,
     /// Check each frame by its own CRC instead: a tailer reports damage at
     /// the message where it is and reads on after it.
+    #[cfg_attr(
+        not(feature = "python"),
+        expect(
+            dead_code,
+            reason = "the runs of tailers are the bindings' (read_batch)"
+        )
+    )]
     CheckFrames,
 }
 
@@ -1851,6 +1858,24 @@ impl Tailer {
                     self.catalog.refresh()?;
                     match self.catalog.successor(id) {
                         Some(n) => n,
+                        None if self.seq < self.known_end => {
+                            // A file is sealed only once the messages
+                            // before its marker are written, and the next
+                            // file exists before any later one is: the
+                            // file that held these is gone.
+                            let c = self.cursor.as_ref().expect("called with a cursor");
+                            return Err(Error::corrupted(
+                                c.map.path(),
+                                c.offset as u64,
+                                Some(self.seq),
+                                format!(
+                                    "the file is sealed at seq {}, but seq {} was published: \
+                                     the data file after it is missing",
+                                    self.seq,
+                                    self.known_end - 1
+                                ),
+                            ));
+                        }
                         None => return Ok(false),
                     }
                 }
