@@ -70,10 +70,11 @@ struct Walk {
 }
 
 /// Walks frames of `file` from `(seq, offset)`, calling `on_frame` for each.
+/// `from_start`: `(seq, offset)` is the file's first frame, not an index
+/// entry's (which may name a later member of the batch frame it points at).
 fn walk(
     file: &[u8],
-    mut seq: u64,
-    mut offset: usize,
+    (mut seq, mut offset, from_start): (u64, usize, bool),
     mut on_frame: impl FnMut(u64, usize, u64),
 ) -> Walk {
     let mut last_ts = 0;
@@ -91,10 +92,18 @@ fn walk(
                 // batch (format 9) for its members, each indexed at its frame
                 // (a walk may start at any of them, from an index entry).
                 let after = record::seq_after(rec, seq);
-                if record::is_batch_record(rec)
-                    && !(record::batch_first_seq(rec)..after).contains(&seq)
-                {
-                    break WalkEnd::Bad(format!("batch frame does not hold sequence {seq}"));
+                // A walk that stepped onto the frame from the one before
+                // knows its first sequence; only its first frame may be
+                // entered at a later member (from an index entry).
+                if record::is_batch_record(rec) {
+                    let first = record::batch_first_seq(rec);
+                    let exact = frames > 0 || from_start;
+                    if !(first..after).contains(&seq) || exact && first != seq {
+                        break WalkEnd::Bad(format!(
+                            "batch frame names {first} as its first sequence, \
+                             but stands at sequence {seq}"
+                        ));
+                    }
                 }
                 match record::decode(rec) {
                     Ok(view) => {
@@ -137,8 +146,7 @@ fn verify_sealed(
     let map = Mapping::open(path)?;
     let w = walk(
         map.as_slice(),
-        info.header.first_seq,
-        DATA_HEADER_LEN,
+        (info.header.first_seq, DATA_HEADER_LEN, true),
         on_frame,
     );
     match &w.end {
@@ -325,21 +333,25 @@ pub fn recover(
     let first_seq = last.header.first_seq;
     let mut entries = Vec::new();
     let mut dense_entries = Vec::new();
-    let w = walk(map.as_slice(), seq0, off0, |seq, offset, timestamp| {
-        if dense.is_some() {
-            dense_entries.push((seq - first_seq, offset));
-        }
-        if (seq - first_seq) % interval == 0 {
-            entries.push((
-                (seq - first_seq) / interval,
-                Entry {
-                    seq,
-                    timestamp,
-                    offset: offset as u64,
-                },
-            ));
-        }
-    });
+    let w = walk(
+        map.as_slice(),
+        (seq0, off0, start.is_none()),
+        |seq, offset, timestamp| {
+            if dense.is_some() {
+                dense_entries.push((seq - first_seq, offset));
+            }
+            if (seq - first_seq) % interval == 0 {
+                entries.push((
+                    (seq - first_seq) / interval,
+                    Entry {
+                        seq,
+                        timestamp,
+                        offset: offset as u64,
+                    },
+                ));
+            }
+        },
+    );
     report.frames_verified += if verify_on_startup { w.frames } else { 0 };
     report.index_entries_rebuilt = entries.len() as u64;
     for (i, e) in entries {
@@ -528,7 +540,11 @@ fn valid_frame_follows(file: &[u8], offset: usize) -> bool {
 /// that may not have been synced; only after an unclean shutdown.)
 fn walk_tail(catalog: &Catalog, info: &FileInfo, file: &[u8], whole: bool) -> Walk {
     if whole {
-        return walk(file, info.header.first_seq, DATA_HEADER_LEN, |_, _, _| {});
+        return walk(
+            file,
+            (info.header.first_seq, DATA_HEADER_LEN, true),
+            |_, _, _| {},
+        );
     }
     let start = sparse::last_entry(
         &info.id.index_path(catalog.base()),
@@ -541,7 +557,7 @@ fn walk_tail(catalog: &Catalog, info: &FileInfo, file: &[u8], whole: bool) -> Wa
     let (seq, off) = start.map_or((info.header.first_seq, DATA_HEADER_LEN), |e| {
         (e.seq, e.offset as usize)
     });
-    walk(file, seq, off, |_, _, _| {})
+    walk(file, (seq, off, start.is_none()), |_, _, _| {})
 }
 
 /// How a file followed by another ends.

@@ -474,8 +474,37 @@ impl Cursor {
         None
     }
 
+    /// Whether the batch frame at `at`, whose record names `first` as its
+    /// first member, stands at sequence `first` (a batch whose `first_seq`
+    /// disagrees with its place is corrupted for every member, FORMAT.md):
+    /// the dense index, written from the writer's own count, has message
+    /// `first` at `at` and message `first - 1` before it (or `first` is the
+    /// file's first). Two probes per batch decoded. Where the dense index
+    /// does not say so (none, an entry not written yet or damaged), the
+    /// file's frames are counted from its start up to `at`.
+    fn batch_starts_at(&self, catalog: &Catalog, at: usize, first: u64) -> bool {
+        let file_first = self.info.header.first_seq;
+        if first < file_first {
+            return false;
+        }
+        let len = self.map.len();
+        if let Some(ix) = self.dense_index(catalog) {
+            let here = ix.offset(first, len);
+            let before = if first > file_first {
+                ix.offset(first - 1, len).filter(|&b| b < at)
+            } else {
+                Some(DATA_HEADER_LEN)
+            };
+            if here == Some(at) && before.is_some() {
+                return true;
+            }
+        }
+        count_frames(&self.map, DATA_HEADER_LEN, Some(at))
+            .is_some_and(|(n, end)| end == at && file_first + n == first)
+    }
+
     /// The file's dense index, opened on first use.
-    fn dense_index(&mut self, catalog: &Catalog) -> Option<&Arc<DenseIndex>> {
+    fn dense_index(&self, catalog: &Catalog) -> Option<&Arc<DenseIndex>> {
         let info = self.info;
         self.dense
             .get_or_init(|| {
@@ -1967,6 +1996,22 @@ impl Tailer {
         let position = position::encode(c.info.header.file_number, frame_at as u64);
         if view.is_batch() {
             let of = (c.info.header.file_number, frame_at);
+            let first = record::batch_first_seq(rec);
+            if self.batch.of != Some(of) && !c.batch_starts_at(&self.catalog, frame_at, first) {
+                // Its members would be numbered from the wrong sequence:
+                // another member's bytes under each one's.
+                return Err(stay_damaged(
+                    &mut c.offset,
+                    &c.map,
+                    &mut self.seq,
+                    frame_at,
+                    loc.seq,
+                    format!(
+                        "batch frame names {first} as its first sequence, \
+                         which is not where it stands in the file"
+                    ),
+                ));
+            }
             let limit = self.catalog.max_decompressed();
             if let Err(reason) = self.batch.load(rec, &view, of, loc.seq, limit) {
                 return Err(stay_damaged(
