@@ -3,8 +3,10 @@
 //! Only the last data file can hold a torn tail, because a file is sealed
 //! with an end-of-file marker before the next one exists. Recovery scans it
 //! from its last sparse-index entry (so the cost follows the tail, not the
-//! queue), cuts off the first frame that does not check out, zeroes what
-//! lies after the cut, drops index entries past it and refills missing ones.
+//! queue; after a clean close the frames before the entry are stepped over
+//! by their length words, which must lead to it), cuts off the first frame
+//! that does not check out, zeroes what lies after the cut, drops index
+//! entries past it and refills missing ones.
 
 use std::path::Path;
 
@@ -68,10 +70,11 @@ struct Walk {
 }
 
 /// Walks frames of `file` from `(seq, offset)`, calling `on_frame` for each.
+/// `from_start`: `(seq, offset)` is the file's first frame, not an index
+/// entry's (which may name a later member of the batch frame it points at).
 fn walk(
     file: &[u8],
-    mut seq: u64,
-    mut offset: usize,
+    (mut seq, mut offset, from_start): (u64, usize, bool),
     mut on_frame: impl FnMut(u64, usize, u64),
 ) -> Walk {
     let mut last_ts = 0;
@@ -89,10 +92,18 @@ fn walk(
                 // batch (format 9) for its members, each indexed at its frame
                 // (a walk may start at any of them, from an index entry).
                 let after = record::seq_after(rec, seq);
-                if record::is_batch_record(rec)
-                    && !(record::batch_first_seq(rec)..after).contains(&seq)
-                {
-                    break WalkEnd::Bad(format!("batch frame does not hold sequence {seq}"));
+                // A walk that stepped onto the frame from the one before
+                // knows its first sequence; only its first frame may be
+                // entered at a later member (from an index entry).
+                if record::is_batch_record(rec) {
+                    let first = record::batch_first_seq(rec);
+                    let exact = frames > 0 || from_start;
+                    if !(first..after).contains(&seq) || exact && first != seq {
+                        break WalkEnd::Bad(format!(
+                            "batch frame names {first} as its first sequence, \
+                             but stands at sequence {seq}"
+                        ));
+                    }
                 }
                 match record::decode(rec) {
                     Ok(view) => {
@@ -135,8 +146,7 @@ fn verify_sealed(
     let map = Mapping::open(path)?;
     let w = walk(
         map.as_slice(),
-        info.header.first_seq,
-        DATA_HEADER_LEN,
+        (info.header.first_seq, DATA_HEADER_LEN, true),
         on_frame,
     );
     match &w.end {
@@ -310,6 +320,12 @@ pub fn recover(
                 .is_some_and(|len| e.points_at_frame(map.as_slice(), len))
         })
     };
+    if let Some(e) = &start {
+        // After a clean close the walk below starts at the last entry; the
+        // frames before it must lead there (a zeroed page before the entry
+        // would otherwise go unseen and the writer resume over it).
+        check_frames_reach(&path, map.as_slice(), last.header.first_seq, e)?;
+    }
     let (seq0, off0) = start.map_or((last.header.first_seq, DATA_HEADER_LEN), |e| {
         (e.seq, e.offset as usize)
     });
@@ -317,21 +333,25 @@ pub fn recover(
     let first_seq = last.header.first_seq;
     let mut entries = Vec::new();
     let mut dense_entries = Vec::new();
-    let w = walk(map.as_slice(), seq0, off0, |seq, offset, timestamp| {
-        if dense.is_some() {
-            dense_entries.push((seq - first_seq, offset));
-        }
-        if (seq - first_seq) % interval == 0 {
-            entries.push((
-                (seq - first_seq) / interval,
-                Entry {
-                    seq,
-                    timestamp,
-                    offset: offset as u64,
-                },
-            ));
-        }
-    });
+    let w = walk(
+        map.as_slice(),
+        (seq0, off0, start.is_none()),
+        |seq, offset, timestamp| {
+            if dense.is_some() {
+                dense_entries.push((seq - first_seq, offset));
+            }
+            if (seq - first_seq) % interval == 0 {
+                entries.push((
+                    (seq - first_seq) / interval,
+                    Entry {
+                        seq,
+                        timestamp,
+                        offset: offset as u64,
+                    },
+                ));
+            }
+        },
+    );
     report.frames_verified += if verify_on_startup { w.frames } else { 0 };
     report.index_entries_rebuilt = entries.len() as u64;
     for (i, e) in entries {
@@ -443,6 +463,56 @@ pub fn recover(
     Ok((resume, report))
 }
 
+/// Steps over the frames of `file` from its first by their length words
+/// alone (no CRC: one load per frame) up to the frame sparse-index entry
+/// `e` points at: they must lead exactly there, at the entry's sequence,
+/// with no zero length word (a zeroed page), end-of-file marker or length
+/// that overshoots on the way; otherwise [`Error::Corrupted`] where the
+/// walk went wrong.
+fn check_frames_reach(path: &Path, file: &[u8], first_seq: u64, e: &Entry) -> Result<()> {
+    let target = e.offset as usize;
+    let (mut at, mut seq) = (DATA_HEADER_LEN, first_seq);
+    let bad = |at: usize, seq: u64, what: String| {
+        Err(Error::corrupted(
+            path,
+            at as u64,
+            Some(seq),
+            format!(
+                "{what} at seq {seq}, before the frame of seq {} the sparse index has at \
+                 offset {target}: messages of {seq}..{} are damaged or lost (a zeroed page?); \
+                 read the rest with skip_damaged(), or move the queue aside",
+                e.seq, e.seq
+            ),
+        ))
+    };
+    while at < target {
+        let Some(len) = frame::plain_len(file, at) else {
+            return bad(at, seq, "frames run to the end of the file".into());
+        };
+        if len == 0 {
+            return bad(at, seq, "zero length word".into());
+        }
+        if len == END_OF_FILE {
+            return bad(at, seq, "end-of-file marker".into());
+        }
+        let rec = file.get(at + 4..).unwrap_or_default();
+        seq = record::seq_after(rec, seq);
+        at = at.saturating_add(frame::frame_size(len as usize));
+    }
+    let at_entry = file
+        .get(at + 4..)
+        .filter(|rec| record::is_batch_record(rec))
+        .map_or(e.seq, record::batch_first_seq);
+    if at != target || seq != at_entry {
+        return bad(
+            at.min(target),
+            seq,
+            format!("frames that do not lead to offset {target} (they reach {at})"),
+        );
+    }
+    Ok(())
+}
+
 /// True when the frame at `offset` has a usable length and a valid frame
 /// follows it: the sign of a damaged frame rather than a torn tail.
 fn valid_frame_follows(file: &[u8], offset: usize) -> bool {
@@ -470,7 +540,11 @@ fn valid_frame_follows(file: &[u8], offset: usize) -> bool {
 /// that may not have been synced; only after an unclean shutdown.)
 fn walk_tail(catalog: &Catalog, info: &FileInfo, file: &[u8], whole: bool) -> Walk {
     if whole {
-        return walk(file, info.header.first_seq, DATA_HEADER_LEN, |_, _, _| {});
+        return walk(
+            file,
+            (info.header.first_seq, DATA_HEADER_LEN, true),
+            |_, _, _| {},
+        );
     }
     let start = sparse::last_entry(
         &info.id.index_path(catalog.base()),
@@ -483,7 +557,7 @@ fn walk_tail(catalog: &Catalog, info: &FileInfo, file: &[u8], whole: bool) -> Wa
     let (seq, off) = start.map_or((info.header.first_seq, DATA_HEADER_LEN), |e| {
         (e.seq, e.offset as usize)
     });
-    walk(file, seq, off, |_, _, _| {})
+    walk(file, (seq, off, start.is_none()), |_, _, _| {})
 }
 
 /// How a file followed by another ends.

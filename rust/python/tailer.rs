@@ -16,7 +16,7 @@ use super::exit;
 use super::fork::ForkSafe;
 use super::message::Message;
 use super::time;
-use crate::reader::tailer::RunFrame;
+use crate::reader::tailer::{OnMismatch, RunFrame};
 
 /// What a Python tailer reads with: a plain engine tailer, or a named
 /// consumer (a tailer whose position persists).
@@ -125,30 +125,32 @@ impl Plain {
         let max = (RUN_BYTES / first.max(1)).clamp(1, self.run);
         let mut bytes = 0usize;
         let ahead = &mut self.ahead;
-        let taken = self.tailer.read_run_frames(max, &mut |f| {
-            if bytes >= RUN_BYTES {
-                return false;
-            }
-            bytes += f.record.len();
-            // `run_message` spelled out: called here (inlined even so),
-            // iteration measured 2-3 % slower (benches/read_path_bench.py,
-            // alternating builds), its `Option<PyResult<_>>` going through
-            // memory.
-            let msg = match f.bare() {
-                Some(b) => Message::bare(py, f.seq, &b, f.mapping(), f.offset()),
-                None => match f.message().map(|m| Message::from_borrowed(py, &m)) {
-                    Some(Ok(msg)) => msg,
-                    Some(Err(_)) | None => return false,
-                },
-            };
-            match Py::new(py, msg) {
-                Ok(msg) => {
-                    ahead.push(msg);
-                    true
+        let taken = self
+            .tailer
+            .read_run_frames(max, OnMismatch::CheckFrames, &mut |f| {
+                if bytes >= RUN_BYTES {
+                    return false;
                 }
-                Err(_) => false,
-            }
-        });
+                bytes += f.record.len();
+                // `run_message` spelled out: called here (inlined even so),
+                // iteration measured 2-3 % slower (benches/read_path_bench.py,
+                // alternating builds), its `Option<PyResult<_>>` going through
+                // memory.
+                let msg = match f.bare() {
+                    Some(b) => Message::bare(py, f.seq, &b, f.mapping(), f.offset()),
+                    None => match f.message().map(|m| Message::from_borrowed(py, &m)) {
+                        Some(Ok(msg)) => msg,
+                        Some(Err(_)) | None => return false,
+                    },
+                };
+                match Py::new(py, msg) {
+                    Ok(msg) => {
+                        ahead.push(msg);
+                        true
+                    }
+                    Err(_) => false,
+                }
+            });
         if taken.is_ok_and(|n| n > 0) {
             self.run = (self.run * 2).min(MAX_RUN);
         }
@@ -200,7 +202,9 @@ impl Reader {
         take: &mut dyn FnMut(&RunFrame<'_>) -> bool,
     ) -> crate::Result<usize> {
         match self {
-            Reader::Plain(p) => p.settled().read_run_frames(max, take),
+            Reader::Plain(p) => p
+                .settled()
+                .read_run_frames(max, OnMismatch::CheckFrames, take),
             Reader::Named(_) | Reader::Backward(_) => Ok(0),
         }
     }

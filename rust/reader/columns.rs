@@ -6,7 +6,7 @@ use crate::format::fields::{int_of_key, FieldKind};
 use crate::format::record::{self, HeaderIter, RecordView, FLAG_EXPIRY, FLAG_PRIORITY, FLAG_TOPIC};
 use crate::index::fields::FieldIndexDef;
 use crate::reader::catalog::Catalog;
-use crate::reader::tailer::{plain_view, Message, Tailer};
+use crate::reader::tailer::{plain_view, Message, OnMismatch, Tailer};
 use crate::reader::topic::TopicFilter;
 use crate::reader::wait::WaitStrategy;
 use std::sync::Arc;
@@ -786,7 +786,7 @@ impl Columns {
         while !full && b.rows < max_rows && tailer.next_seq() < end {
             let want = (max_rows - b.rows).min((end - tailer.next_seq()) as usize);
             b.reserve_more(want.min(RESERVE_ROWS));
-            let taken = tailer.read_run_frames(want, &mut |f| {
+            let taken = tailer.read_run_frames(want, OnMismatch::Fail, &mut |f| {
                 let ok = match record::decode_bare(f.record) {
                     // Most records of most queues: no Message, no RecordView.
                     Some((timestamp, payload)) if b.fields.is_empty() => {
@@ -859,7 +859,7 @@ impl Columns {
             } else {
                 // Read every frame of this file: in bulk, keeping the wanted.
                 let want = (end - next) as usize;
-                let taken = tailer.read_run(want, &mut |m| {
+                let taken = tailer.read_run(want, OnMismatch::Fail, &mut |m| {
                     if !filter.matches(m.record()) {
                         return true;
                     }

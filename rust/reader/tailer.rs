@@ -474,8 +474,37 @@ impl Cursor {
         None
     }
 
+    /// Whether the batch frame at `at`, whose record names `first` as its
+    /// first member, stands at sequence `first` (a batch whose `first_seq`
+    /// disagrees with its place is corrupted for every member, FORMAT.md):
+    /// the dense index, written from the writer's own count, has message
+    /// `first` at `at` and message `first - 1` before it (or `first` is the
+    /// file's first). Two probes per batch decoded. Where the dense index
+    /// does not say so (none, an entry not written yet or damaged), the
+    /// file's frames are counted from its start up to `at`.
+    fn batch_starts_at(&self, catalog: &Catalog, at: usize, first: u64) -> bool {
+        let file_first = self.info.header.first_seq;
+        if first < file_first {
+            return false;
+        }
+        let len = self.map.len();
+        if let Some(ix) = self.dense_index(catalog) {
+            let here = ix.offset(first, len);
+            let before = if first > file_first {
+                ix.offset(first - 1, len).filter(|&b| b < at)
+            } else {
+                Some(DATA_HEADER_LEN)
+            };
+            if here == Some(at) && before.is_some() {
+                return true;
+            }
+        }
+        count_frames(&self.map, DATA_HEADER_LEN, Some(at))
+            .is_some_and(|(n, end)| end == at && file_first + n == first)
+    }
+
     /// The file's dense index, opened on first use.
-    fn dense_index(&mut self, catalog: &Catalog) -> Option<&Arc<DenseIndex>> {
+    fn dense_index(&self, catalog: &Catalog) -> Option<&Arc<DenseIndex>> {
         let info = self.info;
         self.dense
             .get_or_init(|| {
@@ -583,6 +612,26 @@ impl BatchCache {
         self.current = range;
         Ok(())
     }
+}
+
+/// What a bulk run ([`Tailer::read_run_frames`]) does when a sealed
+/// file's frame area does not match its footer's CRC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OnMismatch {
+    /// Fail with [`Error::Corrupted`] naming the file: a read that takes
+    /// the file as a whole (`read_arrow`) reports damage anywhere in it,
+    /// also in bytes no frame's own CRC covers.
+    Fail,
+    /// Check each frame by its own CRC instead: a tailer reports damage at
+    /// the message where it is and reads on after it.
+    #[cfg_attr(
+        not(feature = "python"),
+        expect(
+            dead_code,
+            reason = "the runs of tailers are the bindings' (read_batch)"
+        )
+    )]
+    CheckFrames,
 }
 
 /// A record located by [`Tailer::advance`], not yet decoded for delivery.
@@ -1290,9 +1339,17 @@ impl Tailer {
                 }
                 let next = c.offset.saturating_add(frame::frame_size(len as usize));
                 if next + 4 <= c.map.len() {
-                    let n = frame_seqs(&c.map, c.offset, len);
+                    // A tailer on a batch may stand at any of its members
+                    // (a seek lands on one): the batch ends where its head
+                    // says, when that holds the tailer's sequence.
+                    let after = match frame_batch(&c.map, c.offset, len) {
+                        Some((first, count)) if (first..first + count).contains(&self.seq) => {
+                            first + count
+                        }
+                        _ => self.seq + frame_seqs(&c.map, c.offset, len),
+                    };
                     c.offset = next;
-                    self.seq += n;
+                    self.seq = after;
                     return Ok(true);
                 }
             }
@@ -1690,9 +1747,10 @@ impl Tailer {
     pub(crate) fn read_run<F: FnMut(&Message<'_>) -> bool + ?Sized>(
         &mut self,
         max: usize,
+        mismatch: OnMismatch,
         take: &mut F,
     ) -> Result<usize> {
-        self.read_run_frames(max, &mut |f| match f.message() {
+        self.read_run_frames(max, mismatch, &mut |f| match f.message() {
             Some(m) => take(&m),
             None => false,
         })
@@ -1711,12 +1769,17 @@ impl Tailer {
     /// whole frame area this process verified against its footer's CRC (see
     /// `reader::sealed`, remembered per queue handle): a bulk read that
     /// wants at least a quarter of such a file's messages verifies it first
-    /// (a mismatch is [`Error::Corrupted`] naming the file) and then parses
-    /// its frames without per-frame CRC. Smaller runs (a Python tailer's
-    /// read-ahead, `read_batch`) verify the file once the frames runs have
-    /// read from it and the run asked for reach a quarter of it; when that
-    /// check fails, the frames are checked one by one as before, so damage
-    /// is still reported at the message where it is.
+    /// and then parses its frames without per-frame CRC. When that check
+    /// fails, `mismatch` says what happens: [`OnMismatch::Fail`] (a read of
+    /// the file as a whole, `read_arrow`) is [`Error::Corrupted`] naming the
+    /// file; [`OnMismatch::CheckFrames`] (a tailer: `read_batch`, a Python
+    /// tailer's read-ahead) checks the frames one by one from there on, so
+    /// the run stops before the damaged frame and the read after it reports
+    /// the damage at its own sequence, as [`Tailer::read_next`] does (and
+    /// [`Tailer::skip_damaged`] steps over that frame alone). Smaller runs
+    /// verify the file once the frames runs have read from it and the run
+    /// asked for reach a quarter of it, and go on frame by frame when that
+    /// check fails, whatever `mismatch` says.
     ///
     /// `take` is a type parameter, not a `dyn`, so that the caller's
     /// closure is compiled into the loop.
@@ -1724,6 +1787,7 @@ impl Tailer {
     pub(crate) fn read_run_frames<F: FnMut(&RunFrame<'_>) -> bool + ?Sized>(
         &mut self,
         max: usize,
+        mismatch: OnMismatch,
         take: &mut F,
     ) -> Result<usize> {
         self.check_open()?;
@@ -1745,8 +1809,13 @@ impl Tailer {
             let verified = &self.catalog.verified;
             if !c.verified {
                 if verified.contains(&sealed) || wanted * 4 >= rows {
-                    verified.verify(&c.map, &sealed)?;
-                    c.verified = true;
+                    match verified.verify(&c.map, &sealed) {
+                        Ok(()) => c.verified = true,
+                        Err(e) if mismatch == OnMismatch::Fail => return Err(e),
+                        // Some frame of the file is damaged (or a byte no
+                        // frame's CRC covers): find it frame by frame.
+                        Err(_) => c.footer = Some(None),
+                    }
                 } else if (c.run_frames + wanted) * 4 >= rows {
                     // A tailer reading on, run after run. Its frames so far
                     // were checked one by one; a mismatch here only means
@@ -1818,6 +1887,24 @@ impl Tailer {
                     self.catalog.refresh()?;
                     match self.catalog.successor(id) {
                         Some(n) => n,
+                        None if self.seq < self.known_end => {
+                            // A file is sealed only once the messages
+                            // before its marker are written, and the next
+                            // file exists before any later one is: the
+                            // file that held these is gone.
+                            let c = self.cursor.as_ref().expect("called with a cursor");
+                            return Err(Error::corrupted(
+                                c.map.path(),
+                                c.offset as u64,
+                                Some(self.seq),
+                                format!(
+                                    "the file is sealed at seq {}, but seq {} was published: \
+                                     the data file after it is missing",
+                                    self.seq,
+                                    self.known_end - 1
+                                ),
+                            ));
+                        }
                         None => return Ok(false),
                     }
                 }
@@ -1909,6 +1996,22 @@ impl Tailer {
         let position = position::encode(c.info.header.file_number, frame_at as u64);
         if view.is_batch() {
             let of = (c.info.header.file_number, frame_at);
+            let first = record::batch_first_seq(rec);
+            if self.batch.of != Some(of) && !c.batch_starts_at(&self.catalog, frame_at, first) {
+                // Its members would be numbered from the wrong sequence:
+                // another member's bytes under each one's.
+                return Err(stay_damaged(
+                    &mut c.offset,
+                    &c.map,
+                    &mut self.seq,
+                    frame_at,
+                    loc.seq,
+                    format!(
+                        "batch frame names {first} as its first sequence, \
+                         which is not where it stands in the file"
+                    ),
+                ));
+            }
             let limit = self.catalog.max_decompressed();
             if let Err(reason) = self.batch.load(rec, &view, of, loc.seq, limit) {
                 return Err(stay_damaged(

@@ -462,6 +462,137 @@ fn a_damaged_block_is_corrupted_never_wrong_data() {
     }
 }
 
+/// A tailer that a seek put on a later member of a damaged batch steps
+/// over the batch's remaining members with `skip_damaged`, no further,
+/// also without the dense index (which would place the next frame).
+#[test]
+fn skip_damaged_from_a_member_of_a_damaged_batch_lands_after_the_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).compression(zstd()).open().unwrap();
+    let app = q.appender().unwrap();
+    let payloads: Vec<Vec<u8>> = (0..100).map(event).collect();
+    let records: Vec<Record<'_>> = payloads.iter().map(|p| Record::new(p)).collect();
+    app.append(b"before").unwrap();
+    app.append_batch_together(&records, None).unwrap();
+    app.append(b"after").unwrap();
+    q.close().unwrap();
+    let file = data_files(dir.path()).pop().unwrap();
+    let (at, rec) = frames(&file)
+        .into_iter()
+        .find(|(_, r)| record::is_batch_record(r))
+        .unwrap();
+    let mid = at + 4 + record::BATCH_HEAD_LEN + (rec.len() - record::BATCH_HEAD_LEN) / 2;
+    let byte = std::fs::read(&file).unwrap()[mid];
+    write_at(&file, mid, &[byte ^ 0x5A]);
+    std::fs::remove_file(file.with_extension("offsets")).unwrap();
+
+    let q = small(dir.path()).read_only(true).open().unwrap();
+    for start in [1u64, 40, 100] {
+        let mut t = q.tailer(Start::Seq(start)).unwrap();
+        match t.read_next() {
+            Err(Error::Corrupted { seq, offset, .. }) => {
+                assert_eq!((seq, offset), (Some(start), at as u64));
+            }
+            other => panic!("from {start}: {:?}", other.map(|m| m.map(|m| m.seq))),
+        }
+        assert!(t.skip_damaged().unwrap());
+        let m = t.read_next().unwrap().unwrap();
+        assert_eq!((m.seq, m.payload), (101, &b"after"[..]), "from {start}");
+    }
+}
+
+/// A batch frame whose `first_seq` is not where it stands (CRC-valid: a
+/// writer bug, or an edit) is corrupted for every member (FORMAT.md): no
+/// read path may number its members from the forged sequence and return
+/// another member's bytes, in a sealed file or in the active one.
+#[test]
+fn a_batch_whose_first_seq_disagrees_with_its_place_is_corrupted_everywhere() {
+    for sealed in [true, false] {
+        for shift in [-1i64, 1, 40] {
+            let dir = tempfile::tempdir().unwrap();
+            let q = small(dir.path()).compression(zstd()).open().unwrap();
+            let app = q.appender().unwrap();
+            let payloads: Vec<Vec<u8>> = (0..100).map(event).collect();
+            let records: Vec<Record<'_>> = payloads.iter().map(|p| keyed("k", p)).collect();
+            app.append(b"before").unwrap();
+            app.append_batch_together(&records, None).unwrap();
+            app.append(b"after").unwrap();
+            if sealed {
+                app.roll().unwrap();
+                app.append(b"next file").unwrap();
+            }
+            q.close().unwrap();
+            let file = data_files(dir.path()).swap_remove(0);
+            let (at, mut rec) = frames(&file)
+                .into_iter()
+                .find(|(_, r)| record::is_batch_record(r))
+                .unwrap();
+            assert_eq!(record::batch_first_seq(&rec), 1);
+            let forged = (1 + shift) as u64;
+            rec[12..20].copy_from_slice(&forged.to_le_bytes());
+            rewrite_record(&file, at, &rec);
+            let case = format!("sealed {sealed}, first_seq {forged}");
+
+            let q = small(dir.path()).read_only(true).open().unwrap();
+            let corrupted = |what: &str, r: litemq::Result<String>| match r {
+                Err(Error::Corrupted { path, offset, .. }) => {
+                    assert_eq!((path, offset), (file.clone(), at as u64), "{case}: {what}");
+                }
+                other => panic!("{case}: {what} gave {other:?}"),
+            };
+            for s in [1u64, 2, 50, 99, 100] {
+                corrupted(
+                    &format!("get({s})"),
+                    q.get(s).map(|m| String::from_utf8_lossy(&m.payload).into()),
+                );
+                let mut t = q.tailer(Start::Seq(s)).unwrap();
+                corrupted(
+                    &format!("seek({s})"),
+                    t.read_next().map(|m| format!("{:?}", m.map(|m| m.seq))),
+                );
+            }
+            corrupted(
+                "find",
+                q.find(b"k", None, None, None)
+                    .map(|f| format!("{:?}", f.iter().map(|m| m.seq).collect::<Vec<_>>())),
+            );
+            corrupted(
+                "get_latest",
+                q.get_latest(b"k")
+                    .map(|m| format!("{:?}", m.map(|m| m.seq))),
+            );
+            corrupted(
+                "read_columns",
+                q.read_columns(0, 102, 1000)
+                    .map(|c| format!("{} rows", c.rows)),
+            );
+            let mut t = q.tailer(Start::Beginning).unwrap();
+            assert_eq!(t.read_next().unwrap().unwrap().payload, b"before");
+            corrupted(
+                "forward",
+                t.read_next().map(|m| format!("{:?}", m.map(|m| m.seq))),
+            );
+            let mut b = q.backward_tailer(Start::Seq(101)).unwrap();
+            assert_eq!(b.read_next().unwrap().unwrap().payload, b"after");
+            corrupted(
+                "backward",
+                b.read_next().map(|m| format!("{:?}", m.map(|m| m.seq))),
+            );
+            drop((t, b));
+            q.close().unwrap();
+            // The writer's check of every frame refuses it.
+            let opened = small(dir.path())
+                .compression(zstd())
+                .verify_on_startup(true)
+                .open();
+            match opened {
+                Err(Error::Corrupted { path, .. }) => assert_eq!(path, file, "{case}"),
+                other => panic!("{case}: verify_on_startup: {:?}", other.map(|_| "opened")),
+            }
+        }
+    }
+}
+
 #[test]
 fn a_batch_above_the_decompression_limit_is_corrupted_not_allocated() {
     let dir = tempfile::tempdir().unwrap();

@@ -229,3 +229,93 @@ fn find_reports_a_data_file_missing_from_the_middle() {
         Err(e) => panic!("unexpected error {e:?}"),
     }
 }
+
+#[test]
+fn zeroed_page_before_the_last_index_entry_of_the_last_file_refuses_the_writer() {
+    // The recovery walk after a clean close starts at the last sparse-index
+    // entry, past the hole here (index_interval 4): the open must still see
+    // that the data does not reach the entries it has, and refuse.
+    let dir = tempfile::tempdir().unwrap();
+    fill(dir.path(), 120);
+    let files = data_files(dir.path());
+    assert_eq!(files.len(), 1);
+    let hole = zero_page(&files[0], 1);
+    match small(dir.path()).open() {
+        Err(e) => {
+            let (path, offset) = corrupted_at(&e);
+            assert_eq!(path, files[0]);
+            assert!(in_hole(offset, hole), "{offset} vs {hole}");
+        }
+        Ok(q) => panic!(
+            "the writer opened over the hole at {hole}, next_seq {}",
+            q.next_seq()
+        ),
+    }
+}
+
+#[test]
+fn a_tailer_of_the_writer_reports_a_hole_below_the_published_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).open().unwrap();
+    let app = q.appender().unwrap();
+    for i in 0..120 {
+        app.append(&payload(i)).unwrap();
+    }
+    app.flush().unwrap();
+    let file = data_files(dir.path()).pop().unwrap();
+    // The page lost under the running writer (what a bad disk leaves).
+    let hole = {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+        let at = DATA_HEADER_LEN + PAGE;
+        f.write_all_at(&[0u8; PAGE], at as u64).unwrap();
+        at
+    };
+    let mut t = q.tailer(Start::Beginning).unwrap();
+    let err = loop {
+        match t.read_next() {
+            Ok(Some(_)) => {}
+            Ok(None) => panic!("the hole at {hole} was read as the end of the queue"),
+            Err(e) => break e,
+        }
+    };
+    let (path, offset) = corrupted_at(&err);
+    assert_eq!(path, file);
+    assert!(in_hole(offset, hole), "{offset} vs {hole}");
+}
+
+#[test]
+fn a_last_data_file_deleted_after_a_clean_close_is_detected() {
+    let dir = tempfile::tempdir().unwrap();
+    fill(dir.path(), 1500);
+    let files = data_files(dir.path());
+    assert!(files.len() >= 3);
+    let last = files.last().unwrap();
+    std::fs::remove_file(last).unwrap();
+
+    // A reader stops where the data stops, and says so.
+    let q = small(dir.path()).read_only(true).open().unwrap();
+    let mut t = q.tailer(Start::Beginning).unwrap();
+    let err = loop {
+        match t.read_next() {
+            Ok(Some(_)) => {}
+            Ok(None) => panic!("read to seq {} as if the queue ended there", t.next_seq()),
+            Err(e) => break e,
+        }
+    };
+    match &err {
+        Error::Corrupted { path, reason, .. } => {
+            assert_eq!(path, &files[files.len() - 2], "{reason}");
+            assert!(reason.contains("missing"), "{reason}");
+        }
+        other => panic!("expected Error::Corrupted, got {other:?}"),
+    }
+    drop(t);
+    q.close().unwrap();
+
+    // The writer refuses instead of reusing the lost sequences.
+    let err = small(dir.path())
+        .open()
+        .expect_err("the clean close recorded next_seq 1500");
+    corrupted_at(&err);
+}
