@@ -20,7 +20,9 @@ class WorkQueueInfo:
     - ``expired``: jobs whose message expired before a worker got it;
     - ``redelivered``: handouts after the first;
     - ``gone``: jobs retention deleted before a worker got them (or key
-      compaction dropped: holes are counted here too);
+      compaction dropped: holes are counted here too, also a job a worker
+      held whose message compaction dropped, once it was nacked or its
+      lease ran out);
     - ``low``: every job below this sequence is finished (retention with
       ``protect_unconsumed`` keeps it); ``cursor``: every job below it was
       handed out at least once; ``window``: slots in the group's ring;

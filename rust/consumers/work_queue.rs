@@ -792,6 +792,19 @@ impl WorkQueue {
         }
     }
 
+    /// Marks `seq` gone (its message was removed or compacted away) if its
+    /// slot still holds `raw`, whatever state that is: a job held by a
+    /// worker that has no message any more is finished too (its late ack
+    /// or nack then finds it finished and returns false).
+    fn gone(&self, seq: u64, raw: u64, word: SlotWord) -> bool {
+        let st = &self.state;
+        let done = st.cas(st.slot(seq), raw, gone_word(seq, word, st.window));
+        if done {
+            st.add(W_GONE, 1);
+        }
+        done
+    }
+
     fn is_expired(&self, m: &Message<'_>) -> bool {
         m.expires_at().is_some_and(|t| t <= self.clock.now_micros())
     }
@@ -980,14 +993,14 @@ impl WorkQueue {
                 Ok(Some(m)) => m,
                 Ok(None) => continue,
                 Err(Error::Compacted { .. }) => {
-                    self.holes(seq, seq + 1);
+                    // Dropped by key compaction, maybe while it was leased
+                    // (nacked since, or its lease ran out): no job any more.
+                    self.gone(seq, raw, word);
                     continue;
                 }
                 Err(Error::NotFound { first, .. }) if seq < first => {
                     self.gone_below.fetch_max(first, Ordering::Relaxed);
-                    if st.cas(st.slot(seq), raw, gone_word(seq, word, st.window)) {
-                        st.add(W_GONE, 1);
-                    }
+                    self.gone(seq, raw, word);
                     continue;
                 }
                 Err(e) => {
@@ -1145,6 +1158,14 @@ impl WorkQueue {
                 }
                 Ok(None) => return Ok(()),
                 Err(Error::NotFound { first, .. }) if seq < first => {}
+                Err(Error::Compacted { .. }) => {
+                    // Key compaction dropped it: nothing to dead-letter.
+                    drop(readers);
+                    if self.gone(seq, owned, word) {
+                        self.advance_low();
+                    }
+                    return Ok(());
+                }
                 Err(e) => return Err(e),
             }
         }

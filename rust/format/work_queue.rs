@@ -50,7 +50,8 @@ pub const W_DEAD: usize = 27;
 pub const W_EXPIRED: usize = 28;
 /// Word of the count of handouts after the first (byte 232).
 pub const W_REDELIVERED: usize = 29;
-/// Word of the count of jobs retention removed before a handout (byte 240).
+/// Word of the count of jobs retention removed before a handout, or key
+/// compaction dropped (byte 240).
 pub const W_GONE: usize = 30;
 /// Word bumped by every nack: handles look through the ring when it moves (byte 248).
 pub const W_HINT: usize = 31;

@@ -685,3 +685,107 @@ fn expired_messages_are_never_handed_out_and_may_be_dead_lettered() {
         "only the group that asked dead-letters expired jobs"
     );
 }
+
+/// `n` messages of one key, 1 KiB each: a few small files, and compaction
+/// drops every one of them in a sealed file (only the latest stays).
+fn fill_one_key(q: &Queue, n: u64) {
+    let app = q.appender().unwrap();
+    for i in 0..n {
+        let mut p = i.to_le_bytes().to_vec();
+        p.resize(1024, 7);
+        app.append_record(&litemq::Record {
+            key: Some(b"k"),
+            ..litemq::Record::new(&p)
+        })
+        .unwrap();
+    }
+    app.flush().unwrap();
+}
+
+fn compact_now(q: &Queue) {
+    let opts = litemq::CompactOptions {
+        grace_us: 0,
+        ..Default::default()
+    };
+    q.compact(&opts, &mut |_, _| {}).unwrap();
+}
+
+/// Hands out and acks every job it can without waiting; returns their
+/// sequences in handout order.
+fn drain(wq: &litemq::WorkQueue) -> Vec<u64> {
+    let mut got = Vec::new();
+    while let Some(job) = get_now(wq) {
+        got.push(job.ticket.seq);
+        assert!(wq.ack(job.ticket).unwrap());
+    }
+    got
+}
+
+#[test]
+fn a_job_whose_message_compaction_dropped_while_leased_is_finished() {
+    use std::sync::{Arc, Mutex};
+    const N: u64 = 200;
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock_at(T0);
+    let q = small(dir.path()).clock(clock.clone()).open().unwrap();
+    fill_one_key(&q, N);
+    assert!(q.data_files().unwrap().len() > 2);
+    let letters: Arc<Mutex<Vec<u64>>> = Arc::default();
+    let seen = letters.clone();
+    let sink: litemq::DeadLetterSink = Arc::new(move |r: &litemq::Record<'_>| {
+        seen.lock().unwrap().push(r.payload.len() as u64);
+        Ok(())
+    });
+    // How the lease ends: a nack, its deadline, or (past max_deliveries)
+    // the dead-letter queue, which has no message to send.
+    let nacked = q.work_queue("nacked", options(16)).unwrap();
+    let expired = q.work_queue("expired", options(16)).unwrap();
+    let dead = q
+        .work_queue(
+            "dead",
+            WorkQueueOptions {
+                max_deliveries: 1,
+                dead_letter: Some(sink),
+                ..options(16)
+            },
+        )
+        .unwrap();
+    let held: Vec<_> = [&nacked, &expired, &dead]
+        .iter()
+        .map(|wq| get_now(wq).unwrap())
+        .collect();
+    assert!(held.iter().all(|j| j.ticket.seq == 0));
+    compact_now(&q);
+    assert!(matches!(q.get(0), Err(litemq::Error::Compacted { seq: 0 })));
+    let kept: Vec<u64> = (1..N).filter(|&s| q.get(s).is_ok()).collect();
+    assert!(kept.len() < N as usize - 16, "more holes than the ring");
+
+    assert!(nacked.nack(held[0].ticket, Duration::ZERO).unwrap());
+    assert!(dead.nack(held[2].ticket, Duration::ZERO).unwrap());
+    clock.advance(Duration::from_secs(11)); // past the visibility timeout
+    for (wq, job) in [&nacked, &expired, &dead].iter().zip(&held) {
+        let name = wq.name();
+        // The handle's reader may still hold the file compaction replaced
+        // (and hand out what it reads there): every job the queue still
+        // has is handed out, each once.
+        let got = drain(wq);
+        assert!(got.windows(2).all(|w| w[0] < w[1]), "{name}: {got:?}");
+        assert!(kept.iter().all(|s| got.contains(s)), "{name}: {got:?}");
+        let info = wq.info(N);
+        assert_eq!((info.low, info.cursor), (N, N), "{name}: the mark moved on");
+        assert_eq!(
+            info.gone,
+            N - got.len() as u64,
+            "{name}: the hole held by a worker counts as gone too"
+        );
+        assert!(
+            !wq.ack(job.ticket).unwrap(),
+            "{name}: a late ack is harmless"
+        );
+        assert!(!wq.nack(job.ticket, Duration::ZERO).unwrap(), "{name}");
+    }
+    assert!(
+        letters.lock().unwrap().is_empty(),
+        "a hole is no dead letter"
+    );
+}
