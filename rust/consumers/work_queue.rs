@@ -47,7 +47,7 @@ use crate::reader::tailer::{Message, OwnedMessage, Tailer};
 use crate::reader::wait::{Sleeper, Slept, WaitStrategy, Waiter, SLEEP_AT_MOST};
 use crate::reader::wake::WakeSource;
 use crate::storage::fsutil::sync_dir;
-use crate::storage::mapped::{Mapping, WordFile};
+use crate::storage::mapped::{preallocate, Mapping, WordFile};
 use crate::writer::append_lock::identity;
 
 use super::name;
@@ -94,7 +94,8 @@ pub struct WorkQueueOptions {
     /// dropped and counted). 1..=255, default 5.
     pub max_deliveries: u8,
     /// Slots in the ring, for a group created now (a power of two,
-    /// 16..=2^24; default 65,536: 2 MiB of state file, allocated as used).
+    /// 16..=2^24; default 65,536: 2 MiB of state file, allocated when the
+    /// group is created).
     /// Ignored when the group exists.
     pub window: u64,
     /// Where a new group starts: `Some(seq)`, or `None` for the queue's
@@ -423,7 +424,9 @@ fn validate_name(group: &str) -> Result<()> {
 
 /// Writes a complete state file under a temporary name and links it into
 /// place (fails with EEXIST when another process created it first): the
-/// file appears whole or not at all. The slots are a hole (zeros).
+/// file appears whole or not at all. The slots are zeros with their disk
+/// blocks allocated (a hole written through the mapping on a full disk
+/// would be SIGBUS; here it is `ENOSPC`, op `preallocate`).
 fn create(path: &Path, header: &WqHeader, start: u64) -> Result<()> {
     let dir = path.parent().expect("state files live in a directory");
     std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e))?;
@@ -441,10 +444,9 @@ fn create(path: &Path, header: &WqHeader, start: u64) -> Result<()> {
             .create_new(true)
             .open(&tmp)
             .map_err(|e| Error::io("create", &tmp, e))?;
+        preallocate(&f, file_len(header.window)).map_err(|e| Error::io("preallocate", &tmp, e))?;
         f.write_all(&encode_header(header, start))
             .map_err(|e| Error::io("write", &tmp, e))?;
-        f.set_len(file_len(header.window))
-            .map_err(|e| Error::io("extend", &tmp, e))?;
         f.sync_all().map_err(|e| Error::io("fsync", &tmp, e))?;
         match std::fs::hard_link(&tmp, path) {
             Ok(()) => sync_dir(dir),
