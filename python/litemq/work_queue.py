@@ -28,7 +28,11 @@ class WorkQueueInfo:
       handed out at least once; ``window``: slots in the group's ring;
     - ``oldest_age``: seconds since the oldest unfinished job's message was
       written, or None;
-    - ``created_at``: when the group was created (UTC).
+    - ``created_at``: when the group was created (UTC);
+    - ``rewound``: sequences the marks were moved back over because they were
+      past the queue's end when a handle opened the group (a machine crash
+      lost the data's tail but kept the state file's header page): the jobs
+      there were lost with the data; 0 unless that happened.
 
     >>> [(w.name, w.pending, w.in_flight) for w in q.work_queues()]
     [('thumbnails', 120, 4)]
@@ -47,3 +51,4 @@ class WorkQueueInfo:
     window: int
     oldest_age: float | None
     created_at: datetime
+    rewound: int

@@ -40,7 +40,7 @@ use crate::format::record::{Compress, HeaderField, Record};
 use crate::format::work_queue::{
     decode_header, encode_header, file_len, lap_of, slot_word, JobState, SlotWord, WqHeader,
     MAX_WINDOW, MIN_WINDOW, WQ_HEADER_LEN, WQ_MAX_NAME_LEN, W_ACKED, W_CURSOR, W_DEAD, W_EXPIRED,
-    W_GONE, W_HINT, W_LOW, W_REDELIVERED, W_TOP,
+    W_GONE, W_HINT, W_LOW, W_REDELIVERED, W_REWOUND, W_TOP,
 };
 use crate::reader::catalog::Catalog;
 use crate::reader::tailer::{Message, OwnedMessage, Tailer};
@@ -224,6 +224,10 @@ pub struct WorkQueueInfo {
     pub redelivered: u64,
     /// Jobs retention removed before a worker got them.
     pub gone: u64,
+    /// Sequences the marks were moved back over at an open because they
+    /// were past the queue's end (a machine crash lost the data's tail and
+    /// kept the state file's header page): their jobs were lost with it.
+    pub rewound: u64,
     /// µs timestamp of the oldest unfinished job's message, if any.
     pub oldest_timestamp: Option<u64>,
     /// When the group was created, µs since the epoch.
@@ -481,6 +485,73 @@ fn read_header(path: &Path) -> Result<WqHeader> {
     Ok(h)
 }
 
+/// Checks the marks against each other and against the queue's end, and
+/// moves marks past the end back to it.
+///
+/// `low <= cursor` always holds (the mark passes only sequences below the
+/// cursor): a file where it does not is refused as corrupted. A cursor (or
+/// priority top) past the queue's end claims jobs the queue does not have:
+/// a machine crash lost the data's tail but kept the state file's header
+/// page (its pages reach the disk on their own schedule), or the data files
+/// were replaced. Left alone, every message written since at those
+/// sequences would be skipped without a word. The marks move back to the
+/// end (`low` only when it is past it too), the slots of every sequence
+/// from the end on are cleared (they describe the lost jobs), and the
+/// `rewound` counter grows by how far the state was ahead. Jobs below the
+/// end keep their state.
+///
+/// The marks are loaded before the end is asked for: a job handed out is in
+/// the files, so a live group is never taken for one ahead of its data. The
+/// repair runs under an exclusive `flock` on the state file and checks
+/// again first, so two handles opening at once repair once.
+fn check_marks(st: &StateFile, end: &dyn Fn() -> Result<u64>) -> Result<()> {
+    let refused = |low: u64, cursor: u64| {
+        Error::corrupted(
+            &st.path,
+            (W_LOW * 8) as u64,
+            None,
+            format!("low-water mark {low} is past the dispatch cursor {cursor}"),
+        )
+    };
+    let marks = || (st.load(W_LOW), st.load(W_CURSOR), st.load(W_TOP));
+    let (low, cursor, top) = marks();
+    if low > cursor {
+        return Err(refused(low, cursor));
+    }
+    if cursor.max(top) <= end()? {
+        return Ok(());
+    }
+    let file = std::fs::File::open(&st.path).map_err(|e| Error::io("open", &st.path, e))?;
+    file.lock().map_err(|e| Error::io("lock", &st.path, e))?;
+    let (low, cursor, top) = marks();
+    if low > cursor {
+        return Err(refused(low, cursor));
+    }
+    let end = end()?;
+    let ahead = cursor.max(top);
+    if ahead <= end {
+        return Ok(()); // another handle repaired it
+    }
+    let low = low.min(end);
+    // Slots first, marks after: a repair cut short is done again in full
+    // by the next open (the marks still say so).
+    for seq in end..low.saturating_add(st.window) {
+        let i = st.slot(seq);
+        for w in i..i + 3 {
+            if st.load(w) != 0 {
+                st.store(w, 0);
+            }
+        }
+    }
+    st.store(W_TOP, top.min(end));
+    st.store(W_LOW, low);
+    st.store(W_CURSOR, cursor.min(end));
+    st.add(W_REWOUND, ahead - end);
+    st.words
+        .flush()
+        .map_err(|e| Error::io("msync", &st.path, e))
+}
+
 /// What the queue layer hands a work queue: the queue's readers, clock and
 /// wake-up word (the consumers layer sits below the queue).
 pub struct Handles {
@@ -501,12 +572,14 @@ pub struct Handles {
 }
 
 impl WorkQueue {
-    /// Opens (or creates) group `group` of the queue at `base`.
+    /// Opens (or creates) group `group` of the queue at `base`; `end` gives
+    /// the queue's end (one past its last message) now.
     pub(crate) fn open(
         base: &Path,
         group: &str,
         options: WorkQueueOptions,
         handles: Handles,
+        end: &dyn Fn() -> Result<u64>,
     ) -> Result<WorkQueue> {
         validate_name(group)?;
         options.validate()?;
@@ -541,15 +614,17 @@ impl WorkQueue {
             )
         })?;
         const { assert!(WQ_MAX_NAME_LEN == name::MAX_NAME_LEN) };
+        let state = StateFile {
+            words,
+            window: header.window,
+            epoch_us: header.epoch_us,
+            path,
+        };
+        check_marks(&state, end)?;
         Ok(WorkQueue {
             name: group.to_string(),
             queue_path: base.to_path_buf(),
-            state: StateFile {
-                words,
-                window: header.window,
-                epoch_us: header.epoch_us,
-                path,
-            },
+            state,
             readers: Mutex::new(Readers {
                 scout: handles.scout,
                 random: handles.random,
@@ -1370,6 +1445,7 @@ fn summarize(
         expired: load(W_EXPIRED),
         redelivered: load(W_REDELIVERED),
         gone: load(W_GONE),
+        rewound: load(W_REWOUND),
         created_at: epoch_us,
         pending: next_seq.saturating_sub(top),
         ..WorkQueueInfo::default()

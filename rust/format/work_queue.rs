@@ -58,6 +58,9 @@ pub const W_HINT: usize = 31;
 /// Word of the top: every sequence a priority group claimed ahead of the
 /// cursor is below it (byte 256).
 pub const W_TOP: usize = 32;
+/// Word of the count of sequences the marks were moved back over because
+/// they were past the queue's end when a handle opened the group (byte 264).
+pub const W_REWOUND: usize = 33;
 
 /// Word index of slot `i`'s first word.
 pub fn slot_word(i: usize) -> usize {

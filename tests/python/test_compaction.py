@@ -250,7 +250,8 @@ def test_a_job_compacted_while_leased_is_finished_as_gone(qpath: Path) -> None:
         fill(q, 50)  # all in the active file: nothing compacted yet
         wq = q.work_queue("w", window=64)
         job = wq.get(timeout=1)
-        assert job is not None and job.seq == 0  # key k0: a later k0 replaces it
+        assert job is not None
+        assert job.seq == 0  # key k0: a later k0 replaces it
         app = q.appender()
         for i in range(50, N):
             app.append(f"m{i}".encode(), key=key_of(i))

@@ -789,3 +789,119 @@ fn a_job_whose_message_compaction_dropped_while_leased_is_finished() {
         "a hole is no dead letter"
     );
 }
+
+/// A machine crash that lost the data's tail and kept the state page, built
+/// the simple way: the group's state file from a queue of `had` messages
+/// (after `work` ran on it) beside a queue that holds only `has`.
+fn state_ahead_of_its_data(
+    had: u64,
+    has: u64,
+    work: impl FnOnce(&litemq::WorkQueue),
+) -> (tempfile::TempDir, Queue) {
+    let before = tempfile::tempdir().unwrap();
+    {
+        let q = small(before.path()).clock(clock_at(T0)).open().unwrap();
+        fill(&q, had);
+        work(&q.work_queue("w", options(16)).unwrap());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).clock(clock_at(T0)).open().unwrap();
+    fill(&q, has);
+    std::fs::create_dir(dir.path().join("workqueues")).unwrap();
+    let from = state_file(before.path());
+    std::fs::copy(
+        &from,
+        dir.path()
+            .join("workqueues")
+            .join(from.file_name().unwrap()),
+    )
+    .unwrap();
+    (dir, q)
+}
+
+fn append_more(q: &Queue, n: u64) {
+    let app = q.appender().unwrap();
+    for _ in 0..n {
+        app.append(b"after the crash").unwrap();
+    }
+    app.flush().unwrap();
+}
+
+#[test]
+fn marks_past_the_queues_end_move_back_to_it_and_say_so() {
+    // Jobs 0..8 handed out, 0..6 acked; the data kept 4 messages. Jobs 0..4
+    // stay finished; every message written since is handed out.
+    let (_dir, q) = state_ahead_of_its_data(8, 4, |wq| {
+        for _ in 0..8 {
+            let job = get_now(wq).unwrap();
+            if job.ticket.seq < 6 {
+                assert!(wq.ack(job.ticket).unwrap());
+            }
+        }
+    });
+    // The worker opens the group before the producer writes again (once
+    // the queue has grown past the marks, nothing tells them apart).
+    let wq = q.work_queue("w", options(16)).unwrap();
+    append_more(&q, 6);
+    let info = wq.info(10);
+    assert_eq!((info.low, info.cursor), (4, 4), "moved back to the end");
+    assert_eq!(info.rewound, 4, "the cursor was 4 past the data");
+    let got: Vec<_> = std::iter::from_fn(|| get_now(&wq))
+        .map(|j| (j.ticket.seq, j.ticket.deliveries))
+        .collect();
+    assert_eq!(got, [(4, 1), (5, 1), (6, 1), (7, 1), (8, 1), (9, 1)]);
+    drop(wq);
+    // The repair is done once: a second open finds the marks in range.
+    assert_eq!(q.work_queue("w", options(16)).unwrap().info(10).rewound, 4);
+}
+
+#[test]
+fn a_cursor_past_the_end_moves_back_and_jobs_before_it_keep_their_leases() {
+    // Jobs 0..8 handed out, 0..2 acked, 2..8 leased; the data kept 5.
+    let mut leased = Vec::new();
+    let (_dir, q) = state_ahead_of_its_data(8, 5, |wq| {
+        for _ in 0..8 {
+            let job = get_now(wq).unwrap();
+            if job.ticket.seq < 2 {
+                assert!(wq.ack(job.ticket).unwrap());
+            } else {
+                leased.push(job.ticket);
+            }
+        }
+    });
+    let wq = q.work_queue("w", options(16)).unwrap();
+    append_more(&q, 4);
+    let info = wq.info(9);
+    assert_eq!((info.low, info.cursor, info.rewound), (2, 5, 3));
+    let got: Vec<_> = std::iter::from_fn(|| get_now(&wq))
+        .map(|j| (j.ticket.seq, j.ticket.deliveries))
+        .collect();
+    assert_eq!(
+        got,
+        [(5, 1), (6, 1), (7, 1), (8, 1)],
+        "new jobs, not lost ones"
+    );
+    for t in &leased[..3] {
+        assert!(wq.ack(*t).unwrap(), "job {} kept its lease", t.seq);
+    }
+    assert_eq!(wq.info(9).low, 5);
+}
+
+#[test]
+fn a_mark_above_the_cursor_is_refused_as_corrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).clock(clock_at(T0)).open().unwrap();
+    fill(&q, 4);
+    drop(q.work_queue("w", options(16)).unwrap());
+    let path = state_file(dir.path());
+    write_word(&path, W_LOW, 3);
+    write_word(&path, W_CURSOR, 1);
+    match q.work_queue("w", options(16)) {
+        Err(litemq::Error::Corrupted {
+            path: p, offset, ..
+        }) => {
+            assert_eq!((p, offset), (path, (W_LOW * 8) as u64));
+        }
+        other => panic!("{other:?}"),
+    }
+}
