@@ -98,8 +98,9 @@ pub struct WorkQueueOptions {
     /// group is created).
     /// Ignored when the group exists.
     pub window: u64,
-    /// Where a new group starts: `Some(seq)`, or `None` for the queue's
-    /// first message. Ignored when the group exists.
+    /// Where a new group starts: `Some(seq)` (at most the queue's end:
+    /// `InvalidArgument` past it), or `None` for the queue's first message.
+    /// Ignored when the group exists.
     pub start_seq: Option<u64>,
     /// Where dead-lettered jobs go (`None`: dropped and counted).
     pub dead_letter: Option<DeadLetterSink>,
@@ -585,6 +586,15 @@ impl WorkQueue {
         options.validate()?;
         let path = state_path(base, group);
         if !path.exists() {
+            if let Some(start) = options.start_seq {
+                // It would read as a state ahead of its data (check_marks).
+                let end = end()?;
+                if start > end {
+                    return Err(Error::InvalidArgument(format!(
+                        "work queue {group:?} cannot start at {start}, past the queue's end ({end})"
+                    )));
+                }
+            }
             let header = WqHeader {
                 window: options.window,
                 epoch_us: handles.clock.now_micros(),

@@ -905,3 +905,26 @@ fn a_mark_above_the_cursor_is_refused_as_corrupted() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_group_cannot_start_past_the_queues_end() {
+    // Such a start could not be told from a state ahead of its data.
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).clock(clock_at(T0)).open().unwrap();
+    fill(&q, 3);
+    let at = |seq| WorkQueueOptions {
+        start_seq: Some(seq),
+        ..options(16)
+    };
+    match q.work_queue("later", at(4)) {
+        Err(litemq::Error::InvalidArgument(m)) => assert!(m.contains("past"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        !dir.path().join("workqueues").join("nrqxizls.wq").exists(),
+        "no group created"
+    );
+    let wq = q.work_queue("at-end", at(3)).unwrap();
+    fill(&q, 1);
+    assert_eq!(get_now(&wq).unwrap().ticket.seq, 3);
+}
