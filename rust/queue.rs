@@ -1502,7 +1502,11 @@ impl Queue {
             wait: self.inner.config.wait,
             first_seq: self.first_seq(),
         };
-        WorkQueue::open(self.path(), name, options, handles)
+        let end = || {
+            self.wait_visible()?;
+            Ok(self.next_seq())
+        };
+        WorkQueue::open(self.path(), name, options, handles, &end)
     }
 
     /// A sink that appends dead-lettered jobs to the queue at `path`, opened

@@ -34,6 +34,7 @@ def _record(w: WorkQueueInfo) -> dict[str, object]:
         "expired": w.expired,
         "redelivered": w.redelivered,
         "gone": w.gone,
+        "rewound": w.rewound,
         "low": w.low,
         "cursor": w.cursor,
         "window": w.window,

@@ -20,13 +20,19 @@ class WorkQueueInfo:
     - ``expired``: jobs whose message expired before a worker got it;
     - ``redelivered``: handouts after the first;
     - ``gone``: jobs retention deleted before a worker got them (or key
-      compaction dropped: holes are counted here too);
+      compaction dropped: holes are counted here too, also a job a worker
+      held whose message compaction dropped, once it was nacked or its
+      lease ran out);
     - ``low``: every job below this sequence is finished (retention with
       ``protect_unconsumed`` keeps it); ``cursor``: every job below it was
       handed out at least once; ``window``: slots in the group's ring;
     - ``oldest_age``: seconds since the oldest unfinished job's message was
       written, or None;
-    - ``created_at``: when the group was created (UTC).
+    - ``created_at``: when the group was created (UTC);
+    - ``rewound``: sequences the marks were moved back over because they were
+      past the queue's end when a handle opened the group (a machine crash
+      lost the data's tail but kept the state file's header page): the jobs
+      there were lost with the data; 0 unless that happened.
 
     >>> [(w.name, w.pending, w.in_flight) for w in q.work_queues()]
     [('thumbnails', 120, 4)]
@@ -45,3 +51,4 @@ class WorkQueueInfo:
     window: int
     oldest_age: float | None
     created_at: datetime
+    rewound: int

@@ -40,14 +40,14 @@ use crate::format::record::{Compress, HeaderField, Record};
 use crate::format::work_queue::{
     decode_header, encode_header, file_len, lap_of, slot_word, JobState, SlotWord, WqHeader,
     MAX_WINDOW, MIN_WINDOW, WQ_HEADER_LEN, WQ_MAX_NAME_LEN, W_ACKED, W_CURSOR, W_DEAD, W_EXPIRED,
-    W_GONE, W_HINT, W_LOW, W_REDELIVERED, W_TOP,
+    W_GONE, W_HINT, W_LOW, W_REDELIVERED, W_REWOUND, W_TOP,
 };
 use crate::reader::catalog::Catalog;
 use crate::reader::tailer::{Message, OwnedMessage, Tailer};
 use crate::reader::wait::{Sleeper, Slept, WaitStrategy, Waiter, SLEEP_AT_MOST};
 use crate::reader::wake::WakeSource;
 use crate::storage::fsutil::sync_dir;
-use crate::storage::mapped::{Mapping, WordFile};
+use crate::storage::mapped::{preallocate, Mapping, WordFile};
 use crate::writer::append_lock::identity;
 
 use super::name;
@@ -94,11 +94,13 @@ pub struct WorkQueueOptions {
     /// dropped and counted). 1..=255, default 5.
     pub max_deliveries: u8,
     /// Slots in the ring, for a group created now (a power of two,
-    /// 16..=2^24; default 65,536: 2 MiB of state file, allocated as used).
+    /// 16..=2^24; default 65,536: 2 MiB of state file, allocated when the
+    /// group is created).
     /// Ignored when the group exists.
     pub window: u64,
-    /// Where a new group starts: `Some(seq)`, or `None` for the queue's
-    /// first message. Ignored when the group exists.
+    /// Where a new group starts: `Some(seq)` (at most the queue's end:
+    /// `InvalidArgument` past it), or `None` for the queue's first message.
+    /// Ignored when the group exists.
     pub start_seq: Option<u64>,
     /// Where dead-lettered jobs go (`None`: dropped and counted).
     pub dead_letter: Option<DeadLetterSink>,
@@ -223,6 +225,10 @@ pub struct WorkQueueInfo {
     pub redelivered: u64,
     /// Jobs retention removed before a worker got them.
     pub gone: u64,
+    /// Sequences the marks were moved back over at an open because they
+    /// were past the queue's end (a machine crash lost the data's tail and
+    /// kept the state file's header page): their jobs were lost with it.
+    pub rewound: u64,
     /// µs timestamp of the oldest unfinished job's message, if any.
     pub oldest_timestamp: Option<u64>,
     /// When the group was created, µs since the epoch.
@@ -423,7 +429,9 @@ fn validate_name(group: &str) -> Result<()> {
 
 /// Writes a complete state file under a temporary name and links it into
 /// place (fails with EEXIST when another process created it first): the
-/// file appears whole or not at all. The slots are a hole (zeros).
+/// file appears whole or not at all. The slots are zeros with their disk
+/// blocks allocated (a hole written through the mapping on a full disk
+/// would be SIGBUS; here it is `ENOSPC`, op `preallocate`).
 fn create(path: &Path, header: &WqHeader, start: u64) -> Result<()> {
     let dir = path.parent().expect("state files live in a directory");
     std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e))?;
@@ -441,10 +449,9 @@ fn create(path: &Path, header: &WqHeader, start: u64) -> Result<()> {
             .create_new(true)
             .open(&tmp)
             .map_err(|e| Error::io("create", &tmp, e))?;
+        preallocate(&f, file_len(header.window)).map_err(|e| Error::io("preallocate", &tmp, e))?;
         f.write_all(&encode_header(header, start))
             .map_err(|e| Error::io("write", &tmp, e))?;
-        f.set_len(file_len(header.window))
-            .map_err(|e| Error::io("extend", &tmp, e))?;
         f.sync_all().map_err(|e| Error::io("fsync", &tmp, e))?;
         match std::fs::hard_link(&tmp, path) {
             Ok(()) => sync_dir(dir),
@@ -479,6 +486,73 @@ fn read_header(path: &Path) -> Result<WqHeader> {
     Ok(h)
 }
 
+/// Checks the marks against each other and against the queue's end, and
+/// moves marks past the end back to it.
+///
+/// `low <= cursor` always holds (the mark passes only sequences below the
+/// cursor): a file where it does not is refused as corrupted. A cursor (or
+/// priority top) past the queue's end claims jobs the queue does not have:
+/// a machine crash lost the data's tail but kept the state file's header
+/// page (its pages reach the disk on their own schedule), or the data files
+/// were replaced. Left alone, every message written since at those
+/// sequences would be skipped without a word. The marks move back to the
+/// end (`low` only when it is past it too), the slots of every sequence
+/// from the end on are cleared (they describe the lost jobs), and the
+/// `rewound` counter grows by how far the state was ahead. Jobs below the
+/// end keep their state.
+///
+/// The marks are loaded before the end is asked for: a job handed out is in
+/// the files, so a live group is never taken for one ahead of its data. The
+/// repair runs under an exclusive `flock` on the state file and checks
+/// again first, so two handles opening at once repair once.
+fn check_marks(st: &StateFile, end: &dyn Fn() -> Result<u64>) -> Result<()> {
+    let refused = |low: u64, cursor: u64| {
+        Error::corrupted(
+            &st.path,
+            (W_LOW * 8) as u64,
+            None,
+            format!("low-water mark {low} is past the dispatch cursor {cursor}"),
+        )
+    };
+    let marks = || (st.load(W_LOW), st.load(W_CURSOR), st.load(W_TOP));
+    let (low, cursor, top) = marks();
+    if low > cursor {
+        return Err(refused(low, cursor));
+    }
+    if cursor.max(top) <= end()? {
+        return Ok(());
+    }
+    let file = std::fs::File::open(&st.path).map_err(|e| Error::io("open", &st.path, e))?;
+    file.lock().map_err(|e| Error::io("lock", &st.path, e))?;
+    let (low, cursor, top) = marks();
+    if low > cursor {
+        return Err(refused(low, cursor));
+    }
+    let end = end()?;
+    let ahead = cursor.max(top);
+    if ahead <= end {
+        return Ok(()); // another handle repaired it
+    }
+    let low = low.min(end);
+    // Slots first, marks after: a repair cut short is done again in full
+    // by the next open (the marks still say so).
+    for seq in end..low.saturating_add(st.window) {
+        let i = st.slot(seq);
+        for w in i..i + 3 {
+            if st.load(w) != 0 {
+                st.store(w, 0);
+            }
+        }
+    }
+    st.store(W_TOP, top.min(end));
+    st.store(W_LOW, low);
+    st.store(W_CURSOR, cursor.min(end));
+    st.add(W_REWOUND, ahead - end);
+    st.words
+        .flush()
+        .map_err(|e| Error::io("msync", &st.path, e))
+}
+
 /// What the queue layer hands a work queue: the queue's readers, clock and
 /// wake-up word (the consumers layer sits below the queue).
 pub struct Handles {
@@ -499,17 +573,28 @@ pub struct Handles {
 }
 
 impl WorkQueue {
-    /// Opens (or creates) group `group` of the queue at `base`.
+    /// Opens (or creates) group `group` of the queue at `base`; `end` gives
+    /// the queue's end (one past its last message) now.
     pub(crate) fn open(
         base: &Path,
         group: &str,
         options: WorkQueueOptions,
         handles: Handles,
+        end: &dyn Fn() -> Result<u64>,
     ) -> Result<WorkQueue> {
         validate_name(group)?;
         options.validate()?;
         let path = state_path(base, group);
         if !path.exists() {
+            if let Some(start) = options.start_seq {
+                // It would read as a state ahead of its data (check_marks).
+                let end = end()?;
+                if start > end {
+                    return Err(Error::InvalidArgument(format!(
+                        "work queue {group:?} cannot start at {start}, past the queue's end ({end})"
+                    )));
+                }
+            }
             let header = WqHeader {
                 window: options.window,
                 epoch_us: handles.clock.now_micros(),
@@ -539,15 +624,17 @@ impl WorkQueue {
             )
         })?;
         const { assert!(WQ_MAX_NAME_LEN == name::MAX_NAME_LEN) };
+        let state = StateFile {
+            words,
+            window: header.window,
+            epoch_us: header.epoch_us,
+            path,
+        };
+        check_marks(&state, end)?;
         Ok(WorkQueue {
             name: group.to_string(),
             queue_path: base.to_path_buf(),
-            state: StateFile {
-                words,
-                window: header.window,
-                epoch_us: header.epoch_us,
-                path,
-            },
+            state,
             readers: Mutex::new(Readers {
                 scout: handles.scout,
                 random: handles.random,
@@ -792,6 +879,19 @@ impl WorkQueue {
         }
     }
 
+    /// Marks `seq` gone (its message was removed or compacted away) if its
+    /// slot still holds `raw`, whatever state that is: a job held by a
+    /// worker that has no message any more is finished too (its late ack
+    /// or nack then finds it finished and returns false).
+    fn gone(&self, seq: u64, raw: u64, word: SlotWord) -> bool {
+        let st = &self.state;
+        let done = st.cas(st.slot(seq), raw, gone_word(seq, word, st.window));
+        if done {
+            st.add(W_GONE, 1);
+        }
+        done
+    }
+
     fn is_expired(&self, m: &Message<'_>) -> bool {
         m.expires_at().is_some_and(|t| t <= self.clock.now_micros())
     }
@@ -980,14 +1080,14 @@ impl WorkQueue {
                 Ok(Some(m)) => m,
                 Ok(None) => continue,
                 Err(Error::Compacted { .. }) => {
-                    self.holes(seq, seq + 1);
+                    // Dropped by key compaction, maybe while it was leased
+                    // (nacked since, or its lease ran out): no job any more.
+                    self.gone(seq, raw, word);
                     continue;
                 }
                 Err(Error::NotFound { first, .. }) if seq < first => {
                     self.gone_below.fetch_max(first, Ordering::Relaxed);
-                    if st.cas(st.slot(seq), raw, gone_word(seq, word, st.window)) {
-                        st.add(W_GONE, 1);
-                    }
+                    self.gone(seq, raw, word);
                     continue;
                 }
                 Err(e) => {
@@ -1145,6 +1245,14 @@ impl WorkQueue {
                 }
                 Ok(None) => return Ok(()),
                 Err(Error::NotFound { first, .. }) if seq < first => {}
+                Err(Error::Compacted { .. }) => {
+                    // Key compaction dropped it: nothing to dead-letter.
+                    drop(readers);
+                    if self.gone(seq, owned, word) {
+                        self.advance_low();
+                    }
+                    return Ok(());
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -1347,6 +1455,7 @@ fn summarize(
         expired: load(W_EXPIRED),
         redelivered: load(W_REDELIVERED),
         gone: load(W_GONE),
+        rewound: load(W_REWOUND),
         created_at: epoch_us,
         pending: next_seq.saturating_sub(top),
         ..WorkQueueInfo::default()

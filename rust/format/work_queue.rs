@@ -50,13 +50,17 @@ pub const W_DEAD: usize = 27;
 pub const W_EXPIRED: usize = 28;
 /// Word of the count of handouts after the first (byte 232).
 pub const W_REDELIVERED: usize = 29;
-/// Word of the count of jobs retention removed before a handout (byte 240).
+/// Word of the count of jobs retention removed before a handout, or key
+/// compaction dropped (byte 240).
 pub const W_GONE: usize = 30;
 /// Word bumped by every nack: handles look through the ring when it moves (byte 248).
 pub const W_HINT: usize = 31;
 /// Word of the top: every sequence a priority group claimed ahead of the
 /// cursor is below it (byte 256).
 pub const W_TOP: usize = 32;
+/// Word of the count of sequences the marks were moved back over because
+/// they were past the queue's end when a handle opened the group (byte 264).
+pub const W_REWOUND: usize = 33;
 
 /// Word index of slot `i`'s first word.
 pub fn slot_word(i: usize) -> usize {

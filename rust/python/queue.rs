@@ -499,7 +499,7 @@ impl Queue {
     /// before a job is dead-lettered; `dead_letter`: None (drop and count),
     /// a directory (a litemq queue, opened for several writer processes) or
     /// an open `litemq.Queue`. For a new group: `start` ("start", "end" or
-    /// a sequence) and `window` (slots in its ring, a power of two, default
+    /// a sequence up to the queue's end, `ValueError` past it) and `window` (slots in its ring, a power of two, default
     /// 65,536: in-flight plus acked-ahead jobs; a full ring makes `get` wait).
     /// `priority=True` hands out higher message priorities first (FIFO within
     /// one), looking ahead over the window; `max_wait` (seconds, default 60,

@@ -287,7 +287,8 @@ impl WorkQueue {
     /// The group's figures now, as a dict: ``pending`` (waiting for a
     /// worker), ``in_flight`` (leased now), ``acked``, ``dead_lettered``,
     /// ``expired``, ``redelivered``, ``gone`` (removed by retention before
-    /// a handout), ``low`` (every job below is finished), ``cursor`` (every
+    /// a handout), ``rewound`` (sequences the marks were moved back over:
+    /// they were past the queue's end at an open), ``low`` (every job below is finished), ``cursor`` (every
     /// job below was handed out), ``window``, ``oldest_age`` (seconds since
     /// the oldest unfinished job's message was written, or None) and
     /// ``created_at``.
@@ -384,6 +385,7 @@ pub(crate) fn info_dict<'py>(
     d.set_item("expired", info.expired)?;
     d.set_item("redelivered", info.redelivered)?;
     d.set_item("gone", info.gone)?;
+    d.set_item("rewound", info.rewound)?;
     d.set_item("low", info.low)?;
     d.set_item("cursor", info.cursor)?;
     d.set_item("window", info.window)?;

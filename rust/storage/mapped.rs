@@ -700,7 +700,11 @@ impl WordFile {
 
     /// Opens `path`, which must exist and hold exactly `words` words (a
     /// file created whole elsewhere, such as a work-queue state file):
-    /// never creates nor extends it.
+    /// never creates nor extends it. Every page gets its disk blocks first
+    /// (a file written by an older litemq has holes): a write through the
+    /// mapping into a hole on a full disk is SIGBUS, an allocation that
+    /// fails here is `ENOSPC` (`op: "allocate"`). A file system that cannot
+    /// allocate ranges is left as it is.
     pub fn open_existing(path: &Path, words: usize) -> Result<WordFile> {
         let file = OpenOptions::new()
             .read(true)
@@ -719,6 +723,7 @@ impl WordFile {
                 format!("{have} bytes, expected {}", words * 8),
             ));
         }
+        allocate_range(&file, 0, have).map_err(|e| Error::io("allocate", path, e))?;
         Self::map(&file, words, path)
     }
 

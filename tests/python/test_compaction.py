@@ -241,6 +241,45 @@ def test_compact_option_compacts_after_every_roll(qpath: Path) -> None:
         litemq.Queue(qpath, compact="soon")
 
 
+def test_a_job_compacted_while_leased_is_finished_as_gone(qpath: Path) -> None:
+    """compact=True and a worker that nacks: background compaction drops the
+    message of the job the worker holds; the nacked job is finished as gone
+    (not stuck at the mark for ever), every later job is handed out, and
+    retention with protect_unconsumed deletes again."""
+    with litemq.Queue(qpath, file_size=SMALL_FILE, roll="count:100", compact=True) as q:
+        fill(q, 50)  # all in the active file: nothing compacted yet
+        wq = q.work_queue("w", window=64)
+        job = wq.get(timeout=1)
+        assert job is not None
+        assert job.seq == 0  # key k0: a later k0 replaces it
+        app = q.appender()
+        for i in range(50, N):
+            app.append(f"m{i}".encode(), key=key_of(i))
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                q.get(0)
+            except litemq.CompactedError:
+                break
+            assert time.monotonic() < deadline, "no compaction after the rolls"
+            app.append(b"tick")
+            app.roll()
+            time.sleep(0.05)
+        assert wq.nack(job)
+        got = []
+        while (j := wq.get(timeout=0.05)) is not None:
+            got.append(j.seq)
+            assert wq.ack(j)
+        assert 0 not in got, "a hole is no job"
+        end = q.next_seq
+        assert got[-1] == end - 1
+        (info,) = q.work_queues()
+        assert (info.low, info.cursor) == (end, end)
+        assert not wq.ack(job), "a late ack of the hole is harmless"
+        report = q.apply_retention(litemq.Retention(max_files=1, protect_unconsumed=True))
+        assert report.first_seq > 0, "the mark no longer holds every file"
+
+
 def test_a_compacted_queue_verifies_and_recovers(filled: litemq.Queue, qpath: Path) -> None:
     kept = survivors(filled.data_files()[-1].first_seq)
     filled.compact(grace=0)

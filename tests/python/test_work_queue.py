@@ -303,6 +303,32 @@ def test_cli_prints_the_stats(qpath: Path) -> None:
     assert "no work queue named 'nope'" in missing.stderr
 
 
+def test_marks_past_the_queues_end_move_back_to_it(tmp_path: Path) -> None:
+    """A machine crash lost the data's tail but kept the state file's header
+    page: the group's marks are past the queue's end. Opening the group moves
+    them back, says so (``rewound``), and the messages written since are
+    handed out instead of being skipped."""
+    before, after = tmp_path / "before", tmp_path / "after"
+    with litemq.Queue(before, file_size=SMALL_FILE) as q:
+        fill(q, 8)
+        with q.work_queue("w") as wq:
+            for _ in range(8):
+                assert wq.ack(wq.get(timeout=1))  # type: ignore[arg-type]
+    with litemq.Queue(after, file_size=SMALL_FILE) as q:
+        fill(q, 3)
+        shutil.copytree(before / "workqueues", after / "workqueues")
+        with q.work_queue("w") as wq:
+            fill(q, 2, prefix="after the crash")
+            got = []
+            while (job := wq.get(timeout=0.05)) is not None:
+                got.append((job.seq, job.payload))
+                assert wq.ack(job)
+            assert got == [(3, b"after the crash 0"), (4, b"after the crash 1")]
+            assert wq.stats()["rewound"] == 5
+        (info,) = q.work_queues()
+        assert (info.low, info.cursor, info.rewound) == (5, 5, 5)
+
+
 def test_retention_keeps_what_a_work_queue_has_not_finished(qpath: Path) -> None:
     with litemq.Queue(qpath, file_size=SMALL_FILE, roll="count:10") as q:
         fill(q, 35)

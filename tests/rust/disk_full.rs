@@ -395,3 +395,131 @@ fn disk_full_at_a_chunk_boundary() {
 fn disk_full_with_key_index() {
     run_variant("keyed");
 }
+
+/// Fills the file system of `dir` with `dir/filler` until it is full.
+fn fill_disk(dir: &Path) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("filler"))
+        .unwrap();
+    let block = vec![0x55u8; 4096];
+    while f.write_all(&block).is_ok() {}
+    // Whatever a partial write left is full too.
+}
+
+const WQ_WINDOW: u64 = 1 << 13;
+
+#[test]
+#[ignore = "child-process entry point, run by a_work_queue_on_a_full_disk_fails_with_enospc"]
+fn disk_full_work_queue_child() {
+    use litemq::format::work_queue::{encode_header, file_len, WqHeader};
+    use litemq::WorkQueueOptions;
+    let dir = std::path::PathBuf::from(std::env::var(DIR).unwrap());
+    let q = QueueBuilder::new(dir.join("q"))
+        .file_size(FILE_SIZE)
+        .open()
+        .unwrap();
+    let app = q.appender().unwrap();
+    for seq in 0..3 {
+        app.append(&payload(seq)).unwrap();
+    }
+    app.flush().unwrap();
+    let options = || WorkQueueOptions {
+        window: WQ_WINDOW,
+        ..WorkQueueOptions::default()
+    };
+    let space = |e: &Error, what: &str| {
+        assert!(is_space_error(e), "{what}: {e}");
+        assert!(e.to_string().contains(".wq"), "{what} names the file: {e}");
+    };
+    // A state file as litemq wrote it before it allocated them: the header,
+    // then a hole where the slots are.
+    let wq_dir = dir.join("q").join("workqueues");
+    std::fs::create_dir_all(&wq_dir).unwrap();
+    let path = wq_dir.join("o4.wq"); // base32 of "w"
+    let header = WqHeader {
+        window: WQ_WINDOW,
+        epoch_us: 1_700_000_000_000_000,
+        name: "w".into(),
+    };
+    std::fs::write(&path, encode_header(&header, 0)).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(file_len(WQ_WINDOW))
+        .unwrap();
+    fill_disk(&dir);
+    // The slots get their blocks before anything is written into them:
+    // refused with ENOSPC at open, not SIGBUS at the first lease.
+    match q.work_queue("w", options()) {
+        Err(e) => space(&e, "opening a group whose slots are a hole"),
+        Ok(wq) => {
+            let job = wq.get(std::time::Duration::ZERO, &mut || false);
+            panic!("opened on a full disk; then get gave {job:?}");
+        }
+    }
+    // A new group: refused whole, nothing left behind.
+    match q.work_queue("fresh", options()) {
+        Err(e) => space(&e, "creating a group"),
+        Ok(_) => panic!("created a group on a full disk"),
+    }
+    let left: Vec<_> = std::fs::read_dir(&wq_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["o4.wq"], "no temporary, no partial state file");
+    // Space again: both open and work.
+    std::fs::remove_file(dir.join("filler")).unwrap();
+    for group in ["w", "fresh"] {
+        let wq = q.work_queue(group, options()).unwrap();
+        let job = wq
+            .get(std::time::Duration::ZERO, &mut || false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(job.ticket.seq, 0, "{group}");
+        assert!(wq.ack(job.ticket).unwrap());
+    }
+    println!("\n@@WQ ok");
+}
+
+/// A work queue's state file is mapped and written through the mapping: a
+/// page of it without disk blocks (a hole) on a full disk would kill the
+/// worker with SIGBUS at its first write.
+#[test]
+fn a_work_queue_on_a_full_disk_fails_with_enospc() {
+    let outer = tempfile::tempdir().unwrap();
+    let mnt = outer.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    if !mount_tmpfs(&mnt, "1m") {
+        println!("work queue on a full disk: mount -t tmpfs failed (not root?): SKIPPED");
+        return;
+    }
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _guard = Unmount(&mnt);
+    let mut cmd = common::child_test("disk_full_work_queue_child");
+    cmd.env(DIR, &mnt);
+    let out = common::output_of_child(&mut cmd);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    {
+        use std::os::unix::process::ExitStatusExt;
+        assert!(
+            out.status.signal().is_none(),
+            "the worker died of signal {:?} (SIGBUS=7): {stdout}",
+            out.status.signal()
+        );
+    }
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("@@WQ ok"), "{stdout}");
+}

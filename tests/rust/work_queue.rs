@@ -685,3 +685,246 @@ fn expired_messages_are_never_handed_out_and_may_be_dead_lettered() {
         "only the group that asked dead-letters expired jobs"
     );
 }
+
+/// `n` messages of one key, 1 KiB each: a few small files, and compaction
+/// drops every one of them in a sealed file (only the latest stays).
+fn fill_one_key(q: &Queue, n: u64) {
+    let app = q.appender().unwrap();
+    for i in 0..n {
+        let mut p = i.to_le_bytes().to_vec();
+        p.resize(1024, 7);
+        app.append_record(&litemq::Record {
+            key: Some(b"k"),
+            ..litemq::Record::new(&p)
+        })
+        .unwrap();
+    }
+    app.flush().unwrap();
+}
+
+fn compact_now(q: &Queue) {
+    let opts = litemq::CompactOptions {
+        grace_us: 0,
+        ..Default::default()
+    };
+    q.compact(&opts, &mut |_, _| {}).unwrap();
+}
+
+/// Hands out and acks every job it can without waiting; returns their
+/// sequences in handout order.
+fn drain(wq: &litemq::WorkQueue) -> Vec<u64> {
+    let mut got = Vec::new();
+    while let Some(job) = get_now(wq) {
+        got.push(job.ticket.seq);
+        assert!(wq.ack(job.ticket).unwrap());
+    }
+    got
+}
+
+#[test]
+fn a_job_whose_message_compaction_dropped_while_leased_is_finished() {
+    use std::sync::{Arc, Mutex};
+    const N: u64 = 200;
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock_at(T0);
+    let q = small(dir.path()).clock(clock.clone()).open().unwrap();
+    fill_one_key(&q, N);
+    assert!(q.data_files().unwrap().len() > 2);
+    let letters: Arc<Mutex<Vec<u64>>> = Arc::default();
+    let seen = letters.clone();
+    let sink: litemq::DeadLetterSink = Arc::new(move |r: &litemq::Record<'_>| {
+        seen.lock().unwrap().push(r.payload.len() as u64);
+        Ok(())
+    });
+    // How the lease ends: a nack, its deadline, or (past max_deliveries)
+    // the dead-letter queue, which has no message to send.
+    let nacked = q.work_queue("nacked", options(16)).unwrap();
+    let expired = q.work_queue("expired", options(16)).unwrap();
+    let dead = q
+        .work_queue(
+            "dead",
+            WorkQueueOptions {
+                max_deliveries: 1,
+                dead_letter: Some(sink),
+                ..options(16)
+            },
+        )
+        .unwrap();
+    let held: Vec<_> = [&nacked, &expired, &dead]
+        .iter()
+        .map(|wq| get_now(wq).unwrap())
+        .collect();
+    assert!(held.iter().all(|j| j.ticket.seq == 0));
+    compact_now(&q);
+    assert!(matches!(q.get(0), Err(litemq::Error::Compacted { seq: 0 })));
+    let kept: Vec<u64> = (1..N).filter(|&s| q.get(s).is_ok()).collect();
+    assert!(kept.len() < N as usize - 16, "more holes than the ring");
+
+    assert!(nacked.nack(held[0].ticket, Duration::ZERO).unwrap());
+    assert!(dead.nack(held[2].ticket, Duration::ZERO).unwrap());
+    clock.advance(Duration::from_secs(11)); // past the visibility timeout
+    for (wq, job) in [&nacked, &expired, &dead].iter().zip(&held) {
+        let name = wq.name();
+        // The handle's reader may still hold the file compaction replaced
+        // (and hand out what it reads there): every job the queue still
+        // has is handed out, each once.
+        let got = drain(wq);
+        assert!(got.windows(2).all(|w| w[0] < w[1]), "{name}: {got:?}");
+        assert!(kept.iter().all(|s| got.contains(s)), "{name}: {got:?}");
+        let info = wq.info(N);
+        assert_eq!((info.low, info.cursor), (N, N), "{name}: the mark moved on");
+        assert_eq!(
+            info.gone,
+            N - got.len() as u64,
+            "{name}: the hole held by a worker counts as gone too"
+        );
+        assert!(
+            !wq.ack(job.ticket).unwrap(),
+            "{name}: a late ack is harmless"
+        );
+        assert!(!wq.nack(job.ticket, Duration::ZERO).unwrap(), "{name}");
+    }
+    assert!(
+        letters.lock().unwrap().is_empty(),
+        "a hole is no dead letter"
+    );
+}
+
+/// A machine crash that lost the data's tail and kept the state page, built
+/// the simple way: the group's state file from a queue of `had` messages
+/// (after `work` ran on it) beside a queue that holds only `has`.
+fn state_ahead_of_its_data(
+    had: u64,
+    has: u64,
+    work: impl FnOnce(&litemq::WorkQueue),
+) -> (tempfile::TempDir, Queue) {
+    let before = tempfile::tempdir().unwrap();
+    {
+        let q = small(before.path()).clock(clock_at(T0)).open().unwrap();
+        fill(&q, had);
+        work(&q.work_queue("w", options(16)).unwrap());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).clock(clock_at(T0)).open().unwrap();
+    fill(&q, has);
+    std::fs::create_dir(dir.path().join("workqueues")).unwrap();
+    let from = state_file(before.path());
+    std::fs::copy(
+        &from,
+        dir.path()
+            .join("workqueues")
+            .join(from.file_name().unwrap()),
+    )
+    .unwrap();
+    (dir, q)
+}
+
+fn append_more(q: &Queue, n: u64) {
+    let app = q.appender().unwrap();
+    for _ in 0..n {
+        app.append(b"after the crash").unwrap();
+    }
+    app.flush().unwrap();
+}
+
+#[test]
+fn marks_past_the_queues_end_move_back_to_it_and_say_so() {
+    // Jobs 0..8 handed out, 0..6 acked; the data kept 4 messages. Jobs 0..4
+    // stay finished; every message written since is handed out.
+    let (_dir, q) = state_ahead_of_its_data(8, 4, |wq| {
+        for _ in 0..8 {
+            let job = get_now(wq).unwrap();
+            if job.ticket.seq < 6 {
+                assert!(wq.ack(job.ticket).unwrap());
+            }
+        }
+    });
+    // The worker opens the group before the producer writes again (once
+    // the queue has grown past the marks, nothing tells them apart).
+    let wq = q.work_queue("w", options(16)).unwrap();
+    append_more(&q, 6);
+    let info = wq.info(10);
+    assert_eq!((info.low, info.cursor), (4, 4), "moved back to the end");
+    assert_eq!(info.rewound, 4, "the cursor was 4 past the data");
+    let got: Vec<_> = std::iter::from_fn(|| get_now(&wq))
+        .map(|j| (j.ticket.seq, j.ticket.deliveries))
+        .collect();
+    assert_eq!(got, [(4, 1), (5, 1), (6, 1), (7, 1), (8, 1), (9, 1)]);
+    drop(wq);
+    // The repair is done once: a second open finds the marks in range.
+    assert_eq!(q.work_queue("w", options(16)).unwrap().info(10).rewound, 4);
+}
+
+#[test]
+fn a_cursor_past_the_end_moves_back_and_jobs_before_it_keep_their_leases() {
+    // Jobs 0..8 handed out, 0..2 acked, 2..8 leased; the data kept 5.
+    let mut leased = Vec::new();
+    let (_dir, q) = state_ahead_of_its_data(8, 5, |wq| {
+        for _ in 0..8 {
+            let job = get_now(wq).unwrap();
+            if job.ticket.seq < 2 {
+                assert!(wq.ack(job.ticket).unwrap());
+            } else {
+                leased.push(job.ticket);
+            }
+        }
+    });
+    let wq = q.work_queue("w", options(16)).unwrap();
+    append_more(&q, 4);
+    let info = wq.info(9);
+    assert_eq!((info.low, info.cursor, info.rewound), (2, 5, 3));
+    let got: Vec<_> = std::iter::from_fn(|| get_now(&wq))
+        .map(|j| (j.ticket.seq, j.ticket.deliveries))
+        .collect();
+    assert_eq!(
+        got,
+        [(5, 1), (6, 1), (7, 1), (8, 1)],
+        "new jobs, not lost ones"
+    );
+    for t in &leased[..3] {
+        assert!(wq.ack(*t).unwrap(), "job {} kept its lease", t.seq);
+    }
+    assert_eq!(wq.info(9).low, 5);
+}
+
+#[test]
+fn a_mark_above_the_cursor_is_refused_as_corrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).clock(clock_at(T0)).open().unwrap();
+    fill(&q, 4);
+    drop(q.work_queue("w", options(16)).unwrap());
+    let path = state_file(dir.path());
+    write_word(&path, W_LOW, 3);
+    write_word(&path, W_CURSOR, 1);
+    match q.work_queue("w", options(16)) {
+        Err(litemq::Error::Corrupted {
+            path: p, offset, ..
+        }) => {
+            assert_eq!((p, offset), (path, (W_LOW * 8) as u64));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_group_cannot_start_past_the_queues_end() {
+    // Such a start could not be told from a state ahead of its data.
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).clock(clock_at(T0)).open().unwrap();
+    fill(&q, 3);
+    let at = |seq| WorkQueueOptions {
+        start_seq: Some(seq),
+        ..options(16)
+    };
+    match q.work_queue("later", at(4)) {
+        Err(litemq::Error::InvalidArgument(m)) => assert!(m.contains("past"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        !dir.path().join("workqueues").join("nrqxizls.wq").exists(),
+        "no group created"
+    );
+    let wq = q.work_queue("at-end", at(3)).unwrap();
+    fill(&q, 1);
+    assert_eq!(get_now(&wq).unwrap().ticket.seq, 3);
+}
