@@ -50,6 +50,7 @@ use file::{IndexFile, SUFFIX, TMP_SUFFIX};
 pub use hash::{key_hash, slot_of};
 
 use crate::error::{Error, Result};
+use crate::index::coverage::Coverage;
 
 /// A key-index file that fails its checks is reported as [`Error::Corrupted`] naming it
 /// (offset 0: the file as a whole is not trusted); [`KeyIndexWriter::open_or_repair`] removes
@@ -158,9 +159,49 @@ struct Entry {
     path: PathBuf,
     ino: u64,
     file: OnceLock<Arc<IndexFile>>,
+    /// The span of a file that is no longer the newest (final), once read.
+    span: OnceLock<Option<FileSpan>>,
 }
 
 impl Entry {
+    fn new(name_ms: u64, lower_ms: u64, path: PathBuf, ino: u64) -> Self {
+        Self {
+            name_ms,
+            lower_ms,
+            path,
+            ino,
+            file: OnceLock::new(),
+            span: OnceLock::new(),
+        }
+    }
+
+    /// What the file covers (`None`: it holds no item, or it was deleted since the
+    /// listing). The newest file's is read afresh each time (the writer appends to it);
+    /// an older file's once. O(1): a mapped file's header, or else its header checked
+    /// against its CRC without reading items (the items are checked when a lookup uses
+    /// the file).
+    fn span(&self, newest: bool) -> Result<Option<FileSpan>> {
+        if let Some(s) = self.span.get().filter(|_| !newest) {
+            return Ok(*s);
+        }
+        let read = match self.file.get() {
+            Some(f) => Ok(FileSpan::of(&f.header(), f.items_before())),
+            None => IndexFile::open(&self.path, false).and_then(|f| {
+                let h = f.checked_header()?;
+                Ok(FileSpan::of(&h, f.items_before()))
+            }),
+        };
+        let span = match read {
+            Ok(s) => s,
+            Err(e) if is_not_found(&e) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        if !newest {
+            let _ = self.span.set(span);
+        }
+        Ok(span)
+    }
+
     /// The mapped file, opened (read-only) and checked on first use: a sealed file must pass
     /// both its CRCs (O(slots + items), once per process and file).
     fn get(&self) -> Result<&Arc<IndexFile>> {
@@ -180,6 +221,66 @@ impl Entry {
         }
         Ok(self.file.get_or_init(|| Arc::new(f)))
     }
+}
+
+/// What one key-index file says about the data positions it covers: the range of its
+/// items, and the link to the file before it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileSpan {
+    /// Position of its first item.
+    pub begin_pos: u64,
+    /// Position of its last item.
+    pub end_pos: u64,
+    /// Items in it.
+    pub count: u32,
+    /// [`IndexFile::items_before`].
+    pub items_before: u32,
+}
+
+impl FileSpan {
+    fn of(h: &file::Header, items_before: u32) -> Option<Self> {
+        (h.count > 0).then_some(Self {
+            begin_pos: h.begin_pos,
+            end_pos: h.end_pos,
+            count: h.count,
+            items_before,
+        })
+    }
+
+    /// Whether this file was started right after `prev` filled up: no file with items
+    /// between them is missing.
+    pub fn follows(&self, prev: &FileSpan) -> bool {
+        self.items_before == prev.items_before.wrapping_add(prev.count)
+    }
+
+    /// Whether this file begins the index: the writer started it with nothing indexed
+    /// before, at the queue's start or where the queue had held no keyed message yet.
+    pub fn starts_the_index(&self) -> bool {
+        self.items_before == 0
+    }
+}
+
+/// The data positions the files `spans` (oldest first, as listed) answer for: each file
+/// the positions from its first item to its last; a file that [`follows`](FileSpan::follows)
+/// the one listed before it also the positions between the two; the first file, when it
+/// [`starts_the_index`](FileSpan::starts_the_index), every position before it. Past the
+/// last item nothing: how far the index reaches beyond it is the writer's to say (it adds
+/// every keyed message it writes). Between files that do not link up, and before a first
+/// file that does not start the index (retention deleted its predecessors, or a file was
+/// lost), the caller reads the data: positions there are not covered.
+pub fn covered(spans: &[FileSpan]) -> Coverage {
+    let mut c = Coverage::new();
+    let mut prev: Option<&FileSpan> = None;
+    for s in spans {
+        let from = match prev {
+            None if s.starts_the_index() => 0,
+            Some(p) if s.follows(p) => p.end_pos.saturating_add(1),
+            _ => s.begin_pos,
+        };
+        c.add(from..s.end_pos.saturating_add(1));
+        prev = Some(s);
+    }
+    c
 }
 
 fn with_lower(prev: Option<&Entry>, name_ms: u64) -> u64 {
@@ -207,6 +308,18 @@ impl Shared {
 
     fn write_entries(&self) -> std::sync::RwLockWriteGuard<'_, Vec<Arc<Entry>>> {
         self.entries.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The listed files' spans, oldest first (files without items left out).
+    fn spans(&self) -> Result<Vec<FileSpan>> {
+        let entries = self.read_entries().clone();
+        let mut out = Vec::with_capacity(entries.len());
+        for (i, e) in entries.iter().enumerate() {
+            if let Some(s) = e.span(i + 1 == entries.len())? {
+                out.push(s);
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -359,25 +472,13 @@ impl KeyIndexReader {
             let entry = match old.get(&(name_ms, ino)) {
                 Some(e) if e.lower_ms == lower_ms => Arc::clone(e),
                 Some(e) => {
-                    let file = OnceLock::new();
+                    let fresh = Entry::new(name_ms, lower_ms, path, ino);
                     if let Some(f) = e.file.get() {
-                        let _ = file.set(Arc::clone(f));
+                        let _ = fresh.file.set(Arc::clone(f));
                     }
-                    Arc::new(Entry {
-                        name_ms,
-                        lower_ms,
-                        path,
-                        ino,
-                        file,
-                    })
+                    Arc::new(fresh)
                 }
-                None => Arc::new(Entry {
-                    name_ms,
-                    lower_ms,
-                    path,
-                    ino,
-                    file: OnceLock::new(),
-                }),
+                None => Arc::new(Entry::new(name_ms, lower_ms, path, ino)),
             };
             fresh.push(entry);
         }
@@ -473,9 +574,26 @@ impl KeyIndexReader {
         Ok(())
     }
 
+    /// The data positions the index answers for ([`covered`]) and its last item's
+    /// position, as the files are now (a standalone reader first rescans the directory if
+    /// it changed). O(files): each file's header, read once for every file but the newest.
+    pub fn coverage(&self) -> Result<(Coverage, Option<u64>)> {
+        if self.shared.standalone {
+            self.refresh_if_stale()?;
+        }
+        let spans = self.shared.spans()?;
+        Ok((covered(&spans), spans.last().map(|s| s.end_pos)))
+    }
+
     /// Number of index files currently listed.
     pub fn file_count(&self) -> usize {
         self.shared.read_entries().len()
+    }
+
+    /// Whether this reader maps the files itself ([`KeyIndexReader::open`]) rather than
+    /// sharing a writer's ([`KeyIndexWriter::reader`]).
+    pub fn is_standalone(&self) -> bool {
+        self.shared.standalone
     }
 }
 
@@ -578,15 +696,9 @@ impl KeyIndexWriter {
                 f.seal()?;
             }
             let lower_ms = with_lower(entries.last().map(|e| &**e), name_ms);
-            let file = OnceLock::new();
-            let _ = file.set(Arc::new(f));
-            entries.push(Arc::new(Entry {
-                name_ms,
-                lower_ms,
-                path,
-                ino,
-                file,
-            }));
+            let entry = Entry::new(name_ms, lower_ms, path, ino);
+            let _ = entry.file.set(Arc::new(f));
+            entries.push(Arc::new(entry));
             last = Some((h, sealed || !is_last));
         }
         let active = match (entries.last(), last) {
@@ -813,13 +925,24 @@ impl KeyIndexWriter {
         // Names are the first item's millisecond, bumped past the previous name when two
         // files would share one: a function of the data, so a rebuild picks the same names.
         let name_ms = last_name.map_or(ts_ms, |n| ts_ms.max(n + 1));
-        let prev_items = self
+        let prev = self
             .shared
             .read_entries()
             .last()
-            .and_then(|e| e.get().ok().map(|f| f.items()));
+            .and_then(|e| e.get().ok().cloned());
+        let prev_items = prev.as_ref().map(|f| f.items());
+        // The link to the file before (see `IndexFile::items_before`); 0 for the first file
+        // (the writer indexes the queue from its start, or from a position below which the
+        // queue holds no keyed message).
+        let items_before = prev.map_or(0, |f| f.items_before().wrapping_add(f.count()));
         let (slots, items) = self.cfg.geometry_after(prev_items);
-        let f = Arc::new(IndexFile::create(&self.shared.dir, name_ms, slots, items)?);
+        let f = Arc::new(IndexFile::create(
+            &self.shared.dir,
+            name_ms,
+            slots,
+            items,
+            items_before,
+        )?);
         if let Some(old) = self.active.take() {
             if !old.sealed {
                 self.pending_seal.push(old.file);
@@ -827,15 +950,9 @@ impl KeyIndexWriter {
         }
         let mut entries = self.shared.write_entries();
         let lower_ms = with_lower(entries.last().map(|e| &**e), name_ms);
-        let file = OnceLock::new();
-        let _ = file.set(Arc::clone(&f));
-        entries.push(Arc::new(Entry {
-            name_ms,
-            lower_ms,
-            path: f.path().to_owned(),
-            ino: 0,
-            file,
-        }));
+        let entry = Entry::new(name_ms, lower_ms, f.path().to_owned(), 0);
+        let _ = entry.file.set(Arc::clone(&f));
+        entries.push(Arc::new(entry));
         self.active = Some(Active {
             file: f,
             count: 0,
@@ -921,6 +1038,35 @@ impl KeyIndexWriter {
             self.last_ms = 0;
         }
         Ok(())
+    }
+
+    /// Drops the files after the first place where the index does not cover the data it
+    /// should: before a first file that does not start the index, or between two files
+    /// that do not link up ([`covered`]), when `has_keys` says that range of positions
+    /// holds a keyed message (a file was lost there). Everything from that file on is
+    /// deleted ([`truncate_after`](Self::truncate_after)), so the engine re-indexes the
+    /// data from the last position left. `data_start` is the first position of the data
+    /// kept. Returns whether files were dropped.
+    pub fn drop_after_gap(
+        &mut self,
+        data_start: u64,
+        has_keys: &mut dyn FnMut(std::ops::Range<u64>) -> Result<bool>,
+    ) -> Result<bool> {
+        let spans = self.shared.spans()?;
+        let mut prev: Option<&FileSpan> = None;
+        for s in &spans {
+            let (gap, keep_upto) = match prev {
+                None if !s.starts_the_index() => (data_start..s.begin_pos, 0),
+                Some(p) if !s.follows(p) => (p.end_pos + 1..s.begin_pos, p.end_pos),
+                _ => (0..0, 0),
+            };
+            if gap.start < gap.end && has_keys(gap)? {
+                self.truncate_after(keep_upto)?;
+                return Ok(true);
+            }
+            prev = Some(s);
+        }
+        Ok(false)
     }
 
     /// Deletes every index file (readers sharing this writer see an empty index at once).
