@@ -390,7 +390,7 @@ impl Queue {
             Some(a) => a.end_position(),
             None => position::encode(resume.next_file_number, 0),
         };
-        let key_index = key_index::catch_up::open_level_with_data(
+        let (key_index, key_clear) = key_index::catch_up::open_level_with_data(
             &config.path.join(KEY_INDEX_DIR),
             config.key_index,
             meta.key_index_upto,
@@ -433,6 +433,12 @@ impl Queue {
             // open the index like a reader (other processes add files).
             *q.inner.key_reader.lock().unwrap_or_else(|e| e.into_inner()) = Some(key_reader);
         }
+        // What the open read of the data: lookups need not read it again.
+        q.inner
+            .key_scanned
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .add_all(&key_clear);
         Ok(q)
     }
 

@@ -12,6 +12,7 @@ use std::path::Path;
 
 use super::{KeyIndexConfig, KeyIndexWriter};
 use crate::error::Result;
+use crate::index::coverage::Coverage;
 
 /// What bringing the index level needs of the data (read by the caller).
 pub struct Data<'a> {
@@ -36,18 +37,19 @@ pub struct Data<'a> {
 /// whose items are dropped first: a batch frame's keyed members share one
 /// position, and a crash may have come between them. `upto` is the position
 /// the index covered at the last clean close, when its last item was
-/// `last_at_close`.
+/// `last_at_close`. Returns the writer and the ranges of positions found
+/// to hold no keyed message while checking for lost files.
 pub fn open_level_with_data(
     dir: &Path,
     cfg: KeyIndexConfig,
     upto: u64,
     last_at_close: Option<u64>,
     data: Data<'_>,
-) -> Result<KeyIndexWriter> {
+) -> Result<(KeyIndexWriter, Coverage)> {
     let data_end = data.end;
     let (mut writer, removed) = KeyIndexWriter::open_or_repair(dir, cfg)?;
     writer.truncate_after(data_end.saturating_sub(1))?;
-    let lost = writer.drop_after_gap(data.start, data.has_keys)?;
+    let (lost, clear) = writer.drop_after_gap(data.start, data.has_keys)?;
     // `upto` holds only for the index as it was at that close: if files were
     // removed (failed checks, deleted) or items added since, start from the
     // index's own last position instead.
@@ -70,5 +72,5 @@ pub fn open_level_with_data(
     if from < data_end {
         (data.add_from)(&mut writer, from)?;
     }
-    Ok(writer)
+    Ok((writer, clear))
 }

@@ -67,7 +67,6 @@ const Q_END_TS: usize = 1;
 const Q_BEGIN_POS: usize = 2;
 const Q_END_POS: usize = 3;
 // Word offsets inside the trailer.
-const T_ITEMS_BEFORE: usize = 5;
 const T_STATE: usize = 8;
 const T_HEADER_CRC: usize = 10;
 const T_CONTENT_CRC: usize = 12;
@@ -153,13 +152,12 @@ impl std::fmt::Debug for IndexFile {
 }
 
 /// The trailer bytes of a freshly created, open (unsealed) file.
-fn trailer_bytes(slots: u32, items: u32, items_before: u32) -> [u8; TRAILER_LEN as usize] {
+fn trailer_bytes(slots: u32, items: u32) -> [u8; TRAILER_LEN as usize] {
     let mut t = [0u8; TRAILER_LEN as usize];
     t[0..8].copy_from_slice(&MAGIC);
     t[8..12].copy_from_slice(&VERSION.to_le_bytes());
     t[12..16].copy_from_slice(&slots.to_le_bytes());
     t[16..20].copy_from_slice(&items.to_le_bytes());
-    t[20..24].copy_from_slice(&items_before.to_le_bytes());
     let crc = crc64(&t[0..24]);
     t[24..32].copy_from_slice(&crc.to_le_bytes());
     t
@@ -169,17 +167,7 @@ impl IndexFile {
     /// Creates `<dir>/<name>.idx` with the given geometry: written under a temporary name,
     /// sized (zero-filled), trailer written, fsynced, renamed, directory fsynced. Readers
     /// listing the directory therefore never see a file without its trailer.
-    ///
-    /// `items_before` is the number of items (mod 2^32) the index held in the files before
-    /// this one when it was created, 0 for the first file of an index that covers the queue
-    /// from its start: see [`IndexFile::items_before`].
-    pub fn create(
-        dir: &Path,
-        name_ms: u64,
-        slots: u32,
-        items: u32,
-        items_before: u32,
-    ) -> Result<Self> {
+    pub fn create(dir: &Path, name_ms: u64, slots: u32, items: u32) -> Result<Self> {
         let name = format_name(name_ms).ok_or_else(|| {
             Error::InvalidArgument(format!(
                 "key index: timestamp {name_ms} ms is past year 9999"
@@ -197,11 +185,8 @@ impl IndexFile {
                 .open(&tmp)
                 .map_err(io_err("create", &tmp))?;
             preallocate(&file, len).map_err(io_err("preallocate", &tmp))?;
-            file.write_all_at(
-                &trailer_bytes(slots, items, items_before),
-                len - TRAILER_LEN,
-            )
-            .map_err(io_err("write trailer", &tmp))?;
+            file.write_all_at(&trailer_bytes(slots, items), len - TRAILER_LEN)
+                .map_err(io_err("write trailer", &tmp))?;
             file.sync_all().map_err(io_err("fsync", &tmp))?;
         }
         fs::rename(&tmp, &path).map_err(io_err("rename", &tmp))?;
@@ -297,15 +282,6 @@ impl IndexFile {
     /// Capacity in items.
     pub fn items(&self) -> u32 {
         self.items
-    }
-    /// Items (mod 2^32) in the index's files before this one when it was created (trailer
-    /// offset 20, under the trailer CRC, never changed): the link that tells a file listed
-    /// after another whether it follows it directly. A file follows file `p` when its
-    /// `items_before` is `p.items_before + p.count` (mod 2^32): a file missing between them
-    /// held at least one item. 0 in the first file of an index that covers the queue from
-    /// its start, and in every file written before the field existed.
-    pub fn items_before(&self) -> u32 {
-        self.load32(self.trailer_base + T_ITEMS_BEFORE, Ordering::Relaxed)
     }
 
     #[inline]

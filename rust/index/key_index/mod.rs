@@ -185,10 +185,10 @@ impl Entry {
             return Ok(*s);
         }
         let read = match self.file.get() {
-            Some(f) => Ok(FileSpan::of(&f.header(), f.items_before())),
+            Some(f) => Ok(FileSpan::of(&f.header())),
             None => IndexFile::open(&self.path, false).and_then(|f| {
                 let h = f.checked_header()?;
-                Ok(FileSpan::of(&h, f.items_before()))
+                Ok(FileSpan::of(&h))
             }),
         };
         let span = match read {
@@ -223,62 +223,34 @@ impl Entry {
     }
 }
 
-/// What one key-index file says about the data positions it covers: the range of its
-/// items, and the link to the file before it.
+/// What one key-index file says about the data positions it covers: every keyed message
+/// from its first item's position to its last one's is in it (items are added in position
+/// order, none skipped). Nothing is said of the positions between two files, before the
+/// first or after the last: a file lost there leaves no trace in the others, so those
+/// positions are covered only once the data shows they hold no keyed message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FileSpan {
     /// Position of its first item.
     pub begin_pos: u64,
     /// Position of its last item.
     pub end_pos: u64,
-    /// Items in it.
-    pub count: u32,
-    /// [`IndexFile::items_before`].
-    pub items_before: u32,
 }
 
 impl FileSpan {
-    fn of(h: &file::Header, items_before: u32) -> Option<Self> {
+    fn of(h: &file::Header) -> Option<Self> {
         (h.count > 0).then_some(Self {
             begin_pos: h.begin_pos,
             end_pos: h.end_pos,
-            count: h.count,
-            items_before,
         })
-    }
-
-    /// Whether this file was started right after `prev` filled up: no file with items
-    /// between them is missing.
-    pub fn follows(&self, prev: &FileSpan) -> bool {
-        self.items_before == prev.items_before.wrapping_add(prev.count)
-    }
-
-    /// Whether this file begins the index: the writer started it with nothing indexed
-    /// before, at the queue's start or where the queue had held no keyed message yet.
-    pub fn starts_the_index(&self) -> bool {
-        self.items_before == 0
     }
 }
 
-/// The data positions the files `spans` (oldest first, as listed) answer for: each file
-/// the positions from its first item to its last; a file that [`follows`](FileSpan::follows)
-/// the one listed before it also the positions between the two; the first file, when it
-/// [`starts_the_index`](FileSpan::starts_the_index), every position before it. Past the
-/// last item nothing: how far the index reaches beyond it is the writer's to say (it adds
-/// every keyed message it writes). Between files that do not link up, and before a first
-/// file that does not start the index (retention deleted its predecessors, or a file was
-/// lost), the caller reads the data: positions there are not covered.
+/// The data positions the files `spans` answer for by themselves: each file's, from its
+/// first item to its last ([`FileSpan`]).
 pub fn covered(spans: &[FileSpan]) -> Coverage {
     let mut c = Coverage::new();
-    let mut prev: Option<&FileSpan> = None;
     for s in spans {
-        let from = match prev {
-            None if s.starts_the_index() => 0,
-            Some(p) if s.follows(p) => p.end_pos.saturating_add(1),
-            _ => s.begin_pos,
-        };
-        c.add(from..s.end_pos.saturating_add(1));
-        prev = Some(s);
+        c.add(s.begin_pos..s.end_pos.saturating_add(1));
     }
     c
 }
@@ -925,24 +897,13 @@ impl KeyIndexWriter {
         // Names are the first item's millisecond, bumped past the previous name when two
         // files would share one: a function of the data, so a rebuild picks the same names.
         let name_ms = last_name.map_or(ts_ms, |n| ts_ms.max(n + 1));
-        let prev = self
+        let prev_items = self
             .shared
             .read_entries()
             .last()
-            .and_then(|e| e.get().ok().cloned());
-        let prev_items = prev.as_ref().map(|f| f.items());
-        // The link to the file before (see `IndexFile::items_before`); 0 for the first file
-        // (the writer indexes the queue from its start, or from a position below which the
-        // queue holds no keyed message).
-        let items_before = prev.map_or(0, |f| f.items_before().wrapping_add(f.count()));
+            .and_then(|e| e.get().ok().map(|f| f.items()));
         let (slots, items) = self.cfg.geometry_after(prev_items);
-        let f = Arc::new(IndexFile::create(
-            &self.shared.dir,
-            name_ms,
-            slots,
-            items,
-            items_before,
-        )?);
+        let f = Arc::new(IndexFile::create(&self.shared.dir, name_ms, slots, items)?);
         if let Some(old) = self.active.take() {
             if !old.sealed {
                 self.pending_seal.push(old.file);
@@ -1040,33 +1001,39 @@ impl KeyIndexWriter {
         Ok(())
     }
 
-    /// Drops the files after the first place where the index does not cover the data it
-    /// should: before a first file that does not start the index, or between two files
-    /// that do not link up ([`covered`]), when `has_keys` says that range of positions
-    /// holds a keyed message (a file was lost there). Everything from that file on is
-    /// deleted ([`truncate_after`](Self::truncate_after)), so the engine re-indexes the
-    /// data from the last position left. `data_start` is the first position of the data
-    /// kept. Returns whether files were dropped.
+    /// Checks the positions the files do not cover by themselves ([`covered`]) between
+    /// `data_start` (the first position of the data kept) and the last item: before the
+    /// first file and between two files. `has_keys` reads a range of them from the data;
+    /// a range that holds a keyed message is where a file was lost (none is ever missing
+    /// otherwise: a new file starts with the keyed message after the last one of the file
+    /// before, and retention deletes a file only once every item of it is below
+    /// `data_start`). Then that file, and every one after it, is deleted
+    /// ([`truncate_after`](Self::truncate_after)): the engine re-indexes the data from the
+    /// last position left. Returns whether files were deleted, and the ranges found to
+    /// hold no keyed message (lookups need not read them again).
     pub fn drop_after_gap(
         &mut self,
         data_start: u64,
         has_keys: &mut dyn FnMut(std::ops::Range<u64>) -> Result<bool>,
-    ) -> Result<bool> {
+    ) -> Result<(bool, Coverage)> {
         let spans = self.shared.spans()?;
+        let mut clear = Coverage::new();
         let mut prev: Option<&FileSpan> = None;
         for s in &spans {
             let (gap, keep_upto) = match prev {
-                None if !s.starts_the_index() => (data_start..s.begin_pos, 0),
-                Some(p) if !s.follows(p) => (p.end_pos + 1..s.begin_pos, p.end_pos),
-                _ => (0..0, 0),
+                None => (data_start..s.begin_pos, 0),
+                Some(p) => (p.end_pos.saturating_add(1)..s.begin_pos, p.end_pos),
             };
-            if gap.start < gap.end && has_keys(gap)? {
-                self.truncate_after(keep_upto)?;
-                return Ok(true);
+            if gap.start < gap.end {
+                if has_keys(gap.clone())? {
+                    self.truncate_after(keep_upto)?;
+                    return Ok((true, clear));
+                }
+                clear.add(gap);
             }
             prev = Some(s);
         }
-        Ok(false)
+        Ok((false, clear))
     }
 
     /// Deletes every index file (readers sharing this writer see an empty index at once).

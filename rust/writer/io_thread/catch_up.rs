@@ -230,7 +230,8 @@ impl IoThread {
                 },
                 has_keys: &mut |range| crate::reader::keys::has_keys(&catalog, range),
             },
-        )?;
+        )?
+        .0;
         Ok(())
     }
 
