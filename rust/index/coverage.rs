@@ -91,10 +91,12 @@ mod tests {
         c.add(20..25);
         assert_eq!(c.ranges(), &[10..25, 30..40]);
         c.add(24..31);
-        assert_eq!(c.ranges(), &[10..40]);
+        assert_eq!(c.ranges().to_vec(), vec![10..40]);
         assert_eq!(c.gaps(12..38), Vec::<Range<u64>>::new());
-        assert_eq!(c.gaps(0..10), vec![0..10]);
-        assert_eq!(c.gaps(39..u64::MAX), vec![40..u64::MAX]);
+        assert_eq!(c.gaps(0..10).first(), Some(&(0..10)));
+        assert_eq!(c.gaps(0..10).len(), 1);
+        assert_eq!(c.gaps(39..u64::MAX).first(), Some(&(40..u64::MAX)));
+        assert_eq!(c.gaps(39..u64::MAX).len(), 1);
         c.add(0..u64::MAX);
         assert!(c.gaps(0..u64::MAX).is_empty());
     }
