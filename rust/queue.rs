@@ -18,6 +18,7 @@ use crate::format::metadata::{Metadata, StoredEncryption};
 use crate::format::position;
 use crate::format::record::{self, Record};
 use crate::format::{FORMAT_VERSION, OLDEST_READABLE_VERSION};
+use crate::index::coverage::Coverage;
 use crate::index::fields::{ActiveIndex, FieldIndexDef, FieldQuery, IndexState};
 use crate::index::key_index::{self, KeyIndexConfig, KeyIndexReader, KeyIndexWriter};
 use crate::reader::backward::BackwardTailer;
@@ -151,6 +152,9 @@ struct Inner {
     /// Key-index lookups: the writer's (shares its mappings) or, read-only,
     /// opened on first use.
     key_reader: Mutex<Option<KeyIndexReader>>,
+    /// Positions key lookups read from the data (where the key index did
+    /// not cover them) and found without any keyed message: not read again.
+    key_scanned: Mutex<Coverage>,
     closed: std::sync::atomic::AtomicBool,
     /// The wake-up word this handle's tailers sleep on.
     wake: Arc<WakeSource>,
@@ -387,13 +391,17 @@ impl Queue {
             Some(a) => a.end_position(),
             None => position::encode(resume.next_file_number, 0),
         };
-        let key_index = key_index::catch_up::open_level_with_data(
+        let (key_index, key_clear) = key_index::catch_up::open_level_with_data(
             &config.path.join(KEY_INDEX_DIR),
             config.key_index,
             meta.key_index_upto,
             meta.key_index_last,
-            data_end,
-            &mut |writer, from| index_keys_from(&catalog, writer, from, &mut |_| {}),
+            key_index::catch_up::Data {
+                start: catalog.first_position().unwrap_or(data_end),
+                end: data_end,
+                add_from: &mut |writer, from| index_keys_from(&catalog, writer, from, &mut |_| {}),
+                has_keys: &mut |range| crate::reader::keys::has_keys(&catalog, range),
+            },
         )?;
         let key_reader = key_index.reader();
         meta.clean_shutdown = false;
@@ -426,6 +434,12 @@ impl Queue {
             // open the index like a reader (other processes add files).
             *q.inner.key_reader.lock().unwrap_or_else(|e| e.into_inner()) = Some(key_reader);
         }
+        // What the open read of the data: lookups need not read it again.
+        q.inner
+            .key_scanned
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .add_all(&key_clear);
         Ok(q)
     }
 
@@ -560,6 +574,7 @@ impl Queue {
                 recovery,
                 getter: Mutex::new(None),
                 key_reader: Mutex::new(None),
+                key_scanned: Mutex::new(Coverage::new()),
                 closed: std::sync::atomic::AtomicBool::new(false),
                 wake,
                 watch,
@@ -1285,8 +1300,14 @@ impl Queue {
         Ok(latest.filter(|m| !m.tombstone))
     }
 
-    /// Positions the key index holds for `key` in `[start_us, end_us)`, in
-    /// sequence order (hash collisions included).
+    /// Positions of the frames that may hold a message with `key` stored in
+    /// `[start_us, end_us)`, ascending (hash collisions included): the key
+    /// index's, and, for the positions the index does not cover (see
+    /// `index::coverage`: a file of it lost, none at all, or its newest
+    /// items not yet added by a writer in another process), those read from
+    /// the data itself. Never fewer than the queue holds: what cannot be
+    /// read is an error. Data files out of order (swapped) are
+    /// [`Error::Corrupted`].
     fn key_positions(
         &self,
         key: &[u8],
@@ -1295,25 +1316,75 @@ impl Queue {
     ) -> Result<Vec<u64>> {
         self.check_open()?;
         self.wait_visible()?;
+        let catalog = &self.inner.catalog;
+        catalog.check_order()?;
         let mut positions = Vec::new();
-        let mut guard = self
+        let mut covered = Coverage::new();
+        {
+            let mut guard = self
+                .inner
+                .key_reader
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if guard.is_none() {
+                let dir = self.path().join(KEY_INDEX_DIR);
+                if dir.is_dir() {
+                    *guard = Some(KeyIndexReader::open(&dir)?);
+                }
+            }
+            if let Some(reader) = guard.as_ref() {
+                let (c, last) = reader.coverage()?;
+                covered = c;
+                if !reader.is_standalone() {
+                    // The writer of this handle adds every keyed message it
+                    // writes (and brought the index level with the data
+                    // when it opened): past the last item, it covers all.
+                    covered.add(last.map_or(0, |l| l + 1)..u64::MAX);
+                }
+                match catalog.key() {
+                    Some(k) => {
+                        reader.lookup_into(&k.index_key(key), start_us, end_us, &mut positions)?
+                    }
+                    None => reader.lookup_into(key, start_us, end_us, &mut positions)?,
+                }
+            }
+        }
+        let Some(first) = catalog.first_position() else {
+            return Ok(positions);
+        };
+        let mut scanned = self
             .inner
-            .key_reader
+            .key_scanned
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        let reader = match guard.as_mut() {
-            Some(r) => r,
-            None => {
-                let dir = self.path().join(KEY_INDEX_DIR);
-                if !dir.is_dir() {
-                    return Ok(positions);
-                }
-                guard.insert(KeyIndexReader::open(&dir)?)
+        covered.add_all(&scanned);
+        {
+            // A clean close (before this handle opened) recorded that no
+            // keyed message follows the index's last item up to where the
+            // data then ended.
+            let m = self
+                .inner
+                .metadata
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if m.clean_shutdown {
+                covered.add(m.key_index_last.map_or(0, |l| l + 1)..m.key_index_upto);
             }
-        };
-        match self.inner.catalog.key() {
-            Some(k) => reader.lookup_into(&k.index_key(key), start_us, end_us, &mut positions)?,
-            None => reader.lookup_into(key, start_us, end_us, &mut positions)?,
+        }
+        let gaps = covered.gaps(first..u64::MAX);
+        if gaps.is_empty() {
+            return Ok(positions);
+        }
+        let mut found = Vec::new();
+        for gap in gaps {
+            let clear = crate::reader::keys::scan_for_key(catalog, gap, key, &mut found)?;
+            scanned.add(clear);
+        }
+        drop(scanned);
+        if !found.is_empty() {
+            positions.extend(found);
+            positions.sort_unstable();
+            positions.dedup();
         }
         Ok(positions)
     }

@@ -1,6 +1,7 @@
 //! Indexes over the data files: the sparse index (sequence and time to file
 //! offset, one per data file) and the key index (message key to position).
 
+pub mod coverage;
 pub mod dense;
 pub mod fields;
 mod file;

@@ -54,6 +54,8 @@ pub struct Catalog {
     last: Mutex<Option<(FileId, MappedFile)>>,
     /// The queue's encryption key (encryption at rest), set once at open.
     key: std::sync::OnceLock<Arc<crate::format::crypto::QueueKey>>,
+    /// The listing [`Catalog::check_order`] last found in order.
+    order_checked: Mutex<Option<Arc<Vec<FileInfo>>>>,
 }
 
 /// Sealed files whose mappings a handle keeps for its tailers.
@@ -149,6 +151,7 @@ impl Catalog {
             mapped: Mutex::new(Vec::new()),
             last: Mutex::new(None),
             key: std::sync::OnceLock::new(),
+            order_checked: Mutex::new(None),
         };
         c.refresh()?;
         Ok(c)
@@ -391,6 +394,49 @@ impl Catalog {
 
     pub fn first(&self) -> Option<FileInfo> {
         self.snapshot().first().copied()
+    }
+
+    /// The first position of the data kept (`format::position` of the
+    /// oldest file's start), `None` when there is no file.
+    pub fn first_position(&self) -> Option<u64> {
+        self.first()
+            .map(|f| crate::format::position::encode(f.header.file_number, 0))
+    }
+
+    /// Checks that the files, in the order their names list them, carry
+    /// ascending file numbers and sequences in their headers, as the writer
+    /// made them: a file renamed into another's place (two files swapped)
+    /// is [`Error::Corrupted`], naming the first file out of order. What
+    /// reads by position (key lookups) relies on it: a position names a
+    /// file by number, and a tailer reading in sequence order reports the
+    /// same damage. O(files), once per listing.
+    pub fn check_order(&self) -> Result<()> {
+        let files = self.snapshot();
+        let mut checked = self.order_checked.lock().unwrap_or_else(|e| e.into_inner());
+        if checked.as_ref().is_some_and(|c| Arc::ptr_eq(c, &files)) {
+            return Ok(());
+        }
+        for w in files.windows(2) {
+            let (a, b) = (&w[0].header, &w[1].header);
+            if b.file_number <= a.file_number || b.first_seq < a.first_seq {
+                return Err(Error::corrupted(
+                    self.data_path(w[1].id),
+                    0,
+                    Some(b.first_seq),
+                    format!(
+                        "file number {} starting at seq {} is listed after {} (file number {}, \
+                         starting at seq {}): data files are out of order",
+                        b.file_number,
+                        b.first_seq,
+                        self.data_path(w[0].id).display(),
+                        a.file_number,
+                        a.first_seq
+                    ),
+                ));
+            }
+        }
+        *checked = Some(files);
+        Ok(())
     }
 
     pub fn last(&self) -> Option<FileInfo> {

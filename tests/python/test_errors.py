@@ -337,3 +337,51 @@ def test_maybe_stored_error_says_a_failed_append_may_be_in_the_queue(qpath: Path
     blocker.rmdir()
     with litemq.Queue(qpath, read_only=True) as r:
         assert r.next_seq > 1  # part of the batch is there, as it said
+
+
+def _keyed_queue(qpath: Path) -> dict[str, list[int]]:
+    """Appends 300 keyed messages over several data and key-index files; returns the
+    sequences of each key."""
+    want: dict[str, list[int]] = {}
+    with litemq.Queue(qpath, file_size=SMALL_FILE, key_index={"slots": 4, "items": 64}) as q:
+        app = q.appender()
+        for i in range(300):
+            key = f"k{i % 7}"
+            want.setdefault(key, []).append(app.append(b"v%d" % i, key=key))
+            if i % 60 == 59:
+                app.roll()
+    return want
+
+
+def test_lost_key_index_files_do_not_make_find_return_fewer(qpath: Path) -> None:
+    want = _keyed_queue(qpath)
+    files = sorted((qpath / "index").glob("*.idx"))
+    assert len(files) > 3
+    files[len(files) // 2].unlink()
+    with litemq.Queue(qpath, read_only=True) as r:
+        for key, seqs in want.items():
+            assert [m.seq for m in r.find(key)] == seqs
+            latest = r.get_latest(key)
+            assert latest is not None
+            assert latest.seq == seqs[-1]
+    for f in files:
+        f.unlink(missing_ok=True)
+    with litemq.Queue(qpath, read_only=True) as r:
+        assert [m.seq for m in r.find("k3")] == want["k3"]
+
+
+def test_swapped_data_files_make_find_raise_corrupted(qpath: Path) -> None:
+    _keyed_queue(qpath)
+    with litemq.Queue(qpath, read_only=True) as r:
+        paths = [Path(f.path) for f in r.data_files()]
+    assert len(paths) > 3
+    a, b = paths[1], paths[2]
+    tmp = qpath / "swap.tmp"
+    a.rename(tmp)
+    b.rename(a)
+    tmp.rename(b)
+    with litemq.Queue(qpath, read_only=True) as r:
+        with pytest.raises(litemq.CorruptedError):
+            r.find("k1")
+        with pytest.raises(litemq.CorruptedError):
+            r.get_latest("k1")

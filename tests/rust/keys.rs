@@ -215,3 +215,133 @@ fn read_only_queue_finds_keys() {
         expected(b"k7", 0..600)
     );
 }
+
+/// Key-index files of the queue at `base`, oldest first.
+fn index_files(base: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(base.join("index"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "idx"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Every key's `find` and `get_latest` through `q` give exactly what
+/// `fill` appended.
+fn assert_finds_every_key(q: &litemq::Queue, what: &str) {
+    for k in 0..17u64 {
+        let key = key_of(k);
+        let want = expected(&key, 0..600);
+        assert_eq!(
+            seqs(&q.find(&key, None, None, None).unwrap()),
+            want,
+            "{what}: find key {k}"
+        );
+        assert_eq!(
+            q.get_latest(&key).unwrap().map(|m| m.seq),
+            want.last().copied(),
+            "{what}: get_latest key {k}"
+        );
+    }
+}
+
+#[test]
+fn read_only_handle_without_a_key_index_scans_the_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock_at(1_000_000_000);
+    let q = tiny(dir.path()).clock(clock.clone()).open().unwrap();
+    fill(&q, &clock);
+    q.close().unwrap();
+    drop(q);
+    std::fs::remove_dir_all(dir.path().join("index")).unwrap();
+    let r = tiny(dir.path()).read_only(true).open().unwrap();
+    assert_finds_every_key(&r, "no index directory");
+    // And with the directory there but empty.
+    std::fs::create_dir(dir.path().join("index")).unwrap();
+    let r = tiny(dir.path()).read_only(true).open().unwrap();
+    assert_finds_every_key(&r, "empty index directory");
+}
+
+/// A key-index file deleted by hand (the oldest, one in the middle, the
+/// newest): a read-only handle scans the data the index no longer covers,
+/// and the next writer open rebuilds the index to the files it had.
+#[test]
+fn a_deleted_key_index_file_is_scanned_by_readers_and_rebuilt_by_the_writer() {
+    for which in ["oldest", "middle", "newest"] {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = clock_at(1_000_000_000);
+        let q = tiny(dir.path()).clock(clock.clone()).open().unwrap();
+        fill(&q, &clock);
+        q.close().unwrap();
+        drop(q);
+        let files = index_files(dir.path());
+        assert!(files.len() > 3, "keys must span several index files");
+        let live: Vec<Vec<u8>> = files.iter().map(|p| std::fs::read(p).unwrap()).collect();
+        let victim = match which {
+            "oldest" => &files[0],
+            "middle" => &files[files.len() / 2],
+            _ => &files[files.len() - 1],
+        };
+        std::fs::remove_file(victim).unwrap();
+
+        let r = tiny(dir.path()).read_only(true).open().unwrap();
+        assert_finds_every_key(&r, &format!("read-only, {which} index file deleted"));
+
+        let w = tiny(dir.path()).clock(clock.clone()).open().unwrap();
+        assert_finds_every_key(&w, &format!("writer, {which} index file deleted"));
+        w.close().unwrap();
+        drop(w);
+        let rebuilt: Vec<Vec<u8>> = index_files(dir.path())
+            .iter()
+            .map(|p| std::fs::read(p).unwrap())
+            .collect();
+        assert!(
+            rebuilt == live,
+            "{which}: the writer rebuilt the index as it was"
+        );
+        assert_finds_every_key(&r, "read-only handle after the rebuild");
+    }
+}
+
+/// Two sealed data files swapped (each under the other's name): the
+/// headers' sequences no longer follow on, and a key lookup reports the
+/// damage, as a tailer does, instead of returning the messages of the
+/// files that still read in order.
+#[test]
+fn swapped_sealed_data_files_make_key_lookups_fail() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock_at(1_000_000_000);
+    let q = tiny(dir.path()).clock(clock.clone()).open().unwrap();
+    let app = q.appender().unwrap();
+    for i in 0..100u64 {
+        app.append_record(&keyed(&payload(i), &key_of(i))).unwrap();
+        if i % 20 == 19 {
+            app.roll().unwrap();
+        }
+    }
+    q.close().unwrap();
+    drop(q);
+    let files = common::data_files(dir.path());
+    assert!(files.len() > 3, "messages must span several data files");
+    let (a, b) = (&files[1], &files[2]);
+    let tmp = dir.path().join("swap.tmp");
+    std::fs::rename(a, &tmp).unwrap();
+    std::fs::rename(b, a).unwrap();
+    std::fs::rename(&tmp, b).unwrap();
+
+    let r = tiny(dir.path()).read_only(true).open().unwrap();
+    for k in 0..17u64 {
+        let key = key_of(k);
+        let err = r.find(&key, None, None, None).unwrap_err();
+        assert!(
+            matches!(err, litemq::Error::Corrupted { .. }),
+            "find key {k}: {err:?}"
+        );
+        let err = r.get_latest(&key).unwrap_err();
+        assert!(
+            matches!(err, litemq::Error::Corrupted { .. }),
+            "get_latest key {k}: {err:?}"
+        );
+    }
+}

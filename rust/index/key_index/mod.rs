@@ -50,6 +50,7 @@ use file::{IndexFile, SUFFIX, TMP_SUFFIX};
 pub use hash::{key_hash, slot_of};
 
 use crate::error::{Error, Result};
+use crate::index::coverage::Coverage;
 
 /// A key-index file that fails its checks is reported as [`Error::Corrupted`] naming it
 /// (offset 0: the file as a whole is not trusted); [`KeyIndexWriter::open_or_repair`] removes
@@ -158,9 +159,49 @@ struct Entry {
     path: PathBuf,
     ino: u64,
     file: OnceLock<Arc<IndexFile>>,
+    /// The span of a file that is no longer the newest (final), once read.
+    span: OnceLock<Option<FileSpan>>,
 }
 
 impl Entry {
+    fn new(name_ms: u64, lower_ms: u64, path: PathBuf, ino: u64) -> Self {
+        Self {
+            name_ms,
+            lower_ms,
+            path,
+            ino,
+            file: OnceLock::new(),
+            span: OnceLock::new(),
+        }
+    }
+
+    /// What the file covers (`None`: it holds no item, or it was deleted since the
+    /// listing). The newest file's is read afresh each time (the writer appends to it);
+    /// an older file's once. O(1): a mapped file's header, or else its header checked
+    /// against its CRC without reading items (the items are checked when a lookup uses
+    /// the file).
+    fn span(&self, newest: bool) -> Result<Option<FileSpan>> {
+        if let Some(s) = self.span.get().filter(|_| !newest) {
+            return Ok(*s);
+        }
+        let read = match self.file.get() {
+            Some(f) => Ok(FileSpan::of(&f.header())),
+            None => IndexFile::open(&self.path, false).and_then(|f| {
+                let h = f.checked_header()?;
+                Ok(FileSpan::of(&h))
+            }),
+        };
+        let span = match read {
+            Ok(s) => s,
+            Err(e) if is_not_found(&e) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        if !newest {
+            let _ = self.span.set(span);
+        }
+        Ok(span)
+    }
+
     /// The mapped file, opened (read-only) and checked on first use: a sealed file must pass
     /// both its CRCs (O(slots + items), once per process and file).
     fn get(&self) -> Result<&Arc<IndexFile>> {
@@ -180,6 +221,38 @@ impl Entry {
         }
         Ok(self.file.get_or_init(|| Arc::new(f)))
     }
+}
+
+/// What one key-index file says about the data positions it covers: every keyed message
+/// from its first item's position to its last one's is in it (items are added in position
+/// order, none skipped). Nothing is said of the positions between two files, before the
+/// first or after the last: a file lost there leaves no trace in the others, so those
+/// positions are covered only once the data shows they hold no keyed message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileSpan {
+    /// Position of its first item.
+    pub begin_pos: u64,
+    /// Position of its last item.
+    pub end_pos: u64,
+}
+
+impl FileSpan {
+    fn of(h: &file::Header) -> Option<Self> {
+        (h.count > 0).then_some(Self {
+            begin_pos: h.begin_pos,
+            end_pos: h.end_pos,
+        })
+    }
+}
+
+/// The data positions the files `spans` answer for by themselves: each file's, from its
+/// first item to its last ([`FileSpan`]).
+pub fn covered(spans: &[FileSpan]) -> Coverage {
+    let mut c = Coverage::new();
+    for s in spans {
+        c.add(s.begin_pos..s.end_pos.saturating_add(1));
+    }
+    c
 }
 
 fn with_lower(prev: Option<&Entry>, name_ms: u64) -> u64 {
@@ -207,6 +280,18 @@ impl Shared {
 
     fn write_entries(&self) -> std::sync::RwLockWriteGuard<'_, Vec<Arc<Entry>>> {
         self.entries.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The listed files' spans, oldest first (files without items left out).
+    fn spans(&self) -> Result<Vec<FileSpan>> {
+        let entries = self.read_entries().clone();
+        let mut out = Vec::with_capacity(entries.len());
+        for (i, e) in entries.iter().enumerate() {
+            if let Some(s) = e.span(i + 1 == entries.len())? {
+                out.push(s);
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -359,25 +444,13 @@ impl KeyIndexReader {
             let entry = match old.get(&(name_ms, ino)) {
                 Some(e) if e.lower_ms == lower_ms => Arc::clone(e),
                 Some(e) => {
-                    let file = OnceLock::new();
+                    let fresh = Entry::new(name_ms, lower_ms, path, ino);
                     if let Some(f) = e.file.get() {
-                        let _ = file.set(Arc::clone(f));
+                        let _ = fresh.file.set(Arc::clone(f));
                     }
-                    Arc::new(Entry {
-                        name_ms,
-                        lower_ms,
-                        path,
-                        ino,
-                        file,
-                    })
+                    Arc::new(fresh)
                 }
-                None => Arc::new(Entry {
-                    name_ms,
-                    lower_ms,
-                    path,
-                    ino,
-                    file: OnceLock::new(),
-                }),
+                None => Arc::new(Entry::new(name_ms, lower_ms, path, ino)),
             };
             fresh.push(entry);
         }
@@ -473,9 +546,26 @@ impl KeyIndexReader {
         Ok(())
     }
 
+    /// The data positions the index answers for ([`covered`]) and its last item's
+    /// position, as the files are now (a standalone reader first rescans the directory if
+    /// it changed). O(files): each file's header, read once for every file but the newest.
+    pub fn coverage(&self) -> Result<(Coverage, Option<u64>)> {
+        if self.shared.standalone {
+            self.refresh_if_stale()?;
+        }
+        let spans = self.shared.spans()?;
+        Ok((covered(&spans), spans.last().map(|s| s.end_pos)))
+    }
+
     /// Number of index files currently listed.
     pub fn file_count(&self) -> usize {
         self.shared.read_entries().len()
+    }
+
+    /// Whether this reader maps the files itself ([`KeyIndexReader::open`]) rather than
+    /// sharing a writer's ([`KeyIndexWriter::reader`]).
+    pub fn is_standalone(&self) -> bool {
+        self.shared.standalone
     }
 }
 
@@ -578,15 +668,9 @@ impl KeyIndexWriter {
                 f.seal()?;
             }
             let lower_ms = with_lower(entries.last().map(|e| &**e), name_ms);
-            let file = OnceLock::new();
-            let _ = file.set(Arc::new(f));
-            entries.push(Arc::new(Entry {
-                name_ms,
-                lower_ms,
-                path,
-                ino,
-                file,
-            }));
+            let entry = Entry::new(name_ms, lower_ms, path, ino);
+            let _ = entry.file.set(Arc::new(f));
+            entries.push(Arc::new(entry));
             last = Some((h, sealed || !is_last));
         }
         let active = match (entries.last(), last) {
@@ -827,15 +911,9 @@ impl KeyIndexWriter {
         }
         let mut entries = self.shared.write_entries();
         let lower_ms = with_lower(entries.last().map(|e| &**e), name_ms);
-        let file = OnceLock::new();
-        let _ = file.set(Arc::clone(&f));
-        entries.push(Arc::new(Entry {
-            name_ms,
-            lower_ms,
-            path: f.path().to_owned(),
-            ino: 0,
-            file,
-        }));
+        let entry = Entry::new(name_ms, lower_ms, f.path().to_owned(), 0);
+        let _ = entry.file.set(Arc::clone(&f));
+        entries.push(Arc::new(entry));
         self.active = Some(Active {
             file: f,
             count: 0,
@@ -921,6 +999,41 @@ impl KeyIndexWriter {
             self.last_ms = 0;
         }
         Ok(())
+    }
+
+    /// Checks the positions the files do not cover by themselves ([`covered`]) between
+    /// `data_start` (the first position of the data kept) and the last item: before the
+    /// first file and between two files. `has_keys` reads a range of them from the data;
+    /// a range that holds a keyed message is where a file was lost (none is ever missing
+    /// otherwise: a new file starts with the keyed message after the last one of the file
+    /// before, and retention deletes a file only once every item of it is below
+    /// `data_start`). Then that file, and every one after it, is deleted
+    /// ([`truncate_after`](Self::truncate_after)): the engine re-indexes the data from the
+    /// last position left. Returns whether files were deleted, and the ranges found to
+    /// hold no keyed message (lookups need not read them again).
+    pub fn drop_after_gap(
+        &mut self,
+        data_start: u64,
+        has_keys: &mut dyn FnMut(std::ops::Range<u64>) -> Result<bool>,
+    ) -> Result<(bool, Coverage)> {
+        let spans = self.shared.spans()?;
+        let mut clear = Coverage::new();
+        let mut prev: Option<&FileSpan> = None;
+        for s in &spans {
+            let (gap, keep_upto) = match prev {
+                None => (data_start..s.begin_pos, 0),
+                Some(p) => (p.end_pos.saturating_add(1)..s.begin_pos, p.end_pos),
+            };
+            if gap.start < gap.end {
+                if has_keys(gap.clone())? {
+                    self.truncate_after(keep_upto)?;
+                    return Ok((true, clear));
+                }
+                clear.add(gap);
+            }
+            prev = Some(s);
+        }
+        Ok((false, clear))
     }
 
     /// Deletes every index file (readers sharing this writer see an empty index at once).

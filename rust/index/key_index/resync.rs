@@ -5,7 +5,7 @@
 //! to) and checks no sealed file: the first writer process checked them all
 //! when it opened the queue, and lookups open the index as a reader does.
 
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use super::file::IndexFile;
 use super::{scan_dir, Active, Entry, KeyIndexConfig, KeyIndexWriter, Result, Shared};
@@ -81,16 +81,10 @@ impl KeyIndexWriter {
                 self.last_position = Some(h.end_pos);
                 self.last_ms = h.end_ts / 1000;
             }
-            let file = OnceLock::new();
-            let _ = file.set(f);
-            entries.push(Arc::new(Entry {
-                name_ms: *name_ms,
-                // Only the newest file is listed: its own name bounds its items.
-                lower_ms: *name_ms,
-                path: path.clone(),
-                ino: *ino,
-                file,
-            }));
+            // Only the newest file is listed: its own name bounds its items.
+            let entry = Entry::new(*name_ms, *name_ms, path.clone(), *ino);
+            let _ = entry.file.set(f);
+            entries.push(Arc::new(entry));
         }
         *self.shared.write_entries() = entries;
         Ok(())

@@ -228,11 +228,16 @@ impl IoThread {
             self.config.key_index,
             0,
             None,
-            data_end,
-            &mut |writer, from| {
-                crate::reader::keys::index_keys_from(&catalog, writer, from, &mut |_| {})
+            crate::index::key_index::catch_up::Data {
+                start: catalog.first_position().unwrap_or(data_end),
+                end: data_end,
+                add_from: &mut |writer, from| {
+                    crate::reader::keys::index_keys_from(&catalog, writer, from, &mut |_| {})
+                },
+                has_keys: &mut |range| crate::reader::keys::has_keys(&catalog, range),
             },
-        )?;
+        )?
+        .0;
         Ok(())
     }
 
