@@ -273,8 +273,10 @@ def test_a_queue_has_a_random_id_kept_for_good(tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     with litemq.Queue(a, file_size=SMALL_FILE) as qa, litemq.Queue(b, file_size=SMALL_FILE) as qb:
         ida, idb = qa.queue_id, qb.queue_id
-    assert ida is not None and idb is not None
-    assert len(ida) == 32 and set(ida) <= set("0123456789abcdef")
+    assert ida is not None
+    assert idb is not None
+    assert len(ida) == 32
+    assert set(ida) <= set("0123456789abcdef")
     assert ida != idb
     assert _metadata(a)["queue_id"] == ida
     with litemq.Queue(a) as q:
@@ -294,7 +296,8 @@ def test_a_queue_has_a_random_id_kept_for_good(tmp_path: Path) -> None:
         assert q.queue_id is None
     with litemq.Queue(a) as q:
         new = q.queue_id
-    assert new is not None and new != ida
+    assert new is not None
+    assert new != ida
     with litemq.Queue(a) as q:
         assert q.queue_id == new
     # An encrypted queue's id is the one its records are sealed with.
@@ -303,7 +306,8 @@ def test_a_queue_has_a_random_id_kept_for_good(tmp_path: Path) -> None:
     with litemq.Queue(sealed, file_size=SMALL_FILE, encryption_key=key) as q:
         sealed_id = q.queue_id
     enc = _metadata(sealed)["encryption"]
-    assert isinstance(enc, dict) and sealed_id == enc["queue_id"]
+    assert isinstance(enc, dict)
+    assert sealed_id == enc["queue_id"]
     _set_metadata(sealed, queue_id=None)
     with litemq.Queue(sealed, encryption_key=key, read_only=True) as q:
         assert q.queue_id == sealed_id
@@ -331,7 +335,8 @@ def test_a_job_of_a_queue_deleted_and_created_again_at_its_path_is_refused(
         fill(q, 2)
         wq = q.work_queue("y")
         mine = wq.get(timeout=1)
-        assert mine is not None and (mine.id, mine.deliveries) == (old.id, old.deliveries)
+        assert mine is not None
+        assert (mine.id, mine.deliveries) == (old.id, old.deliveries)
         with pytest.raises(ValueError, match="handed out by work queue"):
             wq.ack(old)
         with pytest.raises(ValueError, match="handed out by work queue"):
@@ -344,7 +349,8 @@ def test_a_job_of_a_queue_deleted_and_created_again_at_its_path_is_refused(
         assert q.remove_work_queue("y")
         again = q.work_queue("y")
         job = again.get(timeout=1)
-        assert job is not None and (job.id, job.deliveries) == (mine.id, 1)
+        assert job is not None
+        assert (job.id, job.deliveries) == (mine.id, 1)
         with pytest.raises(ValueError, match="handed out by work queue"):
             again.ack(mine)
         # The same queue through another path (a symlink): the same queue.
