@@ -42,7 +42,7 @@ mod writer;
 #[cfg(feature = "python")]
 mod python;
 
-pub use clock::{Clock, ManualClock, SystemClock};
+pub use clock::{Clock, ManualClock, Monotonic, SystemClock};
 #[doc(hidden)]
 pub use compact::CompactStep;
 pub use compact::{CompactOptions, CompactReport};
@@ -51,7 +51,8 @@ pub use config::{
     MAX_INDEX_INTERVAL, MIN_FILE_SIZE,
 };
 pub use consumers::work_queue::{
-    DeadLetterSink, Job, Ticket, WorkQueue, WorkQueueInfo, WorkQueueOptions,
+    DeadLetterSink, Job, JobOrigin, QueueIdentity, Ticket, WorkQueue, WorkQueueInfo,
+    WorkQueueOptions,
 };
 pub use consumers::{Consumer, ConsumerInfo, ConsumerOptions};
 pub use error::{Error, Result};

@@ -9,12 +9,12 @@ use std::thread::JoinHandle;
 use crate::clock::Clock;
 use crate::config::{Config, QueueBuilder};
 use crate::consumers::work_queue::{
-    DeadLetterSink, Handles, WorkQueue, WorkQueueInfo, WorkQueueOptions,
+    DeadLetterSink, Handles, QueueIdentity, WorkQueue, WorkQueueInfo, WorkQueueOptions,
 };
 use crate::consumers::{Consumer, ConsumerInfo, ConsumerOptions};
 use crate::error::{Error, Result};
 use crate::format::crypto;
-use crate::format::metadata::{Metadata, StoredEncryption};
+use crate::format::metadata::{is_queue_id, Metadata, StoredEncryption};
 use crate::format::position;
 use crate::format::record::{self, Record};
 use crate::format::{FORMAT_VERSION, OLDEST_READABLE_VERSION};
@@ -160,6 +160,33 @@ struct Inner {
     wake: Arc<WakeSource>,
     /// Waits for the tail for waiters without a thread (asyncio).
     watch: TailWatch,
+    /// Which queue this is (work-queue jobs carry it).
+    identity: QueueIdentity,
+}
+
+/// The identity of the queue at `base` whose metadata is `meta`: its
+/// `queue_id` (or an encrypted queue's id); for a queue without one yet
+/// (a read-only handle of a queue no writer of this version has opened),
+/// the metadata file's device and inode and the queue's creation time.
+fn queue_identity(base: &Path, meta: &Metadata) -> QueueIdentity {
+    if let Some(id) = meta
+        .effective_queue_id()
+        .and_then(crypto::from_hex)
+        .and_then(|b| <[u8; 16]>::try_from(b).ok())
+    {
+        return QueueIdentity::Id(u128::from_be_bytes(id));
+    }
+    let (dev, ino) = std::fs::metadata(base.join(METADATA_FILE))
+        .map(|m| {
+            use std::os::unix::fs::MetadataExt;
+            (m.dev(), m.ino())
+        })
+        .unwrap_or((0, 0));
+    QueueIdentity::File {
+        dev,
+        ino,
+        created_us: meta.created_us,
+    }
 }
 
 /// An open queue. `Send + Sync`; close it (or drop it) to flush and stop
@@ -198,6 +225,14 @@ fn read_metadata(path: &Path) -> Result<Option<Metadata>> {
                     found: m.format_version,
                     supported: FORMAT_VERSION,
                 });
+            }
+            if let Some(id) = m.queue_id.as_deref().filter(|id| !is_queue_id(id)) {
+                return Err(Error::corrupted(
+                    path,
+                    0,
+                    None,
+                    format!("queue_id {id:?} is not 32 lowercase hex digits"),
+                ));
             }
             Ok(Some(m))
         }
@@ -377,7 +412,17 @@ impl Queue {
                 .encryption_key
                 .as_ref()
                 .map(|k| new_encryption(k, config.fixture_queue_id)),
+            queue_id: None,
         });
+        // A queue's id is drawn once and kept for good (a restored copy
+        // comes with its own): an encrypted queue's is the one its records
+        // are sealed with.
+        if meta.queue_id.is_none() {
+            meta.queue_id = Some(
+                meta.effective_queue_id()
+                    .map_or_else(|| crypto::to_hex(&crypto::new_queue_id()), str::to_owned),
+            );
+        }
         let catalog = Arc::new(Catalog::load(&base)?);
         // Before recovery: re-indexing keys reads payloads and hashes keys.
         unlock(&config, &meta, &catalog)?;
@@ -564,6 +609,7 @@ impl Queue {
         let wake = Arc::new(wake);
         catalog.set_max_decompressed(config.max_decompressed);
         let watch = TailWatch::new(catalog.clone(), wake.clone());
+        let identity = queue_identity(&config.path, &meta);
         Queue {
             inner: Arc::new(Inner {
                 active_fields: Mutex::new(std::collections::HashMap::new()),
@@ -578,6 +624,7 @@ impl Queue {
                 closed: std::sync::atomic::AtomicBool::new(false),
                 wake,
                 watch,
+                identity,
             }),
         }
     }
@@ -1559,12 +1606,27 @@ impl Queue {
         )
     }
 
+    /// The queue's id (`queue_id` in `metadata.json`: 32 lowercase hex
+    /// digits, drawn when the queue was created and kept by copies and
+    /// restores). `None` only for a read-only handle of a queue that no
+    /// writer of this version has opened yet (its work-queue jobs then
+    /// know the queue by its `metadata.json` file).
+    pub fn queue_id(&self) -> Option<String> {
+        self.inner
+            .metadata
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .effective_queue_id()
+            .map(str::to_owned)
+    }
+
     /// A handle on work-queue group `name` (created when new): hands each
     /// message to exactly one of the handles that opened the group, in any
     /// process, until acked. See [`WorkQueue`].
     pub fn work_queue(&self, name: &str, options: WorkQueueOptions) -> Result<WorkQueue> {
         self.check_open()?;
         let handles = Handles {
+            queue: self.inner.identity,
             scout: self.tailer(Start::Beginning)?,
             random: self.tailer(Start::Beginning)?,
             catalog: self.inner.catalog.clone(),
@@ -1609,8 +1671,7 @@ impl Queue {
     pub fn work_queues(&self) -> Result<Vec<WorkQueueInfo>> {
         self.check_open()?;
         let next = self.next_seq();
-        let mut infos =
-            crate::consumers::work_queue::list(self.path(), next, self.clock().now_micros())?;
+        let mut infos = crate::consumers::work_queue::list(self.path(), next, &**self.clock())?;
         for info in &mut infos {
             if info.low < next {
                 info.oldest_timestamp = self.get(info.low).ok().map(|m| m.timestamp);

@@ -27,6 +27,7 @@
 //! One handle per name at a time: a second open of the same name, in any
 //! process, fails with [`Error::Locked`] naming the holder's pid.
 
+pub(crate) mod lease;
 pub mod name;
 pub mod position;
 pub mod work_queue;

@@ -38,9 +38,10 @@ use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::format::record::{Compress, HeaderField, Record};
 use crate::format::work_queue::{
-    decode_header, encode_header, file_len, lap_of, slot_word, JobState, SlotWord, WqHeader,
-    MAX_WINDOW, MIN_WINDOW, WQ_HEADER_LEN, WQ_MAX_NAME_LEN, W_ACKED, W_CURSOR, W_DEAD, W_EXPIRED,
-    W_GONE, W_HINT, W_LOW, W_REDELIVERED, W_REWOUND, W_TOP,
+    decode_header, encode_header, file_len, lap_of, slot_word, ClockWord, JobState, SlotWord,
+    WqHeader, BOOT_ENTRIES, MAX_WINDOW, MIN_WINDOW, WQ_HEADER_LEN, WQ_MAX_NAME_LEN, WQ_VERSION,
+    W_ACKED, W_BOOTS, W_BOOT_NEXT, W_CURSOR, W_DEAD, W_EXPIRED, W_GONE, W_HINT, W_LOW,
+    W_REDELIVERED, W_REWOUND, W_TOP,
 };
 use crate::reader::catalog::Catalog;
 use crate::reader::tailer::{Message, OwnedMessage, Tailer};
@@ -48,8 +49,9 @@ use crate::reader::wait::{Sleeper, Slept, WaitStrategy, Waiter, SLEEP_AT_MOST};
 use crate::reader::wake::WakeSource;
 use crate::storage::fsutil::sync_dir;
 use crate::storage::mapped::{preallocate, Mapping, WordFile};
-use crate::writer::append_lock::identity;
+use crate::storage::process::{identity, pid_namespace};
 
+use super::lease::{self, Now};
 use super::name;
 
 /// Directory, under the queue's base, that holds the state files.
@@ -59,7 +61,8 @@ pub const WQ_SUFFIX: &str = ".wq";
 /// Largest `max_deliveries` (the count is one byte of the slot word).
 pub const MAX_DELIVERIES: u8 = u8::MAX;
 /// Longest visibility timeout or nack delay (the deadline is counted in
-/// milliseconds in 40 bits; a year is far inside it and far beyond any job).
+/// milliseconds of a boot's uptime in 40 bits; a year is far inside it and
+/// far beyond any job).
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(366 * 24 * 3600);
 /// How often a handle looks through the ring for jobs to redeliver (expired
 /// leases, dead workers, nacked jobs that are ready) while new jobs keep
@@ -179,14 +182,52 @@ enum Retire {
     Expired,
 }
 
-/// What `ack` and `nack` need to know about a job handed out: its sequence
-/// and which handout it was.
+/// What `ack` and `nack` need to know about a job handed out: its sequence,
+/// which handout it was, and which group of which queue handed it out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ticket {
     /// The job's sequence in the queue (its id).
     pub seq: u64,
     /// Handouts so far, this one included (1 the first time).
     pub deliveries: u8,
+    /// The group that handed it out: `ack`, `nack` and `extend` refuse a
+    /// ticket of another group, or of another queue.
+    pub origin: JobOrigin,
+}
+
+/// A queue's identity, as a handle knows it: its `queue_id` (see
+/// `format::metadata::Metadata::queue_id`), or, for a read-only handle of
+/// a queue no writer has given one yet, its `metadata.json` file (device,
+/// inode) and creation time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum QueueIdentity {
+    /// The queue's `queue_id` (32 hex digits, as a number).
+    Id(u128),
+    /// A queue without a `queue_id` yet, opened read-only.
+    File {
+        /// Device of `metadata.json`.
+        dev: u64,
+        /// Inode of `metadata.json`.
+        ino: u64,
+        /// `created_us` of the queue.
+        created_us: u64,
+    },
+}
+
+/// Which group of which queue handed a job out: the queue's identity and
+/// the state file's (its device and inode, its creation stamp and its
+/// random group id), so that a group removed and created again, or a queue
+/// deleted and created again at the same path, is another origin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct JobOrigin {
+    /// The queue.
+    pub queue: QueueIdentity,
+    /// Device and inode of the state file.
+    pub file: (u64, u64),
+    /// When the group was created, µs since the Unix epoch.
+    pub epoch_us: u64,
+    /// The group's random id (0 in a version-1 state file).
+    pub group_id: u64,
 }
 
 /// A job: a message handed to this handle until it acks, nacks, or its lease
@@ -240,6 +281,8 @@ struct StateFile {
     words: WordFile,
     window: u64,
     epoch_us: u64,
+    /// Layout version (1 or 2): how deadlines count.
+    version: u64,
     path: PathBuf,
 }
 
@@ -284,6 +327,48 @@ impl StateFile {
     fn state_of(&self, seq: u64) -> (u64, SlotWord) {
         let raw = self.load(self.slot(seq));
         (raw, SlotWord::for_seq(raw, seq, self.window))
+    }
+
+    /// Version 2: records (or corrects) in the boot table the wall-clock
+    /// time of this boot's monotonic zero, which processes of other boots
+    /// read this boot's deadlines by. An entry more than a second off (the
+    /// wall clock was stepped since, say from an early-boot clock to NTP
+    /// time) is rewritten; a new boot takes the next entry round robin.
+    fn register_boot(&self, now: &Now) {
+        if self.version < 2 {
+            return;
+        }
+        let base = now.boot_base();
+        let boot = u64::from(now.boot);
+        for e in 0..BOOT_ENTRIES {
+            let at = W_BOOTS + 2 * e;
+            if self.load(at) == boot {
+                if self.load(at + 1).abs_diff(base) > 1000 {
+                    self.store(at + 1, base);
+                }
+                return;
+            }
+        }
+        let at = W_BOOTS
+            + 2 * (self.word(W_BOOT_NEXT).fetch_add(1, Ordering::AcqRel) as usize % BOOT_ENTRIES);
+        // The base first: a reader that finds the key reads a base of this boot.
+        self.store(at, 0);
+        self.store(at + 1, base);
+        self.store(at, boot);
+    }
+
+    /// Version 2: stores boot `boot` into the clock half of slot word `i`'s
+    /// clock word (the owner's namespace stays).
+    fn set_clock_boot(&self, i: usize, boot: u32) {
+        let _ = self
+            .word(i + 3)
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |w| {
+                let c = ClockWord {
+                    boot,
+                    ..ClockWord::decode(u64::from_le(w))
+                };
+                Some(c.encode().to_le())
+            });
     }
 }
 
@@ -383,6 +468,11 @@ pub struct WorkQueue {
     options: WorkQueueOptions,
     /// This process's identity (`start_time << 22 | pid`), stored as owner.
     me: u64,
+    /// What this handle stores in clock words (version 2): its clock's boot
+    /// and this process's pid namespace.
+    my_clock: ClockWord,
+    /// What this handle's tickets carry.
+    origin: JobOrigin,
     clock: Arc<dyn Clock>,
     wake: Arc<WakeSource>,
     wait: WaitStrategy,
@@ -556,6 +646,8 @@ fn check_marks(st: &StateFile, end: &dyn Fn() -> Result<u64>) -> Result<()> {
 /// What the queue layer hands a work queue: the queue's readers, clock and
 /// wake-up word (the consumers layer sits below the queue).
 pub struct Handles {
+    /// The queue's identity (jobs carry it).
+    pub queue: QueueIdentity,
     /// Follows the dispatch cursor.
     pub scout: Tailer,
     /// Reads redeliveries and dead letters.
@@ -595,9 +687,12 @@ impl WorkQueue {
                     )));
                 }
             }
+            let id = crate::format::crypto::new_queue_id();
             let header = WqHeader {
+                version: WQ_VERSION,
                 window: options.window,
                 epoch_us: handles.clock.now_micros(),
+                group_id: u64::from_le_bytes(id[..8].try_into().expect("8 bytes")).max(1),
                 name: group.to_string(),
             };
             create(
@@ -624,13 +719,26 @@ impl WorkQueue {
             )
         })?;
         const { assert!(WQ_MAX_NAME_LEN == name::MAX_NAME_LEN) };
+        let meta = std::fs::metadata(&path).map_err(|e| Error::io("stat", &path, e))?;
+        let origin = JobOrigin {
+            queue: handles.queue,
+            file: (
+                std::os::unix::fs::MetadataExt::dev(&meta),
+                std::os::unix::fs::MetadataExt::ino(&meta),
+            ),
+            epoch_us: header.epoch_us,
+            group_id: header.group_id,
+        };
         let state = StateFile {
             words,
             window: header.window,
             epoch_us: header.epoch_us,
+            version: header.version,
             path,
         };
         check_marks(&state, end)?;
+        let now = Now::read(&*handles.clock, state.version, state.epoch_us);
+        state.register_boot(&now);
         Ok(WorkQueue {
             name: group.to_string(),
             queue_path: base.to_path_buf(),
@@ -643,6 +751,11 @@ impl WorkQueue {
             catalog: handles.catalog,
             options,
             me,
+            my_clock: ClockWord {
+                boot: now.boot,
+                pid_ns: pid_namespace(),
+            },
+            origin,
             clock: handles.clock,
             wake: handles.wake,
             wait: handles.wait,
@@ -675,8 +788,44 @@ impl WorkQueue {
         self.state.window
     }
 
+    /// Which group of which queue this handle's jobs come from.
+    pub fn origin(&self) -> JobOrigin {
+        self.origin
+    }
+
+    fn now(&self) -> Now {
+        Now::read(&*self.clock, self.state.version, self.state.epoch_us)
+    }
+
+    /// Now on the clock this handle's deadlines count on (version 2: this
+    /// boot's monotonic clock, in ms; version 1: wall-clock ms since the
+    /// group's epoch).
     fn now_ms(&self) -> u64 {
-        self.clock.now_micros().saturating_sub(self.state.epoch_us) / 1000
+        self.now().ms
+    }
+
+    /// How far ahead a deadline this handle cannot read on its own clock
+    /// may lie (see `lease::deadline_passed`): a lease, one visibility
+    /// timeout; a nacked job, the longest delay.
+    fn bound_ms(&self, state: JobState) -> u64 {
+        match state {
+            JobState::Delayed => MAX_TIMEOUT.as_millis() as u64,
+            _ => self.options.visibility_timeout.as_millis() as u64,
+        }
+    }
+
+    /// Refuses a ticket another group (or another queue) handed out.
+    fn check_origin(&self, t: &Ticket) -> Result<()> {
+        if t.origin == self.origin {
+            return Ok(());
+        }
+        Err(Error::InvalidArgument(format!(
+            "job {} was handed out by another work queue than {:?} of {} (another group, \
+             or another queue, or this group or queue before it was removed and created again)",
+            t.seq,
+            self.name,
+            self.queue_path.display()
+        )))
     }
 
     fn deadline_after(&self, now_ms: u64, d: Duration) -> u64 {
@@ -1025,7 +1174,11 @@ impl WorkQueue {
         if word.deliveries > 0 {
             self.state.add(W_REDELIVERED, 1);
         }
-        Some(Ticket { seq, deliveries })
+        Some(Ticket {
+            seq,
+            deliveries,
+            origin: self.origin,
+        })
     }
 
     /// Moves `seq`'s state word from `raw` to `new` (a state this process
@@ -1037,6 +1190,10 @@ impl WorkQueue {
             return false;
         }
         self.state.store(i + 1, self.me);
+        if self.state.version >= 2 {
+            self.state.store(i + 3, self.my_clock.encode());
+            self.state.register_boot(&self.now());
+        }
         self.state.store(i + 2, new);
         true
     }
@@ -1051,15 +1208,16 @@ impl WorkQueue {
         let (low, cursor) = (st.load(W_LOW), st.load(W_CURSOR));
         // A priority group claims ahead of the cursor, up to the top.
         let top = st.load(W_TOP).max(cursor);
-        let now = self.now_ms();
-        let mut alive: HashMap<u64, bool> = HashMap::new();
+        let clock_now = self.now();
+        let now = clock_now.ms;
+        let mut gone: HashMap<(u64, u32), bool> = HashMap::new();
         let mut earliest = u64::MAX;
         for seq in low..top.min(low.saturating_add(st.window)) {
             let (raw, word) = st.state_of(seq);
             // At or past the cursor, a pending job was never handed out: it
             // is a new job, not a redelivery.
             let fresh = seq >= cursor && word.state == JobState::Pending;
-            if fresh || !self.redeliverable(seq, raw, word, now, &mut alive) {
+            if fresh || !self.redeliverable(seq, raw, word, &clock_now, &mut gone) {
                 if matches!(
                     word.state,
                     JobState::Leased | JobState::Delayed | JobState::DeadLettering
@@ -1118,14 +1276,20 @@ impl WorkQueue {
         seq: u64,
         raw: u64,
         word: SlotWord,
-        now_ms: u64,
-        alive: &mut HashMap<u64, bool>,
+        now: &Now,
+        gone: &mut HashMap<(u64, u32), bool>,
     ) -> bool {
+        let passed = || {
+            let st = &self.state;
+            let load = |i: usize| st.load(i);
+            let bound = self.bound_ms(word.state);
+            lease::deadline_passed(&load, st.version, st.slot(seq), raw, &word, now, bound)
+        };
         match word.state {
             JobState::Pending => true,
-            JobState::Delayed => word.deadline_ms <= now_ms,
+            JobState::Delayed => passed(),
             JobState::Leased | JobState::DeadLettering => {
-                word.deadline_ms <= now_ms || self.owner_gone(seq, raw, alive)
+                passed() || self.owner_gone(seq, raw, gone)
             }
             _ => false,
         }
@@ -1135,19 +1299,20 @@ impl WorkQueue {
     /// trusted when the claim tag equals the state word (the owner word is
     /// then the one this claim stored); a claim in progress is left to its
     /// deadline.
-    fn owner_gone(&self, seq: u64, raw: u64, alive: &mut HashMap<u64, bool>) -> bool {
+    fn owner_gone(&self, seq: u64, raw: u64, gone: &mut HashMap<(u64, u32), bool>) -> bool {
         let i = self.state.slot(seq);
         if self.state.load(i + 2) != raw {
             return false;
         }
         let owner = self.state.load(i + 1);
-        if owner == self.me {
+        // Version 1 has no clock word: its 0 reads "our namespace".
+        let pid_ns = ClockWord::decode(self.state.load(i + 3)).pid_ns;
+        if owner == self.me && (pid_ns == 0 || pid_ns == self.my_clock.pid_ns) {
             return false;
         }
-        !*alive.entry(owner).or_insert_with(|| {
-            let pid = (owner & ((1 << 22) - 1)) as u32;
-            identity(pid) == Some(owner)
-        })
+        *gone
+            .entry((owner, pid_ns))
+            .or_insert_with(|| lease::owner_gone(owner, pid_ns))
     }
 
     /// Sends a job past `max_deliveries` to the dead-letter queue (or drops
@@ -1312,6 +1477,7 @@ impl WorkQueue {
                 MAX_TIMEOUT.as_secs()
             )));
         }
+        self.check_origin(&t)?;
         let deadline = self.deadline_after(self.now_ms(), timeout);
         let st = &self.state;
         let i = st.slot(t.seq);
@@ -1326,7 +1492,12 @@ impl WorkQueue {
             }
             .encode();
             if st.cas(i, raw, new) {
-                // The claim tag follows the word, so a scan still trusts the owner.
+                // The clock word and then the claim tag follow the word, so
+                // a scan still trusts the owner and reads the deadline on
+                // this handle's clock.
+                if st.version >= 2 {
+                    st.set_clock_boot(i, self.my_clock.boot);
+                }
                 st.store(i + 2, new);
                 return Ok(true);
             }
@@ -1341,6 +1512,7 @@ impl WorkQueue {
 
     fn finish(&self, t: Ticket, to: impl Fn(SlotWord) -> SlotWord) -> Result<bool> {
         self.check_open()?;
+        self.check_origin(&t)?;
         let st = &self.state;
         let i = st.slot(t.seq);
         let full_before = st.load(W_CURSOR) >= st.load(W_LOW).saturating_add(st.window);
@@ -1351,6 +1523,12 @@ impl WorkQueue {
             }
             let new = to(word);
             if st.cas(i, raw, new.encode()) {
+                if new.state == JobState::Delayed && st.version >= 2 {
+                    // The ready time counts on this handle's clock: say
+                    // so (clock word, then tag, as a claim does).
+                    st.set_clock_boot(i, self.my_clock.boot);
+                    st.store(i + 2, new.encode());
+                }
                 if new.state == JobState::Acked {
                     st.add(W_ACKED, 1);
                     self.advance_low();
@@ -1409,11 +1587,11 @@ impl WorkQueue {
         let st = &self.state;
         let mut info = summarize(
             &self.name,
-            st.window,
-            st.epoch_us,
+            Geometry::from(st),
             &|i| st.load(i),
             next_seq,
-            self.now_ms(),
+            &self.now(),
+            self.bound_ms(JobState::Leased),
         );
         if info.low < next_seq {
             let mut readers = lock(&self.readers);
@@ -1434,15 +1612,38 @@ fn gone_word(seq: u64, word: SlotWord, window: u64) -> u64 {
     .encode()
 }
 
-/// Counts the states of a ring read through `load` (word index → value).
-fn summarize(
-    name: &str,
+/// The header fields `summarize` needs.
+struct Geometry {
     window: u64,
     epoch_us: u64,
+    version: u64,
+}
+
+impl From<&StateFile> for Geometry {
+    fn from(st: &StateFile) -> Geometry {
+        Geometry {
+            window: st.window,
+            epoch_us: st.epoch_us,
+            version: st.version,
+        }
+    }
+}
+
+/// Counts the states of a ring read through `load` (word index → value);
+/// `bound_ms` as for `lease::deadline_passed`.
+fn summarize(
+    name: &str,
+    geometry: Geometry,
     load: &dyn Fn(usize) -> u64,
     next_seq: u64,
-    now_ms: u64,
+    now: &Now,
+    bound_ms: u64,
 ) -> WorkQueueInfo {
+    let Geometry {
+        window,
+        epoch_us,
+        version,
+    } = geometry;
     let (low, cursor) = (load(W_LOW), load(W_CURSOR));
     let top = load(W_TOP).max(cursor);
     let mut info = WorkQueueInfo {
@@ -1461,11 +1662,13 @@ fn summarize(
         ..WorkQueueInfo::default()
     };
     for seq in low..top.min(low.saturating_add(window)) {
-        let raw = load(slot_word((seq & (window - 1)) as usize));
+        let i = slot_word((seq & (window - 1)) as usize);
+        let raw = load(i);
         let word = SlotWord::for_seq(raw, seq, window);
-        match (word.state, word.deadline_ms) {
-            (JobState::Leased | JobState::DeadLettering, d) if d > now_ms => info.in_flight += 1,
-            (s, _) if !s.is_done() => info.pending += 1,
+        let passed = || lease::deadline_passed(load, version, i, raw, &word, now, bound_ms);
+        match word.state {
+            JobState::Leased | JobState::DeadLettering if !passed() => info.in_flight += 1,
+            s if !s.is_done() => info.pending += 1,
             _ => {}
         }
     }
@@ -1473,11 +1676,11 @@ fn summarize(
 }
 
 /// Every group of the queue at `base`, read without opening a handle (any
-/// process, read-only queues included). Sorted by name.
-pub fn list(base: &Path, next_seq: u64, now_us: u64) -> Result<Vec<WorkQueueInfo>> {
+/// process, read-only queues included), on `clock`. Sorted by name.
+pub fn list(base: &Path, next_seq: u64, clock: &dyn Clock) -> Result<Vec<WorkQueueInfo>> {
     let mut out = Vec::new();
     for (group, path) in state_files(base)? {
-        let Some(info) = read_info(&group, &path, next_seq, now_us)? else {
+        let Some(info) = read_info(&group, &path, next_seq, clock)? else {
             continue;
         };
         out.push(info);
@@ -1486,13 +1689,15 @@ pub fn list(base: &Path, next_seq: u64, now_us: u64) -> Result<Vec<WorkQueueInfo
     Ok(out)
 }
 
-/// One group's figures, read without opening a handle; `None` when it
-/// does not exist.
+/// One group's figures, read without opening a handle, on `clock`; `None`
+/// when it does not exist. A lease whose clock this process cannot read
+/// counts as in flight for at most [`MAX_TIMEOUT`] (the handles' visibility
+/// timeout is not known here).
 pub fn read_info(
     group: &str,
     path: &Path,
     next_seq: u64,
-    now_us: u64,
+    clock: &dyn Clock,
 ) -> Result<Option<WorkQueueInfo>> {
     let header = match read_header(path) {
         Ok(h) => h,
@@ -1509,14 +1714,19 @@ pub fn read_info(
         Err(e) => return Err(e),
     };
     let _ = group;
-    let now_ms = now_us.saturating_sub(header.epoch_us) / 1000;
+    let now = Now::read(clock, header.version, header.epoch_us);
+    let geometry = Geometry {
+        window: header.window,
+        epoch_us: header.epoch_us,
+        version: header.version,
+    };
     Ok(Some(summarize(
         &header.name,
-        header.window,
-        header.epoch_us,
+        geometry,
         &|i| map.load_u64(i * 8),
         next_seq,
-        now_ms,
+        &now,
+        MAX_TIMEOUT.as_millis() as u64,
     )))
 }
 

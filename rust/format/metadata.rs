@@ -39,6 +39,28 @@ pub struct Metadata {
     /// encrypted. Fixed when the queue is created.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encryption: Option<StoredEncryption>,
+    /// The queue's identity: 32 lowercase hex digits, random when the queue
+    /// is created, never changed afterwards (a restored copy keeps it).
+    /// Absent in metadata written before it existed: the next writer open
+    /// adds it (an encrypted queue's `encryption.queue_id`, else a new
+    /// random one). Jobs of work queues carry it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_id: Option<String>,
+}
+
+impl Metadata {
+    /// The queue's id as far as this metadata tells it: `queue_id`, else an
+    /// encrypted queue's `encryption.queue_id`.
+    pub fn effective_queue_id(&self) -> Option<&str> {
+        self.queue_id
+            .as_deref()
+            .or(self.encryption.as_ref().map(|e| e.queue_id.as_str()))
+    }
+}
+
+/// Whether `id` is a well-formed `queue_id`: 32 lowercase hex digits.
+pub fn is_queue_id(id: &str) -> bool {
+    id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// `"encryption"` in `metadata.json`: what an open checks a key against.

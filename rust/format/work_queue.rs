@@ -3,10 +3,10 @@
 //! queues") is the byte-level contract.
 //!
 //! ```text
-//!      0..4096  header: immutable part (magic, version, window, epoch, name,
-//!               CRC-64), then the shared words (low-water mark, dispatch
-//!               cursor, counters)
-//!   4096..      window × 32-byte slots: state word, owner, claim tag, zero
+//!      0..4096  header: immutable part (magic, version, window, epoch,
+//!               group id, name, CRC-64), then the shared words (low-water
+//!               mark, dispatch cursor, counters, the boot table)
+//!   4096..      window × 32-byte slots: state word, owner, claim tag, clock word
 //! ```
 //!
 //! Every field is a little-endian `u64`; the shared ones are read and written
@@ -17,8 +17,12 @@ use super::le_u64;
 
 /// First eight bytes of a state file.
 pub const WQ_MAGIC: [u8; 8] = *b"LMQWORKQ";
-/// Version of the state-file layout.
-pub const WQ_VERSION: u64 = 1;
+/// Version of the state-file layout new groups get: 2 (monotonic deadlines,
+/// the clock word, the group id and the boot table).
+pub const WQ_VERSION: u64 = 2;
+/// Oldest version still read (and written, with its own rules): 1, whose
+/// deadlines count wall-clock milliseconds from the epoch.
+pub const WQ_OLDEST_VERSION: u64 = 1;
 /// Bytes of the header; the slots follow.
 pub const WQ_HEADER_LEN: usize = 4096;
 /// Bytes of one slot.
@@ -36,6 +40,8 @@ const WINDOW_AT: usize = 16;
 const EPOCH_AT: usize = 24;
 const NAME_LEN_AT: usize = 32;
 const CRC_AT: usize = 40;
+/// Version 2: the group's random id (zero in version 1).
+const GROUP_ID_AT: usize = 48;
 const NAME_AT: usize = 64;
 
 /// Word (offset / 8) of the low-water mark (byte 192).
@@ -62,6 +68,16 @@ pub const W_TOP: usize = 32;
 /// they were past the queue's end when a handle opened the group (byte 264).
 pub const W_REWOUND: usize = 33;
 
+/// Version 2: word of the boot-table cursor (byte 2040): boots register
+/// in entry `cursor mod BOOT_ENTRIES`, round robin.
+pub const W_BOOT_NEXT: usize = 255;
+/// Version 2: word of the first boot-table entry (byte 2048). Entry `e` is
+/// words `W_BOOTS + 2e` (the boot key, 0 when free) and `+ 1` (wall-clock
+/// ms since the Unix epoch at that boot's monotonic zero).
+pub const W_BOOTS: usize = 256;
+/// Version 2: entries in the boot table (bytes 2048..2560).
+pub const BOOT_ENTRIES: usize = 32;
+
 /// Word index of slot `i`'s first word.
 pub fn slot_word(i: usize) -> usize {
     (WQ_HEADER_LEN + i * WQ_SLOT_LEN) / 8
@@ -75,17 +91,25 @@ pub fn file_len(window: u64) -> u64 {
 /// The immutable part of a header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WqHeader {
+    /// Layout version: [`WQ_VERSION`] for a new group, 1 for an older one.
+    pub version: u64,
     /// Slots in the ring (a power of two).
     pub window: u64,
-    /// When the group was created, µs since the Unix epoch; deadlines count
-    /// milliseconds from here.
+    /// When the group was created, µs since the Unix epoch (version 1:
+    /// deadlines count milliseconds from here).
     pub epoch_us: u64,
+    /// Version 2: a random id drawn when the group was created (never 0),
+    /// so that a group removed and created again under its name is another
+    /// group. 0 in version 1.
+    pub group_id: u64,
     /// The group's name.
     pub name: String,
 }
 
-fn crc_of(b: &[u8]) -> u64 {
-    crc64(&[&b[..CRC_AT], &b[NAME_AT..NAME_AT + WQ_MAX_NAME_LEN]])
+fn crc_of(b: &[u8], version: u64) -> u64 {
+    // Version 2 covers the group id too (bytes 48..64 were zero, unchecked).
+    let from = if version >= 2 { GROUP_ID_AT } else { NAME_AT };
+    crc64(&[&b[..CRC_AT], &b[from..NAME_AT + WQ_MAX_NAME_LEN]])
 }
 
 /// The whole header page of a new state file whose low-water mark and
@@ -93,12 +117,15 @@ fn crc_of(b: &[u8]) -> u64 {
 pub fn encode_header(h: &WqHeader, start: u64) -> Vec<u8> {
     let mut b = vec![0u8; WQ_HEADER_LEN];
     b[0..8].copy_from_slice(&WQ_MAGIC);
-    b[VERSION_AT..VERSION_AT + 8].copy_from_slice(&WQ_VERSION.to_le_bytes());
+    b[VERSION_AT..VERSION_AT + 8].copy_from_slice(&h.version.to_le_bytes());
     b[WINDOW_AT..WINDOW_AT + 8].copy_from_slice(&h.window.to_le_bytes());
     b[EPOCH_AT..EPOCH_AT + 8].copy_from_slice(&h.epoch_us.to_le_bytes());
     b[NAME_LEN_AT..NAME_LEN_AT + 8].copy_from_slice(&(h.name.len() as u64).to_le_bytes());
+    if h.version >= 2 {
+        b[GROUP_ID_AT..GROUP_ID_AT + 8].copy_from_slice(&h.group_id.to_le_bytes());
+    }
     b[NAME_AT..NAME_AT + h.name.len()].copy_from_slice(h.name.as_bytes());
-    let crc = crc_of(&b);
+    let crc = crc_of(&b, h.version);
     b[CRC_AT..CRC_AT + 8].copy_from_slice(&crc.to_le_bytes());
     for w in [W_LOW, W_CURSOR] {
         b[w * 8..w * 8 + 8].copy_from_slice(&start.to_le_bytes());
@@ -116,14 +143,14 @@ pub fn decode_header(b: &[u8]) -> Result<WqHeader, (usize, String)> {
         return Err((0, format!("magic {:02X?}", &b[0..8])));
     }
     let version = le_u64(b, VERSION_AT).unwrap_or(0);
-    if version != WQ_VERSION {
+    if !(WQ_OLDEST_VERSION..=WQ_VERSION).contains(&version) {
         return Err((
             VERSION_AT,
-            format!("version {version}, expected {WQ_VERSION}"),
+            format!("version {version}, expected {WQ_OLDEST_VERSION} to {WQ_VERSION}"),
         ));
     }
     let crc = le_u64(b, CRC_AT).unwrap_or(0);
-    if crc != crc_of(b) {
+    if crc != crc_of(b, version) {
         return Err((CRC_AT, "header CRC mismatch".to_string()));
     }
     let window = le_u64(b, WINDOW_AT).unwrap_or(0);
@@ -137,9 +164,16 @@ pub fn decode_header(b: &[u8]) -> Result<WqHeader, (usize, String)> {
     let name = std::str::from_utf8(&b[NAME_AT..NAME_AT + name_len])
         .map_err(|_| (NAME_AT, "name is not UTF-8".to_string()))?
         .to_string();
+    let group_id = if version >= 2 {
+        le_u64(b, GROUP_ID_AT).unwrap_or(0)
+    } else {
+        0
+    };
     Ok(WqHeader {
+        version,
         window,
         epoch_us: le_u64(b, EPOCH_AT).unwrap_or(0),
+        group_id,
         name,
     })
 }
@@ -210,8 +244,42 @@ impl JobState {
 /// Bits of the lap tag: which pass of the ring a slot's word describes.
 pub const LAP_BITS: u32 = 12;
 const LAP_MASK: u64 = (1 << LAP_BITS) - 1;
-/// Largest deadline, in ms since the epoch (40 bits: about 34 years).
+/// Largest deadline (40 bits of ms: about 34 years of a boot's uptime in
+/// version 2, of the group's life in version 1).
 pub const MAX_DEADLINE_MS: u64 = (1 << 40) - 1;
+
+/// Version 2: a slot's fourth word, the *clock word*: which boot's
+/// monotonic clock the deadline in the state word counts on, and the pid
+/// namespace of the owner. Written before the claim tag, so it is trusted
+/// only while the tag equals the state word. 0 (never written, or a
+/// version-1 file) means "unknown": the reader's own boot and namespace.
+///
+/// ```text
+/// bits  0..32  pid namespace of the owner (inode of /proc/<pid>/ns/pid)
+/// bits 32..64  boot key of the deadline's clock (see clock::system_boot_key)
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ClockWord {
+    /// Boot key of the clock the deadline counts on (0: unknown).
+    pub boot: u32,
+    /// Pid namespace the owner's identity was taken in (0: unknown).
+    pub pid_ns: u32,
+}
+
+impl ClockWord {
+    /// Encodes the word.
+    pub fn encode(self) -> u64 {
+        (u64::from(self.boot) << 32) | u64::from(self.pid_ns)
+    }
+
+    /// Decodes a word.
+    pub fn decode(w: u64) -> ClockWord {
+        ClockWord {
+            boot: (w >> 32) as u32,
+            pid_ns: w as u32,
+        }
+    }
+}
 
 /// One slot's state word, decoded.
 ///
@@ -219,7 +287,8 @@ pub const MAX_DEADLINE_MS: u64 = (1 << 40) - 1;
 /// bits  0..12  lap tag: (seq / window) mod 4096
 /// bits 12..16  state (JobState)
 /// bits 16..24  deliveries (handouts so far, 0..=255)
-/// bits 24..64  deadline: ms since the header's epoch
+/// bits 24..64  deadline, ms: version 2 on the monotonic clock of the boot
+///              the clock word names; version 1 since the header's epoch
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SlotWord {
@@ -229,7 +298,7 @@ pub struct SlotWord {
     pub state: JobState,
     /// Handouts so far.
     pub deliveries: u8,
-    /// Lease end (or when a nacked job is ready), ms since the epoch.
+    /// Lease end (or when a nacked job is ready), ms (see the layout above).
     pub deadline_ms: u64,
 }
 
@@ -298,17 +367,46 @@ mod tests {
     #[test]
     fn a_header_round_trips_and_damage_is_named() {
         let h = WqHeader {
+            version: WQ_VERSION,
             window: 1024,
             epoch_us: 1_700_000_000_000_000,
+            group_id: 0x0123_4567_89ab_cdef,
             name: "thumbnails".into(),
         };
         let mut b = encode_header(&h, 42);
         assert_eq!(&b[0..8], b"LMQWORKQ");
         assert_eq!(le_u64(&b, W_LOW * 8), Some(42));
         assert_eq!(le_u64(&b, W_CURSOR * 8), Some(42));
+        assert_eq!(le_u64(&b, GROUP_ID_AT), Some(h.group_id));
         assert_eq!(decode_header(&b).unwrap(), h);
+        b[GROUP_ID_AT] ^= 1;
+        assert_eq!(
+            decode_header(&b).unwrap_err().0,
+            CRC_AT,
+            "the id is checked"
+        );
+        b[GROUP_ID_AT] ^= 1;
         b[NAME_AT] ^= 1;
         assert_eq!(decode_header(&b).unwrap_err().0, CRC_AT);
+        // Version 1: no group id, the CRC skips bytes 40..64.
+        let v1 = WqHeader {
+            version: 1,
+            group_id: 0,
+            ..h
+        };
+        let mut b = encode_header(&v1, 0);
+        assert_eq!(decode_header(&b).unwrap(), v1);
+        b[GROUP_ID_AT] = 7;
+        assert_eq!(decode_header(&b).unwrap(), v1, "unchecked in version 1");
+        let mut b = encode_header(&WqHeader { version: 3, ..v1 }, 0);
+        assert_eq!(decode_header(&b).unwrap_err().0, VERSION_AT);
+        b[VERSION_AT] = 0;
+        assert_eq!(decode_header(&b).unwrap_err().0, VERSION_AT);
+        let c = ClockWord {
+            boot: 0xdead_beef,
+            pid_ns: 4_026_531_836,
+        };
+        assert_eq!(ClockWord::decode(c.encode()), c);
     }
 
     #[test]

@@ -962,6 +962,18 @@ impl Queue {
         &self.path
     }
 
+    /// The queue's id: 32 lowercase hex digits (``queue_id`` in
+    /// metadata.json), drawn when the queue was created and kept for good,
+    /// by copies and restores too. None only for a read-only handle of a
+    /// queue no writer of this version has opened yet.
+    ///
+    /// >>> len(q.queue_id)
+    /// 32
+    #[getter]
+    fn queue_id(&self) -> PyResult<Option<String>> {
+        Ok(self.queue()?.queue_id())
+    }
+
     /// Whether the queue was opened with read_only=True.
     #[getter]
     fn read_only(&self) -> bool {

@@ -139,14 +139,23 @@ impl WorkQueue {
             .ok_or_else(errors::closed)
     }
 
+    /// The ticket of `job`, if this group of this queue handed it out: the
+    /// job carries the queue's id and the group's (not a path, which may
+    /// name another queue by now).
     fn ticket(&self, job: &Bound<'_, PyAny>) -> PyResult<Ticket> {
         let job = job
             .cast::<Job>()
             .map_err(|_| PyTypeError::new_err("expected a litemq.Job from WorkQueue.get()"))?
             .get();
-        if job.group != self.name || job.path != self.path {
+        let origin = self.engine()?.origin();
+        if job.group != self.name || job.ticket.origin != origin {
+            let when = if job.group == self.name && job.path == self.path {
+                " (before the queue or the group was removed and created again)"
+            } else {
+                ""
+            };
             return Err(PyValueError::new_err(format!(
-                "job {} was handed out by work queue {:?} of {:?}, not {:?} of {:?}",
+                "job {} was handed out by work queue {:?} of {:?}{when}, not {:?} of {:?}",
                 job.ticket.seq, job.group, job.path, self.name, self.path
             )));
         }

@@ -8,4 +8,5 @@ pub mod fsutil;
 pub mod layout;
 pub mod lock;
 pub mod mapped;
+pub mod process;
 pub mod wake;

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::storage::mapped::WordFile;
+use crate::storage::process::{identity, is_alive, pid_of};
 
 pub const APPEND_LOCK_FILE: &str = "append.lock";
 
@@ -41,8 +42,6 @@ const W_NEXT_SEQ: usize = 6;
 const W_LAST_TS: usize = 7;
 const W_KEY_GEN: usize = 8;
 const W_TAKEOVERS: usize = 9;
-
-const PID_BITS: u32 = 22; // Linux's PID_MAX_LIMIT is 2^22
 
 /// Where the last holder left the queue's tail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -161,7 +160,7 @@ impl AppendLock {
                     self.w(W_TAKEOVERS).fetch_add(1, Ordering::Relaxed);
                     return Ok(Acquired {
                         tail: self.read_tail(),
-                        took_over_from: Some((cur & ((1 << PID_BITS) - 1)) as u32),
+                        took_over_from: Some(pid_of(cur)),
                     });
                 }
             }
@@ -212,53 +211,10 @@ impl AppendLock {
     }
 }
 
-/// A process's lock identity: `start_time << 22 | pid`, where the start
-/// time is field 22 of `/proc/<pid>/stat` (clock ticks since boot). Never 0.
-pub fn identity(pid: u32) -> Option<u64> {
-    let (start, state) = proc_stat(pid)?;
-    if state == 'Z' || state == 'X' {
-        return None;
-    }
-    Some((start << PID_BITS) | u64::from(pid))
-}
-
-/// Whether the process a lock word names still runs (a zombie does not).
-fn is_alive(word: u64) -> bool {
-    let pid = (word & ((1 << PID_BITS) - 1)) as u32;
-    identity(pid).is_some_and(|now| now == word)
-}
-
-/// `(start time, state)` of a process, from `/proc/<pid>/stat`.
-fn proc_stat(pid: u32) -> Option<(u64, char)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may hold spaces and parentheses: the
-    // fields after it follow the last ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_ascii_whitespace();
-    let state = fields.next()?.chars().next()?;
-    // Field 3 is the state; the start time is field 22.
-    let start = fields.nth(18)?.parse::<u64>().ok()?;
-    Some((start & ((1 << (64 - PID_BITS)) - 1), state))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn identity_names_this_process_and_a_dead_one_is_not_alive() {
-        let me = identity(std::process::id()).unwrap();
-        assert!(is_alive(me));
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let pid = child.id();
-        // Running or a zombie, the child's /proc entry lasts until it is reaped.
-        let (start, _) = proc_stat(pid).unwrap();
-        let word = (start << PID_BITS) | u64::from(pid);
-        child.wait().unwrap();
-        assert!(!is_alive(word));
-        // Same pid, different start time: not the holder.
-        assert!(!is_alive(me + (1 << PID_BITS)));
-    }
+    use crate::storage::process::{proc_stat, PID_BITS};
 
     #[test]
     fn lock_taken_over_from_a_dead_holder() {

@@ -98,7 +98,7 @@ def test_restore_keeps_the_archived_metadata_options_and_queue_id(
     archived: tuple[Path, Path, list[dict[str, Any]]], tmp_path: Path
 ) -> None:
     _q, dest, _rows = archived
-    # An archive whose metadata.json carries a queue_id (added in parallel elsewhere).
+    # An archive whose metadata.json carries a queue_id.
     meta = json.loads((dest / "metadata.json").read_text())
     meta["queue_id"] = "0123456789abcdef0123456789abcdef"
     raw = json.dumps(meta).encode()
@@ -114,6 +114,10 @@ def test_restore_keeps_the_archived_metadata_options_and_queue_id(
     assert got["queue_id"] == meta["queue_id"]
     assert got["options"] == meta["options"]
     assert got["clean_shutdown"] is False  # recovery runs at the first open
+    # The restored queue is the archived one: its first writer keeps the id.
+    with litemq.Queue(target) as q:
+        assert q.queue_id == meta["queue_id"]
+    assert json.loads((target / "metadata.json").read_text())["queue_id"] == meta["queue_id"]
 
 
 def test_restore_refuses_a_damaged_archived_file_and_names_it(

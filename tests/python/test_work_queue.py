@@ -251,6 +251,116 @@ def test_options_are_checked(queue: litemq.Queue, qpath: Path) -> None:
             namesake.ack(job)
 
 
+def _metadata(path: Path) -> dict[str, object]:
+    return json.loads((path / "metadata.json").read_text())
+
+
+def _set_metadata(path: Path, **changes: object) -> None:
+    meta = _metadata(path)
+    for k, v in changes.items():
+        if v is None:
+            meta.pop(k, None)
+        else:
+            meta[k] = v
+    (path / "metadata.json").write_text(json.dumps(meta))
+
+
+def test_a_queue_has_a_random_id_kept_for_good(tmp_path: Path) -> None:
+    """Issue 30, item 8: ``queue_id`` in metadata.json, 32 lowercase hex
+    digits, random at creation, kept by every later open (and when a restore
+    wrote it before the first open); an older queue gets one at its next
+    writer open (an encrypted one keeps its encryption id)."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    with litemq.Queue(a, file_size=SMALL_FILE) as qa, litemq.Queue(b, file_size=SMALL_FILE) as qb:
+        ida, idb = qa.queue_id, qb.queue_id
+    assert ida is not None
+    assert idb is not None
+    assert len(ida) == 32
+    assert set(ida) <= set("0123456789abcdef")
+    assert ida != idb
+    assert _metadata(a)["queue_id"] == ida
+    with litemq.Queue(a) as q:
+        assert q.queue_id == ida
+    with litemq.Queue(a, read_only=True) as q:
+        assert q.queue_id == ida
+    # A restore writes the id of the queue it restores before the first open.
+    restored = "0123456789abcdef0123456789abcdef"
+    _set_metadata(b, queue_id=restored)
+    with litemq.Queue(b) as q:
+        assert q.queue_id == restored
+    assert _metadata(b)["queue_id"] == restored
+    # A queue written before queue ids: read-only handles know none, the
+    # next writer draws one and keeps it.
+    _set_metadata(a, queue_id=None)
+    with litemq.Queue(a, read_only=True) as q:
+        assert q.queue_id is None
+    with litemq.Queue(a) as q:
+        new = q.queue_id
+    assert new is not None
+    assert new != ida
+    with litemq.Queue(a) as q:
+        assert q.queue_id == new
+    # An encrypted queue's id is the one its records are sealed with.
+    key = bytes(range(32))
+    sealed = tmp_path / "sealed"
+    with litemq.Queue(sealed, file_size=SMALL_FILE, encryption_key=key) as q:
+        sealed_id = q.queue_id
+    enc = _metadata(sealed)["encryption"]
+    assert isinstance(enc, dict)
+    assert sealed_id == enc["queue_id"]
+    _set_metadata(sealed, queue_id=None)
+    with litemq.Queue(sealed, encryption_key=key, read_only=True) as q:
+        assert q.queue_id == sealed_id
+    with litemq.Queue(sealed, encryption_key=key) as q:
+        assert q.queue_id == sealed_id
+    assert _metadata(sealed)["queue_id"] == sealed_id
+    _set_metadata(b, queue_id="NOT-HEX")
+    with pytest.raises(litemq.CorruptedError, match="queue_id"):
+        litemq.Queue(b)
+
+
+def test_a_job_of_a_queue_deleted_and_created_again_at_its_path_is_refused(
+    tmp_path: Path,
+) -> None:
+    """Issue 30, item 8: a job carries its queue's id and its group's, not a
+    path: the queue at that path (or the group of that name) may be another
+    one by the time the job is acked."""
+    qpath = tmp_path / "q"
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        fill(q, 2)
+        old = q.work_queue("y").get(timeout=1)
+    assert old is not None
+    shutil.rmtree(qpath)
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        fill(q, 2)
+        wq = q.work_queue("y")
+        mine = wq.get(timeout=1)
+        assert mine is not None
+        assert (mine.id, mine.deliveries) == (old.id, old.deliveries)
+        with pytest.raises(ValueError, match="handed out by work queue"):
+            wq.ack(old)
+        with pytest.raises(ValueError, match="handed out by work queue"):
+            wq.nack(old)
+        with pytest.raises(ValueError, match="handed out by work queue"):
+            wq.extend(old)
+        assert wq.stats()["in_flight"] == 1, "this queue's job 0 is still leased"
+        # The group removed and created again: another group.
+        wq.close()
+        assert q.remove_work_queue("y")
+        again = q.work_queue("y")
+        job = again.get(timeout=1)
+        assert job is not None
+        assert (job.id, job.deliveries) == (mine.id, 1)
+        with pytest.raises(ValueError, match="handed out by work queue"):
+            again.ack(mine)
+        # The same queue through another path (a symlink): the same queue.
+        link = tmp_path / "link"
+        link.symlink_to(qpath)
+        with litemq.Queue(link, read_only=True) as via_link:
+            assert via_link.queue_id == q.queue_id
+            assert via_link.work_queue("y").ack(job) is True
+
+
 def test_state_persists_across_handles_and_the_group_is_listed(
     qpath: Path,
 ) -> None:
@@ -658,6 +768,71 @@ def test_a_dead_workers_job_comes_back_within_the_visibility_timeout(qpath: Path
         assert job is not None
         assert (job.id, job.deliveries) == (0, 2)
         assert elapsed < vis, f"found by the owner's death, not the deadline ({elapsed:.2f} s)"
+
+
+def _can_unshare() -> bool:
+    try:
+        return (
+            subprocess.run(
+                ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "true"],
+                capture_output=True,
+                timeout=30,
+                check=False,
+            ).returncode
+            == 0
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@pytest.mark.skipif(not _can_unshare(), reason="needs unprivileged pid namespaces (unshare)")
+def test_a_worker_in_another_pid_namespace_keeps_its_lease(qpath: Path) -> None:
+    """Issue 30, item 10: a worker in another pid namespace (two containers
+    sharing a volume) holds its job until the visibility deadline: its pid
+    means nothing here, so it is not taken for dead."""
+    vis = 2.0
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        fill(q, 1)
+        wq = q.work_queue("jobs", visibility_timeout=vis)
+        grab = subprocess.Popen(
+            [
+                "unshare",
+                "--user",
+                "--map-root-user",
+                "--pid",
+                "--fork",
+                "--mount-proc",
+                "--kill-child",
+                sys.executable,
+                "-c",
+                "import litemq, os, sys, time\n"
+                "q = litemq.Queue(sys.argv[1], read_only=True)\n"
+                "job = q.work_queue('jobs', visibility_timeout=float(sys.argv[2])).get(timeout=10)\n"
+                "print(job.id, os.getpid(), flush=True)\n"
+                "time.sleep(60)\n",
+                str(qpath),
+                str(vis),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert grab.stdout is not None
+            job_id, pid = grab.stdout.readline().split()
+            assert job_id == "0"
+            assert int(pid) != grab.pid, "the worker runs in a pid namespace of its own"
+            leased = time.monotonic()
+            assert wq.get(timeout=0.5) is None, "leased to a live worker elsewhere"
+            job = wq.get(timeout=vis + 5)
+            waited = time.monotonic() - leased
+        finally:
+            grab.kill()
+            grab.wait()
+            if grab.stdout is not None:
+                grab.stdout.close()
+        assert job is not None
+        assert (job.id, job.deliveries) == (0, 2), "back at the visibility deadline"
+        assert waited >= 0.5
 
 
 def test_an_idle_get_sleeps_instead_of_spinning(qpath: Path) -> None:

@@ -440,8 +440,10 @@ fn disk_full_work_queue_child() {
     std::fs::create_dir_all(&wq_dir).unwrap();
     let path = wq_dir.join("o4.wq"); // base32 of "w"
     let header = WqHeader {
+        version: 1,
         window: WQ_WINDOW,
         epoch_us: 1_700_000_000_000_000,
+        group_id: 0,
         name: "w".into(),
     };
     std::fs::write(&path, encode_header(&header, 0)).unwrap();

@@ -18,11 +18,13 @@
 //!
 //! The generator is deterministic: one thread, a `ManualClock` set before each
 //! append, a flush after each append so the I/O thread stamps it at that
-//! time. Three things depend on the process and are normalised: `.lock` (it
+//! time. Four things depend on the process or on chance and are normalised: `.lock` (it
 //! holds the writer's pid and no data; a writer recreates it) and `wake.ctl`
 //! (the wake-up word: a count of wake-ups and of waiting followers, no data;
-//! a writer recreates it) are not kept, and `writer_pid` in `metadata.json`
-//! is set to 0.
+//! a writer recreates it) are not kept, `writer_pid` in `metadata.json`
+//! is set to 0, and its `queue_id` (drawn at random when the queue is
+//! created) is left out: the fixture reads as a queue written before queue
+//! ids, to which a writer's open adds one.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -343,6 +345,7 @@ fn generate(dir: &Path, key: Option<[u8; 32]>) -> Value {
     let mut meta: Value = serde_json::from_slice(&std::fs::read(&meta_path).unwrap()).unwrap();
     let format_version = meta["format_version"].as_u64().unwrap();
     meta["writer_pid"] = json!(0);
+    meta.as_object_mut().unwrap().remove("queue_id");
     let mut text = serde_json::to_string_pretty(&meta).unwrap();
     text.push('\n');
     std::fs::write(&meta_path, text).unwrap();
@@ -551,6 +554,7 @@ fn generate_batched(dir: &Path) -> Value {
     let meta_path = dir.join("metadata.json");
     let mut meta: Value = serde_json::from_slice(&std::fs::read(&meta_path).unwrap()).unwrap();
     meta["writer_pid"] = json!(0);
+    meta.as_object_mut().unwrap().remove("queue_id");
     let mut text = serde_json::to_string_pretty(&meta).unwrap();
     text.push('\n');
     std::fs::write(&meta_path, text).unwrap();

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use common::*;
 use litemq::format::work_queue::{
-    slot_word, JobState, SlotWord, WQ_HEADER_LEN, WQ_SLOT_LEN, W_CURSOR, W_LOW,
+    slot_word, JobState, SlotWord, WQ_HEADER_LEN, WQ_SLOT_LEN, W_BOOTS, W_BOOT_NEXT, W_CURSOR,
+    W_LOW,
 };
 use litemq::{Queue, WorkQueueOptions};
 
@@ -82,13 +83,28 @@ fn a_new_group_has_the_documented_bytes() {
     let bytes = std::fs::read(&path).unwrap();
     assert_eq!(bytes.len(), WQ_HEADER_LEN + 64 * WQ_SLOT_LEN);
     assert_eq!(&bytes[0..8], b"LMQWORKQ");
-    assert_eq!(&bytes[8..16], &1u64.to_le_bytes(), "version");
+    assert_eq!(&bytes[8..16], &2u64.to_le_bytes(), "version");
     assert_eq!(&bytes[16..24], &64u64.to_le_bytes(), "window");
     assert_eq!(&bytes[24..32], &T0.to_le_bytes(), "epoch");
     assert_eq!(&bytes[32..40], &10u64.to_le_bytes(), "name length");
+    assert_ne!(&bytes[48..56], &[0; 8], "a random group id");
+    assert_eq!(&bytes[56..64], &[0; 8]);
     assert_eq!(&bytes[64..74], b"thumbnails");
     assert_eq!(read_word(&path, W_LOW), 0);
     assert_eq!(read_word(&path, W_CURSOR), 0);
+    // The boot table: this handle's boot (the manual clock's) and the wall
+    // time of its monotonic zero, in ms.
+    assert_eq!(read_word(&path, W_BOOT_NEXT), 1);
+    assert_eq!(
+        read_word(&path, W_BOOTS),
+        u64::from(litemq::ManualClock::BOOT)
+    );
+    assert_eq!(read_word(&path, W_BOOTS + 1), T0 / 1000);
+    assert!(
+        bytes[264..2040].iter().all(|&b| b == 0)
+            && bytes[2064..WQ_HEADER_LEN].iter().all(|&b| b == 0),
+        "the rest of the header is zero"
+    );
     assert!(
         bytes[WQ_HEADER_LEN..].iter().all(|&b| b == 0),
         "slots start zero"
@@ -798,25 +814,54 @@ fn state_ahead_of_its_data(
     has: u64,
     work: impl FnOnce(&litemq::WorkQueue),
 ) -> (tempfile::TempDir, Queue) {
-    let before = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kept = tempfile::tempdir().unwrap();
     {
-        let q = small(before.path()).clock(clock_at(T0)).open().unwrap();
-        fill(&q, had);
+        let q = small(dir.path()).clock(clock_at(T0)).open().unwrap();
+        fill(&q, has);
+        q.close().unwrap();
+    }
+    // What the disk keeps of the data: the queue at `has` messages.
+    copy_tree(dir.path(), kept.path());
+    {
+        let q = small(dir.path()).clock(clock_at(T0)).open().unwrap();
+        let app = q.appender().unwrap();
+        for i in has..had {
+            app.append(&payload(i)).unwrap();
+        }
+        app.flush().unwrap();
         work(&q.work_queue("w", options(16)).unwrap());
     }
-    let dir = tempfile::tempdir().unwrap();
+    // The machine crash: the data's tail is lost, the state file (the same
+    // file, the same group) is kept.
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().unwrap() == "workqueues" {
+            continue;
+        }
+        if path.is_dir() {
+            std::fs::remove_dir_all(&path).unwrap();
+        } else {
+            std::fs::remove_file(&path).unwrap();
+        }
+    }
+    copy_tree(kept.path(), dir.path());
     let q = small(dir.path()).clock(clock_at(T0)).open().unwrap();
-    fill(&q, has);
-    std::fs::create_dir(dir.path().join("workqueues")).unwrap();
-    let from = state_file(before.path());
-    std::fs::copy(
-        &from,
-        dir.path()
-            .join("workqueues")
-            .join(from.file_name().unwrap()),
-    )
-    .unwrap();
     (dir, q)
+}
+
+/// Copies the tree at `from` into `to`.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let dest = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_tree(&path, &dest);
+        } else {
+            std::fs::copy(&path, &dest).unwrap();
+        }
+    }
 }
 
 fn append_more(q: &Queue, n: u64) {
@@ -927,4 +972,243 @@ fn a_group_cannot_start_past_the_queues_end() {
     let wq = q.work_queue("at-end", at(3)).unwrap();
     fill(&q, 1);
     assert_eq!(get_now(&wq).unwrap().ticket.seq, 3);
+}
+
+/// Issue 30, item 8: a ticket names the group and the queue that handed it
+/// out, not only a sequence: another queue's, or a removed group's, is refused.
+#[test]
+fn a_ticket_of_another_queue_or_of_a_group_created_again_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = small(&dir.path().join("a"))
+        .clock(clock_at(T0))
+        .open()
+        .unwrap();
+    let b = small(&dir.path().join("b"))
+        .clock(clock_at(T0))
+        .open()
+        .unwrap();
+    fill(&a, 2);
+    fill(&b, 2);
+    let wa = a.work_queue("w", options(16)).unwrap();
+    let wb = b.work_queue("w", options(16)).unwrap();
+    let ja = get_now(&wa).unwrap();
+    let jb = get_now(&wb).unwrap();
+    assert_eq!((ja.ticket.seq, ja.ticket.deliveries), (0, 1));
+    assert_eq!((jb.ticket.seq, jb.ticket.deliveries), (0, 1));
+    for r in [
+        wb.ack(ja.ticket),
+        wb.nack(ja.ticket, Duration::ZERO),
+        wb.extend(ja.ticket, Duration::from_secs(1)),
+    ] {
+        assert!(
+            matches!(r, Err(litemq::Error::InvalidArgument(_))),
+            "a job of queue a on queue b: {r:?}"
+        );
+    }
+    assert_eq!(wb.info(2).in_flight, 1, "b's own job 0 is still leased");
+    // Another handle of the same group takes it.
+    let wa2 = a.work_queue("w", options(16)).unwrap();
+    assert!(wa2.extend(ja.ticket, Duration::from_secs(5)).unwrap());
+    // The group removed and created again: the old job is not its job.
+    drop((wa, wa2));
+    assert!(a.remove_work_queue("w").unwrap());
+    let again = a.work_queue("w", options(16)).unwrap();
+    let j0 = get_now(&again).unwrap();
+    assert_eq!((j0.ticket.seq, j0.ticket.deliveries), (0, 1));
+    assert!(matches!(
+        again.ack(ja.ticket),
+        Err(litemq::Error::InvalidArgument(_))
+    ));
+    assert!(again.ack(j0.ticket).unwrap());
+}
+
+/// Issue 30, item 9: a group created under an early-boot clock (1970), then
+/// the clock set to the present: a lease still holds (it used to be already
+/// expired, so every get handed out the same job).
+#[test]
+fn a_large_forward_clock_step_after_creation_does_not_end_every_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock_at(5_000_000); // five seconds after the Unix epoch
+    let q = small(dir.path()).clock(clock.clone()).open().unwrap();
+    fill(&q, 2);
+    let wq = q.work_queue("w", options(16)).unwrap();
+    clock.set(T0); // NTP steps the clock by 57 years
+    let first = get_now(&wq).unwrap();
+    std::thread::sleep(Duration::from_millis(30)); // a scan is due
+    let second = get_now(&wq).unwrap();
+    assert_eq!(
+        (
+            first.ticket.seq,
+            second.ticket.seq,
+            second.ticket.deliveries
+        ),
+        (0, 1, 1)
+    );
+    std::thread::sleep(Duration::from_millis(30));
+    assert!(get_now(&wq).is_none(), "both jobs are leased");
+    assert_eq!(wq.info(2).in_flight, 2);
+    clock.advance(Duration::from_secs(10));
+    std::thread::sleep(Duration::from_millis(30));
+    let back = get_now(&wq).unwrap();
+    assert_eq!((back.ticket.seq, back.ticket.deliveries), (0, 2));
+}
+
+/// Issue 30, item 9: steps of the wall clock, back or forward, neither
+/// stretch nor cut a lease or a nack's delay: they run on the monotonic
+/// clock.
+#[test]
+fn wall_clock_steps_neither_stretch_nor_cut_a_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock_at(T0);
+    let q = small(dir.path()).clock(clock.clone()).open().unwrap();
+    fill(&q, 3);
+    let half = WorkQueueOptions {
+        visibility_timeout: Duration::from_millis(500),
+        ..options(16)
+    };
+    let wq = q.work_queue("w", half).unwrap();
+    clock.advance(Duration::from_secs(7200));
+    let job = get_now(&wq).unwrap();
+    assert_eq!(job.ticket.seq, 0);
+    // An hour back: the 0.5 s lease still ends 0.5 s later.
+    clock.set(T0 + 3_600_000_000);
+    clock.advance(Duration::from_millis(600));
+    std::thread::sleep(Duration::from_millis(30));
+    let back = get_now(&wq).unwrap();
+    assert_eq!((back.ticket.seq, back.ticket.deliveries), (0, 2));
+    // An hour forward: the lease does not end at once.
+    clock.set(T0 + 3 * 3_600_000_000);
+    std::thread::sleep(Duration::from_millis(30));
+    let next = get_now(&wq).unwrap();
+    assert_eq!(next.ticket.seq, 1, "job 0's second lease holds");
+    // A nack's delay: the same, on the monotonic clock.
+    assert!(wq.nack(next.ticket, Duration::from_millis(400)).unwrap());
+    clock.set(T0);
+    clock.advance(Duration::from_millis(300));
+    std::thread::sleep(Duration::from_millis(30));
+    let third = get_now(&wq).unwrap();
+    assert_eq!(third.ticket.seq, 2, "job 1 is not ready yet");
+    clock.advance(Duration::from_millis(150));
+    std::thread::sleep(Duration::from_millis(30));
+    let ready = get_now(&wq).unwrap();
+    assert_eq!((ready.ticket.seq, ready.ticket.deliveries), (1, 2));
+}
+
+/// Issue 30, item 9: a lease taken on another boot (another host, another
+/// time namespace) is read through the boot table as a wall-clock deadline,
+/// bounded by the lease length.
+#[test]
+fn a_lease_of_another_boot_holds_until_its_wall_clock_deadline_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let here = clock_at(T0);
+    let q = small(dir.path()).clock(here.clone()).open().unwrap();
+    fill(&q, 2);
+    let wq = q.work_queue("w", options(16)).unwrap();
+    let held = get_now(&wq).unwrap();
+    assert_eq!(held.ticket.seq, 0);
+    // A process of another boot, 5,000 s after its boot.
+    let there = std::sync::Arc::new(litemq::ManualClock::on_boot(
+        T0,
+        7,
+        Duration::from_secs(5_000),
+    ));
+    let other = small(dir.path())
+        .read_only(true)
+        .clock(there.clone())
+        .open()
+        .unwrap();
+    let wo = other.work_queue("w", options(16)).unwrap();
+    let one = get_now(&wo).unwrap();
+    assert_eq!(one.ticket.seq, 1, "job 0 is leased");
+    assert!(wo.ack(one.ticket).unwrap());
+    there.advance(Duration::from_millis(9_900));
+    std::thread::sleep(Duration::from_millis(30));
+    assert!(get_now(&wo).is_none(), "until T0 + 10 s by the wall clock");
+    there.advance(Duration::from_millis(200));
+    std::thread::sleep(Duration::from_millis(30));
+    let back = get_now(&wo).unwrap();
+    assert_eq!((back.ticket.seq, back.ticket.deliveries), (0, 2));
+    // Seen from the first boot, the new lease holds by the wall clock...
+    here.advance(Duration::from_millis(10_100));
+    std::thread::sleep(Duration::from_millis(30));
+    assert!(get_now(&wq).is_none());
+    // ...unless its wall-clock deadline is further ahead than a lease can
+    // be long: this wall clock was stepped back an hour.
+    here.set(T0 - 3_600_000_000);
+    std::thread::sleep(Duration::from_millis(30));
+    let bounded = get_now(&wq).unwrap();
+    assert_eq!((bounded.ticket.seq, bounded.ticket.deliveries), (0, 3));
+}
+
+/// Issue 30, item 10: the owner of a lease lives in another pid namespace
+/// (another container on the same volume): its pid means nothing here, so
+/// its lease holds until the deadline instead of being taken at once.
+#[test]
+fn an_owner_in_another_pid_namespace_keeps_its_lease_until_the_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock_at(T0);
+    let q = small(dir.path()).clock(clock.clone()).open().unwrap();
+    fill(&q, 1);
+    let wq = q.work_queue("w", options(16)).unwrap();
+    assert_eq!(get_now(&wq).unwrap().ticket.seq, 0);
+    drop(wq);
+    let path = state_file(dir.path());
+    let slot = slot_word(0);
+    // The owner word as a process of another namespace leaves it: a pid
+    // that is no live process here, and that namespace's inode.
+    write_word(&path, slot + 1, DEAD_OWNER);
+    let clock_word = read_word(&path, slot + 3);
+    let mine = clock_word & 0xFFFF_FFFF;
+    write_word(
+        &path,
+        slot + 3,
+        (clock_word & !0xFFFF_FFFF) | (mine ^ 0x5A5A),
+    );
+    let wq = q.work_queue("w", options(16)).unwrap();
+    std::thread::sleep(Duration::from_millis(30));
+    assert!(get_now(&wq).is_none(), "held until its deadline");
+    clock.advance(Duration::from_secs(10));
+    std::thread::sleep(Duration::from_millis(30));
+    let back = get_now(&wq).unwrap();
+    assert_eq!((back.ticket.seq, back.ticket.deliveries), (0, 2));
+}
+
+/// A version-1 state file (written before monotonic deadlines) still runs,
+/// by its own rules: deadlines in wall-clock ms since its epoch, no clock
+/// word.
+#[test]
+fn a_version_1_state_file_still_runs_on_its_own_rules() {
+    use litemq::format::work_queue::{encode_header, file_len, WqHeader};
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock_at(T0);
+    let q = small(dir.path()).clock(clock.clone()).open().unwrap();
+    fill(&q, 2);
+    let v1 = WqHeader {
+        version: 1,
+        window: 16,
+        epoch_us: T0,
+        group_id: 0,
+        name: "w".into(),
+    };
+    let dir_wq = dir.path().join("workqueues");
+    std::fs::create_dir_all(&dir_wq).unwrap();
+    let path = dir_wq.join("o4.wq"); // base32("w")
+    let f = std::fs::File::create(&path).unwrap();
+    f.write_all_at(&encode_header(&v1, 0), 0).unwrap();
+    f.set_len(file_len(16)).unwrap();
+    drop(f);
+    let wq = q.work_queue("w", options(16)).unwrap();
+    let job = get_now(&wq).unwrap();
+    assert_eq!(read_word(&path, slot_word(0) + 3), 0, "no clock word in v1");
+    let deadline = SlotWord::decode(read_word(&path, slot_word(0)))
+        .unwrap()
+        .deadline_ms;
+    assert_eq!(deadline, 10_000, "ms since the epoch");
+    clock.advance(Duration::from_secs(10));
+    std::thread::sleep(Duration::from_millis(30));
+    let back = get_now(&wq).unwrap();
+    assert_eq!((back.ticket.seq, back.ticket.deliveries), (0, 2));
+    assert!(!wq.ack(job.ticket).unwrap());
+    assert!(wq.ack(back.ticket).unwrap());
+    assert_eq!(&std::fs::read(&path).unwrap()[8..16], &1u64.to_le_bytes());
 }
