@@ -432,6 +432,9 @@ impl Queue {
             &catalog,
             clean.then_some(meta.next_seq),
         )?;
+        // Work-queue marks past the data's end (a machine crash lost the
+        // tail): moved back before anything new is written at those sequences.
+        crate::consumers::work_queue::rewind_groups_past(&base, resume.next_seq)?;
         let data_end = match &resume.active {
             Some(a) => a.end_position(),
             None => position::encode(resume.next_file_number, 0),

@@ -1766,6 +1766,46 @@ pub fn min_low(base: &Path) -> Result<Option<u64>> {
     Ok(min)
 }
 
+/// Checks every group's marks against the queue's end `end` when a writer
+/// opens the queue, before anything is appended: a machine crash may have
+/// lost the data's tail and kept a state file's header page, and once new
+/// messages reach the old marks the state looks consistent and they would
+/// be skipped. Groups ahead of the data are repaired as a handle's open does
+/// ([`check_marks`]); the others are only read (no state file is mapped for
+/// writing, so a full disk does not stop the writer). Returns how many
+/// groups were moved back.
+pub fn rewind_groups_past(base: &Path, end: u64) -> Result<usize> {
+    let mut rewound = 0;
+    for (_, path) in state_files(base)? {
+        let f = match std::fs::File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::io("open", &path, e)),
+        };
+        let word = |w: usize| -> Result<u64> {
+            let mut b = [0u8; 8];
+            f.read_exact_at(&mut b, (w * 8) as u64)
+                .map_err(|e| Error::io("read", &path, e))?;
+            Ok(u64::from_le_bytes(b))
+        };
+        if word(W_CURSOR)?.max(word(W_TOP)?) <= end {
+            continue;
+        }
+        let header = read_header(&path)?;
+        let words = WordFile::open_existing(&path, (file_len(header.window) / 8) as usize)?;
+        let state = StateFile {
+            words,
+            window: header.window,
+            epoch_us: header.epoch_us,
+            version: header.version,
+            path,
+        };
+        check_marks(&state, &|| Ok(end))?;
+        rewound += 1;
+    }
+    Ok(rewound)
+}
+
 /// Removes group `group` (its state file). Returns whether it existed.
 /// Handles still open keep working on the unlinked file until closed.
 pub fn remove(base: &Path, group: &str) -> Result<bool> {

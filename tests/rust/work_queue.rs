@@ -900,6 +900,30 @@ fn marks_past_the_queues_end_move_back_to_it_and_say_so() {
     assert_eq!(q.work_queue("w", options(16)).unwrap().info(10).rewound, 4);
 }
 
+/// The writer's open after the crash moves the marks back before anything
+/// is appended: producers that write past the old marks before any worker
+/// opens the group do not make the state look consistent again.
+#[test]
+fn a_writer_open_moves_marks_back_before_new_messages_reach_them() {
+    let (_dir, q) = state_ahead_of_its_data(8, 4, |wq| {
+        for _ in 0..8 {
+            let job = get_now(wq).unwrap();
+            assert!(wq.ack(job.ticket).unwrap());
+        }
+    });
+    append_more(&q, 10);
+    let wq = q.work_queue("w", options(16)).unwrap();
+    assert_eq!(wq.info(14).rewound, 4);
+    let got: Vec<u64> = std::iter::from_fn(|| get_now(&wq))
+        .map(|j| j.ticket.seq)
+        .collect();
+    assert_eq!(
+        got,
+        (4..14).collect::<Vec<_>>(),
+        "every message written since"
+    );
+}
+
 #[test]
 fn a_cursor_past_the_end_moves_back_and_jobs_before_it_keep_their_leases() {
     // Jobs 0..8 handed out, 0..2 acked, 2..8 leased; the data kept 5.
