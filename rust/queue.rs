@@ -407,6 +407,7 @@ impl Queue {
             writer_pid: 0,
             key_index_upto: 0,
             key_index_last: None,
+            key_index_clear: Vec::new(),
             options: None,
             encryption: config
                 .encryption_key
@@ -439,6 +440,10 @@ impl Queue {
             Some(a) => a.end_position(),
             None => position::encode(resume.next_file_number, 0),
         };
+        let mut known_clear = Coverage::new();
+        for &(start, end) in &meta.key_index_clear {
+            known_clear.add(start..end);
+        }
         let (key_index, key_clear) = key_index::catch_up::open_level_with_data(
             &config.path.join(KEY_INDEX_DIR),
             config.key_index,
@@ -449,8 +454,12 @@ impl Queue {
                 end: data_end,
                 add_from: &mut |writer, from| index_keys_from(&catalog, writer, from, &mut |_| {}),
                 has_keys: &mut |range| crate::reader::keys::has_keys(&catalog, range),
+                known_clear: &known_clear,
             },
         )?;
+        // What this open checked (or kept): the next one, and read-only
+        // lookups, need not read it again.
+        meta.key_index_clear = ranges_of(&key_clear);
         let key_reader = key_index.reader();
         meta.clean_shutdown = false;
         // New files are written in this version (older files stay as they are).
@@ -1350,6 +1359,27 @@ impl Queue {
         Ok(latest.filter(|m| !m.tombstone))
     }
 
+    /// The positions between the data's start and the key index's last
+    /// item that no key-index file covers (a writer's own index, complete:
+    /// they hold no keyed message). `None` without an index to ask.
+    fn key_index_gaps(&self) -> Option<Vec<(u64, u64)>> {
+        let guard = self
+            .inner
+            .key_reader
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let (covered, last) = guard.as_ref()?.coverage().ok()?;
+        let first = self.inner.catalog.first_position()?;
+        let within = first..last?.saturating_add(1);
+        Some(
+            covered
+                .gaps(within)
+                .into_iter()
+                .map(|r| (r.start, r.end))
+                .collect(),
+        )
+    }
+
     /// Positions of the frames that may hold a message with `key` stored in
     /// `[start_us, end_us)`, ascending (hash collisions included): the key
     /// index's, and, for the positions the index does not cover (see
@@ -1419,6 +1449,10 @@ impl Queue {
                 .unwrap_or_else(|e| e.into_inner());
             if m.clean_shutdown {
                 covered.add(m.key_index_last.map_or(0, |l| l + 1)..m.key_index_upto);
+            }
+            // Where the last writer found no keyed message outside the files.
+            for &(start, end) in &m.key_index_clear {
+                covered.add(start..end);
             }
         }
         let gaps = covered.gaps(first..u64::MAX);
@@ -1981,10 +2015,20 @@ impl Queue {
         meta.next_seq = next_seq;
         meta.key_index_upto = w.shared.indexed_upto();
         meta.key_index_last = w.shared.key_index_last();
+        if !self.inner.config.multi_writer {
+            // This writer added every keyed message since its open, which
+            // found the index whole: what its files do not cover holds none.
+            meta.key_index_clear = self.key_index_gaps().unwrap_or_default();
+        }
         write_metadata(&self.inner.config.path.join(METADATA_FILE), &meta)?;
         drop(lock);
         Ok(())
     }
+}
+
+/// `coverage` as `metadata.json`'s `[start, end)` pairs.
+fn ranges_of(coverage: &Coverage) -> Vec<(u64, u64)> {
+    coverage.ranges().iter().map(|r| (r.start, r.end)).collect()
 }
 
 /// What the I/O thread runs after a roll: the retention policy, then (with

@@ -30,6 +30,13 @@ pub struct Metadata {
     /// ends elsewhere (files lost or rebuilt), `key_index_upto` is not trusted.
     #[serde(default)]
     pub key_index_last: Option<u64>,
+    /// Data positions, as half-open `[start, end)` pairs, that a writer
+    /// found to hold no keyed message where no key-index file covers them
+    /// (before the first file, between two): the next open and read-only
+    /// lookups need not read them again. Rewritten by every writer open
+    /// (what it checked or kept) and clean close.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub key_index_clear: Vec<(u64, u64)>,
     /// The options that shape the queue's files, as the queue was created (or
     /// last opened with other ones): an open that does not give an option
     /// uses the value here. Absent in metadata written before version 4.

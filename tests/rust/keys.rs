@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::*;
 use litemq::format::record::HeaderField;
-use litemq::{KeyIndexConfig, QueueBuilder, Record};
+use litemq::{KeyIndexConfig, QueueBuilder, Record, Start};
 
 /// Tiny key index: 4 slots force long collision chains, 50 items per file
 /// force many files.
@@ -343,5 +343,63 @@ fn swapped_sealed_data_files_make_key_lookups_fail() {
             matches!(err, litemq::Error::Corrupted { .. }),
             "get_latest key {k}: {err:?}"
         );
+    }
+}
+
+/// `key_index_clear` in metadata.json: where the key-index files leave
+/// positions holding no keyed message (here an unkeyed prefix, and the
+/// unkeyed message between two files). A single writer's clean close
+/// records them from its own complete index; a writer open of a queue whose
+/// metadata lacks them (written before them) reads those positions and
+/// records the same. Lookups and the next open skip them (lost files are
+/// still found: the test above deletes files after such a close).
+#[test]
+fn writers_record_where_the_key_index_leaves_no_keyed_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = tiny(dir.path()).open().unwrap();
+    let app = q.appender().unwrap();
+    for i in 0..600u64 {
+        if i < 50 || i % 3 == 2 {
+            app.append(&payload(i)).unwrap();
+        } else {
+            app.append_record(&keyed(&payload(i), &key_of(i))).unwrap();
+        }
+    }
+    app.flush().unwrap();
+    let mut t = q.tailer(Start::Beginning).unwrap();
+    let at = |t: &mut litemq::Tailer| t.read_next().unwrap().unwrap().position();
+    let first_pos = at(&mut t);
+    // 50 % 3 == 2: the first keyed message is 51.
+    let first_keyed = (1..=51).map(|_| at(&mut t)).last().unwrap();
+    q.close().unwrap();
+    drop(q);
+    let meta_path = dir.path().join("metadata.json");
+    let clear = |p: &std::path::Path| -> Vec<(u64, u64)> {
+        let m: serde_json::Value = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
+        serde_json::from_value(m["key_index_clear"].clone()).unwrap_or_default()
+    };
+    let at_close = clear(&meta_path);
+    assert!(
+        at_close.len() > 1,
+        "the prefix and gaps between files: {at_close:?}"
+    );
+    assert!(
+        at_close[0].0 <= first_pos && at_close[0].1 == first_keyed,
+        "{at_close:?} {first_pos} {first_keyed}"
+    );
+
+    let mut m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&meta_path).unwrap()).unwrap();
+    m.as_object_mut().unwrap().remove("key_index_clear");
+    std::fs::write(&meta_path, serde_json::to_vec(&m).unwrap()).unwrap();
+    let w = tiny(dir.path()).open().unwrap();
+    assert_eq!(
+        clear(&meta_path),
+        at_close,
+        "written by the open, from the data"
+    );
+    for i in (50..600u64).filter(|i| i % 3 != 2).step_by(7) {
+        let found = w.find(&key_of(i), None, None, None).unwrap();
+        assert!(seqs(&found).contains(&i), "key of {i}");
     }
 }

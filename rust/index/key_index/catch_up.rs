@@ -24,6 +24,9 @@ pub struct Data<'a> {
     pub add_from: &'a mut dyn FnMut(&mut KeyIndexWriter, u64) -> Result<u64>,
     /// Whether a range of positions holds a keyed message.
     pub has_keys: &'a mut dyn FnMut(Range<u64>) -> Result<bool>,
+    /// Positions known to hold no keyed message (`metadata.json`'s
+    /// `key_index_clear`): a gap inside them is not read again.
+    pub known_clear: &'a Coverage,
 }
 
 /// Opens the key index in `dir` for writing and brings it level with the
@@ -49,7 +52,7 @@ pub fn open_level_with_data(
     let data_end = data.end;
     let (mut writer, removed) = KeyIndexWriter::open_or_repair(dir, cfg)?;
     writer.truncate_after(data_end.saturating_sub(1))?;
-    let (lost, clear) = writer.drop_after_gap(data.start, data.has_keys)?;
+    let (lost, clear) = writer.drop_after_gap(data.start, data.known_clear, data.has_keys)?;
     // `upto` holds only for the index as it was at that close: if files were
     // removed (failed checks, deleted) or items added since, start from the
     // index's own last position instead.

@@ -1003,7 +1003,8 @@ impl KeyIndexWriter {
 
     /// Checks the positions the files do not cover by themselves ([`covered`]) between
     /// `data_start` (the first position of the data kept) and the last item: before the
-    /// first file and between two files. `has_keys` reads a range of them from the data;
+    /// first file and between two files. `has_keys` reads a range of them from the data
+    /// (unless `known_clear` holds all of it: a writer found it clear before);
     /// a range that holds a keyed message is where a file was lost (none is ever missing
     /// otherwise: a new file starts with the keyed message after the last one of the file
     /// before, and retention deletes a file only once every item of it is below
@@ -1014,6 +1015,7 @@ impl KeyIndexWriter {
     pub fn drop_after_gap(
         &mut self,
         data_start: u64,
+        known_clear: &Coverage,
         has_keys: &mut dyn FnMut(std::ops::Range<u64>) -> Result<bool>,
     ) -> Result<(bool, Coverage)> {
         let spans = self.shared.spans()?;
@@ -1025,7 +1027,8 @@ impl KeyIndexWriter {
                 Some(p) => (p.end_pos.saturating_add(1)..s.begin_pos, p.end_pos),
             };
             if gap.start < gap.end {
-                if has_keys(gap.clone())? {
+                let known = known_clear.gaps(gap.clone()).is_empty();
+                if !known && has_keys(gap.clone())? {
                     self.truncate_after(keep_upto)?;
                     return Ok((true, clear));
                 }

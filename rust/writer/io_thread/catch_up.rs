@@ -235,6 +235,7 @@ impl IoThread {
                     crate::reader::keys::index_keys_from(&catalog, writer, from, &mut |_| {})
                 },
                 has_keys: &mut |range| crate::reader::keys::has_keys(&catalog, range),
+                known_clear: &crate::index::coverage::Coverage::new(),
             },
         )?
         .0;
