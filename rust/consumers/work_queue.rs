@@ -1747,6 +1747,14 @@ fn state_files(base: &Path) -> Result<Vec<(String, PathBuf)>> {
     Ok(out)
 }
 
+/// Word `w` of the state file `f` (at `path`), read without mapping it.
+fn read_word(f: &std::fs::File, path: &Path, w: usize) -> Result<u64> {
+    let mut b = [0u8; 8];
+    f.read_exact_at(&mut b, (w * 8) as u64)
+        .map_err(|e| Error::io("read", path, e))?;
+    Ok(u64::from_le_bytes(b))
+}
+
 /// The smallest low-water mark of the queue's work queues, if any: what
 /// `protect_unconsumed` retention must keep.
 pub fn min_low(base: &Path) -> Result<Option<u64>> {
@@ -1757,10 +1765,7 @@ pub fn min_low(base: &Path) -> Result<Option<u64>> {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(Error::io("open", &path, e)),
         };
-        let mut b = [0u8; 8];
-        f.read_exact_at(&mut b, (W_LOW * 8) as u64)
-            .map_err(|e| Error::io("read", &path, e))?;
-        let low = u64::from_le_bytes(b);
+        let low = read_word(&f, &path, W_LOW)?;
         min = Some(min.map_or(low, |m| m.min(low)));
     }
     Ok(min)
@@ -1782,13 +1787,7 @@ pub fn rewind_groups_past(base: &Path, end: u64) -> Result<usize> {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(Error::io("open", &path, e)),
         };
-        let word = |w: usize| -> Result<u64> {
-            let mut b = [0u8; 8];
-            f.read_exact_at(&mut b, (w * 8) as u64)
-                .map_err(|e| Error::io("read", &path, e))?;
-            Ok(u64::from_le_bytes(b))
-        };
-        if word(W_CURSOR)?.max(word(W_TOP)?) <= end {
+        if read_word(&f, &path, W_CURSOR)?.max(read_word(&f, &path, W_TOP)?) <= end {
             continue;
         }
         let header = read_header(&path)?;

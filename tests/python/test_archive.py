@@ -34,7 +34,8 @@ def fill(path: Path, n: int, start: int = 0) -> None:
         app.flush()
 
 
-def local_rows(path: Path, start: int, end: int) -> list[dict[str, Any]]:
+def local_rows(path: Path, start: int = 0, end: int | None = None) -> list[dict[str, Any]]:
+    """Rows ``[start, end)`` of the queue at ``path``, read as ``read_arrow`` gives them."""
     with litemq.Queue(path, read_only=True) as q:
         rows: list[dict[str, Any]] = q.read_arrow(start=start, end=end).to_pylist()
         return rows

@@ -24,24 +24,8 @@ pa = pytest.importorskip("pyarrow")
 import litemq  # noqa: E402
 from conftest import SMALL_FILE, cli  # noqa: E402
 from litemq import archive as arc  # noqa: E402
-
-
-def fill(path: Path, n: int, start: int = 0) -> None:
-    with litemq.Queue(path, file_size=SMALL_FILE) as q:
-        app = q.appender()
-        for i in range(start, start + n):
-            app.append(
-                f"message {i} ".encode() * 4,
-                key=f"k{i % 7}" if i % 3 == 0 else None,
-                headers={"n": str(i)} if i % 5 == 0 else None,
-            )
-        app.flush()
-
-
-def rows(path: Path, start: int = 0, end: int | None = None) -> list[dict[str, Any]]:
-    with litemq.Queue(path, read_only=True) as q:
-        got: list[dict[str, Any]] = q.read_arrow(start=start, end=end).to_pylist()
-        return got
+from test_archive import fill  # noqa: E402
+from test_archive import local_rows as rows  # noqa: E402
 
 
 @pytest.fixture

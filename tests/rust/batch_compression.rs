@@ -396,26 +396,36 @@ fn a_torn_batch_at_the_tail_is_cut_whole() {
     assert_eq!(got[14].1, payloads[9]);
 }
 
-#[test]
-fn a_damaged_block_is_corrupted_never_wrong_data() {
-    let dir = tempfile::tempdir().unwrap();
-    let q = small(dir.path()).compression(zstd()).open().unwrap();
+/// A closed queue at `dir`: `before` (when asked), a batch of 100 events
+/// compressed together, then `after`, with a byte of the batch's compressed
+/// block flipped (the frame's CRC covers it). Returns the data file, the
+/// batch frame's offset and its record as written.
+fn with_a_damaged_batch(dir: &Path, before: bool) -> (std::path::PathBuf, usize, Vec<u8>) {
+    let q = small(dir).compression(zstd()).open().unwrap();
     let app = q.appender().unwrap();
     let payloads: Vec<Vec<u8>> = (0..100).map(event).collect();
     let records: Vec<Record<'_>> = payloads.iter().map(|p| Record::new(p)).collect();
+    if before {
+        app.append(b"before").unwrap();
+    }
     app.append_batch_together(&records, None).unwrap();
     app.append(b"after").unwrap();
     q.close().unwrap();
-    let file = data_files(dir.path()).pop().unwrap();
+    let file = data_files(dir).pop().unwrap();
     let (at, rec) = frames(&file)
         .into_iter()
         .find(|(_, r)| record::is_batch_record(r))
         .unwrap();
-    let pristine = rec.clone();
-    // A flipped byte of the compressed block: the frame's CRC covers it.
     let mid = at + 4 + record::BATCH_HEAD_LEN + (rec.len() - record::BATCH_HEAD_LEN) / 2;
     let byte = std::fs::read(&file).unwrap()[mid];
     write_at(&file, mid, &[byte ^ 0x5A]);
+    (file, at, rec)
+}
+
+#[test]
+fn a_damaged_block_is_corrupted_never_wrong_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, at, pristine) = with_a_damaged_batch(dir.path(), false);
     {
         let q = small(dir.path()).read_only(true).open().unwrap();
         for s in [0u64, 50, 99] {
@@ -468,22 +478,7 @@ fn a_damaged_block_is_corrupted_never_wrong_data() {
 #[test]
 fn skip_damaged_from_a_member_of_a_damaged_batch_lands_after_the_batch() {
     let dir = tempfile::tempdir().unwrap();
-    let q = small(dir.path()).compression(zstd()).open().unwrap();
-    let app = q.appender().unwrap();
-    let payloads: Vec<Vec<u8>> = (0..100).map(event).collect();
-    let records: Vec<Record<'_>> = payloads.iter().map(|p| Record::new(p)).collect();
-    app.append(b"before").unwrap();
-    app.append_batch_together(&records, None).unwrap();
-    app.append(b"after").unwrap();
-    q.close().unwrap();
-    let file = data_files(dir.path()).pop().unwrap();
-    let (at, rec) = frames(&file)
-        .into_iter()
-        .find(|(_, r)| record::is_batch_record(r))
-        .unwrap();
-    let mid = at + 4 + record::BATCH_HEAD_LEN + (rec.len() - record::BATCH_HEAD_LEN) / 2;
-    let byte = std::fs::read(&file).unwrap()[mid];
-    write_at(&file, mid, &[byte ^ 0x5A]);
+    let (file, at, _) = with_a_damaged_batch(dir.path(), true);
     std::fs::remove_file(file.with_extension("offsets")).unwrap();
 
     let q = small(dir.path()).read_only(true).open().unwrap();

@@ -29,6 +29,8 @@
 //! message), which queues of version 10 written before it lack too; the next
 //! writer open reads those positions and writes it.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -38,6 +40,8 @@ use litemq::{
     QueueBuilder, Record, RetentionPolicy, RollPeriod, RollStrategy, Start,
 };
 use serde_json::{json, Value};
+
+use common::copy_tree;
 
 /// 2026-11-21T23:59:59Z: the messages cross midnight, so the queue has two
 /// day directories.
@@ -742,20 +746,6 @@ fn write_fixture() {
     let mut text = serde_json::to_string_pretty(&manifest).unwrap();
     text.push('\n');
     std::fs::write(out.join("manifest.json"), text).unwrap();
-}
-
-/// Copies `from` into `to`, recursively.
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        let dest = to.join(path.file_name().unwrap());
-        if path.is_dir() {
-            copy_tree(&path, &dest);
-        } else {
-            std::fs::copy(&path, &dest).unwrap();
-        }
-    }
 }
 
 /// Opens a copy of fixture `queue-v{old}` just after its last message (same

@@ -48,6 +48,14 @@ fn fill(q: &litemq::Queue, clock: &litemq::ManualClock) {
     }
 }
 
+/// A queue at `dir` holding the 600 messages of [`fill`], and its clock.
+fn filled(dir: &Path) -> (std::sync::Arc<litemq::ManualClock>, litemq::Queue) {
+    let clock = clock_at(1_000_000_000);
+    let q = tiny(dir).clock(clock.clone()).open().unwrap();
+    fill(&q, &clock);
+    (clock, q)
+}
+
 fn expected(key: &[u8], range: std::ops::Range<u64>) -> Vec<u64> {
     (0..600u64)
         .filter(|i| i % 3 != 2 && key_of(*i) == key && range.contains(i))
@@ -61,9 +69,7 @@ fn seqs(v: &[litemq::OwnedMessage]) -> Vec<u64> {
 #[test]
 fn find_returns_exactly_the_messages_with_the_key() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = clock_at(1_000_000_000);
-    let q = tiny(dir.path()).clock(clock.clone()).open().unwrap();
-    fill(&q, &clock);
+    let (_clock, q) = filled(dir.path());
     assert!(
         std::fs::read_dir(dir.path().join("index")).unwrap().count() > 3,
         "keys must span several index files"
@@ -135,9 +141,7 @@ fn text_keys_non_ascii_and_binary_keys() {
 #[test]
 fn index_lagging_the_data_is_caught_up_on_open() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = clock_at(1_000_000_000);
-    let q = tiny(dir.path()).clock(clock.clone()).open().unwrap();
-    fill(&q, &clock);
+    let (clock, q) = filled(dir.path());
     q.close().unwrap();
     // A crash between data and index: the newest index files never made it.
     let mut idx: Vec<_> = std::fs::read_dir(dir.path().join("index"))
@@ -170,9 +174,7 @@ fn index_lagging_the_data_is_caught_up_on_open() {
 #[test]
 fn reindex_produces_files_equal_to_the_live_built_ones() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = clock_at(1_000_000_000);
-    let q = tiny(dir.path()).clock(clock.clone()).open().unwrap();
-    fill(&q, &clock);
+    let (_clock, q) = filled(dir.path());
     q.close().unwrap();
     drop(q);
     let read = |d: &Path| {
@@ -206,9 +208,7 @@ fn reindex_produces_files_equal_to_the_live_built_ones() {
 #[test]
 fn read_only_queue_finds_keys() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = clock_at(1_000_000_000);
-    let q = tiny(dir.path()).clock(clock.clone()).open().unwrap();
-    fill(&q, &clock);
+    let (_clock, _writer) = filled(dir.path());
     let r = tiny(dir.path()).read_only(true).open().unwrap();
     assert_eq!(
         seqs(&r.find(b"k7", None, None, None).unwrap()),
@@ -249,9 +249,7 @@ fn assert_finds_every_key(q: &litemq::Queue, what: &str) {
 #[test]
 fn read_only_handle_without_a_key_index_scans_the_data() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = clock_at(1_000_000_000);
-    let q = tiny(dir.path()).clock(clock.clone()).open().unwrap();
-    fill(&q, &clock);
+    let (_clock, q) = filled(dir.path());
     q.close().unwrap();
     drop(q);
     std::fs::remove_dir_all(dir.path().join("index")).unwrap();
@@ -270,9 +268,7 @@ fn read_only_handle_without_a_key_index_scans_the_data() {
 fn a_deleted_key_index_file_is_scanned_by_readers_and_rebuilt_by_the_writer() {
     for which in ["oldest", "middle", "newest"] {
         let dir = tempfile::tempdir().unwrap();
-        let clock = clock_at(1_000_000_000);
-        let q = tiny(dir.path()).clock(clock.clone()).open().unwrap();
-        fill(&q, &clock);
+        let (clock, q) = filled(dir.path());
         q.close().unwrap();
         drop(q);
         let files = index_files(dir.path());

@@ -850,20 +850,6 @@ fn state_ahead_of_its_data(
     (dir, q)
 }
 
-/// Copies the tree at `from` into `to`.
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        let dest = to.join(path.file_name().unwrap());
-        if path.is_dir() {
-            copy_tree(&path, &dest);
-        } else {
-            std::fs::copy(&path, &dest).unwrap();
-        }
-    }
-}
-
 fn append_more(q: &Queue, n: u64) {
     let app = q.appender().unwrap();
     for _ in 0..n {

@@ -173,3 +173,17 @@ pub fn spawn_child(cmd: &mut std::process::Command) -> std::process::Child {
 pub fn output_of_child(cmd: &mut std::process::Command) -> std::process::Output {
     cmd.output().unwrap()
 }
+
+/// Copies the tree at `from` into `to` (created if missing), recursively.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let dest = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_tree(&path, &dest);
+        } else {
+            std::fs::copy(&path, &dest).unwrap();
+        }
+    }
+}
