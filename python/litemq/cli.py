@@ -1,9 +1,15 @@
 """The ``litemq`` command: look into queues from a shell.
 
     litemq info PATH                      files, sizes, sequence and time range, writer
-    litemq dump PATH [--from SEQ] [--limit N] [--topic T] [--tag TAG]... [--format text|json|hex]
-    litemq tail [-f] [-n N] [--topic T] [--tag TAG]... PATH
-                                          the last messages (of a topic); -f keeps following
+    litemq append PATH [--input lines|json|raw] [--key K] [--topic T] [--header N=V]...
+                                          messages from stdin, as the writer
+                                          (litemq/cli_console.py)
+    litemq dump PATH [--from SEQ] [--limit N] [--topic T] [--tag TAG]... [--skip-damaged]
+                [--format text|json|hex]
+    litemq tail [-f] [-n N] [--since 10m|T] [--name NAME] [--topic T] [--tag TAG]... PATH
+                                          the last messages (of a topic); -f keeps following;
+                                          --since: all written since; --name: as a named
+                                          tailer, committing each message printed
     litemq topics PATH [--format text|json]
                                           topic streams: messages, first and last sequence
     litemq verify PATH                    check every frame up to the tail seen at the start,
@@ -27,7 +33,8 @@
     litemq import-ledgerq DIR QUEUE     a LedgerQ queue directory into a queue (appends;
                                           litemq/cli_ledgerq.py)
     litemq index add|list PATH ...        secondary indexes (litemq/cli_index.py)
-    litemq where PATH FIELD OP VALUE...   messages whose indexed header matches
+    litemq where PATH FIELD OP VALUE... [--format json|text|hex]
+                                          messages whose indexed header matches
     litemq compact PATH [--grace 1d]      key compaction: the latest message of each key
                                           (litemq/cli_compact.py)
     litemq archive PATH DEST [--delete-local] [--json] [--follow [--every SECONDS]]
@@ -52,9 +59,10 @@ import collections
 import dataclasses
 import json
 import os
+import re
 import string
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any, NoReturn
@@ -150,6 +158,8 @@ def _json_record(msg: Message) -> dict[str, Any]:
         "tags": list(msg.tags),
         "priority": msg.priority,
         "expires_at": msg.expires_at,
+        "compression": msg.compression,
+        "tombstone": msg.tombstone,
     }
     if msg.key is not None:
         record["key"], record["key_encoding"] = _encoded(msg.key)
@@ -190,6 +200,10 @@ def _print_message(msg: Message, fmt: str, out: IO[str]) -> None:
         parts.append(f"priority={msg.priority}")
     if msg.expires_at is not None:
         parts.append(f"expires={_iso(msg.expires_at)}")
+    if msg.compression is not None:
+        parts.append(f"compressed={msg.compression}")
+    if msg.tombstone:
+        parts.append("tombstone")
     if fmt == "hex":
         parts.append(f"{len(msg.payload)} bytes")
         out.write("  ".join(parts) + "\n")
@@ -298,16 +312,43 @@ def _selector(args: argparse.Namespace) -> dict[str, Any]:
     return {"topic": args.topic, "tags": args.tag or None}
 
 
+def _read_past_damage(t: _litemq.Tailer, skip: bool) -> Iterable[Message]:
+    """The tailer's messages; a damaged frame raises, or with `skip` is reported on
+    stderr (file, offset, sequence) and read past."""
+    while True:
+        try:
+            msg = t.read_next()
+        except _litemq.CorruptedError as e:
+            if not skip:
+                raise _Failure(f"{e} (--skip-damaged reads past damaged data)") from None
+            at = f" (seq {e.seq})" if e.seq is not None else ""
+            sys.stderr.write(
+                f"litemq: skipped damaged data in {e.file} at offset {e.offset}{at}: {e.reason}\n"
+            )
+            if not t.skip_damaged():
+                raise _Failure(f"the rest of {e.file} cannot be walked past the damage") from None
+            continue
+        if msg is None:
+            return
+        yield msg
+
+
 def cmd_dump(args: argparse.Namespace, out: IO[str]) -> int:
     with _open(args.path) as q:
         start = q.first_seq if args.start is None else max(args.start, q.first_seq)
         with q.tailer(start=start, **_selector(args)) as t:
-            for msg in _limited(t, args.limit):
+            for msg in _limited(_read_past_damage(t, args.skip_damaged), args.limit):
                 _print_message(msg, args.format, out)
     return 0
 
 
 def cmd_tail(args: argparse.Namespace, out: IO[str]) -> int:
+    if args.name is not None:
+        return _tail_named(args, out)
+    if args.since is not None:
+        return _tail_since(args, out)
+    if args.lines is None:
+        args.lines = 10
     with _open(args.path) as q:
         selector = _selector(args)
         # Without a topic the last N are the last N sequences; with one,
@@ -322,6 +363,45 @@ def cmd_tail(args: argparse.Namespace, out: IO[str]) -> int:
                 for msg in t.follow():
                     _print_message(msg, args.format, out)
                     out.flush()
+    return 0
+
+
+def _print_all(t: _litemq.Tailer, args: argparse.Namespace, out: IO[str]) -> None:
+    """Every message `t` reads (at most ``-n``), then with ``-f`` each new one."""
+    for msg in _limited(t, args.lines):
+        _print_message(msg, args.format, out)
+    out.flush()
+    if args.follow:
+        for msg in t.follow():
+            _print_message(msg, args.format, out)
+            out.flush()
+
+
+def _tail_since(args: argparse.Namespace, out: IO[str]) -> int:
+    """``tail --since T``: every message written at or after T (at most ``-n``)."""
+    with _open(args.path) as q, q.tailer(**_selector(args)) as t:
+        t.seek_time(args.since)
+        _print_all(t, args, out)
+    return 0
+
+
+def _tail_named(args: argparse.Namespace, out: IO[str]) -> int:
+    """``tail --name NAME``: a named tailer's messages from its committed position,
+    each committed once printed (and flushed), so the next run starts after it."""
+    with _open(args.path) as q, q.tailer(name=args.name, **_selector(args)) as c:
+        if args.since is not None:
+            c.seek_time(args.since)
+        printed = 0
+        for msg in c if args.follow and args.lines is None else _limited(c, args.lines):
+            _print_message(msg, args.format, out)
+            out.flush()
+            c.commit()
+            printed += 1
+        if args.follow and (args.lines is None or printed < args.lines):
+            for msg in c.follow():
+                _print_message(msg, args.format, out)
+                out.flush()
+                c.commit()
     return 0
 
 
@@ -508,6 +588,27 @@ def _age_arg(text: str) -> timedelta:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+_AGE = re.compile(r"\d+(\.\d+)?\s*[a-zA-Z]+")
+
+
+def _when_arg(option: str) -> Callable[[str], int]:
+    """An option's type for a time: µs since the epoch from an age before now (10m, 2h,
+    7d, as ``retain --max-age`` takes), an ISO 8601 time or µs since the epoch."""
+
+    def parse(text: str) -> int:
+        stripped = text.strip()
+        if not _AGE.fullmatch(stripped):
+            return _time_arg(text)
+        try:
+            age = parse_age(stripped, option)
+        except (ValueError, TypeError) as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+        return (datetime.now(tz=UTC) - datetime(1970, 1, 1, tzinfo=UTC) - age) // _ONE_US
+
+    parse.__name__ = "time"
+    return parse
+
+
 def _size_arg(text: str) -> int:
     try:
         return parse_size(text, "--max-bytes")
@@ -592,13 +693,36 @@ def _parser() -> argparse.ArgumentParser:
     p = command("dump", "print messages in sequence order")
     p.add_argument("--from", dest="start", type=_seq_arg, metavar="SEQ", help="first sequence")
     p.add_argument("--limit", type=_count_arg, metavar="N", help="at most N messages")
+    p.add_argument(
+        "--skip-damaged",
+        action="store_true",
+        help="read past damaged frames, naming each on stderr (default: stop with an error)",
+    )
     with_topic(p)
     with_format(p, ("text", "json", "hex"))
     p.set_defaults(run=cmd_dump)
 
     p = command("tail", "print the last messages; with -f, keep printing new ones")
     p.add_argument("-f", "--follow", action="store_true", help="wait for new messages")
-    p.add_argument("-n", "--lines", type=_count_arg, default=10, metavar="N", help="default 10")
+    p.add_argument(
+        "-n",
+        "--lines",
+        type=_count_arg,
+        metavar="N",
+        help="the last N (default 10); with --since or --name, at most N",
+    )
+    p.add_argument(
+        "--since",
+        type=_when_arg("--since"),
+        metavar="T",
+        help="every message written at or after T: an age (10m, 2h, 7d) or a time",
+    )
+    p.add_argument(
+        "--name",
+        metavar="NAME",
+        help="read as the named tailer NAME from its committed position, committing each "
+        "message once printed",
+    )
     with_topic(p)
     with_format(p, ("text", "json", "hex"))
     p.set_defaults(run=cmd_tail)
@@ -647,6 +771,9 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_retain, needs_limit=True)
 
     cli_wq.register(command)
+    from litemq import cli_console  # append
+
+    cli_console.register(command)
     from litemq import cli_litemq  # read-commitlog, import-litemq, export-litemq
 
     cli_litemq.register(sub)

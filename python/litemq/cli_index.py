@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import IO, Any
 
 from litemq.queue import Queue
@@ -86,11 +85,10 @@ def _cmd_where(args: argparse.Namespace, out: IO[str]) -> int:
             if len(values) != 1:
                 raise SystemExit(f"litemq: error: {args.op} takes one value")
             value = values[0]
+        from litemq.cli import _print_message
+
         for m in q.where(args.field, args.op, value, limit=args.limit):
-            out.write(
-                json.dumps({"seq": m.seq, "timestamp": m.timestamp, "payload": m.payload.hex()})
-                + "\n"
-            )
+            _print_message(m, args.format, out)
     return 0
 
 
@@ -117,4 +115,10 @@ def register(sub: Any) -> None:
     w.add_argument("op", choices=("=", "between", "in", ">=", "<=", "prefix"))
     w.add_argument("values", nargs="+", metavar="VALUE")
     w.add_argument("--limit", type=int, metavar="N", help="at most N messages")
+    w.add_argument(
+        "--format",
+        choices=("json", "text", "hex"),
+        default="json",
+        help="json (default: one object per line, as dump --format json), text, hex",
+    )
     w.set_defaults(run=_cmd_where)
