@@ -23,7 +23,7 @@
                                           named tailers: position, lag, last commit
     litemq retain PATH [--max-age 7d] [--max-bytes 10G] [--max-files N] [--protect-unconsumed]
                                           delete old data files now (beside a live writer)
-    litemq wq PATH stats [NAME] [--format text|json]
+    litemq wq PATH [stats] [NAME] [--format text|json]
                                           work queues: pending, in flight, acked, dead, oldest age
     litemq read-commitlog FILE [--format text|json]
                                           a LiteMQ broker's commit-log file, record by record
@@ -37,17 +37,21 @@
                                           messages whose indexed header matches
     litemq compact PATH [--grace 1d]      key compaction: the latest message of each key
                                           (litemq/cli_compact.py)
-    litemq archive PATH DEST [--delete-local] [--json] [--follow [--every SECONDS]]
+    litemq archive PATH DEST [--delete-local] [--format text|json] [--follow [--every S]]
                                           copy sealed files to a path or s3://, gs:// URI;
                                           --follow ships each file as it is sealed
     litemq restore ARCHIVE QUEUE [--format text|json]
                                           rebuild a queue from an archive (these two:
                                           litemq/cli_archive.py)
 
-Every command but ``reindex`` opens the queue read-only, so it runs beside a
-live writer; ``reindex`` takes the writer lock (it fails with LockedError
-while a writer runs); ``import-litemq`` and ``import-ledgerq`` append to their queue as a writer.
-``--format json`` prints one JSON object per line (JSON Lines) for programs.
+Commands that only read open the queue read-only, so they run beside a live
+writer; ``append``, ``reindex``, ``index add|drop``, ``import-litemq`` and
+``import-ledgerq`` take the writer lock (they fail with LockedError while a writer
+runs). ``--format json`` prints one JSON object per line (JSON Lines) for programs
+(``archive --json`` is a deprecated alias). Ranges are printed half-open, as
+``first..end`` with ``end`` the first sequence not included. Times (``find --start``,
+``tail --since``) are an ISO 8601 time, µs since the epoch, or an age before now
+(``1h``, ``7d``) as ``retain --max-age`` takes.
 Errors print one line on stderr and exit with status 1 (2 for usage errors).
 """
 
@@ -69,7 +73,7 @@ from typing import IO, Any, NoReturn
 
 from litemq import _litemq, cli_archive, cli_wq
 from litemq._litemq import LiteMQError, Message
-from litemq.cli_common import _Failure, _key_file, _open, _Progress
+from litemq.cli_common import KEY_FILE_ENV, _Failure, _key_file, _open, _Progress
 from litemq.options import parse_size
 from litemq.retention import Retention, parse_age
 
@@ -257,7 +261,7 @@ def cmd_info(args: argparse.Namespace, out: IO[str]) -> int:
     rows = [
         ("path", info["path"]),
         ("messages", f"{info['messages']:,}"),
-        ("sequences", f"{first} .. {nxt - 1}" if nxt > first else f"none (next is {nxt})"),
+        ("sequences", f"{first}..{nxt}" if nxt > first else f"none (next is {nxt})"),
         ("time range", f"{info['first_time']} .. {info['last_time']}" if first_time else "-"),
         ("writer", f"pid {writer}" if writer is not None else "none (not locked)"),
         ("data files", str(len(files))),
@@ -575,7 +579,7 @@ def cmd_consumers(args: argparse.Namespace, out: IO[str]) -> int:
         if c.next_seq < first:
             out.write(
                 f"note: {c.name}: retention deleted {first - c.next_seq:,} messages it had "
-                f"not read ({c.next_seq}..{first - 1}); it raises NotFoundError until it seeks\n"
+                f"not read ({c.next_seq}..{first}); it raises NotFoundError until it seeks\n"
             )
     return 0
 
@@ -659,7 +663,10 @@ def cmd_retain(args: argparse.Namespace, out: IO[str]) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="litemq",
-        description="Look into litemq queues. Every command but reindex opens the queue read-only.",
+        description="Look into litemq queues, and append to them. Commands that only read "
+        "(info, dump, tail, get, find, where, verify, ...) open the queue read-only and run "
+        "beside a live writer; append, reindex, index add/drop and the imports open it as "
+        "its writer (they fail with LockedError while another writer runs). Ranges are printed half-open: 0..12 is 0 to 11.",
     )
     parser.add_argument("--version", action="version", version=f"litemq {_litemq.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -745,8 +752,18 @@ def _parser() -> argparse.ArgumentParser:
     p = command("find", "print the messages with a key, from the key index")
     p.add_argument("key", metavar="KEY", help="the key (text; see --hex-key)")
     p.add_argument("--hex-key", action="store_true", help="KEY is hexadecimal bytes")
-    p.add_argument("--start", type=_time_arg, metavar="T", help="written at or after T")
-    p.add_argument("--end", type=_time_arg, metavar="T", help="written before T")
+    p.add_argument(
+        "--start",
+        type=_when_arg("--start"),
+        metavar="T",
+        help="written at or after T: a time, or an age before now (1h, 7d)",
+    )
+    p.add_argument(
+        "--end",
+        type=_when_arg("--end"),
+        metavar="T",
+        help="written before T: a time, or an age before now (1h, 7d)",
+    )
     p.add_argument("--limit", type=_count_arg, metavar="N", help="at most N messages")
     with_format(p, ("text", "json", "hex"))
     p.set_defaults(run=cmd_find)
@@ -790,6 +807,24 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _encryption_failure(e: _litemq.EncryptionError, path: str) -> str:
+    """An `EncryptionError` phrased for the command line: the key comes from the
+    environment variable, not from an ``encryption_key=`` argument."""
+    if isinstance(e, _litemq.WrongKeyError):
+        return f"{path}: the key in {KEY_FILE_ENV} is not this queue's (wrong encryption key)"
+    if _key_file() is None:
+        return (
+            f"{path}: the queue is encrypted: set {KEY_FILE_ENV} to a file holding its key "
+            "(32 bytes or 64 hex digits)"
+        )
+    if "created without encryption" in str(e):
+        return (
+            f"{path}: the queue is not encrypted (encryption is chosen when a queue is "
+            f"created): unset {KEY_FILE_ENV}"
+        )
+    return f"{path}: {e}"
+
+
 def _fail(message: str) -> NoReturn:
     sys.stderr.write(f"litemq: error: {message}\n")
     raise SystemExit(1)
@@ -822,6 +857,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except _Failure as e:
         _fail(str(e))
+    except _litemq.EncryptionError as e:
+        _fail(_encryption_failure(e, str(args.path)))
     except (LiteMQError, OSError, ValueError, TypeError) as e:
         _fail(f"{args.path}: {e}" if str(args.path) not in str(e) else str(e))
 

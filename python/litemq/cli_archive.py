@@ -1,11 +1,12 @@
 """``litemq archive QUEUE DEST`` and ``litemq restore ARCHIVE QUEUE``.
 
-    litemq archive PATH DEST [--delete-local] [--json] [--progress | --no-progress]
+    litemq archive PATH DEST [--delete-local] [--format text|json] [--progress | --no-progress]
                              [--follow [--every SECONDS]]
     litemq restore ARCHIVE QUEUE [--format text|json] [--progress | --no-progress]
 
 DEST and ARCHIVE are a path or a URI ``pyarrow.fs`` understands (``file://``, ``s3://``,
-``gs://``, ``hdfs://``). ``archive`` prints a summary (``--json``: one JSON object); with
+``gs://``, ``hdfs://``). ``archive`` prints a summary (``--format json``: one JSON object;
+``--json`` is its deprecated alias); with
 ``--follow`` it keeps running, archiving again every ``--every`` seconds (default 5), so each
 file reaches the archive within that long of being sealed, until SIGINT or SIGTERM, when it
 finishes the run in progress and exits 0. ``restore`` rebuilds a queue from an archive
@@ -29,6 +30,11 @@ FOLLOW_EVERY = 5.0
 
 
 def cmd_archive(args: argparse.Namespace, out: IO[str]) -> int:
+    if args.json:
+        import sys
+
+        sys.stderr.write("litemq: warning: --json is deprecated: use --format json\n")
+    args.json = args.json or args.format == "json"
     if args.follow or args.every is not None:
         return _follow(args, out)
     report = _archive_once(args)
@@ -173,7 +179,13 @@ def register(
         help="then delete local data files that are archived and consumed by every named "
         "tailer (never the file being written)",
     )
-    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    p.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="text for people (default), json (one object per run) for programs",
+    )
+    p.add_argument("--json", action="store_true", help="deprecated: --format json")
     p.add_argument(
         "--follow",
         action="store_true",

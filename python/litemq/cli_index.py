@@ -68,10 +68,15 @@ def _cmd_list(args: argparse.Namespace, out: IO[str]) -> int:
 
 
 def _cmd_where(args: argparse.Namespace, out: IO[str]) -> int:
-    from litemq.cli_common import _open
+    from litemq.cli_common import _Failure, _open
 
     with _open(args.path) as q:
         kind = q.indexes.get(args.field)
+        if kind is None:
+            raise _Failure(
+                f'{args.path}: no index on "{args.field}": declare it with '
+                f"`litemq index add {args.path} {args.field}` (--type int for numbers)"
+            )
         conv: Any = int if kind == "int" else str
         values = [conv(v) for v in args.values]
         value: Any

@@ -1,4 +1,4 @@
-"""``litemq wq PATH stats [NAME]``: work queues' figures (pending, in flight,
+"""``litemq wq PATH [stats] [NAME]``: work queues' figures (pending, in flight,
 acked, dead-lettered, oldest age). Registered by `litemq.cli`."""
 
 from __future__ import annotations
@@ -84,7 +84,9 @@ def register(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
     """Adds ``wq`` to the ``litemq`` command (`command` makes a subcommand
     that takes the queue's PATH)."""
     p = command("wq", "work queues: pending, in flight, acked, dead-lettered, oldest age")
-    p.add_argument("action", choices=("stats",), help="what to show")
+    p.add_argument(
+        "action", nargs="?", choices=("stats",), default="stats", help="what to show (stats)"
+    )
     p.add_argument("name", nargs="?", metavar="NAME", help="one work queue (default: all)")
     p.add_argument(
         "--format",

@@ -38,7 +38,7 @@ def test_info_text_and_json(filled: Path) -> None:
     proc = cli("info", str(filled))
     assert proc.returncode == 0, proc.stderr
     assert "messages     122" in proc.stdout
-    assert "sequences    0 .. 121" in proc.stdout
+    assert "sequences    0..122" in proc.stdout
     assert "writer       none" in proc.stdout
     proc = cli("info", str(filled), "--format", "json")
     info = json.loads(proc.stdout)

@@ -192,3 +192,89 @@ def test_where_prints_the_json_every_command_prints(qpath: Path) -> None:
     assert record == dumped[0]
     text = cli("where", str(qpath), "customer", "=", "c7", "--format", "text").stdout
     assert "key='o1'" in text
+
+
+# ------------------------------------------------------------------------------------------
+# one vocabulary
+
+
+def test_ranges_are_half_open_in_info_errors_and_archive(qpath: Path, tmp_path: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE, roll="count:5") as q:
+        q.appender().append_batch([b"m"] * 12)
+    info = cli("info", str(qpath))
+    assert "sequences    0..12\n" in info.stdout
+    missing = cli("get", str(qpath), "12")
+    assert missing.returncode == 1
+    assert "it holds 0..12" in missing.stderr
+    archived = cli("archive", str(qpath), str(tmp_path / "archive"))
+    assert archived.returncode == 0, archived.stderr
+    assert "the archive holds sequences 0..10" in archived.stdout  # two sealed files of 5
+
+
+def test_archive_takes_format_json_and_json_as_a_deprecated_alias(
+    qpath: Path, tmp_path: Path
+) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE, roll="count:5") as q:
+        q.appender().append_batch([b"m"] * 12)
+    proc = cli("archive", str(qpath), str(tmp_path / "a1"), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["first_seq"] == 0
+    assert proc.stderr == ""
+    old = cli("archive", str(qpath), str(tmp_path / "a2"), "--json")
+    assert old.returncode == 0, old.stderr
+    assert json.loads(old.stdout)["first_seq"] == 0
+    assert "--json is deprecated: use --format json" in old.stderr
+
+
+def test_wq_without_stats_prints_the_stats(qpath: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        q.appender().append(b"job")
+        q.work_queue("thumbs").close()
+    proc = cli("wq", str(qpath), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["name"] == "thumbs"
+
+    def figures(*args: str) -> dict[str, object]:
+        record = json.loads(cli("wq", str(qpath), *args, "--format", "json").stdout)
+        del record["oldest_age"]  # grows between the two runs
+        return record
+
+    assert figures() == figures("stats")
+    assert "IN_FLIGHT" in cli("wq", str(qpath)).stdout
+
+
+def test_find_start_takes_an_age_like_retain_max_age(qpath: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        q.appender().append(b"recent", key="k")
+    proc = cli("find", str(qpath), "k", "--start", "1h", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert [r["payload"] for r in _json_lines(proc.stdout)] == ["recent"]
+    future = cli("find", str(qpath), "k", "--end", "1h", "--format", "json")
+    assert future.returncode == 0, future.stderr
+    assert future.stdout == ""  # written less than an hour ago: not before 1h ago
+
+
+def test_errors_name_cli_options_not_python_arguments(qpath: Path, tmp_path: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        q.appender().append(b"m", headers={"customer": "c7"})
+    proc = cli("where", str(qpath), "customer", "=", "c7")
+    assert proc.returncode == 1
+    assert 'no index on "customer"' in proc.stderr
+    assert "litemq index add" in proc.stderr
+    assert "q.add_index" not in proc.stderr
+    secret = tmp_path / "secret"
+    with litemq.Queue(secret, file_size=SMALL_FILE, encryption_key=bytes(range(32))) as q:
+        q.appender().append(b"m")
+    proc = cli("info", str(secret))
+    assert proc.returncode == 1
+    assert "LITEMQ_ENCRYPTION_KEY_FILE" in proc.stderr
+    assert "encryption_key" not in proc.stderr.replace("LITEMQ_ENCRYPTION_KEY_FILE", "")
+
+
+def test_help_does_not_claim_every_command_is_read_only() -> None:
+    proc = cli("--help")
+    assert proc.returncode == 0
+    text = " ".join(proc.stdout.split())
+    assert "Every command but reindex opens the queue read-only" not in text
+    assert "append" in text
+    assert "writer" in text
