@@ -184,7 +184,8 @@ def register(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--file-size",
         metavar="SIZE",
-        help="data file size when the queue is created here (e.g. 64MiB)",
+        help="size of the data files the writer creates (e.g. 64MiB); remembered in the "
+        "queue's metadata like Queue(file_size=)",
     )
     p.add_argument(
         "--format",
