@@ -12,6 +12,7 @@ import io
 import json
 import re
 import tokenize
+import tomllib
 from pathlib import Path
 from types import CodeType
 
@@ -282,7 +283,7 @@ def test_api_md_names_every_public_method_and_field() -> None:
 # statement it ends (an expression, or an assignment to a name) must have a
 # `repr` that VALUE matches (`...` matches anything; text after `: ` at the
 # outermost level is explanation, not part of VALUE). A block that does not run
-# (shell commands, the error tree, needs a cluster) has the line
+# (shell commands, a diagram) has the line
 # `<!-- not run: REASON -->` right above its fence; any other block is an error.
 
 NOT_RUN = re.compile(r"^<!-- not run: (\S[^\n]*?) -->\n\Z")
@@ -436,3 +437,50 @@ def test_a_wrong_arrow_fails() -> None:
 
 def test_readme_links_the_api_reference() -> None:
     assert "(docs/API.md)" in README
+
+
+# -- installing: from a checkout or a built wheel, not from an index ----------------
+
+
+def _extras() -> dict[str, set[str]]:
+    """pyproject.toml's extras: extra -> the distribution names it installs."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    return {
+        extra: {re.split(r"[\[<>=!~ ;]", req, maxsplit=1)[0].lower() for req in reqs}
+        for extra, reqs in extras.items()
+    }
+
+
+def test_arrow_and_pandas_extras_do_not_pull_pyspark() -> None:
+    extras = _extras()
+    assert extras["arrow"] == {"pyarrow"}
+    assert extras["pandas"] == {"pyarrow", "pandas"}
+    assert {"pyspark", "pyarrow", "pandas"} <= extras["spark"]
+
+
+def test_install_docs_build_the_package_instead_of_naming_an_index() -> None:
+    """litemq is not published: no doc may say `pip install "litemq[...]"`;
+    the README and SPARK.md say how to install from a checkout or a wheel."""
+    spark = (ROOT / "docs" / "SPARK.md").read_text()
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = doc.read_text()
+        assert not re.search(r"pip install [\"']?litemq\b", text), doc.name
+    install = _section(README, "Installing")
+    for text in (install, spark):
+        assert "make wheel" in text
+        assert "pip install dist/litemq-" in text or 'pip install "dist/litemq-' in text
+        assert "Linux" in text
+    assert 'pip install ".[arrow]"' in install
+    extras = set(re.findall(r"\[(\w+)\]", install))
+    assert {"arrow", "pandas", "spark"} <= extras <= set(_extras())
+
+
+def test_make_wheel_builds_a_wheel_into_dist_with_maturin() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    rule = re.search(r"^wheel:.*\n((?:\t.*\n)+)", makefile, re.M)
+    assert rule, "no `wheel` target"
+    assert "maturin build --release --out dist" in rule.group(1)
+    assert re.search(r"^\.PHONY:.* wheel\b", makefile, re.M)
+    assert re.search(r"make wheel\s", makefile), "`make help` does not list it"
