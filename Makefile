@@ -31,7 +31,7 @@ export PATH := $(BIN):$(PATH)
 
 PY_SOURCES := python tests benches $(wildcard examples)
 
-.PHONY: help venv deps build demo test lint rust-test py-test stubtest fmt bench bench-peers fuzz fuzz-smoke soak clean
+.PHONY: help venv deps build wheel demo test lint rust-test py-test stubtest fmt bench bench-peers fuzz fuzz-smoke soak clean
 
 help:
 	@echo "make demo         write 1M messages, follow them live from a second process, print a table"
@@ -41,6 +41,7 @@ help:
 	@echo "make bench-peers  litemq against other Python queues (benches/peers.py)"
 	@echo "make fuzz         fuzz/run.sh"
 	@echo "make venv         create .venv, install extras, build the extension"
+	@echo "make wheel        build dist/litemq-*.whl (Linux) for pip install dist/litemq-*.whl"
 	@echo "make fmt          apply cargo fmt and ruff format"
 
 $(PY):
@@ -68,6 +69,18 @@ $(BUILD_STAMP): $(DEPS_STAMP) $(RUST_SRC) pyproject.toml
 	touch $@
 
 build venv: $(BUILD_STAMP)
+
+# A wheel for this machine's platform (Linux only: the engine relies on Linux's
+# mmap, futex and file-locking behaviour), in dist/, for any Python 3.11+ (abi3):
+# `pip install dist/litemq-*.whl`, or with extras
+# `pip install "$(ls dist/litemq-*.whl)[arrow]"`. Needs Rust and only the
+# build-system requirement of pyproject.toml (maturin), not the extras.
+wheel: | $(PY)
+	$(PY) -m pip install --quiet $$($(PY) -c 'import tomllib; \
+	  print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')
+	rm -f dist/litemq-*.whl
+	$(BIN)/maturin build --release --out dist
+	ls dist/litemq-*.whl
 
 demo: venv
 	$(PY) -m litemq.demo

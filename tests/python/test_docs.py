@@ -6,10 +6,15 @@ package exposes (signatures, the CLI parser) or with the bytes a queue writes.
 
 from __future__ import annotations
 
+import ast
 import inspect
+import io
 import json
 import re
+import tokenize
+import tomllib
 from pathlib import Path
+from types import CodeType
 
 import pytest
 
@@ -270,20 +275,212 @@ def test_api_md_names_every_public_method_and_field() -> None:
     assert missing == []
 
 
-def test_api_md_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The ```python blocks of API.md, in order, as one program."""
+# -- examples that run: README.md and docs/API.md, one mechanism ------------------
+#
+# Every ```python block of a page runs, in order, as one program (a temp
+# directory stands in for tempfile's), so later blocks may use what earlier
+# ones defined. On a line of an example, a comment `# -> VALUE` is checked: the
+# statement it ends (an expression, or an assignment to a name) must have a
+# `repr` that VALUE matches (`...` matches anything; text after `: ` at the
+# outermost level is explanation, not part of VALUE). A block that does not run
+# (shell commands, a diagram) has the line
+# `<!-- not run: REASON -->` right above its fence; any other block is an error.
+
+NOT_RUN = re.compile(r"^<!-- not run: (\S[^\n]*?) -->\n\Z")
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.M | re.S)
+
+
+def _examples(text: str, page: str) -> tuple[list[tuple[int, str]], list[str]]:
+    """The ```python blocks of `page` that run, as (first line, source), and
+    the reasons given for the blocks that do not."""
+    run: list[tuple[int, str]] = []
+    not_run: list[str] = []
+    for m in FENCE.finditer(text):
+        before = text[: m.start()]
+        line = before.count("\n") + 2  # the block's first line of code
+        previous = before[before.rstrip("\n").rfind("\n") + 1 :] if before else ""
+        marker = NOT_RUN.match(previous.rstrip("\n") + "\n")
+        if marker:
+            not_run.append(marker.group(1))
+        elif m.group(1) == "python":
+            run.append((line, m.group(2)))
+        else:
+            raise AssertionError(
+                f"{page}, line {line - 1}: a ```{m.group(1)} block without "
+                "`<!-- not run: REASON -->` above it"
+            )
+    return run, not_run
+
+
+def _expected_value(comment: str) -> str | None:
+    """VALUE of a `# -> VALUE[: explanation]` comment, else None."""
+    m = re.match(r"#\s*->\s*(.*)", comment)
+    if not m:
+        return None
+    text, depth, quote = m.group(1), 0, ""
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote and text[i - 1] != "\\" else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0 and text.startswith(": ", i):
+            return text[:i].strip()
+    return text.strip()
+
+
+def _arrow(value: object, expected: str, where: str) -> None:
+    pattern = ".*?".join(re.escape(part) for part in expected.split("..."))
+    shown = repr(value)
+    assert re.fullmatch(pattern, shown, re.S), f"{where}: {shown} is not {expected}"
+
+
+def _compile_example(source: str, page: str, line: int) -> CodeType:
+    """`source` compiled with a `_arrow` check after every `# -> VALUE` statement."""
+    comments = {
+        tok.start[0]: tok.string
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+        if tok.type == tokenize.COMMENT
+    }
+    arrows = {n: v for n, c in comments.items() if (v := _expected_value(c)) is not None}
+    checked: set[int] = set()
+
+    def check(node: ast.expr, stmt: ast.stmt) -> ast.stmt:
+        end = stmt.end_lineno or stmt.lineno
+        where = f"{page}, line {line + end - 1}"
+        call = ast.Call(
+            ast.Name("_arrow", ast.Load()),
+            [node, ast.Constant(arrows[end]), ast.Constant(where)],
+            [],
+        )
+        checked.add(end)
+        for new in (call, call.func, *call.args[1:]):
+            ast.copy_location(new, stmt)
+        return ast.copy_location(ast.Expr(call), stmt)
+
+    def rewrite(body: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for stmt in body:
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(stmt, field, None)
+                if isinstance(inner, list):
+                    setattr(stmt, field, rewrite(inner))
+            for handler in getattr(stmt, "handlers", []):
+                handler.body = rewrite(handler.body)
+            end = stmt.end_lineno or stmt.lineno
+            if hasattr(stmt, "body") or end not in arrows:
+                out.append(stmt)
+            elif isinstance(stmt, ast.Expr):
+                out.append(check(stmt.value, stmt))
+            elif isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name):
+                target = ast.copy_location(ast.Name(stmt.targets[0].id, ast.Load()), stmt)
+                out += [stmt, check(target, stmt)]
+            else:
+                raise AssertionError(f"{page}, line {line + end - 1}: `# ->` on {stmt}")
+        return out
+
+    tree = ast.parse(source)
+    tree.body = rewrite(tree.body)
+    unused = sorted(set(arrows) - checked)
+    assert not unused, f"{page}: `# ->` comments on no statement, lines {unused}"
+    ast.increment_lineno(tree, line - 1)
+    return compile(ast.fix_missing_locations(tree), page, "exec")
+
+
+def _run_examples(
+    text: str, page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, object]:
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    blocks = re.findall(r"^```python\n(.*?)^```", API, re.M | re.S)
-    assert len(blocks) >= 15
-    namespace: dict[str, object] = {"__name__": "api_md"}
-    for i, block in enumerate(blocks):
-        exec(compile(block, f"docs/API.md, example {i + 1}", "exec"), namespace)
+    run, _ = _examples(text, page)
+    namespace: dict[str, object] = {"__name__": page, "_arrow": _arrow}
+    for line, source in run:
+        exec(_compile_example(source, page, line), namespace)
+    return namespace
+
+
+def test_api_md_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ```python blocks of API.md, in order, as one program."""
+    assert len(_examples(API, "docs/API.md")[0]) >= 15
+    namespace = _run_examples(API, "docs/API.md", tmp_path, monkeypatch)
     q = namespace["q"]
     assert isinstance(q, litemq.Queue)
     assert q.closed
 
 
+def test_readme_examples_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The ```python blocks of README.md, in order, as one program: each
+    `# -> VALUE` comment holds, and only the few marked blocks are left out."""
+    run, not_run = _examples(README, "README.md")
+    assert len(run) >= 12
+    assert len(not_run) <= 8, not_run
+    arrows = sum(_expected_value(c) is not None for _, s in run for c in re.findall(r"#.*", s))
+    assert arrows >= 20, "the README's `# ->` comments are no longer checked"
+    _run_examples(README, "README.md", tmp_path, monkeypatch)
+    printed = capsys.readouterr().out
+    assert "order 1" in printed
+
+
+def test_a_wrong_arrow_fails() -> None:
+    """The check is live: a `# ->` comment that does not hold fails the run."""
+    code = _compile_example("x = 1 + 1   # -> 3: wrong\n", "example", 1)
+    with pytest.raises(AssertionError, match="example, line 1: 2 is not 3"):
+        exec(code, {"_arrow": _arrow})
+    exec(_compile_example("[1, 2]   # -> [1, ...]\n", "example", 1), {"_arrow": _arrow})
+
+
 def test_readme_links_the_api_reference() -> None:
     assert "(docs/API.md)" in README
+
+
+# -- installing: from a checkout or a built wheel, not from an index ----------------
+
+
+def _extras() -> dict[str, set[str]]:
+    """pyproject.toml's extras: extra -> the distribution names it installs."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    return {
+        extra: {re.split(r"[\[<>=!~ ;]", req, maxsplit=1)[0].lower() for req in reqs}
+        for extra, reqs in extras.items()
+    }
+
+
+def test_arrow_and_pandas_extras_do_not_pull_pyspark() -> None:
+    extras = _extras()
+    assert extras["arrow"] == {"pyarrow"}
+    assert extras["pandas"] == {"pyarrow", "pandas"}
+    assert {"pyspark", "pyarrow", "pandas"} <= extras["spark"]
+
+
+def test_install_docs_build_the_package_instead_of_naming_an_index() -> None:
+    """litemq is not published: no doc may say `pip install "litemq[...]"`;
+    the README and SPARK.md say how to install from a checkout or a wheel."""
+    spark = (ROOT / "docs" / "SPARK.md").read_text()
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = doc.read_text()
+        assert not re.search(r"pip install [\"']?litemq\b", text), doc.name
+    install = _section(README, "Installing")
+    for text in (install, spark):
+        assert "make wheel" in text
+        assert "pip install dist/litemq-" in text or 'pip install "dist/litemq-' in text
+        assert "Linux" in text
+    assert 'pip install ".[arrow]"' in install
+    extras = set(re.findall(r"\[(\w+)\]", install))
+    assert {"arrow", "pandas", "spark"} <= extras <= set(_extras())
+
+
+def test_make_wheel_builds_a_wheel_into_dist_with_maturin() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    rule = re.search(r"^wheel:.*\n((?:\t.*\n)+)", makefile, re.M)
+    assert rule, "no `wheel` target"
+    assert "maturin build --release --out dist" in rule.group(1)
+    assert re.search(r"^\.PHONY:.* wheel\b", makefile, re.M)
+    assert re.search(r"make wheel\s", makefile), "`make help` does not list it"
