@@ -54,7 +54,7 @@ pub use consumers::work_queue::{
     DeadLetterSink, Job, JobOrigin, QueueIdentity, Ticket, WorkQueue, WorkQueueInfo,
     WorkQueueOptions,
 };
-pub use consumers::{Consumer, ConsumerInfo, ConsumerOptions};
+pub use consumers::{AutoReset, Consumer, ConsumerInfo, ConsumerOptions};
 pub use error::{Error, Result};
 pub use format::compression::{Codec, Compression};
 pub use format::fields::FieldKind;

@@ -1731,7 +1731,38 @@ impl Queue {
         let next = self.next_seq();
         // After next_seq: first_seq refreshes the catalog if retention ran.
         let first = self.first_seq();
-        crate::consumers::list(self.path(), &self.inner.catalog, first, next)
+        let mut infos = crate::consumers::list(self.path(), &self.inner.catalog, first, next)?;
+        // A consumer with a topic filter lags by its topic's messages only.
+        for info in &mut infos {
+            let Some(selector) = info.selector.clone() else {
+                continue;
+            };
+            let mut t = self.tailer(Start::Beginning)?;
+            t.select(selector);
+            t.expect_published(next);
+            t.seek(info.next_seq.max(first))?;
+            let mut n = 0;
+            while let Some(m) = t.read_next()? {
+                if m.seq >= next {
+                    break;
+                }
+                n += 1;
+            }
+            info.lag_messages = n;
+        }
+        Ok(infos)
+    }
+
+    /// The first sequence whose message was written at or after `micros`
+    /// (µs since the Unix epoch), or `next_seq` when there is none yet:
+    /// Kafka's `offsetsForTimes`. Timestamps never decrease within a queue,
+    /// so `seq_for_time(a)..seq_for_time(b)` are the messages written in
+    /// `[a, b)`. A binary search over the files, then the sparse index.
+    pub fn seq_for_time(&self, micros: u64) -> Result<u64> {
+        self.check_open()?;
+        let mut t = self.tailer(Start::Beginning)?;
+        t.seek_time(micros)?;
+        Ok(t.next_seq())
     }
 
     /// Forgets consumer `name` (it must not be open anywhere), so that it no

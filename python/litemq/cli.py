@@ -21,6 +21,9 @@
                                           (takes the writer lock: not beside a writer)
     litemq consumers PATH [--format text|json]
                                           named tailers: position, lag, last commit
+    litemq consumers PATH reset NAME --to SEQ|TIME|earliest|latest
+                                          move (and commit) a named tailer's position
+    litemq consumers PATH delete NAME     forget a named tailer
     litemq retain PATH [--max-age 7d] [--max-bytes 10G] [--max-files N] [--protect-unconsumed]
                                           delete old data files now (beside a live writer)
     litemq wq PATH [stats] [NAME] [--format text|json]
@@ -69,7 +72,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import IO, Any, NoReturn
+from typing import IO, Any, Literal, NoReturn
 
 from litemq import _litemq, cli_archive, cli_wq
 from litemq._litemq import LiteMQError, Message
@@ -540,7 +543,71 @@ def cmd_reindex(args: argparse.Namespace, out: IO[str]) -> int:
     return 0
 
 
+def _consumer_action(args: argparse.Namespace, out: IO[str]) -> int:
+    """``consumers PATH reset NAME --to ...`` and ``consumers PATH delete NAME``."""
+    try:
+        return _consumer_action_on(args, out)
+    except _litemq.LockedError as e:
+        raise _Failure(
+            f"{args.path}: named tailer {args.name!r} is open ({e}); close it, then "
+            f"{args.action} it"
+        ) from None
+
+
+def _consumer_action_on(args: argparse.Namespace, out: IO[str]) -> int:
+    with _open(args.path) as q:
+        known = {c.name: c for c in q.consumers()}
+        if args.name not in known:
+            raise _Failure(f"{args.path}: no named tailer {args.name!r}")
+        if args.action == "delete":
+            q.remove_consumer(args.name)
+            out.write(f"{args.name}: deleted\n")
+            return 0
+        c = known[args.name]
+        to = args.to.strip()
+        start: int | Literal["start", "end"]
+        if to in ("earliest", "latest"):
+            start = "start" if to == "earliest" else "end"
+        elif to.isdigit():
+            start = int(to)
+        else:
+            try:
+                start = q.seq_for_time(_time_arg(to))
+            except argparse.ArgumentTypeError as e:
+                raise _Failure(f"--to: {e}; or a sequence, earliest or latest") from None
+        # Starts the name over at `start`, keeping its topic filter.
+        t = q.tailer(
+            start,
+            name=args.name,
+            reset=True,
+            topic=c.topic,
+            queue_id=c.queue_id,
+            tags=c.tags or None,
+        )
+        seq = t.committed_seq
+        t.close()
+    out.write(f"{args.name}: next_seq {seq}\n")
+    return 0
+
+
+def _consumers_usage(args: argparse.Namespace) -> str | None:
+    """What is wrong with the arguments of ``consumers``, if anything."""
+    if args.action is None:
+        if args.name is not None or args.to is not None:
+            return "consumers: NAME and --to go with reset or delete"
+        return None
+    if args.name is None:
+        return f"consumers {args.action}: NAME is required"
+    if args.action == "reset" and args.to is None:
+        return "consumers reset: --to SEQ|TIME|earliest|latest is required"
+    if args.action == "delete" and args.to is not None:
+        return "consumers delete: --to goes with reset"
+    return None
+
+
 def cmd_consumers(args: argparse.Namespace, out: IO[str]) -> int:
+    if args.action is not None:
+        return _consumer_action(args, out)
     with _open(args.path) as q:
         consumers = q.consumers()
         first, nxt = q.first_seq, q.next_seq
@@ -768,9 +835,26 @@ def _parser() -> argparse.ArgumentParser:
     with_format(p, ("text", "json", "hex"))
     p.set_defaults(run=cmd_find)
 
-    p = command("consumers", "list named tailers: committed position, lag, last commit")
+    p = command(
+        "consumers",
+        "list named tailers (committed position, lag, last commit); reset or delete one",
+    )
+    p.add_argument(
+        "action",
+        nargs="?",
+        choices=("reset", "delete"),
+        metavar="reset|delete",
+        help="reset NAME --to ...: move a named tailer (not open anywhere); delete NAME",
+    )
+    p.add_argument("name", nargs="?", metavar="NAME", help="the named tailer")
+    p.add_argument(
+        "--to",
+        metavar="SEQ|TIME|earliest|latest",
+        help="with reset: a sequence, an ISO 8601 time (the first message at or after it), "
+        "earliest (the oldest message kept) or latest (after the newest)",
+    )
     with_format(p, ("text", "json"))
-    p.set_defaults(run=cmd_consumers)
+    p.set_defaults(run=cmd_consumers, usage_problem=_consumers_usage)
 
     p = command(
         "retain",
@@ -843,6 +927,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.max_age is None and args.max_bytes is None and args.max_files is None
     ):
         parser.error("retain needs at least one of --max-age, --max-bytes, --max-files")
+    usage_problem = getattr(args, "usage_problem", None)
+    if usage_problem is not None and (problem := usage_problem(args)):
+        parser.error(problem)
     out = sys.stdout
     try:
         status: int = args.run(args, out)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 __all__ = ["ConsumerInfo"]
@@ -16,9 +16,13 @@ class ConsumerInfo:
     - ``next_seq``: committed position, the sequence it reads next;
     - ``lag_messages``: messages still in the queue at or after ``next_seq``
       (messages retention deleted before the tailer read them are not
-      counted: a tailer behind ``first_seq`` counts from it);
-    - ``lag_bytes``: bytes of those messages' frames still on disk (exact for
-      what was published when the listing looked);
+      counted: a tailer behind ``first_seq`` counts from it); for a tailer
+      with a topic filter, only the messages its filter selects;
+    - ``lag_bytes``: bytes of the queue's frames still on disk from
+      ``next_seq`` on (exact for what was published when the listing looked;
+      every topic's, with a topic filter too: what the tailer still passes);
+    - ``topic``, ``queue_id``, ``tags``: the topic filter the name remembers
+      (``None``, ``None``, ``[]`` without one);
     - ``committed_at``: when the position was last committed (UTC);
     - ``created_at``: when the name was first opened (UTC).
 
@@ -32,3 +36,6 @@ class ConsumerInfo:
     lag_bytes: int
     committed_at: datetime
     created_at: datetime
+    topic: str | None = None
+    queue_id: int | None = None
+    tags: list[str] = field(default_factory=list)

@@ -62,6 +62,28 @@ pub struct ConsumerOptions {
     /// with the previous ones), and [`Consumer::close`] commits the rest.
     /// Default false.
     pub auto_commit: bool,
+    /// What a read does when retention deleted the position (Kafka's
+    /// `auto.offset.reset`). Default [`AutoReset::Error`].
+    pub auto_reset: AutoReset,
+    /// Start the name over: an existing name is moved (and committed) to
+    /// `start_if_new` and forgets its topic filter (the caller's
+    /// [`Consumer::select`] then records a new one). Without it, `start_if_new`
+    /// applies only to a new name. Default false.
+    pub reset: bool,
+}
+
+/// What a named consumer does when retention deleted the message it was to
+/// read next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AutoReset {
+    /// Every read fails with [`Error::NotFound`] (naming the first sequence
+    /// kept) until the caller seeks: nothing is skipped silently.
+    #[default]
+    Error,
+    /// Go on from the oldest message still kept.
+    Earliest,
+    /// Go on after the newest message: skip what is there now.
+    Latest,
 }
 
 /// The default options, starting a new name at `start`.
@@ -79,6 +101,8 @@ impl Default for ConsumerOptions {
         ConsumerOptions {
             start_if_new: Start::Beginning,
             auto_commit: false,
+            auto_reset: AutoReset::Error,
+            reset: false,
         }
     }
 }
@@ -92,14 +116,19 @@ pub struct ConsumerInfo {
     pub next_seq: u64,
     /// Messages still in the queue at or after `next_seq`
     /// (`queue.next_seq - max(next_seq, queue.first_seq)`): a consumer
-    /// behind `first_seq` counts from it, as `lag_bytes` does.
+    /// behind `first_seq` counts from it, as `lag_bytes` does. A consumer
+    /// with a topic filter counts only the messages its filter selects
+    /// (found by reading, with the topic indexes, what lies ahead of it).
     pub lag_messages: u64,
     /// Bytes of the frames of those messages still on disk (headers, CRCs
     /// and padding included; a consumer behind `first_seq` counts from it).
     /// Computed from the sparse indexes plus a walk of at most one index
     /// interval of length words per file: exact for what was published when
-    /// the listing looked.
+    /// the listing looked. With a topic filter too, these are the bytes of
+    /// the queue ahead of it, every topic's (what it still has to pass).
     pub lag_bytes: u64,
+    /// The topic filter the consumer remembers (see [`Consumer::select`]).
+    pub selector: Option<crate::reader::topic::TopicSelector>,
     /// When the position was last committed, µs since the Unix epoch.
     pub committed_at: u64,
     /// When the consumer was first opened, µs since the Unix epoch.
@@ -114,6 +143,9 @@ pub struct Consumer {
     file: PositionFile,
     clock: Arc<dyn Clock>,
     auto_commit: bool,
+    auto_reset: AutoReset,
+    /// Opened with `reset`: `select` may replace the remembered filter.
+    reset: bool,
     /// Position to seek to before the next read (set at open and when a
     /// seek failed); a failed seek is reported by every read until it works.
     pending: Option<u64>,
@@ -160,9 +192,19 @@ impl Consumer {
                 Start::Seq(seq) => seq,
             })
         };
-        let (file, created) =
+        let (mut file, created) =
             PositionFile::open_or_create(&dir, name, clock.now_micros(), &mut initial)?;
-        let from_beginning = created && options.start_if_new == Start::Beginning;
+        if options.reset && !created {
+            let seq = initial()?;
+            file.commit(seq, clock.now_micros());
+            file.set_selector(None)?;
+            file.sync()?;
+        }
+        let from_beginning = (created || options.reset) && options.start_if_new == Start::Beginning;
+        let mut tailer = tailer;
+        if let Some(s) = file.selector() {
+            tailer.select(s.clone());
+        }
         Ok(Consumer {
             name: name.to_string(),
             pending: Some(file.current().next_seq),
@@ -170,15 +212,40 @@ impl Consumer {
             file,
             clock,
             auto_commit: options.auto_commit,
+            auto_reset: options.auto_reset,
+            reset: options.reset || created,
             from_beginning,
         })
     }
 
-    /// The consumer's name.
     /// Reads only the messages `selector` wants (see [`Tailer::select`]);
-    /// the committed position stays a queue sequence.
-    pub fn select(&mut self, selector: crate::reader::topic::TopicSelector) {
+    /// the committed position stays a queue sequence. The filter is
+    /// remembered with the name: a later open reads with it without being
+    /// told, and [`Queue::consumers`](crate::Queue::consumers) counts the lag
+    /// in its messages. A name that remembers another filter refuses this
+    /// one (`InvalidArgument`) unless it was opened with
+    /// [`ConsumerOptions::reset`] (or is new).
+    pub fn select(&mut self, selector: crate::reader::topic::TopicSelector) -> Result<()> {
+        match self.file.selector() {
+            Some(s) if *s == selector => {}
+            Some(s) if !self.reset => {
+                return Err(Error::InvalidArgument(format!(
+                    "named tailer {:?} reads {}, not {}: open it with reset=True to \
+                     start it over with another filter, or use another name",
+                    self.name,
+                    describe(s),
+                    describe(&selector)
+                )))
+            }
+            _ => self.file.set_selector(Some(&selector))?,
+        }
         self.tailer.select(selector);
+        Ok(())
+    }
+
+    /// The topic filter the consumer reads with, as remembered with its name.
+    pub fn selector(&self) -> Option<&crate::reader::topic::TopicSelector> {
+        self.file.selector()
     }
 
     /// As [`Tailer::skip_expired`]: reads skip expired messages.
@@ -228,9 +295,34 @@ impl Consumer {
         Ok(())
     }
 
+    /// Commits `seq` as the position a reopened consumer starts at (Kafka's
+    /// `commitSync(offsets)`), whatever was read: the reading position does
+    /// not move. `seq` may be anything up to the queue's `next_seq`; a later
+    /// one is an invalid argument.
+    pub fn commit_seq(&mut self, seq: u64) -> Result<()> {
+        let end = self.tailer.published_end()?;
+        if seq > end {
+            return Err(Error::InvalidArgument(format!(
+                "cannot commit sequence {seq} for named tailer {:?}: the queue ends \
+                 before it (next_seq {end})",
+                self.name
+            )));
+        }
+        if seq != self.file.current().next_seq {
+            self.file.commit(seq, self.clock.now_micros());
+        }
+        Ok(())
+    }
+
     /// [`Consumer::commit`], then msync: the position survives a machine crash.
     pub fn commit_durable(&mut self) -> Result<()> {
         self.commit()?;
+        self.file.sync()
+    }
+
+    /// Flushes the committed position to disk (msync): it survives a
+    /// machine crash.
+    pub fn sync(&self) -> Result<()> {
         self.file.sync()
     }
 
@@ -284,7 +376,10 @@ impl Consumer {
     ///
     /// When the position was removed by retention, every read fails with
     /// [`Error::NotFound`] (naming the first sequence still kept) until the
-    /// caller seeks: skipping silently would break at-least-once.
+    /// caller seeks: skipping silently would break at-least-once. Unless
+    /// the consumer was opened with [`ConsumerOptions::auto_reset`]
+    /// `Earliest` or `Latest`: then it goes on from there (not committed
+    /// until the next commit).
     pub fn read_next(&mut self) -> Result<Option<Message<'_>>> {
         self.before_read()?;
         self.tailer.read_next()
@@ -321,8 +416,17 @@ impl Consumer {
         if let Some(seq) = self.pending {
             match self.tailer.seek(seq) {
                 Ok(()) => self.pending = None,
-                Err(Error::NotFound { first, .. }) if self.from_beginning && seq < first => {
+                Err(Error::NotFound { first, .. })
+                    if seq < first
+                        && (self.from_beginning || self.auto_reset == AutoReset::Earliest) =>
+                {
                     self.tailer.seek(first)?;
+                    self.pending = None;
+                }
+                Err(Error::NotFound { first, .. })
+                    if seq < first && self.auto_reset == AutoReset::Latest =>
+                {
+                    self.tailer.seek_end()?;
                     self.pending = None;
                 }
                 Err(e) => return Err(e),
@@ -382,7 +486,9 @@ pub fn min_position(base: &Path) -> Result<Option<u64>> {
 
 /// Every named consumer with its lag: the messages still in the queue
 /// (`first_seq..next_seq`) at or after its position. Messages retention
-/// deleted before a consumer read them are gone, not lag.
+/// deleted before a consumer read them are gone, not lag. The lag of a
+/// consumer with a topic filter counts every message here; the queue
+/// (`Queue::consumers`) then counts its topic's.
 pub fn list(
     base: &Path,
     catalog: &Catalog,
@@ -399,6 +505,7 @@ pub fn list(
             ConsumerInfo {
                 lag_messages: next_seq.saturating_sub(pos.max(first_seq)),
                 lag_bytes: offsets.bytes_between(pos, next_seq),
+                selector: s.selector,
                 name: s.name,
                 next_seq: pos,
                 committed_at: s.position.committed_us,
@@ -406,6 +513,25 @@ pub fn list(
             }
         })
         .collect())
+}
+
+/// `topic="orders", tags=["paid"]` as an error message names a filter.
+fn describe(s: &crate::reader::topic::TopicSelector) -> String {
+    let mut parts = Vec::new();
+    if let Some(t) = &s.topic {
+        parts.push(format!("topic={t:?}"));
+    }
+    if let Some(q) = s.queue_id {
+        parts.push(format!("queue_id={q}"));
+    }
+    if !s.tags.is_empty() {
+        parts.push(format!("tags={:?}", s.tags));
+    }
+    if parts.is_empty() {
+        "every message".into()
+    } else {
+        parts.join(", ")
+    }
 }
 
 /// Removes consumer `name` (it must not be open anywhere). Returns whether

@@ -8,7 +8,17 @@
 //!  256..260   pid of the process that has the consumer open (advisory)
 //!  512..544   slot 0: generation | next_seq | committed_us | CRC-64 of the 24 bytes before
 //! 1024..1056  slot 1: same layout
+//! 1536..      the topic filter the consumer reads with (optional; zeros
+//!             when it has none, as in files of older builds):
+//!             len u32 | body (len bytes) | CRC-64 of len and body
 //! ```
+//!
+//! The filter's body: flags u8 (bit 0: topic, bit 1: queue id, bit 2:
+//! tags) | queue_id u16 | topic_len u8 | topic | tag_count u8 | per tag:
+//! len u8 | tag. It is written when a name is first opened with a filter,
+//! and replaced only by a reset (`ConsumerOptions::reset`), in place and
+//! msynced: a write torn by a crash fails its CRC, and the open reports the
+//! file as corrupted (offset 1536) rather than reading other topics.
 //!
 //! A commit writes generation `g + 1` into slot `(g + 1) % 2`, the slot that
 //! does *not* hold the newest valid position. A torn commit (the process
@@ -36,6 +46,7 @@ use crate::storage::fsutil::sync_dir;
 use crate::storage::mapped::WritableMapping;
 
 use super::name::{self, MAX_NAME_LEN};
+use crate::reader::topic::TopicSelector;
 
 /// First eight bytes of a position file.
 pub const POSITION_MAGIC: [u8; 8] = *b"LMQCPOS\0";
@@ -51,6 +62,97 @@ const PID_AT: usize = 256;
 pub const SLOT_AT: [usize; 2] = [512, 1024];
 /// Bytes of one slot.
 pub const SLOT_LEN: usize = 32;
+/// Where the remembered topic filter starts (its own 512-byte sector).
+pub const SELECTOR_AT: usize = 1536;
+const SELECTOR_MAX_BODY: usize = POSITION_FILE_LEN - SELECTOR_AT - 4 - 8;
+
+/// The record of `selector` stored at [`SELECTOR_AT`] (`None`: no filter,
+/// four zero bytes). Too long a filter (its topic and tags over 2.5 KB) is
+/// an invalid argument.
+pub fn encode_selector(selector: Option<&TopicSelector>) -> Result<Vec<u8>> {
+    let Some(sel) = selector else {
+        return Ok(vec![0u8; 4]);
+    };
+    let mut body = Vec::new();
+    let flags = u8::from(sel.topic.is_some())
+        | (u8::from(sel.queue_id.is_some()) << 1)
+        | (u8::from(!sel.tags.is_empty()) << 2);
+    body.push(flags);
+    body.extend_from_slice(&sel.queue_id.unwrap_or(0).to_le_bytes());
+    let short = |s: &str, what: &str| -> Result<u8> {
+        u8::try_from(s.len())
+            .map_err(|_| Error::InvalidArgument(format!("{what} {s:?} is over 255 bytes")))
+    };
+    let topic = sel.topic.as_deref().unwrap_or("");
+    body.push(short(topic, "topic")?);
+    body.extend_from_slice(topic.as_bytes());
+    let count = u8::try_from(sel.tags.len())
+        .map_err(|_| Error::InvalidArgument("more than 255 tags".into()))?;
+    body.push(count);
+    for tag in &sel.tags {
+        body.push(short(tag, "tag")?);
+        body.extend_from_slice(tag.as_bytes());
+    }
+    if body.len() > SELECTOR_MAX_BODY {
+        return Err(Error::InvalidArgument(format!(
+            "a named tailer's topic filter is at most {SELECTOR_MAX_BODY} bytes \
+             (topic and tags); this one is {}",
+            body.len()
+        )));
+    }
+    let mut out = (body.len() as u32).to_le_bytes().to_vec();
+    out.extend_from_slice(&body);
+    let crc = crc64(&[&out]);
+    out.extend_from_slice(&crc.to_le_bytes());
+    Ok(out)
+}
+
+/// The topic filter remembered in a whole file image (`None`: none).
+pub fn decode_selector(path: &Path, file: &[u8]) -> Result<Option<TopicSelector>> {
+    let bad = |why: &str| reject(path, SELECTOR_AT, format!("topic filter: {why}"));
+    let len = le_u32(file, SELECTOR_AT).ok_or_else(|| bad("truncated"))? as usize;
+    if len == 0 {
+        return Ok(None);
+    }
+    if len > SELECTOR_MAX_BODY {
+        return Err(bad(&format!("length {len} is too large")));
+    }
+    let end = SELECTOR_AT + 4 + len;
+    let stored = file.get(SELECTOR_AT..end).ok_or_else(|| bad("truncated"))?;
+    if le_u64(file, end) != Some(crc64(&[stored])) {
+        return Err(bad("CRC mismatch"));
+    }
+    let mut b = &stored[4..];
+    let mut take = |n: usize| -> Result<&[u8]> {
+        if b.len() < n {
+            return Err(bad("truncated body"));
+        }
+        let (h, t) = b.split_at(n);
+        b = t;
+        Ok(h)
+    };
+    let text = |bytes: &[u8]| -> Result<String> {
+        std::str::from_utf8(bytes)
+            .map(str::to_owned)
+            .map_err(|_| bad("not UTF-8"))
+    };
+    let flags = take(1)?[0];
+    let qid = take(2)?;
+    let queue_id = u16::from_le_bytes([qid[0], qid[1]]);
+    let n = take(1)?[0] as usize;
+    let topic = text(take(n)?)?;
+    let count = take(1)?[0] as usize;
+    let mut tags = Vec::with_capacity(count);
+    for _ in 0..count {
+        let n = take(1)?[0] as usize;
+        tags.push(text(take(n)?)?);
+    }
+    Ok(Some(TopicSelector {
+        topic: (flags & 1 != 0).then_some(topic),
+        queue_id: (flags & 2 != 0).then_some(queue_id),
+        tags,
+    }))
+}
 
 /// A committed position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,6 +258,8 @@ pub struct Snapshot {
     pub name: String,
     pub created_us: u64,
     pub position: Position,
+    /// The topic filter the consumer reads with, if any.
+    pub selector: Option<TopicSelector>,
 }
 
 /// Reads a position file with `pread` (no mapping, no lock): safe to call
@@ -175,10 +279,12 @@ pub fn read_snapshot(path: &Path) -> Result<Snapshot> {
             decode_position(path, &buf)?
         }
     };
+    let selector = decode_selector(path, &buf)?;
     Ok(Snapshot {
         name,
         created_us,
         position,
+        selector,
     })
 }
 
@@ -207,6 +313,7 @@ fn read_image(file: &File, path: &Path, buf: &mut [u8]) -> Result<()> {
 pub struct PositionFile {
     map: WritableMapping,
     current: Position,
+    selector: Option<TopicSelector>,
 }
 
 impl PositionFile {
@@ -264,7 +371,12 @@ impl PositionFile {
                 ));
             }
             let current = decode_position(&path, map.as_slice())?;
-            let mut pf = PositionFile { map, current };
+            let selector = decode_selector(&path, map.as_slice())?;
+            let mut pf = PositionFile {
+                map,
+                current,
+                selector,
+            };
             pf.map.store_u32(PID_AT, std::process::id());
             return Ok((pf, created));
         }
@@ -291,6 +403,23 @@ impl PositionFile {
         let slot = SLOT_AT[(p.generation % 2) as usize];
         self.map.write(slot, &encode_slot(&p));
         self.current = p;
+    }
+
+    /// The remembered topic filter.
+    pub fn selector(&self) -> Option<&TopicSelector> {
+        self.selector.as_ref()
+    }
+
+    /// Remembers `selector` (`None`: no filter), written in place and
+    /// msynced (see the module's notes on a torn write).
+    pub fn set_selector(&mut self, selector: Option<&TopicSelector>) -> Result<()> {
+        let record = encode_selector(selector)?;
+        // Body and CRC first, then the length that makes them count.
+        self.map.write(SELECTOR_AT + 4, &record[4..]);
+        self.map.write(SELECTOR_AT, &record[..4]);
+        self.sync()?;
+        self.selector = selector.cloned();
+        Ok(())
     }
 
     /// Forces the slots to disk (msync).
@@ -472,6 +601,48 @@ mod tests {
                 other => panic!("{keep} bytes: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn selector_round_trip_and_damage() {
+        let path = Path::new("x.pos");
+        let mut file = vec![0u8; POSITION_FILE_LEN];
+        assert_eq!(decode_selector(path, &file).unwrap(), None);
+        for sel in [
+            TopicSelector {
+                topic: Some("orders".into()),
+                queue_id: Some(3),
+                tags: vec!["paid".into(), "eu".into()],
+            },
+            TopicSelector {
+                topic: None,
+                queue_id: None,
+                tags: vec!["x".into()],
+            },
+            TopicSelector {
+                topic: Some(String::new()),
+                queue_id: None,
+                tags: vec![],
+            },
+        ] {
+            let rec = encode_selector(Some(&sel)).unwrap();
+            file[SELECTOR_AT..SELECTOR_AT + rec.len()].copy_from_slice(&rec);
+            assert_eq!(decode_selector(path, &file).unwrap(), Some(sel));
+        }
+        file[SELECTOR_AT + 6] ^= 1;
+        assert!(matches!(
+            decode_selector(path, &file),
+            Err(Error::Corrupted { offset: 1536, .. })
+        ));
+        let huge = TopicSelector {
+            topic: None,
+            queue_id: None,
+            tags: vec!["t".repeat(200); 20],
+        };
+        assert!(matches!(
+            encode_selector(Some(&huge)),
+            Err(Error::InvalidArgument(_))
+        ));
     }
 
     #[test]

@@ -71,15 +71,31 @@ impl Consumer {
     /// survives the death of the process at once; with ``durable=True`` it
     /// is also flushed to disk (msync) and survives a machine crash.
     ///
+    /// With ``seq``, commits that position instead (Kafka's commit of an
+    /// offset): a reopened consumer starts at ``seq``, whatever was read,
+    /// and this handle's reading position does not move. ``seq`` may be up
+    /// to the queue's ``next_seq``; past it raises ValueError.
+    ///
     /// >>> msg = t.read_next(); handle(msg); t.commit()
-    #[pyo3(signature = (*, durable=false))]
-    fn commit(slf: PyRef<'_, Self>, py: Python<'_>, durable: bool) -> PyResult<()> {
+    /// >>> t.commit(msg.seq)  # handle it again after a restart
+    #[pyo3(signature = (seq=None, *, durable=false))]
+    fn commit(
+        slf: PyRef<'_, Self>,
+        py: Python<'_>,
+        seq: Option<&Bound<'_, PyAny>>,
+        durable: bool,
+    ) -> PyResult<()> {
+        let seq = seq.map(|s| super::tailer::seq_arg(s, "seq")).transpose()?;
         Self::with(&slf, py, |c| {
-            if durable {
-                Ok(exit::detach(py, || c.commit_durable())?)
-            } else {
-                Ok(c.commit()?)
+            match (seq, durable) {
+                (Some(seq), _) => exit::detach(py, || c.commit_seq(seq))?,
+                (None, true) => exit::detach(py, || c.commit_durable())?,
+                (None, false) => c.commit()?,
             }
+            if durable && seq.is_some() {
+                exit::detach(py, || c.sync())?;
+            }
+            Ok(())
         })
     }
 
@@ -140,6 +156,10 @@ pub(crate) fn info_dict<'py>(py: Python<'py>, info: &ConsumerInfo) -> PyResult<B
     d.set_item("next_seq", info.next_seq)?;
     d.set_item("lag_messages", info.lag_messages)?;
     d.set_item("lag_bytes", info.lag_bytes)?;
+    let sel = info.selector.as_ref();
+    d.set_item("topic", sel.and_then(|s| s.topic.as_deref()))?;
+    d.set_item("queue_id", sel.and_then(|s| s.queue_id))?;
+    d.set_item("tags", sel.map(|s| s.tags.clone()).unwrap_or_default())?;
     d.set_item("committed_at", time::to_datetime(py, info.committed_at)?)?;
     d.set_item("created_at", time::to_datetime(py, info.created_at)?)?;
     Ok(d)

@@ -395,7 +395,8 @@ impl Queue {
     /// [2, 1, 0]
     #[pyo3(signature = (
         start=None, *, name=None, auto_commit=false, direction="forward",
-        topic=None, tags=None, queue_id=None, skip_expired=false
+        topic=None, tags=None, queue_id=None, skip_expired=false,
+        reset=false, auto_reset="error"
     ))]
     #[expect(
         clippy::too_many_arguments,
@@ -412,8 +413,25 @@ impl Queue {
         tags: Option<&Bound<'_, PyAny>>,
         queue_id: Option<&Bound<'_, PyAny>>,
         skip_expired: bool,
+        reset: bool,
+        auto_reset: &str,
     ) -> PyResult<Py<PyAny>> {
         let selector = topic::selector_arg(topic, tags, queue_id)?;
+        let auto_reset = match auto_reset {
+            "error" => crate::AutoReset::Error,
+            "earliest" => crate::AutoReset::Earliest,
+            "latest" => crate::AutoReset::Latest,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "auto_reset must be \"earliest\", \"latest\" or \"error\", got {other:?}"
+                )))
+            }
+        };
+        if name.is_none() && (reset || auto_reset != crate::AutoReset::Error) {
+            return Err(PyValueError::new_err(
+                "reset= and auto_reset= need a named tailer: q.tailer(name=..., ...)",
+            ));
+        }
         let start = start_arg(start)?;
         let core = self.core()?;
         let queue = &core.queue;
@@ -472,6 +490,8 @@ impl Queue {
         let options = ConsumerOptions {
             start_if_new: start,
             auto_commit,
+            auto_reset,
+            reset,
         };
         let mut c = match exit::detach(py, || queue.consumer(name, options)) {
             Ok(c) => c,
@@ -481,7 +501,7 @@ impl Queue {
             Err(e) => return Err(e.into()),
         };
         if let Some(s) = selector {
-            c.select(s);
+            c.select(s)?;
         }
         if skip_expired {
             c.skip_expired(queue.clock().clone());
@@ -616,6 +636,25 @@ impl Queue {
             list.append(consumer::info_dict(py, info)?)?;
         }
         Ok(list)
+    }
+
+    /// The first sequence whose message was written at or after `when` (a
+    /// timezone-aware datetime, or µs since the epoch), or `next_seq` when
+    /// there is none yet: Kafka's offsetsForTimes. Timestamps never
+    /// decrease within a queue, so `seq_for_time(a)` up to `seq_for_time(b)`
+    /// are the messages written in `[a, b)`.
+    ///
+    /// >>> q.seq_for_time(datetime(2026, 1, 1, tzinfo=timezone.utc))
+    /// 0
+    fn seq_for_time(&self, py: Python<'_>, when: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let micros = super::time::to_micros(when, "when")?;
+        let queue = self.queue()?;
+        // Read-your-writes: what this process appended counts.
+        Ok(exit::detach(py, || {
+            queue
+                .wait_visible()
+                .and_then(|()| queue.seq_for_time(micros))
+        })?)
     }
 
     /// Forgets the named tailer `name` (it must not be open anywhere), so

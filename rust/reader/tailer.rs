@@ -1292,6 +1292,14 @@ impl Tailer {
         Ok(())
     }
 
+    /// The sequence after the last published message (the queue's
+    /// `next_seq` as files show it), without moving the tailer.
+    pub(crate) fn published_end(&mut self) -> Result<u64> {
+        self.check_open()?;
+        self.catalog.refresh()?;
+        Ok(published_end(&self.catalog))
+    }
+
     /// Steps forward over every published frame by their lengths (no CRC)
     /// and returns the sequence after the last one: the tail as far as
     /// this tailer can tell, cheaply (a `TailWatch` follows the tail so).

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -382,3 +383,43 @@ def test_topics_and_topic_filters(queue: litemq.Queue) -> None:
     tail = cli("tail", queue.path, "--topic", "audit", "-n", "2", "--format", "json")
     assert [json.loads(line)["seq"] for line in tail.stdout.splitlines()] == [25, 28]
     assert cli("dump", queue.path, "--topic", "").returncode != 0
+
+
+def test_consumers_reset_and_delete(qpath: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        app = q.appender()
+        app.append_batch([b"m"] * 10)
+        app.flush()
+        stamp = [m.timestamp for m in q.tailer()][4]
+        q.tailer(name="billing").close()
+
+    def position() -> int:
+        with litemq.Queue(qpath, read_only=True) as q:
+            return {c.name: c.next_seq for c in q.consumers()}["billing"]
+
+    for to, want in [("7", 7), ("latest", 10), ("earliest", 0)]:
+        proc = cli("consumers", str(qpath), "reset", "billing", "--to", to)
+        assert proc.returncode == 0, proc.stderr
+        assert position() == want
+        assert f"billing: next_seq {want}" in proc.stdout
+    when = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=stamp)
+    proc = cli("consumers", str(qpath), "reset", "billing", "--to", when.isoformat())
+    assert proc.returncode == 0, proc.stderr
+    assert position() <= 4
+    # A name that does not exist is an error, not a new consumer.
+    proc = cli("consumers", str(qpath), "reset", "nobody", "--to", "0")
+    assert proc.returncode == 1
+    assert "nobody" in proc.stderr
+    proc = cli("consumers", str(qpath), "reset", "billing")
+    assert proc.returncode == 2
+    assert "--to" in proc.stderr
+    # An open consumer cannot be reset or deleted under it.
+    with litemq.Queue(qpath, read_only=True) as q, q.tailer(name="billing"):
+        proc = cli("consumers", str(qpath), "delete", "billing")
+        assert proc.returncode == 1
+        assert "billing" in proc.stderr
+    proc = cli("consumers", str(qpath), "delete", "billing")
+    assert proc.returncode == 0, proc.stderr
+    with litemq.Queue(qpath, read_only=True) as q:
+        assert q.consumers() == []
+    assert cli("consumers", str(qpath), "delete", "billing").returncode == 1

@@ -374,3 +374,110 @@ def test_remove_consumer(queue: litemq.Queue) -> None:
     # A removed name starts afresh.
     with queue.tailer(name="gone", start="end") as t:
         assert t.next_seq == 5
+
+
+def _fill_topics(q: litemq.Queue, n: int) -> None:
+    """Message i has topic "audit" when i % 3 == 0, "orders" otherwise."""
+    app = q.appender()
+    for i in range(n):
+        app.append(f"m{i}".encode(), topic="audit" if i % 3 == 0 else "orders")
+    app.flush()
+
+
+def test_a_named_tailer_remembers_its_topic_filter(queue: litemq.Queue) -> None:
+    _fill_topics(queue, 30)
+    with queue.tailer(name="auditor", topic="audit") as t:
+        assert [t.read_next().seq for _ in range(2)] == [0, 3]
+        t.commit()
+    # Reopened without topic=: still only the audit messages.
+    with queue.tailer(name="auditor") as t:
+        assert seqs(t) == list(range(6, 30, 3))
+    # Another filter for the same name is refused, naming both...
+    with pytest.raises(ValueError, match="audit"):
+        queue.tailer(name="auditor", topic="orders")
+    with queue.tailer(name="auditor", topic="audit") as t:
+        assert t.read_next().seq == 6
+    # ...unless the name starts over.
+    with queue.tailer(name="auditor", topic="orders", start=0, reset=True) as t:
+        assert seqs(t, 3) == [1, 2, 4]
+    with queue.tailer(name="auditor", start=0, reset=True) as t:
+        assert seqs(t, 3) == [0, 1, 2]
+
+
+def test_lag_of_a_topic_tailer_counts_its_topic(queue: litemq.Queue) -> None:
+    _fill_topics(queue, 30)
+    with queue.tailer(name="auditor", topic="audit") as t:
+        assert [t.read_next().seq for _ in range(2)] == [0, 3]
+        t.commit()
+    queue.tailer(name="all").close()
+    info = {c.name: c for c in queue.consumers()}
+    # It stands after 3: the audit messages 6, 9, ..., 27 are ahead.
+    assert (info["auditor"].next_seq, info["auditor"].lag_messages) == (4, 8)
+    assert info["auditor"].topic == "audit"
+    assert (info["all"].lag_messages, info["all"].topic) == (30, None)
+
+
+def test_commit_a_given_sequence(queue: litemq.Queue) -> None:
+    fill(queue, 10)
+    with queue.tailer(name="billing") as t:
+        assert seqs(t, 8) == list(range(8))
+        t.commit(5)
+        assert (t.committed_seq, t.next_seq) == (5, 8)
+        with pytest.raises(ValueError, match="11"):
+            t.commit(11)
+    with queue.tailer(name="billing") as t:
+        assert t.read_next().seq == 5
+        t.commit(10)  # the end is a position too
+    with queue.tailer(name="billing") as t:
+        assert t.read_next() is None
+
+
+@pytest.mark.parametrize(("policy", "first"), [("earliest", 40), ("latest", None)])
+def test_auto_reset_when_retention_deleted_the_position(
+    qpath: Path, policy: str, first: int | None
+) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE, roll="count:10") as q:
+        fill(q, 50)
+        q.tailer(name="slow").close()  # committed at 0
+        assert q.apply_retention(litemq.Retention(max_files=1)).first_seq == 40
+        with q.tailer(name="slow") as t, pytest.raises(litemq.NotFoundError):
+            t.read_next()
+        with q.tailer(name="slow", auto_reset="error") as t, pytest.raises(litemq.NotFoundError):
+            t.read_next()
+        with q.tailer(name="slow", auto_reset=policy) as t:  # type: ignore[arg-type]
+            msg = t.read_next()
+            assert (msg.seq if msg else None) == first
+            t.commit()
+        fill(q, 1)
+        with q.tailer(name="slow") as t:
+            assert t.read_next().seq == (41 if first == 40 else 50)
+        with pytest.raises(ValueError, match="auto_reset"):
+            q.tailer(name="slow", auto_reset="oldest")  # type: ignore[arg-type]
+
+
+def test_reset_applies_start_to_an_existing_name(queue: litemq.Queue) -> None:
+    fill(queue, 10)
+    with queue.tailer(name="b", start=5) as t:
+        t.read_next()
+        t.commit()
+    with queue.tailer(name="b", start=2, reset=True) as t:
+        assert (t.next_seq, t.committed_seq) == (2, 2)
+    with queue.tailer(name="b", start="end", reset=True) as t:
+        assert t.committed_seq == 10
+    with queue.tailer(name="b", reset=True) as t:  # start defaults to "start"
+        assert t.read_next().seq == 0
+    with pytest.raises(ValueError, match="reset"):
+        queue.tailer(reset=True)  # type: ignore[call-overload]
+
+
+def test_seq_for_time(queue: litemq.Queue) -> None:
+    assert queue.seq_for_time(datetime.now(UTC)) == 0
+    fill(queue, 20)
+    stamps = [m.timestamp for m in queue.tailer()]
+    for i in (0, 7, 19):
+        s = queue.seq_for_time(stamps[i])
+        assert s <= i
+        assert stamps[s] >= stamps[i]
+        assert all(ts < stamps[i] for ts in stamps[:s])
+    assert queue.seq_for_time(datetime(2000, 1, 1, tzinfo=UTC)) == 0
+    assert queue.seq_for_time(datetime(2999, 1, 1, tzinfo=UTC)) == 20

@@ -108,6 +108,7 @@ fn auto_commit_commits_what_was_handed_out_before_each_read() {
     let opts = ConsumerOptions {
         start_if_new: Start::Beginning,
         auto_commit: true,
+        ..ConsumerOptions::default()
     };
     let mut c = q.consumer("auto", opts).unwrap();
     assert_eq!(take(&mut c, 10), (0..10).collect::<Vec<_>>());
@@ -515,6 +516,7 @@ fn commit_rate() {
     let opts = ConsumerOptions {
         start_if_new: Start::Beginning,
         auto_commit: true,
+        ..ConsumerOptions::default()
     };
     let mut c = q.consumer("read+auto-commit", opts).unwrap();
     let t = Instant::now();
@@ -531,4 +533,100 @@ fn commit_rate() {
         "commit_durable (msync each): {:.0} /s",
         2000.0 / t.elapsed().as_secs_f64()
     );
+}
+
+#[test]
+fn a_topic_filter_is_remembered_with_the_name_and_counts_the_lag() {
+    let _guard = no_spawn();
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).open().unwrap();
+    let app = q.appender().unwrap();
+    for i in 0..30u64 {
+        let topic = if i % 3 == 0 { "audit" } else { "orders" };
+        app.append_record(&litemq::Record {
+            topic: Some(topic),
+            ..litemq::Record::new(&payload(i))
+        })
+        .unwrap();
+    }
+    app.flush().unwrap();
+    let audit = litemq::TopicSelector {
+        topic: Some("audit".into()),
+        ..Default::default()
+    };
+    let mut c = q.consumer("auditor", Start::Beginning).unwrap();
+    c.select(audit.clone()).unwrap();
+    assert_eq!(take(&mut c, 2), vec![0, 3]);
+    c.commit().unwrap();
+    drop(c);
+    // Reopened without select: the same filter.
+    let mut c = q.consumer("auditor", Start::Beginning).unwrap();
+    assert_eq!(c.selector(), Some(&audit));
+    assert_eq!(take(&mut c, 2), vec![6, 9]);
+    // Another filter is refused without a reset.
+    let orders = litemq::TopicSelector {
+        topic: Some("orders".into()),
+        ..Default::default()
+    };
+    assert!(matches!(
+        c.select(orders.clone()),
+        Err(Error::InvalidArgument(_))
+    ));
+    drop(c);
+    let info = q.consumers().unwrap();
+    assert_eq!((info[0].next_seq, info[0].lag_messages), (4, 8));
+    assert_eq!(info[0].selector.as_ref(), Some(&audit));
+    let opts = ConsumerOptions {
+        start_if_new: Start::Seq(0),
+        reset: true,
+        ..ConsumerOptions::default()
+    };
+    let mut c = q.consumer("auditor", opts).unwrap();
+    assert_eq!((c.committed_seq(), c.selector()), (0, None));
+    c.select(orders).unwrap();
+    assert_eq!(take(&mut c, 3), vec![1, 2, 4]);
+}
+
+#[test]
+fn auto_reset_goes_on_where_retention_left_off() {
+    let _guard = no_spawn();
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path())
+        .roll(litemq::RollStrategy::Count(10))
+        .open()
+        .unwrap();
+    fill(&q, 50);
+    q.consumer("slow", Start::Beginning)
+        .unwrap()
+        .close()
+        .unwrap();
+    let report = q
+        .apply_retention_with(&litemq::RetentionPolicy {
+            max_files: Some(1),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(report.first_seq, 40);
+    let mut c = q.consumer("slow", Start::Beginning).unwrap();
+    assert!(matches!(c.read_next(), Err(Error::NotFound { .. })));
+    drop(c);
+    for (reset, first) in [
+        (litemq::AutoReset::Earliest, Some(40)),
+        (litemq::AutoReset::Latest, None),
+    ] {
+        let opts = ConsumerOptions {
+            auto_reset: reset,
+            ..ConsumerOptions::default()
+        };
+        let mut c = q.consumer("slow", opts).unwrap();
+        assert_eq!(c.read_next().unwrap().map(|m| m.seq), first, "{reset:?}");
+        // Not committed: the next open meets the deleted position again.
+        drop(c);
+    }
+    let mut c = q.consumer("slow", Start::Beginning).unwrap();
+    assert!(c.commit_seq(51).is_err());
+    c.commit_seq(45).unwrap();
+    assert_eq!(c.committed_seq(), 45);
+    assert_eq!(q.seq_for_time(0).unwrap(), 40);
+    assert_eq!(q.seq_for_time(u64::MAX).unwrap(), 50);
 }

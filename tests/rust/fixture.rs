@@ -321,6 +321,7 @@ fn generate(dir: &Path, key: Option<[u8; 32]>) -> Value {
             ConsumerOptions {
                 start_if_new: Start::Seq(first),
                 auto_commit: false,
+                ..ConsumerOptions::default()
             },
         )
         .unwrap();
@@ -337,6 +338,7 @@ fn generate(dir: &Path, key: Option<[u8; 32]>) -> Value {
             ConsumerOptions {
                 start_if_new: Start::End,
                 auto_commit: false,
+                ..ConsumerOptions::default()
             },
         )
         .unwrap();
