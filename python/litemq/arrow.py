@@ -29,7 +29,21 @@ column                type                               notes
 ``raw_len``           ``int64``                          ``raw=True`` only (unless
                                                          named): the decompressed
                                                          size
+``key_text``          ``string``                         only when named: the key
+                                                         when it was given as a
+                                                         ``str``, else null
+``headers_text``      ``map<string, string>``            only when named: the
+                                                         headers, a value given as
+                                                         ``str`` as a string, one
+                                                         given as bytes null
 ====================  =================================  ==========================
+
+The schema depends only on the arguments of the call, never on the messages
+read: ``key`` and ``headers`` are always binary (every key and value, as
+bytes), and ``key_text``/``headers_text`` give what the record says was
+text (``Message.key`` is a ``str`` for it) as strings. They share the
+binary columns' buffers, so naming both costs no copy. `TEXT_FIELDS` is the
+default columns with the text ones in place of ``key`` and ``headers``.
 
 ``read_arrow(columns=[...])`` builds only the columns named, in that order;
 the engine then skips the others (no payload copied when ``payload`` is
@@ -47,6 +61,7 @@ __all__ = [
     "DEFAULT_FIELDS",
     "RAW_FIELDS",
     "SCHEMA_FIELDS",
+    "TEXT_FIELDS",
     "column_names",
     "empty_batch",
     "field_names",
@@ -68,11 +83,18 @@ SCHEMA_FIELDS = (
     "expires_at",
     "codec",
     "raw_len",
+    "key_text",
+    "headers_text",
 )
-#: The columns of ``read_arrow()`` without ``columns=``.
-DEFAULT_FIELDS = SCHEMA_FIELDS[:-2]
 #: ... and with ``raw=True``: the stored form's codec and size as well.
-RAW_FIELDS = SCHEMA_FIELDS
+RAW_FIELDS = SCHEMA_FIELDS[:-2]
+#: The columns of ``read_arrow()`` without ``columns=``.
+DEFAULT_FIELDS = RAW_FIELDS[:-2]
+#: The default columns with text keys and header values as strings:
+#: ``key_text`` and ``headers_text`` in place of ``key`` and ``headers``.
+TEXT_FIELDS = tuple(
+    {"key": "key_text", "headers": "headers_text"}.get(n, n) for n in DEFAULT_FIELDS
+)
 
 
 def column_names(columns: Any, raw: bool = False) -> tuple[str, ...]:
@@ -145,6 +167,8 @@ def _full_schema() -> pa.Schema:
             pa.field("expires_at", pa.timestamp("us", tz="UTC")),
             pa.field("codec", pa.string()),
             pa.field("raw_len", pa.int64(), nullable=False),
+            pa.field("key_text", pa.string()),
+            pa.field("headers_text", pa.map_(pa.string(), pa.string())),
         ]
     )
 
@@ -191,8 +215,16 @@ def record_batch(
             ],
             null_count=cols["key_nulls"],
         )
+    if "key_text" in columns:
+        built["key_text"] = pa.Array.from_buffers(
+            pa.string(),
+            rows,
+            [_bits(cols["key_text"], rows), buf(cols["key_offsets"]), buf(cols["key_data"])],
+        )
     if "headers" in columns:
         built["headers"] = _headers(cols, rows)
+    if "headers_text" in columns:
+        built["headers_text"] = _headers(cols, rows, text=True)
     if "payload" in columns:
         built["payload"] = pa.Array.from_buffers(
             pa.binary(),
@@ -262,7 +294,20 @@ def _strings(cols: dict[str, Any], rows: int, name: str) -> pa.Array:
     )
 
 
-def _headers(cols: dict[str, Any], rows: int) -> pa.Array:
+def _bits(bitmap: bytes, n: int) -> Any:
+    """A validity buffer of ``n`` bits from an engine bitmap (its bits past
+    the last set one may be missing: they are 0)."""
+    import pyarrow as pa
+
+    need = (n + 7) // 8
+    if len(bitmap) < need:
+        bitmap = bytes(bitmap) + bytes(need - len(bitmap))
+    return pa.py_buffer(bitmap)
+
+
+def _headers(cols: dict[str, Any], rows: int, text: bool = False) -> pa.Array:
+    """The ``headers`` column (``text``: ``headers_text``, values given as
+    bytes null)."""
     import pyarrow as pa
 
     buf = pa.py_buffer
@@ -273,12 +318,17 @@ def _headers(cols: dict[str, Any], rows: int) -> pa.Array:
         entries,
         [None, buf(cols["header_name_offsets"]), buf(cols["header_name_data"])],
     )
+    value_type = pa.string() if text else pa.binary()
     values = pa.Array.from_buffers(
-        pa.binary(),
+        value_type,
         entries,
-        [None, buf(cols["header_value_offsets"]), buf(cols["header_value_data"])],
+        [
+            _bits(cols["header_value_text"], entries) if text else None,
+            buf(cols["header_value_offsets"]),
+            buf(cols["header_value_data"]),
+        ],
     )
-    map_type = pa.map_(pa.string(), pa.binary())
+    map_type = pa.map_(pa.string(), value_type)
     pairs = pa.StructArray.from_arrays(
         [names, values], fields=[map_type.key_field, map_type.item_field]
     )

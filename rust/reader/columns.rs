@@ -33,6 +33,10 @@ pub struct Columns {
     pub key_offsets: Vec<i32>,
     /// The keys' bytes.
     pub key_data: Vec<u8>,
+    /// Bitmap of the keys given as text (bit set: the row has a key and it
+    /// was a `str`, so `key_data` holds it as UTF-8); bits past the rows
+    /// read are 0.
+    pub key_text: Vec<u8>,
     /// Validity bitmap of `headers` (bit set: has headers).
     pub headers_valid: Vec<u8>,
     /// Rows without headers.
@@ -47,6 +51,9 @@ pub struct Columns {
     pub header_value_offsets: Vec<i32>,
     /// The header values' bytes.
     pub header_value_data: Vec<u8>,
+    /// Bitmap over the header entries: bit `j` set when entry `j`'s value
+    /// was given as text (UTF-8 in `header_value_data`).
+    pub header_value_text: Vec<u8>,
     /// Row `i`'s payload is `payload_data[payload_offsets[i]..payload_offsets[i+1]]`.
     pub payload_offsets: Vec<i32>,
     /// The payloads' bytes: decompressed, or as stored with
@@ -415,7 +422,7 @@ impl Columns {
         self.fill_bare(i, cols);
         self.seq.push(seq as i64);
         self.timestamp.push(rec.timestamp as i64);
-        self.push_key(i, rec.key);
+        self.push_key(i, rec.key, rec.key_is_text());
         self.push_headers(i, headers);
         self.payload_data.extend_from_slice(payload);
         self.payload_offsets.push(self.payload_data.len() as i32);
@@ -497,6 +504,7 @@ impl Columns {
                 n,
                 end,
             );
+            fill_zeroed(&mut self.key_text, bytes, 0);
         }
         if cols.headers {
             let end = self.header_name_offsets.len() as i32 - 1;
@@ -526,8 +534,9 @@ impl Columns {
     /// Row `i`'s key: its validity bit, bytes and end offset (shared by
     /// [`Columns::push`] and [`Columns::push_some`]).
     #[inline]
-    fn push_key(&mut self, i: usize, key: Option<&[u8]>) {
+    fn push_key(&mut self, i: usize, key: Option<&[u8]>, is_text: bool) {
         set_bit(&mut self.key_valid, i, key.is_some());
+        set_bit(&mut self.key_text, i, key.is_some() && is_text);
         match key {
             Some(k) => self.key_data.extend_from_slice(k),
             None => self.key_nulls += 1,
@@ -547,6 +556,8 @@ impl Columns {
                 self.header_name_offsets
                     .push(self.header_name_data.len() as i32);
                 self.header_value_data.extend_from_slice(h.value);
+                let entry = self.header_value_offsets.len() - 1;
+                set_bit(&mut self.header_value_text, entry, h.value_is_text);
                 self.header_value_offsets
                     .push(self.header_value_data.len() as i32);
             }
@@ -594,7 +605,7 @@ impl Columns {
         self.seq.push(seq as i64);
         self.timestamp.push(rec.timestamp as i64);
         if cols.key {
-            self.push_key(i, key);
+            self.push_key(i, key, rec.key_is_text());
         }
         if cols.headers {
             self.push_headers(i, headers);
@@ -1023,6 +1034,7 @@ impl Columns {
         append_vec(&mut self.seq, &other.seq);
         append_vec(&mut self.timestamp, &other.timestamp);
         append_bits(&mut self.key_valid, rows, &other.key_valid, n);
+        append_bits(&mut self.key_text, rows, &other.key_text, n);
         self.key_nulls += other.key_nulls;
         let base = self.key_data.len() as i32;
         append_offsets(&mut self.key_offsets, &other.key_offsets, base);
@@ -1038,6 +1050,16 @@ impl Columns {
             base,
         );
         append_vec(&mut self.header_name_data, &other.header_name_data);
+        let (entries, more) = (
+            self.header_value_offsets.len().saturating_sub(1),
+            other.header_value_offsets.len().saturating_sub(1),
+        );
+        append_bits(
+            &mut self.header_value_text,
+            entries,
+            &other.header_value_text,
+            more,
+        );
         let base = self.header_value_data.len() as i32;
         append_offsets(
             &mut self.header_value_offsets,
