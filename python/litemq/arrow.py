@@ -52,6 +52,8 @@ left out).
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -61,12 +63,17 @@ __all__ = [
     "DEFAULT_FIELDS",
     "RAW_FIELDS",
     "SCHEMA_FIELDS",
+    "SKIPPED_METADATA",
     "TEXT_FIELDS",
+    "Damage",
     "column_names",
     "empty_batch",
     "field_names",
     "record_batch",
     "schema",
+    "skipped",
+    "tailer_reader",
+    "with_skipped",
 ]
 
 #: Every column, in schema order.
@@ -359,3 +366,67 @@ def concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
     )
     table = pa.Table.from_batches([b.cast(wide) for b in batches], schema=wide)
     return table.combine_chunks().to_batches()[0]
+
+
+#: The schema metadata key under which ``read_arrow(on_damage="skip")``
+#: lists the ranges it skipped (a JSON list of `Damage` objects).
+SKIPPED_METADATA = b"litemq.skipped"
+
+
+@dataclass(frozen=True)
+class Damage:
+    """Sequences ``[start, end)`` that ``read_arrow(on_damage="skip")`` left
+    out: a damaged frame (``file`` and ``reason`` as the ``CorruptedError``
+    gave them) and the messages it stood for."""
+
+    start: int
+    end: int
+    file: str | None
+    reason: str | None
+
+
+def with_skipped(batch: pa.RecordBatch, skipped: list[Damage]) -> pa.RecordBatch:
+    """``batch`` with ``skipped`` in its schema metadata (an empty list when
+    nothing was skipped, so the key says the read skipped damage)."""
+    meta = dict(batch.schema.metadata or {})
+    meta[SKIPPED_METADATA] = json.dumps([asdict(d) for d in skipped]).encode()
+    return batch.replace_schema_metadata(meta)
+
+
+def skipped(data: Any) -> list[Damage]:
+    """The ranges a ``read_arrow(on_damage="skip")`` skipped, from its batch
+    (or a table or schema made from it); empty when none were."""
+    schema_ = data if hasattr(data, "metadata") and not hasattr(data, "schema") else data.schema
+    raw = (schema_.metadata or {}).get(SKIPPED_METADATA)
+    if raw is None:
+        return []
+    return [Damage(**d) for d in json.loads(raw)]
+
+
+def tailer_reader(
+    tailer: Any, batch_size: int = 65_536, columns: tuple[str, ...] = DEFAULT_FIELDS
+) -> pa.RecordBatchReader:
+    """A plain tailer's messages from its position to the end of what is
+    published when each batch is read, as a ``pyarrow.RecordBatchReader`` of
+    at most ``batch_size`` rows a batch; reading moves the tailer past them.
+    A named, backward or topic tailer raises TypeError (read
+    ``q.arrow_reader(start=t.next_seq, topic=...)`` instead)."""
+    import pyarrow as pa
+
+    names = column_names(columns)
+    # The first read here, not in the stream: a tailer that cannot export
+    # raises its TypeError to the caller (pyarrow would wrap it).
+    first = tailer._read_columns(batch_size, list(names))
+
+    def batches() -> Any:
+        cols = first
+        while int(cols["rows"]):
+            yield record_batch(cols, names)
+            cols = tailer._read_columns(batch_size, list(names))
+
+    return pa.RecordBatchReader.from_batches(schema(names), batches())
+
+
+def tailer_stream(tailer: Any, requested_schema: object | None = None) -> object:
+    """``Tailer.__arrow_c_stream__``: `tailer_reader`'s stream."""
+    return tailer_reader(tailer).__arrow_c_stream__(requested_schema)

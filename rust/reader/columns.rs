@@ -780,6 +780,20 @@ impl Columns {
         Columns::read_fields(tailer, end, max_rows, cols, &[])
     }
 
+    /// As [`Columns::read_set`], reading as a tailer reads: a sealed file
+    /// whose frame area does not match its footer's CRC is read on frame by
+    /// frame (not refused whole), and damaged frames after at least one row
+    /// end the batch before them, so that the next read reports the damage
+    /// at its own sequence (and [`Tailer::skip_damaged`] steps over it).
+    pub fn read_as_tailer(
+        tailer: &mut Tailer,
+        end: u64,
+        max_rows: usize,
+        cols: ColumnSet,
+    ) -> Result<Columns> {
+        Columns::read_fields_with(tailer, end, max_rows, cols, &[], OnMismatch::CheckFrames)
+    }
+
     /// As [`Columns::read_set`], with a column per field in `defs` (see
     /// [`FieldColumn`]).
     pub fn read_fields(
@@ -789,6 +803,19 @@ impl Columns {
         cols: ColumnSet,
         defs: &[FieldIndexDef],
     ) -> Result<Columns> {
+        Columns::read_fields_with(tailer, end, max_rows, cols, defs, OnMismatch::Fail)
+    }
+
+    /// [`Columns::read_fields`], with what a sealed file failing its
+    /// footer's CRC does (`Fail`: the read fails naming the file).
+    fn read_fields_with(
+        tailer: &mut Tailer,
+        end: u64,
+        max_rows: usize,
+        cols: ColumnSet,
+        defs: &[FieldIndexDef],
+        mismatch: OnMismatch,
+    ) -> Result<Columns> {
         let hint = max_rows
             .min(end.saturating_sub(tailer.next_seq()) as usize)
             .min(RESERVE_ROWS);
@@ -797,7 +824,7 @@ impl Columns {
         while !full && b.rows < max_rows && tailer.next_seq() < end {
             let want = (max_rows - b.rows).min((end - tailer.next_seq()) as usize);
             b.reserve_more(want.min(RESERVE_ROWS));
-            let taken = tailer.read_run_frames(want, OnMismatch::Fail, &mut |f| {
+            let taken = tailer.read_run_frames(want, mismatch, &mut |f| {
                 let ok = match record::decode_bare(f.record) {
                     // Most records of most queues: no Message, no RecordView.
                     Some((timestamp, payload)) if b.fields.is_empty() => {
@@ -815,7 +842,18 @@ impl Columns {
             if full || taken > 0 {
                 continue;
             }
-            let Some(m) = tailer.read_next()? else { break };
+            let m = match tailer.read_next() {
+                Ok(m) => m,
+                // As a tailer's read_batch: the rows before the damage now,
+                // the damage on the next read.
+                Err(crate::Error::Corrupted { .. })
+                    if mismatch == OnMismatch::CheckFrames && b.rows > 0 =>
+                {
+                    break;
+                }
+                Err(e) => return Err(e),
+            };
+            let Some(m) = m else { break };
             if m.seq >= end {
                 // A filtered tailer jumps, and holes (sequences key
                 // compaction dropped) up to `end` were stepped over: this
