@@ -186,6 +186,12 @@ def test_read_arrow_skips_damage_and_says_what_it_skipped(qpath: Path) -> None:
         last_first = q.data_files()[-1].first_seq
         with pytest.raises(litemq.CorruptedError):
             q.read_arrow()
+        # A streaming reader raises the typed error; the C stream interface
+        # carries only a message, which names the file.
+        with pytest.raises(litemq.CorruptedError):
+            q.arrow_reader(batch_size=500).read_all()
+        with pytest.raises(pa.ArrowInvalid, match=files[0].name):
+            pa.table(q)
         batch = q.read_arrow(on_damage="skip", columns=["seq", "payload"])
         seqs = batch.column("seq").to_pylist()
         lost = sorted(set(range(2000)) - set(seqs))
