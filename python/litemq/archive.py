@@ -903,6 +903,44 @@ class Archive:
             return arrow.empty_batch(names)
         return arrow.concat(batches)
 
+    def arrow_reader(
+        self,
+        batch_size: int | None = None,
+        start: int | None = None,
+        end: int | None = None,
+        columns: Sequence[str] | None = None,
+        *,
+        raw: bool = False,
+    ) -> pa.RecordBatchReader:
+        """`read_arrow`'s rows as a ``pyarrow.RecordBatchReader``, a data file
+        read when the consumer asks for its rows (batches of at most
+        ``batch_size`` rows; None: about one per data file)."""
+        import pyarrow as pa
+
+        if not isinstance(raw, bool):
+            raise TypeError(f"raw must be a bool, not {type(raw).__name__}")
+        if batch_size is not None and (
+            isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
+        ):
+            raise ValueError(f"batch_size must be an int > 0, not {batch_size!r}")
+        names = arrow.column_names(columns, raw)
+        lo = self.first_seq if start is None else max(int(start), self.first_seq)
+        hi = self.end_seq if end is None else min(int(end), self.end_seq)
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            for b in self.iter_batches(lo, hi, names, raw=raw):
+                if batch_size is None:
+                    yield b
+                else:
+                    yield from (b.slice(i, batch_size) for i in range(0, b.num_rows, batch_size))
+
+        return pa.RecordBatchReader.from_batches(arrow.schema(names), batches())
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        """The Arrow C stream of every archived message (`read_arrow`'s
+        default columns), for ``pa.table(a)``, ``pl.from_arrow(a)`` and DuckDB."""
+        return self.arrow_reader().__arrow_c_stream__(requested_schema)
+
     def check_covers(self, start: int, end: int) -> None:
         """ArchiveError unless the archive's data files hold every sequence of
         ``[start, end)`` (nothing when it is empty): the one check a reader of a range makes

@@ -29,7 +29,21 @@ column                type                               notes
 ``raw_len``           ``int64``                          ``raw=True`` only (unless
                                                          named): the decompressed
                                                          size
+``key_text``          ``string``                         only when named: the key
+                                                         when it was given as a
+                                                         ``str``, else null
+``headers_text``      ``map<string, string>``            only when named: the
+                                                         headers, a value given as
+                                                         ``str`` as a string, one
+                                                         given as bytes null
 ====================  =================================  ==========================
+
+The schema depends only on the arguments of the call, never on the messages
+read: ``key`` and ``headers`` are always binary (every key and value, as
+bytes), and ``key_text``/``headers_text`` give what the record says was
+text (``Message.key`` is a ``str`` for it) as strings. They share the
+binary columns' buffers, so naming both costs no copy. `TEXT_FIELDS` is the
+default columns with the text ones in place of ``key`` and ``headers``.
 
 ``read_arrow(columns=[...])`` builds only the columns named, in that order;
 the engine then skips the others (no payload copied when ``payload`` is
@@ -38,6 +52,8 @@ left out).
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -47,11 +63,17 @@ __all__ = [
     "DEFAULT_FIELDS",
     "RAW_FIELDS",
     "SCHEMA_FIELDS",
+    "SKIPPED_METADATA",
+    "TEXT_FIELDS",
+    "Damage",
     "column_names",
     "empty_batch",
     "field_names",
     "record_batch",
     "schema",
+    "skipped",
+    "tailer_reader",
+    "with_skipped",
 ]
 
 #: Every column, in schema order.
@@ -68,11 +90,18 @@ SCHEMA_FIELDS = (
     "expires_at",
     "codec",
     "raw_len",
+    "key_text",
+    "headers_text",
 )
-#: The columns of ``read_arrow()`` without ``columns=``.
-DEFAULT_FIELDS = SCHEMA_FIELDS[:-2]
 #: ... and with ``raw=True``: the stored form's codec and size as well.
-RAW_FIELDS = SCHEMA_FIELDS
+RAW_FIELDS = SCHEMA_FIELDS[:-2]
+#: The columns of ``read_arrow()`` without ``columns=``.
+DEFAULT_FIELDS = RAW_FIELDS[:-2]
+#: The default columns with text keys and header values as strings:
+#: ``key_text`` and ``headers_text`` in place of ``key`` and ``headers``.
+TEXT_FIELDS = tuple(
+    {"key": "key_text", "headers": "headers_text"}.get(n, n) for n in DEFAULT_FIELDS
+)
 
 
 def column_names(columns: Any, raw: bool = False) -> tuple[str, ...]:
@@ -145,6 +174,8 @@ def _full_schema() -> pa.Schema:
             pa.field("expires_at", pa.timestamp("us", tz="UTC")),
             pa.field("codec", pa.string()),
             pa.field("raw_len", pa.int64(), nullable=False),
+            pa.field("key_text", pa.string()),
+            pa.field("headers_text", pa.map_(pa.string(), pa.string())),
         ]
     )
 
@@ -191,8 +222,16 @@ def record_batch(
             ],
             null_count=cols["key_nulls"],
         )
+    if "key_text" in columns:
+        built["key_text"] = pa.Array.from_buffers(
+            pa.string(),
+            rows,
+            [_bits(cols["key_text"], rows), buf(cols["key_offsets"]), buf(cols["key_data"])],
+        )
     if "headers" in columns:
         built["headers"] = _headers(cols, rows)
+    if "headers_text" in columns:
+        built["headers_text"] = _headers(cols, rows, text=True)
     if "payload" in columns:
         built["payload"] = pa.Array.from_buffers(
             pa.binary(),
@@ -262,7 +301,20 @@ def _strings(cols: dict[str, Any], rows: int, name: str) -> pa.Array:
     )
 
 
-def _headers(cols: dict[str, Any], rows: int) -> pa.Array:
+def _bits(bitmap: bytes, n: int) -> Any:
+    """A validity buffer of ``n`` bits from an engine bitmap (its bits past
+    the last set one may be missing: they are 0)."""
+    import pyarrow as pa
+
+    need = (n + 7) // 8
+    if len(bitmap) < need:
+        bitmap = bytes(bitmap) + bytes(need - len(bitmap))
+    return pa.py_buffer(bitmap)
+
+
+def _headers(cols: dict[str, Any], rows: int, text: bool = False) -> pa.Array:
+    """The ``headers`` column (``text``: ``headers_text``, values given as
+    bytes null)."""
     import pyarrow as pa
 
     buf = pa.py_buffer
@@ -273,12 +325,17 @@ def _headers(cols: dict[str, Any], rows: int) -> pa.Array:
         entries,
         [None, buf(cols["header_name_offsets"]), buf(cols["header_name_data"])],
     )
+    value_type = pa.string() if text else pa.binary()
     values = pa.Array.from_buffers(
-        pa.binary(),
+        value_type,
         entries,
-        [None, buf(cols["header_value_offsets"]), buf(cols["header_value_data"])],
+        [
+            _bits(cols["header_value_text"], entries) if text else None,
+            buf(cols["header_value_offsets"]),
+            buf(cols["header_value_data"]),
+        ],
     )
-    map_type = pa.map_(pa.string(), pa.binary())
+    map_type = pa.map_(pa.string(), value_type)
     pairs = pa.StructArray.from_arrays(
         [names, values], fields=[map_type.key_field, map_type.item_field]
     )
@@ -309,3 +366,67 @@ def concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
     )
     table = pa.Table.from_batches([b.cast(wide) for b in batches], schema=wide)
     return table.combine_chunks().to_batches()[0]
+
+
+#: The schema metadata key under which ``read_arrow(on_damage="skip")``
+#: lists the ranges it skipped (a JSON list of `Damage` objects).
+SKIPPED_METADATA = b"litemq.skipped"
+
+
+@dataclass(frozen=True)
+class Damage:
+    """Sequences ``[start, end)`` that ``read_arrow(on_damage="skip")`` left
+    out: a damaged frame (``file`` and ``reason`` as the ``CorruptedError``
+    gave them) and the messages it stood for."""
+
+    start: int
+    end: int
+    file: str | None
+    reason: str | None
+
+
+def with_skipped(batch: pa.RecordBatch, skipped: list[Damage]) -> pa.RecordBatch:
+    """``batch`` with ``skipped`` in its schema metadata (an empty list when
+    nothing was skipped, so the key says the read skipped damage)."""
+    meta = dict(batch.schema.metadata or {})
+    meta[SKIPPED_METADATA] = json.dumps([asdict(d) for d in skipped]).encode()
+    return batch.replace_schema_metadata(meta)
+
+
+def skipped(data: Any) -> list[Damage]:
+    """The ranges a ``read_arrow(on_damage="skip")`` skipped, from its batch
+    (or a table or schema made from it); empty when none were."""
+    schema_ = data if hasattr(data, "metadata") and not hasattr(data, "schema") else data.schema
+    raw = (schema_.metadata or {}).get(SKIPPED_METADATA)
+    if raw is None:
+        return []
+    return [Damage(**d) for d in json.loads(raw)]
+
+
+def tailer_reader(
+    tailer: Any, batch_size: int = 65_536, columns: tuple[str, ...] = DEFAULT_FIELDS
+) -> pa.RecordBatchReader:
+    """A plain tailer's messages from its position to the end of what is
+    published when each batch is read, as a ``pyarrow.RecordBatchReader`` of
+    at most ``batch_size`` rows a batch; reading moves the tailer past them.
+    A named, backward or topic tailer raises TypeError (read
+    ``q.arrow_reader(start=t.next_seq, topic=...)`` instead)."""
+    import pyarrow as pa
+
+    names = column_names(columns)
+    # The first read here, not in the stream: a tailer that cannot export
+    # raises its TypeError to the caller (pyarrow would wrap it).
+    first = tailer._read_columns(batch_size, list(names))
+
+    def batches() -> Any:
+        cols = first
+        while int(cols["rows"]):
+            yield record_batch(cols, names)
+            cols = tailer._read_columns(batch_size, list(names))
+
+    return pa.RecordBatchReader.from_batches(schema(names), batches())
+
+
+def tailer_stream(tailer: Any, requested_schema: object | None = None) -> object:
+    """``Tailer.__arrow_c_stream__``: `tailer_reader`'s stream."""
+    return tailer_reader(tailer).__arrow_c_stream__(requested_schema)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import atexit
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self
 
@@ -373,6 +374,9 @@ class Queue(_litemq.Queue):
         raw: bool = False,
         fields: Sequence[str] | None = None,
         where: tuple[str, str, Any] | None = None,
+        start_time: datetime | int | None = None,
+        end_time: datetime | int | None = None,
+        on_damage: Literal["raise", "skip"] = "raise",
     ) -> pa.RecordBatch:
         """Messages ``[start, end)`` as one ``pyarrow.RecordBatch``.
 
@@ -429,6 +433,23 @@ class Queue(_litemq.Queue):
         messages where it holds, read through the index as `where` reads
         (``max_rows`` then counts the rows returned).
 
+        ``start_time`` and ``end_time`` (a ``datetime``, or microseconds
+        since the epoch, as `Tailer.seek_time` takes) narrow the range to the
+        messages from the first one written at or after ``start_time`` to
+        the first one written at or after ``end_time`` (excluded), found as
+        ``seek_time`` finds them.
+
+        ``on_damage="skip"`` steps over damaged frames instead of raising:
+        the messages a damaged frame stood for are left out (as
+        `Tailer.skip_damaged` steps over them) and the batch's schema
+        metadata lists each range skipped (`litemq.arrow.skipped` reads
+        it). Damage that no frame holds (a sealed file's footer CRC failing
+        where every frame checks out) still raises ``CorruptedError``.
+
+        ``key_text`` and ``headers_text``, named in ``columns``, give text
+        keys and header values as strings (`litemq.arrow.TEXT_FIELDS`: the
+        default columns with them in place of ``key`` and ``headers``).
+
         >>> q.read_arrow(max_rows=2).column("seq").to_pylist()
         [0, 1]
         >>> q.read_arrow(columns=["seq", "payload"]).schema.names
@@ -436,6 +457,111 @@ class Queue(_litemq.Queue):
         >>> q.read_arrow(topic="orders", tags={"paid"}, columns=["seq"]).num_rows
         1
         """
+        if on_damage not in ("raise", "skip"):
+            raise ValueError(f"on_damage must be 'raise' or 'skip', not {on_damage!r}")
+        if on_damage == "skip" and (
+            raw or fields or where is not None or topic or tags is not None or queue_id is not None
+        ):
+            raise ValueError(
+                "on_damage='skip' reads every message of the range as a tailer does: "
+                "not with topic, tags, queue_id, where, fields or raw"
+            )
+        plan = self._arrow_plan(
+            start,
+            end,
+            max_rows,
+            columns,
+            topic,
+            tags,
+            queue_id,
+            raw,
+            fields,
+            where,
+            start_time,
+            end_time,
+        )
+        skipped: list[arrow.Damage] = []
+        batches = list(self._arrow_batches(plan, None, skipped if on_damage == "skip" else None))
+        out = arrow.empty_batch(plan.names, plan.extra) if not batches else arrow.concat(batches)
+        if on_damage == "skip":
+            out = arrow.with_skipped(out, skipped)
+        return out
+
+    def arrow_reader(
+        self,
+        batch_size: int = 65_536,
+        start: int | None = None,
+        end: int | None = None,
+        columns: Sequence[str] | None = None,
+        *,
+        start_time: datetime | int | None = None,
+        end_time: datetime | int | None = None,
+        topic: str | None = None,
+        tags: Iterable[str] | None = None,
+        queue_id: int | None = None,
+        raw: bool = False,
+        fields: Sequence[str] | None = None,
+    ) -> pa.RecordBatchReader:
+        """`read_arrow`'s rows (the same arguments) as a
+        ``pyarrow.RecordBatchReader`` of batches of at most ``batch_size``
+        rows, each read when the consumer asks for it: a range larger than
+        memory streams. The range (``end``, or the end of the queue at this
+        call) is fixed when the reader is made; damage raises
+        ``CorruptedError`` from the batch that meets it.
+
+        DuckDB, polars and pyarrow read the reader (it exports the Arrow C
+        stream interface); so does the queue itself (``pa.table(q)``,
+        ``pl.from_arrow(q)``, ``duckdb.sql("select * from q")``: every
+        message, the default columns).
+
+        >>> [b.num_rows for b in q.arrow_reader(batch_size=2, end=5)]
+        [2, 2, 1]
+        """
+        import pyarrow as pa
+
+        size = _seq_arg(batch_size, "batch_size")
+        if size == 0:
+            raise ValueError("batch_size must be > 0")
+        plan = self._arrow_plan(
+            start,
+            end,
+            None,
+            columns,
+            topic,
+            tags,
+            queue_id,
+            raw,
+            fields,
+            None,
+            start_time,
+            end_time,
+        )
+        return pa.RecordBatchReader.from_batches(
+            arrow.schema(plan.names, plan.extra), self._arrow_batches(plan, size, None)
+        )
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        """The Arrow C stream of every message (the default columns of
+        `read_arrow`), for ``pa.table(q)``, ``pl.from_arrow(q)`` and DuckDB."""
+        return self.arrow_reader().__arrow_c_stream__(requested_schema)
+
+    def _arrow_plan(
+        self,
+        start: int | None,
+        end: int | None,
+        max_rows: int | None,
+        columns: Sequence[str] | None,
+        topic: str | None,
+        tags: Iterable[str] | None,
+        queue_id: int | None,
+        raw: bool,
+        fields: Sequence[str] | None,
+        where: tuple[str, str, Any] | None,
+        start_time: datetime | int | None,
+        end_time: datetime | int | None,
+    ) -> _ArrowPlan:
+        """The arguments of a `read_arrow`, checked once: the range, columns
+        and engine flags."""
         if not isinstance(raw, bool):
             raise TypeError(f"raw must be a bool, not {type(raw).__name__}")
         names = arrow.column_names(columns, raw)
@@ -450,29 +576,84 @@ class Queue(_litemq.Queue):
         first, nxt = self.first_seq, self.next_seq
         lo = first if start is None else _seq_arg(start, "start")
         hi = nxt if end is None else _seq_arg(end, "end")
+        if start_time is not None:
+            lo = max(lo, self._seq_at_time(start_time))
+        if end_time is not None:
+            hi = min(hi, self._seq_at_time(end_time))
         lo, hi = max(lo, first), min(hi, nxt)
         remaining = max(hi - lo, 0)
         if max_rows is not None:
             remaining = min(remaining, _seq_arg(max_rows, "max_rows"))
-        select: dict[str, Any] = {}
         if topic is not None or tags is not None or queue_id is not None:
-            select = {"topic": topic, "tags": tags, "queue_id": queue_id}
-        batches = []
+            flags.update(topic=topic, tags=tags, queue_id=queue_id)
+        return _ArrowPlan(lo, hi, remaining, names, extra, raw, flags)
+
+    def _seq_at_time(self, when: datetime | int) -> int:
+        """The sequence of the first message written at or after ``when``
+        (the next sequence when there is none), as `Tailer.seek_time` finds it."""
+        with self.tailer() as t:
+            t.seek_time(when)
+            return t.next_seq
+
+    def _arrow_batches(
+        self, plan: _ArrowPlan, batch_size: int | None, skipped: list[arrow.Damage] | None
+    ) -> Iterator[pa.RecordBatch]:
+        """The record batches of ``plan``, each of at most ``batch_size`` rows
+        (None: as large as the engine makes them). With ``skipped`` (a list),
+        damage is stepped over and appended to it instead of raised."""
+        lo, hi, remaining = plan.lo, plan.hi, plan.remaining
         while remaining > 0 and lo < hi:
-            cols: dict[str, Any] = self._read_batch(
-                lo, hi, remaining, columns=list(names), raw=raw, **select, **flags
-            )
+            want = remaining if batch_size is None else min(remaining, batch_size)
+            try:
+                cols: dict[str, Any] = self._read_batch(
+                    lo, hi, want, columns=list(plan.names), raw=plan.raw, **plan.flags
+                )
+            except _litemq.CorruptedError as e:
+                if skipped is None:
+                    raise
+                # Read on as a tailer does: frame by frame, up to the damage.
+                cols = self._read_as_tailer(lo, min(want, hi - lo), plan.names, e, skipped)
             rows = int(cols["rows"])
             if rows:
-                batches.append(arrow.record_batch(cols, names, extra))
+                yield arrow.record_batch(cols, plan.names, plan.extra)
             after = int(cols["next"])
             if after <= lo and rows == 0:
                 break
             lo = after  # past the rows read and any holes among them
             remaining -= rows
-        if not batches:
-            return arrow.empty_batch(names, extra)
-        return arrow.concat(batches)
+
+    def _read_as_tailer(
+        self,
+        lo: int,
+        rows: int,
+        names: tuple[str, ...],
+        error: _litemq.CorruptedError,
+        skipped: list[arrow.Damage],
+    ) -> dict[str, Any]:
+        """After a bulk read from ``lo`` failed with ``error``: the rows a
+        tailer reads from ``lo`` (at most ``rows``) up to the damaged frame,
+        or, when it stands at it, none, the frame stepped over
+        (`Tailer.skip_damaged`) and recorded in ``skipped``. ``error`` again
+        when a tailer meets no damage there (a footer CRC failing outside
+        every frame) or cannot step over it."""
+        try:
+            with self.tailer(lo) as t:
+                try:
+                    cols: dict[str, Any] = t._read_columns(rows, list(names))
+                except _litemq.CorruptedError as at:
+                    bad = t.next_seq
+                    if not t.skip_damaged() or t.next_seq <= bad:
+                        raise error from at
+                    skipped.append(arrow.Damage(bad, t.next_seq, at.file, at.reason))
+                    return {"rows": 0, "next": t.next_seq}
+                if int(cols["rows"]) == 0:
+                    raise error
+                cols["next"] = t.next_seq
+                return cols
+        except _litemq.CorruptedError as again:
+            if again is error:
+                raise
+            raise error from again
 
     def to_pandas(
         self,
@@ -496,6 +677,20 @@ class Queue(_litemq.Queue):
             start, end, max_rows, columns, topic=topic, tags=tags, queue_id=queue_id, raw=raw
         )
         return batch.to_pandas()
+
+
+@dataclass(frozen=True)
+class _ArrowPlan:
+    """A checked `Queue.read_arrow` call: sequences ``[lo, hi)``, at most
+    ``remaining`` rows, the columns and the engine's keyword flags."""
+
+    lo: int
+    hi: int
+    remaining: int
+    names: tuple[str, ...]
+    extra: tuple[tuple[str, str], ...]
+    raw: bool
+    flags: dict[str, Any]
 
 
 def _batches(tailer: _litemq.Tailer, n: int, stop: int | None) -> Iterator[list[_litemq.Message]]:

@@ -82,6 +82,7 @@ pub(crate) fn fill_columns(d: &Bound<'_, PyDict>, mut b: crate::Columns) -> PyRe
     d.set_item("key_nulls", b.key_nulls)?;
     d.set_item("key_offsets", i32_column(py, b.key_offsets)?)?;
     d.set_item("key_data", data_column(py, b.key_data)?)?;
+    d.set_item("key_text", PyBytes::new(py, &b.key_text))?;
     d.set_item("headers_valid", PyBytes::new(py, &b.headers_valid))?;
     d.set_item("headers_nulls", b.headers_nulls)?;
     d.set_item("headers_offsets", i32_column(py, b.headers_offsets)?)?;
@@ -95,6 +96,7 @@ pub(crate) fn fill_columns(d: &Bound<'_, PyDict>, mut b: crate::Columns) -> PyRe
         i32_column(py, b.header_value_offsets)?,
     )?;
     d.set_item("header_value_data", data_column(py, b.header_value_data)?)?;
+    d.set_item("header_value_text", PyBytes::new(py, &b.header_value_text))?;
     d.set_item("payload_offsets", i32_column(py, b.payload_offsets)?)?;
     d.set_item("payload_data", data_column(py, b.payload_data)?)?;
     d.set_item("topic_valid", PyBytes::new(py, &b.topic_valid))?;
@@ -141,8 +143,9 @@ pub(crate) fn column_set(columns: Option<Vec<String>>, raw: bool) -> PyResult<cr
             for name in names {
                 let flag = match name.as_str() {
                     "seq" | "timestamp" => continue,
-                    "key" => &mut set.key,
-                    "headers" => &mut set.headers,
+                    // The text columns are views of the same buffers.
+                    "key" | "key_text" => &mut set.key,
+                    "headers" | "headers_text" => &mut set.headers,
                     "payload" => &mut set.payload,
                     "topic" => &mut set.topic,
                     "queue_id" => &mut set.queue_id,

@@ -854,6 +854,50 @@ impl Tailer {
         })
     }
 
+    /// The Arrow C stream of the messages from here to the end of what is
+    /// published now, with `read_arrow`'s default columns (no copy of the
+    /// data); reading it moves the tailer past them. What `pa.table(t)`,
+    /// `pl.from_arrow(t)` and DuckDB read (see `litemq.arrow.tailer_reader`).
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        slf: &Bound<'py, Self>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        slf.py()
+            .import("litemq.arrow")?
+            .getattr("tailer_stream")?
+            .call1((slf, requested_schema))
+    }
+
+    /// The next rows, at most `max_rows`, up to the end of what is
+    /// published now, as the Arrow column buffers `litemq.arrow` wraps; the
+    /// tailer moves past them. What `__arrow_c_stream__` reads: a plain
+    /// forward tailer without a topic filter (others raise TypeError).
+    #[pyo3(signature = (max_rows, columns=None))]
+    fn _read_columns<'py>(
+        &self,
+        py: Python<'py>,
+        max_rows: usize,
+        columns: Option<Vec<String>>,
+    ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let cols = super::batch::column_set(columns, false)?;
+        let b = self.with(py, |reader| match reader {
+            Reader::Plain(p) if p.tailer.selector().is_none() => {
+                let t = p.settled();
+                Ok(exit::detach(py, || {
+                    crate::Columns::read_as_tailer(t, u64::MAX, max_rows, cols)
+                })?)
+            }
+            _ => Err(PyTypeError::new_err(
+                "a named, backward or topic tailer does not export Arrow: read \
+                 q.arrow_reader(start=t.next_seq, topic=...) instead",
+            )),
+        })?;
+        let d = pyo3::types::PyDict::new(py);
+        super::batch::fill_columns(&d, b)?;
+        Ok(d)
+    }
+
     /// Steps over damage at the current position, after a read raised
     /// CorruptedError: a frame whose length is intact is skipped by its
     /// length; a hole (a zeroed page, a lost write) is skipped to the next

@@ -33,6 +33,10 @@ pub struct Columns {
     pub key_offsets: Vec<i32>,
     /// The keys' bytes.
     pub key_data: Vec<u8>,
+    /// Bitmap of the keys given as text (bit set: the row has a key and it
+    /// was a `str`, so `key_data` holds it as UTF-8); bits past the rows
+    /// read are 0.
+    pub key_text: Vec<u8>,
     /// Validity bitmap of `headers` (bit set: has headers).
     pub headers_valid: Vec<u8>,
     /// Rows without headers.
@@ -47,6 +51,9 @@ pub struct Columns {
     pub header_value_offsets: Vec<i32>,
     /// The header values' bytes.
     pub header_value_data: Vec<u8>,
+    /// Bitmap over the header entries: bit `j` set when entry `j`'s value
+    /// was given as text (UTF-8 in `header_value_data`).
+    pub header_value_text: Vec<u8>,
     /// Row `i`'s payload is `payload_data[payload_offsets[i]..payload_offsets[i+1]]`.
     pub payload_offsets: Vec<i32>,
     /// The payloads' bytes: decompressed, or as stored with
@@ -415,7 +422,7 @@ impl Columns {
         self.fill_bare(i, cols);
         self.seq.push(seq as i64);
         self.timestamp.push(rec.timestamp as i64);
-        self.push_key(i, rec.key);
+        self.push_key(i, rec.key, rec.key_is_text());
         self.push_headers(i, headers);
         self.payload_data.extend_from_slice(payload);
         self.payload_offsets.push(self.payload_data.len() as i32);
@@ -497,6 +504,7 @@ impl Columns {
                 n,
                 end,
             );
+            fill_zeroed(&mut self.key_text, bytes, 0);
         }
         if cols.headers {
             let end = self.header_name_offsets.len() as i32 - 1;
@@ -526,8 +534,9 @@ impl Columns {
     /// Row `i`'s key: its validity bit, bytes and end offset (shared by
     /// [`Columns::push`] and [`Columns::push_some`]).
     #[inline]
-    fn push_key(&mut self, i: usize, key: Option<&[u8]>) {
+    fn push_key(&mut self, i: usize, key: Option<&[u8]>, is_text: bool) {
         set_bit(&mut self.key_valid, i, key.is_some());
+        set_bit(&mut self.key_text, i, key.is_some() && is_text);
         match key {
             Some(k) => self.key_data.extend_from_slice(k),
             None => self.key_nulls += 1,
@@ -547,6 +556,8 @@ impl Columns {
                 self.header_name_offsets
                     .push(self.header_name_data.len() as i32);
                 self.header_value_data.extend_from_slice(h.value);
+                let entry = self.header_value_offsets.len() - 1;
+                set_bit(&mut self.header_value_text, entry, h.value_is_text);
                 self.header_value_offsets
                     .push(self.header_value_data.len() as i32);
             }
@@ -594,7 +605,7 @@ impl Columns {
         self.seq.push(seq as i64);
         self.timestamp.push(rec.timestamp as i64);
         if cols.key {
-            self.push_key(i, key);
+            self.push_key(i, key, rec.key_is_text());
         }
         if cols.headers {
             self.push_headers(i, headers);
@@ -769,6 +780,20 @@ impl Columns {
         Columns::read_fields(tailer, end, max_rows, cols, &[])
     }
 
+    /// As [`Columns::read_set`], reading as a tailer reads: a sealed file
+    /// whose frame area does not match its footer's CRC is read on frame by
+    /// frame (not refused whole), and damaged frames after at least one row
+    /// end the batch before them, so that the next read reports the damage
+    /// at its own sequence (and [`Tailer::skip_damaged`] steps over it).
+    pub fn read_as_tailer(
+        tailer: &mut Tailer,
+        end: u64,
+        max_rows: usize,
+        cols: ColumnSet,
+    ) -> Result<Columns> {
+        Columns::read_fields_with(tailer, end, max_rows, cols, &[], OnMismatch::CheckFrames)
+    }
+
     /// As [`Columns::read_set`], with a column per field in `defs` (see
     /// [`FieldColumn`]).
     pub fn read_fields(
@@ -778,6 +803,19 @@ impl Columns {
         cols: ColumnSet,
         defs: &[FieldIndexDef],
     ) -> Result<Columns> {
+        Columns::read_fields_with(tailer, end, max_rows, cols, defs, OnMismatch::Fail)
+    }
+
+    /// [`Columns::read_fields`], with what a sealed file failing its
+    /// footer's CRC does (`Fail`: the read fails naming the file).
+    fn read_fields_with(
+        tailer: &mut Tailer,
+        end: u64,
+        max_rows: usize,
+        cols: ColumnSet,
+        defs: &[FieldIndexDef],
+        mismatch: OnMismatch,
+    ) -> Result<Columns> {
         let hint = max_rows
             .min(end.saturating_sub(tailer.next_seq()) as usize)
             .min(RESERVE_ROWS);
@@ -786,7 +824,7 @@ impl Columns {
         while !full && b.rows < max_rows && tailer.next_seq() < end {
             let want = (max_rows - b.rows).min((end - tailer.next_seq()) as usize);
             b.reserve_more(want.min(RESERVE_ROWS));
-            let taken = tailer.read_run_frames(want, OnMismatch::Fail, &mut |f| {
+            let taken = tailer.read_run_frames(want, mismatch, &mut |f| {
                 let ok = match record::decode_bare(f.record) {
                     // Most records of most queues: no Message, no RecordView.
                     Some((timestamp, payload)) if b.fields.is_empty() => {
@@ -804,7 +842,18 @@ impl Columns {
             if full || taken > 0 {
                 continue;
             }
-            let Some(m) = tailer.read_next()? else { break };
+            let m = match tailer.read_next() {
+                Ok(m) => m,
+                // As a tailer's read_batch: the rows before the damage now,
+                // the damage on the next read.
+                Err(crate::Error::Corrupted { .. })
+                    if mismatch == OnMismatch::CheckFrames && b.rows > 0 =>
+                {
+                    break;
+                }
+                Err(e) => return Err(e),
+            };
+            let Some(m) = m else { break };
             if m.seq >= end {
                 // A filtered tailer jumps, and holes (sequences key
                 // compaction dropped) up to `end` were stepped over: this
@@ -1023,6 +1072,7 @@ impl Columns {
         append_vec(&mut self.seq, &other.seq);
         append_vec(&mut self.timestamp, &other.timestamp);
         append_bits(&mut self.key_valid, rows, &other.key_valid, n);
+        append_bits(&mut self.key_text, rows, &other.key_text, n);
         self.key_nulls += other.key_nulls;
         let base = self.key_data.len() as i32;
         append_offsets(&mut self.key_offsets, &other.key_offsets, base);
@@ -1038,6 +1088,16 @@ impl Columns {
             base,
         );
         append_vec(&mut self.header_name_data, &other.header_name_data);
+        let (entries, more) = (
+            self.header_value_offsets.len().saturating_sub(1),
+            other.header_value_offsets.len().saturating_sub(1),
+        );
+        append_bits(
+            &mut self.header_value_text,
+            entries,
+            &other.header_value_text,
+            more,
+        );
         let base = self.header_value_data.len() as i32;
         append_offsets(
             &mut self.header_value_offsets,

@@ -624,13 +624,6 @@ pub(crate) enum OnMismatch {
     Fail,
     /// Check each frame by its own CRC instead: a tailer reports damage at
     /// the message where it is and reads on after it.
-    #[cfg_attr(
-        not(feature = "python"),
-        expect(
-            dead_code,
-            reason = "the runs of tailers are the bindings' (read_batch)"
-        )
-    )]
     CheckFrames,
 }
 

@@ -494,6 +494,60 @@ fn damaged_frame_in_sealed_file_is_reported_and_skipped() {
     );
 }
 
+/// `Columns::read_as_tailer` (what a Python tailer's Arrow stream and
+/// `read_arrow(on_damage="skip")` read): the rows before a damaged frame
+/// come first, the damage is reported on the next read at its sequence, and
+/// `skip_damaged` loses only that frame; a bulk read of the same range
+/// (`read_set`) refuses the damaged file whole.
+#[test]
+fn a_column_read_as_a_tailer_returns_the_rows_before_damage_then_reports_it() {
+    let dir = tempfile::tempdir().unwrap();
+    build_pristine(dir.path());
+    let files: Vec<PathBuf> = data_files(dir.path());
+    let target = &files[1];
+    let mut bytes = std::fs::read(target).unwrap();
+    let len = u32::from_le_bytes(
+        bytes[DATA_HEADER_LEN..DATA_HEADER_LEN + 4]
+            .try_into()
+            .unwrap(),
+    );
+    let at = DATA_HEADER_LEN + litemq::format::frame::frame_size(len as usize);
+    bytes[at + 20] ^= 0x40; // the second frame of the file
+    std::fs::write(target, &bytes).unwrap();
+    let q = builder(dir.path()).read_only(true).open().unwrap();
+    let mut bulk = q.tailer(Start::Beginning).unwrap();
+    let all = litemq::ColumnSet::ALL;
+    assert!(matches!(
+        litemq::Columns::read_set(&mut bulk, u64::MAX, usize::MAX, all),
+        Err(Error::Corrupted { .. })
+    ));
+    let mut t = q.tailer(Start::Beginning).unwrap();
+    let (mut seqs, mut errors, mut reads) = (Vec::new(), Vec::new(), 0);
+    loop {
+        reads += 1;
+        assert!(reads < 100, "the reads make no progress");
+        match litemq::Columns::read_as_tailer(&mut t, u64::MAX, usize::MAX, all) {
+            Ok(c) if c.rows == 0 => break,
+            Ok(c) => seqs.extend(c.seq.iter().map(|&s| s as u64)),
+            Err(Error::Corrupted { path, seq, .. }) => {
+                assert_eq!(&path, target);
+                let seq = seq.expect("a frame's damage names its sequence");
+                assert_eq!(
+                    Some(&(seq - 1)),
+                    seqs.last(),
+                    "every row before it came first"
+                );
+                errors.push(seq);
+                assert!(t.skip_damaged().unwrap());
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(errors.len(), 1);
+    let want: Vec<u64> = (0..MESSAGES).filter(|s| *s != errors[0]).collect();
+    assert_eq!(seqs, want);
+}
+
 /// Offsets of the frames of a data file, in order.
 fn frame_offsets(bytes: &[u8]) -> Vec<usize> {
     let mut out = Vec::new();

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COLUMNS",
+    "TEXT_COLUMNS",
     "Bounds",
     "Chunk",
     "field_columns",
@@ -37,6 +38,9 @@ __all__ = [
 #: Columns of a litemq DataFrame, in order: the engine's Arrow columns plus ``queue``, then
 #: the message's topic fields.
 COLUMNS = ("seq", "timestamp", "key", "headers", "payload", "queue", "topic", "queue_id", "tags")
+#: ... and the columns a read schema may name besides: text keys and header values as
+#: strings (``Queue.read_arrow``'s ``key_text`` and ``headers_text``).
+TEXT_COLUMNS = ("key_text", "headers_text")
 #: Partition boundaries fall on multiples of this (the engine's default sparse-index
 #: interval), so a task starts reading at an indexed position.
 INDEX_ALIGN = 1024
@@ -90,7 +94,7 @@ def field_columns(
             else {n: k for n, k in common.items() if declared.get(n) == k}
         )
     out: dict[str, tuple[str, str]] = {}
-    taken = set(COLUMNS)
+    taken = {*COLUMNS, *TEXT_COLUMNS}
     for name in sorted(common or {}):
         col = name
         while col in taken:

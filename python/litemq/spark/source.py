@@ -59,6 +59,7 @@ from .dataset import (
 from .options import OptionError, ReadOptions, StreamReadOptions, WriteOptions, parse_time_us
 from .scan import (
     COLUMNS,
+    TEXT_COLUMNS,
     Bounds,
     Chunk,
     Shaper,
@@ -120,6 +121,7 @@ _READ_TYPES: dict[str, tuple[type[DataType], ...]] = {
     "seq": (LongType,),
     "timestamp": (TimestampType,),
     "key": (BinaryType, StringType),
+    "key_text": (StringType,),
     "payload": (BinaryType, StringType),
     "queue": (StringType,),
     "topic": (StringType,),
@@ -174,16 +176,22 @@ def _check_read_schema(
                 )
             names.append(f.name)
             continue
-        if f.name not in COLUMNS:
+        if f.name not in COLUMNS and f.name not in TEXT_COLUMNS:
             raise OptionError(
                 f"litemq: cannot produce column {f.name!r}: a litemq DataFrame has the columns "
-                f"{', '.join([*COLUMNS, *fields])}"
+                f"{', '.join([*COLUMNS, *fields])} (and {', '.join(TEXT_COLUMNS)} when named)"
             )
         if f.name == "headers":
             ok = (
                 isinstance(f.dataType, MapType)
                 and isinstance(f.dataType.keyType, StringType)
                 and isinstance(f.dataType.valueType, (BinaryType, StringType))
+            )
+        elif f.name == "headers_text":
+            ok = (
+                isinstance(f.dataType, MapType)
+                and isinstance(f.dataType.keyType, StringType)
+                and isinstance(f.dataType.valueType, StringType)
             )
         elif f.name == "tags":
             ok = isinstance(f.dataType, ArrayType) and isinstance(
@@ -195,6 +203,8 @@ def _check_read_schema(
             expected = (
                 "map<string,binary>"
                 if f.name == "headers"
+                else "map<string,string>"
+                if f.name == "headers_text"
                 else "array<string>"
                 if f.name == "tags"
                 else " or ".join(t.typeName() for t in _READ_TYPES[f.name])
