@@ -585,6 +585,22 @@ impl Queue {
         Ok(list)
     }
 
+    /// Work queue `name`'s jobs handed out and not finished, as dicts
+    /// (`litemq wq PATH pending NAME`; see `WorkQueue.pending`).
+    #[pyo3(signature = (name, limit=None))]
+    fn _work_queue_pending<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        limit: Option<usize>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let queue = self.queue()?;
+        let jobs = exit::detach(py, || {
+            queue.work_queue_pending(name, limit.unwrap_or(usize::MAX))
+        })?;
+        work_queue::pending_list(py, &jobs)
+    }
+
     /// Every topic stream with its count and range, as dicts
     /// (`litemq.Queue.topics` wraps them).
     fn _topics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {

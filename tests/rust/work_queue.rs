@@ -1222,3 +1222,62 @@ fn a_version_1_state_file_still_runs_on_its_own_rules() {
     assert!(wq.ack(back.ticket).unwrap());
     assert_eq!(&std::fs::read(&path).unwrap()[8..16], &1u64.to_le_bytes());
 }
+
+#[test]
+fn pending_claim_and_release_follow_the_queue_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock_at(T0);
+    let q = small(dir.path()).clock(clock.clone()).open().unwrap();
+    fill(&q, 3);
+    let a = q.work_queue("w", options(16)).unwrap();
+    let b = q.work_queue("w", options(16)).unwrap();
+    let first = get_now(&a).unwrap();
+    let second = get_now(&a).unwrap();
+    let p = q.work_queue_pending("w", usize::MAX).unwrap();
+    assert_eq!(p, a.pending(usize::MAX), "read without a handle, the same");
+    assert_eq!(
+        p.iter()
+            .map(|j| (j.seq, j.state, j.deliveries, j.overdue))
+            .collect::<Vec<_>>(),
+        [
+            (0, JobState::Leased, 1, false),
+            (1, JobState::Leased, 1, false)
+        ],
+        "job 2, never handed out, is not listed"
+    );
+    assert_eq!(p[0].owner_pid, Some(std::process::id()));
+    assert_eq!(p[0].owner_alive, Some(true));
+    assert_eq!(p[0].deadline_ms, Some(T0 / 1000 + 10_000), "wall clock");
+    assert!(b.claim(0, false).unwrap().is_none(), "a live lease");
+    assert!(b.claim(2, true).unwrap().is_none(), "never handed out");
+    clock.advance(Duration::from_millis(10_000));
+    assert!(a.pending(1)[0].overdue, "its deadline came");
+    let taken = b.claim(0, false).unwrap().unwrap();
+    assert_eq!((taken.ticket.seq, taken.ticket.deliveries), (0, 2));
+    assert_eq!(taken.message.payload, payload(0));
+    assert!(!a.ack(first.ticket).unwrap(), "the lease moved to b");
+    // Release: ready at once, deliveries kept; the holder's ack refused.
+    assert!(b.release(0).unwrap());
+    assert!(!b.release(0).unwrap(), "ready already");
+    assert!(!b.ack(taken.ticket).unwrap());
+    assert_eq!(a.pending(1)[0].state, JobState::Delayed);
+    let third = b.claim(0, false).unwrap().unwrap();
+    assert_eq!(third.ticket.deliveries, 3);
+    assert!(b.ack(third.ticket).unwrap());
+    assert!(b.claim(0, true).unwrap().is_none(), "finished");
+    // A lease held by a process that is gone is claimed before its deadline.
+    let path = state_file(dir.path());
+    let i = slot_word(1);
+    let raw = read_word(&path, i);
+    write_word(&path, i + 1, DEAD_OWNER);
+    let p = a.pending(usize::MAX);
+    assert_eq!(
+        (p[0].seq, p[0].owner_alive),
+        (1, Some(false)),
+        "tag {raw:x} still trusted"
+    );
+    let taken = b.claim(1, false).unwrap().unwrap();
+    assert_eq!((taken.ticket.seq, taken.ticket.deliveries), (1, 2));
+    assert!(!a.ack(second.ticket).unwrap());
+    assert!(q.work_queue_pending("nope", 1).is_err());
+}
