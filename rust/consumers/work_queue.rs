@@ -118,6 +118,13 @@ pub struct WorkQueueOptions {
     /// handed out before higher priorities, oldest first, so that no job
     /// starves. Default 60 s; `None`: no bound.
     pub max_wait: Option<Duration>,
+    /// Ordered delivery per key (SQS FIFO message groups): at most one job
+    /// of a key in flight (leased, nacked, or being dead-lettered), and a
+    /// key's jobs handed out in sequence order, each once the one before it
+    /// is finished. Jobs without a key are not held back. The handle reads
+    /// the keys ahead over the window. Every handle of a group should use
+    /// the same setting. Not with `priority`. Default false.
+    pub ordered_by_key: bool,
 }
 
 impl std::fmt::Debug for WorkQueueOptions {
@@ -131,6 +138,7 @@ impl std::fmt::Debug for WorkQueueOptions {
             .field("dead_letter_expired", &self.dead_letter_expired)
             .field("priority", &self.priority)
             .field("max_wait", &self.max_wait)
+            .field("ordered_by_key", &self.ordered_by_key)
             .finish()
     }
 }
@@ -146,6 +154,7 @@ impl Default for WorkQueueOptions {
             dead_letter_expired: false,
             priority: false,
             max_wait: Some(Duration::from_secs(60)),
+            ordered_by_key: false,
         }
     }
 }
@@ -159,6 +168,9 @@ impl WorkQueueOptions {
                 "visibility_timeout must be above 0 and at most {} s",
                 MAX_TIMEOUT.as_secs()
             ));
+        }
+        if self.priority && self.ordered_by_key {
+            return bad("a work queue is ordered by key or by priority, not both".to_string());
         }
         if self.max_deliveries == 0 {
             return bad(format!("max_deliveries must be 1 to {MAX_DELIVERIES}"));
@@ -406,6 +418,16 @@ struct Readers {
     scout: Tailer,
     random: Tailer,
     ahead: Lookahead,
+    keys: KeysAhead,
+}
+
+/// The keys an ordered group's handle has read over the ring: `seq -> key`
+/// for every sequence from the low-water mark to `next` (holes and
+/// messages without a key: `None`).
+#[derive(Debug, Default)]
+struct KeysAhead {
+    next: u64,
+    of: BTreeMap<u64, Option<Vec<u8>>>,
 }
 
 /// Jobs a priority group's handle has read ahead of the cursor and not seen
@@ -774,6 +796,7 @@ impl WorkQueue {
                 scout: handles.scout,
                 random: handles.random,
                 ahead: Lookahead::default(),
+                keys: KeysAhead::default(),
             }),
             catalog: handles.catalog,
             options,
@@ -940,6 +963,8 @@ impl WorkQueue {
         }
         if self.options.priority {
             self.next_by_priority(f)
+        } else if self.options.ordered_by_key {
+            self.next_by_key(f)
         } else {
             self.next_new(f)
         }
@@ -1144,6 +1169,115 @@ impl WorkQueue {
                     continue;
                 }
                 Err(Error::NotFound { first, .. }) if seq < first => continue,
+                Err(e) => return Err(e),
+            };
+            let now = self.now_ms();
+            if self.is_expired(&msg) {
+                drop(guard);
+                self.expire(seq, raw, word, now)?;
+                self.advance_cursor();
+                continue;
+            }
+            if let Some(ticket) = self.lease(seq, raw, word, now) {
+                let out = f(&msg);
+                drop(guard);
+                st.fetch_max(W_TOP, seq + 1);
+                self.advance_cursor();
+                return Ok(Some((ticket, out)));
+            }
+        }
+    }
+
+    /// An ordered group's next new job: the first pending one (in sequence
+    /// order) that is the oldest unfinished job of its key, or has no key;
+    /// claimed ahead of the cursor, which then moves over every slot
+    /// claimed. A key's job is considered only once every job of that key
+    /// before it was seen finished, and a finished job never comes back,
+    /// so two handles never hold jobs of one key at once. Redeliveries are
+    /// the scan's (a job handed out was the oldest unfinished of its key).
+    fn next_by_key<R>(&self, f: &mut dyn FnMut(&Message<'_>) -> R) -> Result<Option<(Ticket, R)>> {
+        let st = &self.state;
+        loop {
+            let low = st.load(W_LOW);
+            let cursor = st.load(W_CURSOR);
+            let horizon = low.saturating_add(st.window);
+            let mut guard = lock(&self.readers);
+            let r = &mut *guard;
+            r.keys.of = r.keys.of.split_off(&low);
+            r.keys.next = r.keys.next.max(low);
+            let mut budget = READ_AHEAD;
+            while r.keys.next < horizon && budget > 0 {
+                budget -= 1;
+                let seq = r.keys.next;
+                let read = if r.scout.next_seq() == seq {
+                    r.scout.read_next()
+                } else {
+                    match r.scout.seek(seq) {
+                        Ok(()) => r.scout.read_next(),
+                        Err(e) => Err(e),
+                    }
+                };
+                match read {
+                    Ok(Some(m)) if m.seq != seq => {
+                        // Key compaction dropped `seq..m.seq` (holes).
+                        let to = m.seq.min(horizon);
+                        self.holes(seq, to);
+                        for s in seq..to {
+                            r.keys.of.insert(s, None);
+                        }
+                        r.keys.next = to;
+                    }
+                    Ok(Some(m)) => {
+                        r.keys.of.insert(seq, m.key.map(<[u8]>::to_vec));
+                        r.keys.next = seq + 1;
+                    }
+                    Ok(None) => break,
+                    Err(Error::NotFound { first, next, .. }) if seq < first => {
+                        // Retention removed messages never handed out.
+                        self.gone_below.fetch_max(first, Ordering::Relaxed);
+                        r.keys.next = first.min(next);
+                        if cursor < first {
+                            let _ = st.cas(W_CURSOR, cursor, first.min(next));
+                        }
+                    }
+                    Err(Error::NotFound { .. }) => break,
+                    Err(e) => return Err(e),
+                }
+            }
+            let mut held: std::collections::HashSet<&[u8]> = std::collections::HashSet::new();
+            let mut found = None;
+            for seq in low..r.keys.next.min(horizon) {
+                let (raw, word) = st.state_of(seq);
+                if word.state.is_done() {
+                    continue;
+                }
+                if let Some(Some(key)) = r.keys.of.get(&seq) {
+                    if !held.insert(key.as_slice()) {
+                        continue; // an earlier job of its key is not finished
+                    }
+                }
+                if word.state == JobState::Pending {
+                    found = Some((seq, raw, word));
+                    break;
+                }
+            }
+            let Some((seq, raw, word)) = found else {
+                return Ok(None);
+            };
+            let msg = match r.random.read_at(seq) {
+                Ok(Some(m)) => m,
+                Ok(None) => return Ok(None),
+                Err(Error::Compacted { .. }) => {
+                    self.holes(seq, seq + 1);
+                    continue;
+                }
+                Err(Error::NotFound { first, .. }) if seq < first => {
+                    self.gone_below.fetch_max(first, Ordering::Relaxed);
+                    drop(guard);
+                    self.gone(seq, raw, word);
+                    self.advance_low();
+                    continue;
+                }
                 Err(e) => return Err(e),
             };
             let now = self.now_ms();
@@ -1559,7 +1693,9 @@ impl WorkQueue {
                 if new.state == JobState::Acked {
                     st.add(W_ACKED, 1);
                     self.advance_low();
-                    if full_before {
+                    // A full ring has room again; an ordered group's next
+                    // job of the key may be ready.
+                    if full_before || self.options.ordered_by_key {
                         self.wake_waiters(); // room in the ring again
                     }
                 }

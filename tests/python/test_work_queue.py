@@ -1203,3 +1203,40 @@ def test_cli_replays_dead_letters_into_the_source_queue_once(qpath: Path, tmp_pa
     assert "replayed 0 jobs" in again.stdout
     with litemq.Queue(qpath, read_only=True) as q:
         assert q.next_seq == 3, "replayed once"
+
+
+def test_ordered_by_key_holds_one_job_per_key_in_flight(queue: litemq.Queue) -> None:
+    """Issue 33: ``ordered_by="key"`` hands a key's jobs out one at a time in
+    sequence order (SQS FIFO message groups); other keys and jobs without a
+    key go on meanwhile."""
+    app = queue.appender()
+    for i, key in enumerate(["cust-1", "cust-2", "cust-1", None, "cust-1"]):
+        app.append(f"job {i}".encode(), key)
+    app.flush()
+    plain = queue.work_queue("plain")
+    got = [plain.get(timeout=1) for _ in range(3)]
+    assert [j.id for j in got if j is not None] == [0, 1, 2], "without ordering: in parallel"
+    a = queue.work_queue("fifo", ordered_by="key")
+    b = queue.work_queue("fifo", ordered_by="key")
+    first = [a.get(timeout=0), b.get(timeout=0), a.get(timeout=0)]
+    assert [j.id for j in first if j is not None] == [0, 1, 3]
+    assert b.get(timeout=0) is None, "cust-1's next waits for job 0"
+    job0 = first[0]
+    assert job0 is not None
+    assert a.nack(job0)
+    again = b.get(timeout=1)
+    assert again is not None
+    assert (again.id, again.deliveries) == (0, 2), "a nacked job keeps its key's place"
+    assert b.ack(again)
+    nxt = a.get(timeout=1)
+    assert nxt is not None
+    assert nxt.id == 2
+    assert b.get(timeout=0) is None, "job 4 waits for job 2"
+    assert a.ack(nxt)
+    last = b.get(timeout=1)
+    assert last is not None
+    assert last.id == 4
+    with pytest.raises(ValueError, match="ordered_by"):
+        queue.work_queue("x", ordered_by="topic")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not both"):
+        queue.work_queue("x", ordered_by="key", priority=True)

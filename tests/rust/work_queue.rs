@@ -1281,3 +1281,77 @@ fn pending_claim_and_release_follow_the_queue_clock() {
     assert!(!a.ack(second.ticket).unwrap());
     assert!(q.work_queue_pending("nope", 1).is_err());
 }
+
+/// Appends `(key, payload)` messages (no key: `None`).
+fn fill_keys(q: &Queue, keys: &[Option<&str>]) {
+    let app = q.appender().unwrap();
+    for (i, k) in keys.iter().enumerate() {
+        let p = payload(i as u64);
+        let record = litemq::Record {
+            key: k.map(str::as_bytes),
+            ..litemq::Record::new(&p)
+        };
+        app.append_record(&record).unwrap();
+    }
+    app.flush().unwrap();
+}
+
+#[test]
+fn an_ordered_group_holds_one_job_per_key_in_sequence_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock_at(T0);
+    let q = small(dir.path()).clock(clock.clone()).open().unwrap();
+    // 0:a 1:b 2:a 3:- 4:b 5:a
+    fill_keys(
+        &q,
+        &[Some("a"), Some("b"), Some("a"), None, Some("b"), Some("a")],
+    );
+    let ordered = WorkQueueOptions {
+        ordered_by_key: true,
+        ..options(16)
+    };
+    let a = q.work_queue("w", ordered.clone()).unwrap();
+    let b = q.work_queue("w", ordered).unwrap();
+    let seqs = |jobs: &[&litemq::Job]| jobs.iter().map(|j| j.ticket.seq).collect::<Vec<_>>();
+    let j0 = get_now(&a).unwrap();
+    let j1 = get_now(&b).unwrap();
+    let j3 = get_now(&a).unwrap();
+    assert_eq!(
+        seqs(&[&j0, &j1, &j3]),
+        [0, 1, 3],
+        "2 and 4 wait for 0 and 1"
+    );
+    assert!(get_now(&b).is_none());
+    assert!(get_now(&a).is_none());
+    assert!(a.ack(j3.ticket).unwrap());
+    assert!(b.ack(j1.ticket).unwrap());
+    let j4 = get_now(&a).unwrap();
+    assert_eq!(j4.ticket.seq, 4, "b's next, once 1 is finished");
+    assert!(a.ack(j4.ticket).unwrap());
+    // A nacked job keeps its key's place: it comes back before 2.
+    assert!(a.nack(j0.ticket, Duration::ZERO).unwrap());
+    let again = get_now(&b).unwrap();
+    assert_eq!((again.ticket.seq, again.ticket.deliveries), (0, 2));
+    assert!(get_now(&a).is_none(), "2 still waits");
+    // A lease that runs out keeps it too.
+    clock.advance(Duration::from_millis(10_001));
+    std::thread::sleep(Duration::from_millis(30)); // a scan is due
+    let late = get_now(&a).unwrap();
+    assert_eq!((late.ticket.seq, late.ticket.deliveries), (0, 3));
+    assert!(!b.ack(again.ticket).unwrap());
+    assert!(a.ack(late.ticket).unwrap());
+    let j2 = get_now(&b).unwrap();
+    assert_eq!(j2.ticket.seq, 2);
+    assert!(get_now(&a).is_none(), "5 waits for 2");
+    assert!(b.ack(j2.ticket).unwrap());
+    assert_eq!(get_now(&a).unwrap().ticket.seq, 5);
+    let both = WorkQueueOptions {
+        ordered_by_key: true,
+        priority: true,
+        ..options(16)
+    };
+    assert!(matches!(
+        q.work_queue("x", both),
+        Err(litemq::Error::InvalidArgument(_))
+    ));
+}
