@@ -1355,3 +1355,116 @@ fn an_ordered_group_holds_one_job_per_key_in_sequence_order() {
         Err(litemq::Error::InvalidArgument(_))
     ));
 }
+
+/// Random gets, acks, nacks and lease ends on three handles of an ordered
+/// group: every handout (first or again) is of a job all of whose key's
+/// earlier jobs were finished (acked, or dead-lettered), and every job ends.
+#[test]
+fn an_ordered_group_never_hands_out_a_key_out_of_order() {
+    use std::sync::{Arc, Mutex};
+    const VIS: u64 = 1_000;
+    let seeds = if soak() { 200 } else { 12 };
+    for seed in 0..seeds {
+        let mut rng = Rng(seed);
+        let dir = tempfile::tempdir().unwrap();
+        let clock = clock_at(T0);
+        let q = small(dir.path()).clock(clock.clone()).open().unwrap();
+        let app = q.appender().unwrap();
+        let finished: Arc<Mutex<std::collections::BTreeSet<u64>>> = Arc::default();
+        let sink_seen = finished.clone();
+        let opts = WorkQueueOptions {
+            visibility_timeout: Duration::from_millis(VIS),
+            max_deliveries: 3,
+            window: 16,
+            ordered_by_key: true,
+            dead_letter: Some(Arc::new(move |r: &litemq::Record<'_>| {
+                let seq = r
+                    .headers
+                    .iter()
+                    .find(|h| h.name == "litemq.dlq.seq")
+                    .map(|h| std::str::from_utf8(h.value).unwrap().parse().unwrap())
+                    .unwrap();
+                sink_seen.lock().unwrap().insert(seq);
+                Ok(())
+            })),
+            ..WorkQueueOptions::default()
+        };
+        let handles: Vec<_> = (0..3)
+            .map(|_| q.work_queue("o", opts.clone()).unwrap())
+            .collect();
+        let mut keys: Vec<Option<u8>> = Vec::new();
+        let mut held: Vec<(usize, litemq::Ticket)> = Vec::new();
+        let check = |seq: u64, keys: &[Option<u8>]| {
+            let done = finished.lock().unwrap();
+            if let Some(k) = keys[seq as usize] {
+                for earlier in 0..seq {
+                    if keys[earlier as usize] == Some(k) {
+                        assert!(
+                            done.contains(&earlier),
+                            "seed {seed}: job {seq} of key {k} handed out before {earlier} finished"
+                        );
+                    }
+                }
+            }
+        };
+        for _ in 0..300 {
+            match rng.below(10) {
+                0 | 1 => {
+                    for _ in 0..=rng.below(3) {
+                        let k = rng.below(4);
+                        let key = (k < 3).then_some(k as u8);
+                        let p = payload(keys.len() as u64);
+                        let kb = key.map(|k| [b'a' + k]);
+                        app.append_record(&litemq::Record {
+                            key: kb.as_ref().map(|b| &b[..]),
+                            ..litemq::Record::new(&p)
+                        })
+                        .unwrap();
+                        keys.push(key);
+                    }
+                    app.flush().unwrap();
+                }
+                2..=4 => {
+                    let h = rng.below(3) as usize;
+                    if let Some(job) = get_now(&handles[h]) {
+                        check(job.ticket.seq, &keys);
+                        held.push((h, job.ticket));
+                    }
+                }
+                5 | 6 if !held.is_empty() => {
+                    let (h, t) = held.swap_remove(rng.below(held.len() as u64) as usize);
+                    if handles[h].ack(t).unwrap() {
+                        finished.lock().unwrap().insert(t.seq);
+                    }
+                }
+                7 if !held.is_empty() => {
+                    let (h, t) = held.swap_remove(rng.below(held.len() as u64) as usize);
+                    handles[h].nack(t, Duration::ZERO).unwrap();
+                }
+                8 => clock.advance(Duration::from_millis(rng.below(2 * VIS))),
+                _ => {}
+            }
+        }
+        // Drain: every job ends (acked or dead-lettered), none out of order.
+        for (h, t) in held.drain(..) {
+            if handles[h].ack(t).unwrap() {
+                finished.lock().unwrap().insert(t.seq);
+            }
+        }
+        let mut rounds = 0;
+        while finished.lock().unwrap().len() < keys.len() {
+            rounds += 1;
+            assert!(rounds < 200, "seed {seed}: jobs never finished");
+            clock.advance(Duration::from_millis(VIS + 1));
+            std::thread::sleep(Duration::from_millis(25)); // scans are due
+            for wq in &handles {
+                while let Some(job) = get_now(wq) {
+                    check(job.ticket.seq, &keys);
+                    if wq.ack(job.ticket).unwrap() {
+                        finished.lock().unwrap().insert(job.ticket.seq);
+                    }
+                }
+            }
+        }
+    }
+}
