@@ -152,30 +152,49 @@ def _same_queue(recorded: str | bytes | None, path: str) -> bool:
 
 def _cmd_replay(args: argparse.Namespace, out: IO[str]) -> int:
     """Appends group NAME's dead letters (those whose ``litemq.dlq.group``
-    and ``litemq.dlq.queue`` headers name it) back to the queue as new
-    messages, and records how far it read in a consumer of the dead-letter
-    queue (``litemq.replay.NAME``), so that running it again replays only
-    what was dead-lettered since. At least once: a crash between the
-    append and the commit replays those again next time."""
+    header names it, and whose ``litemq.dlq.queue`` is this queue) back to
+    the queue as new messages, and records how far it read in a consumer of
+    the dead-letter queue (``litemq.replay.NAME``), so that running it again
+    replays only what was dead-lettered since. A dead letter of NAME
+    recorded for a path that is not this queue (a worker's relative path,
+    another queue) stops the replay before anything is appended, unless
+    ``--any-queue``. At least once: a crash between the appends and the
+    commit replays those again next time."""
     from litemq.cli_common import _key_file
 
     name = _need_name(args)
     if args.dead_letter is None:
         raise SystemExit("litemq: error: wq replay needs --from DLQ, the dead-letter queue")
     key_file = _key_file()
+    with Queue(args.path, read_only=True, encryption_key_file=key_file) as q:
+        if name not in {w.name for w in q.work_queues()}:
+            raise SystemExit(f"litemq: error: no work queue named {name!r} in {args.path}")
     replayed: list[dict[str, int]] = []
     with Queue(args.dead_letter, read_only=True, encryption_key_file=key_file) as dlq:
         reader = dlq.tailer(name=f"litemq.replay.{name}"[:128])
+        todo = []
+        elsewhere: dict[str, int] = {}
+        for m in reader:
+            h = m.headers
+            if m.tombstone or h.get("litemq.dlq.group") != name:
+                continue
+            recorded = h.get("litemq.dlq.queue")
+            if not args.any_queue and not _same_queue(recorded, args.path):
+                where = recorded if isinstance(recorded, str) else repr(recorded)
+                elsewhere[where] = elsewhere.get(where, 0) + 1
+                continue
+            todo.append(m)
+        if elsewhere:
+            listed = ", ".join(f"{n} for {p!r}" for p, n in sorted(elsewhere.items()))
+            raise SystemExit(
+                f"litemq: error: dead letters of {name!r} in {args.dead_letter} name another "
+                f"queue than {args.path} ({listed}; a relative path is the worker's); nothing "
+                "replayed; pass --any-queue to replay them here too"
+            )
         with Queue(args.path, encryption_key_file=key_file) as q:
-            if name not in {w.name for w in q.work_queues()}:
-                raise SystemExit(f"litemq: error: no work queue named {name!r} in {args.path}")
             app = q.appender()
-            for m in reader:
+            for m in todo:
                 h = m.headers
-                if m.tombstone or h.get("litemq.dlq.group") != name:
-                    continue
-                if not _same_queue(h.get("litemq.dlq.queue"), args.path):
-                    continue
                 headers = {k: v for k, v in h.items() if not k.startswith(_DLQ_PREFIX)}
                 seq = app.append(
                     m.payload,
@@ -223,6 +242,11 @@ def register(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
         metavar="DLQ",
         default=None,
         help="replay: the dead-letter queue to replay from",
+    )
+    p.add_argument(
+        "--any-queue",
+        action="store_true",
+        help="replay: also dead letters whose litemq.dlq.queue header names another path",
     )
     p.add_argument(
         "--format",

@@ -1203,6 +1203,23 @@ def test_cli_replays_dead_letters_into_the_source_queue_once(qpath: Path, tmp_pa
     assert "replayed 0 jobs" in again.stdout
     with litemq.Queue(qpath, read_only=True) as q:
         assert q.next_seq == 3, "replayed once"
+    # A dead letter recorded for another path is not replayed silently.
+    with litemq.Queue(dlq_path, multi_writer=True) as dlq:
+        dlq.appender().append(
+            b"moved", headers={"litemq.dlq.group": "dl", "litemq.dlq.queue": "elsewhere"}
+        )
+    refused = cli("wq", str(qpath), "replay", "dl", "--from", str(dlq_path))
+    assert refused.returncode != 0
+    assert "'elsewhere'" in refused.stderr
+    assert "--any-queue" in refused.stderr
+    forced = cli("wq", str(qpath), "replay", "dl", "--from", str(dlq_path), "--any-queue")
+    assert forced.returncode == 0, forced.stderr
+    assert "replayed 1 jobs" in forced.stdout
+    with litemq.Queue(qpath, read_only=True) as q:
+        assert q.get(3).payload == b"moved"
+    missing = cli("wq", str(tmp_path / "nothing"), "replay", "dl", "--from", str(dlq_path))
+    assert missing.returncode != 0
+    assert not (tmp_path / "nothing").exists(), "no queue created by a replay"
 
 
 def test_ordered_by_key_holds_one_job_per_key_in_flight(queue: litemq.Queue) -> None:
