@@ -1257,3 +1257,58 @@ def test_ordered_by_key_holds_one_job_per_key_in_flight(queue: litemq.Queue) -> 
         queue.work_queue("x", ordered_by="topic")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="not both"):
         queue.work_queue("x", ordered_by="key", priority=True)
+
+
+def test_ordered_workers_in_several_processes_never_overlap_a_key(qpath: Path) -> None:
+    """Issue 33: three worker processes on one group ordered by key; each
+    logs "start" after a get and "end" before its ack to one O_APPEND file (a
+    total order of events). A key's jobs never overlap and come in sequence
+    order; jobs without a key are handed out too; every job is acked once."""
+    keys = [f"k{i % 2}" if i % 7 else None for i in range(150)]
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        app = q.appender()
+        for i, k in enumerate(keys):
+            app.append(f"job {i}".encode(), k)
+        app.flush()
+        q.work_queue("fifo", ordered_by="key")
+    log = qpath.parent / "events.log"
+    worker = """
+        import os, sys, time, litemq
+        q = litemq.Queue(sys.argv[1], read_only=True)
+        wq = q.work_queue("fifo", ordered_by="key", visibility_timeout=600)
+        fd = os.open(sys.argv[2], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        print("ready", flush=True)
+        sys.stdin.readline()  # all start together
+        while (job := wq.get(timeout=2)) is not None:
+            os.write(fd, f"start {job.id}\\n".encode())
+            time.sleep(0.002)  # the work: other workers run meanwhile
+            os.write(fd, f"end {job.id}\\n".encode())
+            assert wq.ack(job)
+    """
+    procs = [spawn_python(worker, str(qpath), str(log)) for _ in range(3)]
+    for p in procs:
+        assert p.stdout is not None
+        assert p.stdout.readline().strip() == "ready"
+    for p in procs:
+        assert p.stdin is not None
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    events = [line.split() for line in log.read_text().splitlines()]
+    assert sorted(int(s) for e, s in events if e == "start") == list(range(len(keys)))
+    running: dict[str, int] = {}
+    last: dict[str, int] = {}
+    for event, s in events:
+        seq = int(s)
+        key = keys[seq]
+        if key is None:
+            continue
+        if event == "start":
+            assert key not in running, f"{seq} started while {running.get(key)} of {key} ran"
+            assert last.get(key, -1) < seq, f"{key}: {seq} after {last.get(key)}"
+            running[key] = seq
+            last[key] = seq
+        else:
+            assert running.pop(key) == seq
