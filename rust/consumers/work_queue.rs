@@ -1756,8 +1756,9 @@ impl WorkQueue {
     /// (its lease ran out, its holder died, it was nacked and is ready, or
     /// released); with `force`, also one a live worker holds or a nacked
     /// one not ready yet (that worker's `ack`, `nack` and `extend` then
-    /// return false). A job being dead-lettered is never claimed, and
-    /// `max_deliveries` does not stop a claim. `None` when the job is not
+    /// return false). A job being dead-lettered is never claimed, nor one
+    /// handed out 255 times (deliveries tell a handout's ticket from the
+    /// next); `max_deliveries` does not stop a claim. `None` when the job is not
     /// claimable (finished, never handed out, or held and not `force`).
     pub fn claim(&self, seq: u64, force: bool) -> Result<Option<Job>> {
         self.check_open()?;
@@ -1771,14 +1772,17 @@ impl WorkQueue {
             }
             let (raw, word) = st.state_of(seq);
             let now = self.now();
-            let takes = match word.state {
-                // At or past the cursor, a pending job was never handed out.
-                JobState::Pending => seq < cursor,
-                JobState::Leased | JobState::Delayed => {
-                    force || self.redeliverable(seq, raw, word, &now, &mut gone)
-                }
-                _ => false,
-            };
+            // A handout's ticket is told from the next by its deliveries,
+            // which stop at 255: a job handed out that often is not claimed.
+            let takes = word.deliveries < MAX_DELIVERIES
+                && match word.state {
+                    // At or past the cursor, a pending job was never handed out.
+                    JobState::Pending => seq < cursor,
+                    JobState::Leased | JobState::Delayed => {
+                        force || self.redeliverable(seq, raw, word, &now, &mut gone)
+                    }
+                    _ => false,
+                };
             if !takes {
                 return Ok(None);
             }

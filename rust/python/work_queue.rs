@@ -322,7 +322,8 @@ impl WorkQueue {
     /// claimed; without `force`, only one ``get`` could hand out again now
     /// (lease ran out, holder died, nacked and ready, or released); with
     /// ``force=True``, also one a live (slow) worker holds, whose ``ack``
-    /// then returns False. ``max_deliveries`` does not stop a claim.
+    /// then returns False. ``max_deliveries`` does not stop a claim; a job
+    /// handed out 255 times, or being dead-lettered, is not claimed.
     ///
     /// >>> job = wq.claim(7, force=True)
     #[pyo3(signature = (seq, *, force=false))]

@@ -1279,6 +1279,15 @@ fn pending_claim_and_release_follow_the_queue_clock() {
     let taken = b.claim(1, false).unwrap().unwrap();
     assert_eq!((taken.ticket.seq, taken.ticket.deliveries), (1, 2));
     assert!(!a.ack(second.ticket).unwrap());
+    // Handed out 255 times: deliveries can no longer tell two tickets apart.
+    let worn = SlotWord {
+        deliveries: 255,
+        ..SlotWord::decode(read_word(&path, i)).unwrap()
+    }
+    .encode();
+    write_word(&path, i, worn);
+    write_word(&path, i + 2, worn);
+    assert!(a.claim(1, true).unwrap().is_none());
     assert!(q.work_queue_pending("nope", 1).is_err());
 }
 
