@@ -51,7 +51,7 @@ pub use config::{
     MAX_INDEX_INTERVAL, MIN_FILE_SIZE,
 };
 pub use consumers::work_queue::{
-    DeadLetterSink, Job, JobOrigin, QueueIdentity, Ticket, WorkQueue, WorkQueueInfo,
+    DeadLetterSink, Job, JobOrigin, PendingJob, QueueIdentity, Ticket, WorkQueue, WorkQueueInfo,
     WorkQueueOptions,
 };
 pub use consumers::{AutoReset, Consumer, ConsumerInfo, ConsumerOptions};
@@ -59,6 +59,7 @@ pub use error::{Error, Result};
 pub use format::compression::{Codec, Compression};
 pub use format::fields::FieldKind;
 pub use format::record::{Compress, HeaderField, HeaderIter, Record, TagIter};
+pub use format::work_queue::JobState;
 pub use format::FORMAT_VERSION;
 pub use index::fields::{FieldIndexDef, FieldQuery, IndexState, KeyPredicate};
 pub use index::key_index::KeyIndexConfig;

@@ -9,7 +9,7 @@ use std::thread::JoinHandle;
 use crate::clock::Clock;
 use crate::config::{Config, QueueBuilder};
 use crate::consumers::work_queue::{
-    DeadLetterSink, Handles, QueueIdentity, WorkQueue, WorkQueueInfo, WorkQueueOptions,
+    DeadLetterSink, Handles, PendingJob, QueueIdentity, WorkQueue, WorkQueueInfo, WorkQueueOptions,
 };
 use crate::consumers::{Consumer, ConsumerInfo, ConsumerOptions};
 use crate::error::{Error, Result};
@@ -1715,6 +1715,24 @@ impl Queue {
             }
         }
         Ok(infos)
+    }
+
+    /// Work-queue group `name`'s jobs handed out and not finished, oldest
+    /// first, at most `limit` (see [`WorkQueue::pending`]). Works on
+    /// read-only queues and takes no lock; `NotFound`-like
+    /// `InvalidArgument` when the group does not exist.
+    pub fn work_queue_pending(&self, name: &str, limit: usize) -> Result<Vec<PendingJob>> {
+        self.check_open()?;
+        crate::consumers::name::validate(name)?;
+        let path = crate::consumers::work_queue::state_path(self.path(), name);
+        crate::consumers::work_queue::read_pending(&path, &**self.clock(), limit)?.ok_or_else(
+            || {
+                Error::InvalidArgument(format!(
+                    "no work queue named {name:?} in {}",
+                    self.path().display()
+                ))
+            },
+        )
     }
 
     /// Removes work-queue group `name` (its state file), so that it no

@@ -1,11 +1,16 @@
 """``litemq wq PATH [stats] [NAME]``: work queues' figures (pending, in flight,
-acked, dead-lettered, oldest age). Registered by `litemq.cli`."""
+acked, dead-lettered, oldest age); ``litemq wq PATH pending NAME``: the jobs
+in flight (Redis's XPENDING); ``litemq wq PATH replay NAME --from DLQ``: the
+group's dead-lettered jobs appended back to the queue. Registered by
+`litemq.cli`."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections.abc import Callable
+from datetime import datetime
 from typing import IO
 
 from litemq.queue import Queue
@@ -46,6 +51,10 @@ def _record(w: WorkQueueInfo) -> dict[str, object]:
 def cmd_wq(args: argparse.Namespace, out: IO[str]) -> int:
     from litemq.cli_common import _key_file
 
+    if args.action == "pending":
+        return _cmd_pending(args, out)
+    if args.action == "replay":
+        return _cmd_replay(args, out)
     with Queue(args.path, read_only=True, encryption_key_file=_key_file()) as q:
         groups = q.work_queues()
     if args.name is not None:
@@ -80,14 +89,167 @@ def cmd_wq(args: argparse.Namespace, out: IO[str]) -> int:
     return 0
 
 
+def _need_name(args: argparse.Namespace) -> str:
+    if args.name is None:
+        raise SystemExit(f"litemq: error: wq {args.action} needs the work queue's NAME")
+    name: str = args.name
+    return name
+
+
+def _time(t: datetime | None) -> str | None:
+    return None if t is None else t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _cmd_pending(args: argparse.Namespace, out: IO[str]) -> int:
+    from litemq.cli_common import _key_file
+
+    name = _need_name(args)
+    with Queue(args.path, read_only=True, encryption_key_file=_key_file()) as q:
+        if name not in {w.name for w in q.work_queues()}:
+            raise SystemExit(f"litemq: error: no work queue named {name!r} in {args.path}")
+        jobs = q._work_queue_pending(name, args.limit)
+    if args.format == "json":
+        for j in jobs:
+            rec = dict(j, deadline=_time(j["deadline"]))
+            out.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        return 0
+    if not jobs:
+        out.write("no jobs in flight\n")
+        return 0
+    head = ("SEQ", "STATE", "DELIVERIES", "PID", "ALIVE", "DEADLINE", "OVERDUE")
+    rows = [head]
+    for j in jobs:
+        alive = {True: "yes", False: "no", None: "-"}[j["alive"]]
+        deadline = _time(j["deadline"]) or "-"
+        rows.append(
+            (
+                str(j["seq"]),
+                j["state"],
+                str(j["deliveries"]),
+                "-" if j["pid"] is None else str(j["pid"]),
+                alive,
+                deadline,
+                "yes" if j["overdue"] else "no",
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    for r in rows:
+        out.write("  ".join(f"{v:<{n}}" for v, n in zip(r, widths, strict=True)).rstrip() + "\n")
+    return 0
+
+
+_DLQ_PREFIX = "litemq.dlq."
+
+
+def _same_queue(recorded: str | bytes | None, path: str) -> bool:
+    if not isinstance(recorded, str):
+        return False
+    try:
+        return os.path.samefile(recorded, path)
+    except OSError:
+        return os.path.realpath(recorded) == os.path.realpath(path)
+
+
+def _cmd_replay(args: argparse.Namespace, out: IO[str]) -> int:
+    """Appends group NAME's dead letters (those whose ``litemq.dlq.group``
+    header names it, and whose ``litemq.dlq.queue`` is this queue) back to
+    the queue as new messages, and records how far it read in a consumer of
+    the dead-letter queue (``litemq.replay.NAME``), so that running it again
+    replays only what was dead-lettered since. A dead letter of NAME
+    recorded for a path that is not this queue (a worker's relative path,
+    another queue) stops the replay before anything is appended, unless
+    ``--any-queue``. At least once: a crash between the appends and the
+    commit replays those again next time."""
+    from litemq.cli_common import _key_file
+
+    name = _need_name(args)
+    if args.dead_letter is None:
+        raise SystemExit("litemq: error: wq replay needs --from DLQ, the dead-letter queue")
+    key_file = _key_file()
+    with Queue(args.path, read_only=True, encryption_key_file=key_file) as q:
+        if name not in {w.name for w in q.work_queues()}:
+            raise SystemExit(f"litemq: error: no work queue named {name!r} in {args.path}")
+    replayed: list[dict[str, int]] = []
+    with Queue(args.dead_letter, read_only=True, encryption_key_file=key_file) as dlq:
+        reader = dlq.tailer(name=f"litemq.replay.{name}"[:128])
+        todo = []
+        elsewhere: dict[str, int] = {}
+        for m in reader:
+            h = m.headers
+            if m.tombstone or h.get("litemq.dlq.group") != name:
+                continue
+            recorded = h.get("litemq.dlq.queue")
+            if not args.any_queue and not _same_queue(recorded, args.path):
+                where = recorded if isinstance(recorded, str) else repr(recorded)
+                elsewhere[where] = elsewhere.get(where, 0) + 1
+                continue
+            todo.append(m)
+        if elsewhere:
+            listed = ", ".join(f"{n} for {p!r}" for p, n in sorted(elsewhere.items()))
+            raise SystemExit(
+                f"litemq: error: dead letters of {name!r} in {args.dead_letter} name another "
+                f"queue than {args.path} ({listed}; a relative path is the worker's); nothing "
+                "replayed; pass --any-queue to replay them here too"
+            )
+        with Queue(args.path, encryption_key_file=key_file) as q:
+            app = q.appender()
+            for m in todo:
+                h = m.headers
+                headers = {k: v for k, v in h.items() if not k.startswith(_DLQ_PREFIX)}
+                seq = app.append(
+                    m.payload,
+                    m.key,
+                    headers or None,
+                    topic=m.topic,
+                    tags=m.tags or None,
+                    priority=m.priority,
+                )
+                source = h.get("litemq.dlq.seq")
+                replayed.append(
+                    {
+                        "dead_letter_seq": m.seq,
+                        "source_seq": int(source) if isinstance(source, str) else -1,
+                        "seq": seq,
+                    }
+                )
+            app.flush()
+        reader.commit(durable=True)
+    if args.format == "json":
+        for r in replayed:
+            out.write(json.dumps(r) + "\n")
+        return 0
+    out.write(f"replayed {len(replayed)} jobs of {name!r} from {args.dead_letter}\n")
+    for r in replayed:
+        out.write(f"  dead letter {r['dead_letter_seq']} (job {r['source_seq']}) -> {r['seq']}\n")
+    return 0
+
+
 def register(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
     """Adds ``wq`` to the ``litemq`` command (`command` makes a subcommand
     that takes the queue's PATH)."""
     p = command("wq", "work queues: pending, in flight, acked, dead-lettered, oldest age")
     p.add_argument(
-        "action", nargs="?", choices=("stats",), default="stats", help="what to show (stats)"
+        "action",
+        nargs="?",
+        choices=("stats", "pending", "replay"),
+        default="stats",
+        help="stats (the default): figures; pending: jobs in flight of NAME (holder, "
+        "deliveries, deadline); replay: append NAME's dead letters (--from DLQ) back to the queue",
     )
     p.add_argument("name", nargs="?", metavar="NAME", help="one work queue (default: all)")
+    p.add_argument("--limit", type=int, default=None, help="pending: list at most this many jobs")
+    p.add_argument(
+        "--from",
+        dest="dead_letter",
+        metavar="DLQ",
+        default=None,
+        help="replay: the dead-letter queue to replay from",
+    )
+    p.add_argument(
+        "--any-queue",
+        action="store_true",
+        help="replay: also dead letters whose litemq.dlq.queue header names another path",
+    )
     p.add_argument(
         "--format",
         choices=("text", "json"),

@@ -112,6 +112,33 @@ pub(crate) fn deadline_passed(
     }
 }
 
+/// The wall-clock time (ms since the Unix epoch) of the deadline of `word`
+/// (state word `raw` of the slot at word `i`), for people to read: on the
+/// clock of the boot that wrote it when the boot table knows that boot,
+/// else read on this process's clock. `epoch_ms`: the group's epoch
+/// (version 1 deadlines count from it).
+pub(crate) fn deadline_wall_ms(
+    load: Load<'_>,
+    version: u64,
+    i: usize,
+    raw: u64,
+    word: &SlotWord,
+    now: &Now,
+    epoch_ms: u64,
+) -> u64 {
+    let d = word.deadline_ms;
+    if version < 2 {
+        return epoch_ms.saturating_add(d);
+    }
+    let boot = clock_word(load, i, raw).boot;
+    let base = if boot == 0 || boot == now.boot {
+        None
+    } else {
+        boot_base(load, boot)
+    };
+    base.unwrap_or_else(|| now.boot_base()).wrapping_add(d)
+}
+
 /// The wall-clock time of boot `boot`'s monotonic zero, from the boot table.
 pub(crate) fn boot_base(load: Load<'_>, boot: u32) -> Option<u64> {
     (0..BOOT_ENTRIES).find_map(|e| {

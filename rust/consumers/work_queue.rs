@@ -118,6 +118,13 @@ pub struct WorkQueueOptions {
     /// handed out before higher priorities, oldest first, so that no job
     /// starves. Default 60 s; `None`: no bound.
     pub max_wait: Option<Duration>,
+    /// Ordered delivery per key (SQS FIFO message groups): at most one job
+    /// of a key in flight (leased, nacked, or being dead-lettered), and a
+    /// key's jobs handed out in sequence order, each once the one before it
+    /// is finished. Jobs without a key are not held back. The handle reads
+    /// the keys ahead over the window. Every handle of a group should use
+    /// the same setting. Not with `priority`. Default false.
+    pub ordered_by_key: bool,
 }
 
 impl std::fmt::Debug for WorkQueueOptions {
@@ -131,6 +138,7 @@ impl std::fmt::Debug for WorkQueueOptions {
             .field("dead_letter_expired", &self.dead_letter_expired)
             .field("priority", &self.priority)
             .field("max_wait", &self.max_wait)
+            .field("ordered_by_key", &self.ordered_by_key)
             .finish()
     }
 }
@@ -146,6 +154,7 @@ impl Default for WorkQueueOptions {
             dead_letter_expired: false,
             priority: false,
             max_wait: Some(Duration::from_secs(60)),
+            ordered_by_key: false,
         }
     }
 }
@@ -159,6 +168,9 @@ impl WorkQueueOptions {
                 "visibility_timeout must be above 0 and at most {} s",
                 MAX_TIMEOUT.as_secs()
             ));
+        }
+        if self.priority && self.ordered_by_key {
+            return bad("a work queue is ordered by key or by priority, not both".to_string());
         }
         if self.max_deliveries == 0 {
             return bad(format!("max_deliveries must be 1 to {MAX_DELIVERIES}"));
@@ -276,6 +288,33 @@ pub struct WorkQueueInfo {
     pub created_at: u64,
 }
 
+/// One job handed out and not finished, as [`WorkQueue::pending`] and
+/// `litemq wq PATH pending NAME` show it (Redis's `XPENDING`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingJob {
+    /// The job's sequence (its id).
+    pub seq: u64,
+    /// `Leased` (held by a worker), `Delayed` (nacked or released: handed
+    /// out again at `deadline_ms`), `DeadLettering` (being written to the
+    /// dead-letter queue), or `Pending` (handed out before, now waiting: its
+    /// first claimer died before recording its lease).
+    pub state: JobState,
+    /// Handouts so far.
+    pub deliveries: u8,
+    /// The holder's process id (leased or dead-lettering jobs whose claim
+    /// is complete; `None` otherwise).
+    pub owner_pid: Option<u32>,
+    /// Whether the holder still runs (`None`: no holder, or one of another
+    /// pid namespace, which cannot be judged).
+    pub owner_alive: Option<bool>,
+    /// When the lease ends, or when a nacked job is ready again: wall-clock
+    /// ms since the Unix epoch (`None` for `Pending`).
+    pub deadline_ms: Option<u64>,
+    /// Whether that deadline has passed (a lease past it is handed out
+    /// again by the next `get` that looks through the ring).
+    pub overdue: bool,
+}
+
 /// The state file, mapped.
 struct StateFile {
     words: WordFile,
@@ -379,6 +418,16 @@ struct Readers {
     scout: Tailer,
     random: Tailer,
     ahead: Lookahead,
+    keys: KeysAhead,
+}
+
+/// The keys an ordered group's handle has read over the ring: `seq -> key`
+/// for every sequence from the low-water mark to `next` (holes and
+/// messages without a key: `None`).
+#[derive(Debug, Default)]
+struct KeysAhead {
+    next: u64,
+    of: BTreeMap<u64, Option<Vec<u8>>>,
 }
 
 /// Jobs a priority group's handle has read ahead of the cursor and not seen
@@ -747,6 +796,7 @@ impl WorkQueue {
                 scout: handles.scout,
                 random: handles.random,
                 ahead: Lookahead::default(),
+                keys: KeysAhead::default(),
             }),
             catalog: handles.catalog,
             options,
@@ -913,6 +963,8 @@ impl WorkQueue {
         }
         if self.options.priority {
             self.next_by_priority(f)
+        } else if self.options.ordered_by_key {
+            self.next_by_key(f)
         } else {
             self.next_new(f)
         }
@@ -1136,6 +1188,115 @@ impl WorkQueue {
         }
     }
 
+    /// An ordered group's next new job: the first pending one (in sequence
+    /// order) that is the oldest unfinished job of its key, or has no key;
+    /// claimed ahead of the cursor, which then moves over every slot
+    /// claimed. A key's job is considered only once every job of that key
+    /// before it was seen finished, and a finished job never comes back,
+    /// so two handles never hold jobs of one key at once. Redeliveries are
+    /// the scan's (a job handed out was the oldest unfinished of its key).
+    fn next_by_key<R>(&self, f: &mut dyn FnMut(&Message<'_>) -> R) -> Result<Option<(Ticket, R)>> {
+        let st = &self.state;
+        loop {
+            let low = st.load(W_LOW);
+            let cursor = st.load(W_CURSOR);
+            let horizon = low.saturating_add(st.window);
+            let mut guard = lock(&self.readers);
+            let r = &mut *guard;
+            r.keys.of = r.keys.of.split_off(&low);
+            r.keys.next = r.keys.next.max(low);
+            let mut budget = READ_AHEAD;
+            while r.keys.next < horizon && budget > 0 {
+                budget -= 1;
+                let seq = r.keys.next;
+                let read = if r.scout.next_seq() == seq {
+                    r.scout.read_next()
+                } else {
+                    match r.scout.seek(seq) {
+                        Ok(()) => r.scout.read_next(),
+                        Err(e) => Err(e),
+                    }
+                };
+                match read {
+                    Ok(Some(m)) if m.seq != seq => {
+                        // Key compaction dropped `seq..m.seq` (holes).
+                        let to = m.seq.min(horizon);
+                        self.holes(seq, to);
+                        for s in seq..to {
+                            r.keys.of.insert(s, None);
+                        }
+                        r.keys.next = to;
+                    }
+                    Ok(Some(m)) => {
+                        r.keys.of.insert(seq, m.key.map(<[u8]>::to_vec));
+                        r.keys.next = seq + 1;
+                    }
+                    Ok(None) => break,
+                    Err(Error::NotFound { first, next, .. }) if seq < first => {
+                        // Retention removed messages never handed out.
+                        self.gone_below.fetch_max(first, Ordering::Relaxed);
+                        r.keys.next = first.min(next);
+                        if cursor < first {
+                            let _ = st.cas(W_CURSOR, cursor, first.min(next));
+                        }
+                    }
+                    Err(Error::NotFound { .. }) => break,
+                    Err(e) => return Err(e),
+                }
+            }
+            let mut held: std::collections::HashSet<&[u8]> = std::collections::HashSet::new();
+            let mut found = None;
+            for seq in low..r.keys.next.min(horizon) {
+                let (raw, word) = st.state_of(seq);
+                if word.state.is_done() {
+                    continue;
+                }
+                if let Some(Some(key)) = r.keys.of.get(&seq) {
+                    if !held.insert(key.as_slice()) {
+                        continue; // an earlier job of its key is not finished
+                    }
+                }
+                if word.state == JobState::Pending {
+                    found = Some((seq, raw, word));
+                    break;
+                }
+            }
+            let Some((seq, raw, word)) = found else {
+                return Ok(None);
+            };
+            let msg = match r.random.read_at(seq) {
+                Ok(Some(m)) => m,
+                Ok(None) => return Ok(None),
+                Err(Error::Compacted { .. }) => {
+                    self.holes(seq, seq + 1);
+                    continue;
+                }
+                Err(Error::NotFound { first, .. }) if seq < first => {
+                    self.gone_below.fetch_max(first, Ordering::Relaxed);
+                    drop(guard);
+                    self.gone(seq, raw, word);
+                    self.advance_low();
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let now = self.now_ms();
+            if self.is_expired(&msg) {
+                drop(guard);
+                self.expire(seq, raw, word, now)?;
+                self.advance_cursor();
+                continue;
+            }
+            if let Some(ticket) = self.lease(seq, raw, word, now) {
+                let out = f(&msg);
+                drop(guard);
+                st.fetch_max(W_TOP, seq + 1);
+                self.advance_cursor();
+                return Ok(Some((ticket, out)));
+            }
+        }
+    }
+
     /// Moves the cursor over slots no longer pending (a priority group
     /// claims ahead of it).
     fn advance_cursor(&self) {
@@ -1164,7 +1325,7 @@ impl WorkQueue {
             deadline_ms,
         }
         .encode();
-        if !self.claim(seq, raw, new) {
+        if !self.claim_slot(seq, raw, new) {
             return None;
         }
         // This handle looks again when its own lease runs out.
@@ -1184,7 +1345,7 @@ impl WorkQueue {
     /// Moves `seq`'s state word from `raw` to `new` (a state this process
     /// owns), then records the owner and, last, the claim tag: a scan trusts
     /// the owner only when the tag equals the state word.
-    fn claim(&self, seq: u64, raw: u64, new: u64) -> bool {
+    fn claim_slot(&self, seq: u64, raw: u64, new: u64) -> bool {
         let i = self.state.slot(seq);
         if !self.state.cas(i, raw, new) {
             return false;
@@ -1358,7 +1519,7 @@ impl WorkQueue {
                 ..word
             }
             .encode();
-            if !self.claim(seq, raw, owned) {
+            if !self.claim_slot(seq, raw, owned) {
                 return Ok(());
             }
             owned
@@ -1532,7 +1693,9 @@ impl WorkQueue {
                 if new.state == JobState::Acked {
                     st.add(W_ACKED, 1);
                     self.advance_low();
-                    if full_before {
+                    // A full ring has room again; an ordered group's next
+                    // job of the key may be ready.
+                    if full_before || self.options.ordered_by_key {
                         self.wake_waiters(); // room in the ring again
                     }
                 }
@@ -1569,6 +1732,130 @@ impl WorkQueue {
                 return;
             }
             let _ = st.cas(W_LOW, low, low + 1);
+        }
+    }
+
+    /// The jobs handed out and not finished, oldest first, at most `limit`
+    /// (Redis's `XPENDING`): leased ones with their holder and deadline,
+    /// nacked or released ones with when they are ready again.
+    pub fn pending(&self, limit: usize) -> Vec<PendingJob> {
+        let st = &self.state;
+        list_pending(
+            Geometry::from(st),
+            &|i| st.load(i),
+            &self.now(),
+            self.bound_ms(JobState::Leased),
+            limit,
+        )
+    }
+
+    /// Takes job `seq` over for this handle (Redis's `XCLAIM`): a new lease
+    /// of a visibility timeout, one more delivery, the job handed out as
+    /// `get` would. Only a job handed out before and not finished is
+    /// claimed. Without `force`, only one a `get` could hand out again now
+    /// (its lease ran out, its holder died, it was nacked and is ready, or
+    /// released); with `force`, also one a live worker holds or a nacked
+    /// one not ready yet (that worker's `ack`, `nack` and `extend` then
+    /// return false). A job being dead-lettered is never claimed, nor one
+    /// handed out 255 times (deliveries tell a handout's ticket from the
+    /// next); `max_deliveries` does not stop a claim. `None` when the job is not
+    /// claimable (finished, never handed out, or held and not `force`).
+    pub fn claim(&self, seq: u64, force: bool) -> Result<Option<Job>> {
+        self.check_open()?;
+        let st = &self.state;
+        let mut gone: HashMap<(u64, u32), bool> = HashMap::new();
+        loop {
+            let (low, cursor) = (st.load(W_LOW), st.load(W_CURSOR));
+            let top = st.load(W_TOP).max(cursor);
+            if seq < low || seq >= top.min(low.saturating_add(st.window)) {
+                return Ok(None);
+            }
+            let (raw, word) = st.state_of(seq);
+            let now = self.now();
+            // A handout's ticket is told from the next by its deliveries,
+            // which stop at 255: a job handed out that often is not claimed.
+            let takes = word.deliveries < MAX_DELIVERIES
+                && match word.state {
+                    // At or past the cursor, a pending job was never handed out.
+                    JobState::Pending => seq < cursor,
+                    JobState::Leased | JobState::Delayed => {
+                        force || self.redeliverable(seq, raw, word, &now, &mut gone)
+                    }
+                    _ => false,
+                };
+            if !takes {
+                return Ok(None);
+            }
+            let mut readers = lock(&self.readers);
+            let msg = match readers.random.read_at(seq) {
+                Ok(Some(m)) => m,
+                Ok(None) => return Ok(None),
+                Err(Error::Compacted { .. }) => {
+                    drop(readers);
+                    self.gone(seq, raw, word);
+                    self.advance_low();
+                    return Ok(None);
+                }
+                Err(Error::NotFound { first, .. }) if seq < first => {
+                    drop(readers);
+                    self.gone_below.fetch_max(first, Ordering::Relaxed);
+                    self.gone(seq, raw, word);
+                    self.advance_low();
+                    return Ok(None);
+                }
+                Err(e) => return Err(e),
+            };
+            if let Some(ticket) = self.lease(seq, raw, word, now.ms) {
+                return Ok(Some(Job {
+                    ticket,
+                    message: msg.to_owned(),
+                }));
+            }
+            // The slot changed meanwhile: look again.
+        }
+    }
+
+    /// Gives job `seq` back at once, whoever holds it (SQS's visibility
+    /// timeout set to 0): a leased job, or a nacked one still waiting, is
+    /// ready for the next `get`, its deliveries kept (the next handout
+    /// counts toward `max_deliveries`). The holder's `ack`, `nack` and
+    /// `extend` then return false. False when the job is neither leased nor
+    /// nacked and still delayed (finished, ready already, never handed out,
+    /// or being dead-lettered).
+    pub fn release(&self, seq: u64) -> Result<bool> {
+        self.check_open()?;
+        let st = &self.state;
+        loop {
+            let low = st.load(W_LOW);
+            if seq < low || seq >= low.saturating_add(st.window) {
+                return Ok(false);
+            }
+            let (raw, word) = st.state_of(seq);
+            let now = self.now();
+            let waiting = word.state == JobState::Delayed && {
+                let load = |i: usize| st.load(i);
+                let bound = self.bound_ms(JobState::Delayed);
+                lease::deadline_passed(&load, st.version, st.slot(seq), raw, &word, &now, bound)
+            };
+            if !matches!(word.state, JobState::Leased | JobState::Delayed) || waiting {
+                return Ok(false);
+            }
+            let new = SlotWord {
+                state: JobState::Delayed,
+                deadline_ms: now.ms,
+                ..word
+            }
+            .encode();
+            let i = st.slot(seq);
+            if st.cas(i, raw, new) {
+                if st.version >= 2 {
+                    st.set_clock_boot(i, self.my_clock.boot);
+                    st.store(i + 2, new);
+                }
+                st.add(W_HINT, 1);
+                self.wake_waiters();
+                return Ok(true);
+            }
         }
     }
 
@@ -1673,6 +1960,117 @@ fn summarize(
         }
     }
     info
+}
+
+/// The jobs of a ring read through `load` that were handed out and are not
+/// finished, oldest first, at most `limit`; `bound_ms` as for
+/// `lease::deadline_passed`.
+fn list_pending(
+    geometry: Geometry,
+    load: &dyn Fn(usize) -> u64,
+    now: &Now,
+    bound_ms: u64,
+    limit: usize,
+) -> Vec<PendingJob> {
+    let Geometry {
+        window,
+        epoch_us,
+        version,
+    } = geometry;
+    let (low, cursor) = (load(W_LOW), load(W_CURSOR));
+    let top = load(W_TOP).max(cursor);
+    let mine = pid_namespace();
+    let mut out = Vec::new();
+    for seq in low..top.min(low.saturating_add(window)) {
+        if out.len() >= limit {
+            break;
+        }
+        let i = slot_word((seq & (window - 1)) as usize);
+        let raw = load(i);
+        let word = SlotWord::for_seq(raw, seq, window);
+        let fresh = word.state == JobState::Pending && (seq >= cursor || word.deliveries == 0);
+        if word.state.is_done() || (fresh && seq >= cursor) {
+            continue;
+        }
+        let (mut owner_pid, mut owner_alive) = (None, None);
+        if word.state.is_owned() && load(i + 2) == raw {
+            let owner = load(i + 1);
+            let pid_ns = ClockWord::decode(load(i + 3)).pid_ns;
+            owner_pid = Some(crate::storage::process::pid_of(owner));
+            if pid_ns == 0 || (pid_ns == mine && mine != u32::MAX) {
+                owner_alive = Some(!lease::owner_gone(owner, pid_ns));
+            }
+        }
+        let (deadline_ms, overdue) = if word.state == JobState::Pending {
+            (None, true)
+        } else {
+            let bound = match word.state {
+                JobState::Delayed => MAX_TIMEOUT.as_millis() as u64,
+                _ => bound_ms,
+            };
+            (
+                Some(lease::deadline_wall_ms(
+                    load,
+                    version,
+                    i,
+                    raw,
+                    &word,
+                    now,
+                    epoch_us / 1000,
+                )),
+                lease::deadline_passed(load, version, i, raw, &word, now, bound),
+            )
+        };
+        out.push(PendingJob {
+            seq,
+            state: word.state,
+            deliveries: word.deliveries,
+            owner_pid,
+            owner_alive,
+            deadline_ms,
+            overdue,
+        });
+    }
+    out
+}
+
+/// Group `group`'s jobs handed out and not finished (see
+/// [`WorkQueue::pending`]), read without opening a handle (any process,
+/// read-only queues included), on `clock`; `None` when the group does not
+/// exist. A lease whose clock this process cannot read is taken as running
+/// for at most [`MAX_TIMEOUT`].
+pub fn read_pending(
+    path: &Path,
+    clock: &dyn Clock,
+    limit: usize,
+) -> Result<Option<Vec<PendingJob>>> {
+    let header = match read_header(path) {
+        Ok(h) => h,
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(None)
+        }
+        Err(e) => return Err(e),
+    };
+    let map = match Mapping::open(path) {
+        Ok(m) => m,
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(None)
+        }
+        Err(e) => return Err(e),
+    };
+    let now = Now::read(clock, header.version, header.epoch_us);
+    let geometry = Geometry {
+        window: header.window,
+        epoch_us: header.epoch_us,
+        version: header.version,
+    };
+    Ok(Some(list_pending(
+        geometry,
+        &|i| map.load_u64(i * 8),
+        &now,
+        MAX_TIMEOUT.as_millis() as u64,
+        limit,
+    )))
 }
 
 /// Every group of the queue at `base`, read without opening a handle (any

@@ -59,9 +59,9 @@ pub const W_REDELIVERED: usize = 29;
 /// Word of the count of jobs retention removed before a handout, or key
 /// compaction dropped (byte 240).
 pub const W_GONE: usize = 30;
-/// Word bumped by every nack: handles look through the ring when it moves (byte 248).
+/// Word bumped by every nack and release: handles look through the ring when it moves (byte 248).
 pub const W_HINT: usize = 31;
-/// Word of the top: every sequence a priority group claimed ahead of the
+/// Word of the top: every sequence a priority (or key-ordered) group claimed ahead of the
 /// cursor is below it (byte 256).
 pub const W_TOP: usize = 32;
 /// Word of the count of sequences the marks were moved back over because

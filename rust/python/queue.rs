@@ -526,9 +526,12 @@ impl Queue {
     /// ``math.inf``: no bound) serves a job written that long ago first, whatever its
     /// priority. Expired messages are never handed out: they are counted, and
     /// with `dead_letter_expired=True` dead-lettered (reason ``expired``).
+    /// ``ordered_by="key"`` delivers in order per key (SQS FIFO message
+    /// groups): at most one job of a key in flight, a key's jobs in sequence
+    /// order; jobs without a key are not held back (not with `priority`).
     ///
     /// >>> wq = q.work_queue("thumbnails", visibility_timeout=60, dead_letter="thumbs.dlq")
-    #[pyo3(signature = (name, *, visibility_timeout=None, max_deliveries=5, dead_letter=None, start=None, window=None, priority=false, max_wait=60.0, dead_letter_expired=false))]
+    #[pyo3(signature = (name, *, visibility_timeout=None, max_deliveries=5, dead_letter=None, start=None, window=None, priority=false, max_wait=60.0, dead_letter_expired=false, ordered_by=None))]
     #[expect(clippy::too_many_arguments, reason = "Python keyword arguments")]
     fn work_queue(
         &self,
@@ -542,6 +545,7 @@ impl Queue {
         priority: bool,
         max_wait: f64,
         dead_letter_expired: bool,
+        ordered_by: Option<&str>,
     ) -> PyResult<WorkQueue> {
         let core = self.core()?.clone();
         let mut options = WorkQueueOptions::default();
@@ -566,6 +570,15 @@ impl Queue {
             options.window = w;
         }
         options.priority = priority;
+        options.ordered_by_key = match ordered_by {
+            None => false,
+            Some("key") => true,
+            Some(other) => {
+                return Err(PyValueError::new_err(format!(
+                    "ordered_by must be \"key\" or None, got {other:?}"
+                )))
+            }
+        };
         options.dead_letter_expired = dead_letter_expired;
         // `inf` (or any wait too long for a Duration): no bound.
         options.max_wait = time::timeout_arg(Some(time::Seconds(max_wait)), "max_wait")?;
@@ -603,6 +616,22 @@ impl Queue {
             list.append(work_queue::info_dict(py, info)?)?;
         }
         Ok(list)
+    }
+
+    /// Work queue `name`'s jobs handed out and not finished, as dicts
+    /// (`litemq wq PATH pending NAME`; see `WorkQueue.pending`).
+    #[pyo3(signature = (name, limit=None))]
+    fn _work_queue_pending<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        limit: Option<usize>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let queue = self.queue()?;
+        let jobs = exit::detach(py, || {
+            queue.work_queue_pending(name, limit.unwrap_or(usize::MAX))
+        })?;
+        work_queue::pending_list(py, &jobs)
     }
 
     /// Every topic stream with its count and range, as dicts

@@ -293,6 +293,72 @@ impl WorkQueue {
         Ok(exit::detach(py, || wq.extend(ticket, timeout))?)
     }
 
+    /// The jobs handed out and not finished, oldest first, at most `limit`
+    /// (None: all), as dicts (Redis's ``XPENDING``): ``seq``, ``state``
+    /// (``"leased"``, ``"delayed"``: nacked or released, ready again at
+    /// ``deadline``; ``"dead_lettering"``; ``"pending"``: its first
+    /// claimer died), ``deliveries``, ``pid`` and ``alive`` (the holder's
+    /// process id and whether it runs; None when no process holds it or
+    /// it cannot be judged), ``deadline`` (UTC datetime: when the lease
+    /// ends or the job is ready again) and ``overdue`` (the deadline has
+    /// passed: the next ``get`` hands it out again).
+    ///
+    /// >>> [(p["seq"], p["pid"], p["deliveries"]) for p in wq.pending()]
+    /// [(0, 4242, 1)]
+    #[pyo3(signature = (limit=None))]
+    fn pending<'py>(
+        &self,
+        py: Python<'py>,
+        limit: Option<usize>,
+    ) -> PyResult<Bound<'py, pyo3::types::PyList>> {
+        let wq = self.engine()?;
+        let jobs = exit::detach(py, || wq.pending(limit.unwrap_or(usize::MAX)));
+        pending_list(py, &jobs)
+    }
+
+    /// Takes job `seq` over for this handle (Redis's ``XCLAIM``) and returns
+    /// it as ``get`` would (a new lease, one more delivery), or None when it
+    /// cannot be claimed. Only a job handed out before and not finished is
+    /// claimed; without `force`, only one ``get`` could hand out again now
+    /// (lease ran out, holder died, nacked and ready, or released); with
+    /// ``force=True``, also one a live (slow) worker holds, whose ``ack``
+    /// then returns False. ``max_deliveries`` does not stop a claim; a job
+    /// handed out 255 times, or being dead-lettered, is not claimed.
+    ///
+    /// >>> job = wq.claim(7, force=True)
+    #[pyo3(signature = (seq, *, force=false))]
+    fn claim(&self, py: Python<'_>, seq: u64, force: bool) -> PyResult<Option<Job>> {
+        let wq = self.engine()?;
+        let found = exit::detach(py, || wq.claim(seq, force))?;
+        let Some(job) = found else {
+            return Ok(None);
+        };
+        let message = Py::new(py, Message::from_owned(py, job.message)?)?;
+        Ok(Some(Job {
+            message,
+            deliveries: job.ticket.deliveries,
+            group: self.name.clone(),
+            path: self.path.clone(),
+            ticket: job.ticket,
+        }))
+    }
+
+    /// Gives job `job` (a ``Job`` or a sequence) back at once, whoever
+    /// holds it: ready for the next ``get``, its deliveries kept. The
+    /// holder's ``ack`` then returns False. False when the job is neither
+    /// leased nor nacked-and-waiting.
+    fn release(&self, py: Python<'_>, job: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let seq = if job.is_instance_of::<Job>() {
+            self.ticket(job)?.seq
+        } else {
+            job.extract::<u64>().map_err(|_| {
+                PyTypeError::new_err("expected a litemq.Job or a job's sequence (int >= 0)")
+            })?
+        };
+        let wq = self.engine()?;
+        Ok(exit::detach(py, || wq.release(seq))?)
+    }
+
     /// The group's figures now, as a dict: ``pending`` (waiting for a
     /// worker), ``in_flight`` (leased now), ``acked``, ``dead_lettered``,
     /// ``expired``, ``redelivered``, ``gone`` (removed by retention before
@@ -408,4 +474,34 @@ pub(crate) fn info_dict<'py>(
     )?;
     d.set_item("created_at", time::to_datetime(py, info.created_at)?)?;
     Ok(d)
+}
+
+/// The dicts of `WorkQueue.pending()` and `Queue._work_queue_pending()`.
+pub(crate) fn pending_list<'py>(
+    py: Python<'py>,
+    jobs: &[crate::PendingJob],
+) -> PyResult<Bound<'py, pyo3::types::PyList>> {
+    let list = pyo3::types::PyList::empty(py);
+    for j in jobs {
+        let d = PyDict::new(py);
+        d.set_item("seq", j.seq)?;
+        let state = match j.state {
+            crate::JobState::Leased => "leased",
+            crate::JobState::Delayed => "delayed",
+            crate::JobState::DeadLettering => "dead_lettering",
+            _ => "pending",
+        };
+        d.set_item("state", state)?;
+        d.set_item("deliveries", j.deliveries)?;
+        d.set_item("pid", j.owner_pid)?;
+        d.set_item("alive", j.owner_alive)?;
+        let deadline = match j.deadline_ms {
+            Some(ms) => Some(time::to_datetime(py, ms.saturating_mul(1000))?),
+            None => None,
+        };
+        d.set_item("deadline", deadline)?;
+        d.set_item("overdue", j.overdue)?;
+        list.append(d)?;
+    }
+    Ok(list)
 }

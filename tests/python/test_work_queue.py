@@ -17,6 +17,7 @@ import textwrap
 import threading
 import time
 from collections import Counter
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -1051,3 +1052,263 @@ def test_closing_the_handle_ends_an_async_get(queue: litemq.Queue) -> None:
             await waiting
 
     asyncio.run(scenario())
+
+
+def _grab_and_exit(qpath: Path, group: str) -> int:
+    """A worker process that takes one job of `group` and exits without
+    acking it; returns its pid."""
+    out = run_python(
+        "import litemq, os, sys\n"
+        "q = litemq.Queue(sys.argv[1], read_only=True)\n"
+        "job = q.work_queue(sys.argv[2], visibility_timeout=600).get(timeout=10)\n"
+        "print(job.id, os.getpid(), flush=True)\n"
+        "os._exit(0)\n",
+        str(qpath),
+        group,
+    )
+    seq, pid = out.stdout.split()
+    assert seq == "0"
+    return int(pid)
+
+
+def test_pending_shows_each_job_in_flight_its_holder_and_deliveries(qpath: Path) -> None:
+    """Issue 33: jobs in flight can be inspected (Redis's XPENDING), from
+    Python and from the CLI, with the holding process and its deadline."""
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        fill(q, 4)
+        wq = q.work_queue("thumbs", visibility_timeout=600)
+    dead_pid = _grab_and_exit(qpath, "thumbs")
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        wq = q.work_queue("thumbs", visibility_timeout=600)
+        [dead] = wq.pending()
+        assert (dead["seq"], dead["state"], dead["deliveries"]) == (0, "leased", 1)
+        assert (dead["pid"], dead["alive"], dead["overdue"]) == (dead_pid, False, False)
+        text = cli("wq", str(qpath), "pending", "thumbs")
+        assert text.returncode == 0, text.stderr
+        assert text.stdout.split("\n")[0].split()[:5] == [
+            "SEQ",
+            "STATE",
+            "DELIVERIES",
+            "PID",
+            "ALIVE",
+        ]
+        assert text.stdout.split("\n")[1].split()[:5] == ["0", "leased", "1", str(dead_pid), "no"]
+        mine = wq.get(timeout=1)
+        nacked = wq.get(timeout=1)
+        assert mine is not None
+        assert nacked is not None
+        assert (mine.id, mine.deliveries, nacked.id) == (0, 2, 1), "the dead worker's job first"
+        assert wq.nack(nacked, delay=300)
+        before = datetime.now(UTC)
+        p = wq.pending()
+        assert [(j["seq"], j["state"], j["deliveries"]) for j in p] == [
+            (0, "leased", 2),
+            (1, "delayed", 1),
+        ], "jobs 2 and 3, never handed out, are not listed"
+        assert (p[0]["pid"], p[0]["alive"]) == (os.getpid(), True)
+        assert (p[1]["pid"], p[1]["alive"]) == (None, None)
+        assert before + timedelta(seconds=500) < p[0]["deadline"] <= before + timedelta(seconds=601)
+        assert before + timedelta(seconds=200) < p[1]["deadline"] <= before + timedelta(seconds=301)
+        assert not any(j["overdue"] for j in p)
+        assert [j["seq"] for j in wq.pending(limit=1)] == [0]
+        out = cli("wq", str(qpath), "pending", "thumbs", "--format", "json")
+        assert out.returncode == 0, out.stderr
+        recs = [json.loads(line) for line in out.stdout.splitlines()]
+        assert [(r["seq"], r["state"], r["pid"], r["alive"], r["deliveries"]) for r in recs] == [
+            (0, "leased", os.getpid(), True, 2),
+            (1, "delayed", None, None, 1),
+        ]
+        missing = cli("wq", str(qpath), "pending", "nope")
+        assert missing.returncode != 0
+        assert "no work queue named 'nope'" in missing.stderr
+
+
+def test_claim_takes_a_job_over_and_release_gives_it_back(qpath: Path) -> None:
+    """Issue 33: claim (Redis's XCLAIM) takes over a dead worker's job at
+    once, and a slow live worker's only with force; release hands a job back
+    at once; the former holder's ack is refused either way."""
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        fill(q, 3)
+        q.work_queue("jobs", visibility_timeout=600)
+    _grab_and_exit(qpath, "jobs")
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        a = q.work_queue("jobs", visibility_timeout=600)
+        b = q.work_queue("jobs", visibility_timeout=600)
+        taken = b.claim(0)
+        assert taken is not None, "its holder died: claimed at once, no timeout waited"
+        assert (taken.id, taken.deliveries, taken.payload) == (0, 2, b"job 0")
+        slow = a.get(timeout=1)
+        assert slow is not None
+        assert slow.id == 1
+        assert b.claim(1) is None, "a live worker's lease is kept without force"
+        assert b.claim(2) is None, "never handed out: get's to hand out, not claim's"
+        stolen = b.claim(1, force=True)
+        assert stolen is not None
+        assert (stolen.id, stolen.deliveries) == (1, 2)
+        assert a.ack(slow) is False, "the slow worker lost its lease"
+        assert a.extend(slow) is False
+        assert b.release(stolen) is True
+        assert b.ack(stolen) is False, "released: no longer this handout's"
+        again = a.get(timeout=1)
+        assert again is not None
+        assert (again.id, again.deliveries) == (1, 3), "released jobs come first, deliveries kept"
+        assert a.release(1) is True, "a sequence works too"
+        assert a.release(1) is False, "nothing to release: it waits already"
+        assert b.ack(taken) is True
+        assert b.claim(0, force=True) is None, "finished jobs are never claimed"
+        with pytest.raises(TypeError):
+            a.release("1")  # type: ignore[arg-type]
+        s = a.stats()
+        assert (s["in_flight"], s["acked"]) == (0, 1)
+
+
+def test_cli_replays_dead_letters_into_the_source_queue_once(qpath: Path, tmp_path: Path) -> None:
+    """Issue 33: ``litemq wq PATH replay NAME --from DLQ`` appends the group's
+    dead-lettered jobs back to the queue (as new messages, without the
+    ``litemq.dlq.*`` headers), and remembers how far it went."""
+    dlq_path = tmp_path / "dlq"
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        app = q.appender()
+        app.append(b"poison", key="k1", headers={"kind": "resize"}, topic="img", priority=3)
+        app.append(b"fine")
+        app.flush()
+        wq = q.work_queue("dl", max_deliveries=1, dead_letter=str(dlq_path))
+        other = q.work_queue("other", max_deliveries=1, dead_letter=str(dlq_path))
+        for w in (wq, other):
+            job = w.get(timeout=1)
+            assert job is not None
+            assert job.id == 0
+            assert w.nack(job)
+        fine = wq.get(timeout=1)
+        assert fine is not None
+        assert fine.id == 1
+        assert wq.ack(fine)
+        assert wq.get(timeout=0.1) is None
+        assert other.get(timeout=1) is not None
+    out = cli("wq", str(qpath), "replay", "dl", "--from", str(dlq_path), "--format", "json")
+    assert out.returncode == 0, out.stderr
+    assert [json.loads(line) for line in out.stdout.splitlines()] == [
+        {"dead_letter_seq": 0, "source_seq": 0, "seq": 2}
+    ], "only group dl's dead letter"
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        m = q.get(2)
+        assert (m.payload, m.key, m.topic, m.priority) == (b"poison", "k1", "img", 3)
+        assert m.headers == {"kind": "resize"}
+        wq = q.work_queue("dl", max_deliveries=1, dead_letter=str(dlq_path))
+        job = wq.get(timeout=1)
+        assert job is not None
+        assert (job.id, job.deliveries) == (2, 1), "a new job, handed out afresh"
+    again = cli("wq", str(qpath), "replay", "dl", "--from", str(dlq_path))
+    assert again.returncode == 0, again.stderr
+    assert "replayed 0 jobs" in again.stdout
+    with litemq.Queue(qpath, read_only=True) as q:
+        assert q.next_seq == 3, "replayed once"
+    # A dead letter recorded for another path is not replayed silently.
+    with litemq.Queue(dlq_path, multi_writer=True) as dlq:
+        dlq.appender().append(
+            b"moved", headers={"litemq.dlq.group": "dl", "litemq.dlq.queue": "elsewhere"}
+        )
+    refused = cli("wq", str(qpath), "replay", "dl", "--from", str(dlq_path))
+    assert refused.returncode != 0
+    assert "'elsewhere'" in refused.stderr
+    assert "--any-queue" in refused.stderr
+    forced = cli("wq", str(qpath), "replay", "dl", "--from", str(dlq_path), "--any-queue")
+    assert forced.returncode == 0, forced.stderr
+    assert "replayed 1 jobs" in forced.stdout
+    with litemq.Queue(qpath, read_only=True) as q:
+        assert q.get(3).payload == b"moved"
+    missing = cli("wq", str(tmp_path / "nothing"), "replay", "dl", "--from", str(dlq_path))
+    assert missing.returncode != 0
+    assert not (tmp_path / "nothing").exists(), "no queue created by a replay"
+
+
+def test_ordered_by_key_holds_one_job_per_key_in_flight(queue: litemq.Queue) -> None:
+    """Issue 33: ``ordered_by="key"`` hands a key's jobs out one at a time in
+    sequence order (SQS FIFO message groups); other keys and jobs without a
+    key go on meanwhile."""
+    app = queue.appender()
+    for i, key in enumerate(["cust-1", "cust-2", "cust-1", None, "cust-1"]):
+        app.append(f"job {i}".encode(), key)
+    app.flush()
+    plain = queue.work_queue("plain")
+    got = [plain.get(timeout=1) for _ in range(3)]
+    assert [j.id for j in got if j is not None] == [0, 1, 2], "without ordering: in parallel"
+    a = queue.work_queue("fifo", ordered_by="key")
+    b = queue.work_queue("fifo", ordered_by="key")
+    first = [a.get(timeout=0), b.get(timeout=0), a.get(timeout=0)]
+    assert [j.id for j in first if j is not None] == [0, 1, 3]
+    assert b.get(timeout=0) is None, "cust-1's next waits for job 0"
+    job0 = first[0]
+    assert job0 is not None
+    assert a.nack(job0)
+    again = b.get(timeout=1)
+    assert again is not None
+    assert (again.id, again.deliveries) == (0, 2), "a nacked job keeps its key's place"
+    assert b.ack(again)
+    nxt = a.get(timeout=1)
+    assert nxt is not None
+    assert nxt.id == 2
+    assert b.get(timeout=0) is None, "job 4 waits for job 2"
+    assert a.ack(nxt)
+    last = b.get(timeout=1)
+    assert last is not None
+    assert last.id == 4
+    with pytest.raises(ValueError, match="ordered_by"):
+        queue.work_queue("x", ordered_by="topic")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not both"):
+        queue.work_queue("x", ordered_by="key", priority=True)
+
+
+def test_ordered_workers_in_several_processes_never_overlap_a_key(qpath: Path) -> None:
+    """Issue 33: three worker processes on one group ordered by key; each
+    logs "start" after a get and "end" before its ack to one O_APPEND file (a
+    total order of events). A key's jobs never overlap and come in sequence
+    order; jobs without a key are handed out too; every job is acked once."""
+    keys = [f"k{i % 2}" if i % 7 else None for i in range(150)]
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        app = q.appender()
+        for i, k in enumerate(keys):
+            app.append(f"job {i}".encode(), k)
+        app.flush()
+        q.work_queue("fifo", ordered_by="key")
+    log = qpath.parent / "events.log"
+    worker = """
+        import os, sys, time, litemq
+        q = litemq.Queue(sys.argv[1], read_only=True)
+        wq = q.work_queue("fifo", ordered_by="key", visibility_timeout=600)
+        fd = os.open(sys.argv[2], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        print("ready", flush=True)
+        sys.stdin.readline()  # all start together
+        while (job := wq.get(timeout=2)) is not None:
+            os.write(fd, f"start {job.id}\\n".encode())
+            time.sleep(0.002)  # the work: other workers run meanwhile
+            os.write(fd, f"end {job.id}\\n".encode())
+            assert wq.ack(job)
+    """
+    procs = [spawn_python(worker, str(qpath), str(log)) for _ in range(3)]
+    for p in procs:
+        assert p.stdout is not None
+        assert p.stdout.readline().strip() == "ready"
+    for p in procs:
+        assert p.stdin is not None
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    events = [line.split() for line in log.read_text().splitlines()]
+    assert sorted(int(s) for e, s in events if e == "start") == list(range(len(keys)))
+    running: dict[str, int] = {}
+    last: dict[str, int] = {}
+    for event, s in events:
+        seq = int(s)
+        key = keys[seq]
+        if key is None:
+            continue
+        if event == "start":
+            assert key not in running, f"{seq} started while {running.get(key)} of {key} ran"
+            assert last.get(key, -1) < seq, f"{key}: {seq} after {last.get(key)}"
+            running[key] = seq
+            last[key] = seq
+        else:
+            assert running.pop(key) == seq

@@ -1222,3 +1222,258 @@ fn a_version_1_state_file_still_runs_on_its_own_rules() {
     assert!(wq.ack(back.ticket).unwrap());
     assert_eq!(&std::fs::read(&path).unwrap()[8..16], &1u64.to_le_bytes());
 }
+
+#[test]
+fn pending_claim_and_release_follow_the_queue_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock_at(T0);
+    let q = small(dir.path()).clock(clock.clone()).open().unwrap();
+    fill(&q, 3);
+    let a = q.work_queue("w", options(16)).unwrap();
+    let b = q.work_queue("w", options(16)).unwrap();
+    let first = get_now(&a).unwrap();
+    let second = get_now(&a).unwrap();
+    let p = q.work_queue_pending("w", usize::MAX).unwrap();
+    assert_eq!(p, a.pending(usize::MAX), "read without a handle, the same");
+    assert_eq!(
+        p.iter()
+            .map(|j| (j.seq, j.state, j.deliveries, j.overdue))
+            .collect::<Vec<_>>(),
+        [
+            (0, JobState::Leased, 1, false),
+            (1, JobState::Leased, 1, false)
+        ],
+        "job 2, never handed out, is not listed"
+    );
+    assert_eq!(p[0].owner_pid, Some(std::process::id()));
+    assert_eq!(p[0].owner_alive, Some(true));
+    assert_eq!(p[0].deadline_ms, Some(T0 / 1000 + 10_000), "wall clock");
+    assert!(b.claim(0, false).unwrap().is_none(), "a live lease");
+    assert!(b.claim(2, true).unwrap().is_none(), "never handed out");
+    clock.advance(Duration::from_millis(10_000));
+    assert!(a.pending(1)[0].overdue, "its deadline came");
+    let taken = b.claim(0, false).unwrap().unwrap();
+    assert_eq!((taken.ticket.seq, taken.ticket.deliveries), (0, 2));
+    assert_eq!(taken.message.payload, payload(0));
+    assert!(!a.ack(first.ticket).unwrap(), "the lease moved to b");
+    // Release: ready at once, deliveries kept; the holder's ack refused.
+    assert!(b.release(0).unwrap());
+    assert!(!b.release(0).unwrap(), "ready already");
+    assert!(!b.ack(taken.ticket).unwrap());
+    assert_eq!(a.pending(1)[0].state, JobState::Delayed);
+    let third = b.claim(0, false).unwrap().unwrap();
+    assert_eq!(third.ticket.deliveries, 3);
+    assert!(b.ack(third.ticket).unwrap());
+    assert!(b.claim(0, true).unwrap().is_none(), "finished");
+    // A lease held by a process that is gone is claimed before its deadline.
+    let path = state_file(dir.path());
+    let i = slot_word(1);
+    let raw = read_word(&path, i);
+    write_word(&path, i + 1, DEAD_OWNER);
+    let p = a.pending(usize::MAX);
+    assert_eq!(
+        (p[0].seq, p[0].owner_alive),
+        (1, Some(false)),
+        "tag {raw:x} still trusted"
+    );
+    let taken = b.claim(1, false).unwrap().unwrap();
+    assert_eq!((taken.ticket.seq, taken.ticket.deliveries), (1, 2));
+    assert!(!a.ack(second.ticket).unwrap());
+    // Handed out 255 times: deliveries can no longer tell two tickets apart.
+    let worn = SlotWord {
+        deliveries: 255,
+        ..SlotWord::decode(read_word(&path, i)).unwrap()
+    }
+    .encode();
+    write_word(&path, i, worn);
+    write_word(&path, i + 2, worn);
+    assert!(a.claim(1, true).unwrap().is_none());
+    assert!(q.work_queue_pending("nope", 1).is_err());
+}
+
+/// Appends `(key, payload)` messages (no key: `None`).
+fn fill_keys(q: &Queue, keys: &[Option<&str>]) {
+    let app = q.appender().unwrap();
+    for (i, k) in keys.iter().enumerate() {
+        let p = payload(i as u64);
+        let record = litemq::Record {
+            key: k.map(str::as_bytes),
+            ..litemq::Record::new(&p)
+        };
+        app.append_record(&record).unwrap();
+    }
+    app.flush().unwrap();
+}
+
+#[test]
+fn an_ordered_group_holds_one_job_per_key_in_sequence_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock_at(T0);
+    let q = small(dir.path()).clock(clock.clone()).open().unwrap();
+    // 0:a 1:b 2:a 3:- 4:b 5:a
+    fill_keys(
+        &q,
+        &[Some("a"), Some("b"), Some("a"), None, Some("b"), Some("a")],
+    );
+    let ordered = WorkQueueOptions {
+        ordered_by_key: true,
+        ..options(16)
+    };
+    let a = q.work_queue("w", ordered.clone()).unwrap();
+    let b = q.work_queue("w", ordered).unwrap();
+    let seqs = |jobs: &[&litemq::Job]| jobs.iter().map(|j| j.ticket.seq).collect::<Vec<_>>();
+    let j0 = get_now(&a).unwrap();
+    let j1 = get_now(&b).unwrap();
+    let j3 = get_now(&a).unwrap();
+    assert_eq!(
+        seqs(&[&j0, &j1, &j3]),
+        [0, 1, 3],
+        "2 and 4 wait for 0 and 1"
+    );
+    assert!(get_now(&b).is_none());
+    assert!(get_now(&a).is_none());
+    assert!(a.ack(j3.ticket).unwrap());
+    assert!(b.ack(j1.ticket).unwrap());
+    let j4 = get_now(&a).unwrap();
+    assert_eq!(j4.ticket.seq, 4, "b's next, once 1 is finished");
+    assert!(a.ack(j4.ticket).unwrap());
+    // A nacked job keeps its key's place: it comes back before 2.
+    assert!(a.nack(j0.ticket, Duration::ZERO).unwrap());
+    let again = get_now(&b).unwrap();
+    assert_eq!((again.ticket.seq, again.ticket.deliveries), (0, 2));
+    assert!(get_now(&a).is_none(), "2 still waits");
+    // A lease that runs out keeps it too.
+    clock.advance(Duration::from_millis(10_001));
+    std::thread::sleep(Duration::from_millis(30)); // a scan is due
+    let late = get_now(&a).unwrap();
+    assert_eq!((late.ticket.seq, late.ticket.deliveries), (0, 3));
+    assert!(!b.ack(again.ticket).unwrap());
+    assert!(a.ack(late.ticket).unwrap());
+    let j2 = get_now(&b).unwrap();
+    assert_eq!(j2.ticket.seq, 2);
+    assert!(get_now(&a).is_none(), "5 waits for 2");
+    assert!(b.ack(j2.ticket).unwrap());
+    assert_eq!(get_now(&a).unwrap().ticket.seq, 5);
+    let both = WorkQueueOptions {
+        ordered_by_key: true,
+        priority: true,
+        ..options(16)
+    };
+    assert!(matches!(
+        q.work_queue("x", both),
+        Err(litemq::Error::InvalidArgument(_))
+    ));
+}
+
+/// Random gets, acks, nacks and lease ends on three handles of an ordered
+/// group: every handout (first or again) is of a job all of whose key's
+/// earlier jobs were finished (acked, or dead-lettered), and every job ends.
+#[test]
+fn an_ordered_group_never_hands_out_a_key_out_of_order() {
+    use std::sync::{Arc, Mutex};
+    const VIS: u64 = 1_000;
+    let seeds = if soak() { 200 } else { 12 };
+    for seed in 0..seeds {
+        let mut rng = Rng(seed);
+        let dir = tempfile::tempdir().unwrap();
+        let clock = clock_at(T0);
+        let q = small(dir.path()).clock(clock.clone()).open().unwrap();
+        let app = q.appender().unwrap();
+        let finished: Arc<Mutex<std::collections::BTreeSet<u64>>> = Arc::default();
+        let sink_seen = finished.clone();
+        let opts = WorkQueueOptions {
+            visibility_timeout: Duration::from_millis(VIS),
+            max_deliveries: 3,
+            window: 16,
+            ordered_by_key: true,
+            dead_letter: Some(Arc::new(move |r: &litemq::Record<'_>| {
+                let seq = r
+                    .headers
+                    .iter()
+                    .find(|h| h.name == "litemq.dlq.seq")
+                    .map(|h| std::str::from_utf8(h.value).unwrap().parse().unwrap())
+                    .unwrap();
+                sink_seen.lock().unwrap().insert(seq);
+                Ok(())
+            })),
+            ..WorkQueueOptions::default()
+        };
+        let handles: Vec<_> = (0..3)
+            .map(|_| q.work_queue("o", opts.clone()).unwrap())
+            .collect();
+        let mut keys: Vec<Option<u8>> = Vec::new();
+        let mut held: Vec<(usize, litemq::Ticket)> = Vec::new();
+        let check = |seq: u64, keys: &[Option<u8>]| {
+            let done = finished.lock().unwrap();
+            if let Some(k) = keys[seq as usize] {
+                for earlier in 0..seq {
+                    if keys[earlier as usize] == Some(k) {
+                        assert!(
+                            done.contains(&earlier),
+                            "seed {seed}: job {seq} of key {k} handed out before {earlier} finished"
+                        );
+                    }
+                }
+            }
+        };
+        for _ in 0..300 {
+            match rng.below(10) {
+                0 | 1 => {
+                    for _ in 0..=rng.below(3) {
+                        let k = rng.below(4);
+                        let key = (k < 3).then_some(k as u8);
+                        let p = payload(keys.len() as u64);
+                        let kb = key.map(|k| [b'a' + k]);
+                        app.append_record(&litemq::Record {
+                            key: kb.as_ref().map(|b| &b[..]),
+                            ..litemq::Record::new(&p)
+                        })
+                        .unwrap();
+                        keys.push(key);
+                    }
+                    app.flush().unwrap();
+                }
+                2..=4 => {
+                    let h = rng.below(3) as usize;
+                    if let Some(job) = get_now(&handles[h]) {
+                        check(job.ticket.seq, &keys);
+                        held.push((h, job.ticket));
+                    }
+                }
+                5 | 6 if !held.is_empty() => {
+                    let (h, t) = held.swap_remove(rng.below(held.len() as u64) as usize);
+                    if handles[h].ack(t).unwrap() {
+                        finished.lock().unwrap().insert(t.seq);
+                    }
+                }
+                7 if !held.is_empty() => {
+                    let (h, t) = held.swap_remove(rng.below(held.len() as u64) as usize);
+                    handles[h].nack(t, Duration::ZERO).unwrap();
+                }
+                8 => clock.advance(Duration::from_millis(rng.below(2 * VIS))),
+                _ => {}
+            }
+        }
+        // Drain: every job ends (acked or dead-lettered), none out of order.
+        for (h, t) in held.drain(..) {
+            if handles[h].ack(t).unwrap() {
+                finished.lock().unwrap().insert(t.seq);
+            }
+        }
+        let mut rounds = 0;
+        while finished.lock().unwrap().len() < keys.len() {
+            rounds += 1;
+            assert!(rounds < 200, "seed {seed}: jobs never finished");
+            clock.advance(Duration::from_millis(VIS + 1));
+            std::thread::sleep(Duration::from_millis(25)); // scans are due
+            for wq in &handles {
+                while let Some(job) = get_now(wq) {
+                    check(job.ticket.seq, &keys);
+                    if wq.ack(job.ticket).unwrap() {
+                        finished.lock().unwrap().insert(job.ticket.seq);
+                    }
+                }
+            }
+        }
+    }
+}
