@@ -429,7 +429,8 @@ def cmd_topics(args: argparse.Namespace, out: IO[str]) -> int:
     )
     for t in infos:
         name = t.topic or "(tags only)"
-        offsets = f"{t.first_offset}..{t.last_offset}"
+        # Half-open, as every range the CLI prints.
+        offsets = f"{t.first_offset}..{t.last_offset + 1}"
         out.write(
             f"{name:<{width}}  {t.queue_id:>5}  {t.count:>10}  {t.first_seq:>10}  "
             f"{t.last_seq:>10}  {offsets:>17}  {_iso(t.last_timestamp)}\n"
