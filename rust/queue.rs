@@ -252,6 +252,62 @@ fn no_queue_here(base: &Path) -> Error {
     )
 }
 
+/// Whether `name`, found in a directory without `metadata.json`, may be
+/// litemq's own: a queue whose metadata file is missing (its writer died
+/// while creating it, or the file was lost) is still opened and recovered.
+fn is_queue_entry(name: &str) -> bool {
+    name.starts_with('.')
+        || [
+            APPEND_LOCK_FILE,
+            crate::storage::wake::WAKE_FILE,
+            KEY_INDEX_DIR,
+            crate::consumers::CONSUMERS_DIR,
+            crate::consumers::work_queue::WORK_QUEUES_DIR,
+        ]
+        .contains(&name)
+        || (name.len() == 4 && name.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Refuses to create a queue in a directory that holds something else (a
+/// Spark output dataset, a directory of queues, anyone's files): a queue
+/// made there would hide what is in it from readers of datasets.
+fn refuse_foreign_directory(base: &Path) -> Result<()> {
+    let entries = match std::fs::read_dir(base) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        // Not a directory, or unreadable: the open reports it.
+        Err(_) => return Ok(()),
+    };
+    let mut foreign: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| !is_queue_entry(name))
+        .collect();
+    if foreign.is_empty() {
+        return Ok(());
+    }
+    foreign.sort();
+    let more = foreign.len().saturating_sub(5);
+    foreign.truncate(5);
+    let mut listed = foreign.join(", ");
+    if more > 0 {
+        listed.push_str(&format!(" and {more} more"));
+    }
+    Err(Error::io(
+        "create queue",
+        base,
+        std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            format!(
+                "{} is not empty and holds no litemq queue (no metadata.json; it holds {listed}): \
+                 a queue is created only in a new or empty directory (to read a directory of \
+                 queues, open each queue in it)",
+                base.display()
+            ),
+        ),
+    ))
+}
+
 /// The `"encryption"` entry of a new encrypted queue: a random queue id and
 /// the key check value.
 fn new_encryption(key: &crate::config::EncryptionKey, id: Option<[u8; 16]>) -> StoredEncryption {
@@ -375,6 +431,9 @@ impl Queue {
                 &base,
                 std::io::Error::from_raw_os_error(libc::ENOTDIR),
             ));
+        }
+        if !meta_path.exists() {
+            refuse_foreign_directory(&base)?;
         }
         std::fs::create_dir_all(&base).map_err(|e| Error::io("create directory", &base, e))?;
         let lock_path = base.join(LOCK_FILE);
