@@ -225,7 +225,7 @@ def _dataset_queues(root: Path) -> list[Path]:
 
 def _info_dataset(base: Path, queues: list[Path], args: argparse.Namespace, out: IO[str]) -> int:
     """`info` of a directory of queues: one line per queue."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for path in queues:
         with _open(str(path)) as q:
             rows.append(
