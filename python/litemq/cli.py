@@ -269,8 +269,11 @@ def cmd_info(args: argparse.Namespace, out: IO[str]) -> int:
         index_files = sorted(p for p in base.rglob("*.index") if p.is_file())
         first_time = last_time = None
         if nxt > first:
-            first_time = q.get(first).timestamp
-            last_time = q.get(nxt - 1).timestamp
+            # Tailers step over compaction's holes; `get` of one raises.
+            oldest = next(iter(q.tailer(start=first)), None)
+            newest = next(iter(q.tailer(start="end", direction="backward")), None)
+            first_time = None if oldest is None else oldest.timestamp
+            last_time = None if newest is None else newest.timestamp
         info: dict[str, Any] = {
             "path": str(base.resolve()),
             "messages": nxt - first,

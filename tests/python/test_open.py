@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,29 @@ def test_info_lists_the_queues_of_a_dataset(tmp_path: Path) -> None:
         ("job-1/part-00000", 3),
         ("job-1/part-00001", 2),
     ]
+
+
+def _iso(micros: int) -> str:
+    stamp = datetime.fromtimestamp(micros // 1_000_000, tz=UTC)
+    return stamp.replace(microsecond=micros % 1_000_000).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def test_info_of_a_queue_whose_oldest_message_was_compacted(qpath: Path) -> None:
+    with litemq.Queue(qpath, file_size=SMALL_FILE, roll="count:100") as q:
+        app = q.appender()
+        for i in range(250):
+            app.append(f"m{i}".encode(), key="same" if i < 150 else f"k{i}")
+        app.flush()
+        assert q.compact(grace=0).records_dropped > 0
+        with pytest.raises(litemq.CompactedError):
+            q.get(0)
+        first = next(iter(q.tailer()))
+        newest = q.get(q.next_seq - 1)
+    res = cli("info", str(qpath), "--format", "json")
+    assert res.returncode == 0, res.stderr
+    info = json.loads(res.stdout)
+    assert info["first_seq"] == 0
+    assert info["first_time"] == _iso(first.timestamp)
+    assert info["last_time"] == _iso(newest.timestamp)
+    res = cli("info", str(qpath))
+    assert res.returncode == 0, res.stderr
