@@ -155,3 +155,34 @@ def test_info_of_a_queue_whose_oldest_message_was_compacted(qpath: Path) -> None
     assert info["last_time"] == _iso(newest.timestamp)
     res = cli("info", str(qpath))
     assert res.returncode == 0, res.stderr
+
+
+KILLED_WRITER = """
+import os, signal, sys, litemq
+q = litemq.Queue(sys.argv[1], file_size=64 * 1024)
+app = q.appender()
+for i in range(100):
+    app.append(str(i).encode())
+app.flush()
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_queue_whose_writer_died_is_read_as_is_and_recovered_at_the_first_append(
+    qpath: Path,
+) -> None:
+    killed = spawn_python(KILLED_WRITER, str(qpath))
+    killed.communicate(timeout=60)
+    assert killed.returncode == -9
+    assert json.loads((qpath / "metadata.json").read_text())["clean_shutdown"] is False
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
+        # Read as a read-only handle reads it: nothing repaired, nothing locked.
+        assert [m.payload for m in q.tailer()] == [str(i).encode() for i in range(100)]
+        assert litemq._litemq.writer_pid(qpath) is None
+        assert json.loads((qpath / "metadata.json").read_text())["writer_pid"] == killed.pid
+        # The first append starts the writer: recovery, then the append after the end.
+        assert q.appender().append(b"after") == 100
+        assert json.loads((qpath / "metadata.json").read_text())["writer_pid"] == os.getpid()
+    with litemq.Queue(qpath, read_only=True) as q:
+        assert len(q) == 101
+        assert q.get(100).payload == b"after"
