@@ -47,6 +47,9 @@ pub(crate) struct Config {
     pub verify_on_startup: bool,
     pub channel_capacity: usize,
     pub read_only: bool,
+    /// Take the writer lock (recover, start the I/O thread) at the first
+    /// append rather than at open; see [`QueueBuilder::lock_on_first_write`].
+    pub lock_on_first_write: bool,
     pub wait: WaitStrategy,
     pub clock: Arc<dyn Clock>,
     /// Applied at every roll and by `Queue::apply_retention`; `None`: keep everything.
@@ -133,6 +136,7 @@ impl QueueBuilder {
                 verify_on_startup: false,
                 channel_capacity: 256,
                 read_only: false,
+                lock_on_first_write: false,
                 wait: WaitStrategy::Default,
                 clock: Arc::new(SystemClock),
                 retention: None,
@@ -194,6 +198,18 @@ impl QueueBuilder {
     /// Open for reading only: no lock, no I/O thread, no repair. Default false.
     pub fn read_only(mut self, read_only: bool) -> Self {
         self.config.read_only = read_only;
+        self
+    }
+    /// Open as a reader and become the writer at the first call that
+    /// writes (`appender`, `add_index`, `drop_index`), as Chronicle Queue
+    /// does: until then the handle holds no lock and no I/O thread, so a
+    /// process that only reads never locks a writer in another process out.
+    /// A queue that does not exist yet is still created at open. Recovery of
+    /// a queue whose writer died runs when the writer starts, before the
+    /// first append. Default false (the writer starts at open); the Python
+    /// `litemq.Queue` sets it.
+    pub fn lock_on_first_write(mut self, lazy: bool) -> Self {
+        self.config.lock_on_first_write = lazy;
         self
     }
     /// How blocking reads wait. Default [`WaitStrategy::Default`].

@@ -201,14 +201,32 @@ fn queue_identity(base: &Path, meta: &Metadata) -> QueueIdentity {
 /// # Ok::<(), litemq::Error>(())
 /// ```
 pub struct Queue {
-    inner: Arc<Inner>,
+    /// This handle's own state: the writer's, or a reader's (read-only, or
+    /// waiting for its first write). Calls go to [`Queue::inner`].
+    own: Arc<Inner>,
+    /// Set when opened with `lock_on_first_write` (and not read-only).
+    lazy: Option<Box<LazyWriter>>,
+}
+
+/// The writer a handle opened with `lock_on_first_write` starts at its
+/// first write: until then the handle reads as a read-only one does.
+struct LazyWriter {
+    /// The caller's options, for the writer's open.
+    config: Config,
+    writer: std::sync::OnceLock<Queue>,
+    /// Held while the writer starts and while the handle closes: no writer
+    /// starts on a closed handle.
+    starting: Mutex<()>,
 }
 
 impl std::fmt::Debug for Queue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Queue")
-            .field("path", &self.inner.config.path)
-            .field("read_only", &self.inner.config.read_only)
+            .field("path", &self.inner().config.path)
+            .field(
+                "read_only",
+                &(self.inner().config.read_only && self.lazy.is_none()),
+            )
             .finish()
     }
 }
@@ -250,6 +268,62 @@ fn no_queue_here(base: &Path) -> Error {
             "no litemq queue here (metadata.json missing)",
         ),
     )
+}
+
+/// Whether `name`, found in a directory without `metadata.json`, may be
+/// litemq's own: a queue whose metadata file is missing (its writer died
+/// while creating it, or the file was lost) is still opened and recovered.
+fn is_queue_entry(name: &str) -> bool {
+    name.starts_with('.')
+        || [
+            APPEND_LOCK_FILE,
+            crate::storage::wake::WAKE_FILE,
+            KEY_INDEX_DIR,
+            crate::consumers::CONSUMERS_DIR,
+            crate::consumers::work_queue::WORK_QUEUES_DIR,
+        ]
+        .contains(&name)
+        || (name.len() == 4 && name.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Refuses to create a queue in a directory that holds something else (a
+/// Spark output dataset, a directory of queues, anyone's files): a queue
+/// made there would hide what is in it from readers of datasets.
+fn refuse_foreign_directory(base: &Path) -> Result<()> {
+    let entries = match std::fs::read_dir(base) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        // Not a directory, or unreadable: the open reports it.
+        Err(_) => return Ok(()),
+    };
+    let mut foreign: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| !is_queue_entry(name))
+        .collect();
+    if foreign.is_empty() {
+        return Ok(());
+    }
+    foreign.sort();
+    let more = foreign.len().saturating_sub(5);
+    foreign.truncate(5);
+    let mut listed = foreign.join(", ");
+    if more > 0 {
+        listed.push_str(&format!(" and {more} more"));
+    }
+    Err(Error::io(
+        "create queue",
+        base,
+        std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            format!(
+                "{} is not empty and holds no litemq queue (no metadata.json; it holds {listed}): \
+                 a queue is created only in a new or empty directory (to read a directory of \
+                 queues, open each queue in it)",
+                base.display()
+            ),
+        ),
+    ))
 }
 
 /// The `"encryption"` entry of a new encrypted queue: a random queue id and
@@ -334,6 +408,11 @@ impl QueueBuilder {
 
 impl Queue {
     pub(crate) fn open(mut config: Config) -> Result<Queue> {
+        // Verifying at startup is a writer's open: asked for, it runs now.
+        if config.lock_on_first_write && !config.read_only && !config.verify_on_startup {
+            return Queue::open_lazily(config);
+        }
+        config.lock_on_first_write = false;
         // The queue's own list of indexes (`add_index` adds to it), not one
         // shared with a clone of the builder.
         let defs = config
@@ -375,6 +454,9 @@ impl Queue {
                 &base,
                 std::io::Error::from_raw_os_error(libc::ENOTDIR),
             ));
+        }
+        if !meta_path.exists() {
+            refuse_foreign_directory(&base)?;
         }
         std::fs::create_dir_all(&base).map_err(|e| Error::io("create directory", &base, e))?;
         let lock_path = base.join(LOCK_FILE);
@@ -486,13 +568,13 @@ impl Queue {
         let q = Queue::start_writer(
             config, catalog, resume, key_index, lock, multi, meta, report, wake,
         )?;
-        if !q.inner.config.multi_writer {
+        if !q.own.config.multi_writer {
             // Lookups share the writer's mappings; with several writers they
             // open the index like a reader (other processes add files).
-            *q.inner.key_reader.lock().unwrap_or_else(|e| e.into_inner()) = Some(key_reader);
+            *q.own.key_reader.lock().unwrap_or_else(|e| e.into_inner()) = Some(key_reader);
         }
         // What the open read of the data: lookups need not read it again.
-        q.inner
+        q.own
             .key_scanned
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -623,7 +705,8 @@ impl Queue {
         let watch = TailWatch::new(catalog.clone(), wake.clone());
         let identity = queue_identity(&config.path, &meta);
         Queue {
-            inner: Arc::new(Inner {
+            lazy: None,
+            own: Arc::new(Inner {
                 active_fields: Mutex::new(std::collections::HashMap::new()),
                 config,
                 catalog,
@@ -641,8 +724,65 @@ impl Queue {
         }
     }
 
+    /// The state calls go to: the writer's once a lazy handle started it.
+    fn inner(&self) -> &Arc<Inner> {
+        match self.lazy.as_ref().and_then(|l| l.writer.get()) {
+            Some(w) => &w.own,
+            None => &self.own,
+        }
+    }
+
+    /// Starts the writer of a handle opened with `lock_on_first_write` (takes
+    /// the lock, recovers, starts the I/O thread), once; a no-op otherwise.
+    /// `Locked` when another writer holds the queue.
+    fn start_lazy_writer(&self) -> Result<()> {
+        let Some(lazy) = &self.lazy else {
+            return Ok(());
+        };
+        if lazy.writer.get().is_some() {
+            return Ok(());
+        }
+        let _starting = lazy.starting.lock().unwrap_or_else(|e| e.into_inner());
+        self.check_open()?;
+        if lazy.writer.get().is_none() {
+            let writer = Queue::open(lazy.config.clone())?;
+            let _ = lazy.writer.set(writer);
+        }
+        Ok(())
+    }
+
+    /// Opens with `lock_on_first_write`: a read-only handle that starts its
+    /// writer at the first write. A queue not yet there is created now, by a
+    /// writer that closes at once (its clean-shutdown mark spares the next
+    /// writer a recovery).
+    fn open_lazily(mut config: Config) -> Result<Queue> {
+        config.lock_on_first_write = false;
+        let meta_path = config.path.join(METADATA_FILE);
+        if !meta_path.exists() {
+            match Queue::open(config.clone()) {
+                Ok(q) => q.close()?,
+                // Another process created it meanwhile, and writes to it.
+                Err(Error::Locked { .. }) if meta_path.exists() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let mut reader = config.clone();
+        reader.read_only = true;
+        let mut q = Queue::open(reader)?;
+        q.lazy = Some(Box::new(LazyWriter {
+            config,
+            writer: std::sync::OnceLock::new(),
+            starting: Mutex::new(()),
+        }));
+        Ok(q)
+    }
+
     fn check_open(&self) -> Result<()> {
-        if self.inner.closed.load(std::sync::atomic::Ordering::Acquire) {
+        if self
+            .inner()
+            .closed
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
             return Err(Error::Closed);
         }
         Ok(())
@@ -652,30 +792,31 @@ impl Queue {
     /// (the Python work queue opens its dead-letter queue with it).
     #[cfg(feature = "python")]
     pub(crate) fn encryption_key(&self) -> Option<[u8; 32]> {
-        self.inner.config.encryption_key.as_ref().map(|k| k.0)
+        self.inner().config.encryption_key.as_ref().map(|k| k.0)
     }
 
     /// The queue's directory.
     pub fn path(&self) -> &Path {
-        &self.inner.config.path
+        &self.inner().config.path
     }
 
     /// Whether this queue was opened for several writer processes (given,
     /// or remembered in `metadata.json`).
     pub fn is_multi_writer(&self) -> bool {
-        self.inner.config.multi_writer
+        self.inner().config.multi_writer
     }
 
     /// The file-shaping options in effect (given, or remembered in
     /// `metadata.json`), as they are remembered.
     pub fn options(&self) -> crate::format::metadata::StoredOptions {
-        self.inner.config.stored()
+        self.inner().config.stored()
     }
 
     /// An appender; all appenders of a queue share one sequence.
     pub fn appender(&self) -> Result<Appender> {
         self.check_open()?;
-        let w = self.inner.writer.as_ref().ok_or(Error::ReadOnly)?;
+        self.start_lazy_writer()?;
+        let w = self.inner().writer.as_ref().ok_or(Error::ReadOnly)?;
         if w.appender.forked() {
             return Err(Error::Forked);
         }
@@ -688,13 +829,13 @@ impl Queue {
     /// (the active file, an index not built yet) are read.
     pub fn topics(&self) -> Result<Vec<crate::reader::topics_summary::TopicInfo>> {
         let mut t = self.tailer(Start::Beginning)?;
-        crate::reader::topics_summary::topic_summary(&self.inner.catalog, &mut t)
+        crate::reader::topics_summary::topic_summary(&self.inner().catalog, &mut t)
     }
 
     /// The handle's [`TailWatch`]: register a [`crate::Notify`] to hear
     /// when a message is published, without a thread per waiter.
     pub fn tail_watch(&self) -> TailWatch {
-        self.inner.watch.clone()
+        self.inner().watch.clone()
     }
 
     /// A tailer positioned at `start`.
@@ -749,7 +890,7 @@ impl Queue {
 
     /// The declared secondary indexes (see [`QueueBuilder::index`]).
     pub fn indexes(&self) -> Vec<FieldIndexDef> {
-        self.inner
+        self.inner()
             .config
             .fields
             .read()
@@ -775,12 +916,13 @@ impl Queue {
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<usize> {
         self.check_open()?;
-        if self.inner.writer.is_none() {
+        self.start_lazy_writer()?;
+        if self.inner().writer.is_none() {
             return Err(Error::ReadOnly);
         }
         {
             let mut defs = self
-                .inner
+                .inner()
                 .config
                 .fields
                 .write()
@@ -801,14 +943,14 @@ impl Queue {
         // (format 9): refused on a queue that holds one. Appends of batches
         // check the declared indexes under the read lock taken above for
         // writing, so every batch is in the files once the flush returns.
-        if let Some(w) = &self.inner.writer {
+        if let Some(w) = &self.inner().writer {
             w.appender.flush()?;
         }
-        self.inner.catalog.refresh()?;
-        for info in self.inner.catalog.snapshot().iter() {
-            if crate::reader::tailer::file_has_batches(&self.inner.catalog, info)? {
+        self.inner().catalog.refresh()?;
+        for info in self.inner().catalog.snapshot().iter() {
+            if crate::reader::tailer::file_has_batches(&self.inner().catalog, info)? {
                 let mut defs = self
-                    .inner
+                    .inner()
                     .config
                     .fields
                     .write()
@@ -817,24 +959,24 @@ impl Queue {
                 return Err(Error::InvalidArgument(format!(
                     "the queue holds batches compressed together (format 9, {}): \
                      field indexes do not look inside them",
-                    self.inner.catalog.data_path(info.id).display()
+                    self.inner().catalog.data_path(info.id).display()
                 )));
             }
         }
         {
             let mut meta = self
-                .inner
+                .inner()
                 .metadata
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
-            meta.options = Some(self.inner.config.stored());
-            write_metadata(&self.inner.config.path.join(METADATA_FILE), &meta)?;
+            meta.options = Some(self.inner().config.stored());
+            write_metadata(&self.inner().config.path.join(METADATA_FILE), &meta)?;
         }
-        self.inner.catalog.refresh()?;
-        let files = self.inner.catalog.snapshot();
+        self.inner().catalog.refresh()?;
+        let files = self.inner().catalog.snapshot();
         // The last file is the active one: not sealed.
         let sealed = &files[..files.len().saturating_sub(1)];
-        let base = self.inner.config.path.as_path();
+        let base = self.inner().config.path.as_path();
         let mut wrote = 0;
         for (i, f) in sealed.iter().enumerate() {
             wrote +=
@@ -858,14 +1000,15 @@ impl Queue {
     /// for files they seal meanwhile).
     pub fn drop_index(&self, name: &str) -> Result<usize> {
         self.check_open()?;
-        if self.inner.writer.is_none() {
+        self.start_lazy_writer()?;
+        if self.inner().writer.is_none() {
             return Err(Error::ReadOnly);
         }
         // The name becomes part of a file name: the same check as declaring.
         FieldIndexDef::new(name, "str")?;
         let dropped: Vec<FieldIndexDef> = {
             let mut defs = self
-                .inner
+                .inner()
                 .config
                 .fields
                 .write()
@@ -876,32 +1019,32 @@ impl Queue {
         };
         if !dropped.is_empty() {
             let mut meta = self
-                .inner
+                .inner()
                 .metadata
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
-            meta.options = Some(self.inner.config.stored());
-            if let Err(e) = write_metadata(&self.inner.config.path.join(METADATA_FILE), &meta) {
+            meta.options = Some(self.inner().config.stored());
+            if let Err(e) = write_metadata(&self.inner().config.path.join(METADATA_FILE), &meta) {
                 // Still declared on disk: keep it declared here too.
-                self.inner
+                self.inner()
                     .config
                     .fields
                     .write()
                     .unwrap_or_else(|e| e.into_inner())
                     .extend(dropped);
-                meta.options = Some(self.inner.config.stored());
+                meta.options = Some(self.inner().config.stored());
                 return Err(e);
             }
         }
-        self.inner
+        self.inner()
             .active_fields
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .retain(|d, _| d.name != name);
-        self.inner.catalog.refresh()?;
-        let base = self.inner.config.path.as_path();
+        self.inner().catalog.refresh()?;
+        let base = self.inner().config.path.as_path();
         let mut removed = 0;
-        for f in self.inner.catalog.snapshot().iter() {
+        for f in self.inner().catalog.snapshot().iter() {
             let path = f.id.field_path(base, name);
             removed += usize::from(crate::storage::fsutil::remove_if_present(&path)?);
         }
@@ -945,12 +1088,12 @@ impl Queue {
     /// the last query on the field: the first one reads the whole file, as
     /// a scan would), and returns what it lists for the query.
     fn active_seqs(&self, query: &FieldQuery) -> Result<Option<ActiveSeqs>> {
-        self.inner.catalog.refresh()?;
-        let Some(last) = self.inner.catalog.snapshot().last().copied() else {
+        self.inner().catalog.refresh()?;
+        let Some(last) = self.inner().catalog.snapshot().last().copied() else {
             return Ok(None);
         };
         let mut cache = self
-            .inner
+            .inner()
             .active_fields
             .lock()
             .unwrap_or_else(|e| e.into_inner());
@@ -1019,9 +1162,9 @@ impl Queue {
     /// their frames reports them).
     pub fn check_indexes(&self) -> Result<Vec<(std::path::PathBuf, String, IndexState)>> {
         self.check_open()?;
-        self.inner.catalog.refresh()?;
-        let files = self.inner.catalog.snapshot();
-        let base = self.inner.config.path.as_path();
+        self.inner().catalog.refresh()?;
+        let files = self.inner().catalog.snapshot();
+        let base = self.inner().config.path.as_path();
         let defs = self.indexes();
         let mut out = Vec::new();
         for f in &files[..files.len().saturating_sub(1)] {
@@ -1038,10 +1181,10 @@ impl Queue {
     /// published (after a clean close): a zero length word before that is
     /// damage.
     fn new_tailer(&self) -> Tailer {
-        let mut t = Tailer::new(self.inner.catalog.clone(), self.inner.config.wait);
-        t.set_wake(self.inner.wake.clone());
+        let mut t = Tailer::new(self.inner().catalog.clone(), self.inner().config.wait);
+        t.set_wake(self.inner().wake.clone());
         let meta = self
-            .inner
+            .inner()
             .metadata
             .lock()
             .unwrap_or_else(|e| e.into_inner());
@@ -1070,12 +1213,16 @@ impl Queue {
         // handle does not look for the end of the data first (a directory
         // listing and two mappings, ~90 µs): it reads, and only a miss asks
         // where the data ends, for the error.
-        if let Some(w) = &self.inner.writer {
-            if self.inner.config.multi_writer || seq >= w.shared.written() {
+        if let Some(w) = &self.inner().writer {
+            if self.inner().config.multi_writer || seq >= w.shared.written() {
                 self.wait_visible()?;
             }
         }
-        let mut guard = self.inner.getter.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = self
+            .inner()
+            .getter
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let mut told = false;
         let mut rechecked = false;
         loop {
@@ -1099,7 +1246,7 @@ impl Queue {
                     // Retention (another process) deleted the file this
                     // reader still maps: forget it and look again.
                     *guard = None;
-                    self.inner.catalog.refresh()?;
+                    self.inner().catalog.refresh()?;
                     rechecked = true;
                     continue;
                 }
@@ -1130,7 +1277,7 @@ impl Queue {
     /// [`still_listed`] of `map` (a load of its removal mark, or for a file
     /// older than format 10 an `fstat` or a `stat`).
     fn file_still_kept(&self, number: u64, map: &Mapping) -> bool {
-        let catalog = &self.inner.catalog;
+        let catalog = &self.inner().catalog;
         let Some(f) = catalog.at_or_after_number(number) else {
             return true;
         };
@@ -1148,7 +1295,7 @@ impl Queue {
     /// before the call is visible to readers (written to the mapping; use
     /// `Appender::flush` for durability). Called by `get` and `tailer`.
     pub fn wait_visible(&self) -> Result<()> {
-        match &self.inner.writer {
+        match &self.inner().writer {
             // A poisoned or closed writer writes nothing more: readers
             // read what is there.
             Some(w) if !w.appender.forked() => match w.appender.wait_written() {
@@ -1208,7 +1355,7 @@ impl Queue {
         let whole = query.is_none();
         let mut t = match query {
             Some(q) => self.where_field(q)?,
-            None => Tailer::new(self.inner.catalog.clone(), self.inner.config.wait),
+            None => Tailer::new(self.inner().catalog.clone(), self.inner().config.wait),
         };
         if start.max(first) >= end {
             return Ok((Columns::empty(0, cols).with_fields(fields), end.max(start)));
@@ -1216,7 +1363,7 @@ impl Queue {
         if whole {
             // Whole files on several threads (see `Columns::read_parallel`).
             let range = (start.max(first), end, max_rows);
-            let (catalog, wait) = (&self.inner.catalog, self.inner.config.wait);
+            let (catalog, wait) = (&self.inner().catalog, self.inner().config.wait);
             let threads = crate::reader::columns::read_threads();
             if let Some(b) = Columns::read_parallel(catalog, wait, range, cols, fields, threads)? {
                 let next = b.next_seq.min(end);
@@ -1251,8 +1398,8 @@ impl Queue {
         if start >= end {
             return Ok((Columns::empty(0, cols).with_fields(fields), end.max(start)));
         }
-        let catalog = &self.inner.catalog;
-        let mut t = Tailer::new(catalog.clone(), self.inner.config.wait);
+        let catalog = &self.inner().catalog;
+        let mut t = Tailer::new(catalog.clone(), self.inner().config.wait);
         t.seek(start)?;
         let mut filter = TopicFilter::new(selector, crate::reader::tailer::scan_topics);
         Columns::read_filtered(&mut t, catalog, &mut filter, (end, max_rows), cols, fields)
@@ -1364,12 +1511,12 @@ impl Queue {
     /// they hold no keyed message). `None` without an index to ask.
     fn key_index_gaps(&self) -> Option<Vec<(u64, u64)>> {
         let guard = self
-            .inner
+            .inner()
             .key_reader
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         let (covered, last) = guard.as_ref()?.coverage().ok()?;
-        let first = self.inner.catalog.first_position()?;
+        let first = self.inner().catalog.first_position()?;
         let within = first..last?.saturating_add(1);
         Some(
             covered
@@ -1396,13 +1543,13 @@ impl Queue {
     ) -> Result<Vec<u64>> {
         self.check_open()?;
         self.wait_visible()?;
-        let catalog = &self.inner.catalog;
+        let catalog = &self.inner().catalog;
         catalog.check_order()?;
         let mut positions = Vec::new();
         let mut covered = Coverage::new();
         {
             let mut guard = self
-                .inner
+                .inner()
                 .key_reader
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
@@ -1433,7 +1580,7 @@ impl Queue {
             return Ok(positions);
         };
         let mut scanned = self
-            .inner
+            .inner()
             .key_scanned
             .lock()
             .unwrap_or_else(|e| e.into_inner());
@@ -1443,7 +1590,7 @@ impl Queue {
             // keyed message follows the index's last item up to where the
             // data then ended.
             let m = self
-                .inner
+                .inner()
                 .metadata
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
@@ -1493,7 +1640,11 @@ impl Queue {
         }
         // The reader `get` keeps: its file stays mapped between calls, so a
         // lookup costs no mmap.
-        let mut guard = self.inner.getter.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = self
+            .inner()
+            .getter
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         if guard.is_none() {
             *guard = Some(self.new_tailer());
         }
@@ -1552,7 +1703,7 @@ impl Queue {
     /// missing between files that are there.
     fn check_file_kept(&self, pos: u64, refreshed: &mut bool) -> Result<()> {
         let (number, offset) = position::decode(pos);
-        let catalog = &self.inner.catalog;
+        let catalog = &self.inner().catalog;
         if !std::mem::replace(refreshed, true) {
             catalog.refresh()?;
         }
@@ -1581,21 +1732,21 @@ impl Queue {
     /// The data files, oldest first, with the sequences each holds.
     pub fn data_files(&self) -> Result<Vec<DataFileInfo>> {
         self.check_open()?;
-        self.inner.catalog.refresh()?;
-        let files = self.inner.catalog.snapshot();
+        self.inner().catalog.refresh()?;
+        let files = self.inner().catalog.snapshot();
         let end = self.next_seq();
         Ok(files
             .iter()
             .enumerate()
             .map(|(i, f)| DataFileInfo {
-                path: self.inner.catalog.data_path(f.id),
+                path: self.inner().catalog.data_path(f.id),
                 file_number: f.header.file_number,
                 first_seq: f.header.first_seq,
                 end_seq: files.get(i + 1).map_or(end, |n| n.header.first_seq),
                 created_us: f.header.created_us,
                 size: f.header.file_size,
-                bytes_written: crate::reader::tailer::written_bytes(&self.inner.catalog, f),
-                bytes_allocated: allocated_bytes(&self.inner.catalog.data_path(f.id)),
+                bytes_written: crate::reader::tailer::written_bytes(&self.inner().catalog, f),
+                bytes_allocated: allocated_bytes(&self.inner().catalog.data_path(f.id)),
                 index_bytes_allocated: index_bytes(self.path(), f.id),
             })
             .collect())
@@ -1603,7 +1754,7 @@ impl Queue {
 
     /// Sequence of the oldest message kept.
     pub fn first_seq(&self) -> u64 {
-        let catalog = &self.inner.catalog;
+        let catalog = &self.inner().catalog;
         // Retention (in this or another process) may have removed the
         // oldest files since the catalog last looked: one stat tells.
         if let Some(f) = catalog.first() {
@@ -1622,7 +1773,7 @@ impl Queue {
 
     /// The clock the queue stamps messages (and consumer commits) with.
     pub(crate) fn clock(&self) -> &Arc<dyn Clock> {
-        &self.inner.config.clock
+        &self.inner().config.clock
     }
 
     /// A consumer (a tailer with a name whose position persists): resumes
@@ -1649,7 +1800,7 @@ impl Queue {
     /// writer of this version has opened yet (its work-queue jobs then
     /// know the queue by its `metadata.json` file).
     pub fn queue_id(&self) -> Option<String> {
-        self.inner
+        self.inner()
             .metadata
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -1663,13 +1814,13 @@ impl Queue {
     pub fn work_queue(&self, name: &str, options: WorkQueueOptions) -> Result<WorkQueue> {
         self.check_open()?;
         let handles = Handles {
-            queue: self.inner.identity,
+            queue: self.inner().identity,
             scout: self.tailer(Start::Beginning)?,
             random: self.tailer(Start::Beginning)?,
-            catalog: self.inner.catalog.clone(),
+            catalog: self.inner().catalog.clone(),
             clock: self.clock().clone(),
-            wake: self.inner.wake.clone(),
-            wait: self.inner.config.wait,
+            wake: self.inner().wake.clone(),
+            wait: self.inner().config.wait,
             first_seq: self.first_seq(),
         };
         let end = || {
@@ -1749,7 +1900,7 @@ impl Queue {
         let next = self.next_seq();
         // After next_seq: first_seq refreshes the catalog if retention ran.
         let first = self.first_seq();
-        let mut infos = crate::consumers::list(self.path(), &self.inner.catalog, first, next)?;
+        let mut infos = crate::consumers::list(self.path(), &self.inner().catalog, first, next)?;
         // A consumer with a topic filter lags by its topic's messages only.
         for info in &mut infos {
             let Some(selector) = info.selector.clone() else {
@@ -1793,7 +1944,7 @@ impl Queue {
     /// Applies the queue's retention policy now (it also runs at every
     /// roll). A queue opened without a policy keeps everything.
     pub fn apply_retention(&self) -> Result<RetentionReport> {
-        match self.inner.config.retention {
+        match self.inner().config.retention {
             Some(policy) => self.apply_retention_with(&policy),
             None => Ok(RetentionReport {
                 first_seq: self.first_seq(),
@@ -1833,12 +1984,16 @@ impl Queue {
     ) -> Result<CompactReport> {
         self.check_open()?;
         self.wait_visible()?;
-        let now = self.inner.config.clock.now_micros();
+        let now = self.inner().config.clock.now_micros();
         let defs = self.indexes();
-        let report = compact::run(&self.inner.catalog, opts, &defs, now, progress)?;
+        let report = compact::run(&self.inner().catalog, opts, &defs, now, progress)?;
         if report.files_rewritten > 0 {
             // The cached `get` reader may map a file as it was before.
-            *self.inner.getter.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            *self
+                .inner()
+                .getter
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = None;
         }
         Ok(report)
     }
@@ -1851,9 +2006,13 @@ impl Queue {
         self.check_open()?;
         let base = self.path();
         let min_consumer = || crate::consumers::min_position(base);
-        let report = retention::run_before(&self.inner.catalog, before, &min_consumer)?;
+        let report = retention::run_before(&self.inner().catalog, before, &min_consumer)?;
         if !report.deleted_files.is_empty() {
-            *self.inner.getter.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            *self
+                .inner()
+                .getter
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = None;
         }
         Ok(report)
     }
@@ -1863,13 +2022,17 @@ impl Queue {
     /// writer writes.
     pub fn apply_retention_with(&self, policy: &RetentionPolicy) -> Result<RetentionReport> {
         self.check_open()?;
-        let now = self.inner.config.clock.now_micros();
+        let now = self.inner().config.clock.now_micros();
         let base = self.path();
         let min_consumer = || crate::consumers::min_position(base);
-        let report = retention::run(&self.inner.catalog, policy, now, &min_consumer)?;
+        let report = retention::run(&self.inner().catalog, policy, now, &min_consumer)?;
         if !report.deleted_files.is_empty() {
             // The cached `get` reader may map a deleted file: let it go.
-            *self.inner.getter.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            *self
+                .inner()
+                .getter
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = None;
         }
         Ok(report)
     }
@@ -1878,8 +2041,8 @@ impl Queue {
     /// In the writing process this includes every message appended before
     /// the call (it waits for the I/O thread to write them).
     pub fn next_seq(&self) -> u64 {
-        match &self.inner.writer {
-            Some(w) if !self.inner.config.multi_writer => {
+        match &self.inner().writer {
+            Some(w) if !self.inner().config.multi_writer => {
                 let _ = self.wait_visible();
                 w.shared.written()
             }
@@ -1897,7 +2060,11 @@ impl Queue {
         let mut t = self.new_tailer();
         match t.seek_end() {
             Ok(()) => t.next_seq(),
-            Err(_) => self.inner.catalog.last().map_or(0, |f| f.header.first_seq),
+            Err(_) => self
+                .inner()
+                .catalog
+                .last()
+                .map_or(0, |f| f.header.first_seq),
         }
     }
 
@@ -1915,7 +2082,7 @@ impl Queue {
     pub fn stats(&self) -> Stats {
         let first_seq = self.first_seq();
         let next_seq = self.next_seq();
-        let catalog = &self.inner.catalog;
+        let catalog = &self.inner().catalog;
         let files = catalog.snapshot();
         let data_bytes_allocated = files
             .iter()
@@ -1940,11 +2107,11 @@ impl Queue {
                 .sum(),
             data_bytes_allocated,
             index_bytes_allocated,
-            read_only: self.inner.config.read_only,
-            recovery: self.inner.recovery.clone(),
+            read_only: self.inner().config.read_only && self.lazy.is_none(),
+            recovery: self.inner().recovery.clone(),
             ..Stats::default()
         };
-        if let Some(w) = &self.inner.writer {
+        if let Some(w) = &self.inner().writer {
             use std::sync::atomic::Ordering::Relaxed;
             s.durable_seq = w.shared.counters.durable_seq.load(Relaxed);
             s.takeovers = w.shared.counters.takeovers.load(Relaxed);
@@ -1958,7 +2125,7 @@ impl Queue {
                 (s.wake_calls, s.woken, s.waiter_resets) = wake.counters();
             }
         }
-        if let Some(wake) = self.inner.wake.file() {
+        if let Some(wake) = self.inner().wake.file() {
             s.wake_word = true;
             s.waiters = u64::from(wake.waiters());
         }
@@ -1983,32 +2150,48 @@ impl Queue {
     /// `close`; with `stop_tailers` false (dropping the queue), tailers
     /// made from it keep reading the files.
     fn shut_down(&self, stop_tailers: bool) -> Result<()> {
+        let Some(lazy) = &self.lazy else {
+            return self.shut_down_own(stop_tailers);
+        };
+        // No writer starts once this handle is closing.
+        let _starting = lazy.starting.lock().unwrap_or_else(|e| e.into_inner());
+        let writer = match lazy.writer.get() {
+            Some(w) => w.shut_down(stop_tailers),
+            None => Ok(()),
+        };
+        let own = self.shut_down_own(stop_tailers);
+        writer.and(own)
+    }
+
+    /// `shut_down` of this handle's own state (a lazy handle's writer is
+    /// another `Queue`).
+    fn shut_down_own(&self, stop_tailers: bool) -> Result<()> {
         if self
-            .inner
+            .own
             .closed
             .swap(true, std::sync::atomic::Ordering::AcqRel)
         {
             return Ok(());
         }
-        let result = match &self.inner.writer {
+        let result = match &self.own.writer {
             Some(w) => self.close_writer(w),
             None => Ok(()),
         };
         if stop_tailers {
-            self.inner.catalog.close();
+            self.own.catalog.close();
         }
-        if let Some(w) = &self.inner.writer {
+        if let Some(w) = &self.own.writer {
             w.shared.drop_wake();
         }
-        self.inner.wake.close();
+        self.own.wake.close();
         if stop_tailers {
             // Dropped, not closed: tailers made from the queue read on, and
             // their async waits with them.
-            self.inner.watch.close();
+            self.own.watch.close();
         }
-        *self.inner.getter.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *self.own.getter.lock().unwrap_or_else(|e| e.into_inner()) = None;
         *self
-            .inner
+            .inner()
             .key_reader
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = None;
@@ -2018,7 +2201,9 @@ impl Queue {
     /// Whether [`Queue::close`] was called. `len`, `first_seq`, `next_seq`
     /// and `stats` of a closed queue answer from the files as last seen.
     pub fn is_closed(&self) -> bool {
-        self.inner.closed.load(std::sync::atomic::Ordering::Acquire)
+        self.inner()
+            .closed
+            .load(std::sync::atomic::Ordering::Acquire)
     }
 
     fn close_writer(&self, w: &Writer) -> Result<()> {
@@ -2046,7 +2231,7 @@ impl Queue {
             drop(lock);
             return Err(Error::Poisoned { cause: Arc::new(e) });
         }
-        let next_seq = if self.inner.config.multi_writer {
+        let next_seq = if self.inner().config.multi_writer {
             // Only the last of several writers records a clean shutdown.
             if !lock.as_ref().is_some_and(WriterLock::try_exclusive) {
                 return Ok(());
@@ -2056,7 +2241,7 @@ impl Queue {
             w.shared.written()
         };
         let mut meta = self
-            .inner
+            .inner()
             .metadata
             .lock()
             .unwrap_or_else(|e| e.into_inner());
@@ -2064,12 +2249,12 @@ impl Queue {
         meta.next_seq = next_seq;
         meta.key_index_upto = w.shared.indexed_upto();
         meta.key_index_last = w.shared.key_index_last();
-        if !self.inner.config.multi_writer {
+        if !self.inner().config.multi_writer {
             // This writer added every keyed message since its open, which
             // found the index whole: what its files do not cover holds none.
             meta.key_index_clear = self.key_index_gaps().unwrap_or_default();
         }
-        write_metadata(&self.inner.config.path.join(METADATA_FILE), &meta)?;
+        write_metadata(&self.inner().config.path.join(METADATA_FILE), &meta)?;
         drop(lock);
         Ok(())
     }
@@ -2186,12 +2371,13 @@ pub fn writer_pid(path: &Path) -> Option<u32> {
 impl Drop for Queue {
     fn drop(&mut self) {
         // In a forked child the I/O thread does not exist: joining would hang.
+        // (A lazy handle's: its writer's, once started.)
         let forked = self
-            .inner
+            .inner()
             .writer
             .as_ref()
             .is_some_and(|w| w.appender.forked());
-        if Arc::strong_count(&self.inner) == 1 && !forked {
+        if Arc::strong_count(&self.own) == 1 && !forked {
             let _ = self.shut_down(false);
         }
     }

@@ -225,16 +225,76 @@ def _allocated(p: Path) -> int:
     return p.stat().st_blocks * 512
 
 
+def _dataset_queues(root: Path) -> list[Path]:
+    """The queues under ``root`` (a dataset, as Spark writes one: a directory of
+    queues), depth first and sorted, skipping hidden and ``_`` entries as readers do."""
+    found: list[Path] = []
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError:
+        return found
+    for e in entries:
+        if e.name.startswith(("_", ".")) or not e.is_dir():
+            continue
+        p = Path(e.path)
+        if (p / "metadata.json").is_file():
+            found.append(p)
+        else:
+            found.extend(_dataset_queues(p))
+    return found
+
+
+def _info_dataset(base: Path, queues: list[Path], args: argparse.Namespace, out: IO[str]) -> int:
+    """`info` of a directory of queues: one line per queue."""
+    rows: list[dict[str, Any]] = []
+    for path in queues:
+        with _open(str(path)) as q:
+            rows.append(
+                {
+                    "name": str(path.relative_to(base)),
+                    "path": str(path.resolve()),
+                    "messages": len(q),
+                    "first_seq": q.first_seq,
+                    "next_seq": q.next_seq,
+                }
+            )
+    info: dict[str, Any] = {
+        "path": str(base.resolve()),
+        "dataset": True,
+        "messages": sum(r["messages"] for r in rows),
+        "queues": rows,
+    }
+    if args.format == "json":
+        out.write(json.dumps(info) + "\n")
+        return 0
+    out.write(f"path      {info['path']}\n")
+    out.write(f"dataset   {len(rows)} queues, {info['messages']:,} messages\n")
+    width = max(len(r["name"]) for r in rows)
+    for r in rows:
+        out.write(
+            f"  {r['name']:<{width}}  {r['messages']:>12,} messages  "
+            f"sequences [{r['first_seq']}, {r['next_seq']})\n"
+        )
+    return 0
+
+
 def cmd_info(args: argparse.Namespace, out: IO[str]) -> int:
     base = Path(args.path)
+    if base.is_dir() and not (base / "metadata.json").exists():
+        queues = _dataset_queues(base)
+        if queues:
+            return _info_dataset(base, queues, args, out)
     with _open(args.path) as q:
         first, nxt = q.first_seq, q.next_seq
         files = q.data_files()
         index_files = sorted(p for p in base.rglob("*.index") if p.is_file())
         first_time = last_time = None
         if nxt > first:
-            first_time = q.get(first).timestamp
-            last_time = q.get(nxt - 1).timestamp
+            # Tailers step over compaction's holes; `get` of one raises.
+            oldest = next(iter(q.tailer(start=first)), None)
+            newest = next(iter(q.tailer(start="end", direction="backward")), None)
+            first_time = None if oldest is None else oldest.timestamp
+            last_time = None if newest is None else newest.timestamp
         info: dict[str, Any] = {
             "path": str(base.resolve()),
             "messages": nxt - first,

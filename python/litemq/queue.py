@@ -35,11 +35,15 @@ atexit.register(_litemq._close_all_at_exit)
 class Queue(_litemq.Queue):
     """A persistent, append-only message queue stored in a directory.
 
-    Opens the queue at `path`, creating it when missing. One process at a time
+    Opens the queue at `path`, creating it when missing (in a new or empty
+    directory only: `FileExistsError` otherwise). One process at a time
     may write (a second one gets `LockedError` naming the first one's pid)
     unless every writer opens it with ``multi_writer=True`` (remembered: a
     plain open of such a queue joins the writers); any number of
     processes may read, also with ``read_only=True``, which takes no lock.
+    The writer lock is taken at the first ``appender()`` (or ``add_index``,
+    ``drop_index``), not at open: a handle that only reads never locks a
+    writer out, and a collision raises `LockedError` there.
 
     Options (keywords; the defaults suit most uses):
 
@@ -58,7 +62,8 @@ class Queue(_litemq.Queue):
       messages (1 to 2**32 - 1); ``seek_time`` scans at most this many (a
       ``get`` or ``seek`` by sequence is one probe of the dense index; in
       files written before format 5 it scans at most this many).
-    - ``verify_on_startup`` (``False``): check the CRC of every frame on open.
+    - ``verify_on_startup`` (``False``): check the CRC of every frame on open
+      (the writer then starts, and locks, at open).
     - ``read_only`` (``False``): read without taking the writer lock.
     - ``multi_writer`` (``False``, or as remembered): let several processes append at once, each
       opening the queue with this flag. Sequences stay dense and each

@@ -330,6 +330,18 @@ pub(crate) fn to_pyerr(py: Python<'_>, err: &Error) -> PyErr {
             err
         }
         Error::Locked { path, pid } => {
+            // The writer lock names the queue's directory (a named tailer's,
+            // its position file): say how to read, or write from several processes.
+            let message = if path.is_dir() {
+                format!(
+                    "{message}: a queue has one writer process at a time. To only read, open \
+                     it with read_only=True (a litemq.Queue that never appends takes no lock \
+                     either: the lock is taken at its first append); for several writer \
+                     processes, open every writer with multi_writer=True"
+                )
+            } else {
+                message
+            };
             let err = raise(
                 py,
                 &t.locked,

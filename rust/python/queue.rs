@@ -259,9 +259,12 @@ impl Queue {
         let multi_writer = multi_writer
             .map(|o| options::flag(o, "multi_writer"))
             .transpose()?;
+        // The writer lock is taken at the first append (or add_index): a
+        // handle that only reads never locks a writer out.
         let mut builder = QueueBuilder::new(&path)
             .verify_on_startup(verify_on_startup)
-            .read_only(read_only);
+            .read_only(read_only)
+            .lock_on_first_write(true);
         if let Some(m) = multi_writer {
             builder = builder.multi_writer(m);
         }
@@ -363,8 +366,10 @@ impl Queue {
     /// An appender for writing messages (raises ReadOnlyError when read-only).
     ///
     /// >>> app = q.appender()
-    fn appender(&self) -> PyResult<Appender> {
-        let app = self.queue()?.appender()?;
+    fn appender(&self, py: Python<'_>) -> PyResult<Appender> {
+        // The first one takes the writer lock and recovers: without the GIL.
+        let queue = self.queue()?;
+        let app = exit::detach(py, || queue.appender())?;
         Ok(Appender::new(app, self.blocking_appends, self.path.clone()))
     }
 

@@ -56,6 +56,7 @@ def test_info_names_a_live_writer(filled: Path) -> None:
         """
         import sys, litemq
         with litemq.Queue(sys.argv[1]) as q:
+            q.appender()  # the lock is taken at the first write (issue 33)
             print("locked", flush=True)
             sys.stdin.readline()
         """,

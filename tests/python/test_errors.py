@@ -38,8 +38,12 @@ def test_second_writer_is_refused_with_the_holder_pid(qpath: Path) -> None:
     with litemq.Queue(qpath, file_size=SMALL_FILE) as q:
         q.appender().append(b"x")
         q.appender().flush()
-        with pytest.raises(litemq.LockedError) as info:
-            litemq.Queue(qpath, file_size=SMALL_FILE)
+        # The lock is taken at the first append (issue 33): that is where a second writer is refused.
+        with (
+            litemq.Queue(qpath, file_size=SMALL_FILE) as other,
+            pytest.raises(litemq.LockedError) as info,
+        ):
+            other.appender()
         assert info.value.pid == os.getpid()
         assert str(os.getpid()) in str(info.value)
 

@@ -234,9 +234,13 @@ def test_unwritable_queue_files_as_root_via_immutable_open(qdir: Path) -> None:
     """As root, permissions do not stop writes; a read-only open of a queue
     whose lock is held elsewhere must still work and change nothing."""
     before = data_hash(qdir)
-    with litemq.Queue(qdir, file_size=SMALL, index_interval=4):
-        with pytest.raises(litemq.LockedError):
-            litemq.Queue(qdir, file_size=SMALL, index_interval=4)
+    with litemq.Queue(qdir, file_size=SMALL, index_interval=4) as q:
+        q.appender()  # the lock is taken at the first append (issue 33)
+        with (
+            litemq.Queue(qdir, file_size=SMALL, index_interval=4) as other,
+            pytest.raises(litemq.LockedError),
+        ):
+            other.appender()
         with litemq.Queue(qdir, read_only=True) as r:
             assert len(r) == 300
     assert data_hash(qdir) == before

@@ -116,15 +116,24 @@ def test_writer_killed_mid_write_does_not_block_the_others(qpath: Path) -> None:
 
 
 def test_single_writer_and_multi_writers_exclude_each_other(qpath: Path) -> None:
-    with litemq.Queue(qpath, file_size=SMALL_FILE), pytest.raises(litemq.LockedError):
-        litemq.Queue(qpath, file_size=SMALL_FILE, multi_writer=True)
+    # The lock is taken at the first append (issue 33): that is where writers collide.
+    with litemq.Queue(qpath, file_size=SMALL_FILE) as single:
+        single.appender()
+        with (
+            litemq.Queue(qpath, file_size=SMALL_FILE, multi_writer=True) as multi,
+            pytest.raises(litemq.LockedError),
+        ):
+            multi.appender()
     with litemq.Queue(qpath, file_size=SMALL_FILE, multi_writer=True) as a:
         with litemq.Queue(qpath, file_size=SMALL_FILE, multi_writer=True) as b:
             assert a.appender().append(b"a") == 0
             assert b.appender().append(b"b") == 1
             assert a.stats().takeovers == 0
-        with pytest.raises(litemq.LockedError):
-            litemq.Queue(qpath, file_size=SMALL_FILE, multi_writer=False)
+        with (
+            litemq.Queue(qpath, file_size=SMALL_FILE, multi_writer=False) as single,
+            pytest.raises(litemq.LockedError),
+        ):
+            single.appender()
         # Remembered: a plain open joins the writers.
         with litemq.Queue(qpath, file_size=SMALL_FILE) as c:
             assert c.appender().append(b"c") == 2

@@ -87,8 +87,12 @@ def test_second_writer_process_is_refused_with_the_holders_pid(qpath: Path) -> N
     assert holder.stdin is not None
     try:
         assert holder.stdout.readline().strip() == "locked"
-        with pytest.raises(litemq.LockedError) as info:
-            litemq.Queue(qpath, file_size=SMALL_FILE)
+        # The lock is taken at the first append (issue 33): that is where a second writer is refused.
+        with (
+            litemq.Queue(qpath, file_size=SMALL_FILE) as other,
+            pytest.raises(litemq.LockedError) as info,
+        ):
+            other.appender()
         assert info.value.pid == holder.pid
         assert str(holder.pid) in str(info.value)
         assert litemq._litemq.writer_pid(qpath) == holder.pid

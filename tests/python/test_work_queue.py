@@ -296,6 +296,7 @@ def test_a_queue_has_a_random_id_kept_for_good(tmp_path: Path) -> None:
     with litemq.Queue(a, read_only=True) as q:
         assert q.queue_id is None
     with litemq.Queue(a) as q:
+        q.appender()  # the writer starts at the first write (issue 33)
         new = q.queue_id
     assert new is not None
     assert new != ida
@@ -313,6 +314,7 @@ def test_a_queue_has_a_random_id_kept_for_good(tmp_path: Path) -> None:
     with litemq.Queue(sealed, encryption_key=key, read_only=True) as q:
         assert q.queue_id == sealed_id
     with litemq.Queue(sealed, encryption_key=key) as q:
+        q.appender()  # the writer starts at the first write (issue 33)
         assert q.queue_id == sealed_id
     assert _metadata(sealed)["queue_id"] == sealed_id
     _set_metadata(b, queue_id="NOT-HEX")

@@ -90,3 +90,33 @@ fn drop_without_close_leaves_tailers_reading() {
     }
     assert_eq!(n, 10);
 }
+
+/// `lock_on_first_write` (what `litemq.Queue` opens with, issue 33): the
+/// handle reads without the writer lock until its first append, so another
+/// writer appends meanwhile; its own first append then collides.
+#[test]
+fn a_lazy_handle_takes_the_writer_lock_at_its_first_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("q");
+    let lazy = small(&path).lock_on_first_write(true).open().unwrap();
+    assert!(path.join("metadata.json").exists(), "created at open");
+    assert_eq!(litemq::writer_pid(&path), None);
+    let writer = small(&path).open().unwrap();
+    let app = writer.appender().unwrap();
+    app.append(b"from the writer").unwrap();
+    app.flush().unwrap();
+    assert_eq!(lazy.get(0).unwrap().payload, b"from the writer");
+    assert!(matches!(lazy.appender(), Err(Error::Locked { .. })));
+    assert_eq!(lazy.len(), 1, "still a reader after the refusal");
+    writer.close().unwrap();
+    let app = lazy.appender().unwrap();
+    assert_eq!(app.append(b"mine").unwrap(), 1);
+    assert_eq!(litemq::writer_pid(&path), Some(std::process::id()));
+    assert!(!lazy.stats().read_only);
+    lazy.close().unwrap();
+    assert_eq!(litemq::writer_pid(&path), None);
+    let q = small(&path).open().unwrap();
+    assert_eq!(q.get(1).unwrap().payload, b"mine");
+    assert_eq!(q.stats().recovery.cut_bytes, 0);
+    q.close().unwrap();
+}
