@@ -539,6 +539,15 @@ impl std::fmt::Debug for WorkQueue {
     }
 }
 
+/// The message at `seq` or the first after it (holes), read by `scout`,
+/// which seeks only when it is not there already (read-ahead moves on).
+fn read_at(scout: &mut Tailer, seq: u64) -> Result<Option<Message<'_>>> {
+    if scout.next_seq() != seq {
+        scout.seek(seq)?;
+    }
+    scout.read_next()
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -1116,14 +1125,7 @@ impl WorkQueue {
             while r.ahead.next < horizon && budget > 0 {
                 budget -= 1;
                 let seq = r.ahead.next;
-                let read = if r.scout.next_seq() == seq {
-                    r.scout.read_next()
-                } else {
-                    match r.scout.seek(seq) {
-                        Ok(()) => r.scout.read_next(),
-                        Err(e) => Err(e),
-                    }
-                };
+                let read = read_at(&mut r.scout, seq);
                 match read {
                     Ok(Some(m)) if m.seq != seq => {
                         // Key compaction dropped `seq..m.seq` (holes): those
@@ -1209,14 +1211,7 @@ impl WorkQueue {
             while r.keys.next < horizon && budget > 0 {
                 budget -= 1;
                 let seq = r.keys.next;
-                let read = if r.scout.next_seq() == seq {
-                    r.scout.read_next()
-                } else {
-                    match r.scout.seek(seq) {
-                        Ok(()) => r.scout.read_next(),
-                        Err(e) => Err(e),
-                    }
-                };
+                let read = read_at(&mut r.scout, seq);
                 match read {
                     Ok(Some(m)) if m.seq != seq => {
                         // Key compaction dropped `seq..m.seq` (holes).
