@@ -274,7 +274,11 @@ fn no_queue_here(base: &Path) -> Error {
 /// litemq's own: a queue whose metadata file is missing (its writer died
 /// while creating it, or the file was lost) is still opened and recovered.
 fn is_queue_entry(name: &str) -> bool {
+    // What an atomic write killed before its rename leaves (`write_atomic`).
+    let tmp_of = |file: &str| name.strip_suffix(".tmp").is_some_and(|n| n == file);
     name.starts_with('.')
+        || tmp_of(METADATA_FILE)
+        || tmp_of(crate::storage::wake::WAKE_FILE)
         || [
             APPEND_LOCK_FILE,
             crate::storage::wake::WAKE_FILE,

@@ -120,3 +120,19 @@ fn a_lazy_handle_takes_the_writer_lock_at_its_first_append() {
     assert_eq!(q.stats().recovery.cut_bytes, 0);
     q.close().unwrap();
 }
+
+/// A writer killed while creating its queue leaves `metadata.json.tmp` (and
+/// maybe `wake.ctl.tmp`) before any `metadata.json`: the next open creates
+/// the queue there, it does not take the directory for someone else's.
+#[test]
+fn a_queue_whose_creation_was_killed_is_created_again() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("metadata.json.tmp"), b"{\"format_v").unwrap();
+    std::fs::write(dir.path().join("wake.ctl.tmp"), b"").unwrap();
+    let q = small(dir.path()).open().unwrap();
+    assert_eq!(q.appender().unwrap().append(b"first").unwrap(), 0);
+    // Anything else still makes the directory someone else's.
+    let other = tempfile::tempdir().unwrap();
+    std::fs::write(other.path().join("part-0000.parquet.tmp"), b"").unwrap();
+    assert!(small(other.path()).open().is_err());
+}
