@@ -897,11 +897,13 @@ def test_the_readme_example_runs(tmp_path: Path) -> None:
     shell = re.search(r"```sh\n(.*?)```", section, re.S)
     assert code
     assert shell
-    proc = run_python(code.group(1).replace("/tmp/", f"{tmp_path}/"))
+    # The block writes under tempfile.gettempdir() (/tmp for a reader); its
+    # `# ->` values are checked by test_docs.py::test_readme_examples_run.
+    proc = run_python(f"import tempfile\ntempfile.tempdir = {str(tmp_path)!r}\n" + code.group(1))
     lines = proc.stdout.splitlines()
     assert lines[0] == "0 orders b'order 1'"
     assert lines[1].split(" ", 1)[1] == "audit b'login'"
-    assert lines[2:] == ["['m-1']", "('paid',) []"]
+    assert lines[2:] == []
     for line in shell.group(1).splitlines():
         args = shlex.split(line.split("#")[0].replace("/tmp/", f"{tmp_path}/"))
         assert args[0] == "litemq"
