@@ -846,7 +846,7 @@ impl Columns {
                 Ok(m) => m,
                 // As a tailer's read_batch: the rows before the damage now,
                 // the damage on the next read.
-                Err(crate::Error::Corrupted { .. })
+                Err(crate::error::Error::Corrupted { .. })
                     if mismatch == OnMismatch::CheckFrames && b.rows > 0 =>
                 {
                     break;
@@ -1181,7 +1181,7 @@ impl Columns {
     /// The result is what a serial read returns: the same rows in the same
     /// order, or the error of the earliest part that failed after every
     /// part before it was read whole (a damaged sealed file is
-    /// [`crate::Error::Corrupted`] naming it, the first in sequence order
+    /// [`crate::error::Error::Corrupted`] naming it, the first in sequence order
     /// winning). A part stopped short by the `i32::MAX` column limit ends
     /// the result there (`next_seq` says where to go on). Since a sequence
     /// holds at most one row, the range read in parallel is cut to
