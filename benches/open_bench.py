@@ -9,7 +9,8 @@ first file, between files) are read from the data unless ``metadata.json``'s
 2,000,000) in 64 MiB files, then 2,000 keyed ones, and measures, best of 5, each in a
 fresh process:
 
-- ``writer open``: ``Queue(path)`` then ``close()`` (recovery, key-index check, metadata);
+- ``writer open``: ``Queue(path)``, ``appender()`` (which starts the writer: lock, recovery,
+  key-index check, metadata), ``close()``;
 - ``writer open, no saved ranges``: the same after ``key_index_clear`` is removed from
   ``metadata.json`` (a queue written by an older build): the open reads the prefix;
 - ``read-only first find``: ``Queue(path, read_only=True)`` and one ``find``;
@@ -50,7 +51,9 @@ import sys, time, litemq
 path, mode = sys.argv[1], sys.argv[2]
 t = time.perf_counter()
 if mode == "open":
-    litemq.Queue(path).close()
+    q = litemq.Queue(path)
+    q.appender()  # the writer starts (lock, recovery, key-index check) at the first append
+    q.close()
 else:
     with litemq.Queue(path, read_only=True) as q:
         q.find("k7")
