@@ -235,8 +235,12 @@ def test_threads_sharing_a_tailer_get_each_message_once(qpath: Path) -> None:
         _numbered(q, 20_000)
         t = q.tailer()
         got: list[list[int]] = [[] for _ in range(4)]
+        # Every thread is running before any reads: one started late on a
+        # busy machine would find the queue drained, and prove nothing.
+        ready = threading.Barrier(len(got))
 
         def drain(out: list[int]) -> None:
+            ready.wait()
             for m in t:
                 out.append(m.seq)
 
