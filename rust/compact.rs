@@ -45,6 +45,7 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+use crate::catalog::{Catalog, FileInfo};
 use crate::error::{Error, Result};
 use crate::format::crc::{crc64, Crc64};
 use crate::format::footer::{Footer, FOOTER_LEN};
@@ -53,7 +54,6 @@ use crate::format::header::DataHeader;
 use crate::format::record::{self, HOLE_RECORD_LEN};
 use crate::format::FORMAT_VERSION;
 use crate::index::fields::{self as field_index, FieldIndexDef};
-use crate::reader::catalog::{Catalog, FileInfo};
 use crate::retention::RetentionLock;
 use crate::storage::fsutil::{mark_removal, sync_dir};
 use crate::storage::mapped::{allocated_bytes, Mapping};

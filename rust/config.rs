@@ -25,6 +25,12 @@ pub const MAX_FILE_SIZE: u64 = 1 << 40;
 pub const MAX_CHANNEL_CAPACITY: usize = 1 << 16;
 /// Largest `index_interval`: the sparse-index header stores it in 32 bits.
 pub const MAX_INDEX_INTERVAL: u32 = u32::MAX;
+/// The tombstone grace of key compaction when the caller names none (one
+/// day, Kafka's `delete.retention.ms` default): Python's
+/// `compact_on_roll=True`, `Queue.compact()` and `litemq compact` use it.
+/// Written here once; the bindings and the Python package read it from
+/// here.
+pub const DEFAULT_COMPACT_GRACE: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
 /// Everything a queue is opened with. Built by [`QueueBuilder`].
 /// A 32-byte encryption key, kept out of `Debug` output.
@@ -411,6 +417,7 @@ impl Config {
             clock: self.clock.clone(),
             key_index: self.key_index,
             fields: self.fields.clone(),
+            key: None,
         }
     }
 

@@ -18,12 +18,16 @@
 //!
 //! Layout, from the bottom up: `format/` encodes and decodes bytes (no I/O),
 //! `storage/` owns the mapped files (most of the engine's `unsafe`),
-//! `index/` the sparse and key indexes, `reader/` tailers and `writer/` the
-//! appender and I/O thread, then `consumers/` (named tailers, work queues), `retention.rs` and
-//! `recovery.rs`, and `queue.rs` ties them together. Each layer imports only
-//! those below it (`tests/rust/layers.rs` checks). `docs/DESIGN.md` opens with the
-//! layer diagram and explains the threads; `docs/FORMAT.md` the bytes.
+//! `index/` the sparse and key indexes, `catalog/` the list of data files
+//! that the reader and the writer share, `reader/` tailers and `writer/`
+//! the appender and I/O thread (peers: neither imports the other), then
+//! `consumers/` (named tailers, work queues), `retention.rs` and
+//! `recovery.rs`, and `queue/` ties them together. Each layer imports only
+//! those below it (`tests/rust/layers.rs` checks). `docs/DESIGN.md` opens
+//! with the layer diagram and explains the threads; `docs/FORMAT.md` the
+//! bytes.
 
+mod catalog;
 mod clock;
 mod compact;
 mod config;
@@ -47,8 +51,8 @@ pub use clock::{Clock, ManualClock, Monotonic, SystemClock};
 pub use compact::CompactStep;
 pub use compact::{CompactOptions, CompactReport};
 pub use config::{
-    FlushMode, QueueBuilder, RollPeriod, RollStrategy, MAX_CHANNEL_CAPACITY, MAX_FILE_SIZE,
-    MAX_INDEX_INTERVAL, MIN_FILE_SIZE,
+    FlushMode, QueueBuilder, RollPeriod, RollStrategy, DEFAULT_COMPACT_GRACE, MAX_CHANNEL_CAPACITY,
+    MAX_FILE_SIZE, MAX_INDEX_INTERVAL, MIN_FILE_SIZE,
 };
 pub use consumers::work_queue::{
     DeadLetterSink, Job, JobOrigin, PendingJob, QueueIdentity, Ticket, WorkQueue, WorkQueueInfo,

@@ -10,13 +10,13 @@
 
 use std::path::Path;
 
+use crate::catalog::{Catalog, FileInfo};
 use crate::error::{Error, Result};
 use crate::format::footer::{trimmed_len, Footer, FOOTER_LEN};
 use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
 use crate::format::{data_file, record};
 use crate::index::dense::DenseIndexWriter;
 use crate::index::sparse::{self, Entry, SparseIndexWriter};
-use crate::reader::catalog::{Catalog, FileInfo};
 use crate::storage::fsutil::{remove_data_file, remove_if_present};
 use crate::storage::layout::list_temp_files;
 use crate::storage::mapped::{Mapping, WritableMapping};

@@ -28,10 +28,10 @@ use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::catalog::{Catalog, FileInfo};
 use crate::error::{Error, Result};
 use crate::format::position;
 use crate::index::key_index;
-use crate::reader::catalog::{Catalog, FileInfo};
 use crate::storage::fsutil::{remove_data_file, remove_if_present};
 use crate::storage::layout::{FileId, KEY_INDEX_DIR};
 use crate::storage::mapped::allocated_bytes;

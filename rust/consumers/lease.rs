@@ -79,6 +79,32 @@ pub(crate) fn clock_word(load: Load<'_>, i: usize, raw: u64) -> ClockWord {
     }
 }
 
+/// Which clock the deadline in the slot at word `i` (state word `raw`)
+/// counts on, as seen from `now`: the one question both readings of a
+/// deadline ([`deadline_passed`], [`deadline_wall_ms`]) start from.
+enum DeadlineClock {
+    /// Version 1: wall-clock ms from the group's epoch.
+    Epoch,
+    /// This process's boot: its monotonic clock.
+    Own,
+    /// A claim not complete yet: its boot is unknown.
+    Unknown,
+    /// Another boot, with the wall time of its monotonic zero when the
+    /// boot table still has it.
+    Other(Option<u64>),
+}
+
+fn deadline_clock(load: Load<'_>, version: u64, i: usize, raw: u64, now: &Now) -> DeadlineClock {
+    if version < 2 {
+        return DeadlineClock::Epoch;
+    }
+    match clock_word(load, i, raw).boot {
+        boot if boot == now.boot => DeadlineClock::Own,
+        0 => DeadlineClock::Unknown,
+        boot => DeadlineClock::Other(boot_base(load, boot)),
+    }
+}
+
 /// Whether the deadline of `word` (state word `raw` of the slot at word
 /// `i`) has passed by `now`. `bound_ms`: the longest a deadline this
 /// process cannot read on its own clock may lie ahead (beyond it, the wall
@@ -93,19 +119,12 @@ pub(crate) fn deadline_passed(
     bound_ms: u64,
 ) -> bool {
     let d = word.deadline_ms;
-    if version < 2 {
-        return d <= now.ms;
-    }
-    let boot = clock_word(load, i, raw).boot;
-    if boot == now.boot {
-        return d <= now.ms;
-    }
-    if boot == 0 {
-        return d <= now.ms || d - now.ms > bound_ms;
-    }
-    match boot_base(load, boot) {
-        None => true,
-        Some(base) => {
+    match deadline_clock(load, version, i, raw, now) {
+        DeadlineClock::Epoch | DeadlineClock::Own => d <= now.ms,
+        DeadlineClock::Unknown => d <= now.ms || d - now.ms > bound_ms,
+        // A boot missing from the table is long gone.
+        DeadlineClock::Other(None) => true,
+        DeadlineClock::Other(Some(base)) => {
             let left = base.wrapping_add(d).wrapping_sub(now.wall_ms) as i64;
             left <= 0 || left as u64 > bound_ms
         }
@@ -127,16 +146,13 @@ pub(crate) fn deadline_wall_ms(
     epoch_ms: u64,
 ) -> u64 {
     let d = word.deadline_ms;
-    if version < 2 {
-        return epoch_ms.saturating_add(d);
+    match deadline_clock(load, version, i, raw, now) {
+        DeadlineClock::Epoch => epoch_ms.saturating_add(d),
+        DeadlineClock::Other(Some(base)) => base.wrapping_add(d),
+        DeadlineClock::Own | DeadlineClock::Unknown | DeadlineClock::Other(None) => {
+            now.boot_base().wrapping_add(d)
+        }
     }
-    let boot = clock_word(load, i, raw).boot;
-    let base = if boot == 0 || boot == now.boot {
-        None
-    } else {
-        boot_base(load, boot)
-    };
-    base.unwrap_or_else(|| now.boot_base()).wrapping_add(d)
 }
 
 /// The wall-clock time of boot `boot`'s monotonic zero, from the boot table.

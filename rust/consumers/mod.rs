@@ -37,11 +37,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::catalog::{Catalog, FileInfo};
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::format::frame::{frame_size, DATA_HEADER_LEN, END_OF_FILE};
 use crate::index::sparse::SparseIndex;
-use crate::reader::catalog::{Catalog, FileInfo};
 use crate::reader::tailer::{Message, Start, Tailer};
 use crate::storage::layout::FileId;
 use crate::storage::mapped::Mapping;

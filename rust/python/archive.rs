@@ -242,7 +242,11 @@ fn queue_key(
         )?)),
         None => None,
     };
-    Ok(crate::queue::check_key(path, key.as_ref(), &meta)?)
+    Ok(crate::queue::metadata::check_key(
+        path,
+        key.as_ref(),
+        &meta,
+    )?)
 }
 
 /// Checks an archive's `metadata.json` against the key given (None: no

@@ -11,9 +11,9 @@
 //! `Queue::where_field`) up to where that index reaches, and frame by frame
 //! from there. Every message returned is compared exactly.
 
-use super::catalog::{Catalog, FileInfo};
 use super::plan::{Jump, Plan, Planned};
 use super::topic::read_footer;
+use crate::catalog::{Catalog, FileInfo};
 use crate::format::record::RecordView;
 use crate::index::fields::{self, FieldIndex, FieldQuery};
 

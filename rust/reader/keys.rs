@@ -7,9 +7,9 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use super::catalog::Catalog;
 use super::tailer::{Message, Tailer};
 use super::wait::WaitStrategy;
+use crate::catalog::Catalog;
 use crate::error::Result;
 use crate::index::key_index::KeyIndexWriter;
 

@@ -1,16 +1,14 @@
-//! The read path: the [`catalog::Catalog`] of data files, [`tailer::Tailer`]s
-//! that walk frames, columnar [`columns::Columns`] reads, and data files
-//! held in memory rather than mapped ([`archived`]: copies read back from an
-//! archive).
+//! The read path: [`tailer::Tailer`]s that walk frames (through the
+//! handle's [`crate::catalog::Catalog`] of data files, a layer below),
+//! columnar [`columns::Columns`] reads, and data files held in memory
+//! rather than mapped ([`archived`]: copies read back from an archive).
 
 pub mod archived;
 pub mod backward;
-pub mod catalog;
 pub mod columns;
 pub(crate) mod field;
 pub mod keys;
 pub(crate) mod plan;
-pub(crate) mod sealed;
 #[cfg_attr(
     not(feature = "python"),
     allow(
@@ -21,7 +19,6 @@ pub(crate) mod sealed;
 pub mod spare;
 pub mod tailer;
 pub mod topic;
-pub(crate) mod topic_cache;
 pub(crate) mod topic_offsets;
 pub mod topics_summary;
 pub mod wait;

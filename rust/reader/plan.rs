@@ -5,7 +5,7 @@
 //! ([`super::topic`]) and field queries ([`super::field`]) are the two
 //! filters.
 
-use super::catalog::{Catalog, FileInfo};
+use crate::catalog::{Catalog, FileInfo};
 
 /// What to do in one data file.
 #[derive(Debug)]

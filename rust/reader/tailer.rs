@@ -4,12 +4,12 @@ use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::catalog::{Catalog, FileInfo};
 use super::field::FieldFilter;
 use super::plan::Jump;
 use super::topic::{TopicFilter, TopicSelector};
 use super::wait::{Sleeper, Slept, WaitStrategy, Waiter};
 use super::wake::{WakeSource, RETRY};
+use crate::catalog::{Catalog, FileInfo};
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::format::compression::Codec;
@@ -334,7 +334,7 @@ struct Cursor {
     index: Option<Option<SparseIndex>>,
     /// The file's footer when it is a sealed file, looked up on a bulk
     /// read's first use (`Some(None)`: none usable).
-    footer: Option<Option<super::sealed::Sealed>>,
+    footer: Option<Option<crate::catalog::sealed::Sealed>>,
     /// Its frame area matched the footer's CRC in this process.
     verified: bool,
     /// Frames runs ([`Tailer::read_run_frames`]) read from this file: once
@@ -399,7 +399,7 @@ impl Cursor {
     /// A filtered read (which reads a few frames here and there, never a
     /// whole file) trusts the frames of a sealed file whose frame area this
     /// queue handle verified against its footer's CRC (a bulk read did, see
-    /// `reader::sealed`): each frame is then CRC-checked by that checksum
+    /// `catalog::sealed`): each frame is then CRC-checked by that checksum
     /// instead of its own. Looked up once per file.
     fn trust(&mut self, catalog: &Catalog) {
         if self.trust_checked {
@@ -408,7 +408,7 @@ impl Cursor {
         self.trust_checked = true;
         let footer = *self
             .footer
-            .get_or_insert_with(|| super::sealed::footer(&self.map, &self.info.header));
+            .get_or_insert_with(|| crate::catalog::sealed::footer(&self.map, &self.info.header));
         if let Some(sealed) = footer {
             if self.verified || catalog.verified.contains(&sealed) {
                 self.verified = true;
@@ -1768,7 +1768,7 @@ impl Tailer {
     ///
     /// Each frame is checked by its own CRC, except in a sealed file whose
     /// whole frame area this process verified against its footer's CRC (see
-    /// `reader::sealed`, remembered per queue handle): a bulk read that
+    /// `catalog::sealed`, remembered per queue handle): a bulk read that
     /// wants at least a quarter of such a file's messages verifies it first
     /// and then parses its frames without per-frame CRC. When that check
     /// fails, `mismatch` says what happens: [`OnMismatch::Fail`] (a read of
@@ -1801,7 +1801,7 @@ impl Tailer {
         };
         let footer = *c
             .footer
-            .get_or_insert_with(|| super::sealed::footer(&c.map, &c.info.header));
+            .get_or_insert_with(|| crate::catalog::sealed::footer(&c.map, &c.info.header));
         let mut trusted_end = None;
         if let Some(sealed) = footer {
             let f = sealed.footer;

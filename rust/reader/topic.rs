@@ -6,7 +6,7 @@
 //! is skipped whole; a sealed file with a topic index (`NAME.topics`) that
 //! checks out is read only at the sequences its index lists for the topic
 //! (and whose tag masks can match); the active file is read at the frames
-//! the queue handle's map of it lists (`reader::topic_cache`), then frame
+//! the queue handle's map of it lists (`catalog::topic_cache`), then frame
 //! by frame past what the map read; a sealed file whose index is missing or
 //! not built yet is read frame by frame, and each record's topic and tags
 //! are compared. Every message returned is compared exactly, so an index
@@ -14,9 +14,9 @@
 
 use std::sync::Arc;
 
-use super::catalog::{Catalog, FileInfo};
 use super::plan::{Jump, Plan, Planned};
 use super::topic_offsets::{Scanner, Streams, TopicOffsets};
+use crate::catalog::{Catalog, FileInfo};
 use crate::error::{Error, Result};
 use crate::format::footer::{Footer, CONTENT_TOPICS};
 use crate::format::record::RecordView;

@@ -6,7 +6,7 @@
 //! the directories of the topic index files (`NAME.topics`) of the files
 //! before its own, plus its rank among `s`'s messages of its own file (the
 //! index's entries; for the active file, the queue handle's map of its
-//! topic messages, `reader::topic_cache::ActiveTopics`; else a read of the file:
+//! topic messages, `catalog::topic_cache::ActiveTopics`; else a read of the file:
 //! a sealed one whose index is not built yet or fails a check). The data files are the truth, so offsets are exact after a crash
 //! or an index rebuild. They count the messages still in the queue:
 //! retention deleting the oldest files lowers the offsets of the messages
@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::catalog::{Catalog, FileInfo};
+use crate::catalog::{Catalog, FileInfo};
 use crate::error::{Error, Result};
 use crate::format::footer::CONTENT_TOPICS;
 use crate::index::topics::{self, TopicsIndex};
@@ -230,7 +230,7 @@ impl TopicOffsets {
 
     /// Brings `self.file`, the active file `info`, up to what the queue
     /// handle's map of its topic messages has read (see
-    /// `reader::topic_cache::ActiveTopics`): the file is then read once per
+    /// `catalog::topic_cache::ActiveTopics`): the file is then read once per
     /// handle, not once per reader.
     fn extend_from_map(&mut self, catalog: &Arc<Catalog>, info: &FileInfo) {
         let (topic, queue_id) = (self.streams.topic.as_deref(), self.streams.queue_id);
@@ -476,14 +476,14 @@ impl TopicOffsets {
 }
 
 /// The messages of `topic` and `queue_id` (any when `None`) in active file
-/// `info` that the handle's map of it lists (see [`super::topic_cache::ActiveTopics`]); `None`
+/// `info` that the handle's map of it lists (see [`crate::catalog::topic_cache::ActiveTopics`]); `None`
 /// when the file cannot be mapped.
 pub(crate) fn active_frames(
     catalog: &Catalog,
     info: &FileInfo,
     topic: Option<&str>,
     queue_id: Option<u16>,
-) -> Option<super::topic_cache::ActiveFrames> {
+) -> Option<crate::catalog::topic_cache::ActiveFrames> {
     let file = catalog.map_file(info).ok()?;
     let h = info.header;
     Some(

@@ -3,9 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use super::catalog::Catalog;
 use super::tailer::Tailer;
 use super::topic::read_footer;
+use crate::catalog::Catalog;
 use crate::error::Result;
 use crate::format::footer::CONTENT_TOPICS;
 use crate::format::record::FLAG_TOPIC;

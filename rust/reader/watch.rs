@@ -19,10 +19,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::catalog::Catalog;
 use super::tailer::Tailer;
 use super::wait::{WaitStrategy, SLEEP_AT_MOST};
 use super::wake::{WakeSource, RETRY};
+use crate::catalog::Catalog;
 use crate::error::{Error, Result};
 use crate::notify::Notify;
 

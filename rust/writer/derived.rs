@@ -18,10 +18,10 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::{unbounded, Sender};
 
+use crate::catalog::{Catalog, FileInfo};
 use crate::format::footer::{Footer, CONTENT_TOPICS};
 use crate::index::fields::{self as field_index, SharedDefs};
 use crate::index::topics::{self, TopicsIndex};
-use crate::reader::catalog::{Catalog, FileInfo};
 use crate::storage::mapped::Mapping;
 
 /// The I/O thread's handle on the builder.

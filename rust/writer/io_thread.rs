@@ -28,6 +28,7 @@ use super::handoff::{Direct, DirectWriter, Handoff, Sleep};
 use super::options::{FlushMode, WriterOptions};
 use super::prefault::PrefaultThread;
 use super::shared::WriterShared;
+use crate::catalog::{Catalog, FileInfo};
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::format::crypto::QueueKey;
@@ -36,7 +37,6 @@ use crate::format::header::DataHeader;
 use crate::format::position;
 use crate::format::record::{self, FLAG_KEY, RECORD_FIXED_LEN};
 use crate::index::key_index::KeyIndexWriter;
-use crate::reader::catalog::{Catalog, FileInfo};
 use crate::storage::fsutil::sync_dir_chain;
 use crate::storage::layout::FileId;
 use crate::storage::wake::WakeFile;
@@ -86,6 +86,18 @@ impl Resume {
 /// returns the data files deleted, or `None` when another pass held the
 /// retention lock (that pass does the work; the I/O thread must not wait).
 pub type AfterRoll = Box<dyn FnMut(&Catalog, u64) -> Result<Option<Vec<PathBuf>>> + Send>;
+
+/// Reads the queue's data for the key index's catch-up after a writer
+/// process died holding the append lock (see `catch_up`): reading is the
+/// reader's, which sits beside the writer, so the queue (above both) passes
+/// it in.
+pub struct KeyData {
+    /// Adds the keyed messages at or after a position to the key-index
+    /// writer; returns how many.
+    pub add_from: Box<dyn FnMut(&mut KeyIndexWriter, u64) -> Result<u64> + Send>,
+    /// Whether a range of positions holds a keyed message.
+    pub has_keys: Box<dyn FnMut(std::ops::Range<u64>) -> Result<bool> + Send>,
+}
 
 /// The I/O thread's state, shared with appenders that write while it sleeps.
 pub type IoCell = Mutex<IoThread>;
@@ -166,6 +178,8 @@ pub struct IoThread {
     roll: RollLimits,
     last_sync: Instant,
     after_roll: Option<AfterRoll>,
+    /// Reads the data for the key index's catch-up (several writers).
+    key_data: KeyData,
     /// A write an appender made while the I/O thread slept failed: the
     /// thread stops with this error when it wakes.
     failed: Option<Error>,
@@ -190,6 +204,7 @@ impl IoThread {
         key_index: KeyIndexWriter,
         append_lock: Option<Arc<AppendLock>>,
         after_roll: Option<AfterRoll>,
+        key_data: KeyData,
     ) -> IoThread {
         let mut prefault = PrefaultThread::start();
         if let Some(a) = &resume.active {
@@ -232,6 +247,7 @@ impl IoThread {
             derived,
             last_sync: Instant::now(),
             after_roll,
+            key_data,
             failed: None,
             direct: false,
             sealed: Vec::new(),
@@ -319,7 +335,7 @@ impl IoThread {
         let Some(a) = self.active.as_ref() else {
             return false;
         };
-        let sealed = self.catalog.key().is_some();
+        let sealed = self.config.key.is_some();
         // Every frame of the bundle, one after the other, without a roll.
         let (mut pos, mut count) = (a.write_pos, a.count());
         for &(flags, len) in &bundle.entries {
@@ -467,9 +483,9 @@ impl IoThread {
         let mut at = 0usize;
         let mut bytes = 0u64;
         let mut keys = false;
-        // Once per bundle: `Catalog::key` clones an `Arc` (two atomic
-        // read-modify-writes), which per message cost as much as a copy.
-        let key = self.catalog.key();
+        // Once per bundle: cloning the key's `Arc` (two atomic
+        // read-modify-writes) per message cost as much as a copy.
+        let key = self.config.key.clone();
         let mut batch_keys = BatchKeys::default();
         for &(flags, len) in &bundle.entries {
             let body = &mut bundle.bodies[at..at + len as usize];
@@ -564,7 +580,7 @@ impl IoThread {
         // data. Every keyed member gets an item, all at the frame's
         // position (FORMAT.md, "Key index files": positions never decrease).
         for key in keys {
-            match self.catalog.key() {
+            match &self.config.key {
                 Some(k) => self.key_index.add(&k.index_key(key), pos, ts)?,
                 None => self.key_index.add(key, pos, ts)?,
             }
@@ -597,7 +613,7 @@ impl IoThread {
             // Added after the frame: the key index never gets ahead of the data.
             let key = record::key_of_body(body).expect("appender encoded the key");
             let pos = position::encode(active.header.file_number, offset as u64);
-            match self.catalog.key() {
+            match &self.config.key {
                 // The index holds keyed hashes: it leaks no key hashes.
                 Some(k) => self.key_index.add(&k.index_key(key), pos, ts)?,
                 None => self.key_index.add(key, pos, ts)?,

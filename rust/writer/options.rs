@@ -109,4 +109,8 @@ pub(crate) struct WriterOptions {
     pub key_index: KeyIndexConfig,
     /// Declared secondary indexes, built for each file sealed.
     pub fields: crate::index::fields::SharedDefs,
+    /// The queue's encryption key (encryption at rest): the writer seals
+    /// records and hashes keys with it. The queue checks it against
+    /// `metadata.json` at open and hands it over here.
+    pub key: Option<Arc<crate::format::crypto::QueueKey>>,
 }

@@ -14,13 +14,13 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
-use super::IoThread;
+use super::{IoThread, KeyData};
+use crate::catalog::FileInfo;
 use crate::error::{Error, Result};
 use crate::format::frame::{self, END_OF_FILE};
 use crate::format::record;
 use crate::format::{le_u64, position};
 use crate::index::sparse::Entry;
-use crate::reader::catalog::FileInfo;
 use crate::storage::layout::KEY_INDEX_DIR;
 use crate::writer::active::{ActiveFile, Sealed};
 use crate::writer::append_lock::{AppendLock, Tail};
@@ -222,19 +222,17 @@ impl IoThread {
             None => position::encode(self.next_file_number, 0),
         };
         self.catalog.refresh()?;
-        let catalog = self.catalog.clone();
+        let KeyData { add_from, has_keys } = &mut self.key_data;
         self.key_index = crate::index::key_index::catch_up::open_level_with_data(
             &self.config.path.join(KEY_INDEX_DIR),
             self.config.key_index,
             0,
             None,
             crate::index::key_index::catch_up::Data {
-                start: catalog.first_position().unwrap_or(data_end),
+                start: self.catalog.first_position().unwrap_or(data_end),
                 end: data_end,
-                add_from: &mut |writer, from| {
-                    crate::reader::keys::index_keys_from(&catalog, writer, from, &mut |_| {})
-                },
-                has_keys: &mut |range| crate::reader::keys::has_keys(&catalog, range),
+                add_from: &mut **add_from,
+                has_keys: &mut **has_keys,
                 known_clear: &crate::index::coverage::Coverage::new(),
             },
         )?
@@ -275,7 +273,7 @@ impl IoThread {
     }
 
     fn try_file_numbered(&self, number: u64) -> Result<Option<FileInfo>> {
-        let found = |c: &crate::reader::catalog::Catalog| {
+        let found = |c: &crate::catalog::Catalog| {
             c.at_or_after_number(number)
                 .filter(|f| f.header.file_number == number)
         };

@@ -17,7 +17,7 @@ const SEALED_PLANS_KEEP: usize = 256;
 /// tailer does not open and check each file's footer and topic index
 /// again: a sealed file never changes, and a plan is used only while the
 /// path names the same file, unchanged (device, inode and change time, as
-/// `reader::sealed` keys what it verified): a file rewritten, replaced or
+/// `catalog::sealed` keys what it verified): a file rewritten, replaced or
 /// damaged in place since is planned afresh. Only plans from a footer and
 /// an index are kept (skip the file, or read these sequences), not "read
 /// every frame" (its index may be built meanwhile).

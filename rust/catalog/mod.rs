@@ -1,8 +1,15 @@
-//! The list of a queue's data files with their headers.
+//! The catalog: the list of a queue's data files with their headers, and
+//! what a queue handle keeps per file (mappings, sealed files verified,
+//! topic plans).
 //!
-//! Shared by the queue's tailers. The writer in this process adds files as
-//! it creates them; readers in other processes refresh from the directory
-//! when they reach an end-of-file marker whose successor they don't know.
+//! A service below both the reader and the writer: the writer in this
+//! process adds files as it creates them; the handle's tailers read
+//! through it, and readers in other processes refresh it from the
+//! directory when they reach an end-of-file marker whose successor they
+//! don't know. It imports neither (tests/rust/layers.rs).
+
+pub(crate) mod sealed;
+pub(crate) mod topic_cache;
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -34,14 +41,14 @@ pub struct Catalog {
     /// their next call, blocked waits included.
     closed: AtomicBool,
     /// Sealed files whose frame area this handle verified against their
-    /// footer (see `reader::sealed`).
-    pub(crate) verified: super::sealed::Verified,
+    /// footer (see `catalog::sealed`).
+    pub(crate) verified: sealed::Verified,
     /// The topic messages of the active file, read once for the handle's
-    /// topic tailers (see `reader::topic_cache::ActiveTopics`).
-    pub(crate) active_topics: super::topic_cache::ActiveTopics,
+    /// topic tailers (see `catalog::topic_cache::ActiveTopics`).
+    pub(crate) active_topics: topic_cache::ActiveTopics,
     /// Sealed files' plans for topic reads (see
-    /// `reader::topic_cache::SealedPlans`).
-    pub(crate) topic_plans: super::topic_cache::SealedPlans,
+    /// `catalog::topic_cache::SealedPlans`).
+    pub(crate) topic_plans: topic_cache::SealedPlans,
     /// Largest payload the tailers of this handle decompress (see
     /// `QueueBuilder::max_decompressed_size`).
     max_decompressed: AtomicUsize,
@@ -263,7 +270,7 @@ impl Catalog {
         let sealed = self.successor(info.id).is_some()
             && match info.header.version {
                 v if v < 4 => true, // never trimmed
-                _ => super::sealed::footer(&map, &info.header).is_some_and(|s| {
+                _ => sealed::footer(&map, &info.header).is_some_and(|s| {
                     trimmed_len(s.footer.frames_end, info.header.file_size) == map.len() as u64
                 }),
             };
