@@ -335,7 +335,7 @@ impl QueueBuilder {
     }
 
     /// Checks the options and returns them, for `QueueBuilder::open` (in
-    /// `queue.rs`: the builder sits below the queue it opens).
+    /// `queue/mod.rs`: the builder sits below the queue it opens).
     pub(crate) fn into_config(self) -> Result<Config> {
         self.validate()?;
         Ok(self.config)
