@@ -407,7 +407,7 @@ pub fn read_frames(
 /// the default limit) and checked whole first: a damaged one is
 /// [`Error::Corrupted`]. Returns false when `out` took no more rows (a
 /// column is full, or `want` rows are there) before the members ran out.
-#[allow(
+#[expect(
     clippy::too_many_arguments,
     reason = "the two archive walkers pass their range and column choice through"
 )]

@@ -94,10 +94,15 @@ pub type AfterRoll = Box<dyn FnMut(&Catalog, u64) -> Result<Option<Vec<PathBuf>>
 pub struct KeyData {
     /// Adds the keyed messages at or after a position to the key-index
     /// writer; returns how many.
-    pub add_from: Box<dyn FnMut(&mut KeyIndexWriter, u64) -> Result<u64> + Send>,
+    pub add_from: AddKeysFrom,
     /// Whether a range of positions holds a keyed message.
-    pub has_keys: Box<dyn FnMut(std::ops::Range<u64>) -> Result<bool> + Send>,
+    pub has_keys: HasKeys,
 }
+
+/// See [`KeyData::add_from`].
+pub type AddKeysFrom = Box<dyn FnMut(&mut KeyIndexWriter, u64) -> Result<u64> + Send>;
+/// See [`KeyData::has_keys`].
+pub type HasKeys = Box<dyn FnMut(std::ops::Range<u64>) -> Result<bool> + Send>;
 
 /// The I/O thread's state, shared with appenders that write while it sleeps.
 pub type IoCell = Mutex<IoThread>;

@@ -28,20 +28,14 @@ fn fill(q: &Queue, n: u64) {
 
 /// A small queue (see `common::small`) in a temporary directory, on a
 /// manual clock at [`T0`], holding `n` messages: where most tests start.
-struct Fixture {
-    dir: tempfile::TempDir,
-    clock: Arc<ManualClock>,
-    q: Queue,
-}
-
-fn fixture(n: u64) -> Fixture {
+fn fixture(n: u64) -> (tempfile::TempDir, Arc<ManualClock>, Queue) {
     let dir = tempfile::tempdir().unwrap();
     let clock = clock_at(T0);
     let q = small(dir.path()).clock(clock.clone()).open().unwrap();
     if n > 0 {
         fill(&q, n);
     }
-    Fixture { dir, clock, q }
+    (dir, clock, q)
 }
 
 fn options(window: u64) -> WorkQueueOptions {
@@ -88,7 +82,7 @@ const DEAD_OWNER: u64 = (12_345 << 22) | ((1 << 22) - 1);
 
 #[test]
 fn a_new_group_has_the_documented_bytes() {
-    let Fixture { dir, q, .. } = fixture(3);
+    let (dir, _, q) = fixture(3);
     let _wq = q.work_queue("thumbnails", options(64)).unwrap();
     let path = state_file(dir.path());
     assert_eq!(
@@ -129,7 +123,7 @@ fn a_new_group_has_the_documented_bytes() {
 
 #[test]
 fn leases_run_out_on_the_queue_clock_and_acks_move_the_mark() {
-    let Fixture { dir, clock, q } = fixture(3);
+    let (dir, clock, q) = fixture(3);
     let wq = q.work_queue("w", options(16)).unwrap();
     let jobs: Vec<_> = (0..3).map(|_| get_now(&wq).unwrap()).collect();
     assert_eq!(
@@ -155,7 +149,7 @@ fn leases_run_out_on_the_queue_clock_and_acks_move_the_mark() {
 
 #[test]
 fn a_worker_killed_between_the_cursor_and_the_slot_loses_no_job() {
-    let Fixture { dir, q, .. } = fixture(2);
+    let (dir, _, q) = fixture(2);
     drop(q.work_queue("w", options(16)).unwrap());
     // A worker moved the cursor past job 0, then died before claiming its slot.
     write_word(&state_file(dir.path()), W_CURSOR, 1);
@@ -167,7 +161,7 @@ fn a_worker_killed_between_the_cursor_and_the_slot_loses_no_job() {
 
 #[test]
 fn an_owner_is_trusted_only_once_its_claim_is_complete() {
-    let Fixture { dir, q, .. } = fixture(1);
+    let (dir, _, q) = fixture(1);
     drop(q.work_queue("w", options(16)).unwrap());
     let path = state_file(dir.path());
     let leased = SlotWord {
@@ -199,7 +193,7 @@ fn an_owner_is_trusted_only_once_its_claim_is_complete() {
 
 #[test]
 fn a_half_done_claim_comes_back_at_its_deadline() {
-    let Fixture { dir, clock, q } = fixture(1);
+    let (dir, clock, q) = fixture(1);
     drop(q.work_queue("w", options(16)).unwrap());
     let path = state_file(dir.path());
     let slot = slot_word(0);
@@ -225,7 +219,7 @@ fn a_half_done_claim_comes_back_at_its_deadline() {
 
 #[test]
 fn the_ring_reuses_slots_lap_after_lap() {
-    let Fixture { dir: _dir, q, .. } = fixture(100);
+    let (_dir, _, q) = fixture(100);
     let wq = q.work_queue("ring", options(16)).unwrap();
     let mut held = std::collections::VecDeque::new();
     let mut seen = Vec::new();
@@ -298,7 +292,7 @@ fn run_model(seed: u64, priority: bool) {
     const WINDOW: u64 = 16;
     const VIS: u64 = 1_000; // ms
     let mut rng = Rng(seed);
-    let Fixture { dir: _dir, clock, q } = fixture(0);
+    let (_dir, clock, q) = fixture(0);
     let app = q.appender().unwrap();
     let dead_letters: Arc<Mutex<Vec<u64>>> = Arc::default();
     let sink_seen = dead_letters.clone();
@@ -500,7 +494,7 @@ fn a_slot_reused_by_the_next_lap_is_never_handed_out_for_the_old_job() {
     // than the slot pages after a machine crash: the slot of a finished job
     // already holds the claim of the job one lap later. Neither job may be
     // handed out again.
-    let Fixture { dir, q, .. } = fixture(20);
+    let (dir, _, q) = fixture(20);
     let wq = q.work_queue("lap", options(16)).unwrap();
     for _ in 0..16 {
         let job = get_now(&wq).unwrap();
@@ -524,7 +518,7 @@ fn a_slot_reused_by_the_next_lap_is_never_handed_out_for_the_old_job() {
 
 #[test]
 fn a_damaged_slot_gives_its_job_back_instead_of_blocking_the_mark() {
-    let Fixture { dir, q, .. } = fixture(2);
+    let (dir, _, q) = fixture(2);
     let wq = q.work_queue("damage", options(16)).unwrap();
     let zero = get_now(&wq).unwrap();
     let one = get_now(&wq).unwrap();
@@ -566,7 +560,7 @@ fn priority_options(max_wait: Option<Duration>) -> WorkQueueOptions {
 
 #[test]
 fn a_priority_group_hands_out_higher_priorities_first_fifo_within_one() {
-    let Fixture { dir: _dir, q, .. } = fixture(0);
+    let (_dir, _, q) = fixture(0);
     for p in [0, 5, 1, 5, 0, 9] {
         append_with(&q, p, None);
     }
@@ -593,7 +587,7 @@ fn a_priority_group_hands_out_higher_priorities_first_fifo_within_one() {
 
 #[test]
 fn max_wait_serves_an_old_low_priority_job_first() {
-    let Fixture { dir: _dir, clock, q } = fixture(0);
+    let (_dir, clock, q) = fixture(0);
     let old = append_with(&q, 0, None);
     clock.advance(Duration::from_secs(61));
     let urgent = append_with(&q, 200, None);
@@ -616,7 +610,7 @@ fn max_wait_serves_an_old_low_priority_job_first() {
 
 #[test]
 fn a_priority_claim_ahead_of_the_cursor_comes_back_when_its_owner_dies() {
-    let Fixture { dir, q, .. } = fixture(0);
+    let (dir, _, q) = fixture(0);
     for p in [0, 0, 7] {
         append_with(&q, p, None);
     }
@@ -636,7 +630,7 @@ fn a_priority_claim_ahead_of_the_cursor_comes_back_when_its_owner_dies() {
 #[test]
 fn expired_messages_are_never_handed_out_and_may_be_dead_lettered() {
     use std::sync::{Arc, Mutex};
-    let Fixture { dir: _dir, clock, q } = fixture(0);
+    let (_dir, clock, q) = fixture(0);
     let short = append_with(&q, 0, Some(T0 + 1_000_000));
     let long = append_with(&q, 0, Some(T0 + 100_000_000));
     let forever = append_with(&q, 0, None);
@@ -732,7 +726,7 @@ fn drain(wq: &litemq::WorkQueue) -> Vec<u64> {
 fn a_job_whose_message_compaction_dropped_while_leased_is_finished() {
     use std::sync::{Arc, Mutex};
     const N: u64 = 200;
-    let Fixture { dir: _dir, clock, q } = fixture(0);
+    let (_dir, clock, q) = fixture(0);
     fill_one_key(&q, N);
     assert!(q.data_files().unwrap().len() > 2);
     let letters: Arc<Mutex<Vec<u64>>> = Arc::default();
@@ -933,7 +927,7 @@ fn a_cursor_past_the_end_moves_back_and_jobs_before_it_keep_their_leases() {
 
 #[test]
 fn a_mark_above_the_cursor_is_refused_as_corrupted() {
-    let Fixture { dir, q, .. } = fixture(4);
+    let (dir, _, q) = fixture(4);
     drop(q.work_queue("w", options(16)).unwrap());
     let path = state_file(dir.path());
     write_word(&path, W_LOW, 3);
@@ -951,7 +945,7 @@ fn a_mark_above_the_cursor_is_refused_as_corrupted() {
 #[test]
 fn a_group_cannot_start_past_the_queues_end() {
     // Such a start could not be told from a state ahead of its data.
-    let Fixture { dir, q, .. } = fixture(3);
+    let (dir, _, q) = fixture(3);
     let at = |seq| WorkQueueOptions {
         start_seq: Some(seq),
         ..options(16)
@@ -1053,7 +1047,7 @@ fn a_large_forward_clock_step_after_creation_does_not_end_every_lease() {
 /// clock.
 #[test]
 fn wall_clock_steps_neither_stretch_nor_cut_a_lease() {
-    let Fixture { dir: _dir, clock, q } = fixture(3);
+    let (_dir, clock, q) = fixture(3);
     let half = WorkQueueOptions {
         visibility_timeout: Duration::from_millis(500),
         ..options(16)
@@ -1137,7 +1131,7 @@ fn a_lease_of_another_boot_holds_until_its_wall_clock_deadline_bounded() {
 /// its lease holds until the deadline instead of being taken at once.
 #[test]
 fn an_owner_in_another_pid_namespace_keeps_its_lease_until_the_deadline() {
-    let Fixture { dir, clock, q } = fixture(1);
+    let (dir, clock, q) = fixture(1);
     let wq = q.work_queue("w", options(16)).unwrap();
     assert_eq!(get_now(&wq).unwrap().ticket.seq, 0);
     drop(wq);
@@ -1168,7 +1162,7 @@ fn an_owner_in_another_pid_namespace_keeps_its_lease_until_the_deadline() {
 #[test]
 fn a_version_1_state_file_still_runs_on_its_own_rules() {
     use litemq::format::work_queue::{encode_header, file_len, WqHeader};
-    let Fixture { dir, clock, q } = fixture(2);
+    let (dir, clock, q) = fixture(2);
     let v1 = WqHeader {
         version: 1,
         window: 16,
@@ -1201,7 +1195,7 @@ fn a_version_1_state_file_still_runs_on_its_own_rules() {
 
 #[test]
 fn pending_claim_and_release_follow_the_queue_clock() {
-    let Fixture { dir, clock, q } = fixture(3);
+    let (dir, clock, q) = fixture(3);
     let a = q.work_queue("w", options(16)).unwrap();
     let b = q.work_queue("w", options(16)).unwrap();
     let first = get_now(&a).unwrap();
@@ -1280,7 +1274,7 @@ fn fill_keys(q: &Queue, keys: &[Option<&str>]) {
 
 #[test]
 fn an_ordered_group_holds_one_job_per_key_in_sequence_order() {
-    let Fixture { dir: _dir, clock, q } = fixture(0);
+    let (_dir, clock, q) = fixture(0);
     // 0:a 1:b 2:a 3:- 4:b 5:a
     fill_keys(
         &q,
