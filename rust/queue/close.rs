@@ -1,9 +1,6 @@
 //! Closing a queue: the writer stopped and joined, a clean shutdown
 //! recorded, every file let go.
 
-//! The queue: opens (and recovers) the files, owns the I/O thread, and
-//! hands out appenders and tailers.
-
 use crate::error::{Error, Result};
 use crate::storage::layout::METADATA_FILE;
 use crate::storage::lock::WriterLock;

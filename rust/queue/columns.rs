@@ -1,9 +1,6 @@
 //! Columnar reads (Arrow layout), whole or filtered by a field query or a
 //! topic selector.
 
-//! The queue: opens (and recovers) the files, owns the I/O thread, and
-//! hands out appenders and tailers.
-
 use crate::error::{Error, Result};
 use crate::index::fields::{FieldIndexDef, FieldQuery};
 use crate::reader::columns::{ColumnSet, Columns};

@@ -1,9 +1,6 @@
 //! Named tailers (consumers) and work queues of the queue, and their
 //! admin listings.
 
-//! The queue: opens (and recovers) the files, owns the I/O thread, and
-//! hands out appenders and tailers.
-
 use crate::config::QueueBuilder;
 use crate::consumers::work_queue::{
     DeadLetterSink, Handles, PendingJob, WorkQueue, WorkQueueInfo, WorkQueueOptions,

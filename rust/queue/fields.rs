@@ -1,9 +1,6 @@
 //! Secondary indexes on header fields: declaring, dropping and checking
 //! them, and queries through them.
 
-//! The queue: opens (and recovers) the files, owns the I/O thread, and
-//! hands out appenders and tailers.
-
 use crate::error::{Error, Result};
 use crate::index::fields::{ActiveIndex, FieldIndexDef, FieldQuery, IndexState};
 use crate::reader::field::ActiveSeqs;

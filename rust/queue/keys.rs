@@ -1,9 +1,6 @@
 //! Key lookups (`find`, `get_latest`): the key index's positions, and the
 //! data read where the index does not cover it.
 
-//! The queue: opens (and recovers) the files, owns the I/O thread, and
-//! hands out appenders and tailers.
-
 use crate::error::{Error, Result};
 use crate::format::position;
 use crate::index::coverage::Coverage;

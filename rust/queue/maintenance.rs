@@ -1,8 +1,5 @@
 //! Retention and key compaction run on demand.
 
-//! The queue: opens (and recovers) the files, owns the I/O thread, and
-//! hands out appenders and tailers.
-
 use crate::compact::{self, CompactOptions, CompactReport};
 use crate::error::Result;
 use crate::retention::{self, RetentionPolicy, RetentionReport};

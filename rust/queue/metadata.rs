@@ -2,9 +2,6 @@
 //! against it (a foreign directory, the encryption key), and the queue's
 //! identity.
 
-//! The queue: opens (and recovers) the files, owns the I/O thread, and
-//! hands out appenders and tailers.
-
 use crate::catalog::Catalog;
 use crate::config::Config;
 use crate::consumers::work_queue::QueueIdentity;

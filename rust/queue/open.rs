@@ -2,9 +2,6 @@
 //! the I/O thread started (one writer, several, or lazily at the first
 //! write), and the offline tools that take the writer lock (`reindex`).
 
-//! The queue: opens (and recovers) the files, owns the I/O thread, and
-//! hands out appenders and tailers.
-
 use crate::catalog::Catalog;
 use crate::compact::{self, CompactOptions};
 use crate::config::Config;

@@ -1,9 +1,6 @@
 //! Reading by sequence: tailers (forward and backward), `get`, and
 //! read-your-writes.
 
-//! The queue: opens (and recovers) the files, owns the I/O thread, and
-//! hands out appenders and tailers.
-
 use crate::catalog::still_listed;
 use crate::error::{Error, Result};
 use crate::format::position;

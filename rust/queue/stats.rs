@@ -1,9 +1,6 @@
 //! What a queue reports about itself: its sequences, its data files
 //! ([`DataFileInfo`]) and its figures ([`Stats`]), each defined once here.
 
-//! The queue: opens (and recovers) the files, owns the I/O thread, and
-//! hands out appenders and tailers.
-
 use crate::error::Result;
 use crate::recovery::RecoveryReport;
 use crate::storage::layout::KEY_INDEX_DIR;

@@ -1,33 +1,6 @@
 //! Jobs retired without an ack: dead-lettered after `max_deliveries`
 //! (copied to the dead-letter sink, with headers saying why) or expired.
 
-//! Work queues: competing consumers over one queue, with acknowledgements,
-//! redelivery and a dead-letter queue (Python: `Queue.work_queue(...)`).
-//!
-//! A named tailer is one cursor that one process holds. A work queue (a
-//! *group*) hands each message of the queue to exactly one of any number of
-//! handles, in any number of processes, which acknowledge jobs in any order.
-//! Its state is a file in the queue directory,
-//! `base/workqueues/<base32(name)>.wq` (layout: `format::work_queue` and
-//! `docs/FORMAT.md`, "Work queues"), mapped shared by every handle and only
-//! ever changed with 8-byte atomics (compare-and-swap): there is no server
-//! and no lock.
-//!
-//! - the *low-water mark*: every sequence below it is finished (acked,
-//!   dead-lettered, expired or gone); retention with `protect_unconsumed`
-//!   keeps it;
-//! - the *dispatch cursor*: every sequence below it was handed out at least
-//!   once; the next new job is the cursor's;
-//! - a ring of `window` slots, one per sequence of `low..low + window`
-//!   (sequence `s` in slot `s mod window`): the job's state, its deliveries,
-//!   its deadline (lease end, or when a nacked job is ready again), and who
-//!   holds it. The ring bounds memory and disk however far acks run ahead:
-//!   when the cursor reaches `low + window`, `get` hands out only
-//!   redeliveries until the job at the mark is finished.
-//!
-//! `docs/DESIGN.md` ("Work queues") argues why no job is handed to two
-//! workers at once and no ack is lost or doubled, whatever process dies when.
-
 use crate::error::{Error, Result};
 use crate::format::record::{Compress, HeaderField, Record};
 use crate::format::work_queue::{lap_of, JobState, SlotWord, W_DEAD, W_EXPIRED};
