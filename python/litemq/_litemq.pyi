@@ -12,8 +12,10 @@ from typing_extensions import Buffer, disjoint_base
 from litemq._aio import FollowAsync
 from litemq.options import FlushSpec, RollSpec, WaitSpec
 from litemq.retention import Retention
+from litemq.stats import DataFileInfo, Stats
 
 __all__ = [
+    "DEFAULT_COMPACT_GRACE_US",
     "MAX_HEADERS",
     "MAX_HEADER_NAME_LEN",
     "MAX_HEADER_VALUE_LEN",
@@ -71,6 +73,8 @@ __all__ = [
 
 __version__: str
 MAX_KEY_LEN: int
+#: How long ``compact=True`` keeps a key's last tombstone (µs): a day.
+DEFAULT_COMPACT_GRACE_US: int
 MAX_HEADERS: int
 MAX_HEADER_NAME_LEN: int
 MAX_HEADER_VALUE_LEN: int
@@ -448,7 +452,7 @@ class Queue:
     def _work_queue_pending(self, name: str, limit: int | None = None) -> list[dict[str, Any]]: ...
     def remove_work_queue(self, name: str) -> bool: ...
     def _apply_retention(self, policy: Retention | None = None) -> dict[str, Any]: ...
-    def _data_files(self) -> list[dict[str, Any]]: ...
+    def _data_files(self) -> list[DataFileInfo]: ...
     def _delete_files_before(self, before: int) -> dict[str, Any]: ...
     def _compact(
         self, grace_us: int, progress: Callable[[int, int], object] | None = None
@@ -498,7 +502,7 @@ class Queue:
     @property
     def read_only(self) -> bool: ...
     def __len__(self) -> int: ...
-    def _stats(self) -> dict[str, Any]: ...
+    def _stats(self) -> Stats: ...
     def _read_batch(
         self,
         start: int,

@@ -272,7 +272,7 @@ class Queue(_litemq.Queue):
         >>> (s.messages, s.files, s.recovery.cut_bytes)
         (3, 1, 0)
         """
-        return Stats._from_native(self._stats())
+        return self._stats()
 
     def data_files(self) -> list[DataFileInfo]:
         """The data files, oldest first, each a `litemq.DataFileInfo`.
@@ -280,7 +280,7 @@ class Queue(_litemq.Queue):
         >>> [f.first_seq for f in q.data_files()]
         [0, 50, 100]
         """
-        return [DataFileInfo(**d) for d in self._data_files()]
+        return self._data_files()
 
     def consumers(self) -> list[ConsumerInfo]:
         """Every named tailer with its committed position and lag, by name.

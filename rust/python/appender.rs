@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyRange, PyString, PyTuple};
 
 use super::aio::Notifier;
+use super::args::type_name;
 use super::buffer::{bytes_arg, BytesArg};
 use super::exit;
 use super::fork::ForkSafe;
@@ -456,13 +457,6 @@ impl<'py> ItemArg<'py> {
             tombstone: false,
         })
     }
-}
-
-fn type_name(obj: &Bound<'_, PyAny>) -> String {
-    obj.get_type()
-        .name()
-        .map(|n| n.to_string())
-        .unwrap_or_else(|_| "?".into())
 }
 
 #[pymethods]

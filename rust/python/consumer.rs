@@ -6,6 +6,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use super::args::{name, Arg, SeqNum};
 use super::exit;
 use super::tailer::{Reader, Tailer};
 use super::time;
@@ -82,10 +83,10 @@ impl Consumer {
     fn commit(
         slf: PyRef<'_, Self>,
         py: Python<'_>,
-        seq: Option<&Bound<'_, PyAny>>,
+        seq: Option<Arg<SeqNum<name::Seq>>>,
         durable: bool,
     ) -> PyResult<()> {
-        let seq = seq.map(|s| super::tailer::seq_arg(s, "seq")).transpose()?;
+        let seq = Arg::opt(seq)?.map(|SeqNum(s, _)| s);
         Self::with(&slf, py, |c| {
             match (seq, durable) {
                 (Some(seq), _) => exit::detach(py, || c.commit_seq(seq))?,

@@ -16,6 +16,7 @@
 mod aio;
 mod appender;
 mod archive;
+mod args;
 mod batch;
 mod buffer;
 mod consumer;
@@ -26,6 +27,7 @@ mod fork;
 mod message;
 mod options;
 mod queue;
+mod results;
 mod tailer;
 mod time;
 mod topic;

@@ -5,11 +5,12 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError, Weak};
 
-use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyDict, PyList};
 
 use super::appender::Appender;
+use super::args::{name, Arg, Key, Limit, Micros, SeqNum, StartAt};
 use super::consumer::{self, Consumer};
 use super::errors;
 use super::exit;
@@ -17,15 +18,13 @@ use super::fields;
 use super::fork::ForkSafe;
 use super::message::Message;
 use super::options;
-use super::tailer::{seq_arg, start_arg, Plain, Reader, ReaderSlot, Tailer};
+use super::results;
+use super::tailer::{Plain, Reader, ReaderSlot, Tailer};
 use super::time;
-use super::topic;
+use super::topic::{self, QueueId, Tags};
 use super::work_queue::{self, WorkQueue};
 use crate::storage::mapped::fork_generation;
-use crate::{
-    ConsumerOptions, DeadLetterSink, FlushMode, KeyIndexConfig, QueueBuilder, WorkQueueOptions,
-    MAX_CHANNEL_CAPACITY, MAX_FILE_SIZE, MAX_INDEX_INTERVAL, MIN_FILE_SIZE,
-};
+use crate::{ConsumerOptions, DeadLetterSink, KeyIndexConfig, WorkQueueOptions};
 
 /// An open engine queue and the readers of the tailers made from it, which
 /// `close()` takes from them.
@@ -148,48 +147,19 @@ pub(crate) struct Queue {
     blocking_appends: bool,
 }
 
-/// `find(limit=...)`: at least 0; a limit beyond what memory could hold is
-/// no limit.
-fn limit_arg(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
-    if obj.is_instance_of::<pyo3::types::PyBool>() {
-        return Err(PyTypeError::new_err(
-            "limit must be an int or None, not bool",
-        ));
-    }
-    match obj.extract::<usize>() {
-        Ok(n) => Ok(n),
-        Err(e) if e.is_instance_of::<PyOverflowError>(obj.py()) => {
-            if obj.lt(0)? {
-                Err(PyValueError::new_err(format!(
-                    "limit must be >= 0, got {obj}"
-                )))
-            } else {
-                Ok(usize::MAX)
-            }
-        }
-        Err(_) => Err(PyTypeError::new_err(format!(
-            "limit must be an int or None, not {}",
-            obj.get_type().name()?
-        ))),
-    }
-}
+/// `start=`, `end=` and `limit=` of `find` and `where`, checked in that
+/// order of old: `limit`, then `start`, then `end`.
+type Range = (Option<u64>, Option<u64>, Option<usize>);
 
-/// The bytes of a key argument for `find` (`str` is encoded UTF-8).
-fn key_bytes(key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
-    if let Ok(s) = key.cast::<PyString>() {
-        return Ok(s.to_str()?.as_bytes().to_vec());
-    }
-    super::buffer::bytes_arg(key, "key")
-        .map(|b| b.as_slice().to_vec())
-        .map_err(|_| {
-            PyTypeError::new_err(format!(
-                "key must be str or bytes-like, not {}",
-                key.get_type()
-                    .name()
-                    .map(|n| n.to_string())
-                    .unwrap_or_default()
-            ))
-        })
+fn range_args(
+    start: Option<Arg<Micros<name::Start>>>,
+    end: Option<Arg<Micros<name::End>>>,
+    limit: Option<Arg<Limit>>,
+) -> PyResult<Range> {
+    let limit = Arg::opt(limit)?.map(|Limit(n)| n);
+    let start = Arg::opt(start)?.map(|Micros(us, _)| us);
+    let end = Arg::opt(end)?.map(|Micros(us, _)| us);
+    Ok((start, end, limit))
 }
 
 impl Queue {
@@ -230,120 +200,57 @@ impl Queue {
     fn new(
         py: Python<'_>,
         path: PathBuf,
-        file_size: Option<&Bound<'_, PyAny>>,
-        roll: Option<&Bound<'_, PyAny>>,
-        flush: Option<&Bound<'_, PyAny>>,
-        index_interval: Option<&Bound<'_, PyAny>>,
-        verify_on_startup: Option<&Bound<'_, PyAny>>,
-        read_only: Option<&Bound<'_, PyAny>>,
-        channel_capacity: Option<&Bound<'_, PyAny>>,
-        wait: Option<&Bound<'_, PyAny>>,
-        key_index: Option<&Bound<'_, PyAny>>,
-        retention: Option<&Bound<'_, PyAny>>,
-        multi_writer: Option<&Bound<'_, PyAny>>,
-        indexes: Option<&Bound<'_, PyAny>>,
-        compression: Option<&Bound<'_, PyAny>>,
-        compression_level: Option<&Bound<'_, PyAny>>,
-        compression_min_size: Option<&Bound<'_, PyAny>>,
-        max_decompressed_size: Option<&Bound<'_, PyAny>>,
-        compact: Option<&Bound<'_, PyAny>>,
-        encryption_key: Option<&Bound<'_, PyAny>>,
+        file_size: Option<Arg<options::FileSize>>,
+        roll: Option<Arg<options::Roll>>,
+        flush: Option<Arg<options::Flush>>,
+        index_interval: Option<Arg<options::IndexInterval>>,
+        verify_on_startup: Option<Arg<options::Flag<name::VerifyOnStartup>>>,
+        read_only: Option<Arg<options::Flag<name::ReadOnly>>>,
+        channel_capacity: Option<Arg<options::ChannelCapacity>>,
+        wait: Option<Arg<options::Wait>>,
+        key_index: Option<Arg<options::KeyIndex>>,
+        retention: Option<Arg<options::Retention<name::Retention>>>,
+        multi_writer: Option<Arg<options::Flag<name::MultiWriter>>>,
+        indexes: Option<Arg<options::Indexes>>,
+        compression: Option<Arg<options::Codec>>,
+        compression_level: Option<Arg<options::CompressionLevel>>,
+        compression_min_size: Option<Arg<options::CompressionMinSize>>,
+        max_decompressed_size: Option<Arg<options::MaxDecompressedSize>>,
+        compact: Option<Arg<options::CompactOnRoll>>,
+        encryption_key: Option<Arg<options::EncryptionKey>>,
         encryption_key_file: Option<PathBuf>,
     ) -> PyResult<Self> {
-        // Every option is parsed (options.rs) before anything is opened.
-        let flag = |obj: Option<&Bound<'_, PyAny>>, what| {
-            obj.map_or(Ok(false), |o| options::flag(o, what))
-        };
-        let verify_on_startup = flag(verify_on_startup, "verify_on_startup")?;
-        let read_only = flag(read_only, "read_only")?;
-        let multi_writer = multi_writer
-            .map(|o| options::flag(o, "multi_writer"))
-            .transpose()?;
-        // The writer lock is taken at the first append (or add_index): a
-        // handle that only reads never locks a writer out.
-        let mut builder = QueueBuilder::new(&path)
-            .verify_on_startup(verify_on_startup)
-            .read_only(read_only)
-            .lock_on_first_write(true);
-        if let Some(m) = multi_writer {
-            builder = builder.multi_writer(m);
+        // Every option is parsed (options/) before anything is opened.
+        let options::Opening {
+            builder,
+            read_only,
+            sync_flush,
+        } = options::OpenArgs {
+            file_size,
+            roll,
+            flush,
+            index_interval,
+            verify_on_startup,
+            read_only,
+            channel_capacity,
+            wait,
+            key_index,
+            retention,
+            multi_writer,
+            indexes,
+            compression,
+            compression_level,
+            compression_min_size,
+            max_decompressed_size,
+            compact,
+            encryption_key,
+            encryption_key_file,
         }
-        if let Some(n) = file_size {
-            builder = builder.file_size(options::size_in(
-                n,
-                "file_size",
-                MIN_FILE_SIZE,
-                MAX_FILE_SIZE,
-            )?);
-        }
-        if let Some(roll) = roll {
-            let options::Roll(roll) = roll.extract()?;
-            builder = builder.roll(roll);
-        }
-        let mut blocking_appends = false;
-        if let Some(flush) = flush {
-            let mode = flush.extract::<options::Flush>()?.mode();
-            blocking_appends |= mode == FlushMode::Sync;
-            builder = builder.flush_mode(mode);
-        }
-        if let Some(n) = index_interval {
-            let n = options::int_in(n, "index_interval", 1, MAX_INDEX_INTERVAL.into())?;
-            builder = builder.index_interval(n as u32);
-        }
-        if let Some(n) = channel_capacity {
-            let n = options::int_in(n, "channel_capacity", 1, MAX_CHANNEL_CAPACITY as u64)?;
-            builder = builder.channel_capacity(n as usize);
-        }
-        if let Some(wait) = wait {
-            let options::Wait(wait) = wait.extract()?;
-            builder = builder.wait_strategy(wait);
-        }
-        if let Some(key_index) = key_index {
-            let options::KeyIndex(config) = key_index.extract()?;
-            builder = builder.key_index(config);
-        }
-        if let Some(policy) = retention {
-            builder = builder.retention(options::retention(policy, "retention")?);
-        }
-        // Key compaction after every roll: True (tombstones kept a day) or
-        // the tombstones' grace; None or False: only `compact()`.
-        if let Some(c) = compact.filter(|c| !c.is_none()) {
-            let grace_us = if c.is_instance_of::<pyo3::types::PyBool>() {
-                c.extract::<bool>()?.then_some(86_400_000_000)
-            } else {
-                Some(options::age(c, "compact")?)
-            };
-            if let Some(g) = grace_us {
-                builder = builder.compact_on_roll(std::time::Duration::from_micros(g));
-            }
-        }
-        if let Some(c) = compression {
-            builder = builder.compression(options::compression(
-                c,
-                compression_level,
-                compression_min_size,
-            )?);
-        } else if compression_level.is_some() || compression_min_size.is_some() {
-            return Err(PyTypeError::new_err(
-                "compression_level and compression_min_size need compression= (the codec) \
-                 in the same call",
-            ));
-        }
-        if let Some(n) = max_decompressed_size {
-            let n = options::size_in(n, "max_decompressed_size", 1, usize::MAX as u64)?;
-            builder = builder.max_decompressed_size(n as usize);
-        }
-        if let Some(key) = options::encryption_key(encryption_key, encryption_key_file)? {
-            builder = builder.encryption_key(Some(key));
-        }
-        if let Some(indexes) = indexes.filter(|i| !i.is_none()) {
-            for def in fields::indexes_arg(indexes)? {
-                builder = builder.index(def);
-            }
-        }
+        .builder(&path)?;
         let queue = exit::detach(py, || builder.open())?;
-        // Given or remembered: with several writers an append returns once written.
-        blocking_appends |= queue.is_multi_writer();
+        // `Sync` flushes, or several writers (given or remembered): an append
+        // returns once written.
+        let blocking_appends = sync_flush || queue.is_multi_writer();
         Ok(Queue {
             inner: ForkSafe::new(Core::new(queue)),
             path: path.display().to_string(),
@@ -410,13 +317,13 @@ impl Queue {
     fn tailer(
         &self,
         py: Python<'_>,
-        start: Option<&Bound<'_, PyAny>>,
+        start: Option<Arg<StartAt>>,
         name: Option<&str>,
         auto_commit: bool,
         direction: &str,
         topic: Option<String>,
-        tags: Option<&Bound<'_, PyAny>>,
-        queue_id: Option<&Bound<'_, PyAny>>,
+        tags: Option<Arg<Tags>>,
+        queue_id: Option<Arg<QueueId>>,
         skip_expired: bool,
         reset: bool,
         auto_reset: &str,
@@ -437,7 +344,7 @@ impl Queue {
                 "reset= and auto_reset= need a named tailer: q.tailer(name=..., ...)",
             ));
         }
-        let start = start_arg(start)?;
+        let start = Arg::opt(start)?.map_or(crate::Start::Beginning, |StartAt(s)| s);
         let core = self.core()?;
         let queue = &core.queue;
         match direction {
@@ -545,7 +452,7 @@ impl Queue {
         visibility_timeout: Option<time::Seconds>,
         max_deliveries: i64,
         dead_letter: Option<&Bound<'_, PyAny>>,
-        start: Option<&Bound<'_, PyAny>>,
+        start: Option<Arg<StartAt>>,
         window: Option<u64>,
         priority: bool,
         max_wait: f64,
@@ -587,7 +494,7 @@ impl Queue {
         options.dead_letter_expired = dead_letter_expired;
         // `inf` (or any wait too long for a Duration): no bound.
         options.max_wait = time::timeout_arg(Some(time::Seconds(max_wait)), "max_wait")?;
-        options.start_seq = match start_arg(start)? {
+        options.start_seq = match Arg::opt(start)?.map_or(crate::Start::Beginning, |StartAt(s)| s) {
             crate::Start::Beginning => None,
             crate::Start::End => Some(exit::detach(py, || {
                 core.queue.wait_visible().map(|()| core.queue.next_seq())
@@ -680,8 +587,8 @@ impl Queue {
     ///
     /// >>> q.seq_for_time(datetime(2026, 1, 1, tzinfo=timezone.utc))
     /// 0
-    fn seq_for_time(&self, py: Python<'_>, when: &Bound<'_, PyAny>) -> PyResult<u64> {
-        let micros = super::time::to_micros(when, "when")?;
+    fn seq_for_time(&self, py: Python<'_>, when: Arg<Micros<name::When>>) -> PyResult<u64> {
+        let Micros(micros, _) = when.get()?;
         let queue = self.queue()?;
         // Read-your-writes: what this process appended counts.
         Ok(exit::detach(py, || {
@@ -707,14 +614,11 @@ impl Queue {
     fn _apply_retention<'py>(
         &self,
         py: Python<'py>,
-        policy: Option<&Bound<'_, PyAny>>,
+        policy: Option<Arg<options::Retention<name::Policy>>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let queue = self.queue()?;
-        let report = match policy {
-            Some(p) => {
-                let p = options::retention(p, "policy")?;
-                exit::detach(py, || queue.apply_retention_with(&p))?
-            }
+        let report = match Arg::opt(policy)? {
+            Some(options::Retention(p, _)) => exit::detach(py, || queue.apply_retention_with(&p))?,
             None => exit::detach(py, || queue.apply_retention())?,
         };
         consumer::report_dict(py, &report)
@@ -776,28 +680,14 @@ impl Queue {
         consumer::report_dict(py, &report)
     }
 
-    /// The data files, oldest first, as dicts (`litemq.Queue.data_files`
-    /// makes them `litemq.DataFileInfo`).
-    fn _data_files<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    /// The data files, oldest first, each a `litemq.DataFileInfo`
+    /// (`litemq.Queue.data_files`).
+    fn _data_files<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let queue = self.queue()?;
         let files = exit::detach(py, || {
             queue.wait_visible().and_then(|()| queue.data_files())
         })?;
-        let list = PyList::empty(py);
-        for f in &files {
-            let d = PyDict::new(py);
-            d.set_item("path", f.path.display().to_string())?;
-            d.set_item("file_number", f.file_number)?;
-            d.set_item("first_seq", f.first_seq)?;
-            d.set_item("end_seq", f.end_seq)?;
-            d.set_item("created", time::to_datetime(py, f.created_us)?)?;
-            d.set_item("size", f.size)?;
-            d.set_item("bytes_written", f.bytes_written)?;
-            d.set_item("bytes_allocated", f.bytes_allocated)?;
-            d.set_item("index_bytes_allocated", f.index_bytes_allocated)?;
-            list.append(d)?;
-        }
-        Ok(list)
+        files.iter().map(|f| results::data_file(py, f)).collect()
     }
 
     /// The message with sequence `seq` (NotFoundError, an IndexError, if the
@@ -806,8 +696,8 @@ impl Queue {
     ///
     /// >>> q.get(42).seq
     /// 42
-    fn get(&self, py: Python<'_>, seq: &Bound<'_, PyAny>) -> PyResult<Message> {
-        let seq = seq_arg(seq, "seq")?;
+    fn get(&self, py: Python<'_>, seq: Arg<SeqNum<name::Seq>>) -> PyResult<Message> {
+        let SeqNum(seq, _) = seq.get()?;
         // Built from the frame in place: one copy of the payload.
         self.queue()?
             .get_with(seq, |m| Message::from_borrowed(py, m))?
@@ -821,9 +711,9 @@ impl Queue {
     ///
     /// >>> q.get_latest("customer-7").payload
     /// b'order 12'
-    fn get_latest(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Option<Message>> {
+    fn get_latest(&self, py: Python<'_>, key: Arg<Key>) -> PyResult<Option<Message>> {
         let queue = self.queue()?;
-        let key = key_bytes(key)?;
+        let Key(key) = key.get()?;
         let found = exit::detach(py, || queue.get_latest(&key))?;
         found.map(|m| Message::from_owned(py, m)).transpose()
     }
@@ -851,20 +741,18 @@ impl Queue {
     fn find(
         &self,
         py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-        start: Option<&Bound<'_, PyAny>>,
-        end: Option<&Bound<'_, PyAny>>,
-        limit: Option<&Bound<'_, PyAny>>,
+        key: Arg<Key>,
+        start: Option<Arg<Micros<name::Start>>>,
+        end: Option<Arg<Micros<name::End>>>,
+        limit: Option<Arg<Limit>>,
         topic: Option<String>,
-        tags: Option<&Bound<'_, PyAny>>,
-        queue_id: Option<&Bound<'_, PyAny>>,
+        tags: Option<Arg<Tags>>,
+        queue_id: Option<Arg<QueueId>>,
     ) -> PyResult<Vec<Message>> {
         let queue = self.queue()?;
-        let key = key_bytes(key)?;
+        let Key(key) = key.get()?;
         let selector = topic::selector_arg(topic, tags, queue_id)?;
-        let limit = limit.map(limit_arg).transpose()?;
-        let start = start.map(|s| time::to_micros(s, "start")).transpose()?;
-        let end = end.map(|e| time::to_micros(e, "end")).transpose()?;
+        let (start, end, limit) = range_args(start, end, limit)?;
         let found = exit::detach(py, || match &selector {
             Some(s) => queue.find_in_topic(&key, s, start, end, limit),
             None => queue.find(&key, start, end, limit),
@@ -992,9 +880,9 @@ impl Queue {
         field: &str,
         op: &str,
         value: &Bound<'_, PyAny>,
-        start: Option<&Bound<'_, PyAny>>,
-        end: Option<&Bound<'_, PyAny>>,
-        limit: Option<&Bound<'_, PyAny>>,
+        start: Option<Arg<Micros<name::Start>>>,
+        end: Option<Arg<Micros<name::End>>>,
+        limit: Option<Arg<Limit>>,
     ) -> PyResult<Vec<Message>> {
         let queue = self.queue()?;
         let Some(def) = queue.indexes().into_iter().find(|d| d.name == field) else {
@@ -1004,9 +892,7 @@ impl Queue {
             )));
         };
         let query = fields::query_arg(def, op, value)?;
-        let limit = limit.map(limit_arg).transpose()?;
-        let start = start.map(|s| time::to_micros(s, "start")).transpose()?;
-        let end = end.map(|e| time::to_micros(e, "end")).transpose()?;
+        let (start, end, limit) = range_args(start, end, limit)?;
         let found = exit::detach(py, || queue.query_field(query, start, end, limit))?;
         found
             .into_iter()
@@ -1057,13 +943,9 @@ impl Queue {
         Ok(self.open_queue()?.len() as usize)
     }
 
-    /// Counters and sizes, as a dict (`litemq.Queue.stats` makes it a
-    /// `litemq.Stats`).
-    fn _stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.open_queue()?.stats();
-        let d = PyDict::new(py);
-        super::batch::fill_stats(&d, &s)?;
-        Ok(d)
+    /// Counters and sizes, a `litemq.Stats` (`litemq.Queue.stats`).
+    fn _stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        results::stats(py, &self.open_queue()?.stats())
     }
 
     /// Columns of messages `[start, end)` in Arrow layout, at most
@@ -1089,8 +971,8 @@ impl Queue {
         columns: Option<Vec<String>>,
         raw: bool,
         topic: Option<String>,
-        tags: Option<&Bound<'_, PyAny>>,
-        queue_id: Option<&Bound<'_, PyAny>>,
+        tags: Option<Arg<Tags>>,
+        queue_id: Option<Arg<QueueId>>,
         fields: Option<Vec<String>>,
         where_: Option<(String, String, Bound<'py, PyAny>)>,
     ) -> PyResult<Bound<'py, PyDict>> {
@@ -1200,7 +1082,7 @@ pub(crate) fn reindex(
     progress: Option<Py<PyAny>>,
     slots: Option<u32>,
     items: Option<u32>,
-    encryption_key: Option<&Bound<'_, PyAny>>,
+    encryption_key: Option<Arg<options::EncryptionKey>>,
     encryption_key_file: Option<PathBuf>,
 ) -> PyResult<u64> {
     let key = options::encryption_key(encryption_key, encryption_key_file)?;
