@@ -1,9 +1,10 @@
 //! `Queue` (native part): opens a queue and hands out appenders and tailers.
 //! The Python class `litemq.Queue` subclasses it (for its signature and
-//! docs); the options are parsed here, by `options.rs`.
+//! docs); the options are parsed by `options/`, the open queues kept by
+//! `open_queues.rs`.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError, Weak};
+use std::sync::Arc;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -17,124 +18,14 @@ use super::exit;
 use super::fields;
 use super::fork::ForkSafe;
 use super::message::Message;
+use super::open_queues::Core;
 use super::options;
 use super::results;
-use super::tailer::{Plain, Reader, ReaderSlot, Tailer};
+use super::tailer::{Plain, Reader, Tailer};
 use super::time;
 use super::topic::{self, QueueId, Tags};
 use super::work_queue::{self, WorkQueue};
-use crate::storage::mapped::fork_generation;
-use crate::{ConsumerOptions, DeadLetterSink, KeyIndexConfig, WorkQueueOptions};
-
-/// An open engine queue and the readers of the tailers made from it, which
-/// `close()` takes from them.
-pub(crate) struct Core {
-    queue: crate::Queue,
-    readers: Mutex<Readers>,
-}
-
-#[derive(Default)]
-struct Readers {
-    slots: Vec<Weak<ReaderSlot>>,
-    /// Dead entries are swept out when `slots` grows to this length.
-    sweep_at: usize,
-}
-
-/// Every queue opened in this process (and the fork generation it was
-/// opened in), for [`close_all`] at interpreter exit.
-static OPEN: Mutex<Vec<(u64, Weak<Core>)>> = Mutex::new(Vec::new());
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-impl Core {
-    fn new(queue: crate::Queue) -> Arc<Core> {
-        let core = Arc::new(Core {
-            queue,
-            readers: Mutex::new(Readers::default()),
-        });
-        let mut open = lock(&OPEN);
-        open.retain(|(_, q)| q.strong_count() > 0);
-        open.push((fork_generation(), Arc::downgrade(&core)));
-        core
-    }
-
-    /// Remembers a tailer's reader, so that `close` can take it.
-    fn adopt(&self, tailer: &Tailer) {
-        let mut r = lock(&self.readers);
-        if r.slots.len() >= r.sweep_at {
-            r.slots.retain(|s| s.strong_count() > 0);
-            r.sweep_at = (2 * r.slots.len()).max(64);
-        }
-        r.slots.push(tailer.slot());
-    }
-
-    /// Closes the engine queue (waking blocked calls), then takes the
-    /// reader of every tailer made from it: their files are unmapped and
-    /// named tailers' names released when this returns. Named tailers are
-    /// not committed. The engine's error, if any, comes after all that.
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let result = exit::detach(py, || self.queue.close());
-        let slots: Vec<_> = lock(&self.readers)
-            .slots
-            .drain(..)
-            .filter_map(|s| s.upgrade())
-            .collect();
-        let exiting = exit::exiting();
-        exit::detach(py, || {
-            for slot in &slots {
-                let taken = match slot.try_lock() {
-                    Ok(mut guard) => guard.take(),
-                    Err(TryLockError::Poisoned(p)) => p.into_inner().take(),
-                    // At exit a daemon thread may be parked holding it for
-                    // good; otherwise the call in progress ends soon (a
-                    // blocked wait wakes: the queue is closed).
-                    Err(TryLockError::WouldBlock) if exiting => None,
-                    Err(TryLockError::WouldBlock) => lock(slot).take(),
-                };
-                drop(taken);
-            }
-        });
-        lock(&OPEN).retain(|(_, q)| q.strong_count() > 0 && !std::ptr::eq(q.as_ptr(), self));
-        Ok(result?)
-    }
-}
-
-/// Closes every queue opened in this process and still open (see
-/// [`close_all_at_exit`]); returns the first error.
-pub(crate) fn close_all(py: Python<'_>) -> PyResult<()> {
-    let generation = fork_generation();
-    let cores: Vec<Arc<Core>> = lock(&OPEN)
-        .iter()
-        .filter(|(g, _)| *g == generation)
-        .filter_map(|(_, q)| q.upgrade())
-        .collect();
-    let mut first_error = None;
-    for core in &cores {
-        if let Err(e) = core.close(py) {
-            first_error.get_or_insert(e);
-        }
-    }
-    // The last reference to a queue may be one of these: its drop joins
-    // nothing more (closed above), so the GIL may stay held.
-    drop(cores);
-    first_error.map_or(Ok(()), Err)
-}
-
-/// Closes every queue this process has open, for `atexit`: what was
-/// appended is written and synced, blocked calls wake, and threads other
-/// than this one never re-enter the interpreter (see the module comment).
-/// Raises the first error a close raised (after closing the others). Here,
-/// not in `exit.rs`, which the queue and the handles use: exit stays below them.
-#[pyfunction]
-#[pyo3(name = "_close_all_at_exit")]
-pub(crate) fn close_all_at_exit(py: Python<'_>) -> PyResult<()> {
-    exit::begin();
-    let result = close_all(py);
-    exit::wait_for_returning_threads(py);
-    result
-}
+use crate::{ConsumerOptions, DeadLetterSink, WorkQueueOptions};
 
 /// The native queue. Use `litemq.Queue`, its subclass, which documents the options.
 #[pyclass(frozen, subclass, module = "litemq._litemq", name = "Queue")]
@@ -1053,63 +944,6 @@ impl Queue {
             Err(_) => format!("litemq.Queue({:?}) (from parent process)", self.path),
         }
     }
-}
-
-/// Pid of the process holding the writer lock of the queue at `path`, or
-/// None when no live process holds it.
-///
-/// >>> litemq._litemq.writer_pid("/tmp/orders")
-/// 4242
-#[pyfunction]
-pub(crate) fn writer_pid(path: PathBuf) -> Option<u32> {
-    crate::writer_pid(&path)
-}
-
-/// Rebuilds every key-index file of the queue at `path` from its data
-/// files (takes the writer lock). `progress(seq)` is called as the scan
-/// passes sequences. An encrypted queue needs its key (`encryption_key` or
-/// `encryption_key_file`, as for `Queue`). Returns the number of keys indexed.
-///
-/// >>> litemq._litemq.reindex("/tmp/orders")
-/// 1200
-#[pyfunction]
-#[pyo3(signature = (
-    path, progress=None, slots=None, items=None, encryption_key=None, encryption_key_file=None
-))]
-pub(crate) fn reindex(
-    py: Python<'_>,
-    path: PathBuf,
-    progress: Option<Py<PyAny>>,
-    slots: Option<u32>,
-    items: Option<u32>,
-    encryption_key: Option<Arg<options::EncryptionKey>>,
-    encryption_key_file: Option<PathBuf>,
-) -> PyResult<u64> {
-    let key = options::encryption_key(encryption_key, encryption_key_file)?;
-    let mut config = KeyIndexConfig::default();
-    if let Some(n) = slots {
-        config.slots = n;
-    }
-    if let Some(n) = items {
-        config.items = n;
-    }
-    let mut failed: Option<PyErr> = None;
-    let mut report = |seq: u64| {
-        if let (Some(cb), None) = (&progress, &failed) {
-            exit::attach(|py| {
-                if let Err(e) = cb.call1(py, (seq,)).and_then(|_| py.check_signals()) {
-                    failed = Some(e);
-                }
-            });
-        }
-    };
-    let keys = exit::detach(py, || {
-        crate::queue::reindex_with_key(&path, config, key, &mut report)
-    });
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    Ok(keys?)
 }
 
 /// Where dead-lettered jobs go: a directory (opened as a queue for several

@@ -268,7 +268,7 @@ impl Reader {
 }
 
 /// A tailer's reader: `None` once closed, by the tailer or by its queue
-/// (which keeps a weak reference, see `queue::Core`).
+/// (which keeps a weak reference, see `open_queues::Core`).
 pub(crate) type ReaderSlot = Mutex<Option<Reader>>;
 
 /// Longest single wait handed to the engine when waiting "forever"; the loop

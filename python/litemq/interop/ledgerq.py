@@ -68,7 +68,9 @@ class LedgerQError(LiteMQError, ValueError):
     in its segment, when the fault is in an entry.
     """
 
-    def __init__(self, reason: str, *, path: Path | None = None, offset: int | None = None) -> None:
+    def __init__(
+        self, reason: str, *, path: str | os.PathLike[str] | None = None, offset: int | None = None
+    ) -> None:
         if path is not None:
             message = f"{path}: {reason}"
         elif offset is not None:
