@@ -133,7 +133,7 @@ impl<'a, 'py> FromPyObject<'a, 'py> for StartAt {
     type Error = PyErr;
 
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-        Ok(StartAt(start_arg(Some(&*obj))?))
+        Ok(StartAt(start_arg(&obj)?))
     }
 }
 
@@ -192,11 +192,8 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Limit {
     }
 }
 
-/// Where a new tailer starts: `"start"` (default), `"end"` or a sequence.
-pub(crate) fn start_arg(start: Option<&Bound<'_, PyAny>>) -> PyResult<crate::Start> {
-    let Some(start) = start else {
-        return Ok(crate::Start::Beginning);
-    };
+/// Where a new tailer starts: `"start"`, `"end"` or a sequence.
+fn start_arg(start: &Bound<'_, PyAny>) -> PyResult<crate::Start> {
     if let Ok(s) = start.cast::<PyString>() {
         return match s.to_str()? {
             "start" => Ok(crate::Start::Beginning),

@@ -12,7 +12,7 @@ use pyo3::types::{PyDict, PyList};
 
 use super::appender::Appender;
 use super::args::{name, Arg, Key, Limit, Micros, SeqNum, StartAt};
-use super::consumer::{self, Consumer};
+use super::consumer::Consumer;
 use super::errors;
 use super::exit;
 use super::fields;
@@ -342,7 +342,7 @@ impl Queue {
         name: &str,
         visibility_timeout: Option<time::Seconds>,
         max_deliveries: i64,
-        dead_letter: Option<&Bound<'_, PyAny>>,
+        dead_letter: Option<Arg<DeadLetter<'_>>>,
         start: Option<Arg<StartAt>>,
         window: Option<u64>,
         priority: bool,
@@ -392,10 +392,9 @@ impl Queue {
             })?),
             crate::Start::Seq(s) => Some(s),
         };
-        options.dead_letter = match dead_letter {
+        options.dead_letter = match Arg::opt(dead_letter)? {
             None => None,
-            Some(obj) if obj.is_none() => None,
-            Some(obj) => Some(dead_letter_arg(py, obj, self.queue()?.encryption_key())?),
+            Some(d) => Some(d.sink(py, self.queue()?.encryption_key())?),
         };
         let queue = &core.queue;
         let wq = exit::detach(py, || queue.work_queue(name, options))?;
@@ -407,18 +406,14 @@ impl Queue {
         Ok(WorkQueue::new(wq, next_seq, watch, self.path.clone()))
     }
 
-    /// Every work queue with its figures, as dicts (`litemq.Queue.work_queues`
-    /// wraps them).
-    fn _work_queues<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    /// Every work queue with its figures, each a `litemq.WorkQueueInfo`
+    /// (`litemq.Queue.work_queues`).
+    fn _work_queues<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let queue = self.queue()?;
         let infos = exit::detach(py, || {
             queue.wait_visible().and_then(|()| queue.work_queues())
         })?;
-        let list = PyList::empty(py);
-        for info in &infos {
-            list.append(work_queue::info_dict(py, info)?)?;
-        }
-        Ok(list)
+        infos.iter().map(|i| results::work_queue(py, i)).collect()
     }
 
     /// Work queue `name`'s jobs handed out and not finished, as dicts
@@ -437,16 +432,12 @@ impl Queue {
         work_queue::pending_list(py, &jobs)
     }
 
-    /// Every topic stream with its count and range, as dicts
-    /// (`litemq.Queue.topics` wraps them).
-    fn _topics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    /// Every topic stream with its count and range, each a
+    /// `litemq.TopicInfo` (`litemq.Queue.topics`).
+    fn _topics<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let queue = self.queue()?;
         let infos = exit::detach(py, || queue.topics())?;
-        let list = PyList::empty(py);
-        for info in &infos {
-            list.append(topic::info_dict(py, info)?)?;
-        }
-        Ok(list)
+        infos.iter().map(|i| results::topic(py, i)).collect()
     }
 
     /// Forgets work queue `name` (removes its state file), so that it no
@@ -457,17 +448,13 @@ impl Queue {
         Ok(exit::detach(py, || queue.remove_work_queue(name))?)
     }
 
-    /// Every named tailer with its committed position and lag, as dicts
-    /// (`litemq.Queue.consumers` wraps them).
-    fn _consumers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    /// Every named tailer with its committed position and lag, each a
+    /// `litemq.ConsumerInfo` (`litemq.Queue.consumers`).
+    fn _consumers<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let queue = self.queue()?;
         // Read-your-writes: lag counts what this process appended.
         let infos = exit::detach(py, || queue.wait_visible().and_then(|()| queue.consumers()))?;
-        let list = PyList::empty(py);
-        for info in &infos {
-            list.append(consumer::info_dict(py, info)?)?;
-        }
-        Ok(list)
+        infos.iter().map(|i| results::consumer(py, i)).collect()
     }
 
     /// The first sequence whose message was written at or after `when` (a
@@ -500,24 +487,24 @@ impl Queue {
     }
 
     /// Runs a retention pass with `policy` (None: the queue's own) and
-    /// returns its report as a dict (`litemq.Queue.apply_retention` wraps it).
+    /// returns its `litemq.RetentionReport` (`litemq.Queue.apply_retention`).
     #[pyo3(signature = (policy=None))]
     fn _apply_retention<'py>(
         &self,
         py: Python<'py>,
         policy: Option<Arg<options::Retention<name::Policy>>>,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    ) -> PyResult<Bound<'py, PyAny>> {
         let queue = self.queue()?;
         let report = match Arg::opt(policy)? {
             Some(options::Retention(p, _)) => exit::detach(py, || queue.apply_retention_with(&p))?,
             None => exit::detach(py, || queue.apply_retention())?,
         };
-        consumer::report_dict(py, &report)
+        results::retention(py, &report)
     }
 
     /// Runs a key-compaction pass (`litemq.Queue.compact` wraps it): tombstones
     /// that are their key's latest message go once `grace_us` old. Returns
-    /// the report as a dict. `progress`, when given, is called with
+    /// its `litemq.CompactReport`. `progress`, when given, is called with
     /// `(files done, files)` (an exception it raises is reported when the
     /// pass is over; the pass itself completes).
     #[pyo3(signature = (grace_us, progress=None))]
@@ -526,7 +513,7 @@ impl Queue {
         py: Python<'py>,
         grace_us: u64,
         progress: Option<Py<PyAny>>,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    ) -> PyResult<Bound<'py, PyAny>> {
         let queue = self.queue()?;
         let opts = crate::CompactOptions {
             grace_us,
@@ -547,14 +534,7 @@ impl Queue {
         if let Some(e) = failed {
             return Err(e);
         }
-        let d = PyDict::new(py);
-        d.set_item("files_examined", report.files_examined)?;
-        d.set_item("files_rewritten", report.files_rewritten)?;
-        d.set_item("records_dropped", report.records_dropped)?;
-        d.set_item("tombstones_dropped", report.tombstones_dropped)?;
-        d.set_item("bytes_before", report.bytes_before)?;
-        d.set_item("bytes_after", report.bytes_after)?;
-        Ok(d)
+        results::compact(py, &report)
     }
 
     /// Deletes the oldest data files whose messages all lie below `before`
@@ -568,7 +548,7 @@ impl Queue {
     ) -> PyResult<Bound<'py, PyDict>> {
         let queue = self.queue()?;
         let report = exit::detach(py, || queue.delete_files_before(before))?;
-        consumer::report_dict(py, &report)
+        results::retention_dict(py, &report)
     }
 
     /// The data files, oldest first, each a `litemq.DataFileInfo`
@@ -946,25 +926,41 @@ impl Queue {
     }
 }
 
-/// Where dead-lettered jobs go: a directory (opened as a queue for several
-/// writer processes, with the source queue's encryption `key` if it has
-/// one) or an open `litemq.Queue` (its appender).
-fn dead_letter_arg(
-    py: Python<'_>,
-    obj: &Bound<'_, PyAny>,
-    key: Option<[u8; 32]>,
-) -> PyResult<DeadLetterSink> {
-    if let Ok(q) = obj.cast::<Queue>() {
-        let appender = q.get().open_queue()?.appender()?;
-        return Ok(Arc::new(move |record: &crate::Record<'_>| {
-            appender.append_record(record)?;
-            appender.flush()
-        }));
+/// `dead_letter=`: where dead-lettered jobs go, a directory (opened as a
+/// queue for several writer processes) or an open `litemq.Queue`.
+enum DeadLetter<'py> {
+    Queue(Bound<'py, Queue>),
+    Path(PathBuf),
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for DeadLetter<'py> {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        if let Ok(q) = obj.cast::<Queue>() {
+            return Ok(DeadLetter::Queue(q.to_owned()));
+        }
+        obj.extract()
+            .map(DeadLetter::Path)
+            .map_err(|_| PyTypeError::new_err("dead_letter must be None, a path or a litemq.Queue"))
     }
-    let path: PathBuf = obj
-        .extract()
-        .map_err(|_| PyTypeError::new_err("dead_letter must be None, a path or a litemq.Queue"))?;
-    Ok(exit::detach(py, || {
-        crate::Queue::dead_letter_sink_with_key(&path, key)
-    })?)
+}
+
+impl DeadLetter<'_> {
+    /// The sink: the queue's appender, or the directory opened with the
+    /// source queue's encryption `key` if it has one.
+    fn sink(self, py: Python<'_>, key: Option<[u8; 32]>) -> PyResult<DeadLetterSink> {
+        match self {
+            DeadLetter::Queue(q) => {
+                let appender = q.get().open_queue()?.appender()?;
+                Ok(Arc::new(move |record: &crate::Record<'_>| {
+                    appender.append_record(record)?;
+                    appender.flush()
+                }))
+            }
+            DeadLetter::Path(path) => Ok(exit::detach(py, || {
+                crate::Queue::dead_letter_sink_with_key(&path, key)
+            })?),
+        }
+    }
 }

@@ -3,7 +3,7 @@
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyString};
+use pyo3::types::{PyBytes, PyString};
 
 use super::args::{type_name, Arg};
 use super::options;
@@ -116,21 +116,4 @@ pub(crate) fn selector_arg(
         queue_id,
         tags,
     }))
-}
-
-/// A topic stream as a dict for `litemq.TopicInfo`.
-pub(crate) fn info_dict<'py>(
-    py: Python<'py>,
-    t: &crate::TopicInfo,
-) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("topic", (!t.topic.is_empty()).then_some(t.topic.as_str()))?;
-    d.set_item("queue_id", t.queue_id)?;
-    d.set_item("count", t.count)?;
-    d.set_item("first_seq", t.first_seq)?;
-    d.set_item("last_seq", t.last_seq)?;
-    d.set_item("last_timestamp", t.last_timestamp)?;
-    d.set_item("first_offset", t.first_offset)?;
-    d.set_item("last_offset", t.last_offset)?;
-    Ok(d)
 }
