@@ -98,6 +98,8 @@ pub(crate) mod name {
         Retention = "retention";
         /// `policy=`.
         Policy = "policy";
+        /// `expires_at=`.
+        ExpiresAt = "expires_at";
     }
 }
 
