@@ -38,10 +38,11 @@ pub(crate) struct Queue {
     blocking_appends: bool,
 }
 
-/// `start=`, `end=` and `limit=` of `find` and `where`, checked in that
-/// order of old: `limit`, then `start`, then `end`.
+/// `(start, end, limit)` of `find` and `where`.
 type Range = (Option<u64>, Option<u64>, Option<usize>);
 
+/// `start=`, `end=` and `limit=` of `find` and `where`, raising the first
+/// bad one in the order they were always checked: `limit`, `start`, `end`.
 fn range_args(
     start: Option<Arg<Micros<name::Start>>>,
     end: Option<Arg<Micros<name::End>>>,
