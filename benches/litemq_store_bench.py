@@ -1,4 +1,4 @@
-"""LiteMQ broker stores (``litemq.litemq_store``, pure Python): records per second.
+"""LiteMQ broker stores (``litemq.interop.litemq_store``, pure Python): records per second.
 
 Writes a store of N records (100-byte bodies, 5 topics, 2 tags, a key and a property each),
 then reads it back through the commit log and through the consume queues, imports it into a
@@ -16,7 +16,13 @@ import sys
 import tempfile
 import time
 
-from litemq.litemq_store import LiteMQRecord, LiteMQStore, StoreWriter, export_queue, import_store
+from litemq.interop.litemq_store import (
+    LiteMQRecord,
+    LiteMQStore,
+    StoreWriter,
+    export_queue,
+    import_store,
+)
 
 FILE_SIZE = 8 << 20
 CQ_FILE_SIZE = 24 * 100_000

@@ -9,11 +9,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from litemq._litemq import DEFAULT_COMPACT_GRACE_US
+
 __all__ = ["DEFAULT_GRACE", "CompactReport"]
 
+
+def _age_text(micros: int) -> str:
+    """``"1d"``, ``"12h"``, ``"90s"``: an age as ``grace=`` and ``--grace`` take it
+    (the largest unit that divides it; ``"0"`` for none)."""
+    if micros == 0:
+        return "0"
+    for unit, size in (("w", 604_800), ("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)):
+        if micros % (size * 1_000_000) == 0:
+            return f"{micros // (size * 1_000_000)}{unit}"
+    return f"{micros / 1_000_000}s"
+
+
 #: How long a tombstone that is its key's latest message survives compaction,
-#: by default: a day (Kafka's ``delete.retention.ms``).
-DEFAULT_GRACE = "1d"
+#: by default: a day (Kafka's ``delete.retention.ms``). The engine's value (the
+#: one ``compact=True`` uses), written as ``grace=`` takes it: ``"1d"``.
+DEFAULT_GRACE = _age_text(DEFAULT_COMPACT_GRACE_US)
 
 
 @dataclass(frozen=True)

@@ -272,7 +272,7 @@ class Queue(_litemq.Queue):
         >>> (s.messages, s.files, s.recovery.cut_bytes)
         (3, 1, 0)
         """
-        return Stats._from_native(self._stats())
+        return self._stats()
 
     def data_files(self) -> list[DataFileInfo]:
         """The data files, oldest first, each a `litemq.DataFileInfo`.
@@ -280,7 +280,7 @@ class Queue(_litemq.Queue):
         >>> [f.first_seq for f in q.data_files()]
         [0, 50, 100]
         """
-        return [DataFileInfo(**d) for d in self._data_files()]
+        return self._data_files()
 
     def consumers(self) -> list[ConsumerInfo]:
         """Every named tailer with its committed position and lag, by name.
@@ -290,7 +290,7 @@ class Queue(_litemq.Queue):
         >>> [(c.name, c.next_seq, c.lag_messages) for c in q.consumers()]
         [('billing', 120, 0)]
         """
-        return [ConsumerInfo(**d) for d in self._consumers()]
+        return self._consumers()
 
     def work_queues(self) -> list[WorkQueueInfo]:
         """Every work queue (``work_queue(name)`` group) with its figures, by name.
@@ -300,7 +300,7 @@ class Queue(_litemq.Queue):
         >>> [(w.name, w.pending, w.in_flight) for w in q.work_queues()]
         [('thumbnails', 120, 4)]
         """
-        return [WorkQueueInfo(**d) for d in self._work_queues()]
+        return self._work_queues()
 
     def topics(self) -> list[TopicInfo]:
         """Every topic stream (topic and queue id) with messages in the queue,
@@ -314,7 +314,7 @@ class Queue(_litemq.Queue):
         >>> [(t.topic, t.queue_id, t.count) for t in q.topics()]
         [('orders', 0, 2)]
         """
-        return [TopicInfo(**d) for d in self._topics()]
+        return self._topics()
 
     def apply_retention(self, policy: Retention | None = None) -> RetentionReport:
         """Deletes old data files now, per `policy` or, when None, the queue's
@@ -327,8 +327,7 @@ class Queue(_litemq.Queue):
         >>> q.apply_retention(litemq.Retention(max_files=2)).first_seq
         100
         """
-        d = self._apply_retention(policy)
-        return RetentionReport(**d)
+        return self._apply_retention(policy)
 
     def compact(
         self,
@@ -363,8 +362,7 @@ class Queue(_litemq.Queue):
         """
         no_grace = (not isinstance(grace, str) and grace in (0, timedelta(0))) or grace == "0"
         grace_us = 0 if no_grace else parse_age(grace, "grace") // timedelta(microseconds=1)
-        d = self._compact(grace_us, progress)
-        return CompactReport(**d)
+        return self._compact(grace_us, progress)
 
     def read_arrow(
         self,

@@ -1,6 +1,8 @@
 """Typed results of `Queue.stats()` and `Queue.data_files()`.
 
-Frozen dataclasses with documented fields. They were dicts before; indexing
+Frozen dataclasses with documented fields: the one Python declaration of
+each; the native module builds them from the engine's structs
+(``rust/python/results.rs``), so nothing converts them again here. They were dicts before; indexing
 one like a dict (``q.stats()["files"]``) still works for now but raises a
 ``DeprecationWarning`` naming the attribute to use (``q.stats().files``);
 ``dataclasses.asdict`` gives a dict.
@@ -125,12 +127,6 @@ class Stats(_DictAccess):
     waiter_resets: int
     read_only: bool
     recovery: RecoveryReport
-
-    @classmethod
-    def _from_native(cls, d: dict[str, Any]) -> Stats:
-        r = dict(d["recovery"])
-        r["dropped_files"] = tuple(r["dropped_files"])
-        return cls(**{**d, "recovery": RecoveryReport(**r)})
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,12 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyRange, PyString, PyTuple};
 
 use super::aio::Notifier;
+use super::args::{name, type_name, Arg, Micros};
 use super::buffer::{bytes_arg, BytesArg};
 use super::exit;
 use super::fork::ForkSafe;
-use super::{options, time, topic};
+use super::topic::QueueId;
+use super::{options, topic};
 use crate::format::record::{Compress, HeaderField};
 use crate::{Clock, Codec, Compression, Record, SystemClock};
 
@@ -75,6 +77,14 @@ impl KeyArg<'_> {
     }
 }
 
+impl<'a, 'py> FromPyObject<'a, 'py> for KeyArg<'py> {
+    type Error = PyErr;
+
+    fn extract(obj: pyo3::Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        KeyArg::parse(&obj.to_owned())
+    }
+}
+
 /// Header names and values, kept alive while the record borrows them.
 struct HeadersArg<'py> {
     fields: Vec<(Bound<'py, PyString>, KeyArg<'py>)>,
@@ -123,6 +133,108 @@ impl<'py> HeadersArg<'py> {
                 })
             })
             .collect()
+    }
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for HeadersArg<'py> {
+    type Error = PyErr;
+
+    fn extract(obj: pyo3::Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        HeadersArg::parse(&obj.to_owned())
+    }
+}
+
+/// `topic=`: a `str`.
+struct Topic<'py>(Bound<'py, PyString>);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Topic<'py> {
+    type Error = PyErr;
+
+    fn extract(obj: pyo3::Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        obj.to_owned()
+            .cast_into::<PyString>()
+            .map(Topic)
+            .map_err(|e| {
+                PyTypeError::new_err(format!(
+                    "topic must be str, not {}",
+                    type_name(e.into_inner().as_any())
+                ))
+            })
+    }
+}
+
+/// `tags=` of a message: an iterable of `str`, held (see [`TagArgs`]).
+struct TagList<'py>(TagArgs<'py>);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for TagList<'py> {
+    type Error = PyErr;
+
+    fn extract(obj: pyo3::Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        let mut tags = TagArgs::default();
+        topic::each_tag(&obj.to_owned(), &mut |tag| tags.push(tag))?;
+        Ok(TagList(tags))
+    }
+}
+
+/// `priority=`: 0 to 255, higher first.
+struct Priority(u8);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Priority {
+    type Error = PyErr;
+
+    fn extract(obj: pyo3::Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        Ok(Priority(
+            options::int_in(&obj, "priority", 0, u8::MAX.into())? as u8,
+        ))
+    }
+}
+
+/// `ttl=`: how long the message lives, in µs (a `timedelta`, seconds or
+/// `"30m"`).
+struct Ttl(u64);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Ttl {
+    type Error = PyErr;
+
+    fn extract(obj: pyo3::Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        Ok(Ttl(options::age(&obj, "ttl")?))
+    }
+}
+
+/// `compress=` as given: a bool or a codec name (resolved against the
+/// queue's compression by [`compress_arg`]).
+enum CompressArg {
+    Flag(bool),
+    Codec(String),
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for CompressArg {
+    type Error = PyErr;
+
+    fn extract(obj: pyo3::Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        if let Ok(b) = obj.cast::<pyo3::types::PyBool>() {
+            return Ok(CompressArg::Flag(b.is_true()));
+        }
+        if let Ok(name) = obj.cast::<PyString>() {
+            return Ok(CompressArg::Codec(name.to_str()?.to_owned()));
+        }
+        Err(PyTypeError::new_err(format!(
+            "compress must be a bool or a codec name (\"zstd\", \"lz4\", \"gzip\"), not {}",
+            type_name(&obj)
+        )))
+    }
+}
+
+/// The entry `name` of a batch item dict, as the keyword argument of the
+/// same name arrives (`None` and absent: not set).
+fn entry<'py, T>(d: &Bound<'py, PyDict>, name: &str) -> PyResult<Option<Arg<T>>>
+where
+    T: for<'a> FromPyObject<'a, 'py>,
+    for<'a> <T as FromPyObject<'a, 'py>>::Error: Into<PyErr>,
+{
+    match d.get_item(name)? {
+        Some(v) if !v.is_none() => Ok(Some(v.extract::<Arg<T>>()?)),
+        _ => Ok(None),
     }
 }
 
@@ -201,46 +313,40 @@ impl<'py> FieldsArg<'py> {
         reason = "one per keyword argument of append, plus the queue's compression"
     )]
     fn parse(
-        topic: Option<&Bound<'py, PyAny>>,
-        tags: Option<&Bound<'py, PyAny>>,
-        queue_id: Option<&Bound<'py, PyAny>>,
-        priority: Option<&Bound<'py, PyAny>>,
-        ttl: Option<&Bound<'py, PyAny>>,
-        expires_at: Option<&Bound<'py, PyAny>>,
-        compress: Option<&Bound<'py, PyAny>>,
+        topic: Option<Arg<Topic<'py>>>,
+        tags: Option<Arg<TagList<'py>>>,
+        queue_id: Option<Arg<QueueId>>,
+        priority: Option<Arg<Priority>>,
+        ttl: Option<Arg<Ttl>>,
+        expires_at: Option<Arg<Micros<name::ExpiresAt>>>,
+        compress: Option<Arg<CompressArg>>,
         queue_compression: Option<Compression>,
     ) -> PyResult<Self> {
-        let set = |o: Option<&Bound<'py, PyAny>>| o.filter(|v| !v.is_none()).cloned();
         let mut out = FieldsArg::default();
-        if let Some(c) = set(compress) {
-            out.compress = compress_arg(&c, queue_compression)?;
+        if let Some(c) = Arg::opt(compress)? {
+            out.compress = compress_arg(c, queue_compression)?;
         }
-        if let Some(t) = set(topic) {
-            out.topic = Some(t.cast_into::<PyString>().map_err(|e| {
-                PyTypeError::new_err(format!(
-                    "topic must be str, not {}",
-                    type_name(e.into_inner().as_any())
-                ))
-            })?);
+        if let Some(Topic(t)) = Arg::opt(topic)? {
+            out.topic = Some(t);
         }
-        if let Some(t) = set(tags) {
-            topic::each_tag(&t, &mut |tag| out.tags.push(tag))?;
+        if let Some(TagList(t)) = Arg::opt(tags)? {
+            out.tags = t;
         }
-        if let Some(q) = set(queue_id) {
-            out.queue_id = options::int_in(&q, "queue_id", 0, u16::MAX.into())? as u16;
+        if let Some(QueueId(q)) = Arg::opt(queue_id)? {
+            out.queue_id = q;
         }
-        if let Some(p) = set(priority) {
-            out.priority = options::int_in(&p, "priority", 0, u8::MAX.into())? as u8;
+        if let Some(Priority(p)) = Arg::opt(priority)? {
+            out.priority = p;
         }
-        match (set(ttl), set(expires_at)) {
+        match (ttl, expires_at) {
             (Some(_), Some(_)) => {
                 return Err(PyTypeError::new_err("give ttl or expires_at, not both"))
             }
             (Some(ttl), None) => {
-                let ttl = options::age(&ttl, "ttl")?;
+                let Ttl(ttl) = ttl.get()?;
                 out.expires_at = Some(SystemClock.now_micros().saturating_add(ttl));
             }
-            (None, Some(at)) => out.expires_at = Some(time::to_micros(&at, "expires_at")?),
+            (None, Some(at)) => out.expires_at = Some(at.get()?.0),
             (None, None) => {}
         }
         Ok(out)
@@ -257,35 +363,29 @@ impl<'py> FieldsArg<'py> {
 /// (stored as given), or a codec name (the queue's level when it is the
 /// queue's codec, else the codec's default). An explicit request ignores the
 /// queue's `compression_min_size`; the 5 % rule still holds.
-fn compress_arg(obj: &Bound<'_, PyAny>, queue: Option<Compression>) -> PyResult<Compress> {
-    if let Ok(b) = obj.cast::<pyo3::types::PyBool>() {
-        if !b.is_true() {
-            return Ok(Compress::Never);
+fn compress_arg(arg: CompressArg, queue: Option<Compression>) -> PyResult<Compress> {
+    let name = match arg {
+        CompressArg::Flag(false) => return Ok(Compress::Never),
+        CompressArg::Flag(true) => {
+            let c = queue.unwrap_or_else(|| Compression::new(Codec::Zstd));
+            return Ok(Compress::With(Compression { min_size: 0, ..c }));
         }
-        let c = queue.unwrap_or_else(|| Compression::new(Codec::Zstd));
-        return Ok(Compress::With(Compression { min_size: 0, ..c }));
-    }
-    if let Ok(name) = obj.cast::<PyString>() {
-        let name = name.to_str()?;
-        let codec = Codec::from_name(name).ok_or_else(|| {
-            PyValueError::new_err(format!(
-                "compress must be True, False, \"zstd\", \"lz4\" or \"gzip\", not {name:?}"
-            ))
-        })?;
-        let level = match queue {
-            Some(q) if q.codec == codec => q.level,
-            _ => codec.default_level(),
-        };
-        return Ok(Compress::With(Compression {
-            codec,
-            level,
-            min_size: 0,
-        }));
-    }
-    Err(PyTypeError::new_err(format!(
-        "compress must be a bool or a codec name (\"zstd\", \"lz4\", \"gzip\"), not {}",
-        type_name(obj)
-    )))
+        CompressArg::Codec(name) => name,
+    };
+    let codec = Codec::from_name(&name).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "compress must be True, False, \"zstd\", \"lz4\" or \"gzip\", not {name:?}"
+        ))
+    })?;
+    let level = match queue {
+        Some(q) if q.codec == codec => q.level,
+        _ => codec.default_level(),
+    };
+    Ok(Compress::With(Compression {
+        codec,
+        level,
+        min_size: 0,
+    }))
 }
 
 /// Everything a record borrows from its Python arguments, borrowed at once.
@@ -375,8 +475,12 @@ impl<'py> ItemArg<'py> {
         };
         if let Ok(t) = item.cast::<PyTuple>() {
             let (payload, key, headers) = match t.len() {
-                2 => (t.get_item(0)?, Some(t.get_item(1)?), None),
-                3 => (t.get_item(0)?, Some(t.get_item(1)?), Some(t.get_item(2)?)),
+                2 => (t.get_item(0)?, t.get_item(1)?.extract()?, None),
+                3 => (
+                    t.get_item(0)?,
+                    t.get_item(1)?.extract()?,
+                    t.get_item(2)?.extract()?,
+                ),
                 n => {
                     return Err(PyTypeError::new_err(format!(
                         "append_batch item {index}: a tuple must be (payload, key) or \
@@ -384,7 +488,7 @@ impl<'py> ItemArg<'py> {
                     )))
                 }
             };
-            return Self::from_parts(&payload, key.as_ref(), headers.as_ref()).map_err(context);
+            return Self::from_parts(&payload, key, headers).map_err(context);
         }
         if let Ok(d) = item.cast::<PyDict>() {
             let tombstone = match d.get_item("tombstone")? {
@@ -416,18 +520,16 @@ impl<'py> ItemArg<'py> {
                     )));
                 }
             }
-            let get = |name: &str| d.get_item(name);
-            let mut parsed =
-                Self::from_parts(&payload, get("key")?.as_ref(), get("headers")?.as_ref())
-                    .map_err(context)?;
+            let mut parsed = Self::from_parts(&payload, entry(d, "key")?, entry(d, "headers")?)
+                .map_err(context)?;
             parsed.fields = FieldsArg::parse(
-                get("topic")?.as_ref(),
-                get("tags")?.as_ref(),
-                get("queue_id")?.as_ref(),
-                get("priority")?.as_ref(),
-                get("ttl")?.as_ref(),
-                get("expires_at")?.as_ref(),
-                get("compress")?.as_ref(),
+                entry(d, "topic")?,
+                entry(d, "tags")?,
+                entry(d, "queue_id")?,
+                entry(d, "priority")?,
+                entry(d, "ttl")?,
+                entry(d, "expires_at")?,
+                entry(d, "compress")?,
                 queue_compression,
             )
             .map_err(context)?;
@@ -439,30 +541,17 @@ impl<'py> ItemArg<'py> {
 
     fn from_parts(
         payload: &Bound<'py, PyAny>,
-        key: Option<&Bound<'py, PyAny>>,
-        headers: Option<&Bound<'py, PyAny>>,
+        key: Option<Arg<KeyArg<'py>>>,
+        headers: Option<Arg<HeadersArg<'py>>>,
     ) -> PyResult<Self> {
         Ok(ItemArg {
             payload: bytes_arg(payload, "payload")?,
-            key: key
-                .filter(|k| !k.is_none())
-                .map(KeyArg::parse)
-                .transpose()?,
-            headers: headers
-                .filter(|h| !h.is_none())
-                .map(HeadersArg::parse)
-                .transpose()?,
+            key: Arg::opt(key)?,
+            headers: Arg::opt(headers)?,
             fields: FieldsArg::default(),
             tombstone: false,
         })
     }
-}
-
-fn type_name(obj: &Bound<'_, PyAny>) -> String {
-    obj.get_type()
-        .name()
-        .map(|n| n.to_string())
-        .unwrap_or_else(|_| "?".into())
 }
 
 #[pymethods]
@@ -495,27 +584,31 @@ impl Appender {
         clippy::too_many_arguments,
         reason = "mirrors the Python keyword arguments"
     )]
-    fn append(
+    fn append<'py>(
         &self,
-        py: Python<'_>,
-        payload: &Bound<'_, PyAny>,
-        key: Option<&Bound<'_, PyAny>>,
-        headers: Option<&Bound<'_, PyAny>>,
-        topic: Option<&Bound<'_, PyAny>>,
-        tags: Option<&Bound<'_, PyAny>>,
-        queue_id: Option<&Bound<'_, PyAny>>,
-        priority: Option<&Bound<'_, PyAny>>,
-        ttl: Option<&Bound<'_, PyAny>>,
-        expires_at: Option<&Bound<'_, PyAny>>,
-        compress: Option<&Bound<'_, PyAny>>,
+        py: Python<'py>,
+        payload: &Bound<'py, PyAny>,
+        key: Option<Arg<KeyArg<'py>>>,
+        headers: Option<Arg<HeadersArg<'py>>>,
+        topic: Option<Arg<Topic<'py>>>,
+        tags: Option<Arg<TagList<'py>>>,
+        queue_id: Option<Arg<QueueId>>,
+        priority: Option<Arg<Priority>>,
+        ttl: Option<Arg<Ttl>>,
+        expires_at: Option<Arg<Micros<name::ExpiresAt>>>,
+        compress: Option<Arg<CompressArg>>,
     ) -> PyResult<u64> {
         let app = self.inner.get()?;
         let payload = bytes_arg(payload, "payload")?;
-        let plain = [
-            key, headers, topic, tags, queue_id, priority, ttl, expires_at, compress,
-        ]
-        .iter()
-        .all(Option::is_none);
+        let plain = key.is_none()
+            && headers.is_none()
+            && topic.is_none()
+            && tags.is_none()
+            && queue_id.is_none()
+            && priority.is_none()
+            && ttl.is_none()
+            && expires_at.is_none()
+            && compress.is_none();
         if plain {
             let bytes = payload.as_slice();
             if self.blocking {
@@ -523,14 +616,8 @@ impl Appender {
             }
             return Ok(app.append(bytes)?);
         }
-        let key = key
-            .filter(|k| !k.is_none())
-            .map(KeyArg::parse)
-            .transpose()?;
-        let headers = headers
-            .filter(|h| !h.is_none())
-            .map(HeadersArg::parse)
-            .transpose()?;
+        let key = Arg::opt(key)?;
+        let headers = Arg::opt(headers)?;
         let fields = FieldsArg::parse(
             topic,
             tags,

@@ -1,5 +1,5 @@
-//! Plain-data conversions for `Queue.stats()` and `Queue.read_arrow()`:
-//! engine structs become dicts of ints and `bytes` buffers.
+//! Plain-data conversions for `Queue.read_arrow()`: the engine's columns
+//! become dicts of ints and `bytes` buffers.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
@@ -14,52 +14,6 @@ fn i64_column(py: Python<'_>, v: Vec<i64>) -> PyResult<Bound<'_, PayloadView>> {
 /// An `i32` column (offsets) handed over without a copy.
 fn i32_column(py: Python<'_>, v: Vec<i32>) -> PyResult<Bound<'_, PayloadView>> {
     Bound::new(py, PayloadView::owning_i32(v))
-}
-
-/// Fills `d` with the statistics' fields.
-pub(crate) fn fill_stats(d: &Bound<'_, PyDict>, s: &crate::Stats) -> PyResult<()> {
-    let py = d.py();
-    d.set_item("first_seq", s.first_seq)?;
-    d.set_item("next_seq", s.next_seq)?;
-    d.set_item("messages", s.next_seq - s.first_seq)?;
-    d.set_item("files", s.files)?;
-    d.set_item("disk_bytes", s.disk_bytes)?;
-    d.set_item("data_bytes_written", s.data_bytes_written)?;
-    d.set_item("data_bytes_allocated", s.data_bytes_allocated)?;
-    d.set_item("index_bytes_allocated", s.index_bytes_allocated)?;
-    d.set_item("durable_seq", s.durable_seq)?;
-    d.set_item("syncs", s.syncs)?;
-    d.set_item("rolls", s.rolls)?;
-    d.set_item("compactions", s.compactions)?;
-    d.set_item("compaction_errors", s.compaction_errors)?;
-    d.set_item("bytes_written", s.bytes_written)?;
-    d.set_item("appender_writes", s.appender_writes)?;
-    d.set_item("takeovers", s.takeovers)?;
-    d.set_item("wake_word", s.wake_word)?;
-    d.set_item("waiters", s.waiters)?;
-    d.set_item("wake_calls", s.wake_calls)?;
-    d.set_item("woken", s.woken)?;
-    d.set_item("waiter_resets", s.waiter_resets)?;
-    d.set_item("read_only", s.read_only)?;
-    let r = &s.recovery;
-    let recovery = PyDict::new(py);
-    recovery.set_item("cut_bytes", r.cut_bytes)?;
-    recovery.set_item("cut_at", r.cut_at)?;
-    recovery.set_item("cut_reason", r.cut_reason.as_deref())?;
-    recovery.set_item("repaired_end_marker", r.repaired_end_marker)?;
-    recovery.set_item("index_entries_rebuilt", r.index_entries_rebuilt)?;
-    recovery.set_item("dense_entries_rebuilt", r.dense_entries_rebuilt)?;
-    recovery.set_item("frames_verified", r.frames_verified)?;
-    let dropped: Vec<String> = r
-        .dropped_files
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect();
-    recovery.set_item("dropped_files", dropped)?;
-    recovery.set_item("finished_seals", r.finished_seals)?;
-    recovery.set_item("restored_length", r.restored_length)?;
-    d.set_item("recovery", recovery)?;
-    Ok(())
 }
 
 /// A data column handed to Python without a copy (a buffer-protocol object

@@ -4,12 +4,11 @@
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
 
+use super::args::{name, Arg, SeqNum};
 use super::exit;
 use super::tailer::{Reader, Tailer};
 use super::time;
-use crate::{ConsumerInfo, RetentionReport};
 
 /// A named tailer: get one from ``Queue.tailer(name=...)``.
 ///
@@ -82,10 +81,10 @@ impl Consumer {
     fn commit(
         slf: PyRef<'_, Self>,
         py: Python<'_>,
-        seq: Option<&Bound<'_, PyAny>>,
+        seq: Option<Arg<SeqNum<name::Seq>>>,
         durable: bool,
     ) -> PyResult<()> {
-        let seq = seq.map(|s| super::tailer::seq_arg(s, "seq")).transpose()?;
+        let seq = Arg::opt(seq)?.map(|SeqNum(s, _)| s);
         Self::with(&slf, py, |c| {
             match (seq, durable) {
                 (Some(seq), _) => exit::detach(py, || c.commit_seq(seq))?,
@@ -147,40 +146,4 @@ impl Consumer {
             ),
         }
     }
-}
-
-/// A dict for `Queue.consumers()`.
-pub(crate) fn info_dict<'py>(py: Python<'py>, info: &ConsumerInfo) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("name", &info.name)?;
-    d.set_item("next_seq", info.next_seq)?;
-    d.set_item("lag_messages", info.lag_messages)?;
-    d.set_item("lag_bytes", info.lag_bytes)?;
-    let sel = info.selector.as_ref();
-    d.set_item("topic", sel.and_then(|s| s.topic.as_deref()))?;
-    d.set_item("queue_id", sel.and_then(|s| s.queue_id))?;
-    d.set_item("tags", sel.map(|s| s.tags.clone()).unwrap_or_default())?;
-    d.set_item("committed_at", time::to_datetime(py, info.committed_at)?)?;
-    d.set_item("created_at", time::to_datetime(py, info.created_at)?)?;
-    Ok(d)
-}
-
-/// A dict for `Queue.apply_retention()`.
-pub(crate) fn report_dict<'py>(
-    py: Python<'py>,
-    report: &RetentionReport,
-) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    let paths = |ps: &[std::path::PathBuf]| -> Vec<String> {
-        ps.iter().map(|p| p.display().to_string()).collect()
-    };
-    d.set_item("deleted_files", paths(&report.deleted_files))?;
-    d.set_item(
-        "deleted_key_index_files",
-        paths(&report.deleted_key_index_files),
-    )?;
-    d.set_item("deleted_bytes", report.deleted_bytes)?;
-    d.set_item("first_seq", report.first_seq)?;
-    d.set_item("protected_files", report.protected_files)?;
-    Ok(d)
 }

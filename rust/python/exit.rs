@@ -7,7 +7,7 @@
 //! sync `append` or `flush()` re-attaches exactly so when its call returns.
 //!
 //! So litemq ends its part before finalization. `litemq.queue` registers
-//! `queue::close_all_at_exit` with `atexit` (handlers run before finalization
+//! `open_queues::close_all_at_exit` with `atexit` (handlers run before finalization
 //! begins, after non-daemon threads are joined). It marks the exit, closes
 //! every open queue (writing and syncing what was appended; blocked calls
 //! wake), and waits for the threads that were already on their way back
@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 
-/// Set by `queue::close_all_at_exit`: the interpreter is about to finalize.
+/// Set by `open_queues::close_all_at_exit`: the interpreter is about to finalize.
 static EXITING: AtomicBool = AtomicBool::new(false);
 /// The thread that runs the exit handlers (and then finalization).
 static EXIT_THREAD: Mutex<Option<ThreadId>> = Mutex::new(None);

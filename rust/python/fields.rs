@@ -6,14 +6,8 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyMapping, PyString, PyTuple};
 
+use super::args::type_name;
 use crate::{FieldIndexDef, FieldKind, FieldQuery, KeyPredicate};
-
-fn type_name(obj: &Bound<'_, PyAny>) -> String {
-    obj.get_type()
-        .name()
-        .map(|n| n.to_string())
-        .unwrap_or_else(|_| "?".into())
-}
 
 /// The indexes of `indexes={"customer": "str", "price": "int"}`.
 pub(crate) fn indexes_arg(obj: &Bound<'_, PyAny>) -> PyResult<Vec<FieldIndexDef>> {

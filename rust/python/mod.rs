@@ -2,20 +2,25 @@
 //!
 //! Thin on purpose: these files convert types and errors and release the
 //! GIL around blocking calls; behaviour lives in the engine, and the
-//! Pythonic surface (Arrow, the CLI) in `python/litemq/`. Options are
-//! parsed once, here, into the engine's types (`options.rs`).
-//! One file per concept: `queue.rs`, `appender.rs`, `tailer.rs`,
-//! `consumer.rs` (named tailers, retention reports), `work_queue.rs` (work
-//! queues and their jobs), `options.rs` (the
-//! options of `litemq.Queue`), `message.rs`, `errors.rs` (the exception tree), `buffer.rs` (bytes in,
-//! zero-copy views out), `time.rs` (datetimes), `batch.rs` (stats and
-//! Arrow buffers), `archive.rs` (CRC-64 and decoding of archived data files), `fork.rs` (handles used
-//! after `fork()`), `exit.rs` (threads in litemq calls at interpreter exit), `aio.rs` (the asyncio
-//! bridge's socket).
+//! Pythonic surface (Arrow, the CLI) in `python/litemq/`. Arguments are
+//! parsed once, by argument types (`args.rs`, `options/`; docs/DESIGN.md,
+//! "The bindings and the Python package").
+//! One file per concept: `queue.rs`, `open_queues.rs` (the queues a process
+//! has open, closed at exit), `maintenance.rs` (`writer_pid`, `reindex`),
+//! `appender.rs`, `tailer.rs`, `consumer.rs` (named tailers, retention
+//! reports), `work_queue.rs` (work queues and their jobs), `topic.rs`,
+//! `fields.rs` (secondary indexes), `args.rs` (argument types), `options/`
+//! (the options of `litemq.Queue`), `results.rs` (`Stats`, `DataFileInfo`),
+//! `message.rs`, `errors.rs` (the exception tree), `buffer.rs` (bytes in,
+//! zero-copy views out), `time.rs` (datetimes), `batch.rs` (Arrow buffers),
+//! `archive.rs` (CRC-64 and decoding of archived data files), `fork.rs`
+//! (handles used after `fork()`), `exit.rs` (threads in litemq calls at
+//! interpreter exit), `aio.rs` (the asyncio bridge's socket).
 
 mod aio;
 mod appender;
 mod archive;
+mod args;
 mod batch;
 mod buffer;
 mod consumer;
@@ -23,9 +28,12 @@ mod errors;
 mod exit;
 mod fields;
 mod fork;
+mod maintenance;
 mod message;
+mod open_queues;
 mod options;
 mod queue;
+mod results;
 mod tailer;
 mod time;
 mod topic;
@@ -64,9 +72,9 @@ fn litemq_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     options::register(m)?;
     m.add_function(wrap_pyfunction!(release_memory, m)?)?;
-    m.add_function(wrap_pyfunction!(queue::writer_pid, m)?)?;
-    m.add_function(wrap_pyfunction!(queue::reindex, m)?)?;
-    m.add_function(wrap_pyfunction!(queue::close_all_at_exit, m)?)?;
+    m.add_function(wrap_pyfunction!(maintenance::writer_pid, m)?)?;
+    m.add_function(wrap_pyfunction!(maintenance::reindex, m)?)?;
+    m.add_function(wrap_pyfunction!(open_queues::close_all_at_exit, m)?)?;
     m.add_function(wrap_pyfunction!(message::_restore_message, m)?)?;
     m.add_function(wrap_pyfunction!(archive::_crc64, m)?)?;
     m.add_function(wrap_pyfunction!(archive::_sealed_summary, m)?)?;

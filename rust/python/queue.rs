@@ -1,141 +1,31 @@
 //! `Queue` (native part): opens a queue and hands out appenders and tailers.
 //! The Python class `litemq.Queue` subclasses it (for its signature and
-//! docs); the options are parsed here, by `options.rs`.
+//! docs); the options are parsed by `options/`, the open queues kept by
+//! `open_queues.rs`.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError, Weak};
+use std::sync::Arc;
 
-use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyDict, PyList};
 
 use super::appender::Appender;
-use super::consumer::{self, Consumer};
+use super::args::{name, Arg, Key, Limit, Micros, SeqNum, StartAt};
+use super::consumer::Consumer;
 use super::errors;
 use super::exit;
 use super::fields;
 use super::fork::ForkSafe;
 use super::message::Message;
+use super::open_queues::Core;
 use super::options;
-use super::tailer::{seq_arg, start_arg, Plain, Reader, ReaderSlot, Tailer};
+use super::results;
+use super::tailer::{Plain, Reader, Tailer};
 use super::time;
-use super::topic;
+use super::topic::{self, QueueId, Tags};
 use super::work_queue::{self, WorkQueue};
-use crate::storage::mapped::fork_generation;
-use crate::{
-    ConsumerOptions, DeadLetterSink, FlushMode, KeyIndexConfig, QueueBuilder, WorkQueueOptions,
-    MAX_CHANNEL_CAPACITY, MAX_FILE_SIZE, MAX_INDEX_INTERVAL, MIN_FILE_SIZE,
-};
-
-/// An open engine queue and the readers of the tailers made from it, which
-/// `close()` takes from them.
-pub(crate) struct Core {
-    queue: crate::Queue,
-    readers: Mutex<Readers>,
-}
-
-#[derive(Default)]
-struct Readers {
-    slots: Vec<Weak<ReaderSlot>>,
-    /// Dead entries are swept out when `slots` grows to this length.
-    sweep_at: usize,
-}
-
-/// Every queue opened in this process (and the fork generation it was
-/// opened in), for [`close_all`] at interpreter exit.
-static OPEN: Mutex<Vec<(u64, Weak<Core>)>> = Mutex::new(Vec::new());
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-impl Core {
-    fn new(queue: crate::Queue) -> Arc<Core> {
-        let core = Arc::new(Core {
-            queue,
-            readers: Mutex::new(Readers::default()),
-        });
-        let mut open = lock(&OPEN);
-        open.retain(|(_, q)| q.strong_count() > 0);
-        open.push((fork_generation(), Arc::downgrade(&core)));
-        core
-    }
-
-    /// Remembers a tailer's reader, so that `close` can take it.
-    fn adopt(&self, tailer: &Tailer) {
-        let mut r = lock(&self.readers);
-        if r.slots.len() >= r.sweep_at {
-            r.slots.retain(|s| s.strong_count() > 0);
-            r.sweep_at = (2 * r.slots.len()).max(64);
-        }
-        r.slots.push(tailer.slot());
-    }
-
-    /// Closes the engine queue (waking blocked calls), then takes the
-    /// reader of every tailer made from it: their files are unmapped and
-    /// named tailers' names released when this returns. Named tailers are
-    /// not committed. The engine's error, if any, comes after all that.
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let result = exit::detach(py, || self.queue.close());
-        let slots: Vec<_> = lock(&self.readers)
-            .slots
-            .drain(..)
-            .filter_map(|s| s.upgrade())
-            .collect();
-        let exiting = exit::exiting();
-        exit::detach(py, || {
-            for slot in &slots {
-                let taken = match slot.try_lock() {
-                    Ok(mut guard) => guard.take(),
-                    Err(TryLockError::Poisoned(p)) => p.into_inner().take(),
-                    // At exit a daemon thread may be parked holding it for
-                    // good; otherwise the call in progress ends soon (a
-                    // blocked wait wakes: the queue is closed).
-                    Err(TryLockError::WouldBlock) if exiting => None,
-                    Err(TryLockError::WouldBlock) => lock(slot).take(),
-                };
-                drop(taken);
-            }
-        });
-        lock(&OPEN).retain(|(_, q)| q.strong_count() > 0 && !std::ptr::eq(q.as_ptr(), self));
-        Ok(result?)
-    }
-}
-
-/// Closes every queue opened in this process and still open (see
-/// [`close_all_at_exit`]); returns the first error.
-pub(crate) fn close_all(py: Python<'_>) -> PyResult<()> {
-    let generation = fork_generation();
-    let cores: Vec<Arc<Core>> = lock(&OPEN)
-        .iter()
-        .filter(|(g, _)| *g == generation)
-        .filter_map(|(_, q)| q.upgrade())
-        .collect();
-    let mut first_error = None;
-    for core in &cores {
-        if let Err(e) = core.close(py) {
-            first_error.get_or_insert(e);
-        }
-    }
-    // The last reference to a queue may be one of these: its drop joins
-    // nothing more (closed above), so the GIL may stay held.
-    drop(cores);
-    first_error.map_or(Ok(()), Err)
-}
-
-/// Closes every queue this process has open, for `atexit`: what was
-/// appended is written and synced, blocked calls wake, and threads other
-/// than this one never re-enter the interpreter (see the module comment).
-/// Raises the first error a close raised (after closing the others). Here,
-/// not in `exit.rs`, which the queue and the handles use: exit stays below them.
-#[pyfunction]
-#[pyo3(name = "_close_all_at_exit")]
-pub(crate) fn close_all_at_exit(py: Python<'_>) -> PyResult<()> {
-    exit::begin();
-    let result = close_all(py);
-    exit::wait_for_returning_threads(py);
-    result
-}
+use crate::{ConsumerOptions, DeadLetterSink, WorkQueueOptions};
 
 /// The native queue. Use `litemq.Queue`, its subclass, which documents the options.
 #[pyclass(frozen, subclass, module = "litemq._litemq", name = "Queue")]
@@ -148,48 +38,20 @@ pub(crate) struct Queue {
     blocking_appends: bool,
 }
 
-/// `find(limit=...)`: at least 0; a limit beyond what memory could hold is
-/// no limit.
-fn limit_arg(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
-    if obj.is_instance_of::<pyo3::types::PyBool>() {
-        return Err(PyTypeError::new_err(
-            "limit must be an int or None, not bool",
-        ));
-    }
-    match obj.extract::<usize>() {
-        Ok(n) => Ok(n),
-        Err(e) if e.is_instance_of::<PyOverflowError>(obj.py()) => {
-            if obj.lt(0)? {
-                Err(PyValueError::new_err(format!(
-                    "limit must be >= 0, got {obj}"
-                )))
-            } else {
-                Ok(usize::MAX)
-            }
-        }
-        Err(_) => Err(PyTypeError::new_err(format!(
-            "limit must be an int or None, not {}",
-            obj.get_type().name()?
-        ))),
-    }
-}
+/// `(start, end, limit)` of `find` and `where`.
+type Range = (Option<u64>, Option<u64>, Option<usize>);
 
-/// The bytes of a key argument for `find` (`str` is encoded UTF-8).
-fn key_bytes(key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
-    if let Ok(s) = key.cast::<PyString>() {
-        return Ok(s.to_str()?.as_bytes().to_vec());
-    }
-    super::buffer::bytes_arg(key, "key")
-        .map(|b| b.as_slice().to_vec())
-        .map_err(|_| {
-            PyTypeError::new_err(format!(
-                "key must be str or bytes-like, not {}",
-                key.get_type()
-                    .name()
-                    .map(|n| n.to_string())
-                    .unwrap_or_default()
-            ))
-        })
+/// `start=`, `end=` and `limit=` of `find` and `where`, raising the first
+/// bad one in the order they were always checked: `limit`, `start`, `end`.
+fn range_args(
+    start: Option<Arg<Micros<name::Start>>>,
+    end: Option<Arg<Micros<name::End>>>,
+    limit: Option<Arg<Limit>>,
+) -> PyResult<Range> {
+    let limit = Arg::opt(limit)?.map(|Limit(n)| n);
+    let start = Arg::opt(start)?.map(|Micros(us, _)| us);
+    let end = Arg::opt(end)?.map(|Micros(us, _)| us);
+    Ok((start, end, limit))
 }
 
 impl Queue {
@@ -230,120 +92,57 @@ impl Queue {
     fn new(
         py: Python<'_>,
         path: PathBuf,
-        file_size: Option<&Bound<'_, PyAny>>,
-        roll: Option<&Bound<'_, PyAny>>,
-        flush: Option<&Bound<'_, PyAny>>,
-        index_interval: Option<&Bound<'_, PyAny>>,
-        verify_on_startup: Option<&Bound<'_, PyAny>>,
-        read_only: Option<&Bound<'_, PyAny>>,
-        channel_capacity: Option<&Bound<'_, PyAny>>,
-        wait: Option<&Bound<'_, PyAny>>,
-        key_index: Option<&Bound<'_, PyAny>>,
-        retention: Option<&Bound<'_, PyAny>>,
-        multi_writer: Option<&Bound<'_, PyAny>>,
-        indexes: Option<&Bound<'_, PyAny>>,
-        compression: Option<&Bound<'_, PyAny>>,
-        compression_level: Option<&Bound<'_, PyAny>>,
-        compression_min_size: Option<&Bound<'_, PyAny>>,
-        max_decompressed_size: Option<&Bound<'_, PyAny>>,
-        compact: Option<&Bound<'_, PyAny>>,
-        encryption_key: Option<&Bound<'_, PyAny>>,
+        file_size: Option<Arg<options::FileSize>>,
+        roll: Option<Arg<options::Roll>>,
+        flush: Option<Arg<options::Flush>>,
+        index_interval: Option<Arg<options::IndexInterval>>,
+        verify_on_startup: Option<Arg<options::Flag<name::VerifyOnStartup>>>,
+        read_only: Option<Arg<options::Flag<name::ReadOnly>>>,
+        channel_capacity: Option<Arg<options::ChannelCapacity>>,
+        wait: Option<Arg<options::Wait>>,
+        key_index: Option<Arg<options::KeyIndex>>,
+        retention: Option<Arg<options::Retention<name::Retention>>>,
+        multi_writer: Option<Arg<options::Flag<name::MultiWriter>>>,
+        indexes: Option<Arg<options::Indexes>>,
+        compression: Option<Arg<options::Codec>>,
+        compression_level: Option<Arg<options::CompressionLevel>>,
+        compression_min_size: Option<Arg<options::CompressionMinSize>>,
+        max_decompressed_size: Option<Arg<options::MaxDecompressedSize>>,
+        compact: Option<Arg<options::CompactOnRoll>>,
+        encryption_key: Option<Arg<options::EncryptionKey>>,
         encryption_key_file: Option<PathBuf>,
     ) -> PyResult<Self> {
-        // Every option is parsed (options.rs) before anything is opened.
-        let flag = |obj: Option<&Bound<'_, PyAny>>, what| {
-            obj.map_or(Ok(false), |o| options::flag(o, what))
-        };
-        let verify_on_startup = flag(verify_on_startup, "verify_on_startup")?;
-        let read_only = flag(read_only, "read_only")?;
-        let multi_writer = multi_writer
-            .map(|o| options::flag(o, "multi_writer"))
-            .transpose()?;
-        // The writer lock is taken at the first append (or add_index): a
-        // handle that only reads never locks a writer out.
-        let mut builder = QueueBuilder::new(&path)
-            .verify_on_startup(verify_on_startup)
-            .read_only(read_only)
-            .lock_on_first_write(true);
-        if let Some(m) = multi_writer {
-            builder = builder.multi_writer(m);
+        // Every option is parsed (options/) before anything is opened.
+        let options::Opening {
+            builder,
+            read_only,
+            sync_flush,
+        } = options::OpenArgs {
+            file_size,
+            roll,
+            flush,
+            index_interval,
+            verify_on_startup,
+            read_only,
+            channel_capacity,
+            wait,
+            key_index,
+            retention,
+            multi_writer,
+            indexes,
+            compression,
+            compression_level,
+            compression_min_size,
+            max_decompressed_size,
+            compact,
+            encryption_key,
+            encryption_key_file,
         }
-        if let Some(n) = file_size {
-            builder = builder.file_size(options::size_in(
-                n,
-                "file_size",
-                MIN_FILE_SIZE,
-                MAX_FILE_SIZE,
-            )?);
-        }
-        if let Some(roll) = roll {
-            let options::Roll(roll) = roll.extract()?;
-            builder = builder.roll(roll);
-        }
-        let mut blocking_appends = false;
-        if let Some(flush) = flush {
-            let mode = flush.extract::<options::Flush>()?.mode();
-            blocking_appends |= mode == FlushMode::Sync;
-            builder = builder.flush_mode(mode);
-        }
-        if let Some(n) = index_interval {
-            let n = options::int_in(n, "index_interval", 1, MAX_INDEX_INTERVAL.into())?;
-            builder = builder.index_interval(n as u32);
-        }
-        if let Some(n) = channel_capacity {
-            let n = options::int_in(n, "channel_capacity", 1, MAX_CHANNEL_CAPACITY as u64)?;
-            builder = builder.channel_capacity(n as usize);
-        }
-        if let Some(wait) = wait {
-            let options::Wait(wait) = wait.extract()?;
-            builder = builder.wait_strategy(wait);
-        }
-        if let Some(key_index) = key_index {
-            let options::KeyIndex(config) = key_index.extract()?;
-            builder = builder.key_index(config);
-        }
-        if let Some(policy) = retention {
-            builder = builder.retention(options::retention(policy, "retention")?);
-        }
-        // Key compaction after every roll: True (tombstones kept a day) or
-        // the tombstones' grace; None or False: only `compact()`.
-        if let Some(c) = compact.filter(|c| !c.is_none()) {
-            let grace_us = if c.is_instance_of::<pyo3::types::PyBool>() {
-                c.extract::<bool>()?.then_some(86_400_000_000)
-            } else {
-                Some(options::age(c, "compact")?)
-            };
-            if let Some(g) = grace_us {
-                builder = builder.compact_on_roll(std::time::Duration::from_micros(g));
-            }
-        }
-        if let Some(c) = compression {
-            builder = builder.compression(options::compression(
-                c,
-                compression_level,
-                compression_min_size,
-            )?);
-        } else if compression_level.is_some() || compression_min_size.is_some() {
-            return Err(PyTypeError::new_err(
-                "compression_level and compression_min_size need compression= (the codec) \
-                 in the same call",
-            ));
-        }
-        if let Some(n) = max_decompressed_size {
-            let n = options::size_in(n, "max_decompressed_size", 1, usize::MAX as u64)?;
-            builder = builder.max_decompressed_size(n as usize);
-        }
-        if let Some(key) = options::encryption_key(encryption_key, encryption_key_file)? {
-            builder = builder.encryption_key(Some(key));
-        }
-        if let Some(indexes) = indexes.filter(|i| !i.is_none()) {
-            for def in fields::indexes_arg(indexes)? {
-                builder = builder.index(def);
-            }
-        }
+        .builder(&path)?;
         let queue = exit::detach(py, || builder.open())?;
-        // Given or remembered: with several writers an append returns once written.
-        blocking_appends |= queue.is_multi_writer();
+        // `Sync` flushes, or several writers (given or remembered): an append
+        // returns once written.
+        let blocking_appends = sync_flush || queue.is_multi_writer();
         Ok(Queue {
             inner: ForkSafe::new(Core::new(queue)),
             path: path.display().to_string(),
@@ -410,13 +209,13 @@ impl Queue {
     fn tailer(
         &self,
         py: Python<'_>,
-        start: Option<&Bound<'_, PyAny>>,
+        start: Option<Arg<StartAt>>,
         name: Option<&str>,
         auto_commit: bool,
         direction: &str,
         topic: Option<String>,
-        tags: Option<&Bound<'_, PyAny>>,
-        queue_id: Option<&Bound<'_, PyAny>>,
+        tags: Option<Arg<Tags>>,
+        queue_id: Option<Arg<QueueId>>,
         skip_expired: bool,
         reset: bool,
         auto_reset: &str,
@@ -437,7 +236,7 @@ impl Queue {
                 "reset= and auto_reset= need a named tailer: q.tailer(name=..., ...)",
             ));
         }
-        let start = start_arg(start)?;
+        let start = Arg::opt(start)?.map_or(crate::Start::Beginning, |StartAt(s)| s);
         let core = self.core()?;
         let queue = &core.queue;
         match direction {
@@ -544,8 +343,8 @@ impl Queue {
         name: &str,
         visibility_timeout: Option<time::Seconds>,
         max_deliveries: i64,
-        dead_letter: Option<&Bound<'_, PyAny>>,
-        start: Option<&Bound<'_, PyAny>>,
+        dead_letter: Option<Arg<DeadLetter<'_>>>,
+        start: Option<Arg<StartAt>>,
         window: Option<u64>,
         priority: bool,
         max_wait: f64,
@@ -587,17 +386,16 @@ impl Queue {
         options.dead_letter_expired = dead_letter_expired;
         // `inf` (or any wait too long for a Duration): no bound.
         options.max_wait = time::timeout_arg(Some(time::Seconds(max_wait)), "max_wait")?;
-        options.start_seq = match start_arg(start)? {
+        options.start_seq = match Arg::opt(start)?.map_or(crate::Start::Beginning, |StartAt(s)| s) {
             crate::Start::Beginning => None,
             crate::Start::End => Some(exit::detach(py, || {
                 core.queue.wait_visible().map(|()| core.queue.next_seq())
             })?),
             crate::Start::Seq(s) => Some(s),
         };
-        options.dead_letter = match dead_letter {
+        options.dead_letter = match Arg::opt(dead_letter)? {
             None => None,
-            Some(obj) if obj.is_none() => None,
-            Some(obj) => Some(dead_letter_arg(py, obj, self.queue()?.encryption_key())?),
+            Some(d) => Some(d.sink(py, self.queue()?.encryption_key())?),
         };
         let queue = &core.queue;
         let wq = exit::detach(py, || queue.work_queue(name, options))?;
@@ -609,18 +407,14 @@ impl Queue {
         Ok(WorkQueue::new(wq, next_seq, watch, self.path.clone()))
     }
 
-    /// Every work queue with its figures, as dicts (`litemq.Queue.work_queues`
-    /// wraps them).
-    fn _work_queues<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    /// Every work queue with its figures, each a `litemq.WorkQueueInfo`
+    /// (`litemq.Queue.work_queues`).
+    fn _work_queues<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let queue = self.queue()?;
         let infos = exit::detach(py, || {
             queue.wait_visible().and_then(|()| queue.work_queues())
         })?;
-        let list = PyList::empty(py);
-        for info in &infos {
-            list.append(work_queue::info_dict(py, info)?)?;
-        }
-        Ok(list)
+        infos.iter().map(|i| results::work_queue(py, i)).collect()
     }
 
     /// Work queue `name`'s jobs handed out and not finished, as dicts
@@ -639,16 +433,12 @@ impl Queue {
         work_queue::pending_list(py, &jobs)
     }
 
-    /// Every topic stream with its count and range, as dicts
-    /// (`litemq.Queue.topics` wraps them).
-    fn _topics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    /// Every topic stream with its count and range, each a
+    /// `litemq.TopicInfo` (`litemq.Queue.topics`).
+    fn _topics<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let queue = self.queue()?;
         let infos = exit::detach(py, || queue.topics())?;
-        let list = PyList::empty(py);
-        for info in &infos {
-            list.append(topic::info_dict(py, info)?)?;
-        }
-        Ok(list)
+        infos.iter().map(|i| results::topic(py, i)).collect()
     }
 
     /// Forgets work queue `name` (removes its state file), so that it no
@@ -659,17 +449,13 @@ impl Queue {
         Ok(exit::detach(py, || queue.remove_work_queue(name))?)
     }
 
-    /// Every named tailer with its committed position and lag, as dicts
-    /// (`litemq.Queue.consumers` wraps them).
-    fn _consumers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    /// Every named tailer with its committed position and lag, each a
+    /// `litemq.ConsumerInfo` (`litemq.Queue.consumers`).
+    fn _consumers<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let queue = self.queue()?;
         // Read-your-writes: lag counts what this process appended.
         let infos = exit::detach(py, || queue.wait_visible().and_then(|()| queue.consumers()))?;
-        let list = PyList::empty(py);
-        for info in &infos {
-            list.append(consumer::info_dict(py, info)?)?;
-        }
-        Ok(list)
+        infos.iter().map(|i| results::consumer(py, i)).collect()
     }
 
     /// The first sequence whose message was written at or after `when` (a
@@ -680,8 +466,8 @@ impl Queue {
     ///
     /// >>> q.seq_for_time(datetime(2026, 1, 1, tzinfo=timezone.utc))
     /// 0
-    fn seq_for_time(&self, py: Python<'_>, when: &Bound<'_, PyAny>) -> PyResult<u64> {
-        let micros = super::time::to_micros(when, "when")?;
+    fn seq_for_time(&self, py: Python<'_>, when: Arg<Micros<name::When>>) -> PyResult<u64> {
+        let Micros(micros, _) = when.get()?;
         let queue = self.queue()?;
         // Read-your-writes: what this process appended counts.
         Ok(exit::detach(py, || {
@@ -702,27 +488,24 @@ impl Queue {
     }
 
     /// Runs a retention pass with `policy` (None: the queue's own) and
-    /// returns its report as a dict (`litemq.Queue.apply_retention` wraps it).
+    /// returns its `litemq.RetentionReport` (`litemq.Queue.apply_retention`).
     #[pyo3(signature = (policy=None))]
     fn _apply_retention<'py>(
         &self,
         py: Python<'py>,
-        policy: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Bound<'py, PyDict>> {
+        policy: Option<Arg<options::Retention<name::Policy>>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let queue = self.queue()?;
-        let report = match policy {
-            Some(p) => {
-                let p = options::retention(p, "policy")?;
-                exit::detach(py, || queue.apply_retention_with(&p))?
-            }
+        let report = match Arg::opt(policy)? {
+            Some(options::Retention(p, _)) => exit::detach(py, || queue.apply_retention_with(&p))?,
             None => exit::detach(py, || queue.apply_retention())?,
         };
-        consumer::report_dict(py, &report)
+        results::retention(py, &report)
     }
 
     /// Runs a key-compaction pass (`litemq.Queue.compact` wraps it): tombstones
     /// that are their key's latest message go once `grace_us` old. Returns
-    /// the report as a dict. `progress`, when given, is called with
+    /// its `litemq.CompactReport`. `progress`, when given, is called with
     /// `(files done, files)` (an exception it raises is reported when the
     /// pass is over; the pass itself completes).
     #[pyo3(signature = (grace_us, progress=None))]
@@ -731,7 +514,7 @@ impl Queue {
         py: Python<'py>,
         grace_us: u64,
         progress: Option<Py<PyAny>>,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    ) -> PyResult<Bound<'py, PyAny>> {
         let queue = self.queue()?;
         let opts = crate::CompactOptions {
             grace_us,
@@ -752,14 +535,7 @@ impl Queue {
         if let Some(e) = failed {
             return Err(e);
         }
-        let d = PyDict::new(py);
-        d.set_item("files_examined", report.files_examined)?;
-        d.set_item("files_rewritten", report.files_rewritten)?;
-        d.set_item("records_dropped", report.records_dropped)?;
-        d.set_item("tombstones_dropped", report.tombstones_dropped)?;
-        d.set_item("bytes_before", report.bytes_before)?;
-        d.set_item("bytes_after", report.bytes_after)?;
-        Ok(d)
+        results::compact(py, &report)
     }
 
     /// Deletes the oldest data files whose messages all lie below `before`
@@ -773,31 +549,17 @@ impl Queue {
     ) -> PyResult<Bound<'py, PyDict>> {
         let queue = self.queue()?;
         let report = exit::detach(py, || queue.delete_files_before(before))?;
-        consumer::report_dict(py, &report)
+        results::retention_dict(py, &report)
     }
 
-    /// The data files, oldest first, as dicts (`litemq.Queue.data_files`
-    /// makes them `litemq.DataFileInfo`).
-    fn _data_files<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    /// The data files, oldest first, each a `litemq.DataFileInfo`
+    /// (`litemq.Queue.data_files`).
+    fn _data_files<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let queue = self.queue()?;
         let files = exit::detach(py, || {
             queue.wait_visible().and_then(|()| queue.data_files())
         })?;
-        let list = PyList::empty(py);
-        for f in &files {
-            let d = PyDict::new(py);
-            d.set_item("path", f.path.display().to_string())?;
-            d.set_item("file_number", f.file_number)?;
-            d.set_item("first_seq", f.first_seq)?;
-            d.set_item("end_seq", f.end_seq)?;
-            d.set_item("created", time::to_datetime(py, f.created_us)?)?;
-            d.set_item("size", f.size)?;
-            d.set_item("bytes_written", f.bytes_written)?;
-            d.set_item("bytes_allocated", f.bytes_allocated)?;
-            d.set_item("index_bytes_allocated", f.index_bytes_allocated)?;
-            list.append(d)?;
-        }
-        Ok(list)
+        files.iter().map(|f| results::data_file(py, f)).collect()
     }
 
     /// The message with sequence `seq` (NotFoundError, an IndexError, if the
@@ -806,8 +568,8 @@ impl Queue {
     ///
     /// >>> q.get(42).seq
     /// 42
-    fn get(&self, py: Python<'_>, seq: &Bound<'_, PyAny>) -> PyResult<Message> {
-        let seq = seq_arg(seq, "seq")?;
+    fn get(&self, py: Python<'_>, seq: Arg<SeqNum<name::Seq>>) -> PyResult<Message> {
+        let SeqNum(seq, _) = seq.get()?;
         // Built from the frame in place: one copy of the payload.
         self.queue()?
             .get_with(seq, |m| Message::from_borrowed(py, m))?
@@ -821,9 +583,9 @@ impl Queue {
     ///
     /// >>> q.get_latest("customer-7").payload
     /// b'order 12'
-    fn get_latest(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Option<Message>> {
+    fn get_latest(&self, py: Python<'_>, key: Arg<Key>) -> PyResult<Option<Message>> {
         let queue = self.queue()?;
-        let key = key_bytes(key)?;
+        let Key(key) = key.get()?;
         let found = exit::detach(py, || queue.get_latest(&key))?;
         found.map(|m| Message::from_owned(py, m)).transpose()
     }
@@ -851,20 +613,18 @@ impl Queue {
     fn find(
         &self,
         py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-        start: Option<&Bound<'_, PyAny>>,
-        end: Option<&Bound<'_, PyAny>>,
-        limit: Option<&Bound<'_, PyAny>>,
+        key: Arg<Key>,
+        start: Option<Arg<Micros<name::Start>>>,
+        end: Option<Arg<Micros<name::End>>>,
+        limit: Option<Arg<Limit>>,
         topic: Option<String>,
-        tags: Option<&Bound<'_, PyAny>>,
-        queue_id: Option<&Bound<'_, PyAny>>,
+        tags: Option<Arg<Tags>>,
+        queue_id: Option<Arg<QueueId>>,
     ) -> PyResult<Vec<Message>> {
         let queue = self.queue()?;
-        let key = key_bytes(key)?;
+        let Key(key) = key.get()?;
         let selector = topic::selector_arg(topic, tags, queue_id)?;
-        let limit = limit.map(limit_arg).transpose()?;
-        let start = start.map(|s| time::to_micros(s, "start")).transpose()?;
-        let end = end.map(|e| time::to_micros(e, "end")).transpose()?;
+        let (start, end, limit) = range_args(start, end, limit)?;
         let found = exit::detach(py, || match &selector {
             Some(s) => queue.find_in_topic(&key, s, start, end, limit),
             None => queue.find(&key, start, end, limit),
@@ -992,9 +752,9 @@ impl Queue {
         field: &str,
         op: &str,
         value: &Bound<'_, PyAny>,
-        start: Option<&Bound<'_, PyAny>>,
-        end: Option<&Bound<'_, PyAny>>,
-        limit: Option<&Bound<'_, PyAny>>,
+        start: Option<Arg<Micros<name::Start>>>,
+        end: Option<Arg<Micros<name::End>>>,
+        limit: Option<Arg<Limit>>,
     ) -> PyResult<Vec<Message>> {
         let queue = self.queue()?;
         let Some(def) = queue.indexes().into_iter().find(|d| d.name == field) else {
@@ -1004,9 +764,7 @@ impl Queue {
             )));
         };
         let query = fields::query_arg(def, op, value)?;
-        let limit = limit.map(limit_arg).transpose()?;
-        let start = start.map(|s| time::to_micros(s, "start")).transpose()?;
-        let end = end.map(|e| time::to_micros(e, "end")).transpose()?;
+        let (start, end, limit) = range_args(start, end, limit)?;
         let found = exit::detach(py, || queue.query_field(query, start, end, limit))?;
         found
             .into_iter()
@@ -1057,13 +815,9 @@ impl Queue {
         Ok(self.open_queue()?.len() as usize)
     }
 
-    /// Counters and sizes, as a dict (`litemq.Queue.stats` makes it a
-    /// `litemq.Stats`).
-    fn _stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.open_queue()?.stats();
-        let d = PyDict::new(py);
-        super::batch::fill_stats(&d, &s)?;
-        Ok(d)
+    /// Counters and sizes, a `litemq.Stats` (`litemq.Queue.stats`).
+    fn _stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        results::stats(py, &self.open_queue()?.stats())
     }
 
     /// Columns of messages `[start, end)` in Arrow layout, at most
@@ -1089,8 +843,8 @@ impl Queue {
         columns: Option<Vec<String>>,
         raw: bool,
         topic: Option<String>,
-        tags: Option<&Bound<'_, PyAny>>,
-        queue_id: Option<&Bound<'_, PyAny>>,
+        tags: Option<Arg<Tags>>,
+        queue_id: Option<Arg<QueueId>>,
         fields: Option<Vec<String>>,
         where_: Option<(String, String, Bound<'py, PyAny>)>,
     ) -> PyResult<Bound<'py, PyDict>> {
@@ -1173,82 +927,41 @@ impl Queue {
     }
 }
 
-/// Pid of the process holding the writer lock of the queue at `path`, or
-/// None when no live process holds it.
-///
-/// >>> litemq._litemq.writer_pid("/tmp/orders")
-/// 4242
-#[pyfunction]
-pub(crate) fn writer_pid(path: PathBuf) -> Option<u32> {
-    crate::writer_pid(&path)
+/// `dead_letter=`: where dead-lettered jobs go, a directory (opened as a
+/// queue for several writer processes) or an open `litemq.Queue`.
+enum DeadLetter<'py> {
+    Queue(Bound<'py, Queue>),
+    Path(PathBuf),
 }
 
-/// Rebuilds every key-index file of the queue at `path` from its data
-/// files (takes the writer lock). `progress(seq)` is called as the scan
-/// passes sequences. An encrypted queue needs its key (`encryption_key` or
-/// `encryption_key_file`, as for `Queue`). Returns the number of keys indexed.
-///
-/// >>> litemq._litemq.reindex("/tmp/orders")
-/// 1200
-#[pyfunction]
-#[pyo3(signature = (
-    path, progress=None, slots=None, items=None, encryption_key=None, encryption_key_file=None
-))]
-pub(crate) fn reindex(
-    py: Python<'_>,
-    path: PathBuf,
-    progress: Option<Py<PyAny>>,
-    slots: Option<u32>,
-    items: Option<u32>,
-    encryption_key: Option<&Bound<'_, PyAny>>,
-    encryption_key_file: Option<PathBuf>,
-) -> PyResult<u64> {
-    let key = options::encryption_key(encryption_key, encryption_key_file)?;
-    let mut config = KeyIndexConfig::default();
-    if let Some(n) = slots {
-        config.slots = n;
-    }
-    if let Some(n) = items {
-        config.items = n;
-    }
-    let mut failed: Option<PyErr> = None;
-    let mut report = |seq: u64| {
-        if let (Some(cb), None) = (&progress, &failed) {
-            exit::attach(|py| {
-                if let Err(e) = cb.call1(py, (seq,)).and_then(|_| py.check_signals()) {
-                    failed = Some(e);
-                }
-            });
+impl<'a, 'py> FromPyObject<'a, 'py> for DeadLetter<'py> {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        if let Ok(q) = obj.cast::<Queue>() {
+            return Ok(DeadLetter::Queue(q.to_owned()));
         }
-    };
-    let keys = exit::detach(py, || {
-        crate::queue::reindex_with_key(&path, config, key, &mut report)
-    });
-    if let Some(e) = failed {
-        return Err(e);
+        obj.extract()
+            .map(DeadLetter::Path)
+            .map_err(|_| PyTypeError::new_err("dead_letter must be None, a path or a litemq.Queue"))
     }
-    Ok(keys?)
 }
 
-/// Where dead-lettered jobs go: a directory (opened as a queue for several
-/// writer processes, with the source queue's encryption `key` if it has
-/// one) or an open `litemq.Queue` (its appender).
-fn dead_letter_arg(
-    py: Python<'_>,
-    obj: &Bound<'_, PyAny>,
-    key: Option<[u8; 32]>,
-) -> PyResult<DeadLetterSink> {
-    if let Ok(q) = obj.cast::<Queue>() {
-        let appender = q.get().open_queue()?.appender()?;
-        return Ok(Arc::new(move |record: &crate::Record<'_>| {
-            appender.append_record(record)?;
-            appender.flush()
-        }));
+impl DeadLetter<'_> {
+    /// The sink: the queue's appender, or the directory opened with the
+    /// source queue's encryption `key` if it has one.
+    fn sink(self, py: Python<'_>, key: Option<[u8; 32]>) -> PyResult<DeadLetterSink> {
+        match self {
+            DeadLetter::Queue(q) => {
+                let appender = q.get().open_queue()?.appender()?;
+                Ok(Arc::new(move |record: &crate::Record<'_>| {
+                    appender.append_record(record)?;
+                    appender.flush()
+                }))
+            }
+            DeadLetter::Path(path) => Ok(exit::detach(py, || {
+                crate::Queue::dead_letter_sink_with_key(&path, key)
+            })?),
+        }
     }
-    let path: PathBuf = obj
-        .extract()
-        .map_err(|_| PyTypeError::new_err("dead_letter must be None, a path or a litemq.Queue"))?;
-    Ok(exit::detach(py, || {
-        crate::Queue::dead_letter_sink_with_key(&path, key)
-    })?)
 }

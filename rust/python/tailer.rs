@@ -6,11 +6,12 @@
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError, Weak};
 use std::time::Duration;
 
-use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString};
+use pyo3::types::{PyBytes, PyList};
 
 use super::aio::Notifier;
+use super::args::{name, type_name, Arg, Micros, SeqNum};
 use super::errors;
 use super::exit;
 use super::fork::ForkSafe;
@@ -267,7 +268,7 @@ impl Reader {
 }
 
 /// A tailer's reader: `None` once closed, by the tailer or by its queue
-/// (which keeps a weak reference, see `queue::Core`).
+/// (which keeps a weak reference, see `open_queues::Core`).
 pub(crate) type ReaderSlot = Mutex<Option<Reader>>;
 
 /// Longest single wait handed to the engine when waiting "forever"; the loop
@@ -535,10 +536,7 @@ fn max_messages_arg(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
     let n: i128 = obj.extract().map_err(|_| {
         PyTypeError::new_err(format!(
             "max_messages must be an int, not {}",
-            obj.get_type()
-                .name()
-                .map(|n| n.to_string())
-                .unwrap_or_default()
+            type_name(obj)
         ))
     })?;
     if n < 1 {
@@ -547,59 +545,6 @@ fn max_messages_arg(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
         )));
     }
     Ok(n.min(usize::MAX as i128) as usize)
-}
-
-/// Where a new tailer starts: `"start"` (default), `"end"` or a sequence.
-pub(crate) fn start_arg(start: Option<&Bound<'_, PyAny>>) -> PyResult<crate::Start> {
-    let Some(start) = start else {
-        return Ok(crate::Start::Beginning);
-    };
-    if let Ok(s) = start.cast::<PyString>() {
-        return match s.to_str()? {
-            "start" => Ok(crate::Start::Beginning),
-            "end" => Ok(crate::Start::End),
-            other => Err(PyValueError::new_err(format!(
-                "start must be \"start\", \"end\" or a sequence number, got {other:?}"
-            ))),
-        };
-    }
-    seq_arg(start, "start").map(crate::Start::Seq).map_err(|e| {
-        if e.is_instance_of::<PyTypeError>(start.py()) {
-            PyTypeError::new_err(format!(
-                "start must be \"start\", \"end\" or an int, not {}",
-                start
-                    .get_type()
-                    .name()
-                    .map(|n| n.to_string())
-                    .unwrap_or_default()
-            ))
-        } else {
-            e
-        }
-    })
-}
-
-/// A sequence number from a Python int (or anything with `__index__`):
-/// `TypeError` for anything else (bool included), `ValueError` when it is negative or above 2**64 - 1 (where
-/// pyo3's own conversion would raise `OverflowError`).
-pub(crate) fn seq_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<u64> {
-    let py = obj.py();
-    let type_error = || -> PyResult<PyErr> {
-        Ok(PyTypeError::new_err(format!(
-            "{what} must be an int, not {}",
-            obj.get_type().name()?
-        )))
-    };
-    if obj.is_instance_of::<pyo3::types::PyBool>() {
-        return Err(type_error()?);
-    }
-    match obj.extract::<u64>() {
-        Ok(seq) => Ok(seq),
-        Err(e) if e.is_instance_of::<PyOverflowError>(py) => Err(PyValueError::new_err(format!(
-            "{what} must be a sequence number from 0 to 2**64 - 1, got {obj}"
-        ))),
-        Err(_) => Err(type_error()?),
-    }
 }
 
 #[pymethods]
@@ -797,8 +742,8 @@ impl Tailer {
     ///
     /// >>> t.seek(500); t.read_next().seq
     /// 500
-    fn seek(&self, py: Python<'_>, seq: &Bound<'_, PyAny>) -> PyResult<()> {
-        let seq = seq_arg(seq, "seq")?;
+    fn seek(&self, py: Python<'_>, seq: Arg<SeqNum<name::Seq>>) -> PyResult<()> {
+        let SeqNum(seq, _) = seq.get()?;
         self.with(py, |tailer| Ok(tailer.seek(seq)?))
     }
 
@@ -806,8 +751,8 @@ impl Tailer {
     /// `datetime` or an int of µs since the epoch.
     ///
     /// >>> t.seek_time(datetime(2026, 11, 21, tzinfo=timezone.utc))
-    fn seek_time(&self, py: Python<'_>, when: &Bound<'_, PyAny>) -> PyResult<()> {
-        let micros = time::to_micros(when, "when")?;
+    fn seek_time(&self, py: Python<'_>, when: Arg<Micros<name::When>>) -> PyResult<()> {
+        let Micros(micros, _) = when.get()?;
         self.with(py, |tailer| Ok(tailer.seek_time(micros)?))
     }
 
@@ -820,8 +765,8 @@ impl Tailer {
     /// >>> t = q.tailer(topic="orders"); t.seek_topic_offset(2)
     /// >>> t.read_next().topic_offset
     /// 2
-    fn seek_topic_offset(&self, py: Python<'_>, offset: &Bound<'_, PyAny>) -> PyResult<()> {
-        let offset = seq_arg(offset, "offset")?;
+    fn seek_topic_offset(&self, py: Python<'_>, offset: Arg<SeqNum<name::Offset>>) -> PyResult<()> {
+        let SeqNum(offset, _) = offset.get()?;
         self.with(py, |tailer| Ok(tailer.seek_topic_offset(offset)?))
     }
 

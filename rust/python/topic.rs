@@ -3,18 +3,12 @@
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyString};
+use pyo3::types::{PyBytes, PyString};
 
+use super::args::{type_name, Arg};
 use super::options;
 use crate::format::record::validate_topic;
 use crate::TopicSelector;
-
-fn type_name(obj: &Bound<'_, PyAny>) -> String {
-    obj.get_type()
-        .name()
-        .map(|n| n.to_string())
-        .unwrap_or_else(|_| "?".into())
-}
 
 /// The tags of an iterable of `str` (a single `str` is refused: it would
 /// be read as its characters).
@@ -70,14 +64,41 @@ fn tag_string(tag: Bound<'_, PyAny>) -> PyResult<Bound<'_, PyString>> {
     })
 }
 
+/// `tags=`: an iterable of `str` (a single `str` is refused: it would be
+/// read as its characters).
+pub(crate) struct Tags(pub Vec<String>);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Tags {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        tag_strings(&obj)?
+            .iter()
+            .map(|s| s.to_str().map(str::to_string))
+            .collect::<PyResult<Vec<_>>>()
+            .map(Tags)
+    }
+}
+
+/// `queue_id=`: one stream of a sharded topic, 0 to 65535.
+pub(crate) struct QueueId(pub u16);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for QueueId {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        Ok(QueueId(
+            options::int_in(&obj, "queue_id", 0, u16::MAX.into())? as u16,
+        ))
+    }
+}
+
 /// The selector of a topic tailer; `None` when no argument asks for one.
 pub(crate) fn selector_arg(
     topic: Option<String>,
-    tags: Option<&Bound<'_, PyAny>>,
-    queue_id: Option<&Bound<'_, PyAny>>,
+    tags: Option<Arg<Tags>>,
+    queue_id: Option<Arg<QueueId>>,
 ) -> PyResult<Option<TopicSelector>> {
-    let tags = tags.filter(|t| !t.is_none());
-    let queue_id = queue_id.filter(|q| !q.is_none());
     if topic.is_none() && tags.is_none() && queue_id.is_none() {
         return Ok(None);
     }
@@ -88,36 +109,11 @@ pub(crate) fn selector_arg(
             "queue_id needs a topic: q.tailer(topic=..., queue_id=...)",
         ));
     }
-    let tags = match tags {
-        Some(t) => tag_strings(t)?
-            .iter()
-            .map(|s| s.to_str().map(str::to_string))
-            .collect::<PyResult<Vec<_>>>()?,
-        None => Vec::new(),
-    };
-    let queue_id = queue_id
-        .map(|q| options::int_in(q, "queue_id", 0, u16::MAX.into()).map(|v| v as u16))
-        .transpose()?;
+    let tags = Arg::opt(tags)?.map_or_else(Vec::new, |Tags(t)| t);
+    let queue_id = Arg::opt(queue_id)?.map(|QueueId(q)| q);
     Ok(Some(TopicSelector {
         topic,
         queue_id,
         tags,
     }))
-}
-
-/// A topic stream as a dict for `litemq.TopicInfo`.
-pub(crate) fn info_dict<'py>(
-    py: Python<'py>,
-    t: &crate::TopicInfo,
-) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("topic", (!t.topic.is_empty()).then_some(t.topic.as_str()))?;
-    d.set_item("queue_id", t.queue_id)?;
-    d.set_item("count", t.count)?;
-    d.set_item("first_seq", t.first_seq)?;
-    d.set_item("last_seq", t.last_seq)?;
-    d.set_item("last_timestamp", t.last_timestamp)?;
-    d.set_item("first_offset", t.first_offset)?;
-    d.set_item("last_offset", t.last_offset)?;
-    Ok(d)
 }

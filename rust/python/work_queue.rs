@@ -13,8 +13,9 @@ use super::errors;
 use super::exit;
 use super::fork::ForkSafe;
 use super::message::Message;
+use super::results;
 use super::time::{self, Seconds};
-use crate::{Ticket, WorkQueueInfo};
+use crate::Ticket;
 
 /// The queue's `next_seq`, as the handle that opened the work queue sees it
 /// (after its own appends are visible).
@@ -371,7 +372,7 @@ impl WorkQueue {
         let wq = self.engine()?;
         let next_seq = &self.next_seq;
         let info = exit::detach(py, || next_seq().map(|next| wq.info(next)))?;
-        info_dict(py, &info)
+        results::work_queue_dict(py, &info)
     }
 
     /// Forces the state file to disk (msync): acks so far survive a
@@ -444,36 +445,6 @@ impl WorkQueue {
             self.name, self.path
         )
     }
-}
-
-/// A dict for `Queue.work_queues()` and `WorkQueue.stats()`.
-pub(crate) fn info_dict<'py>(
-    py: Python<'py>,
-    info: &WorkQueueInfo,
-) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("name", &info.name)?;
-    d.set_item("pending", info.pending)?;
-    d.set_item("in_flight", info.in_flight)?;
-    d.set_item("acked", info.acked)?;
-    d.set_item("dead_lettered", info.dead_lettered)?;
-    d.set_item("expired", info.expired)?;
-    d.set_item("redelivered", info.redelivered)?;
-    d.set_item("gone", info.gone)?;
-    d.set_item("rewound", info.rewound)?;
-    d.set_item("low", info.low)?;
-    d.set_item("cursor", info.cursor)?;
-    d.set_item("window", info.window)?;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as u64);
-    d.set_item(
-        "oldest_age",
-        info.oldest_timestamp
-            .map(|t| now.saturating_sub(t) as f64 / 1e6),
-    )?;
-    d.set_item("created_at", time::to_datetime(py, info.created_at)?)?;
-    Ok(d)
 }
 
 /// The dicts of `WorkQueue.pending()` and `Queue._work_queue_pending()`.

@@ -389,3 +389,41 @@ def test_swapped_data_files_make_find_raise_corrupted(qpath: Path) -> None:
             r.find("k1")
         with pytest.raises(litemq.CorruptedError):
             r.get_latest("k1")
+
+
+def test_every_exception_of_the_package_is_a_litemq_error_with_its_attributes(
+    tmp_path: Path,
+) -> None:
+    # The modules beside the queue (archives, other programs' formats, Spark) raise
+    # LiteMQErrors too, and stay the built-in errors callers caught before.
+    import errno
+
+    from litemq.interop import ledgerq, litemq_store
+    from litemq.spark.dataset import NoQueueError, discover_queues
+    from litemq.spark.options import OptionError, parse_time_us
+
+    seg = tmp_path / "00000000000000000000.log"
+    seg.write_bytes(b"\0" * 10)
+    with pytest.raises(ledgerq.LedgerQError) as info:
+        list(ledgerq.read_segment(seg))
+    e = info.value
+    assert isinstance(e, litemq.LiteMQError)
+    assert isinstance(e, ValueError)
+    assert (e.path, e.reason, e.offset) == (seg, "shorter than the 64-byte segment header", None)
+    assert str(e) == f"{seg}: shorter than the 64-byte segment header"
+
+    assert issubclass(litemq_store.LiteMQStoreError, litemq.LiteMQError)
+    assert issubclass(litemq.ArchiveError, litemq.LiteMQError)
+
+    with pytest.raises(NoQueueError) as no_queue:
+        discover_queues([str(tmp_path / "nowhere")])
+    assert isinstance(no_queue.value, litemq.LiteMQError)
+    assert isinstance(no_queue.value, FileNotFoundError)
+    assert no_queue.value.errno == errno.ENOENT
+    assert no_queue.value.filename == str(tmp_path / "nowhere")
+
+    with pytest.raises(OptionError) as bad:
+        parse_time_us(True, "startTime")
+    assert isinstance(bad.value, litemq.LiteMQError)
+    assert isinstance(bad.value, ValueError)
+    assert bad.value.option == "startTime"

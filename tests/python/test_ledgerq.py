@@ -13,7 +13,7 @@ import pytest
 import litemq
 from conftest import cli
 from litemq._litemq import _crc32c
-from litemq.ledgerq import LedgerQError, import_ledgerq, read_segment
+from litemq.interop.ledgerq import LedgerQError, import_ledgerq, read_segment
 
 NS = 1_000_000_000
 T0 = 1_764_000_000 * NS

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import litemq
 from conftest import cli
-from litemq.litemq_store import (
+from litemq.interop.litemq_store import (
     CONSUME_QUEUE_ENTRY_SIZE,
     MAGIC,
     HeaderError,

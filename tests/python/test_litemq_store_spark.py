@@ -11,7 +11,7 @@ import pytest
 pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installed")
 
 
-from litemq.litemq_store import LiteMQStore  # noqa: E402
+from litemq.interop.litemq_store import LiteMQStore  # noqa: E402
 from litemq.spark.commitlog import COMMITLOG_SCHEMA, LiteMQCommitLogDataSource  # noqa: E402
 from spark_session import SPARK_MARKS, local_session  # noqa: E402
 from test_litemq_store import (  # noqa: E402

@@ -156,9 +156,9 @@ def test_the_native_queue_parses_the_spellings_itself(tmp_path: Path) -> None:
     try:
         q.appender().append_batch([b"x"] * 12)
         q.appender().flush()
-        files = q._data_files()  # the native class's plain dicts
-        assert [f["size"] for f in files] == [128 << 10] * 2
-        assert [f["end_seq"] - f["first_seq"] for f in files] == [5, 2]
+        files = q._data_files()  # litemq.DataFileInfo, built by the native class
+        assert [f.size for f in files] == [128 << 10] * 2
+        assert [f.end_seq - f.first_seq for f in files] == [5, 2]
     finally:
         q.close()
     with pytest.raises(litemq.ConfigError, match="roll rule 'weekly'"):

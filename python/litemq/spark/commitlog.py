@@ -1,6 +1,6 @@
 """``spark.read.format("litemq-commitlog")``: a LiteMQ broker store's commit log as a DataFrame.
 
-One row per record with every field of the record (see :mod:`litemq.litemq_store`), plus
+One row per record with every field of the record (see :mod:`litemq.interop.litemq_store`), plus
 where it lies; one partition per commit-log file::
 
     import litemq.spark
@@ -9,7 +9,7 @@ where it lies; one partition per commit-log file::
     df.groupBy("topic").count().show()
 
 Options: ``failOnDamage`` (``false``): by default a damaged region of a file is passed over,
-as :class:`litemq.litemq_store.LiteMQStore` does (``litemq read-commitlog`` shows what); with
+as :class:`litemq.interop.litemq_store.LiteMQStore` does (``litemq read-commitlog`` shows what); with
 ``true`` the task reading that file fails and names the damage.
 """
 
@@ -30,7 +30,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from litemq.litemq_store import (
+from litemq.interop.litemq_store import (
     CommitLogFile,
     LiteMQRecord,
     LiteMQStore,

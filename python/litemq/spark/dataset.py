@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from litemq._litemq import LiteMQError
 from litemq.archive import find_archives, is_archive_uri
 
 __all__ = [
@@ -65,8 +66,8 @@ METADATA_FILE = "metadata.json"
 ARCHIVE_MANIFEST = "_litemq_archive.json"
 
 
-class NoQueueError(FileNotFoundError):
-    """A path given to the Spark source holds no litemq queue."""
+class NoQueueError(LiteMQError, FileNotFoundError):
+    """A path given to the Spark source holds no litemq queue (``filename``: the path)."""
 
 
 @dataclass(frozen=True, order=True)

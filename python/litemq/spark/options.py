@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from litemq._litemq import LiteMQError
+
 __all__ = ["OptionError", "ReadOptions", "StreamReadOptions", "WriteOptions", "parse_time_us"]
 
 #: Rows per Spark partition when the engine cannot tell where data files start.
@@ -25,8 +27,13 @@ DEFAULT_BATCH_ROWS = 65_536
 DEFAULT_WRITE_FILE_SIZE = 16 * 1024 * 1024
 
 
-class OptionError(ValueError):
-    """An option of the litemq Spark source or sink that does not parse."""
+class OptionError(LiteMQError, ValueError):
+    """An option of the litemq Spark source or sink that does not parse; ``option`` names
+    it when one option is at fault (None for a combination of options)."""
+
+    def __init__(self, message: str, *, option: str | None = None) -> None:
+        super().__init__(message)
+        self.option = option
 
 
 def _opt(options: Mapping[str, str], name: str) -> str | None:
@@ -47,9 +54,9 @@ def _int(options: Mapping[str, str], name: str, *, minimum: int = 0) -> int | No
     try:
         value = int(str(raw).strip())
     except ValueError:
-        raise OptionError(f"litemq: option {name}={raw!r} is not an integer") from None
+        raise OptionError(f"litemq: option {name}={raw!r} is not an integer", option=name) from None
     if value < minimum:
-        raise OptionError(f"litemq: option {name}={raw!r} must be >= {minimum}")
+        raise OptionError(f"litemq: option {name}={raw!r} must be >= {minimum}", option=name)
     return value
 
 
@@ -62,7 +69,9 @@ def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
         return True
     if v in ("false", "0", "no"):
         return False
-    raise OptionError(f"litemq: option {name}={raw!r} is not a boolean (true or false)")
+    raise OptionError(
+        f"litemq: option {name}={raw!r} is not a boolean (true or false)", option=name
+    )
 
 
 def parse_time_us(value: Any, name: str = "time") -> int:
@@ -72,7 +81,7 @@ def parse_time_us(value: Any, name: str = "time") -> int:
     ``2025-11-21 22:45:00+01:00``; without an offset it is UTC), or a datetime (naive = UTC).
     """
     if isinstance(value, bool):
-        raise OptionError(f"litemq: option {name}={value!r} is not a time")
+        raise OptionError(f"litemq: option {name}={value!r} is not a time", option=name)
     if isinstance(value, int):
         return value
     if isinstance(value, datetime):

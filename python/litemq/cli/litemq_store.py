@@ -1,4 +1,4 @@
-"""``litemq`` subcommands for LiteMQ broker stores (see :mod:`litemq.litemq_store`).
+"""``litemq`` subcommands for LiteMQ broker stores (see :mod:`litemq.interop.litemq_store`).
 
 litemq read-commitlog FILE [--format text|json]
                                       every record of one commit-log file, as LiteMQ's
@@ -20,8 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from litemq.cli_common import _Failure, _ProgressCallback
-from litemq.litemq_store import (
+from litemq.cli.common import _Failure, _ProgressCallback
+from litemq.interop.litemq_store import (
     DEFAULT_CONSUME_QUEUE_FILE_SIZE,
     DEFAULT_FILE_SIZE,
     LiteMQRecord,

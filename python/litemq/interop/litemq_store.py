@@ -6,7 +6,7 @@ sequence of ``u32 length | record`` with the record encoded big-endian behind th
 ``0x4C4D5101``; per topic and queue id it keeps a consume queue of 24-byte entries pointing
 into the commit log. ``docs/FORMAT.md`` ("LiteMQ broker stores") describes every byte.
 
->>> from litemq.litemq_store import LiteMQRecord, LiteMQStore, StoreWriter
+>>> from litemq.interop.litemq_store import LiteMQRecord, LiteMQStore, StoreWriter
 >>> with StoreWriter("/tmp/broker", file_size=1 << 20) as w:
 ...     w.append(LiteMQRecord(message_id="m-1", topic="orders", tags=("paid",), body=b"hi"))
 0
@@ -109,7 +109,7 @@ _CHUNK = 1 << 20
 
 
 class LiteMQStoreError(LiteMQError):
-    """Base of the errors of :mod:`litemq.litemq_store`."""
+    """Base of the errors of :mod:`litemq.interop.litemq_store`."""
 
 
 class StoreNotFoundError(LiteMQStoreError, FileNotFoundError):

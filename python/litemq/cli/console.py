@@ -23,7 +23,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
-from litemq.cli_common import _Failure, _key_file
+from litemq.cli.common import _Failure, _key_file
 
 __all__ = ["cmd_append", "register"]
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 from typing import IO, Any
 
+from litemq.cli.common import _Failure, _key_file, _open, _print_message, _ProgressCallback
 from litemq.queue import Queue
 
 __all__ = ["check_indexes", "register"]
@@ -36,8 +37,6 @@ def check_indexes(q: Queue, out: IO[str]) -> int:
 
 
 def _cmd_add(args: argparse.Namespace, out: IO[str]) -> int:
-    from litemq.cli_common import _key_file, _ProgressCallback
-
     step = _ProgressCallback(f"indexing {args.name}")
     with Queue(args.path, encryption_key_file=_key_file()) as q:
         indexed = q.add_index(args.name, args.type, progress=step)
@@ -54,8 +53,6 @@ def _cmd_drop(args: argparse.Namespace, out: IO[str]) -> int:
 
 
 def _cmd_list(args: argparse.Namespace, out: IO[str]) -> int:
-    from litemq.cli_common import _open
-
     with _open(args.path) as q:
         states: dict[str, dict[str, int]] = {n: {} for n in q.indexes}
         for f in q._check_indexes():
@@ -68,8 +65,6 @@ def _cmd_list(args: argparse.Namespace, out: IO[str]) -> int:
 
 
 def _cmd_where(args: argparse.Namespace, out: IO[str]) -> int:
-    from litemq.cli_common import _Failure, _open
-
     with _open(args.path) as q:
         kind = q.indexes.get(args.field)
         if kind is None:
@@ -90,8 +85,6 @@ def _cmd_where(args: argparse.Namespace, out: IO[str]) -> int:
             if len(values) != 1:
                 raise SystemExit(f"litemq: error: {args.op} takes one value")
             value = values[0]
-        from litemq.cli import _print_message
-
         for m in q.where(args.field, args.op, value, limit=args.limit):
             _print_message(m, args.format, out)
     return 0

@@ -15,14 +15,13 @@ import dataclasses
 import json
 from typing import IO, Any
 
+from litemq.cli.common import _open, _ProgressCallback
 from litemq.compaction import DEFAULT_GRACE
 
 __all__ = ["register"]
 
 
 def _cmd_compact(args: argparse.Namespace, out: IO[str]) -> int:
-    from litemq.cli_common import _open, _ProgressCallback
-
     step = _ProgressCallback("compacting")
     with _open(args.path) as q:
         report = q.compact(grace=args.grace, progress=step)

@@ -1,94 +1,39 @@
-"""The ``litemq`` command: look into queues from a shell.
-
-    litemq info PATH                      files, sizes, sequence and time range, writer
-    litemq append PATH [--input lines|json|raw] [--key K] [--topic T] [--header N=V]...
-                                          messages from stdin, as the writer
-                                          (litemq/cli_console.py)
-    litemq dump PATH [--from SEQ] [--limit N] [--topic T] [--tag TAG]... [--skip-damaged]
-                [--format text|json|hex]
-    litemq tail [-f] [-n N] [--since 10m|T] [--name NAME] [--topic T] [--tag TAG]... PATH
-                                          the last messages (of a topic); -f keeps following;
-                                          --since: all written since; --name: as a named
-                                          tailer, committing each message printed
-    litemq topics PATH [--format text|json]
-                                          topic streams: messages, first and last sequence
-    litemq verify PATH                    check every frame up to the tail seen at the start,
-                                          and every secondary index file;
-                                          exit 1 if any is bad or unreachable
-    litemq get PATH SEQ                   one message
-    litemq find PATH KEY [--start T] [--end T] [--limit N]
-    litemq reindex PATH                   rebuild the key index, with a progress bar
-                                          (takes the writer lock: not beside a writer)
-    litemq consumers PATH [--format text|json]
-                                          named tailers: position, lag, last commit
-    litemq consumers PATH reset NAME --to SEQ|TIME|earliest|latest
-                                          move (and commit) a named tailer's position
-    litemq consumers PATH delete NAME     forget a named tailer
-    litemq retain PATH [--max-age 7d] [--max-bytes 10G] [--max-files N] [--protect-unconsumed]
-                                          delete old data files now (beside a live writer)
-    litemq wq PATH [stats] [NAME] [--format text|json]
-                                          work queues: pending, in flight, acked, dead, oldest age
-    litemq read-commitlog FILE [--format text|json]
-                                          a LiteMQ broker's commit-log file, record by record
-    litemq import-litemq STORE QUEUE      a LiteMQ broker store into a queue (appends)
-    litemq export-litemq QUEUE STORE      a queue as a new LiteMQ broker store
-                                          (these three: litemq/cli_litemq.py)
-    litemq import-ledgerq DIR QUEUE     a LedgerQ queue directory into a queue (appends;
-                                          litemq/cli_ledgerq.py)
-    litemq index add|list PATH ...        secondary indexes (litemq/cli_index.py)
-    litemq where PATH FIELD OP VALUE... [--format json|text|hex]
-                                          messages whose indexed header matches
-    litemq compact PATH [--grace 1d]      key compaction: the latest message of each key
-                                          (litemq/cli_compact.py)
-    litemq archive PATH DEST [--delete-local] [--format text|json] [--follow [--every S]]
-                                          copy sealed files to a path or s3://, gs:// URI;
-                                          --follow ships each file as it is sealed
-    litemq restore ARCHIVE QUEUE [--format text|json]
-                                          rebuild a queue from an archive (these two:
-                                          litemq/cli_archive.py)
-
-Commands that only read open the queue read-only, so they run beside a live
-writer; ``append``, ``reindex``, ``index add|drop``, ``import-litemq`` and
-``import-ledgerq`` take the writer lock (they fail with LockedError while a writer
-runs). ``--format json`` prints one JSON object per line (JSON Lines) for programs
-(``archive --json`` is a deprecated alias). Ranges are printed half-open, as
-``first..end`` with ``end`` the first sequence not included. Times (``find --start``,
-``tail --since``) are an ISO 8601 time, µs since the epoch, or an age before now
-(``1h``, ``7d``) as ``retain --max-age`` takes.
-Errors print one line on stderr and exit with status 1 (2 for usage errors).
+"""The ``litemq`` command's parser and its built-in sub-commands (the commands
+are listed in `litemq.cli`); the others register from their modules beside it.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
 import collections
 import dataclasses
 import json
 import os
 import re
-import string
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any, Literal, NoReturn
 
-from litemq import _litemq, cli_archive, cli_wq
+from litemq import _litemq
 from litemq._litemq import LiteMQError, Message
-from litemq.cli_common import KEY_FILE_ENV, _Failure, _key_file, _open, _Progress
+from litemq.cli import archive as cli_archive
+from litemq.cli import compact, console, index, ledgerq, litemq_store
+from litemq.cli import wq as cli_wq
+from litemq.cli.common import (
+    KEY_FILE_ENV,
+    _Failure,
+    _iso,
+    _key_file,
+    _open,
+    _print_message,
+    _Progress,
+)
 from litemq.options import parse_size
 from litemq.retention import Retention, parse_age
 
 __all__ = ["main"]
-
-_PRINTABLE = set(string.printable.encode()) - set(b"\t\n\r\x0b\x0c")
-
-
-def _iso(micros: int) -> str:
-    """ISO 8601 UTC with microseconds: 2026-11-21T23:45:12.123456Z."""
-    dt = datetime.fromtimestamp(micros // 1_000_000, tz=UTC).replace(microsecond=micros % 1_000_000)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _time_arg(text: str) -> int:
@@ -123,101 +68,6 @@ def _seq_arg(text: str) -> int:
 def _count_arg(text: str) -> int:
     n = _seq_arg(text)
     return n
-
-
-def _show_bytes(data: bytes, limit: int | None = 200) -> str:
-    """Text when printable UTF-8, else a bytes literal; long values cut."""
-    shown = data if limit is None else data[:limit]
-    try:
-        text = shown.decode("utf-8")
-        ok = text.isprintable()
-    except UnicodeDecodeError:
-        ok = False
-    out = text if ok else repr(shown)
-    if limit is not None and len(data) > limit:
-        out += f"... ({len(data)} bytes)"
-    return out
-
-
-def _encoded(value: bytes | str) -> tuple[str, str]:
-    """(text, encoding) for JSON: str as is, bytes as UTF-8 when valid, else base64."""
-    if isinstance(value, str):
-        return value, "text"
-    try:
-        return value.decode("utf-8"), "utf-8"
-    except UnicodeDecodeError:
-        return base64.b64encode(value).decode("ascii"), "base64"
-
-
-def _json_record(msg: Message) -> dict[str, Any]:
-    payload, payload_encoding = _encoded(msg.payload)
-    record: dict[str, Any] = {
-        "seq": msg.seq,
-        "timestamp": msg.timestamp,
-        "time": _iso(msg.timestamp),
-        "payload": payload,
-        "payload_encoding": payload_encoding,
-        "key": None,
-        "key_encoding": None,
-        "headers": {},
-        "topic": msg.topic,
-        "queue_id": msg.queue_id,
-        "tags": list(msg.tags),
-        "priority": msg.priority,
-        "expires_at": msg.expires_at,
-        "compression": msg.compression,
-        "tombstone": msg.tombstone,
-    }
-    if msg.key is not None:
-        record["key"], record["key_encoding"] = _encoded(msg.key)
-    for name, value in msg.headers.items():
-        text, encoding = _encoded(value)
-        record["headers"][name] = text if encoding == "text" else {encoding: text}
-    return record
-
-
-def _hexdump(data: bytes, out: IO[str]) -> None:
-    for at in range(0, len(data), 16):
-        chunk = data[at : at + 16]
-        hexes = " ".join(f"{b:02x}" for b in chunk)
-        text = "".join(chr(b) if b in _PRINTABLE else "." for b in chunk)
-        out.write(f"  {at:08x}  {hexes:<47}  |{text}|\n")
-
-
-def _print_message(msg: Message, fmt: str, out: IO[str]) -> None:
-    if fmt == "json":
-        out.write(json.dumps(_json_record(msg), ensure_ascii=False) + "\n")
-        return
-    parts = [f"{msg.seq:>10}", _iso(msg.timestamp)]
-    if msg.key is not None:
-        key = msg.key if isinstance(msg.key, str) else _show_bytes(msg.key, 80)
-        parts.append(f"key={key!r}" if isinstance(msg.key, str) else f"key={key}")
-    headers = msg.headers
-    if headers:
-        shown = ", ".join(
-            f"{k}={v!r}" if isinstance(v, str) else f"{k}={_show_bytes(v, 40)}"
-            for k, v in headers.items()
-        )
-        parts.append("{" + shown + "}")
-    if msg.topic is not None:
-        parts.append(f"topic={msg.topic!r}" + (f"/{msg.queue_id}" if msg.queue_id else ""))
-    if msg.tags:
-        parts.append("tags=" + ",".join(msg.tags))
-    if msg.priority:
-        parts.append(f"priority={msg.priority}")
-    if msg.expires_at is not None:
-        parts.append(f"expires={_iso(msg.expires_at)}")
-    if msg.compression is not None:
-        parts.append(f"compressed={msg.compression}")
-    if msg.tombstone:
-        parts.append("tombstone")
-    if fmt == "hex":
-        parts.append(f"{len(msg.payload)} bytes")
-        out.write("  ".join(parts) + "\n")
-        _hexdump(msg.payload, out)
-        return
-    parts.append(_show_bytes(msg.payload))
-    out.write("  ".join(parts) + "\n")
 
 
 def _allocated(p: Path) -> int:
@@ -567,9 +417,7 @@ def cmd_verify(args: argparse.Namespace, out: IO[str]) -> int:
         progress.update(checked)
         progress.done()
         later = max(q.next_seq - end, 0)
-        from litemq.cli_index import check_indexes
-
-        bad_indexes = check_indexes(q, out)
+        bad_indexes = index.check_indexes(q, out)
     unreachable = (end - first) - checked - bad - deleted - compacted
     status = "OK" if bad == 0 and bad_indexes == 0 and unreachable <= 0 else "FAILED"
     line = f"{status}: {checked:,} frames checked, {bad} bad"
@@ -933,21 +781,11 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_retain, needs_limit=True)
 
     cli_wq.register(command)
-    from litemq import cli_console  # append
-
-    cli_console.register(command)
-    from litemq import cli_litemq  # read-commitlog, import-litemq, export-litemq
-
-    cli_litemq.register(sub)
-    from litemq import cli_ledgerq  # import-ledgerq
-
-    cli_ledgerq.register(sub)
-    from litemq import cli_index  # index add/list, where
-
-    cli_index.register(sub)
-    from litemq import cli_compact  # compact
-
-    cli_compact.register(sub)
+    console.register(command)  # append
+    litemq_store.register(sub)  # read-commitlog, import-litemq, export-litemq
+    ledgerq.register(sub)  # import-ledgerq
+    index.register(sub)  # index add/drop/list, where
+    compact.register(sub)  # compact
     cli_archive.register(command, sub)
     return parser
 

@@ -23,6 +23,8 @@ import threading
 from collections.abc import Callable
 from typing import IO, Any
 
+from litemq.cli.common import _key_file
+
 __all__ = ["cmd_archive", "cmd_restore", "register"]
 
 #: Seconds between two runs of ``archive --follow`` unless ``--every`` says otherwise.
@@ -47,7 +49,6 @@ def cmd_archive(args: argparse.Namespace, out: IO[str]) -> int:
 
 def _archive_once(args: argparse.Namespace, progress: bool | None = None) -> Any:
     from litemq.archive import _main_progress, archive_queue
-    from litemq.cli_common import _key_file
 
     return archive_queue(
         args.path,
@@ -137,7 +138,6 @@ def _seconds_arg(text: str) -> float:
 def cmd_restore(args: argparse.Namespace, out: IO[str]) -> int:
     from litemq.archive import _main_progress, key_from_file
     from litemq.archive_restore import restore
-    from litemq.cli_common import _key_file
 
     report = restore(
         args.path,

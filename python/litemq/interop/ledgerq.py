@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from litemq._litemq import _crc32c
+from litemq._litemq import LiteMQError, _crc32c
 
 __all__ = [
     "DEFAULT_MAX_DECOMPRESSED",
@@ -60,8 +60,27 @@ SEGMENT_FLAG_ENCRYPTED = 0x02
 DEFAULT_MAX_DECOMPRESSED = 100 << 20
 
 
-class LedgerQError(ValueError):
-    """A LedgerQ file is not what the format says (the message says where and why)."""
+class LedgerQError(LiteMQError, ValueError):
+    """A LedgerQ file is not what the format says (the message says where and why).
+
+    ``reason`` is the message without its place; ``path`` the file (None when the
+    bytes were handed over, not read from a file); ``offset`` the byte of the entry
+    in its segment, when the fault is in an entry.
+    """
+
+    def __init__(
+        self, reason: str, *, path: str | os.PathLike[str] | None = None, offset: int | None = None
+    ) -> None:
+        if path is not None:
+            message = f"{path}: {reason}"
+        elif offset is not None:
+            message = f"entry at {offset}: {reason}"
+        else:
+            message = reason
+        super().__init__(message)
+        self.reason = reason
+        self.path = path
+        self.offset = offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,15 +124,15 @@ def segments(directory: str | os.PathLike[str]) -> list[tuple[int, Path]]:
 def _check_header(data: bytes, path: Path) -> tuple[int, int]:
     """Checks a segment header; returns its base offset and flags."""
     if len(data) < SEGMENT_HEADER_LEN:
-        raise LedgerQError(f"{path}: shorter than the 64-byte segment header")
+        raise LedgerQError("shorter than the 64-byte segment header", path=path)
     (stored,) = struct.unpack_from("<I", data, 60)
     if _crc32c(data[:60]) != stored:
-        raise LedgerQError(f"{path}: segment header CRC-32C mismatch")
+        raise LedgerQError("segment header CRC-32C mismatch", path=path)
     magic, version, flags, base = struct.unpack_from("<IHHQ", data, 0)
     if magic != SEGMENT_MAGIC:
-        raise LedgerQError(f"{path}: magic {magic:#010x} is not a LedgerQ segment's")
+        raise LedgerQError(f"magic {magic:#010x} is not a LedgerQ segment's", path=path)
     if version != VERSION:
-        raise LedgerQError(f"{path}: segment version {version} (this reader knows 1)")
+        raise LedgerQError(f"segment version {version} (this reader knows 1)", path=path)
     return base, flags
 
 
@@ -147,7 +166,7 @@ def _parse_entry(data: bytes, at: int, crc_at: int) -> LedgerQEntry:
 
     def need(n: int, what: str) -> None:
         if pos + n > crc_at:
-            raise LedgerQError(f"entry at {at}: {what} runs past the entry")
+            raise LedgerQError(f"{what} runs past the entry", offset=at)
 
     if flags & FLAG_PRIORITY:
         need(1, "priority")
@@ -231,15 +250,15 @@ def read_index(path: str | os.PathLike[str]) -> list[tuple[int, int, int]]:
     path = Path(path)
     data = path.read_bytes()
     if len(data) < INDEX_HEADER_LEN:
-        raise LedgerQError(f"{path}: shorter than the 32-byte index header")
+        raise LedgerQError("shorter than the 32-byte index header", path=path)
     (stored,) = struct.unpack_from("<I", data, 28)
     if _crc32c(data[:28]) != stored:
-        raise LedgerQError(f"{path}: index header CRC-32C mismatch")
+        raise LedgerQError("index header CRC-32C mismatch", path=path)
     magic, version, _pad, _base, count = struct.unpack_from("<IHHQQ", data, 0)
     if magic != INDEX_MAGIC or version != VERSION:
-        raise LedgerQError(f"{path}: not a version-1 LedgerQ index (magic {magic:#010x})")
+        raise LedgerQError(f"not a version-1 LedgerQ index (magic {magic:#010x})", path=path)
     if INDEX_HEADER_LEN + count * INDEX_ENTRY_LEN > len(data):
-        raise LedgerQError(f"{path}: {count} entries declared, the file holds fewer")
+        raise LedgerQError(f"{count} entries declared, the file holds fewer", path=path)
     return [
         struct.unpack_from("<QQq", data, INDEX_HEADER_LEN + i * INDEX_ENTRY_LEN)
         for i in range(count)

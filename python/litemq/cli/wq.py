@@ -13,6 +13,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import IO
 
+from litemq.cli.common import _key_file
 from litemq.queue import Queue
 from litemq.work_queue import WorkQueueInfo
 
@@ -49,8 +50,6 @@ def _record(w: WorkQueueInfo) -> dict[str, object]:
 
 
 def cmd_wq(args: argparse.Namespace, out: IO[str]) -> int:
-    from litemq.cli_common import _key_file
-
     if args.action == "pending":
         return _cmd_pending(args, out)
     if args.action == "replay":
@@ -101,8 +100,6 @@ def _time(t: datetime | None) -> str | None:
 
 
 def _cmd_pending(args: argparse.Namespace, out: IO[str]) -> int:
-    from litemq.cli_common import _key_file
-
     name = _need_name(args)
     with Queue(args.path, read_only=True, encryption_key_file=_key_file()) as q:
         if name not in {w.name for w in q.work_queues()}:
@@ -160,8 +157,6 @@ def _cmd_replay(args: argparse.Namespace, out: IO[str]) -> int:
     another queue) stops the replay before anything is appended, unless
     ``--any-queue``. At least once: a crash between the appends and the
     commit replays those again next time."""
-    from litemq.cli_common import _key_file
-
     name = _need_name(args)
     if args.dead_letter is None:
         raise SystemExit("litemq: error: wq replay needs --from DLQ, the dead-letter queue")

@@ -1,5 +1,5 @@
 """``litemq import-ledgerq DIR QUEUE``: a LedgerQ queue directory's entries into a
-litemq queue (see :mod:`litemq.ledgerq` and docs/FORMAT.md, "LedgerQ segments (read)").
+litemq queue (see :mod:`litemq.interop.ledgerq` and docs/FORMAT.md, "LedgerQ segments (read)").
 """
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 from typing import IO, Any
 
-from litemq.cli_common import _Failure, _ProgressCallback
-from litemq.ledgerq import LedgerQError, import_ledgerq, segments
+from litemq.cli.common import _Failure, _ProgressCallback
+from litemq.interop.ledgerq import LedgerQError, import_ledgerq, segments
 
 __all__ = ["register"]
 
