@@ -1,0 +1,30 @@
+package io.litemq.spark;
+
+import org.apache.spark.sql.connector.read.InputPartition;
+
+/** What one task reads: messages [seqLo, seqHi) of one data file, from a start frame. */
+public final class LiteMQPartition implements InputPartition {
+  private static final long serialVersionUID = 1L;
+  final String queue;
+  final String file;
+  final long startOffset, startSeq, seqLo, seqHi, timeLo, timeHi;
+  final boolean wholeFile;
+
+  LiteMQPartition(String queue, String file, long startOffset, long startSeq, long seqLo,
+      long seqHi, long timeLo, long timeHi, boolean wholeFile) {
+    this.queue = queue;
+    this.file = file;
+    this.startOffset = startOffset;
+    this.startSeq = startSeq;
+    this.seqLo = seqLo;
+    this.seqHi = seqHi;
+    this.timeLo = timeLo;
+    this.timeHi = timeHi;
+    this.wholeFile = wholeFile;
+  }
+
+  @Override
+  public String toString() {
+    return "litemq " + queue + " " + file + " [" + seqLo + ", " + (seqHi == Long.MAX_VALUE ? "tail" : seqHi) + ")";
+  }
+}
