@@ -59,6 +59,11 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch>, Scanner.Si
       DataFile f = DataFile.open(part.file);
       scanner = new Scanner(f, part.startOffset, part.startSeq, part.seqLo, part.seqHi,
           part.timeLo, part.timeHi, part.wholeFile);
+      if (part.topics != null) {
+        scanner.topics = new byte[part.topics.length][];
+        for (int i = 0; i < part.topics.length; i++)
+          scanner.topics[i] = part.topics[i].getBytes(StandardCharsets.UTF_8);
+      }
     }
     for (OnHeapColumnVector v : vecs) v.reset();
     rows = 0;

@@ -9,9 +9,11 @@ public final class LiteMQPartition implements InputPartition {
   final String file;
   final long startOffset, startSeq, seqLo, seqHi, timeLo, timeHi;
   final boolean wholeFile;
+  /** Only messages of these topics (pushed-down topic filters), or null for all. */
+  final String[] topics;
 
   LiteMQPartition(String queue, String file, long startOffset, long startSeq, long seqLo,
-      long seqHi, long timeLo, long timeHi, boolean wholeFile) {
+      long seqHi, long timeLo, long timeHi, boolean wholeFile, String[] topics) {
     this.queue = queue;
     this.file = file;
     this.startOffset = startOffset;
@@ -21,6 +23,7 @@ public final class LiteMQPartition implements InputPartition {
     this.timeLo = timeLo;
     this.timeHi = timeHi;
     this.wholeFile = wholeFile;
+    this.topics = topics;
   }
 
   @Override

@@ -27,6 +27,7 @@ import org.apache.spark.sql.sources.EqualTo;
 import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.sources.GreaterThan;
 import org.apache.spark.sql.sources.GreaterThanOrEqual;
+import org.apache.spark.sql.sources.In;
 import org.apache.spark.sql.sources.LessThan;
 import org.apache.spark.sql.sources.LessThanOrEqual;
 import org.apache.spark.sql.types.ArrayType;
@@ -60,6 +61,10 @@ final class LiteMQScanBuilder
   private Filter[] pushed = new Filter[0];
   private long limit = Long.MAX_VALUE;
   private final List<Planner.Ref> refs;
+  private java.util.Set<String> queues; // pushed queue = / IN, or null
+  private java.util.Set<String> topics; // pushed topic = / IN, or null
+  /** Filters the Python source pushes through its indexes (key, indexed headers): it reads. */
+  private ScanBuilder delegate;
 
   /**
    * Why the JVM does not read this load (the Python source does), or null. Options the JVM
@@ -201,10 +206,65 @@ final class LiteMQScanBuilder
     return null;
   }
 
+  private static java.util.Set<String> strings(Filter f, String attr) {
+    Object[] vs = null;
+    if (f instanceof EqualTo && ((EqualTo) f).attribute().equals(attr)) vs = new Object[] {((EqualTo) f).value()};
+    if (f instanceof In && ((In) f).attribute().equals(attr)) vs = ((In) f).values();
+    if (vs == null) return null;
+    java.util.Set<String> out = new java.util.HashSet<>();
+    for (Object v : vs) {
+      if (v instanceof String) out.add((String) v);
+      else if (v != null) return null;
+    }
+    return out;
+  }
+
+  private static java.util.Set<String> and(java.util.Set<String> a, java.util.Set<String> b) {
+    if (a == null) return b;
+    java.util.Set<String> out = new java.util.HashSet<>(a);
+    out.retainAll(b);
+    return out;
+  }
+
+  private boolean indexedFilter(Filter f) {
+    for (String ref : f.references()) {
+      if (ref.equals("key")) return true;
+      for (StructField sf : tableSchema.fields())
+        if (sf.name().equals(ref) && sf.metadata().contains(FIELD_METADATA)) return true;
+    }
+    return false;
+  }
+
   @Override
   public Filter[] pushFilters(Filter[] filters) {
+    String fp = options.get("filterPushdown");
+    if (fp == null || !fp.trim().equalsIgnoreCase("true")) {
+      // As the Python source: filters are pushed only with filterPushdown=true.
+      return filters;
+    }
+    {
+      for (Filter f : filters) {
+        if (indexedFilter(f)) {
+          // Key and indexed-header filters go through the key and secondary indexes: the
+          // Python source reads those (one small task per queue).
+          delegate = pyTable.newScanBuilder(options);
+          return ((SupportsPushDownFilters) delegate).pushFilters(filters);
+        }
+      }
+    }
     List<Filter> used = new ArrayList<>();
     for (Filter f : filters) {
+      java.util.Set<String> q = strings(f, "queue"), t = strings(f, "topic");
+      if (q != null) {
+        queues = and(queues, q);
+        used.add(f);
+        continue;
+      }
+      if (t != null) {
+        topics = and(topics, t);
+        used.add(f);
+        continue;
+      }
       String attr = null;
       Object value = null;
       int op = 0; // 1 =, 2 >, 3 >=, 4 <, 5 <=
@@ -236,11 +296,13 @@ final class LiteMQScanBuilder
 
   @Override
   public Filter[] pushedFilters() {
+    if (delegate != null) return ((SupportsPushDownFilters) delegate).pushedFilters();
     return pushed;
   }
 
   @Override
   public boolean pushLimit(int n) {
+    if (delegate != null) return false;
     limit = Math.min(limit, n);
     return true;
   }
@@ -252,6 +314,7 @@ final class LiteMQScanBuilder
 
   @Override
   public Scan build() {
+    if (delegate != null) return delegate.build();
     return new LiteMQScan(this);
   }
 
@@ -295,7 +358,8 @@ final class LiteMQScanBuilder
     @Override
     public InputPartition[] planInputPartitions() {
       try {
-        return Planner.plan(b.refs, b.seqLo, b.seqHi, b.timeLo, b.timeHi, rowsPerPartition)
+        return Planner.plan(b.refs, b.seqLo, b.seqHi, b.timeLo, b.timeHi, rowsPerPartition,
+                b.queues, b.topics == null ? null : b.topics.toArray(new String[0]))
             .toArray(new InputPartition[0]);
       } catch (IOException e) {
         throw new UncheckedIOException(e);

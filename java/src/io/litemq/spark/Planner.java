@@ -167,7 +167,7 @@ final class Planner {
           long seq = e.getLong(j), off = e.getLong(j + 24);
           if (off == 0) return out;
           if (seq != f.firstSeq + i * interval || off < 4096 || off % 8 != 0 || off >= f.length) continue;
-          if (~Crc64.update(~0L, e, j, 24) != e.getLong(j + 16)) continue;
+          if (~Crc64.update(Crc64.update(~0L, e, j, 16), e, j + 24, 8) != e.getLong(j + 16)) continue;
           out.add(new long[] {seq, off});
         }
       }
@@ -178,10 +178,11 @@ final class Planner {
   }
 
   static List<LiteMQPartition> plan(List<Ref> refs, long seqLo, long seqHi, long timeLo,
-      long timeHi, long rowsPerPartition) throws IOException {
+      long timeHi, long rowsPerPartition, Set<String> queues, String[] topics) throws IOException {
     List<LiteMQPartition> parts = new ArrayList<>();
-    if (seqLo >= seqHi || timeLo >= timeHi) return parts;
+    if (seqLo >= seqHi || timeLo >= timeHi || (topics != null && topics.length == 0)) return parts;
     for (Ref r : refs) {
+      if (queues != null && !queues.contains(r.name())) continue;
       List<File> files = dataFiles(r.path());
       for (int i = 0; i < files.size(); i++) {
         String path = files.get(i).getPath();
@@ -194,11 +195,17 @@ final class Planner {
               end = g.firstSeq;
             }
           }
+          List<long[]> entries = null;
+          if (end == Long.MAX_VALUE && seqLo < Long.MAX_VALUE) {
+            // The active file: a batch read sees the messages published when it was planned.
+            entries = sparseEntries(f, path);
+            end = publishedEnd(f, entries);
+          }
           long lo = Math.max(first, seqLo), hi = Math.min(end, seqHi);
           if (lo >= hi) continue;
           if (f.sealed() && f.endSeq > f.firstSeq && (f.lastTs < timeLo || f.firstTs >= timeHi)) continue;
-          List<long[]> entries = (lo > first || (f.sealed() && hi - lo > rowsPerPartition))
-              ? sparseEntries(f, path) : List.of();
+          if (entries == null)
+            entries = (lo > first || hi - lo > rowsPerPartition) ? sparseEntries(f, path) : List.of();
           // Cut points: lo, then the entries every rowsPerPartition messages, then hi.
           List<long[]> starts = new ArrayList<>(); // {seq, offset, entrySeq}
           long[] at = startFor(entries, lo, first);
@@ -216,12 +223,50 @@ final class Planner {
             long[] s = starts.get(k);
             long e = k + 1 < starts.size() ? starts.get(k + 1)[0] : hi;
             boolean whole = starts.size() == 1 && s[1] == DataFile.HEADER_LEN;
-            parts.add(new LiteMQPartition(r.name(), path, s[1], s[2], s[0], e, timeLo, timeHi, whole));
+            parts.add(new LiteMQPartition(r.name(), path, s[1], s[2], s[0], e, timeLo, timeHi, whole, topics));
           }
         }
       }
     }
     return parts;
+  }
+
+  /**
+   * One past the last message published in an active file: a walk by length words (counting
+   * holes and batches by their count) from the last sparse entry whose frame checks out.
+   */
+  static long publishedEnd(DataFile f, List<long[]> entries) throws IOException {
+    long off = DataFile.HEADER_LEN, seq = f.firstSeq;
+    for (int i = entries.size() - 1; i >= 0; i--) {
+      long[] e = entries.get(i);
+      Scanner probe = new Scanner(f, e[1], e[0], 0, 0, Long.MIN_VALUE, Long.MAX_VALUE, false);
+      if (probe.startsAtEntry()) {
+        off = e[1];
+        seq = e[0];
+        break;
+      }
+    }
+    boolean exact = off == DataFile.HEADER_LEN;
+    while (off + 4 <= f.length) {
+      ByteBuffer b = f.window(off, 4);
+      long len = b.getInt((int) (off - f.base())) & 0xFFFFFFFFL;
+      if (len == 0 || len == DataFile.END_OF_FILE) break;
+      if (off + 4 + len + 8 > f.length) break; // the reader reports it
+      b = f.window(off, 4 + len + 8);
+      int r = (int) (off - f.base()) + 4;
+      if (len >= 12 && (b.get(r) & 0xff) == 0x80 && (b.get(r + 9) & 0xff) == 0x04) {
+        seq += b.getShort(r + 10) & 0xffff;
+      } else if (len >= 25 && (b.get(r) & 0xff) == 0x80 && (b.get(r + 9) & 0xff) == 0x08) {
+        long first = b.getLong(r + 12);
+        int count = b.getShort(r + 10) & 0xffff;
+        seq = exact ? seq + count : first + count;
+      } else {
+        seq++;
+      }
+      exact = true;
+      off += (4 + len + 8 + 7) & ~7L;
+    }
+    return seq;
   }
 
   /** The sparse entry at or before {@code seq} ({seq, offset}), or the file's start. */

@@ -72,6 +72,8 @@ final class Scanner implements AutoCloseable {
       this.off = DataFile.HEADER_LEN;
       this.seq = file.firstSeq;
       this.exactStart = true;
+    } else {
+      startedAtEntry = true;
     }
     if (file.sealed() && verifyWhole && startOffset == DataFile.HEADER_LEN) {
       trusted = file.crcRange(DataFile.HEADER_LEN, file.framesEnd) == file.framesCrc;
@@ -80,6 +82,14 @@ final class Scanner implements AutoCloseable {
   }
 
   private final long seqLo;
+  /** Topics wanted (UTF-8), or null for every message. */
+  byte[][] topics;
+  private boolean startedAtEntry;
+
+  /** Whether the start offset given was used (a sparse entry that checks out). */
+  boolean startsAtEntry() {
+    return startedAtEntry;
+  }
 
   private boolean probe(long at) throws IOException {
     if (at + 4 > file.length) return false;
@@ -165,7 +175,7 @@ final class Scanner implements AutoCloseable {
           throw damage(at, "batch frame says its first message is " + first + ", where message " + seq + " stands");
         long batchFirst = first;
         exactStart = true;
-        if (batchFirst + count <= seqLo || batchFirst >= seqHi || (ts < timeLo) || ts >= timeHi) {
+        if (topics != null || batchFirst + count <= seqLo || batchFirst >= seqHi || (ts < timeLo) || ts >= timeHi) {
           seq = batchFirst + count;
           return true;
         }
@@ -201,10 +211,22 @@ final class Scanner implements AutoCloseable {
       return true;
     }
     decode(b, r, n, s, ts, at, false);
+    if (topics != null && !topicWanted(msg)) return true;
     return sink.accept(msg);
   }
 
   private long blockAt;
+
+  private boolean topicWanted(Msg m) {
+    if (m.topicLen == 0) return false;
+    for (byte[] t : topics) {
+      if (t.length != m.topicLen) continue;
+      boolean same = true;
+      for (int i = 0; same && i < t.length; i++) same = m.buf.get(m.topicAt + i) == t[i];
+      if (same) return true;
+    }
+    return false;
+  }
 
   private boolean drainBlock(Sink sink) {
     while (blockNext < blockMembers) {
