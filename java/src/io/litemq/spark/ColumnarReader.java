@@ -59,6 +59,8 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch>, Scanner.Si
       DataFile f = DataFile.open(part.file);
       scanner = new Scanner(f, part.startOffset, part.startSeq, part.seqLo, part.seqHi,
           part.timeLo, part.timeHi, part.wholeFile);
+      if (part.keyFile != null)
+        scanner.crypto = Crypto.forQueue(part.file, part.queueIdHex, part.keyCheckHex, part.keyFile);
       if (part.topics != null) {
         scanner.topics = new byte[part.topics.length][];
         for (int i = 0; i < part.topics.length; i++)

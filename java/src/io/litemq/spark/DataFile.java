@@ -26,6 +26,9 @@ public final class DataFile implements AutoCloseable {
   final int version;
   final long firstSeq, createdUs, fileNumber, fileSize;
   final int indexInterval;
+  /** Bytes held in memory (test vectors): file offsets {@code [memStart, length)}. */
+  private final ByteBuffer mem;
+  private final long memStart;
   /** Offset of the end-of-file marker from a valid footer, or -1 (active file, version 3). */
   long framesEnd = -1;
   long framesCrc, endSeq, firstTs, lastTs;
@@ -36,6 +39,8 @@ public final class DataFile implements AutoCloseable {
   private DataFile(String path, FileChannel ch) throws IOException {
     this.path = path;
     this.ch = ch;
+    this.mem = null;
+    this.memStart = 0;
     this.length = ch.size();
     if (length < HEADER_LEN) throw damage(0, "file is " + length + " bytes, shorter than its 4096-byte header");
     ByteBuffer h = ByteBuffer.allocate(72).order(ByteOrder.LITTLE_ENDIAN);
@@ -55,6 +60,25 @@ public final class DataFile implements AutoCloseable {
         : (length > fileSize || length % 8 != 0 || length < HEADER_LEN + 8 + FOOTER_LEN))
       throw damage(0, "file length " + length + " does not fit its header (file_size " + fileSize + ")");
     if (version >= 4) readFooter();
+  }
+
+  /** Frames held in memory from file offset {@code start} on (the frame test vectors). */
+  private DataFile(String name, byte[] bytes, long start, int version, long firstSeq) {
+    this.path = name;
+    this.ch = null;
+    this.mem = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
+    this.memStart = start;
+    this.length = start + bytes.length;
+    this.version = version;
+    this.firstSeq = firstSeq;
+    this.createdUs = 0;
+    this.fileNumber = 1;
+    this.fileSize = length;
+    this.indexInterval = 0;
+  }
+
+  static DataFile inMemory(String name, byte[] bytes, long start, int version, long firstSeq) {
+    return new DataFile(name, bytes, start, version, firstSeq);
   }
 
   public static DataFile open(String path) throws IOException {
@@ -109,6 +133,11 @@ public final class DataFile implements AutoCloseable {
    * offset of its index 0 afterwards.
    */
   ByteBuffer window(long at, long len) throws IOException {
+    if (mem != null) {
+      if (at < memStart || at + len > length) throw damage(at, "frame runs past the end of the file");
+      winStart = memStart;
+      return mem;
+    }
     if (win != null && at >= winStart && at + len <= winStart + winLen) return win;
     long start, size;
     if (length <= WINDOW) {
@@ -145,12 +174,12 @@ public final class DataFile implements AutoCloseable {
   }
 
   LiteMQException damage(long offset, String what) {
-    return new LiteMQException(path + " at offset " + offset + ": " + what);
+    return new LiteMQException("corrupted data in " + path + " at offset " + offset + ": " + what);
   }
 
   @Override
   public void close() throws IOException {
     win = null;
-    ch.close();
+    if (ch != null) ch.close();
   }
 }

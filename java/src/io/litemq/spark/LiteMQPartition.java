@@ -11,6 +11,8 @@ public final class LiteMQPartition implements InputPartition {
   final boolean wholeFile;
   /** Only messages of these topics (pushed-down topic filters), or null for all. */
   final String[] topics;
+  /** An encrypted queue: the key file (read where the task runs), queue id and key check. */
+  String keyFile, queueIdHex, keyCheckHex;
 
   LiteMQPartition(String queue, String file, long startOffset, long startSeq, long seqLo,
       long seqHi, long timeLo, long timeHi, boolean wholeFile, String[] topics) {

@@ -73,11 +73,12 @@ final class LiteMQScanBuilder
   static String notForJvm(CaseInsensitiveStringMap options) {
     String r = options.get("reader");
     if (r != null && r.equalsIgnoreCase("python")) return "option reader=python";
-    for (String o : new String[] {"key", "where", "topic", "encryptionKeyFile"})
+    for (String o : new String[] {"key", "where", "topic"})
       if (options.containsKey(o)) return "option " + o;
     try {
       for (Planner.Ref ref : Planner.discover(paths(options)))
-        if (Planner.encrypted(ref)) return "encrypted queue " + ref.path();
+        if (!options.containsKey("encryptionKeyFile") && Planner.encrypted(ref))
+          return "encrypted queue without a key (the Python source raises EncryptionError)";
     } catch (Planner.NotForJvm e) {
       return e.getMessage();
     } catch (RuntimeException e) {
@@ -359,7 +360,8 @@ final class LiteMQScanBuilder
     public InputPartition[] planInputPartitions() {
       try {
         return Planner.plan(b.refs, b.seqLo, b.seqHi, b.timeLo, b.timeHi, rowsPerPartition,
-                b.queues, b.topics == null ? null : b.topics.toArray(new String[0]))
+                b.queues, b.topics == null ? null : b.topics.toArray(new String[0]),
+                b.options.get("encryptionKeyFile"))
             .toArray(new InputPartition[0]);
       } catch (IOException e) {
         throw new UncheckedIOException(e);

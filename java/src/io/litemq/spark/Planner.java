@@ -31,6 +31,19 @@ final class Planner {
   /** A queue found: its {@code queue} column value and its directory. */
   record Ref(String name, String path) {}
 
+  /** An encrypted queue's {queue_id, key_check} (metadata.json "encryption"), or null. */
+  static String[] encryption(Ref r) {
+    try {
+      com.fasterxml.jackson.databind.JsonNode meta = new com.fasterxml.jackson.databind.ObjectMapper()
+          .readTree(Path.of(r.path(), "metadata.json").toFile());
+      com.fasterxml.jackson.databind.JsonNode e = meta.get("encryption");
+      if (e == null || e.isNull()) return null;
+      return new String[] {e.get("queue_id").asText(), e.get("key_check").asText()};
+    } catch (IOException e) {
+      return null;
+    }
+  }
+
   /** Thrown when the JVM reader does not handle a load (archives): the Python source does. */
   static final class NotForJvm extends Exception {
     NotForJvm(String why) {
@@ -178,11 +191,18 @@ final class Planner {
   }
 
   static List<LiteMQPartition> plan(List<Ref> refs, long seqLo, long seqHi, long timeLo,
-      long timeHi, long rowsPerPartition, Set<String> queues, String[] topics) throws IOException {
+      long timeHi, long rowsPerPartition, Set<String> queues, String[] topics, String keyFile) throws IOException {
     List<LiteMQPartition> parts = new ArrayList<>();
     if (seqLo >= seqHi || timeLo >= timeHi || (topics != null && topics.length == 0)) return parts;
     for (Ref r : refs) {
       if (queues != null && !queues.contains(r.name())) continue;
+      String[] enc = encryption(r);
+      if (enc != null) {
+        if (keyFile == null)
+          throw new LiteMQException(r.path() + ": the queue is encrypted; read it with the option encryptionKeyFile");
+        Crypto.forQueue(r.path(), enc[0], enc[1], keyFile); // a wrong key fails here, on the driver
+      }
+      int firstPart = parts.size();
       List<File> files = dataFiles(r.path());
       for (int i = 0; i < files.size(); i++) {
         String path = files.get(i).getPath();
@@ -227,6 +247,12 @@ final class Planner {
           }
         }
       }
+      if (enc != null)
+        for (LiteMQPartition p : parts.subList(firstPart, parts.size())) {
+          p.keyFile = keyFile;
+          p.queueIdHex = enc[0];
+          p.keyCheckHex = enc[1];
+        }
     }
     return parts;
   }

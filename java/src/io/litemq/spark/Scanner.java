@@ -30,6 +30,15 @@ final class Scanner implements AutoCloseable {
     int payloadAt, payloadLen;
   }
 
+  /** Sees every frame walked (the frame test vectors): kind plain, hole or batch. */
+  interface FrameListener {
+    void frame(long at, int recordLen, long next, String kind, long seq, int count, long batchFirstSeq);
+  }
+
+  FrameListener listener;
+  /** Decrypts sealed payloads (an encrypted queue read with its key), or null. */
+  Crypto crypto;
+
   interface Sink {
     /** Takes one message; returns false to stop the scan (a batch is full). */
     boolean accept(Msg m);
@@ -39,7 +48,8 @@ final class Scanner implements AutoCloseable {
   private long off;
   private long seq;
   private final long seqHi, timeLo, timeHi;
-  private boolean trusted;
+  /** Frames ending at or before this offset are covered by a checked CRC (no per-frame CRC). */
+  long trustedEnd = -1;
   private final long limitEnd;
   private boolean done;
   private boolean exactStart; // seq at off is a frame's own sequence (not a sparse entry's member)
@@ -76,7 +86,7 @@ final class Scanner implements AutoCloseable {
       startedAtEntry = true;
     }
     if (file.sealed() && verifyWhole && startOffset == DataFile.HEADER_LEN) {
-      trusted = file.crcRange(DataFile.HEADER_LEN, file.framesEnd) == file.framesCrc;
+      if (file.crcRange(DataFile.HEADER_LEN, file.framesEnd) == file.framesCrc) trustedEnd = file.framesEnd;
     }
     limitEnd = file.sealed() ? file.framesEnd : file.length;
   }
@@ -101,6 +111,27 @@ final class Scanner implements AutoCloseable {
     return Crc64.crc(b, p, 4 + (int) len) == b.getLong(p + 4 + (int) len);
   }
 
+  private String stop = "empty";
+
+  /** For the vectors: walk from {@code at} as the frame of sequence {@code s} (no probe). */
+  void exactFrom(long at, long s) {
+    off = at;
+    seq = s;
+    exactStart = true;
+  }
+
+  /** Where the walk stands (the frame being read when damage was found). */
+  long position() {
+    return frameAt;
+  }
+
+  private long frameAt;
+
+  /** How the walk ended: "empty@OFFSET" (length 0) or "end_of_file@OFFSET" (the marker). */
+  String stopEvent() {
+    return stop + "@" + frameAt;
+  }
+
   boolean done() {
     return done;
   }
@@ -113,10 +144,12 @@ final class Scanner implements AutoCloseable {
         done = true;
         return;
       }
-      if (off + 4 > file.length) throw file.damage(off, "frame runs past the end of the file");
+      frameAt = off;
+      if (off + 4 > file.length) throw damage(off, "frame runs past the end of the file");
       ByteBuffer b = file.window(off, 4);
       long len = b.getInt((int) (off - file.base())) & 0xFFFFFFFFL;
       if (len == 0 || len == DataFile.END_OF_FILE) {
+        stop = len == 0 ? "empty" : "end_of_file";
         if (file.sealed() && off != file.framesEnd)
           throw damage(off, len == 0 ? "no frame (length 0) before the footer's end of frames" : "end-of-file marker before the footer's end of frames");
         done = true;
@@ -127,7 +160,7 @@ final class Scanner implements AutoCloseable {
       b = file.window(off, 4 + len + 8);
       int p = (int) (off - file.base());
       int rl = (int) len;
-      if (!trusted) {
+      if (off + 4 + len + 8 > trustedEnd) {
         long stored = b.getLong(p + 4 + rl);
         long computed = Crc64.crc(b, p, 4 + rl);
         if (stored != computed)
@@ -140,7 +173,10 @@ final class Scanner implements AutoCloseable {
   }
 
   private LiteMQException damage(long at, String what) {
-    return new LiteMQException(file.path + " at offset " + at + " (message " + seq + "): " + what);
+    String reason = what.startsWith("CRC") ? "crc"
+        : what.contains("runs past the end") ? "length_out_of_bounds"
+        : what.startsWith("batch frame says") ? "batch_seq_mismatch" : "record_malformed";
+    return new LiteMQException("corrupted data in " + file.path + " at offset " + at + " (seq " + seq + "): " + what, reason);
   }
 
   private static int u8(ByteBuffer b, int i) {
@@ -161,6 +197,7 @@ final class Scanner implements AutoCloseable {
       if (ext == X_HOLE) {
         int count = u16(b, r + 10);
         if (count == 0) throw damage(at, "record malformed: hole of 0 sequences");
+        if (listener != null) listener.frame(at, n, off, "hole", seq, count, -1);
         seq += count;
         exactStart = true;
         return true;
@@ -193,6 +230,7 @@ final class Scanner implements AutoCloseable {
           q += 4 + (int) ml;
         }
         if (q != out.length) throw damage(at, "batch members do not tile the block");
+        if (listener != null) listener.frame(at, n, off, "batch", first, count, first);
         blockPos = 0;
         blockMembers = count;
         blockNext = 0;
@@ -205,6 +243,10 @@ final class Scanner implements AutoCloseable {
     }
     long s = seq++;
     exactStart = true;
+    if (listener != null) {
+      decode(b, r, n, s, ts, at, false);
+      listener.frame(at, n, off, "plain", s, 1, -1);
+    }
     if (s < seqLo || ts < timeLo || ts >= timeHi) {
       // Still decode to report damage the other readers report? The Rust reader skips
       // messages outside the range without decoding them; so do we.
@@ -309,8 +351,26 @@ final class Scanner implements AutoCloseable {
           throw malformed(at, s, "record uses extension bits this version does not support");
         if ((ext & (X_HOLE | X_BATCH)) != 0) throw malformed(at, s, "record malformed: hole or batch bits with other fields");
         if (member && ext != X_TOMBSTONE) throw malformed(at, s, "batch member with extension bits other than tombstone");
-        if ((ext & X_ENCRYPTED) != 0)
-          throw malformed(at, s, "payload is encrypted: read with the option encryptionKeyFile (the JVM reader hands encrypted queues to the Python source)");
+        if ((ext & X_ENCRYPTED) != 0) {
+          if ((ext & X_TOMBSTONE) != 0) throw malformed(at, s, "record malformed: an encrypted tombstone");
+          if (crypto == null)
+            throw malformed(at, s, "payload is encrypted: read with the option encryptionKeyFile");
+          if (end - q < 24 + 16) throw malformed(at, s, "record malformed: sealed payload shorter than nonce and tag");
+          byte[] plain = crypto.open(b, r, q, end - q - 24, s);
+          if (plain == null) throw malformed(at, s, "payload fails authentication");
+          if (codec == 0) {
+            m.payloadArr = plain;
+            m.payloadAt = 0;
+            m.payloadLen = plain.length;
+            return;
+          }
+          byte[] out = Codecs.decompress(codec, plain, 0, plain.length, raw, why);
+          if (out == null) throw malformed(at, s, why[0]);
+          m.payloadArr = out;
+          m.payloadAt = 0;
+          m.payloadLen = out.length;
+          return;
+        }
       }
       if (q > end) throw malformed(at, s, "record malformed: fields run past the record");
       if (codec != 0) {
@@ -331,7 +391,10 @@ final class Scanner implements AutoCloseable {
   }
 
   private LiteMQException malformed(long at, long s, String what) {
-    return new LiteMQException(file.path + " at offset " + at + " (message " + s + "): " + what);
+    String reason = what.contains("authentication") ? "authentication"
+        : what.contains("extension bits") || what.contains("unknown compression") || what.contains("encrypted")
+        ? "unsupported" : "record_malformed";
+    return new LiteMQException("corrupted data in " + file.path + " at offset " + at + " (seq " + s + "): " + what, reason);
   }
 
   @Override
