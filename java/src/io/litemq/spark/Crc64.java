@@ -49,6 +49,73 @@ public final class Crc64 {
     return crc;
   }
 
+  /**
+   * The CRC of a long range (a sealed file's frames, once): four lanes of slicing-by-8 in one
+   * loop, so the four dependency chains overlap, joined with {@link #combine}. About 2.5 times
+   * the one-lane speed on the development machine (see main).
+   */
+  public static long crcLong(ByteBuffer buf, int pos, int len) {
+    if (len < 4096) return crc(buf, pos, len);
+    int lane = (len / 4) & ~7;
+    int p0 = pos, p1 = pos + lane, p2 = pos + 2 * lane, p3 = pos + 3 * lane;
+    long c0 = ~0L, c1 = ~0L, c2 = ~0L, c3 = ~0L;
+    for (int i = 0; i < lane; i += 8) {
+      long v0 = c0 ^ buf.getLong(p0 + i);
+      long v1 = c1 ^ buf.getLong(p1 + i);
+      long v2 = c2 ^ buf.getLong(p2 + i);
+      long v3 = c3 ^ buf.getLong(p3 + i);
+      c0 = step(v0);
+      c1 = step(v1);
+      c2 = step(v2);
+      c3 = step(v3);
+    }
+    int rest = len - 3 * lane;
+    c3 = update(c3, buf, p3 + lane, rest - lane);
+    long crc = combine(~c0, ~c1, lane);
+    crc = combine(crc, ~c2, lane);
+    return combine(crc, ~c3, rest);
+  }
+
+  private static long step(long v) {
+    return T7[(int) (v & 0xff)] ^ T6[(int) ((v >>> 8) & 0xff)] ^ T5[(int) ((v >>> 16) & 0xff)]
+        ^ T4[(int) ((v >>> 24) & 0xff)] ^ T3[(int) ((v >>> 32) & 0xff)]
+        ^ T2[(int) ((v >>> 40) & 0xff)] ^ T1[(int) ((v >>> 48) & 0xff)] ^ T0[(int) (v >>> 56)];
+  }
+
+  private static long times(long[] mat, long vec) {
+    long sum = 0;
+    for (int i = 0; vec != 0; i++, vec >>>= 1) if ((vec & 1) != 0) sum ^= mat[i];
+    return sum;
+  }
+
+  private static void square(long[] sq, long[] mat) {
+    for (int n = 0; n < 64; n++) sq[n] = times(mat, mat[n]);
+  }
+
+  /** The CRC of A followed by B, from crc(A), crc(B) and B's length (zlib's crc32_combine). */
+  public static long combine(long crcA, long crcB, long lenB) {
+    if (lenB <= 0) return crcA;
+    long[] even = new long[64], odd = new long[64];
+    odd[0] = POLY_REFLECTED;
+    long row = 1;
+    for (int n = 1; n < 64; n++) {
+      odd[n] = row;
+      row <<= 1;
+    }
+    square(even, odd);
+    square(odd, even);
+    do {
+      square(even, odd);
+      if ((lenB & 1) != 0) crcA = times(even, crcA);
+      lenB >>>= 1;
+      if (lenB == 0) break;
+      square(odd, even);
+      if ((lenB & 1) != 0) crcA = times(odd, crcA);
+      lenB >>>= 1;
+    } while (lenB != 0);
+    return crcA ^ crcB;
+  }
+
   public static long crc(byte[] b, int off, int len) {
     return crc(ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN), off, len);
   }
@@ -63,7 +130,12 @@ public final class Crc64 {
       long t = System.nanoTime();
       long c = crc(big, 0, big.capacity());
       double s = (System.nanoTime() - t) / 1e9;
-      System.out.printf("64 MiB in %.1f ms: %.2f GB/s (%x)%n", s * 1e3, big.capacity() / s / 1e9, c);
+      long t2 = System.nanoTime();
+      long c2 = crcLong(big, 0, big.capacity() - 13);
+      double s2 = (System.nanoTime() - t2) / 1e9;
+      if (c2 != crc(big, 0, big.capacity() - 13)) throw new AssertionError("lanes disagree");
+      System.out.printf("64 MiB: one lane %.2f GB/s, four lanes %.2f GB/s (%x)%n",
+          big.capacity() / s / 1e9, big.capacity() / s2 / 1e9, c);
     }
   }
 }

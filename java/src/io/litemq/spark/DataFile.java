@@ -162,15 +162,18 @@ public final class DataFile implements AutoCloseable {
 
   /** The CRC of bytes [from, to), through windows. */
   long crcRange(long from, long to) throws IOException {
-    long c = ~0L;
+    long c = 0;
+    boolean first = true;
     long at = from;
     while (at < to) {
       long n = Math.min(to - at, 256L << 20);
       ByteBuffer b = window(at, n);
-      c = Crc64.update(c, b, (int) (at - base()), (int) n);
+      long part = Crc64.crcLong(b, (int) (at - base()), (int) n);
+      c = first ? part : Crc64.combine(c, part, n);
+      first = false;
       at += n;
     }
-    return ~c;
+    return c;
   }
 
   LiteMQException damage(long offset, String what) {
