@@ -126,6 +126,7 @@ rust-test:
 # classpath); test_spark_conformance.py compares the Rust, JVM and Python readers itself.
 SPARK_TWICE := tests/python/test_spark.py tests/python/test_spark_encryption.py \
   tests/python/test_batch_compression_spark.py tests/python/test_secondary_index_spark.py \
+  tests/python/test_compaction_spark.py tests/python/test_arrow_spark.py \
   tests/python/test_spark_archive.py tests/python/test_spark_cluster.py
 
 py-test: venv
