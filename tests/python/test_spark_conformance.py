@@ -11,8 +11,11 @@ and ``.option("reader", "python")`` makes it hand the load to the Python source.
 from __future__ import annotations
 
 import json
+import os
+import random
 import shutil
 import struct
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -164,23 +167,42 @@ VECTORS = FIXTURES.parent / "vectors" / "frames.json"
 def test_jvm_walker_passes_the_frame_vectors(tmp_path: Path) -> None:
     """The JVM reader's frame walker against the shared frame vectors (tests/vectors/,
     written with the Rust walker): every case's events, in order, via io.litemq.spark.VectorCheck."""
-    import os
-    import subprocess
-
     if not VECTORS.is_file():
         pytest.skip(f"{VECTORS} is not in this checkout yet (issue 31 writes it)")
+    out = java("io.litemq.spark.VectorCheck", str(VECTORS))
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
+    assert " cases pass" in out.stdout
+
+
+def java(main: str, *args: str, props: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     jars = os.path.join(os.path.dirname(pyspark.__file__), "jars", "*")
-    out = subprocess.run(
-        [
-            "java",
-            "-cp",
-            f"{litemq.spark.jar_path()}{os.pathsep}{jars}",
-            "io.litemq.spark.VectorCheck",
-            str(VECTORS),
-        ],
+    return subprocess.run(
+        ["java", *props, "-cp", f"{litemq.spark.jar_path()}{os.pathsep}{jars}", main, *args],
         capture_output=True,
         text=True,
         timeout=300,
     )
-    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
-    assert " cases pass" in out.stdout
+
+
+def test_jvm_reader_maps_large_files_in_windows(tmp_path: Path) -> None:
+    """Files larger than the mapping window (1 GiB; 8 KiB here through litemq.mapWindow) are
+    read through windows that move with the reader, frames larger than a window included:
+    the same messages as the Rust reader, without Spark (io.litemq.spark.Dump)."""
+    rnd = random.Random(7)
+    path = tmp_path / "winq"
+    with litemq.Queue(str(path), file_size=1 << 20) as q:
+        app = q.appender()
+        for i in range(3000):
+            body = rnd.randbytes(rnd.choice([10, 100, 3000, 9000]))
+            app.append(body, key=f"k{i}" if i % 3 == 0 else None)
+        app.flush()
+    with litemq.Queue(str(path), read_only=True) as q:
+        want = [
+            f"winq {m.seq} {m.timestamp} {bytes(m.payload).hex()}"
+            for m in q.tailer(start=q.first_seq)
+        ]
+    assert len(want) == 3000
+    for window in ("8192", str(1 << 30)):
+        out = java("io.litemq.spark.Dump", str(path), props=(f"-Dlitemq.mapWindow={window}",))
+        assert out.returncode == 0, out.stderr[-3000:]
+        assert out.stdout.splitlines() == want

@@ -18,7 +18,11 @@ public final class DataFile implements AutoCloseable {
   static final int HEADER_LEN = 4096;
   static final int FOOTER_LEN = 128;
   static final long END_OF_FILE = 0xFFFFFFFFL;
-  static final long WINDOW = 1L << 30;
+  /**
+   * Bytes mapped at a time for a file larger than this (1 GiB; the system property
+   * {@code litemq.mapWindow} sets it smaller, so tests move windows over small files).
+   */
+  static final long WINDOW = Math.max(4096, Long.getLong("litemq.mapWindow", 1L << 30));
 
   final String path;
   final FileChannel ch;

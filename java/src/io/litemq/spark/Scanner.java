@@ -248,8 +248,7 @@ final class Scanner implements AutoCloseable {
       listener.frame(at, n, off, "plain", s, 1, -1);
     }
     if (s < seqLo || ts < timeLo || ts >= timeHi) {
-      // Still decode to report damage the other readers report? The Rust reader skips
-      // messages outside the range without decoding them; so do we.
+      // Outside the range: not decoded (its frame's CRC was checked), as the Rust reader does.
       return true;
     }
     decode(b, r, n, s, ts, at, false);
