@@ -31,7 +31,7 @@ export PATH := $(BIN):$(PATH)
 
 PY_SOURCES := python tests benches $(wildcard examples)
 
-.PHONY: help venv deps build wheel demo test lint rust-test py-test stubtest fmt bench bench-peers fuzz fuzz-smoke soak clean
+.PHONY: help venv deps build jar wheel demo test lint rust-test py-test stubtest fmt bench bench-peers fuzz fuzz-smoke soak clean
 
 help:
 	@echo "make demo         write 1M messages, follow them live from a second process, print a table"
@@ -68,7 +68,22 @@ $(BUILD_STAMP): $(DEPS_STAMP) $(RUST_SRC) pyproject.toml
 	cd $(CURDIR) && $(BIN)/maturin develop --release --quiet
 	touch $@
 
-build venv: $(BUILD_STAMP)
+# The JVM reader for Spark (java/, docs/SPARK.md "The JVM reader"): plain javac + jar against
+# the pyspark jars (no Maven artifacts), into the package so the wheel ships it as data.
+JAR := python/litemq/spark/litemq-spark.jar
+JAVA_SRC := $(shell find java -type f 2>/dev/null)
+$(JAR): $(JAVA_SRC) | $(DEPS_STAMP)
+	rm -rf target/java && mkdir -p target/java/classes
+	javac --release 17 -nowarn -d target/java/classes \
+	  -cp "$$($(PY) -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')/*" \
+	  $$(find java/src -name '*.java')
+	cp -r java/resources/. target/java/classes/
+	jar --create --file $@ -C target/java/classes .
+
+jar: $(JAR)
+
+build venv: $(BUILD_STAMP) $(JAR)
+
 
 # A wheel for this machine's platform (Linux only: the engine relies on Linux's
 # mmap, futex and file-locking behaviour), in dist/, for any Python 3.11+ (abi3):
@@ -78,6 +93,7 @@ build venv: $(BUILD_STAMP)
 wheel: | $(PY)
 	$(PY) -m pip install --quiet $$($(PY) -c 'import tomllib; \
 	  print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')
+	$(MAKE) --no-print-directory jar
 	rm -f dist/litemq-*.whl
 	$(BIN)/maturin build --release --out dist
 	ls dist/litemq-*.whl
@@ -106,8 +122,16 @@ stubtest: venv
 rust-test:
 	cargo test
 
+# The Spark suites run twice: against the Python source, then the JVM reader (the jar on the
+# classpath); test_spark_conformance.py compares the Rust, JVM and Python readers itself.
+SPARK_TWICE := tests/python/test_spark.py tests/python/test_spark_encryption.py \
+  tests/python/test_batch_compression_spark.py tests/python/test_secondary_index_spark.py \
+  tests/python/test_compaction_spark.py tests/python/test_arrow_spark.py \
+  tests/python/test_spark_archive.py tests/python/test_spark_cluster.py
+
 py-test: venv
 	$(PY) -m pytest
+	LITEMQ_SPARK_READER=jvm $(PY) -m pytest -q $(SPARK_TWICE)
 
 fmt: venv
 	cargo fmt

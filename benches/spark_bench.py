@@ -23,6 +23,16 @@ Spark on Parquet (issue 6); ``read_arrow`` at least 20 million rows/s.
 
     python benches/spark_bench.py --cluster --n 2000000
 
+    python benches/spark_bench.py --jvm        # the JVM reader (issue 32), below
+
+``--jvm`` (issue 32) compares the JVM reader (the jar, ``make jar``) with the Python source
+and Parquet of the same rows, in one local[2] session with the jar on the classpath: queries
+Qa ``sum(length(payload)), sum(seq)`` over ``seq, payload``; every column; payload only.
+The queue is written in sealed 64 MiB files (so the JVM reader checks each file's
+``frames_crc`` once). Rows/s (best of --repeats, the cases interleaved) and CPU seconds per
+query, and each reader's ratio against Parquet in the same run. Default 200,000 messages;
+``LITEMQ_BENCH_N=2000000`` (or ``--n``) for the issue's 2 M x 100 B.
+
 ``--cluster`` (issue 21) instead reads the queue, and an archive of it (``litemq archive``
 to a local directory, read through pyarrow.fs), on a Spark standalone cluster on this
 machine with 1 worker and then 2 (one core and 512 MiB each; ``tests/python/
@@ -344,6 +354,149 @@ def cluster_bench(args: argparse.Namespace) -> None:
     print(f"\n2 workers / 1 worker: queue {q2 / q1:.2f}x, archive {a2 / a1:.2f}x")
 
 
+def build_sealed(qpath: str, ppath: str, n: int) -> None:
+    """N messages in sealed 64 MiB files (the last one rolled), and the same rows as Parquet
+    with the columns both have (seq, timestamp, key, headers, payload)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import litemq
+
+    chunk = 500_000
+    t0 = time.perf_counter()
+    with litemq.Queue(qpath, file_size=64 * 1024 * 1024) as q:
+        app = q.appender()
+        done = 0
+        while done < n:
+            k = min(chunk, n - done)
+            blob = os.urandom(k * PAYLOAD)
+            app.append_batch([blob[i * PAYLOAD : (i + 1) * PAYLOAD] for i in range(k)])
+            done += k
+        app.flush()
+        app.roll()
+        app.flush()
+    with litemq.Queue(qpath, read_only=True) as q:
+        writer = None
+        s = 0
+        while s < n:
+            b = q.read_arrow(start=s, end=min(n, s + chunk))
+            if writer is None:
+                writer = pq.ParquetWriter(ppath, b.schema)
+            writer.write_table(pa.Table.from_batches([b]), row_group_size=chunk)
+            s += b.num_rows
+        assert writer is not None
+        writer.close()
+    print(f"setup: {n:,} messages and their Parquet copy in {time.perf_counter() - t0:.1f} s")
+
+
+#: The --jvm queries: name, the columns read, the aggregate (every one sums over all rows).
+JVM_QUERIES: dict[str, tuple[list[str], list[str]]] = {
+    "Qa seq, payload": (
+        ["seq", "payload"],
+        ["count(*) AS n", "sum(length(payload)) AS b", "sum(seq) AS s"],
+    ),
+    "every column": (
+        ["seq", "timestamp", "key", "headers", "payload"],
+        [
+            "count(*) AS n",
+            "sum(length(payload)) AS b",
+            "sum(seq) AS s",
+            "max(timestamp) AS t",
+            "count(key) AS k",
+            "count(headers) AS h",
+        ],
+    ),
+    "payload only": (["payload"], ["count(*) AS n", "sum(length(payload)) AS b"]),
+}
+
+
+def jvm_bench(args: argparse.Namespace) -> None:
+    from pyspark.sql import SparkSession
+
+    import litemq.spark
+
+    n = args.n
+    work = args.dir or tempfile.mkdtemp(prefix="litemq-jvm-bench-")
+    qpath, ppath = os.path.join(work, "queue"), os.path.join(work, "rows.parquet")
+    try:
+        build_sealed(qpath, ppath, n)
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        spark = (
+            SparkSession.builder.master("local[2]")
+            .appName("litemq-jvm-bench")
+            .config("spark.jars", litemq.spark.jar_path())
+            .config("spark.ui.enabled", "false")
+            .config("spark.sql.shuffle.partitions", "2")
+            .config("spark.driver.memory", "2g")
+            .config("spark.ui.showConsoleProgress", "false")
+            .getOrCreate()
+        )
+        spark.sparkContext.setLogLevel("ERROR")
+        litemq.spark.register(spark)
+        readers = {
+            "jvm": lambda: spark.read.format("litemq").load(qpath),
+            "python": lambda: spark.read.format("litemq").option("reader", "python").load(qpath),
+            "parquet": lambda: spark.read.parquet(ppath),
+        }
+        cases = {}
+        for qname, (cols, agg) in JVM_QUERIES.items():
+            for rname, make in readers.items():
+                cases[(qname, rname)] = (make(), cols, agg)
+        want = n * PAYLOAD
+
+        def run(case: Any) -> tuple[float, float | None]:
+            base, cols, agg = case
+            c0 = tree_cpu_seconds()
+            t0 = time.perf_counter()
+            # A new DataFrame per run: collecting the same one again would reuse its shuffle
+            # output (Spark skips the finished map stage) and time nothing.
+            row = base.select(*cols).selectExpr(*agg).collect()[0]
+            dt = time.perf_counter() - t0
+            c1 = tree_cpu_seconds()
+            assert row.n == n, (row, n)
+            assert row.b == want, (row, want)
+            return dt, (None if c0 is None or c1 is None else c1 - c0)
+
+        for df in cases.values():  # warm-up: JIT, Python workers
+            run(df)
+        times: dict[Any, list[float]] = {k: [] for k in cases}
+        cpus: dict[Any, list[float]] = {k: [] for k in cases}
+        for _ in range(args.repeats):
+            for k, df in cases.items():
+                dt, cpu = run(df)
+                times[k].append(dt)
+                if cpu is not None:
+                    cpus[k].append(cpu)
+        spark.stop()
+    finally:
+        if not args.dir:
+            shutil.rmtree(work, ignore_errors=True)
+
+    import statistics
+
+    import pyspark
+
+    print(
+        f"\n{n:,} messages of {PAYLOAD} bytes in sealed 64 MiB files; PySpark "
+        f"{pyspark.__version__}, local[2] on {os.cpu_count()} cores; cases interleaved, "
+        f"1 warm-up round, medians of {args.repeats}\n"
+    )
+    print(f"{'query':<16} {'reader':<8} {'rows/s':>13} {'CPU s':>7}  vs Parquet (rows/s, CPU)")
+    for qname in JVM_QUERIES:
+        pq_t = statistics.median(times[(qname, "parquet")])
+        pq_c = statistics.median(cpus[(qname, "parquet")]) if cpus[(qname, "parquet")] else None
+        for rname in readers:
+            t = statistics.median(times[(qname, rname)])
+            c = statistics.median(cpus[(qname, rname)]) if cpus[(qname, rname)] else None
+            ratio = f"{pq_t / t:.2f}x"
+            if c and pq_c:
+                ratio += f", {pq_c / c:.2f}x"
+            print(
+                f"{qname:<16} {rname:<8} {n / t:>13,.0f} "
+                f"{(c if c is not None else float('nan')):>7.2f}  {ratio}"
+            )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--n", type=int, default=10_000_000, help="messages (default 10 million)")
@@ -357,7 +510,17 @@ def main() -> None:
     ap.add_argument(
         "--cluster", action="store_true", help="1 worker against 2 on a standalone cluster"
     )
+    ap.add_argument(
+        "--jvm", action="store_true", help="the JVM reader against the Python source and Parquet"
+    )
     args = ap.parse_args()
+    if args.jvm:
+        if "--n" not in sys.argv:
+            args.n = int(os.environ.get("LITEMQ_BENCH_N", "200000"))
+        if "--repeats" not in sys.argv:
+            args.repeats = 5
+        jvm_bench(args)
+        return
     if args.cluster:
         cluster_bench(args)
         return

@@ -28,13 +28,27 @@ SPARK_MARKS = [
 ]
 
 
-def local_session(tmp_path_factory: pytest.TempPathFactory, app: str) -> Iterator[SparkSession]:
+#: Which reader ``format("litemq")`` uses in the Spark suites: ``python`` (the Python data
+#: source, the default) or ``jvm`` (the jar from ``make jar`` on the classpath, which takes
+#: the short name; `make py-test` runs the Spark suites once with each).
+READER = os.environ.get("LITEMQ_SPARK_READER", "python").strip().lower()
+if READER not in ("python", "jvm"):
+    raise ValueError(f"LITEMQ_SPARK_READER={READER!r}: expected 'python' or 'jvm'")
+
+
+def local_session(
+    tmp_path_factory: pytest.TempPathFactory, app: str, *, reader: str | None = None
+) -> Iterator[SparkSession]:
     """A ``local[2,2]`` session (2 cores, a failed task retried twice) with
-    litemq's sources registered, stopped when the generator closes."""
+    litemq's sources registered, stopped when the generator closes. With the JVM
+    reader (``reader="jvm"``, or ``LITEMQ_SPARK_READER=jvm``) the jar is on the classpath."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    builder = SparkSession.builder
+    if (reader or READER) == "jvm":
+        builder = builder.config("spark.jars", litemq.spark.jar_path())
     session = (
-        SparkSession.builder.master("local[2,2]")
+        builder.master("local[2,2]")
         .appName(app)
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")

@@ -37,6 +37,7 @@ import litemq  # noqa: E402
 import litemq.spark  # noqa: E402
 from conftest import S3Server  # noqa: E402
 from spark_cluster import ClusterUnavailable, StandaloneCluster, free_port  # noqa: E402
+from spark_session import READER  # noqa: E402
 
 pytestmark = [
     pytest.mark.spark,
@@ -69,8 +70,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Any:
 def spark(cluster: StandaloneCluster, tmp_path_factory: pytest.TempPathFactory) -> Any:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    builder = SparkSession.builder
+    if READER == "jvm":  # the JVM reader: the driver serves the jar to both executors
+        builder = builder.config("spark.jars", litemq.spark.jar_path())
     session = (
-        SparkSession.builder.master(cluster.master_url)
+        builder.master(cluster.master_url)
         .appName("litemq-cluster-tests")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")

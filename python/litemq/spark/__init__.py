@@ -30,6 +30,7 @@ from .dataset import (
     discover_queues,
     new_job_id,
 )
+from .jar import jar_path
 from .options import DEFAULT_WRITE_FILE_SIZE, OptionError, WriteOptions
 from .source import (
     SCHEMA,
@@ -53,6 +54,7 @@ __all__ = [
     "clean_staging",
     "discover_queues",
     "features",
+    "jar_path",
     "register",
     "write_partitions",
 ]

@@ -1,0 +1,226 @@
+package io.litemq.spark;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector;
+import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
+import org.apache.spark.sql.types.LongType;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+
+/** Fills Spark column vectors straight from the mapped frames, {@code batchRows} at a time. */
+final class ColumnarReader implements PartitionReader<ColumnarBatch>, Scanner.Sink {
+  static final int SEQ = 0, TIMESTAMP = 1, KEY = 2, HEADERS = 3, PAYLOAD = 4, QUEUE = 5,
+      TOPIC = 6, QUEUE_ID = 7, TAGS = 8, KEY_TEXT = 9, HEADERS_TEXT = 10, FIELD_STR = 11,
+      FIELD_INT = 12;
+
+  private final LiteMQPartition part;
+  private final int[] kinds;
+  private final String[] fieldNames; // header name, for FIELD_* columns
+  private final boolean[] asLong; // queue_id read as bigint
+  private final OnHeapColumnVector[] vecs;
+  private final ColumnarBatch batch;
+  private final int batchRows;
+  private long remaining;
+  private final byte[] queueName;
+  private Scanner scanner;
+  private int rows;
+
+  ColumnarReader(LiteMQPartition part, StructType schema, int batchRows, long limit) {
+    this.part = part;
+    this.batchRows = batchRows;
+    this.remaining = limit;
+    StructField[] fs = schema.fields();
+    kinds = new int[fs.length];
+    fieldNames = new String[fs.length];
+    asLong = new boolean[fs.length];
+    for (int i = 0; i < fs.length; i++) {
+      String n = fs[i].name();
+      if (fs[i].metadata().contains(LiteMQScanBuilder.FIELD_METADATA)) {
+        fieldNames[i] = fs[i].metadata().getString(LiteMQScanBuilder.FIELD_METADATA);
+        kinds[i] = fs[i].dataType() instanceof LongType ? FIELD_INT : FIELD_STR;
+        continue;
+      }
+      kinds[i] = LiteMQScanBuilder.COLUMNS.indexOf(n);
+      if (kinds[i] < 0) throw new LiteMQException("cannot produce column " + n);
+      asLong[i] = fs[i].dataType() instanceof LongType;
+    }
+    vecs = OnHeapColumnVector.allocateColumns(batchRows, schema);
+    batch = new ColumnarBatch(vecs);
+    queueName = part.queue.getBytes(StandardCharsets.UTF_8);
+  }
+
+  @Override
+  public boolean next() throws IOException {
+    if (scanner == null) {
+      DataFile f = DataFile.open(part.file);
+      scanner = new Scanner(f, part.startOffset, part.startSeq, part.seqLo, part.seqHi,
+          part.timeLo, part.timeHi, part.wholeFile);
+      if (part.keyFile != null)
+        scanner.crypto = Crypto.forQueue(part.file, part.queueIdHex, part.keyCheckHex, part.keyFile);
+      if (part.topics != null) {
+        scanner.topics = new byte[part.topics.length][];
+        for (int i = 0; i < part.topics.length; i++)
+          scanner.topics[i] = part.topics[i].getBytes(StandardCharsets.UTF_8);
+      }
+    }
+    for (OnHeapColumnVector v : vecs) v.reset();
+    rows = 0;
+    while (rows < batchRows && remaining > 0 && !scanner.done()) scanner.scan(this);
+    batch.setNumRows(rows);
+    return rows > 0;
+  }
+
+  @Override
+  public ColumnarBatch get() {
+    return batch;
+  }
+
+  @Override
+  public boolean accept(Scanner.Msg m) {
+    int r = rows;
+    ByteBuffer b = m.buf;
+    for (int c = 0; c < kinds.length; c++) {
+      WritableColumnVector v = vecs[c];
+      switch (kinds[c]) {
+        case SEQ:
+          v.putLong(r, m.seq);
+          break;
+        case TIMESTAMP:
+          v.putLong(r, m.ts);
+          break;
+        case KEY:
+          if (m.keyLen < 0) v.putNull(r);
+          else v.putByteArray(r, b, m.keyAt, m.keyLen);
+          break;
+        case KEY_TEXT:
+          if (m.keyLen < 0 || !m.keyText) v.putNull(r);
+          else v.putByteArray(r, b, m.keyAt, m.keyLen);
+          break;
+        case PAYLOAD:
+          if (m.payloadArr != null) v.putByteArray(r, m.payloadArr, m.payloadAt, m.payloadLen);
+          else v.putByteArray(r, b, m.payloadAt, m.payloadLen);
+          break;
+        case QUEUE:
+          v.putByteArray(r, queueName, 0, queueName.length);
+          break;
+        case TOPIC:
+          if (m.topicLen == 0) v.putNull(r);
+          else v.putByteArray(r, b, m.topicAt, m.topicLen);
+          break;
+        case QUEUE_ID:
+          if (asLong[c]) v.putLong(r, m.queueId);
+          else v.putInt(r, m.queueId);
+          break;
+        case TAGS: {
+          WritableColumnVector d = v.arrayData();
+          int start = d.getElementsAppended();
+          int q = m.tagAt;
+          for (int i = 0; i < m.tagCount; i++) {
+            int tl = b.get(q) & 0xff;
+            appendBytes(d, b, q + 1, tl);
+            q += 1 + tl;
+          }
+          v.putArray(r, start, m.tagCount);
+          break;
+        }
+        case HEADERS:
+        case HEADERS_TEXT: {
+          if (m.hdrCount < 0) {
+            v.putNull(r);
+            break;
+          }
+          WritableColumnVector keys = (WritableColumnVector) v.getChild(0);
+          WritableColumnVector vals = (WritableColumnVector) v.getChild(1);
+          int start = keys.getElementsAppended();
+          int q = m.hdrAt;
+          for (int i = 0; i < m.hdrCount; i++) {
+            int nl = b.get(q) & 0xff;
+            appendBytes(keys, b, q + 1, nl);
+            q += 1 + nl;
+            int kind = b.get(q) & 0xff;
+            int vl = b.getShort(q + 1) & 0xffff;
+            if (kinds[c] == HEADERS_TEXT && kind != 1) vals.appendNull();
+            else appendBytes(vals, b, q + 3, vl);
+            q += 3 + vl;
+          }
+          v.putArray(r, start, m.hdrCount);
+          break;
+        }
+        case FIELD_STR:
+        case FIELD_INT:
+          putField(v, r, m, fieldNames[c], kinds[c] == FIELD_INT);
+          break;
+        default:
+          throw new IllegalStateException();
+      }
+    }
+    rows++;
+    remaining--;
+    return rows < batchRows && remaining > 0;
+  }
+
+  private static void appendBytes(WritableColumnVector d, ByteBuffer b, int at, int len) {
+    d.reserve(d.getElementsAppended() + 1);
+    d.putByteArray(d.getElementsAppended(), b, at, len);
+    d.addElementsAppended(1);
+  }
+
+  /** An indexed header's column: the first value of the header the index takes. */
+  private static void putField(WritableColumnVector v, int r, Scanner.Msg m, String name, boolean isInt) {
+    ByteBuffer b = m.buf;
+    byte[] want = name.getBytes(StandardCharsets.UTF_8);
+    int q = m.hdrAt;
+    for (int i = 0; i < Math.max(m.hdrCount, 0); i++) {
+      int nl = b.get(q) & 0xff;
+      boolean same = nl == want.length;
+      for (int j = 0; same && j < nl; j++) same = b.get(q + 1 + j) == want[j];
+      q += 1 + nl;
+      int kind = b.get(q) & 0xff;
+      int vl = b.getShort(q + 1) & 0xffff;
+      int va = q + 3;
+      q += 3 + vl;
+      if (!same) continue;
+      if (!isInt) {
+        if (kind == 1) {
+          v.putByteArray(r, b, va, vl);
+          return;
+        }
+      } else if (kind == 1) {
+        byte[] t = new byte[vl];
+        b.get(va, t, 0, vl);
+        Long x = parseI64(new String(t, StandardCharsets.UTF_8));
+        if (x != null) {
+          v.putLong(r, x);
+          return;
+        }
+      } else if (vl == 8) {
+        v.putLong(r, b.getLong(va));
+        return;
+      }
+    }
+    v.putNull(r);
+  }
+
+  /** Rust's i64::from_str: an optional sign, then ASCII digits, nothing else. */
+  static Long parseI64(String s) {
+    if (s.isEmpty()) return null;
+    int i = (s.charAt(0) == '+' || s.charAt(0) == '-') ? 1 : 0;
+    if (i == s.length()) return null;
+    for (int j = i; j < s.length(); j++) if (s.charAt(j) < '0' || s.charAt(j) > '9') return null;
+    try {
+      return Long.parseLong(s.charAt(0) == '+' ? s.substring(1) : s);
+    } catch (NumberFormatException e) {
+      return null;
+    }
+  }
+
+  @Override
+  public void close() throws IOException {
+    if (scanner != null) scanner.close();
+    batch.close();
+  }
+}

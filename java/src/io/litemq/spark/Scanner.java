@@ -1,0 +1,403 @@
+package io.litemq.spark;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+
+/**
+ * Walks the frames of one data file from a start offset and decodes each record
+ * (docs/FORMAT.md, "Frames", "Records", "Batches compressed together", "Holes") into a
+ * {@link Msg} handed to a {@link Sink}. Every frame is CRC-checked: per frame, or, for a sealed
+ * file read whole, once against the footer's frames_crc (a mismatch falls back to per-frame
+ * checks, so the damaged frame is named with its sequence).
+ */
+final class Scanner implements AutoCloseable {
+  static final int F_KEY = 0x01, F_HEADERS = 0x02, F_KEY_TEXT = 0x04, F_TOPIC = 0x08,
+      F_EXPIRY = 0x10, F_PRIORITY = 0x20, F_COMPRESSED = 0x40, F_EXT = 0x80;
+  static final int X_TOMBSTONE = 0x01, X_ENCRYPTED = 0x02, X_HOLE = 0x04, X_BATCH = 0x08;
+
+  /** One decoded message; positions index {@link #buf} (a mapping window or a batch block). */
+  static final class Msg {
+    long seq, ts;
+    ByteBuffer buf;
+    int keyAt, keyLen; // keyLen -1: no key
+    boolean keyText;
+    int hdrAt, hdrCount; // hdrCount -1: no headers
+    int topicAt, topicLen; // topicLen 0: no topic
+    int queueId;
+    int tagAt, tagCount;
+    byte[] payloadArr; // decompressed payload, or null: payload is buf[payloadAt, +payloadLen)
+    int payloadAt, payloadLen;
+  }
+
+  /** Sees every frame walked (the frame test vectors): kind plain, hole or batch. */
+  interface FrameListener {
+    void frame(long at, int recordLen, long next, String kind, long seq, int count, long batchFirstSeq);
+  }
+
+  FrameListener listener;
+  /** Decrypts sealed payloads (an encrypted queue read with its key), or null. */
+  Crypto crypto;
+
+  interface Sink {
+    /** Takes one message; returns false to stop the scan (a batch is full). */
+    boolean accept(Msg m);
+  }
+
+  final DataFile file;
+  private long off;
+  private long seq;
+  private final long seqHi, timeLo, timeHi;
+  /** Frames ending at or before this offset are covered by a checked CRC (no per-frame CRC). */
+  long trustedEnd = -1;
+  private final long limitEnd;
+  private boolean done;
+  private boolean exactStart; // seq at off is a frame's own sequence (not a sparse entry's member)
+  private final Msg msg = new Msg();
+  private final String[] why = new String[1];
+  // A batch frame being handed out member by member.
+  private ByteBuffer block;
+  private int blockPos, blockMembers, blockNext;
+  private long blockTs, blockSeq;
+
+  /**
+   * @param startOffset where to start (4096, or a sparse-index entry's frame)
+   * @param startSeq the sequence of that frame (a member's, for a batch frame)
+   * @param seqLo, seqHi only messages with lo <= seq < hi
+   * @param verifyWhole a sealed file read from its start: check frames_crc once
+   */
+  Scanner(DataFile file, long startOffset, long startSeq, long seqLo, long seqHi, long timeLo,
+      long timeHi, boolean verifyWhole) throws IOException {
+    this.file = file;
+    this.off = startOffset;
+    this.seq = startSeq;
+    this.seqLo = seqLo;
+    this.seqHi = seqHi;
+    this.timeLo = timeLo;
+    this.timeHi = timeHi;
+    this.exactStart = startOffset == DataFile.HEADER_LEN;
+    if (!exactStart && !probe(startOffset)) {
+      // A sparse-index entry is a hint (docs/FORMAT.md): one that does not land on a frame
+      // passing its CRC (an entry into a hole's filler, damage) means a scan from the start.
+      this.off = DataFile.HEADER_LEN;
+      this.seq = file.firstSeq;
+      this.exactStart = true;
+    } else {
+      startedAtEntry = true;
+    }
+    if (file.sealed() && verifyWhole && startOffset == DataFile.HEADER_LEN) {
+      if (file.crcRange(DataFile.HEADER_LEN, file.framesEnd) == file.framesCrc) trustedEnd = file.framesEnd;
+    }
+    limitEnd = file.sealed() ? file.framesEnd : file.length;
+  }
+
+  private final long seqLo;
+  /** Topics wanted (UTF-8), or null for every message. */
+  byte[][] topics;
+  private boolean startedAtEntry;
+
+  /** Whether the start offset given was used (a sparse entry that checks out). */
+  boolean startsAtEntry() {
+    return startedAtEntry;
+  }
+
+  private boolean probe(long at) throws IOException {
+    if (at + 4 > file.length) return false;
+    ByteBuffer b = file.window(at, 4);
+    long len = b.getInt((int) (at - file.base())) & 0xFFFFFFFFL;
+    if (len < 9 || len == DataFile.END_OF_FILE || at + 4 + len + 8 > file.length) return false;
+    b = file.window(at, 4 + len + 8);
+    int p = (int) (at - file.base());
+    return Crc64.crc(b, p, 4 + (int) len) == b.getLong(p + 4 + (int) len);
+  }
+
+  private String stop = "empty";
+
+  /** For the vectors: walk from {@code at} as the frame of sequence {@code s} (no probe). */
+  void exactFrom(long at, long s) {
+    off = at;
+    seq = s;
+    exactStart = true;
+  }
+
+  /** Where the walk stands (the frame being read when damage was found). */
+  long position() {
+    return frameAt;
+  }
+
+  private long frameAt;
+
+  /** How the walk ended: "empty@OFFSET" (length 0) or "end_of_file@OFFSET" (the marker). */
+  String stopEvent() {
+    return stop + "@" + frameAt;
+  }
+
+  boolean done() {
+    return done;
+  }
+
+  /** Hands messages to {@code sink} until it says stop or the range ends. */
+  void scan(Sink sink) throws IOException {
+    if (block != null && !drainBlock(sink)) return;
+    while (!done) {
+      if (seq >= seqHi) {
+        done = true;
+        return;
+      }
+      frameAt = off;
+      if (off + 4 > file.length) throw damage(off, "frame runs past the end of the file");
+      ByteBuffer b = file.window(off, 4);
+      long len = b.getInt((int) (off - file.base())) & 0xFFFFFFFFL;
+      if (len == 0 || len == DataFile.END_OF_FILE) {
+        stop = len == 0 ? "empty" : "end_of_file";
+        if (file.sealed() && off != file.framesEnd)
+          throw damage(off, len == 0 ? "no frame (length 0) before the footer's end of frames" : "end-of-file marker before the footer's end of frames");
+        done = true;
+        return;
+      }
+      long frameSize = (4 + len + 8 + 7) & ~7L;
+      if (off + 4 + len + 8 > limitEnd) throw damage(off, "frame length " + len + " runs past the end of the file");
+      b = file.window(off, 4 + len + 8);
+      int p = (int) (off - file.base());
+      int rl = (int) len;
+      if (off + 4 + len + 8 > trustedEnd) {
+        long stored = b.getLong(p + 4 + rl);
+        long computed = Crc64.crc(b, p, 4 + rl);
+        if (stored != computed)
+          throw damage(off, String.format("CRC mismatch: stored %#018x, computed %#018x", stored, computed));
+      }
+      long at = off;
+      off += frameSize;
+      if (!record(b, p + 4, rl, at, sink)) return;
+    }
+  }
+
+  private LiteMQException damage(long at, String what) {
+    String reason = what.startsWith("CRC") ? "crc"
+        : what.contains("runs past the end") ? "length_out_of_bounds"
+        : what.startsWith("batch frame says") ? "batch_seq_mismatch" : "record_malformed";
+    return new LiteMQException("corrupted data in " + file.path + " at offset " + at + " (seq " + seq + "): " + what, reason);
+  }
+
+  private static int u8(ByteBuffer b, int i) {
+    return b.get(i) & 0xff;
+  }
+
+  private static int u16(ByteBuffer b, int i) {
+    return b.getShort(i) & 0xffff;
+  }
+
+  /** Decodes the record at {@code [r, r + n)}; false when the sink asked to stop. */
+  private boolean record(ByteBuffer b, int r, int n, long at, Sink sink) throws IOException {
+    if (n < 9) throw damage(at, "record malformed: " + n + " bytes, shorter than flags and timestamp");
+    int flags = u8(b, r);
+    long ts = b.getLong(r + 1);
+    if (flags == F_EXT && n >= 12) {
+      int ext = u8(b, r + 9);
+      if (ext == X_HOLE) {
+        int count = u16(b, r + 10);
+        if (count == 0) throw damage(at, "record malformed: hole of 0 sequences");
+        if (listener != null) listener.frame(at, n, off, "hole", seq, count, -1);
+        seq += count;
+        exactStart = true;
+        return true;
+      }
+      if (ext == X_BATCH) {
+        if (n < 25) throw damage(at, "record malformed: batch frame of " + n + " bytes");
+        int count = u16(b, r + 10);
+        long first = b.getLong(r + 12);
+        int codec = u8(b, r + 20);
+        long raw = b.getInt(r + 21) & 0xFFFFFFFFL;
+        if (count == 0 || (exactStart ? first != seq : (seq < first || seq >= first + count)))
+          throw damage(at, "batch frame says its first message is " + first + ", where message " + seq + " stands");
+        long batchFirst = first;
+        exactStart = true;
+        if (topics != null || batchFirst + count <= seqLo || batchFirst >= seqHi || (ts < timeLo) || ts >= timeHi) {
+          seq = batchFirst + count;
+          return true;
+        }
+        byte[] src = new byte[n - 25];
+        b.get(r + 25, src, 0, src.length);
+        byte[] out = Codecs.decompress(codec, src, 0, src.length, raw, why);
+        if (out == null) throw damage(at, why[0]);
+        block = ByteBuffer.wrap(out).order(ByteOrder.LITTLE_ENDIAN);
+        // The members must tile the block exactly.
+        int q = 0;
+        for (int i = 0; i < count; i++) {
+          if (q + 4 > out.length) throw damage(at, "batch members do not tile the block");
+          long ml = block.getInt(q) & 0xFFFFFFFFL;
+          if (ml > out.length - q - 4) throw damage(at, "batch members do not tile the block");
+          q += 4 + (int) ml;
+        }
+        if (q != out.length) throw damage(at, "batch members do not tile the block");
+        if (listener != null) listener.frame(at, n, off, "batch", first, count, first);
+        blockPos = 0;
+        blockMembers = count;
+        blockNext = 0;
+        blockTs = ts;
+        blockSeq = batchFirst;
+        blockAt = at;
+        seq = batchFirst + count;
+        return drainBlock(sink);
+      }
+    }
+    long s = seq++;
+    exactStart = true;
+    if (listener != null) {
+      decode(b, r, n, s, ts, at, false);
+      listener.frame(at, n, off, "plain", s, 1, -1);
+    }
+    if (s < seqLo || ts < timeLo || ts >= timeHi) {
+      // Outside the range: not decoded (its frame's CRC was checked), as the Rust reader does.
+      return true;
+    }
+    decode(b, r, n, s, ts, at, false);
+    if (topics != null && !topicWanted(msg)) return true;
+    return sink.accept(msg);
+  }
+
+  private long blockAt;
+
+  private boolean topicWanted(Msg m) {
+    if (m.topicLen == 0) return false;
+    for (byte[] t : topics) {
+      if (t.length != m.topicLen) continue;
+      boolean same = true;
+      for (int i = 0; same && i < t.length; i++) same = m.buf.get(m.topicAt + i) == t[i];
+      if (same) return true;
+    }
+    return false;
+  }
+
+  private boolean drainBlock(Sink sink) {
+    while (blockNext < blockMembers) {
+      int ml = block.getInt(blockPos);
+      int r = blockPos + 4;
+      long s = blockSeq + blockNext;
+      blockPos = r + ml;
+      blockNext++;
+      if (s < seqLo) continue;
+      if (s >= seqHi) break;
+      decode(block, r, ml, s, blockTs, blockAt, true);
+      if (!sink.accept(msg)) {
+        if (blockNext >= blockMembers) block = null;
+        return false;
+      }
+    }
+    block = null;
+    return true;
+  }
+
+  private void decode(ByteBuffer b, int r, int n, long s, long ts, long at, boolean member) {
+    Msg m = msg;
+    int end = r + n;
+    int flags = u8(b, r);
+    int q = r + 9;
+    m.seq = s;
+    m.ts = ts;
+    m.buf = b;
+    m.keyLen = -1;
+    m.hdrCount = -1;
+    m.topicLen = 0;
+    m.queueId = 0;
+    m.tagCount = 0;
+    m.payloadArr = null;
+    try {
+      if (member && (flags & (F_TOPIC | F_COMPRESSED)) != 0)
+        throw malformed(at, s, "batch member with topic or compression flags");
+      if ((flags & F_KEY) != 0) {
+        int kl = u16(b, q);
+        m.keyAt = q + 2;
+        m.keyLen = kl;
+        m.keyText = (flags & F_KEY_TEXT) != 0;
+        q += 2 + kl;
+      }
+      if ((flags & F_HEADERS) != 0) {
+        int c = u8(b, q++);
+        m.hdrAt = q;
+        m.hdrCount = c;
+        for (int i = 0; i < c; i++) {
+          int nl = u8(b, q);
+          q += 1 + nl + 1;
+          int vl = u16(b, q);
+          q += 2 + vl;
+        }
+      }
+      if ((flags & F_TOPIC) != 0) {
+        int tl = u8(b, q);
+        m.topicAt = q + 1;
+        m.topicLen = tl;
+        q += 1 + tl;
+        m.queueId = u16(b, q);
+        q += 2;
+        int tc = u8(b, q++);
+        m.tagAt = q;
+        m.tagCount = tc;
+        for (int i = 0; i < tc; i++) q += 1 + u8(b, q);
+      }
+      if ((flags & F_EXPIRY) != 0) q += 8;
+      if ((flags & F_PRIORITY) != 0) q += 1;
+      int codec = 0;
+      long raw = 0;
+      if ((flags & F_COMPRESSED) != 0) {
+        codec = u8(b, q);
+        raw = b.getInt(q + 1) & 0xFFFFFFFFL;
+        q += 5;
+      }
+      if ((flags & F_EXT) != 0) {
+        int ext = u8(b, q++);
+        if ((ext & ~0x07) != 0 || ext == 0)
+          throw malformed(at, s, "record uses extension bits this version does not support");
+        if ((ext & (X_HOLE | X_BATCH)) != 0) throw malformed(at, s, "record malformed: hole or batch bits with other fields");
+        if (member && ext != X_TOMBSTONE) throw malformed(at, s, "batch member with extension bits other than tombstone");
+        if ((ext & X_ENCRYPTED) != 0) {
+          if ((ext & X_TOMBSTONE) != 0) throw malformed(at, s, "record malformed: an encrypted tombstone");
+          if (crypto == null)
+            throw malformed(at, s, "payload is encrypted: read with the option encryptionKeyFile");
+          if (end - q < 24 + 16) throw malformed(at, s, "record malformed: sealed payload shorter than nonce and tag");
+          byte[] plain = crypto.open(b, r, q, end - q - 24, s);
+          if (plain == null) throw malformed(at, s, "payload fails authentication");
+          if (codec == 0) {
+            m.payloadArr = plain;
+            m.payloadAt = 0;
+            m.payloadLen = plain.length;
+            return;
+          }
+          byte[] out = Codecs.decompress(codec, plain, 0, plain.length, raw, why);
+          if (out == null) throw malformed(at, s, why[0]);
+          m.payloadArr = out;
+          m.payloadAt = 0;
+          m.payloadLen = out.length;
+          return;
+        }
+      }
+      if (q > end) throw malformed(at, s, "record malformed: fields run past the record");
+      if (codec != 0) {
+        byte[] src = new byte[end - q];
+        b.get(q, src, 0, src.length);
+        byte[] out = Codecs.decompress(codec, src, 0, src.length, raw, why);
+        if (out == null) throw malformed(at, s, why[0]);
+        m.payloadArr = out;
+        m.payloadAt = 0;
+        m.payloadLen = out.length;
+      } else {
+        m.payloadAt = q;
+        m.payloadLen = end - q;
+      }
+    } catch (IndexOutOfBoundsException e) {
+      throw malformed(at, s, "record malformed: fields run past the record");
+    }
+  }
+
+  private LiteMQException malformed(long at, long s, String what) {
+    String reason = what.contains("authentication") ? "authentication"
+        : what.contains("extension bits") || what.contains("unknown compression") || what.contains("encrypted")
+        ? "unsupported" : "record_malformed";
+    return new LiteMQException("corrupted data in " + file.path + " at offset " + at + " (seq " + s + "): " + what, reason);
+  }
+
+  @Override
+  public void close() throws IOException {
+    file.close();
+  }
+}
