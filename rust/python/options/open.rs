@@ -26,8 +26,8 @@ use crate::{
 
 /// How long `compact=True` keeps a key's last tombstone (and the default
 /// `grace` of `Queue.compact`, which `litemq.compaction` reads from the
-/// module as `DEFAULT_COMPACT_GRACE_US`): a day.
-pub(crate) const DEFAULT_COMPACT_GRACE: Duration = Duration::from_secs(86_400);
+/// module as `DEFAULT_COMPACT_GRACE_US`): the engine's default.
+pub(crate) use crate::config::DEFAULT_COMPACT_GRACE;
 
 /// `True` or `False`, named `N` in messages.
 pub(crate) struct Flag<N>(pub bool, pub PhantomData<N>);
