@@ -8,6 +8,7 @@ pub mod backward;
 pub mod catalog;
 pub mod columns;
 pub(crate) mod field;
+pub mod frames;
 pub mod keys;
 pub(crate) mod plan;
 pub(crate) mod sealed;

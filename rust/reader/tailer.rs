@@ -14,7 +14,10 @@ use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::format::compression::Codec;
 use crate::format::footer::{Footer, FOOTER_LEN};
-use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN};
+use super::frames::{frame_at, Check, RecordKind, Step};
+use crate::format::error::DecodeError;
+use crate::format::frame::{self, DATA_HEADER_LEN};
+use crate::format::walk;
 use crate::format::position;
 use crate::format::record::{self, HeaderIter, RecordView, TagIter};
 use crate::index::dense::{DenseIndex, DENSE_SINCE_VERSION};
@@ -439,12 +442,10 @@ impl Cursor {
     fn dense_frame(&mut self, catalog: &Catalog, seq: u64) -> Option<usize> {
         let ix = self.dense_index(catalog)?.clone();
         let at = ix.offset(seq, self.map.len())?;
-        let file = self.map.as_slice();
-        let len = self.map.load_u32(at);
-        match frame::decode(file, at, len) {
-            Ok(FrameAt::Frame { record_len, .. }) => {
-                let ok = record::decode(&file[at + 4..at + 4 + record_len]).is_ok();
-                self.checked_frame = ok.then_some((at, len));
+        match frame_at(&*self.map, at, Check::Crc) {
+            Step::Frame(f) => {
+                let ok = record::decode(f.record).is_ok();
+                self.checked_frame = ok.then_some((at, f.record.len() as u32));
                 ok.then_some(at)
             }
             _ => None,
@@ -577,8 +578,7 @@ impl BatchCache {
         seq: u64,
         limit: usize,
     ) -> std::result::Result<(), String> {
-        let first = record::batch_first_seq(rec);
-        let count = record::seqs_of(rec);
+        let (first, count) = RecordKind::of_or_plain(rec).batch().unwrap_or((0, 1));
         if !(first..first + count).contains(&seq) {
             return Err(format!(
                 "batch holds sequences {first}..{}, not {seq}",
@@ -861,7 +861,8 @@ impl Tailer {
     /// The record at `loc` is a hole.
     fn is_hole_at(&self, loc: Located) -> bool {
         self.cursor.as_ref().is_some_and(|c| {
-            record::is_hole_record(&c.map.as_slice()[loc.record_at..loc.record_at + loc.record_len])
+            let rec = &c.map.as_slice()[loc.record_at..loc.record_at + loc.record_len];
+            matches!(RecordKind::of_or_plain(rec), RecordKind::Hole { .. })
         })
     }
 
@@ -1100,48 +1101,56 @@ impl Tailer {
             if !more(self.seq, c.info.header.file_number, c.offset) {
                 return Ok(true);
             }
-            let len = c.length_word(self.seq)?;
-            match len {
-                0 => return Ok(false),
-                frame::END_OF_FILE => {
+            let f = match frame_at(&*c.map, c.offset, Check::Lengths) {
+                Step::Empty => return Ok(false),
+                Step::EndOfFile => {
                     if !self.next_file()? {
                         return Ok(false);
                     }
+                    continue;
                 }
-                _ => {
-                    let next = c.offset.saturating_add(frame::frame_size(len as usize));
-                    if next + 4 > c.map.len() {
-                        return Err(Error::corrupted(
-                            c.map.path(),
-                            c.offset as u64,
-                            Some(self.seq),
-                            "frame length runs past the end of the file",
-                        ));
-                    }
-                    if let Some((first, count)) = frame_batch(&c.map, c.offset, len) {
-                        // A batch (format 9): its members share the frame;
-                        // stop on it at the first one `more` refuses.
-                        let end = first.saturating_add(count);
-                        let mut m = self.seq + 1;
-                        while m < end {
-                            if !more(m, c.info.header.file_number, c.offset) {
-                                self.seq = m;
-                                return Ok(true);
-                            }
-                            m += 1;
-                        }
-                        c.offset = next;
-                        self.seq = end.max(self.seq + 1);
-                        continue;
-                    }
-                    let n = frame_seqs(&c.map, c.offset, len);
-                    if n > 1 {
-                        self.passed_hole = Some(self.seq);
-                    }
-                    c.offset = next;
-                    self.seq += n;
+                Step::Frame(f) if f.next + 4 <= c.map.len() => f,
+                Step::Damage(e @ DecodeError::Truncated) => {
+                    return Err(Error::corrupted(
+                        c.map.path(),
+                        c.offset as u64,
+                        Some(self.seq),
+                        e.to_string(),
+                    ));
                 }
+                Step::Frame(_) | Step::Damage(_) => {
+                    return Err(Error::corrupted(
+                        c.map.path(),
+                        c.offset as u64,
+                        Some(self.seq),
+                        "frame length runs past the end of the file",
+                    ));
+                }
+            };
+            let next = f.next;
+            let kind = RecordKind::of_or_plain(f.record);
+            if let Some((first, count)) = kind.batch() {
+                // A batch (format 9): its members share the frame;
+                // stop on it at the first one `more` refuses.
+                let end = first.saturating_add(count);
+                let mut m = self.seq + 1;
+                while m < end {
+                    if !more(m, c.info.header.file_number, c.offset) {
+                        self.seq = m;
+                        return Ok(true);
+                    }
+                    m += 1;
+                }
+                c.offset = next;
+                self.seq = end.max(self.seq + 1);
+                continue;
             }
+            let n = kind.count();
+            if n > 1 {
+                self.passed_hole = Some(self.seq);
+            }
+            c.offset = next;
+            self.seq += n;
         }
     }
 
@@ -1338,18 +1347,19 @@ impl Tailer {
                     self.seq = seq;
                     return Ok(true);
                 }
-                let next = c.offset.saturating_add(frame::frame_size(len as usize));
-                if next + 4 <= c.map.len() {
+                let step = frame_at(&*c.map, c.offset, Check::Lengths);
+                if let Step::Frame(f) = step.filter(|f| f.next + 4 <= c.map.len()) {
                     // A tailer on a batch may stand at any of its members
                     // (a seek lands on one): the batch ends where its head
                     // says, when that holds the tailer's sequence.
-                    let after = match frame_batch(&c.map, c.offset, len) {
+                    let kind = RecordKind::of_or_plain(f.record);
+                    let after = match kind.batch() {
                         Some((first, count)) if (first..first + count).contains(&self.seq) => {
                             first + count
                         }
-                        _ => self.seq + frame_seqs(&c.map, c.offset, len),
+                        _ => self.seq + kind.count(),
                     };
-                    c.offset = next;
+                    c.offset = f.next;
                     self.seq = after;
                     return Ok(true);
                 }
@@ -1450,11 +1460,8 @@ impl Tailer {
         if c.offset + 4 > c.map.len() {
             return false;
         }
-        let file = c.map.as_slice();
-        match frame::decode(file, c.offset, c.map.load_u32(c.offset)) {
-            Ok(FrameAt::Frame { record_len, .. }) => {
-                record::is_hole_record(&file[c.offset + 4..c.offset + 4 + record_len])
-            }
+        match frame_at(&*c.map, c.offset, Check::Crc) {
+            Step::Frame(f) => matches!(RecordKind::of_or_plain(f.record), RecordKind::Hole { .. }),
             _ => false,
         }
     }
@@ -1592,30 +1599,27 @@ impl Tailer {
             let c = self.cursor.as_mut().expect("ensure_cursor opened one");
             let len = c.length_word(self.seq)?;
             let just_checked = c.checked_frame.take() == Some((c.offset, len));
-            let decoded = match c.trusted_end {
-                Some(end) => frame::decode_trusted(c.map.as_slice(), c.offset, len, end),
+            let check = match c.trusted_end {
+                Some(end) => Check::Trusted(end),
                 // `seek` found this frame through the dense index and
                 // checked it (a `get`): its bytes are published, immutable.
-                None if just_checked => {
-                    let end = c.offset + frame::frame_size(len as usize);
-                    frame::decode_trusted(c.map.as_slice(), c.offset, len, end)
-                }
-                None => frame::decode(c.map.as_slice(), c.offset, len),
+                None if just_checked => Check::Trusted(c.offset + frame::frame_size(len as usize)),
+                None => Check::Crc,
             };
-            match decoded {
-                Ok(FrameAt::Empty) => match self.zero_kind(false)? {
+            match walk::frame_with_len(c.map.as_slice(), c.offset, len, check) {
+                Step::Empty => match self.zero_kind(false)? {
                     Zero::Tail => return Ok(None),
                     Zero::Filled => continue,
                     Zero::Hole(e) => return Err(e),
                 },
-                Ok(FrameAt::EndOfFile) => {
+                Step::EndOfFile => {
                     if !self.next_file()? {
                         return Ok(None);
                     }
                 }
-                Ok(FrameAt::Frame { record_len, next }) => {
-                    let record_at = c.offset + 4;
-                    let rec = &c.map.as_slice()[record_at..record_at + record_len];
+                Step::Frame(f) => {
+                    let (record_at, record_len, next) = (f.record_at(), f.record.len(), f.next);
+                    let rec = f.record;
                     // A record delivered is decoded (and so checked) once,
                     // by `deliver`, which reports a malformed one as this
                     // would. Holes and batches are checked here: a hole is
@@ -1633,11 +1637,11 @@ impl Tailer {
                         }
                     }
                     let seq = self.seq;
-                    if record::is_batch_record(rec) {
+                    let kind = RecordKind::of_or_plain(rec);
+                    if let Some((first, count)) = kind.batch() {
                         // A batch (format 9): the cursor stays on its frame
                         // until its last member is read.
-                        let first = record::batch_first_seq(rec);
-                        let end = first.saturating_add(record::seqs_of(rec));
+                        let end = first.saturating_add(count);
                         if !(first..end).contains(&seq) {
                             return Err(Error::corrupted(
                                 c.map.path(),
@@ -1661,9 +1665,9 @@ impl Tailer {
                     }
                     c.offset = next;
                     // A hole stands for `count` sequences key compaction dropped.
-                    let n = record::seqs_of(rec);
+                    let n = kind.count();
                     self.seq += n;
-                    if n > 1 || record::is_hole_record(rec) {
+                    if matches!(kind, RecordKind::Hole { .. }) {
                         self.passed_hole = Some(seq);
                         if !holes {
                             continue;
@@ -1676,7 +1680,7 @@ impl Tailer {
                         checked,
                     }));
                 }
-                Err(e) => {
+                Step::Damage(e) => {
                     return Err(Error::corrupted(
                         c.map.path(),
                         c.offset as u64,
@@ -1834,32 +1838,19 @@ impl Tailer {
             }
         }
         let map = &c.map;
-        let file = map.as_slice();
         let file_number = c.info.header.file_number;
         let mut at = c.offset;
         let mut n = 0usize;
+        let check = trusted_end.map_or(Check::Crc, Check::Trusted);
         while n < max {
-            if at + 4 > file.len() {
+            // Anything but a complete frame (the end of the data or of
+            // the file, damage) ends the run: `read_next` handles it.
+            let Step::Frame(fr) = frame_at(&**map, at, check) else {
                 break;
-            }
-            let len = map.load_u32(at);
-            if len == 0 || len == frame::END_OF_FILE {
-                break;
-            }
-            let record_len = len as usize;
-            let record_end = match trusted_end {
-                Some(end) => match (at + 4).checked_add(record_len) {
-                    Some(e) if e + 8 <= end => e,
-                    _ => break,
-                },
-                None => match frame::decode(file, at, len) {
-                    Ok(FrameAt::Frame { record_len, .. }) => at + 4 + record_len,
-                    _ => break,
-                },
             };
             let f = RunFrame {
                 seq: seq0 + n as u64,
-                record: &file[at + 4..record_end],
+                record: fr.record,
                 at,
                 file_number,
                 mapping: map,
@@ -1867,7 +1858,7 @@ impl Tailer {
             if !take(&f) {
                 break;
             }
-            at += frame::frame_size(record_len);
+            at = fr.next;
             n += 1;
         }
         c.offset = at;
@@ -1997,7 +1988,7 @@ impl Tailer {
         let position = position::encode(c.info.header.file_number, frame_at as u64);
         if view.is_batch() {
             let of = (c.info.header.file_number, frame_at);
-            let first = record::batch_first_seq(rec);
+            let first = RecordKind::of_or_plain(rec).batch().map_or(0, |(first, _)| first);
             if self.batch.of != Some(of) && !c.batch_starts_at(&self.catalog, frame_at, first) {
                 // Its members would be numbered from the wrong sequence:
                 // another member's bytes under each one's.
@@ -2042,7 +2033,7 @@ impl Tailer {
                 member_of: Some(MemberOf {
                     codec: view.codec.unwrap_or(Codec::Zstd),
                     block_len: view.payload.len(),
-                    end: record::seq_after(rec, loc.seq),
+                    end: RecordKind::of_or_plain(rec).seq_after(loc.seq),
                 }),
             }));
         }
@@ -2150,15 +2141,11 @@ fn entry_matches(map: &Mapping, e: &Entry) -> bool {
 /// Offset of the first frame at or after `from` (on the frame alignment)
 /// whose length, CRC and record check out.
 fn next_valid_frame(map: &Mapping, from: usize) -> Option<usize> {
-    let file = map.as_slice();
     let mut at = from.next_multiple_of(frame::FRAME_ALIGN);
-    while at + 4 <= file.len() {
-        let len = map.load_u32(at);
-        if len != 0 && len != frame::END_OF_FILE {
-            if let Ok(FrameAt::Frame { record_len, .. }) = frame::decode(file, at, len) {
-                if record::decode(&file[at + 4..at + 4 + record_len]).is_ok() {
-                    return Some(at);
-                }
+    while at + 4 <= map.len() {
+        if let Step::Frame(f) = frame_at(map, at, Check::Crc) {
+            if record::decode(f.record).is_ok() {
+                return Some(at);
             }
         }
         at += frame::FRAME_ALIGN;
@@ -2176,18 +2163,15 @@ fn is_hole_or_batch(record: &[u8]) -> bool {
         && record[record::RECORD_FIXED_LEN] & (record::EXT_HOLE | record::EXT_BATCH) != 0
 }
 
-/// Sequences the published frame at `at` (length word `len`) stands for: a
-/// hole's count (key compaction), else 1. Reads the record's first bytes
-/// only when the frame is long enough to be a hole.
+/// What the published frame at `at` (length word `len`) stands for, by the
+/// record-kind rule, reading the record's head only (no CRC, no decoding:
+/// the frame finally read is checked).
 #[inline]
-fn frame_seqs(map: &Mapping, at: usize, len: u32) -> u64 {
-    let len = len as usize;
-    if len < record::HOLE_RECORD_LEN {
-        return 1;
-    }
+fn frame_kind(map: &Mapping, at: usize, len: u32) -> RecordKind {
+    let head = (len as usize).min(record::BATCH_HEAD_LEN);
     map.as_slice()
-        .get(at + 4..at + 4 + record::HOLE_RECORD_LEN)
-        .map_or(1, record::seqs_of)
+        .get(at + 4..(at + 4).saturating_add(head))
+        .map_or(RecordKind::Plain, RecordKind::of_or_plain)
 }
 
 /// The sequence a walker stands at on the frame a sparse-index entry `e`
@@ -2196,7 +2180,9 @@ fn frame_seqs(map: &Mapping, at: usize, len: u32) -> u64 {
 fn entry_frame_seq(map: &Mapping, e: &Entry) -> u64 {
     let at = e.offset as usize;
     match map.as_slice().get(at..at + 4) {
-        Some(_) => frame_batch(map, at, map.load_u32(at)).map_or(e.seq, |(first, _)| first),
+        Some(_) => frame_kind(map, at, map.load_u32(at))
+            .batch()
+            .map_or(e.seq, |(first, _)| first),
         None => e.seq,
     }
 }
@@ -2214,30 +2200,13 @@ pub(crate) fn file_has_batches(catalog: &Catalog, info: &FileInfo) -> Result<boo
         Err(e) => return Err(e),
     };
     let mut at = DATA_HEADER_LEN;
-    while at + 4 <= map.len() {
-        let len = map.load_u32(at);
-        if len == 0 || len == frame::END_OF_FILE {
-            break;
-        }
-        if frame_batch(&map, at, len).is_some() {
+    while let Step::Frame(f) = frame_at(&map, at, Check::Lengths) {
+        if RecordKind::of_or_plain(f.record).batch().is_some() {
             return Ok(true);
         }
-        at = at.saturating_add(frame::frame_size(len as usize));
+        at = f.next;
     }
     Ok(false)
-}
-
-/// `(first sequence, count)` of the published frame at `at` (length word
-/// `len`) when it is a batch (format 9).
-#[inline]
-fn frame_batch(map: &Mapping, at: usize, len: u32) -> Option<(u64, u64)> {
-    if (len as usize) < record::BATCH_HEAD_LEN {
-        return None;
-    }
-    let head = map
-        .as_slice()
-        .get(at + 4..at + 4 + record::BATCH_HEAD_LEN)?;
-    record::is_batch_record(head).then(|| (record::batch_first_seq(head), record::seqs_of(head)))
 }
 
 /// Walks frames by their lengths from `from` until `until` (or the first
@@ -2249,27 +2218,22 @@ fn count_frames(map: &Mapping, from: usize, until: Option<usize>) -> Option<(u64
         if until.is_some_and(|u| at >= u) {
             return Some((n, at));
         }
-        if at + 4 > map.len() {
-            return None;
+        match frame_at(map, at, Check::Lengths) {
+            Step::Empty | Step::EndOfFile => return Some((n, at)),
+            Step::Frame(f) => {
+                n += RecordKind::of_or_plain(f.record).count();
+                at = f.next;
+            }
+            // A length past the file (it cannot end at `until`, inside it).
+            Step::Damage(_) => return None,
         }
-        let len = map.load_u32(at);
-        if len == 0 || len == frame::END_OF_FILE {
-            return Some((n, at));
-        }
-        let next = at.checked_add(frame::frame_size(len as usize))?;
-        n += frame_seqs(map, at, len);
-        at = next;
     }
 }
 
 /// Timestamp of a file's first message, if it has one that decodes.
 fn first_timestamp(map: &Mapping) -> Option<u64> {
-    let len = map.load_u32(DATA_HEADER_LEN);
-    match frame::decode(map.as_slice(), DATA_HEADER_LEN, len) {
-        Ok(FrameAt::Frame { record_len, .. }) => {
-            let rec = &map.as_slice()[DATA_HEADER_LEN + 4..DATA_HEADER_LEN + 4 + record_len];
-            record::decode(rec).ok().map(|v| v.timestamp)
-        }
+    match frame_at(map, DATA_HEADER_LEN, Check::Crc) {
+        Step::Frame(f) => record::decode(f.record).ok().map(|v| v.timestamp),
         _ => None,
     }
 }
@@ -2312,12 +2276,13 @@ pub(crate) fn written_bytes(catalog: &Catalog, info: &FileInfo) -> u64 {
     {
         off = e.offset as usize;
     }
-    while off + 4 <= map.len() {
-        let len = map.load_u32(off);
-        if len == 0 || len == frame::END_OF_FILE {
-            break;
+    loop {
+        match frame_at(&map, off, Check::Lengths) {
+            Step::Frame(f) => off = f.next,
+            // A length past the file: data up to its end.
+            Step::Damage(DecodeError::BadLength(_)) => off = map.len(),
+            _ => break,
         }
-        off = off.saturating_add(frame::frame_size(len as usize));
     }
     off.min(map.len()) as u64
 }
@@ -2337,14 +2302,19 @@ fn published_end(catalog: &Catalog) -> u64 {
     {
         (seq, off) = (entry_frame_seq(&map, &e), e.offset as usize);
     }
-    while off + 4 <= map.len() {
-        let len = map.load_u32(off);
-        if len == 0 || len == frame::END_OF_FILE {
-            break;
+    loop {
+        match frame_at(&map, off, Check::Lengths) {
+            Step::Frame(f) => {
+                seq += RecordKind::of_or_plain(f.record).count();
+                off = f.next;
+            }
+            // A length past the file: its frame counts, nothing follows.
+            Step::Damage(DecodeError::BadLength(len)) => {
+                seq += frame_kind(&map, off, len).count();
+                break;
+            }
+            _ => break,
         }
-        let next = off.saturating_add(frame::frame_size(len as usize));
-        seq += frame_seqs(&map, off, len);
-        off = next;
     }
     seq
 }
