@@ -88,11 +88,6 @@ impl Case {
         self.frame(rec, "plain", 1)
     }
 
-    fn stop(&mut self, event: &str) {
-        let at = self.at();
-        self.walk.push(json!({"at": at, "event": event}));
-    }
-
     fn empty(mut self) -> Case {
         self.bytes.extend_from_slice(&[0; 8]);
         self.stop_at(self.at() - 8, "empty");
