@@ -47,15 +47,15 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::format::crc::{crc64, Crc64};
-use crate::format::footer::{Footer, FOOTER_LEN};
 use crate::format::error::DecodeError;
+use crate::format::footer::{Footer, FOOTER_LEN};
 use crate::format::frame::{DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
-use crate::reader::frames::{self, Check, RecordKind};
 use crate::format::header::DataHeader;
 use crate::format::record::{self, HOLE_RECORD_LEN};
 use crate::format::FORMAT_VERSION;
 use crate::index::fields::{self as field_index, FieldIndexDef};
 use crate::reader::catalog::{Catalog, FileInfo};
+use crate::reader::frames::{self, Check, RecordKind};
 use crate::retention::RetentionLock;
 use crate::storage::fsutil::{mark_removal, sync_dir};
 use crate::storage::mapped::{allocated_bytes, Mapping};

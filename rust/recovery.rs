@@ -11,14 +11,14 @@
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::format::footer::{trimmed_len, Footer, FOOTER_LEN};
 use crate::format::error::DecodeError;
+use crate::format::footer::{trimmed_len, Footer, FOOTER_LEN};
 use crate::format::frame::{self, frame_size, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
-use crate::reader::frames::{frame_at, Check, RecordKind, Step};
 use crate::format::{data_file, record};
 use crate::index::dense::DenseIndexWriter;
 use crate::index::sparse::{self, Entry, SparseIndexWriter};
 use crate::reader::catalog::{Catalog, FileInfo};
+use crate::reader::frames::{frame_at, Check, RecordKind, Step};
 use crate::storage::fsutil::{remove_data_file, remove_if_present};
 use crate::storage::layout::list_temp_files;
 use crate::storage::mapped::{Mapping, WritableMapping};

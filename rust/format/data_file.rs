@@ -4,8 +4,8 @@
 
 use super::footer::FOOTER_LEN;
 use super::frame::{DATA_HEADER_LEN, FRAME_ALIGN, FRAME_OVERHEAD};
-use super::walk::{frame_at, Check, Step};
 use super::record;
+use super::walk::{frame_at, Check, Step};
 
 /// Largest record a data file of `file_size` bytes can hold: the header, the
 /// frame and room for an end-of-file marker and the footer after it.
@@ -32,7 +32,10 @@ pub fn content_flags(file: &[u8], frames_end: usize) -> u64 {
         let Step::Frame(f) = frame_at(file, at, Check::Lengths) else {
             break;
         };
-        if f.record.first().is_some_and(|f| f & record::FLAG_TOPIC != 0) {
+        if f.record
+            .first()
+            .is_some_and(|f| f & record::FLAG_TOPIC != 0)
+        {
             flags |= super::footer::CONTENT_TOPICS;
         }
         at = f.next;

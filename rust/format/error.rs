@@ -44,7 +44,9 @@ impl DecodeError {
 impl std::fmt::Display for DecodeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            DecodeError::BadLength(l) => write!(f, "frame length {l} runs past the end of the file"),
+            DecodeError::BadLength(l) => {
+                write!(f, "frame length {l} runs past the end of the file")
+            }
             DecodeError::BadCrc { stored, computed } => {
                 write!(
                     f,

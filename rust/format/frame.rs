@@ -10,20 +10,7 @@ pub use super::error::DecodeError;
 use super::le_u32;
 use super::walk::{self, Check, Step};
 
-/// Bytes of the data-file header; the first frame starts here.
-pub const DATA_HEADER_LEN: usize = 4096;
-/// Length-field value that seals a file: the next message is in the next file.
-pub const END_OF_FILE: u32 = u32::MAX;
-/// Frame overhead around the record: length and CRC.
-pub const FRAME_OVERHEAD: usize = 4 + 8;
-/// Frames start on multiples of this.
-pub const FRAME_ALIGN: usize = 8;
-
-/// Total bytes a frame with a `record_len`-byte record occupies, padding included.
-#[inline]
-pub fn frame_size(record_len: usize) -> usize {
-    (record_len + FRAME_OVERHEAD + FRAME_ALIGN - 1) & !(FRAME_ALIGN - 1)
-}
+pub use super::walk::{frame_size, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN, FRAME_OVERHEAD};
 
 /// What the bytes at a frame position hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -150,7 +150,10 @@ mod tests {
         // The kind agrees with the old helpers on well-formed records.
         for r in [&h[..], &b[..]] {
             assert_eq!(RecordKind::of(r).unwrap().count(), record::seqs_of(r));
-            assert_eq!(RecordKind::of(r).unwrap().seq_after(41), record::seq_after(r, 41));
+            assert_eq!(
+                RecordKind::of(r).unwrap().seq_after(41),
+                record::seq_after(r, 41)
+            );
         }
     }
 }

@@ -17,9 +17,23 @@
 //!   (walkers that step over frames and check the one they stop at).
 
 use super::error::DecodeError;
-use super::frame::{frame_size, END_OF_FILE, FRAME_ALIGN};
 use super::kind::RecordKind;
 use super::{crc::crc64, le_u32, le_u64};
+
+/// Bytes of the data-file header; the first frame starts here.
+pub const DATA_HEADER_LEN: usize = 4096;
+/// Length-field value that seals a file: the next message is in the next file.
+pub const END_OF_FILE: u32 = u32::MAX;
+/// Frame overhead around the record: length and CRC.
+pub const FRAME_OVERHEAD: usize = 4 + 8;
+/// Frames start on multiples of this.
+pub const FRAME_ALIGN: usize = 8;
+
+/// Total bytes a frame with a `record_len`-byte record occupies, padding included.
+#[inline]
+pub fn frame_size(record_len: usize) -> usize {
+    (record_len + FRAME_OVERHEAD + FRAME_ALIGN - 1) & !(FRAME_ALIGN - 1)
+}
 
 /// Bytes frames are walked over.
 pub trait FrameBytes {

@@ -9,13 +9,13 @@ pub mod key_index;
 pub mod sparse;
 pub mod topics;
 
-use crate::format::footer::Footer;
 use crate::format::error::DecodeError;
+use crate::format::footer::Footer;
 use crate::format::frame::DATA_HEADER_LEN;
-use crate::format::kind::RecordKind;
-use crate::format::walk::{frame_at, Check, Step};
 use crate::format::header::DataHeader;
+use crate::format::kind::RecordKind;
 use crate::format::record::{self, RecordView};
+use crate::format::walk::{frame_at, Check, Step};
 
 /// Walks every record of sealed data file `file` (its bytes), whose header
 /// and footer are given, handing `(seq, frame offset, record length,

@@ -17,12 +17,12 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::format::compression::DEFAULT_MAX_DECOMPRESSED;
 use crate::format::crypto::QueueKey;
-use crate::format::footer::{Footer, FOOTER_LEN};
 use crate::format::error::DecodeError;
+use crate::format::footer::{Footer, FOOTER_LEN};
 use crate::format::frame::{DATA_HEADER_LEN, END_OF_FILE};
+use crate::format::header::DataHeader;
 use crate::format::kind::RecordKind;
 use crate::format::walk::{frame_at, Check, Step};
-use crate::format::header::DataHeader;
 use crate::format::{le_u32, record};
 use crate::reader::columns::{ColumnSet, Columns};
 
@@ -203,7 +203,12 @@ fn walk(file: &[u8], path: &Path, first_seq: u64) -> Result<Walked> {
                 at = f.next;
             }
             Step::Damage(DecodeError::Truncated) => {
-                return Err(corrupted(path, at as u64, Some(seq), "no end-of-file marker"))
+                return Err(corrupted(
+                    path,
+                    at as u64,
+                    Some(seq),
+                    "no end-of-file marker",
+                ))
             }
             Step::Damage(e) => return Err(corrupted(path, at as u64, Some(seq), e.to_string())),
         }

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::catalog::{Catalog, FileInfo};
 use super::field::FieldFilter;
+use super::frames::{frame_at, Check, RecordKind, Step};
 use super::plan::Jump;
 use super::topic::{TopicFilter, TopicSelector};
 use super::wait::{Sleeper, Slept, WaitStrategy, Waiter};
@@ -13,13 +14,12 @@ use super::wake::{WakeSource, RETRY};
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::format::compression::Codec;
-use crate::format::footer::{Footer, FOOTER_LEN};
-use super::frames::{frame_at, Check, RecordKind, Step};
 use crate::format::error::DecodeError;
+use crate::format::footer::{Footer, FOOTER_LEN};
 use crate::format::frame::{self, DATA_HEADER_LEN};
-use crate::format::walk;
 use crate::format::position;
 use crate::format::record::{self, HeaderIter, RecordView, TagIter};
+use crate::format::walk;
 use crate::index::dense::{DenseIndex, DENSE_SINCE_VERSION};
 use crate::index::sparse::{Entry, SparseIndex};
 use crate::storage::layout::FileId;
@@ -102,13 +102,25 @@ pub(crate) struct RunFrame<'a> {
 
 impl<'a> RunFrame<'a> {
     /// The file the frame is in; holding it keeps it mapped.
-    #[cfg(feature = "python")]
+    #[cfg_attr(
+        not(feature = "python"),
+        allow(
+            dead_code,
+            reason = "the engine's read-ahead API; the Python bindings are its caller today"
+        )
+    )]
     pub(crate) fn mapping(&self) -> &'a Arc<Mapping> {
         self.mapping
     }
 
     /// Offset of the frame in its file.
-    #[cfg(feature = "python")]
+    #[cfg_attr(
+        not(feature = "python"),
+        allow(
+            dead_code,
+            reason = "the engine's read-ahead API; the Python bindings are its caller today"
+        )
+    )]
     pub(crate) fn offset(&self) -> usize {
         self.at
     }
@@ -117,7 +129,13 @@ impl<'a> RunFrame<'a> {
     /// or extension byte: see `record::decode_bare`), read from the
     /// record's bytes without decoding it into a view; `None` for any
     /// other record (and for one shorter than its fixed fields).
-    #[cfg(feature = "python")]
+    #[cfg_attr(
+        not(feature = "python"),
+        allow(
+            dead_code,
+            reason = "the engine's read-ahead API; the Python bindings are its caller today"
+        )
+    )]
     #[inline]
     pub(crate) fn bare(&self) -> Option<BareMessage<'a>> {
         let (timestamp, payload) = record::decode_bare(self.record)?;
@@ -149,7 +167,13 @@ impl<'a> RunFrame<'a> {
 }
 
 /// What [`RunFrame::bare`] reads of a bare record.
-#[cfg(feature = "python")]
+#[cfg_attr(
+    not(feature = "python"),
+    allow(
+        dead_code,
+        reason = "the engine's read-ahead API; the Python bindings are its caller today"
+    )
+)]
 pub(crate) struct BareMessage<'a> {
     /// µs since the Unix epoch (UTC).
     pub timestamp: u64,
@@ -1703,7 +1727,13 @@ impl Tailer {
     /// its CRC, at a compressed or encrypted message, a batch (whose frame
     /// the cursor stays on for each member), a hole, a tombstone or the
     /// end of a file.
-    #[cfg(feature = "python")]
+    #[cfg_attr(
+        not(feature = "python"),
+        allow(
+            dead_code,
+            reason = "the engine's read-ahead API; the Python bindings are its caller today"
+        )
+    )]
     #[inline]
     pub(crate) fn run_start(&self) -> Option<usize> {
         if self.filter.is_some() || self.skip_expired.is_some() {
@@ -1729,7 +1759,13 @@ impl Tailer {
     /// would be had the run stopped before `seq` (a run changes only the
     /// cursor's offset and the sequence). Without a cursor (the queue was
     /// closed meanwhile) only the sequence is set; the next read seeks.
-    #[cfg(feature = "python")]
+    #[cfg_attr(
+        not(feature = "python"),
+        allow(
+            dead_code,
+            reason = "the engine's read-ahead API; the Python bindings are its caller today"
+        )
+    )]
     pub(crate) fn rewind_run(&mut self, seq: u64, frame_at: usize) {
         debug_assert!(seq <= self.seq, "a run is given back, not skipped");
         if let Some(c) = self.cursor.as_mut() {
@@ -1988,7 +2024,9 @@ impl Tailer {
         let position = position::encode(c.info.header.file_number, frame_at as u64);
         if view.is_batch() {
             let of = (c.info.header.file_number, frame_at);
-            let first = RecordKind::of_or_plain(rec).batch().map_or(0, |(first, _)| first);
+            let first = RecordKind::of_or_plain(rec)
+                .batch()
+                .map_or(0, |(first, _)| first);
             if self.batch.of != Some(of) && !c.batch_starts_at(&self.catalog, frame_at, first) {
                 // Its members would be numbered from the wrong sequence:
                 // another member's bytes under each one's.

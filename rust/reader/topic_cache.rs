@@ -7,9 +7,9 @@ use std::sync::Mutex;
 
 use super::frames::{frame_at, Check, RecordKind, Step};
 use crate::format::frame::DATA_HEADER_LEN;
-use crate::format::walk::FrameBytes;
 use crate::format::le_u64;
 use crate::format::record;
+use crate::format::walk::FrameBytes;
 use crate::storage::mapped::Mapping;
 
 /// How many sealed-file plans a handle keeps.

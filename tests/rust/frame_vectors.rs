@@ -151,7 +151,12 @@ fn batch(first_seq: u64, members: &[&[u8]]) -> Vec<u8> {
     }
     let packed = compression::compress(Codec::Lz4, 0, &block);
     let mut body = Vec::new();
-    record::encode_batch_head(members.len() as u16, Codec::Lz4, block.len() as u32, &mut body);
+    record::encode_batch_head(
+        members.len() as u16,
+        Codec::Lz4,
+        block.len() as u32,
+        &mut body,
+    );
     record::set_batch_first_seq(&mut body, first_seq);
     body.extend_from_slice(&packed);
     rec(FLAG_EXTENSION, TS, &body)
@@ -176,7 +181,10 @@ fn cases() -> Vec<Case> {
     }
     out.push(c.empty());
 
-    let mut c = Case::new("keyed", "records with a key: bytes (flag 0x01) and text (flags 0x05)");
+    let mut c = Case::new(
+        "keyed",
+        "records with a key: bytes (flag 0x01) and text (flags 0x05)",
+    );
     c.plain(&message(
         &Record {
             key: Some(b"\x00\x01key"),
@@ -499,7 +507,11 @@ fn walker_matches_committed_vectors() {
     for case in cases {
         let name = case["name"].as_str().unwrap();
         assert!(names.insert(name), "case names are unique: {name}");
-        assert_eq!(walk(case), case["walk"].as_array().unwrap().clone(), "case {name}");
+        assert_eq!(
+            walk(case),
+            case["walk"].as_array().unwrap().clone(),
+            "case {name}"
+        );
     }
     // Every reason of the vocabulary is covered.
     let reasons: std::collections::BTreeSet<&str> = cases
