@@ -99,6 +99,12 @@ impl<'a> Frame<'a> {
     pub fn record_len(&self) -> usize {
         self.record.len()
     }
+    /// The record's kind by [`RecordKind::of_or_plain`] (lenient).
+    #[inline]
+    pub fn kind_or_plain(&self) -> RecordKind {
+        RecordKind::of_or_plain(self.record)
+    }
+
     /// The record's kind, `None` when its hole or batch head is malformed.
     #[inline]
     pub fn kind(&self) -> Option<RecordKind> {
