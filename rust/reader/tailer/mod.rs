@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use self::batch_cache::BatchCache;
 use self::cursor::Cursor;
 pub(crate) use self::message::plain_view;
+use self::message::MemberOf;
 #[cfg_attr(
     not(feature = "python"),
     allow(
@@ -27,7 +28,6 @@ pub(crate) use self::message::plain_view;
     )
 )]
 pub(crate) use self::message::{BareMessage, RunFrame};
-use self::message::MemberOf;
 pub use self::message::{Message, OwnedMessage};
 use self::scan::*;
 pub(crate) use self::scan::{file_has_batches, written_bytes};
