@@ -612,7 +612,7 @@ fn model_walk(data: &[u8], mut at: usize, mut seq: u64, check: Check) -> Vec<(us
             1
         };
         at += (4 + len + 8).next_multiple_of(8);
-        seq += count;
+        seq = seq.saturating_add(count);
     }
 }
 
