@@ -48,13 +48,15 @@ use std::path::{Path, PathBuf};
 use crate::catalog::{Catalog, FileInfo};
 use crate::error::{Error, Result};
 use crate::format::crc::{crc64, Crc64};
+use crate::format::error::DecodeError;
 use crate::format::footer::{Footer, FOOTER_LEN};
-use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
+use crate::format::frame::{DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
 use crate::format::header::DataHeader;
 use crate::format::record::{self, HOLE_RECORD_LEN};
 use crate::format::FORMAT_VERSION;
 use crate::index::fields::{self as field_index, FieldIndexDef};
 use crate::retention::RetentionLock;
+use crate::storage::frames::{self, Check, RecordKind};
 use crate::storage::fsutil::{mark_removal, sync_dir};
 use crate::storage::mapped::{allocated_bytes, Mapping};
 use crate::writer::derived::ensure_topics;
@@ -122,25 +124,15 @@ fn walk<'a>(
     first_seq: u64,
     each: &mut dyn FnMut(Frame<'a>) -> Result<()>,
 ) -> Result<usize> {
-    let file = map.as_slice();
     let mut at = DATA_HEADER_LEN;
     let mut seq = first_seq;
     loop {
-        if at + 4 > file.len() {
-            return Ok(at);
-        }
-        let len = map.load_u32(at);
-        match frame::decode(file, at, len) {
-            Ok(FrameAt::Empty | FrameAt::EndOfFile) => return Ok(at),
-            Ok(FrameAt::Frame { record_len, next }) => {
-                let rec = record::decode(&file[at + 4..at + 4 + record_len])
-                    .map_err(|r| Error::corrupted(map.path(), at as u64, Some(seq), r))?;
-                let n = record::seqs_of(&file[at + 4..at + 4 + record_len]);
-                each(Frame { seq, at, rec })?;
-                at = next;
-                seq += n; // a hole stands for several
-            }
-            Err(e) => {
+        let f = match frames::frame_at(map, at, Check::Crc) {
+            frames::Step::Frame(f) => f,
+            frames::Step::Empty
+            | frames::Step::EndOfFile
+            | frames::Step::Damage(DecodeError::Truncated) => return Ok(at),
+            frames::Step::Damage(e) => {
                 return Err(Error::corrupted(
                     map.path(),
                     at as u64,
@@ -148,7 +140,13 @@ fn walk<'a>(
                     e.to_string(),
                 ))
             }
-        }
+        };
+        let rec = record::decode(f.record)
+            .map_err(|r| Error::corrupted(map.path(), at as u64, Some(seq), r))?;
+        let n = RecordKind::of_or_plain(f.record).count();
+        each(Frame { seq, at, rec })?;
+        at = f.next;
+        seq += n; // a hole stands for several, a batch for its members
     }
 }
 
@@ -283,8 +281,8 @@ fn batch_keys(
 ) -> Result<()> {
     let bytes = &map.as_slice()[fr.at + 4..];
     let bad = |r: String| Error::corrupted(map.path(), fr.at as u64, Some(fr.seq), r);
-    let first = record::batch_first_seq(bytes);
-    let count = record::seqs_of(bytes) as u16;
+    let (first, count) = RecordKind::of_or_plain(bytes).batch().unwrap_or((0, 1));
+    let count = count as u16;
     let codec = fr
         .rec
         .codec
@@ -466,8 +464,7 @@ fn rewrite(
         // hole spanning their bytes.
         let mut run: Option<Run> = None;
         while at < end {
-            let len = map.load_u32(at);
-            let Ok(FrameAt::Frame { record_len, next }) = frame::decode(src, at, len) else {
+            let frames::Step::Frame(f) = frames::frame_at(&*map, at, Check::Crc) else {
                 return Err(Error::corrupted(
                     path,
                     at as u64,
@@ -475,13 +472,13 @@ fn rewrite(
                     "frame changed or damaged while compacting",
                 ));
             };
-            let rec = &src[at + 4..at + 4 + record_len];
-            let n = record::seqs_of(rec);
+            let (rec, record_len, next) = (f.record, f.record.len(), f.next);
+            let n = RecordKind::of_or_plain(rec).count();
             let dropped = drops.peek() == Some(&&at);
             if dropped {
                 drops.next();
             }
-            if dropped || record::is_hole_record(rec) {
+            if dropped || matches!(RecordKind::of_or_plain(rec), RecordKind::Hole { .. }) {
                 let ts = record::decode(rec)
                     .map_err(|r| Error::corrupted(path, at as u64, Some(count), r))?
                     .timestamp;

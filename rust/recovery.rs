@@ -12,11 +12,13 @@ use std::path::Path;
 
 use crate::catalog::{Catalog, FileInfo};
 use crate::error::{Error, Result};
+use crate::format::error::DecodeError;
 use crate::format::footer::{trimmed_len, Footer, FOOTER_LEN};
-use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
+use crate::format::frame::{self, frame_size, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
 use crate::format::{data_file, record};
 use crate::index::dense::DenseIndexWriter;
 use crate::index::sparse::{self, Entry, SparseIndexWriter};
+use crate::storage::frames::{frame_at, Check, RecordKind, Step};
 use crate::storage::fsutil::{remove_data_file, remove_if_present};
 use crate::storage::layout::list_temp_files;
 use crate::storage::mapped::{Mapping, WritableMapping};
@@ -80,53 +82,52 @@ fn walk(
     let mut last_ts = 0;
     let mut frames = 0;
     let end = loop {
-        let Some(len) = frame::plain_len(file, offset) else {
-            break WalkEnd::Bad("frames run to the end of the file".into());
-        };
-        match frame::decode(file, offset, len) {
-            Ok(FrameAt::Empty) => break WalkEnd::Empty,
-            Ok(FrameAt::EndOfFile) => break WalkEnd::Sealed,
-            Ok(FrameAt::Frame { record_len, next }) => {
-                let rec = &file[offset + 4..offset + 4 + record_len];
-                // A hole (key compaction) stands for several sequences; a
-                // batch (format 9) for its members, each indexed at its frame
-                // (a walk may start at any of them, from an index entry).
-                let after = record::seq_after(rec, seq);
-                // A walk that stepped onto the frame from the one before
-                // knows its first sequence; only its first frame may be
-                // entered at a later member (from an index entry).
-                if record::is_batch_record(rec) {
-                    let first = record::batch_first_seq(rec);
-                    let exact = frames > 0 || from_start;
-                    if !(first..after).contains(&seq) || exact && first != seq {
-                        break WalkEnd::Bad(format!(
-                            "batch frame names {first} as its first sequence, \
-                             but stands at sequence {seq}"
-                        ));
-                    }
-                }
-                match record::decode(rec) {
-                    Ok(view) => {
-                        last_ts = view.timestamp;
-                        if view.is_batch() {
-                            for s in seq..after {
-                                on_frame(s, offset, view.timestamp);
-                            }
-                        } else {
-                            on_frame(seq, offset, view.timestamp);
-                        }
-                    }
-                    Err(reason) => break WalkEnd::Bad(reason.to_string()),
-                }
-                if next + 4 > file.len() {
-                    break WalkEnd::Bad("frames run to the end of the file".into());
-                }
-                offset = next;
-                seq = after;
-                frames += 1;
+        let f = match frame_at(file, offset, Check::Crc) {
+            Step::Frame(f) => f,
+            Step::Empty => break WalkEnd::Empty,
+            Step::EndOfFile => break WalkEnd::Sealed,
+            Step::Damage(DecodeError::Truncated) => {
+                break WalkEnd::Bad("frames run to the end of the file".into())
             }
-            Err(e) => break WalkEnd::Bad(e.to_string()),
+            Step::Damage(e) => break WalkEnd::Bad(e.to_string()),
+        };
+        let rec = f.record;
+        // A hole (key compaction) stands for several sequences; a batch
+        // (format 9) for its members, each indexed at its frame (a walk may
+        // start at any of them, from an index entry).
+        let kind = RecordKind::of_or_plain(rec);
+        let after = kind.seq_after(seq);
+        // A walk that stepped onto the frame from the one before knows its
+        // first sequence; only its first frame may be entered at a later
+        // member (from an index entry).
+        if let Some((first, _)) = kind.batch() {
+            let exact = frames > 0 || from_start;
+            if !(first..after).contains(&seq) || exact && first != seq {
+                break WalkEnd::Bad(format!(
+                    "batch frame names {first} as its first sequence, \
+                     but stands at sequence {seq}"
+                ));
+            }
         }
+        match record::decode(rec) {
+            Ok(view) => {
+                last_ts = view.timestamp;
+                if view.is_batch() {
+                    for s in seq..after {
+                        on_frame(s, offset, view.timestamp);
+                    }
+                } else {
+                    on_frame(seq, offset, view.timestamp);
+                }
+            }
+            Err(reason) => break WalkEnd::Bad(reason.to_string()),
+        }
+        if f.next + 4 > file.len() {
+            break WalkEnd::Bad("frames run to the end of the file".into());
+        }
+        offset = f.next;
+        seq = after;
+        frames += 1;
     };
     Walk {
         seq,
@@ -486,23 +487,25 @@ fn check_frames_reach(path: &Path, file: &[u8], first_seq: u64, e: &Entry) -> Re
         ))
     };
     while at < target {
-        let Some(len) = frame::plain_len(file, at) else {
-            return bad(at, seq, "frames run to the end of the file".into());
-        };
-        if len == 0 {
-            return bad(at, seq, "zero length word".into());
+        match frame_at(file, at, Check::Lengths) {
+            Step::Frame(f) => {
+                seq = RecordKind::of_or_plain(f.record).seq_after(seq);
+                at = f.next;
+            }
+            Step::Empty => return bad(at, seq, "zero length word".into()),
+            Step::EndOfFile => return bad(at, seq, "end-of-file marker".into()),
+            Step::Damage(DecodeError::BadLength(len)) => {
+                // Past the end: the frames do not reach the entry.
+                let rec = file.get(at + 4..).unwrap_or_default();
+                seq = RecordKind::of_or_plain(rec).seq_after(seq);
+                at = at.saturating_add(frame_size(len as usize));
+            }
+            Step::Damage(_) => return bad(at, seq, "frames run to the end of the file".into()),
         }
-        if len == END_OF_FILE {
-            return bad(at, seq, "end-of-file marker".into());
-        }
-        let rec = file.get(at + 4..).unwrap_or_default();
-        seq = record::seq_after(rec, seq);
-        at = at.saturating_add(frame::frame_size(len as usize));
     }
-    let at_entry = file
-        .get(at + 4..)
-        .filter(|rec| record::is_batch_record(rec))
-        .map_or(e.seq, record::batch_first_seq);
+    let at_entry = RecordKind::of_or_plain(file.get(at + 4..).unwrap_or_default())
+        .batch()
+        .map_or(e.seq, |(first, _)| first);
     if at != target || seq != at_entry {
         return bad(
             at.min(target),
@@ -516,19 +519,9 @@ fn check_frames_reach(path: &Path, file: &[u8], first_seq: u64, e: &Entry) -> Re
 /// True when the frame at `offset` has a usable length and a valid frame
 /// follows it: the sign of a damaged frame rather than a torn tail.
 fn valid_frame_follows(file: &[u8], offset: usize) -> bool {
-    let Some(len) = frame::plain_len(file, offset) else {
-        return false;
-    };
-    if len == 0 || len == END_OF_FILE {
-        return false;
-    }
-    let next = offset.saturating_add(frame::frame_size(len as usize));
-    match frame::plain_len(file, next) {
-        Some(next_len) => matches!(
-            frame::decode(file, next, next_len),
-            Ok(FrameAt::Frame { .. })
-        ),
-        None => false,
+    match frame_at(file, offset, Check::Lengths) {
+        Step::Frame(f) => matches!(frame_at(file, f.next, Check::Crc), Step::Frame(_)),
+        _ => false,
     }
 }
 

@@ -52,8 +52,14 @@ from litemq._litemq import (
     _crc64,
     _decode_frames,
     _decode_sealed,
+    _dense_entry_range,
     _dense_header,
     _dense_offset,
+    _frame_next,
+    _index_header_len,
+    _index_used_len,
+    _key_index_trailer_len,
+    _key_index_trailer_sealed,
     _sealed_ends,
     _sealed_summary,
 )
@@ -86,11 +92,6 @@ MANIFEST_EVERY = 32
 #: Bytes of a data file's header that hold its fields, and of a sealed file's footer.
 _DATA_HEADER_USED = 64
 _FOOTER = 128
-_SPARSE_HEADER = 256
-_SPARSE_ENTRY = 32
-_DENSE_HEADER = 64
-_DENSE_ENTRY = 8
-_KEY_TRAILER = 56
 
 
 class ArchiveError(LiteMQError):
@@ -537,30 +538,27 @@ class _Progress:
 
 def _used_index_bytes(path: str, kind: str, rows: int) -> bytes | None:
     """The header and used entries of a sealed file's sparse (``index``) or dense
-    (``offsets``) index; the rest of the file is a hole of zeros (docs/FORMAT.md)."""
+    (``offsets``) index; the rest of the file is a hole of zeros (docs/FORMAT.md). The
+    engine says how many bytes those are (``_index_used_len``)."""
     try:
         with open(path, "rb") as f:
-            if kind == "offsets":
-                return f.read(_DENSE_HEADER + _DENSE_ENTRY * rows)
-            head = f.read(_SPARSE_HEADER)
-            if len(head) < 16:
-                return head
-            (interval,) = struct.unpack_from("<I", head, 12)
-            entries = -(-rows // max(interval, 1))
-            return head + f.read(_SPARSE_ENTRY * entries)
+            head = f.read(_index_header_len(kind))
+            used = int(_index_used_len(kind, head, rows))
+            return head + f.read(max(used - len(head), 0))
     except FileNotFoundError:
         return None
 
 
 def _key_index_sealed(path: str) -> bool:
     """A key-index file's trailer says ``sealed`` (state 1 at trailer offset 32)."""
+    size = int(_key_index_trailer_len())
     try:
         with open(path, "rb") as f:
-            f.seek(-_KEY_TRAILER, os.SEEK_END)
-            trailer = f.read(_KEY_TRAILER)
+            f.seek(-size, os.SEEK_END)
+            trailer = f.read(size)
     except OSError:
         return False
-    return len(trailer) == _KEY_TRAILER and struct.unpack_from("<I", trailer, 32)[0] == 1
+    return bool(_key_index_trailer_sealed(trailer))
 
 
 @dataclass
@@ -1108,7 +1106,7 @@ class Archive:
         first = int(f.first_seq or 0)
         opath = _join(self._root, rel)
         if rel not in self._checked:
-            names = _dense_header(_read_range(self._fs, opath, 0, _DENSE_HEADER))
+            names = _dense_header(_read_range(self._fs, opath, 0, _index_header_len("offsets")))
             if names is None:  # damaged: an index is never the truth, read the whole file
                 return None
             if names != (f.file_number, f.first_seq):
@@ -1120,10 +1118,10 @@ class Archive:
             self._checked.add(rel)
 
         def offset_of(seq: int) -> int | None:
-            at = _DENSE_HEADER + _DENSE_ENTRY * (seq - first)
-            if at + _DENSE_ENTRY > entry.size:
+            at, size = _dense_entry_range(seq, first)
+            if at + size > entry.size:
                 return None
-            (word,) = struct.unpack("<Q", _read_range(self._fs, opath, at, _DENSE_ENTRY))
+            (word,) = struct.unpack("<Q", _read_range(self._fs, opath, at, size))
             off = _dense_offset(word, seq, f.size)
             return None if off is None else int(off)
 
@@ -1132,8 +1130,8 @@ class Archive:
         if hi is not None and end < int(f.end_seq or 0) and offset_of(end - 1) == hi:
             # `end - 1` and `end` share a frame: a batch (format 9), whose
             # members' entries all point at it. The range ends after it.
-            (length,) = struct.unpack("<I", _read_range(self._fs, self._data_path(f), hi, 4))
-            hi += (4 + length + 8 + 7) // 8 * 8
+            after = _frame_next(hi, _read_range(self._fs, self._data_path(f), hi, 4))
+            hi = None if after is None else int(after)
         if lo is None or hi is None or hi <= lo:
             return None
         return lo, hi

@@ -5,9 +5,11 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN};
+use crate::format::frame::DATA_HEADER_LEN;
 use crate::format::le_u64;
 use crate::format::record;
+use crate::format::walk::FrameBytes;
+use crate::storage::frames::{frame_at, Check, RecordKind, Step};
 use crate::storage::mapped::Mapping;
 
 /// How many sealed-file plans a handle keeps.
@@ -169,9 +171,8 @@ impl ActiveMap {
             return true;
         };
         let file = map.as_slice();
-        at + 4 <= file.len()
-            && map.load_u32(at) == len
-            && matches!(frame::decode(file, at, len), Ok(FrameAt::Frame { .. }))
+        map.length_word(at) == Some(len)
+            && matches!(frame_at(map, at, Check::Crc), Step::Frame(_))
             && le_u64(file, at + 4 + len as usize) == Some(crc)
     }
 
@@ -183,21 +184,18 @@ impl ActiveMap {
         let file = map.as_slice();
         loop {
             let at = self.offset;
-            if at + 4 > file.len() {
-                self.stopped = true;
-                return;
-            }
-            let len = map.load_u32(at);
-            let record_len = match frame::decode(file, at, len) {
-                Ok(FrameAt::Frame { record_len, .. }) => record_len,
+            let f = match frame_at(map, at, Check::Crc) {
+                Step::Frame(f) => f,
                 // Nothing more published yet, or the file was sealed.
-                Ok(FrameAt::Empty) | Ok(FrameAt::EndOfFile) => return,
-                Err(_) => {
+                Step::Empty | Step::EndOfFile => return,
+                // Damage, or no room for a length word.
+                Step::Damage(_) => {
                     self.stopped = true;
                     return;
                 }
             };
-            let rec = &file[at + 4..at + 4 + record_len];
+            let (rec, record_len) = (f.record, f.record.len());
+            let len = record_len as u32;
             let Ok(view) = record::decode(rec) else {
                 self.stopped = true;
                 return;
@@ -224,8 +222,8 @@ impl ActiveMap {
             }
             let crc = le_u64(file, at + 4 + record_len).unwrap_or(0);
             self.last = Some((at, len, crc));
-            self.upto += record::seqs_of(rec);
-            self.offset = at + frame::frame_size(record_len);
+            self.upto += RecordKind::of_or_plain(rec).count();
+            self.offset = f.next;
         }
     }
 }

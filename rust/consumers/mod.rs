@@ -40,9 +40,10 @@ use std::time::Duration;
 use crate::catalog::{Catalog, FileInfo};
 use crate::clock::Clock;
 use crate::error::{Error, Result};
-use crate::format::frame::{frame_size, DATA_HEADER_LEN, END_OF_FILE};
+use crate::format::frame::DATA_HEADER_LEN;
 use crate::index::sparse::SparseIndex;
 use crate::reader::tailer::{Message, Start, Tailer};
+use crate::storage::frames::{frame_at, Check, RecordKind, Step};
 use crate::storage::layout::FileId;
 use crate::storage::mapped::Mapping;
 
@@ -608,17 +609,17 @@ impl<'a> FrameOffsets<'a> {
                 (at_seq, off) = (e.seq, e.offset as usize);
             }
         }
-        while at_seq < seq && off + 4 <= map.len() {
-            let len = map.load_u32(off);
-            if len == 0 || len == END_OF_FILE {
+        while at_seq < seq {
+            let Step::Frame(f) = frame_at(&map, off, Check::Lengths) else {
+                break;
+            };
+            if f.next + 4 > map.len() {
                 break;
             }
-            let next = off.saturating_add(frame_size(len as usize));
-            if next + 4 > map.len() {
-                break;
-            }
-            off = next;
-            at_seq += 1;
+            // A hole or batch stands for its count (a batch landed on by
+            // an index entry for a later member ends at its own end).
+            at_seq = RecordKind::of_or_plain(f.record).seq_after(at_seq);
+            off = f.next;
         }
         self.cache.insert((f.id, seq), off as u64);
         off as u64

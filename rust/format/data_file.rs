@@ -3,8 +3,9 @@
 //! one part.
 
 use super::footer::FOOTER_LEN;
-use super::frame::{decode, plain_len, FrameAt, DATA_HEADER_LEN, FRAME_ALIGN, FRAME_OVERHEAD};
+use super::frame::{DATA_HEADER_LEN, FRAME_ALIGN, FRAME_OVERHEAD};
 use super::record;
+use super::walk::{frame_at, Check, Step};
 
 /// Largest record a data file of `file_size` bytes can hold: the header, the
 /// frame and room for an end-of-file marker and the footer after it.
@@ -15,13 +16,8 @@ pub fn max_record_len(file_size: u64) -> usize {
 
 /// Timestamp of a data file's first message, if it has one.
 pub fn first_message_ts(file: &[u8]) -> Option<u64> {
-    let len = plain_len(file, DATA_HEADER_LEN)?;
-    match decode(file, DATA_HEADER_LEN, len) {
-        Ok(FrameAt::Frame { record_len, .. }) => {
-            record::decode(&file[DATA_HEADER_LEN + 4..DATA_HEADER_LEN + 4 + record_len])
-                .ok()
-                .map(|v| v.timestamp)
-        }
+    match frame_at(file, DATA_HEADER_LEN, Check::Crc) {
+        Step::Frame(f) => record::decode(f.record).ok().map(|v| v.timestamp),
         _ => None,
     }
 }
@@ -33,16 +29,16 @@ pub fn content_flags(file: &[u8], frames_end: usize) -> u64 {
     let mut at = DATA_HEADER_LEN;
     let mut flags = 0;
     while at < frames_end {
-        let Some(len) = plain_len(file, at).filter(|&l| l != 0) else {
+        let Step::Frame(f) = frame_at(file, at, Check::Lengths) else {
             break;
         };
-        if file
-            .get(at + 4)
+        if f.record
+            .first()
             .is_some_and(|f| f & record::FLAG_TOPIC != 0)
         {
             flags |= super::footer::CONTENT_TOPICS;
         }
-        at += super::frame::frame_size(len as usize);
+        at = f.next;
     }
     flags
 }

@@ -6,22 +6,11 @@
 //! bytes and the record.
 
 use super::crc::crc64;
-use super::{le_u32, le_u64};
+pub use super::error::DecodeError;
+use super::le_u32;
+use super::walk::{self, Check, Step};
 
-/// Bytes of the data-file header; the first frame starts here.
-pub const DATA_HEADER_LEN: usize = 4096;
-/// Length-field value that seals a file: the next message is in the next file.
-pub const END_OF_FILE: u32 = u32::MAX;
-/// Frame overhead around the record: length and CRC.
-pub const FRAME_OVERHEAD: usize = 4 + 8;
-/// Frames start on multiples of this.
-pub const FRAME_ALIGN: usize = 8;
-
-/// Total bytes a frame with a `record_len`-byte record occupies, padding included.
-#[inline]
-pub fn frame_size(record_len: usize) -> usize {
-    (record_len + FRAME_OVERHEAD + FRAME_ALIGN - 1) & !(FRAME_ALIGN - 1)
-}
+pub use super::walk::{frame_size, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN, FRAME_OVERHEAD};
 
 /// What the bytes at a frame position hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,81 +29,44 @@ pub enum FrameAt {
     },
 }
 
-/// Why a frame did not decode.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FrameError {
-    /// The length runs past the end of the file.
-    BadLength(u32),
-    /// The stored CRC does not match the bytes.
-    BadCrc {
-        /// The CRC in the frame.
-        stored: u64,
-        /// The CRC of the bytes.
-        computed: u64,
-    },
-}
+/// Why a frame did not decode (the walker's [`DecodeError`]).
+pub type FrameError = DecodeError;
 
-impl std::fmt::Display for FrameError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            FrameError::BadLength(l) => write!(f, "frame length {l} runs past the end of the file"),
-            FrameError::BadCrc { stored, computed } => {
-                write!(
-                    f,
-                    "CRC mismatch: stored {stored:#018x}, computed {computed:#018x}"
-                )
-            }
+impl<'a> From<Step<'a>> for Result<FrameAt, FrameError> {
+    #[inline]
+    fn from(s: Step<'a>) -> Self {
+        match s {
+            Step::Frame(f) => Ok(FrameAt::Frame {
+                record_len: f.record.len(),
+                next: f.next,
+            }),
+            Step::Empty => Ok(FrameAt::Empty),
+            Step::EndOfFile => Ok(FrameAt::EndOfFile),
+            Step::Damage(e) => Err(e),
         }
     }
 }
 
 /// Decodes the frame whose length field (already loaded, with acquire
-/// ordering, by the caller) is `len`, at `offset` of `file`.
+/// ordering, by the caller) is `len`, at `offset` of `file`, checking its
+/// CRC ([`walk::frame_with_len`] with [`Check::Crc`]).
+#[inline]
 pub fn decode(file: &[u8], offset: usize, len: u32) -> Result<FrameAt, FrameError> {
-    match len {
-        0 => return Ok(FrameAt::Empty),
-        END_OF_FILE => return Ok(FrameAt::EndOfFile),
-        _ => {}
-    }
-    let record_len = len as usize;
-    let record_end = offset
-        .checked_add(4 + record_len)
-        .filter(|&e| e.checked_add(8).is_some_and(|c| c <= file.len()))
-        .ok_or(FrameError::BadLength(len))?;
-    let stored = le_u64(file, record_end).ok_or(FrameError::BadLength(len))?;
-    let computed = crc64(&[&file[offset..record_end]]);
-    if stored != computed {
-        return Err(FrameError::BadCrc { stored, computed });
-    }
-    Ok(FrameAt::Frame {
-        record_len,
-        next: offset + frame_size(record_len),
-    })
+    walk::frame_with_len(file, offset, len, Check::Crc).into()
 }
 
 /// As [`decode`] for a frame inside `..end` of a frame area whose CRC the
 /// caller has checked as a whole (a sealed file's footer CRC): the lengths
-/// are still bounds-checked, the frame's own CRC is not computed again.
+/// are still bounds-checked, the frame's own CRC is not computed again
+/// ([`Check::Trusted`]).
+#[inline]
 pub fn decode_trusted(
     file: &[u8],
     offset: usize,
     len: u32,
     end: usize,
 ) -> Result<FrameAt, FrameError> {
-    match len {
-        0 => return Ok(FrameAt::Empty),
-        END_OF_FILE => return Ok(FrameAt::EndOfFile),
-        _ => {}
-    }
-    let record_len = len as usize;
-    offset
-        .checked_add(4 + record_len)
-        .filter(|&e| e.checked_add(8).is_some_and(|c| c <= end.min(file.len())))
-        .ok_or(FrameError::BadLength(len))?;
-    Ok(FrameAt::Frame {
-        record_len,
-        next: offset + frame_size(record_len),
-    })
+    walk::frame_with_len(file, offset, len, Check::Trusted(end)).into()
 }
 
 /// Reads the length field at `offset` without atomics (for recovery and

@@ -6,14 +6,17 @@ pub mod compression;
 pub mod crc;
 pub mod crypto;
 pub mod data_file;
+pub mod error;
 pub mod fields;
 pub mod footer;
 pub mod frame;
 pub mod header;
+pub mod kind;
 pub mod metadata;
 pub mod position;
 pub mod record;
 pub mod topics;
+pub mod walk;
 pub mod work_queue;
 
 /// Version of the on-disk format written by this build.

@@ -9,10 +9,13 @@ pub mod key_index;
 pub mod sparse;
 pub mod topics;
 
+use crate::format::error::DecodeError;
 use crate::format::footer::Footer;
-use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN};
+use crate::format::frame::DATA_HEADER_LEN;
 use crate::format::header::DataHeader;
+use crate::format::kind::RecordKind;
 use crate::format::record::{self, RecordView};
+use crate::format::walk::{frame_at, Check, Step};
 
 /// Walks every record of sealed data file `file` (its bytes), whose header
 /// and footer are given, handing `(seq, frame offset, record length,
@@ -33,23 +36,24 @@ pub fn walk_sealed(
     let mut seq = header.first_seq;
     let end = footer.frames_end as usize;
     let verified = Footer::frames_crc_of(file, footer.frames_end) == Some(footer.frames_crc);
+    let check = if verified {
+        Check::Trusted(end)
+    } else {
+        Check::Crc
+    };
     while at < end {
-        let len = frame::plain_len(file, at).ok_or("frame past the end")?;
-        let frame = if verified {
-            frame::decode_trusted(file, at, len, end)
-        } else {
-            frame::decode(file, at, len)
-        };
-        match frame {
-            Ok(FrameAt::Frame { record_len, next }) => {
-                let rec = &file[at + 4..at + 4 + record_len];
-                let view = record::decode(rec).map_err(|r| format!("offset {at}: {r}"))?;
-                each(seq, at, record_len, &view);
-                at = next;
-                seq += record::seqs_of(rec); // a hole stands for several
+        match frame_at(file, at, check) {
+            Step::Frame(f) => {
+                let view = record::decode(f.record).map_err(|r| format!("offset {at}: {r}"))?;
+                each(seq, at, f.record.len(), &view);
+                at = f.next;
+                seq += RecordKind::of_or_plain(f.record).count(); // a hole stands for several
             }
-            Ok(_) => return Err(format!("no frame at offset {at} before the footer's end")),
-            Err(e) => return Err(format!("offset {at}: {e}")),
+            Step::Damage(DecodeError::Truncated) => return Err("frame past the end".into()),
+            Step::Empty | Step::EndOfFile => {
+                return Err(format!("no frame at offset {at} before the footer's end"))
+            }
+            Step::Damage(e) => return Err(format!("offset {at}: {e}")),
         }
     }
     if seq != footer.end_seq {

@@ -11,7 +11,10 @@ use pyo3::types::PyDict;
 use super::buffer::bytes_arg;
 use super::exit;
 use crate::format::crc::{crc64_combine, Crc64};
+use crate::format::frame::{frame_size, END_OF_FILE};
+use crate::format::header::{INDEX_ENTRY_LEN, INDEX_HEADER_LEN};
 use crate::index::dense;
+use crate::index::key_index::file as key_index;
 use crate::reader::archived;
 
 /// CRC-64/XZ of a bytes-like object (docs/FORMAT.md, "CRC"); with `prev`,
@@ -268,4 +271,94 @@ pub(crate) fn _check_archive_key(
 #[pyfunction]
 pub(crate) fn _dense_offset(word: u64, seq: u64, data_len: usize) -> Option<usize> {
     dense::decode_entry(seq, word, data_len)
+}
+
+/// Bytes of a sealed file's sparse (`kind` "index") or dense ("offsets")
+/// index that hold its header and used entries for `rows` messages (the
+/// rest of the file is a hole of zeros, docs/FORMAT.md). `head` is the
+/// index file's first bytes (at least its header for "index", whose
+/// interval it reads; a shorter one is all there is: its length).
+#[pyfunction]
+pub(crate) fn _index_used_len(kind: &str, head: &Bound<'_, PyAny>, rows: u64) -> PyResult<u64> {
+    let b = bytes_arg(head, "head")?;
+    let h = b.as_slice();
+    match kind {
+        "offsets" => Ok((dense::DENSE_HEADER_LEN + dense::DENSE_ENTRY_LEN * rows as usize) as u64),
+        "index" => {
+            let Some(interval) = crate::format::le_u32(h, 12).filter(|_| h.len() >= 16) else {
+                return Ok(h.len() as u64);
+            };
+            let entries = rows.div_ceil(u64::from(interval.max(1)));
+            Ok(INDEX_HEADER_LEN as u64 + INDEX_ENTRY_LEN as u64 * entries)
+        }
+        _ => Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "litemq: no index kind {kind:?} (\"index\" or \"offsets\")"
+        ))),
+    }
+}
+
+/// Bytes of the header of a sparse ("index") or dense ("offsets") index.
+#[pyfunction]
+pub(crate) fn _index_header_len(kind: &str) -> PyResult<u64> {
+    match kind {
+        "offsets" => Ok(dense::DENSE_HEADER_LEN as u64),
+        "index" => Ok(INDEX_HEADER_LEN as u64),
+        _ => Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "litemq: no index kind {kind:?} (\"index\" or \"offsets\")"
+        ))),
+    }
+}
+
+/// `(offset, length)` of message `seq`'s entry in the dense index of the
+/// data file whose first message is `first_seq`.
+#[pyfunction]
+pub(crate) fn _dense_entry_range(seq: u64, first_seq: u64) -> (u64, u64) {
+    let i = seq.saturating_sub(first_seq);
+    (
+        dense::DENSE_HEADER_LEN as u64 + dense::DENSE_ENTRY_LEN as u64 * i,
+        dense::DENSE_ENTRY_LEN as u64,
+    )
+}
+
+/// Offset of the frame after the one at `at` whose 4-byte length word is
+/// `word` (the walker's rule, `format::walk`), or None when the word is 0
+/// (nothing there) or the end-of-file marker.
+#[pyfunction]
+pub(crate) fn _frame_next(at: u64, word: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
+    let b = bytes_arg(word, "word")?;
+    let Some(len) = crate::format::le_u32(b.as_slice(), 0) else {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "litemq: a length word is 4 bytes",
+        ));
+    };
+    Ok(match len {
+        0 | END_OF_FILE => None,
+        _ => Some(at + frame_size(len as usize) as u64),
+    })
+}
+
+/// Bytes of a key-index file's trailer, its last.
+#[pyfunction]
+pub(crate) fn _key_index_trailer_len() -> u64 {
+    key_index::TRAILER_LEN
+}
+
+/// Whether a key-index file's trailer (its last `_key_index_trailer_len()`
+/// bytes) says the file is sealed.
+#[pyfunction]
+pub(crate) fn _key_index_trailer_sealed(trailer: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let b = bytes_arg(trailer, "trailer")?;
+    Ok(key_index::trailer_says_sealed(b.as_slice()))
+}
+
+/// Registers the layout helpers above (`_index_used_len`, ...), which
+/// `archive.py` asks instead of re-deriving the formats' sizes.
+pub(crate) fn register_layout(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_index_used_len, m)?)?;
+    m.add_function(wrap_pyfunction!(_index_header_len, m)?)?;
+    m.add_function(wrap_pyfunction!(_dense_entry_range, m)?)?;
+    m.add_function(wrap_pyfunction!(_frame_next, m)?)?;
+    m.add_function(wrap_pyfunction!(_key_index_trailer_len, m)?)?;
+    m.add_function(wrap_pyfunction!(_key_index_trailer_sealed, m)?)?;
+    Ok(())
 }

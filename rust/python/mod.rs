@@ -85,6 +85,7 @@ fn litemq_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(archive::_check_archive_key, m)?)?;
     m.add_function(wrap_pyfunction!(archive::_decode_frames, m)?)?;
     m.add_function(wrap_pyfunction!(archive::_dense_offset, m)?)?;
+    archive::register_layout(m)?;
     m.add_function(wrap_pyfunction!(_crc32c, m)?)?;
     m.add_class::<queue::Queue>()?;
     m.add_class::<appender::Appender>()?;

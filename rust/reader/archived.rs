@@ -17,9 +17,12 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::format::compression::DEFAULT_MAX_DECOMPRESSED;
 use crate::format::crypto::QueueKey;
+use crate::format::error::DecodeError;
 use crate::format::footer::{Footer, FOOTER_LEN};
-use crate::format::frame::{self, FrameAt, DATA_HEADER_LEN, END_OF_FILE};
+use crate::format::frame::{DATA_HEADER_LEN, END_OF_FILE};
 use crate::format::header::DataHeader;
+use crate::format::kind::RecordKind;
+use crate::format::walk::{frame_at, Check, Step};
 use crate::format::{le_u32, record};
 use crate::reader::columns::{ColumnSet, Columns};
 
@@ -169,11 +172,9 @@ fn walk(file: &[u8], path: &Path, first_seq: u64) -> Result<Walked> {
     let mut seq = first_seq;
     let (mut first_ts, mut last_ts) = (0, 0);
     loop {
-        let len = frame::plain_len(file, at)
-            .ok_or_else(|| corrupted(path, at as u64, Some(seq), "no end-of-file marker"))?;
-        match frame::decode(file, at, len) {
-            Ok(FrameAt::EndOfFile) => break,
-            Ok(FrameAt::Empty) => {
+        match frame_at(file, at, Check::Crc) {
+            Step::EndOfFile => break,
+            Step::Empty => {
                 return Err(corrupted(
                     path,
                     at as u64,
@@ -181,11 +182,12 @@ fn walk(file: &[u8], path: &Path, first_seq: u64) -> Result<Walked> {
                     "not a sealed data file (the frames end without an end-of-file marker)",
                 ))
             }
-            Ok(FrameAt::Frame { record_len, next }) => {
-                let bytes = &file[at + 4..at + 4 + record_len];
+            Step::Frame(f) => {
+                let bytes = f.record;
                 let rec =
                     record::decode(bytes).map_err(|r| corrupted(path, at as u64, Some(seq), r))?;
-                if record::is_batch_record(bytes) && record::batch_first_seq(bytes) != seq {
+                let kind = RecordKind::of_or_plain(bytes);
+                if kind.batch().is_some_and(|(first, _)| first != seq) {
                     return Err(corrupted(
                         path,
                         at as u64,
@@ -197,10 +199,18 @@ fn walk(file: &[u8], path: &Path, first_seq: u64) -> Result<Walked> {
                     first_ts = rec.timestamp;
                 }
                 last_ts = rec.timestamp;
-                seq += record::seqs_of(bytes);
-                at = next;
+                seq += kind.count();
+                at = f.next;
             }
-            Err(e) => return Err(corrupted(path, at as u64, Some(seq), e.to_string())),
+            Step::Damage(DecodeError::Truncated) => {
+                return Err(corrupted(
+                    path,
+                    at as u64,
+                    Some(seq),
+                    "no end-of-file marker",
+                ))
+            }
+            Step::Damage(e) => return Err(corrupted(path, at as u64, Some(seq), e.to_string())),
         }
     }
     Ok(Walked {
@@ -267,9 +277,8 @@ pub fn read_sealed(
     let mut at = DATA_HEADER_LEN;
     let mut seq = s.first_seq;
     while seq < end && out.rows < want {
-        let len = le_u32(file, at).filter(|&l| l != 0 && l != END_OF_FILE);
-        let record_end = len.and_then(|l| (at + 4).checked_add(l as usize));
-        let Some(record_end) = record_end.filter(|&e| e + 8 <= frames_end) else {
+        // The frames were checked (summarize): trusted up to the marker.
+        let Step::Frame(f) = frame_at(file, at, Check::Trusted(frames_end)) else {
             return Err(corrupted(
                 path,
                 at as u64,
@@ -281,10 +290,11 @@ pub fn read_sealed(
             ));
         };
         // A hole (key compaction) stands for several sequences and has no row.
-        let bytes = &file[at + 4..record_end];
-        let seqs = record::seqs_of(bytes);
-        if record::is_batch_record(bytes) {
-            if record::batch_first_seq(bytes) != seq {
+        let bytes = f.record;
+        let kind = RecordKind::of_or_plain(bytes);
+        let seqs = kind.count();
+        if let Some((first, _)) = kind.batch() {
+            if first != seq {
                 return Err(corrupted(
                     path,
                     at as u64,
@@ -298,7 +308,7 @@ pub fn read_sealed(
             {
                 break;
             }
-        } else if seq >= start && seqs == 1 && !record::is_hole_record(bytes) {
+        } else if seq >= start && kind == RecordKind::Plain {
             let rec =
                 record::decode(bytes).map_err(|r| corrupted(path, at as u64, Some(seq), r))?;
             let payload = rec
@@ -309,7 +319,7 @@ pub fn read_sealed(
                 break;
             }
         }
-        at = frame::frame_size(record_end - at - 4) + at;
+        at = f.next;
         seq += seqs;
     }
     out.next_seq = match out.seq.last() {
@@ -343,18 +353,11 @@ pub fn read_frames(
     let end_seq = first_seq.saturating_add(rows as u64);
     while seq < end_seq {
         let here = offset + at as u64;
-        let len = frame::plain_len(buf, at).ok_or_else(|| {
-            corrupted(
-                path,
-                here,
-                Some(seq),
-                "the byte range ends before the messages it should hold",
-            )
-        })?;
-        match frame::decode(buf, at, len) {
-            Ok(FrameAt::Frame { record_len, next }) => {
-                let bytes = &buf[at + 4..at + 4 + record_len];
+        match frame_at(buf, at, Check::Crc) {
+            Step::Frame(f) => {
+                let (bytes, next) = (f.record, f.next);
                 let rec = record::decode(bytes).map_err(|r| corrupted(path, here, Some(seq), r))?;
+                let kind = RecordKind::of_or_plain(bytes);
                 if rec.is_batch() {
                     // The range may start inside the batch (its dense
                     // entries all point at the batch frame): members before
@@ -364,12 +367,12 @@ pub fn read_frames(
                         seq = out.seq.last().map_or(seq, |&s| s as u64 + 1);
                         break;
                     }
-                    seq = record::seq_after(bytes, seq).max(seq + 1);
+                    seq = kind.seq_after(seq).max(seq + 1);
                     at = next;
                     continue;
                 }
                 if rec.is_hole() {
-                    seq += record::seqs_of(bytes);
+                    seq += kind.count();
                     at = next;
                     continue;
                 }
@@ -383,7 +386,7 @@ pub fn read_frames(
                 at = next;
                 seq += 1;
             }
-            Ok(FrameAt::Empty | FrameAt::EndOfFile) => {
+            Step::Empty | Step::EndOfFile => {
                 return Err(corrupted(
                     path,
                     here,
@@ -391,7 +394,15 @@ pub fn read_frames(
                     "the frames end before the messages the index promises",
                 ))
             }
-            Err(e) => return Err(corrupted(path, here, Some(seq), e.to_string())),
+            Step::Damage(DecodeError::Truncated) => {
+                return Err(corrupted(
+                    path,
+                    here,
+                    Some(seq),
+                    "the byte range ends before the messages it should hold",
+                ))
+            }
+            Step::Damage(e) => return Err(corrupted(path, here, Some(seq), e.to_string())),
         }
     }
     out.next_seq = seq;
@@ -421,8 +432,8 @@ fn push_members(
     want: usize,
     cols: ColumnSet,
 ) -> Result<bool> {
-    let first = record::batch_first_seq(bytes);
-    let count = record::seqs_of(bytes) as u16;
+    let (first, count) = RecordKind::of_or_plain(bytes).batch().unwrap_or((0, 1));
+    let count = count as u16;
     let bad = |r: &str| corrupted(path, offset, Some(from), r.to_string());
     if !(first..first + u64::from(count)).contains(&from) {
         return Err(bad("batch frame does not hold the sequence its place says"));

@@ -4,6 +4,7 @@
 //! allowed to use `unsafe`.
 
 pub mod alloc;
+pub mod frames;
 pub mod fsutil;
 pub mod layout;
 pub mod lock;

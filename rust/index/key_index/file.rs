@@ -71,6 +71,14 @@ const T_STATE: usize = 8;
 const T_HEADER_CRC: usize = 10;
 const T_CONTENT_CRC: usize = 12;
 
+/// Whether `trailer` (a file's last [`TRAILER_LEN`] bytes) says the file is sealed.
+pub fn trailer_says_sealed(trailer: &[u8]) -> bool {
+    trailer.len() == TRAILER_LEN as usize
+        && trailer
+            .get(T_STATE * 4..T_STATE * 4 + 4)
+            .is_some_and(|w| u32::from_le_bytes(w.try_into().unwrap()) == STATE_SEALED)
+}
+
 /// Total file length for a geometry.
 pub fn file_len(slots: u32, items: u32) -> u64 {
     HEADER_LEN + SLOT_LEN * u64::from(slots) + ITEM_LEN * u64::from(items) + TRAILER_LEN

@@ -17,8 +17,10 @@ use std::sync::Arc;
 use super::{IoThread, KeyData};
 use crate::catalog::FileInfo;
 use crate::error::{Error, Result};
-use crate::format::frame::{self, END_OF_FILE};
-use crate::format::record;
+use crate::format::error::DecodeError;
+use crate::format::frame;
+use crate::format::kind::RecordKind;
+use crate::format::walk::{frame_at, Check, Step};
 use crate::format::{le_u64, position};
 use crate::index::sparse::Entry;
 use crate::storage::layout::KEY_INDEX_DIR;
@@ -160,49 +162,15 @@ impl IoThread {
             };
             let file = a.map.as_slice();
             let at = a.write_pos;
-            match frame::plain_len(file, at) {
-                Some(0) => return Ok(()),
-                Some(END_OF_FILE) => {
+            let (len, next, kind) = match frame_at(file, at, Check::Lengths) {
+                Step::Empty => return Ok(()),
+                Step::EndOfFile => {
                     self.leave_active()?;
                     continue;
                 }
-                Some(len) => {
-                    let next = at.saturating_add(frame::frame_size(len as usize));
-                    let ts = le_u64(file, at + 5).filter(|_| next + 4 <= file.len());
-                    let Some(ts) = ts else {
-                        return Err(Error::corrupted(
-                            a.map.path(),
-                            at as u64,
-                            Some(a.next_seq),
-                            format!("frame length {len} runs past the end of the file"),
-                        ));
-                    };
-                    // A batch (format 9) stands for its members, each with
-                    // its sparse-index slot at the batch frame.
-                    let n = file
-                        .get(at + 4..at + 4 + record::HOLE_RECORD_LEN)
-                        .filter(|_| len as usize >= record::BATCH_HEAD_LEN)
-                        .map_or(1, record::seqs_of);
-                    let interval = u64::from(a.header.index_interval);
-                    for k in 0..n {
-                        let i = a.next_seq + k - a.header.first_seq;
-                        if repair && i.is_multiple_of(interval) {
-                            let entry = Entry {
-                                seq: a.next_seq + k,
-                                timestamp: ts,
-                                offset: at as u64,
-                            };
-                            a.index.put(i / interval, entry)?;
-                        }
-                    }
-                    a.first_ts.get_or_insert(ts);
-                    a.last_ts = a.last_ts.max(ts);
-                    a.write_pos = next;
-                    a.next_seq += n;
-                    self.next_seq = a.next_seq;
-                    self.last_ts = self.last_ts.max(ts);
-                }
-                None => {
+                Step::Frame(f) => (f.record.len() as u32, Some(f.next), f.kind_or_plain()),
+                Step::Damage(DecodeError::BadLength(len)) => (len, None, RecordKind::Plain),
+                Step::Damage(_) => {
                     return Err(Error::corrupted(
                         a.map.path(),
                         at as u64,
@@ -210,7 +178,38 @@ impl IoThread {
                         "frame position outside the file",
                     ))
                 }
+            };
+            let next = next.filter(|&n| n + 4 <= file.len());
+            let ts = le_u64(file, at + 5).filter(|_| next.is_some());
+            let (Some(ts), Some(next)) = (ts, next) else {
+                return Err(Error::corrupted(
+                    a.map.path(),
+                    at as u64,
+                    Some(a.next_seq),
+                    format!("frame length {len} runs past the end of the file"),
+                ));
+            };
+            // A batch (format 9) stands for its members, each with
+            // its sparse-index slot at the batch frame.
+            let n = kind.count();
+            let interval = u64::from(a.header.index_interval);
+            for k in 0..n {
+                let i = a.next_seq + k - a.header.first_seq;
+                if repair && i.is_multiple_of(interval) {
+                    let entry = Entry {
+                        seq: a.next_seq + k,
+                        timestamp: ts,
+                        offset: at as u64,
+                    };
+                    a.index.put(i / interval, entry)?;
+                }
             }
+            a.first_ts.get_or_insert(ts);
+            a.last_ts = a.last_ts.max(ts);
+            a.write_pos = next;
+            a.next_seq += n;
+            self.next_seq = a.next_seq;
+            self.last_ts = self.last_ts.max(ts);
         }
     }
 
