@@ -48,7 +48,7 @@ impl<'a> RunFrame<'a> {
     /// The file the frame is in; holding it keeps it mapped.
     #[cfg_attr(
         not(feature = "python"),
-        allow(
+        expect(
             dead_code,
             reason = "the engine's read-ahead API; the Python bindings are its caller today"
         )
@@ -60,7 +60,7 @@ impl<'a> RunFrame<'a> {
     /// Offset of the frame in its file.
     #[cfg_attr(
         not(feature = "python"),
-        allow(
+        expect(
             dead_code,
             reason = "the engine's read-ahead API; the Python bindings are its caller today"
         )
@@ -75,7 +75,7 @@ impl<'a> RunFrame<'a> {
     /// other record (and for one shorter than its fixed fields).
     #[cfg_attr(
         not(feature = "python"),
-        allow(
+        expect(
             dead_code,
             reason = "the engine's read-ahead API; the Python bindings are its caller today"
         )
@@ -113,7 +113,7 @@ impl<'a> RunFrame<'a> {
 /// What [`RunFrame::bare`] reads of a bare record.
 #[cfg_attr(
     not(feature = "python"),
-    allow(
+    expect(
         dead_code,
         reason = "the engine's read-ahead API; the Python bindings are its caller today"
     )

@@ -22,7 +22,7 @@ pub(crate) use self::message::plain_view;
 use self::message::MemberOf;
 #[cfg_attr(
     not(feature = "python"),
-    allow(
+    expect(
         unused_imports,
         reason = "the engine's read-ahead API; the Python bindings are its caller today"
     )

@@ -22,7 +22,7 @@ impl Tailer {
     /// end of a file.
     #[cfg_attr(
         not(feature = "python"),
-        allow(
+        expect(
             dead_code,
             reason = "the engine's read-ahead API; the Python bindings are its caller today"
         )
@@ -54,7 +54,7 @@ impl Tailer {
     /// closed meanwhile) only the sequence is set; the next read seeks.
     #[cfg_attr(
         not(feature = "python"),
-        allow(
+        expect(
             dead_code,
             reason = "the engine's read-ahead API; the Python bindings are its caller today"
         )
