@@ -4,6 +4,8 @@
     reason = "every test crate includes this module and uses a different part of it"
 )]
 
+pub mod wq;
+
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
