@@ -72,7 +72,8 @@ pub use queue::{reindex, reindex_with_key, writer_pid, DataFileInfo, Queue, Stat
 pub use reader::archived;
 pub use reader::backward::BackwardTailer;
 pub use reader::columns::{ColumnSet, Columns, FieldColumn};
-pub use reader::tailer::{Message, OwnedMessage, Start, Tailer};
+pub use reader::spare;
+pub use reader::tailer::{BareMessage, Message, OnMismatch, OwnedMessage, RunFrame, Start, Tailer};
 pub use reader::topic::TopicSelector;
 pub use reader::topics_summary::TopicInfo;
 pub use reader::wait::WaitStrategy;

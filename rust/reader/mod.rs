@@ -9,13 +9,6 @@ pub mod columns;
 pub(crate) mod field;
 pub mod keys;
 pub(crate) mod plan;
-#[cfg_attr(
-    all(not(feature = "python"), not(test)),
-    expect(
-        dead_code,
-        reason = "filled by the Python bindings (a column pyarrow lets go of); without them only the taking side is used"
-    )
-)]
 pub mod spare;
 pub mod tailer;
 pub mod topic;

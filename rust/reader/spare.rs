@@ -33,8 +33,11 @@ pub const SHELF_MAX: usize = 256 << 20;
 /// A shelved buffer, of one of the column element types.
 #[derive(Debug)]
 pub enum Spare {
+    /// A byte column (data, validity).
     U8(Vec<u8>),
+    /// An offsets column.
     I32(Vec<i32>),
+    /// A 64-bit integer column (sequences, timestamps).
     I64(Vec<i64>),
 }
 
@@ -65,8 +68,11 @@ static SHELF: Mutex<Shelf> = Mutex::new(Shelf {
 
 /// A column element type the shelf keeps buffers of.
 pub trait Element: Copy + Sized {
+    /// `v` as a shelved buffer.
     fn wrap(v: Vec<Self>) -> Spare;
+    /// The buffer, when `s` holds this element type.
     fn unwrap(s: &Spare) -> Option<&Vec<Self>>;
+    /// The buffer taken out, when `s` holds this element type.
     fn into_vec(s: Spare) -> Option<Vec<Self>>;
 }
 

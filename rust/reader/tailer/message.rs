@@ -31,7 +31,7 @@ pub struct Message<'a> {
 
 /// A frame [`Tailer::read_run_frames`] hands on: checked (by its CRC or its
 /// sealed file's), its record not decoded.
-pub(crate) struct RunFrame<'a> {
+pub struct RunFrame<'a> {
     /// The message's sequence.
     pub seq: u64,
     /// The record: the frame's bytes between its length and its CRC.
@@ -46,26 +46,12 @@ pub(crate) struct RunFrame<'a> {
 
 impl<'a> RunFrame<'a> {
     /// The file the frame is in; holding it keeps it mapped.
-    #[cfg_attr(
-        not(feature = "python"),
-        expect(
-            dead_code,
-            reason = "the engine's read-ahead API; the Python bindings are its caller today"
-        )
-    )]
-    pub(crate) fn mapping(&self) -> &'a Arc<Mapping> {
+    pub fn mapping(&self) -> &'a Arc<Mapping> {
         self.mapping
     }
 
     /// Offset of the frame in its file.
-    #[cfg_attr(
-        not(feature = "python"),
-        expect(
-            dead_code,
-            reason = "the engine's read-ahead API; the Python bindings are its caller today"
-        )
-    )]
-    pub(crate) fn offset(&self) -> usize {
+    pub fn offset(&self) -> usize {
         self.at
     }
 
@@ -73,15 +59,8 @@ impl<'a> RunFrame<'a> {
     /// or extension byte: see `record::decode_bare`), read from the
     /// record's bytes without decoding it into a view; `None` for any
     /// other record (and for one shorter than its fixed fields).
-    #[cfg_attr(
-        not(feature = "python"),
-        expect(
-            dead_code,
-            reason = "the engine's read-ahead API; the Python bindings are its caller today"
-        )
-    )]
     #[inline]
-    pub(crate) fn bare(&self) -> Option<BareMessage<'a>> {
+    pub fn bare(&self) -> Option<BareMessage<'a>> {
         let (timestamp, payload) = record::decode_bare(self.record)?;
         Some(BareMessage {
             timestamp,
@@ -93,7 +72,7 @@ impl<'a> RunFrame<'a> {
     /// The message the frame holds when it is plain (see [`plain_view`]),
     /// as [`Tailer::read_run`] hands it on.
     #[inline]
-    pub(crate) fn message(&self) -> Option<Message<'a>> {
+    pub fn message(&self) -> Option<Message<'a>> {
         let view = plain_view(self.record)?;
         Some(Message {
             seq: self.seq,
@@ -111,14 +90,7 @@ impl<'a> RunFrame<'a> {
 }
 
 /// What [`RunFrame::bare`] reads of a bare record.
-#[cfg_attr(
-    not(feature = "python"),
-    expect(
-        dead_code,
-        reason = "the engine's read-ahead API; the Python bindings are its caller today"
-    )
-)]
-pub(crate) struct BareMessage<'a> {
+pub struct BareMessage<'a> {
     /// µs since the Unix epoch (UTC).
     pub timestamp: u64,
     /// The payload, in the file's mapping.

@@ -20,14 +20,7 @@ use self::batch_cache::BatchCache;
 use self::cursor::Cursor;
 pub(crate) use self::message::plain_view;
 use self::message::MemberOf;
-#[cfg_attr(
-    not(feature = "python"),
-    expect(
-        unused_imports,
-        reason = "the engine's read-ahead API; the Python bindings are its caller today"
-    )
-)]
-pub(crate) use self::message::{BareMessage, RunFrame};
+pub use self::message::{BareMessage, RunFrame};
 pub use self::message::{Message, OwnedMessage};
 use self::scan::*;
 pub(crate) use self::scan::{file_has_batches, written_bytes};
@@ -91,7 +84,7 @@ pub enum Start {
 /// What a bulk run ([`Tailer::read_run_frames`]) does when a sealed
 /// file's frame area does not match its footer's CRC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum OnMismatch {
+pub enum OnMismatch {
     /// Fail with [`Error::Corrupted`] naming the file: a read that takes
     /// the file as a whole (`read_arrow`) reports damage anywhere in it,
     /// also in bytes no frame's own CRC covers.

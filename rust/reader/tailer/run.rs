@@ -20,15 +20,8 @@ impl Tailer {
     /// its CRC, at a compressed or encrypted message, a batch (whose frame
     /// the cursor stays on for each member), a hole, a tombstone or the
     /// end of a file.
-    #[cfg_attr(
-        not(feature = "python"),
-        expect(
-            dead_code,
-            reason = "the engine's read-ahead API; the Python bindings are its caller today"
-        )
-    )]
     #[inline]
-    pub(crate) fn run_start(&self) -> Option<usize> {
+    pub fn run_start(&self) -> Option<usize> {
         if self.filter.is_some() || self.skip_expired.is_some() {
             return None;
         }
@@ -52,14 +45,7 @@ impl Tailer {
     /// would be had the run stopped before `seq` (a run changes only the
     /// cursor's offset and the sequence). Without a cursor (the queue was
     /// closed meanwhile) only the sequence is set; the next read seeks.
-    #[cfg_attr(
-        not(feature = "python"),
-        expect(
-            dead_code,
-            reason = "the engine's read-ahead API; the Python bindings are its caller today"
-        )
-    )]
-    pub(crate) fn rewind_run(&mut self, seq: u64, frame_at: usize) {
+    pub fn rewind_run(&mut self, seq: u64, frame_at: usize) {
         debug_assert!(seq <= self.seq, "a run is given back, not skipped");
         if let Some(c) = self.cursor.as_mut() {
             debug_assert!(frame_at <= c.offset);
@@ -78,7 +64,7 @@ impl Tailer {
     ///
     /// Each frame is checked as [`Tailer::read_run_frames`] says.
     #[inline]
-    pub(crate) fn read_run<F: FnMut(&Message<'_>) -> bool + ?Sized>(
+    pub fn read_run<F: FnMut(&Message<'_>) -> bool + ?Sized>(
         &mut self,
         max: usize,
         mismatch: OnMismatch,
@@ -118,7 +104,7 @@ impl Tailer {
     /// `take` is a type parameter, not a `dyn`, so that the caller's
     /// closure is compiled into the loop.
     #[inline]
-    pub(crate) fn read_run_frames<F: FnMut(&RunFrame<'_>) -> bool + ?Sized>(
+    pub fn read_run_frames<F: FnMut(&RunFrame<'_>) -> bool + ?Sized>(
         &mut self,
         max: usize,
         mismatch: OnMismatch,
