@@ -35,6 +35,7 @@ final class Scanner implements AutoCloseable {
     void frame(long at, int recordLen, long next, String kind, long seq, int count, long batchFirstSeq);
   }
 
+  /** Set for a walk over frames only (VectorCheck): plain records are reported, not decoded. */
   FrameListener listener;
   /** Decrypts sealed payloads (an encrypted queue read with its key), or null. */
   Crypto crypto;
@@ -145,7 +146,7 @@ final class Scanner implements AutoCloseable {
         return;
       }
       frameAt = off;
-      if (off + 4 > file.length) throw damage(off, "frame runs past the end of the file");
+      if (off + 4 > file.length) throw damage(off, "frame runs past the end of the file: no room for its length word");
       ByteBuffer b = file.window(off, 4);
       long len = b.getInt((int) (off - file.base())) & 0xFFFFFFFFL;
       if (len == 0 || len == DataFile.END_OF_FILE) {
@@ -160,7 +161,10 @@ final class Scanner implements AutoCloseable {
       b = file.window(off, 4 + len + 8);
       int p = (int) (off - file.base());
       int rl = (int) len;
-      if (off + 4 + len + 8 > trustedEnd) {
+      if (trustedEnd >= 0 && off + 4 + len + 8 > trustedEnd)
+        // Frames before a verified end are trusted; none may cross it (the walker's Check::Trusted).
+        throw damage(off, "frame length " + len + " runs past the verified end of frames " + trustedEnd);
+      if (trustedEnd < 0) {
         long stored = b.getLong(p + 4 + rl);
         long computed = Crc64.crc(b, p, 4 + rl);
         if (stored != computed)
@@ -174,7 +178,8 @@ final class Scanner implements AutoCloseable {
 
   private LiteMQException damage(long at, String what) {
     String reason = what.startsWith("CRC") ? "crc"
-        : what.contains("runs past the end") ? "length_out_of_bounds"
+        : what.contains("no room for its length word") ? "truncated"
+        : what.contains("runs past the") ? "length_out_of_bounds"
         : what.startsWith("batch frame says") ? "batch_seq_mismatch" : "record_malformed";
     return new LiteMQException("corrupted data in " + file.path + " at offset " + at + " (seq " + seq + "): " + what, reason);
   }
@@ -243,9 +248,11 @@ final class Scanner implements AutoCloseable {
     }
     long s = seq++;
     exactStart = true;
+    // The walker's contract is frame-level: a plain record is a frame of one
+    // sequence whatever its fields hold (an encrypted one without the key too).
     if (listener != null) {
-      decode(b, r, n, s, ts, at, false);
       listener.frame(at, n, off, "plain", s, 1, -1);
+      return true; // a walk (VectorCheck): frames only, no message decoded
     }
     if (s < seqLo || ts < timeLo || ts >= timeHi) {
       // Outside the range: not decoded (its frame's CRC was checked), as the Rust reader does.
