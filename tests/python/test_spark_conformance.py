@@ -27,7 +27,7 @@ import litemq  # noqa: E402
 import litemq.spark  # noqa: E402
 from spark_session import SPARK_MARKS, local_session  # noqa: E402
 
-pytestmark = SPARK_MARKS
+pytestmark = [*SPARK_MARKS, pytest.mark.jvm]
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 QUEUES = sorted(
