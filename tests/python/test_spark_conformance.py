@@ -199,8 +199,44 @@ def test_jvm_reader_maps_large_files_in_windows(tmp_path: Path) -> None:
             f"winq {m.seq} {m.timestamp} {bytes(m.payload).hex()}"
             for m in q.tailer(start=q.first_seq)
         ]
-    assert len(want) == 3000
+    assert len(want) == 14 + 14 + 100
     for window in ("8192", str(1 << 30)):
         out = java("io.litemq.spark.Dump", str(path), props=(f"-Dlitemq.mapWindow={window}",))
         assert out.returncode == 0, out.stderr[-3000:]
         assert out.stdout.splitlines() == want
+
+
+def test_topic_option_is_read_in_the_jvm_and_skips_files_without_the_topic(
+    spark: Any, tmp_path: Path
+) -> None:
+    """``.option("topic", t)`` is served by the JVM reader: the same rows as a Rust topic
+    tailer, and only the files that may hold the topic become tasks (a sealed file whose
+    topic index lists no ``t``, or without topics at all, is skipped when planning)."""
+    path = tmp_path / "q"
+    with litemq.Queue(str(path), file_size=1 << 20, roll={"count": 100}) as q:
+        app = q.appender()
+        for i in range(600):  # six sealed files of 100: "orders" only in the 2nd and 5th
+            f = i // 100
+            if f in (1, 4) and i % 7 == 0:
+                app.append(b"o%d" % i, topic="orders", tags=["paid"])
+            elif f in (2, 4):
+                app.append(b"a%d" % i, topic="audit")
+            else:
+                app.append(b"p%d" % i)
+        app.append(b"tail", topic="orders")  # in the 7th, the active file
+        app.flush()
+    with litemq.Queue(str(path), read_only=True) as q:
+        want = [(m.seq, m.payload) for m in q.tailer(topic="orders")]
+    assert len(want) == 14 + 14 + 1
+    df = spark.read.format("litemq").option("topic", "orders").load(str(path))
+    assert "litemq (JVM reader)" in df._jdf.queryExecution().executedPlan().toString()
+    assert sorted((r["seq"], bytes(r["payload"])) for r in df.collect()) == want
+    # Files 2 and 5 (their topic indexes list "orders") and the active 7th: files 1, 4 and 6
+    # (no topic record: the footer says so) and 3 (its topic index lists only "audit") are
+    # never opened by a task.
+    assert df.rdd.getNumPartitions() == 3
+    none = spark.read.format("litemq").option("topic", "nobody").load(str(path))
+    assert none.count() == 0
+    assert none.rdd.getNumPartitions() == 1  # only the active file may hold it
+    with pytest.raises(Exception, match="option topic"):
+        spark.read.format("litemq").option("topic", "x" * 256).load(str(path)).collect()

@@ -36,6 +36,8 @@ public final class DataFile implements AutoCloseable {
   /** Offset of the end-of-file marker from a valid footer, or -1 (active file, version 3). */
   long framesEnd = -1;
   long framesCrc, endSeq, firstTs, lastTs;
+  /** The footer's {@code content_flags} (bit 0: some record carries a topic), or 0. */
+  long contentFlags;
 
   private MappedByteBuffer win;
   private long winStart, winLen;
@@ -126,6 +128,7 @@ public final class DataFile implements AutoCloseable {
     endSeq = f.getLong(48);
     firstTs = f.getLong(56);
     lastTs = f.getLong(64);
+    contentFlags = f.getLong(72);
   }
 
   boolean sealed() {

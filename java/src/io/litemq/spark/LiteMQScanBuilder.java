@@ -73,7 +73,7 @@ final class LiteMQScanBuilder
   static String notForJvm(CaseInsensitiveStringMap options) {
     String r = options.get("reader");
     if (r != null && r.equalsIgnoreCase("python")) return "option reader=python";
-    for (String o : new String[] {"key", "where", "topic"})
+    for (String o : new String[] {"key", "where"})
       if (options.containsKey(o)) return "option " + o;
     try {
       for (Planner.Ref ref : Planner.discover(paths(options)))
@@ -123,6 +123,13 @@ final class LiteMQScanBuilder
     t = options.get("endTime");
     if (t != null && !t.isEmpty()) timeHi = parseTime(t, "endTime");
     if (seqHi < seqLo) throw new LiteMQException("endSeq=" + seqHi + " is before startSeq=" + seqLo);
+    String topic = options.get("topic");
+    if (topic != null) {
+      int n = topic.getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
+      if (n < 1 || n > 255)
+        throw new LiteMQException("option topic='" + topic + "' must be a topic name (1 to 255 bytes of UTF-8)");
+      topics = new java.util.HashSet<>(java.util.List.of(topic));
+    }
   }
 
   /** Whether every column of the table schema is one this reader produces, as Python would. */

@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -190,6 +191,49 @@ final class Planner {
     return out;
   }
 
+  static final long CONTENT_TOPICS = 1;
+
+  /**
+   * Whether a data file certainly holds no message of these topics, so a topic read skips it
+   * (docs/FORMAT.md, "Topic index files"): a file of version 3 to 5 (its records cannot carry
+   * topics), a sealed file whose footer lacks {@code CONTENT_TOPICS}, or a sealed file whose
+   * topic index checks out and lists none of them. Anything else is read, and the scanner keeps
+   * only the topics' frames: the index can make a read shorter, never return other rows.
+   */
+  static boolean holdsNoneOf(DataFile f, String dataPath, String[] topics) {
+    if (f.version < 6) return true;
+    if (!f.sealed()) return false;
+    if ((f.contentFlags & CONTENT_TOPICS) == 0) return true;
+    String idx = dataPath.substring(0, dataPath.length() - ".data".length()) + ".topics";
+    try (FileChannel ch = FileChannel.open(Path.of(idx), StandardOpenOption.READ)) {
+      ByteBuffer h = ByteBuffer.allocate(64).order(ByteOrder.LITTLE_ENDIAN);
+      if (ch.read(h, 0) < 64) return false;
+      if (h.getLong(0) != 0x0058504F54514D4CL || h.getInt(8) != 1) return false;
+      if (h.getLong(16) != f.fileNumber || h.getLong(24) != f.firstSeq || h.getLong(32) != f.endSeq
+          || h.getLong(40) != f.framesCrc) return false;
+      int groups = h.getInt(12), dirLen = h.getInt(48);
+      if (groups < 0 || dirLen < 0 || 64L + dirLen > ch.size()) return false;
+      ByteBuffer d = ByteBuffer.allocate(dirLen).order(ByteOrder.LITTLE_ENDIAN);
+      while (d.hasRemaining() && ch.read(d, 64 + d.position()) > 0) {}
+      if (d.hasRemaining()) return false;
+      if (~Crc64.update(Crc64.update(~0L, h, 0, 56), d, 0, dirLen) != h.getLong(56)) return false;
+      Set<String> wanted = new HashSet<>(Arrays.asList(topics));
+      int at = 0;
+      for (int g = 0; g < groups; g++) {
+        if (at + 1 > dirLen) return false;
+        int len = d.get(at) & 0xFF;
+        if (at + 1 + len + 2 + 24 > dirLen) return false;
+        byte[] name = new byte[len];
+        d.get(at + 1, name);
+        if (wanted.contains(new String(name, StandardCharsets.UTF_8))) return false;
+        at += 1 + len + 2 + 24;
+      }
+      return at == dirLen;
+    } catch (IOException e) {
+      return false; // no index, or unreadable: an index is a hint; the file is read
+    }
+  }
+
   static List<LiteMQPartition> plan(List<Ref> refs, long seqLo, long seqHi, long timeLo,
       long timeHi, long rowsPerPartition, Set<String> queues, String[] topics, String keyFile) throws IOException {
     List<LiteMQPartition> parts = new ArrayList<>();
@@ -223,6 +267,7 @@ final class Planner {
           }
           long lo = Math.max(first, seqLo), hi = Math.min(end, seqHi);
           if (lo >= hi) continue;
+          if (topics != null && holdsNoneOf(f, path, topics)) continue;
           if (f.sealed() && f.endSeq > f.firstSeq && (f.lastTs < timeLo || f.firstTs >= timeHi)) continue;
           if (entries == null)
             entries = (lo > first || hi - lo > rowsPerPartition) ? sparseEntries(f, path) : List.of();
