@@ -240,3 +240,78 @@ def test_topic_option_is_read_in_the_jvm_and_skips_files_without_the_topic(
     assert none.rdd.getNumPartitions() == 1  # only the active file may hold it
     with pytest.raises(Exception, match="option topic"):
         spark.read.format("litemq").option("topic", "x" * 256).load(str(path)).collect()
+
+
+def archive_of(tmp_path: Path, n: int = 2500) -> tuple[Path, Path]:
+    """A queue of several 64 KiB files with keys and topics, and its archive on a path."""
+    q = tmp_path / "q"
+    with litemq.Queue(str(q), file_size=64 * 1024) as queue:
+        app = queue.appender()
+        for i in range(n):
+            app.append(b"m%d " % i * 3, key=f"k{i % 7}", topic="t" if i % 4 == 0 else None)
+        app.flush()
+    dest = tmp_path / "archive"
+    litemq.archive_queue(q, dest)
+    return q, dest
+
+
+def test_archives_on_a_path_are_read_in_the_jvm(spark: Any, tmp_path: Path) -> None:
+    """An archive on a local or mounted path reads in the JVM (its data files are sealed data
+    files), with the same rows and partitions as the Python source, options included."""
+    q, dest = archive_of(tmp_path)
+    end = litemq.open_archive(dest).end_seq
+    want = sorted(r for r in rust_rows(q, None) if r[0] < end)
+    assert len(want) == end > 1000  # the archive holds every file but the last
+    assert "litemq (JVM reader)" in plan_text(spark, dest)
+    assert spark_rows(spark, dest, "jvm", None) == want
+    assert spark_rows(spark, dest, "python", None) == want
+    for opts in ({"rowsPerPartition": "300"}, {"startSeq": "100", "endSeq": "1700"}, {"topic": "t"}):
+        jvm = spark.read.format("litemq").options(**opts).load(str(dest))
+        py = spark.read.format("litemq").options(reader="python", **opts).load(str(dest))
+        assert sorted(norm(*r) for r in jvm.selectExpr(*COLUMNS.split(", ")).collect()) == sorted(
+            norm(*r) for r in py.selectExpr(*COLUMNS.split(", ")).collect()
+        )
+        assert jvm.rdd.getNumPartitions() == py.rdd.getNumPartitions()
+
+
+def test_an_archive_whose_manifest_lies_fails_as_in_python(spark: Any, tmp_path: Path) -> None:
+    """A manifest the JVM reader does not accept whole goes to the Python source, which raises
+    ArchiveError naming it; a data file that is not the one listed fails the JVM read naming
+    the file. Never rows."""
+    _, dest = archive_of(tmp_path, 5000)
+    manifest = dest / "_litemq_archive.json"
+    good = json.loads(manifest.read_text())
+    data = [f for f in good["files"] if f["kind"] == "data"]
+    assert len(data) >= 2
+
+    def broken(change: Any) -> None:
+        m = json.loads(json.dumps(good))
+        change(m)
+        manifest.write_text(json.dumps(m))
+        with pytest.raises(Exception, match="ArchiveError"):
+            spark.read.format("litemq").load(str(dest)).collect()
+
+    def overlap(m: dict) -> None:
+        d = [f for f in m["files"] if f["kind"] == "data"]
+        d[1]["first_seq"] = d[0]["end_seq"] - 1
+
+    def gap(m: dict) -> None:
+        m["files"] = [f for f in m["files"] if f["path"] != data[1]["path"]]
+        m["gaps"] = []
+
+    def as_bool(m: dict) -> None:
+        next(f for f in m["files"] if f["kind"] == "data")["size"] = True
+
+    def escape(m: dict) -> None:
+        m["files"][0]["path"] = "../" + m["files"][0]["path"]
+
+    for change in (overlap, gap, as_bool, escape):
+        broken(change)
+    manifest.write_text(json.dumps(good))
+    # Two data files swapped on disk: each is a valid data file, not the listed one.
+    a, b = dest / data[0]["path"], dest / data[1]["path"]
+    ab, bb = a.read_bytes(), b.read_bytes()
+    a.write_bytes(bb)
+    b.write_bytes(ab)
+    with pytest.raises(Exception, match="not the file the archive manifest lists"):
+        spark.read.format("litemq").load(str(dest)).collect()

@@ -57,6 +57,14 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch>, Scanner.Si
   public boolean next() throws IOException {
     if (scanner == null) {
       DataFile f = DataFile.open(part.file);
+      if (part.listed != null) {
+        try {
+          Archive.check(f, part.listed);
+        } catch (RuntimeException e) {
+          f.close();
+          throw e;
+        }
+      }
       scanner = new Scanner(f, part.startOffset, part.startSeq, part.seqLo, part.seqHi,
           part.timeLo, part.timeHi, part.wholeFile);
       if (part.keyFile != null)

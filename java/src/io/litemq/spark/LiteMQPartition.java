@@ -13,6 +13,8 @@ public final class LiteMQPartition implements InputPartition {
   final String[] topics;
   /** An encrypted queue: the key file (read where the task runs), queue id and key check. */
   String keyFile, queueIdHex, keyCheckHex;
+  /** A file of an archive: its manifest entry, checked again where the task runs. */
+  Archive.Entry listed;
 
   LiteMQPartition(String queue, String file, long startOffset, long startSeq, long seqLo,
       long seqHi, long timeLo, long timeHi, boolean wholeFile, String[] topics) {

@@ -29,8 +29,15 @@ final class Planner {
   private static final Pattern YEAR = Pattern.compile("\\d{4}");
   private static final Pattern DATA = Pattern.compile("(\\d{8})-(\\d+)\\.data");
 
-  /** A queue found: its {@code queue} column value and its directory. */
-  record Ref(String name, String path) {}
+  /**
+   * A queue found: its {@code queue} column value and its directory; for an archive on a path,
+   * its data files as the manifest lists them (null for a queue).
+   */
+  record Ref(String name, String path, List<Archive.Entry> archived) {
+    Ref(String name, String path) {
+      this(name, path, null);
+    }
+  }
 
   /** An encrypted queue's {queue_id, key_check} (metadata.json "encryption"), or null. */
   static String[] encryption(Ref r) {
@@ -91,7 +98,10 @@ final class Planner {
     for (String raw : paths) {
       if (raw.contains("://")) throw new NotForJvm("archive URI " + raw);
       File p = new File(raw).getAbsoluteFile().toPath().normalize().toFile();
-      if (new File(p, ARCHIVE_MANIFEST).isFile()) throw new NotForJvm("archive " + p);
+      if (new File(p, ARCHIVE_MANIFEST).isFile()) {
+        found.add(new Ref(p.getName(), p.getPath(), Archive.read(p)));
+        continue;
+      }
       if (!p.exists()) throw new LiteMQException("path does not exist: " + p);
       if (isQueue(p)) {
         found.add(new Ref(p.getName(), p.getPath()));
@@ -112,7 +122,7 @@ final class Planner {
     for (Ref r : found) dup |= !names.add(r.name());
     if (dup) {
       List<Ref> abs = new ArrayList<>();
-      for (Ref r : found) abs.add(new Ref(r.path(), r.path()));
+      for (Ref r : found) abs.add(new Ref(r.path(), r.path(), r.archived()));
       found = abs;
     }
     found.sort(Comparator.comparing(Ref::name).thenComparing(Ref::path));
@@ -192,6 +202,8 @@ final class Planner {
   }
 
   static final long CONTENT_TOPICS = 1;
+  /** The Python source's INDEX_ALIGN: partitions of more rows are cut at multiples of it. */
+  static final long INDEX_ALIGN = 1024;
 
   /**
    * Whether a data file certainly holds no message of these topics, so a topic read skips it
@@ -247,12 +259,16 @@ final class Planner {
         Crypto.forQueue(r.path(), enc[0], enc[1], keyFile); // a wrong key fails here, on the driver
       }
       int firstPart = parts.size();
-      List<File> files = dataFiles(r.path());
+      List<File> files = new ArrayList<>();
+      if (r.archived() == null) files = dataFiles(r.path());
+      else for (Archive.Entry e : r.archived()) files.add(new File(e.file()));
       for (int i = 0; i < files.size(); i++) {
         String path = files.get(i).getPath();
+        Archive.Entry listed = r.archived() == null ? null : r.archived().get(i);
         try (DataFile f = DataFile.open(path)) {
+          if (listed != null) Archive.check(f, listed);
           long first = f.firstSeq;
-          long end = f.sealed() ? f.endSeq : Long.MAX_VALUE;
+          long end = f.sealed() ? f.endSeq : listed != null ? listed.endSeq() : Long.MAX_VALUE;
           if (i + 1 < files.size() && end == Long.MAX_VALUE) {
             // A sealed file without a (valid) footer: bounded by the next file's first sequence.
             try (DataFile g = DataFile.open(files.get(i + 1).getPath())) {
@@ -271,24 +287,28 @@ final class Planner {
           if (f.sealed() && f.endSeq > f.firstSeq && (f.lastTs < timeLo || f.firstTs >= timeHi)) continue;
           if (entries == null)
             entries = (lo > first || hi - lo > rowsPerPartition) ? sparseEntries(f, path) : List.of();
-          // Cut points: lo, then the entries every rowsPerPartition messages, then hi.
+          // Cut points as the Python source's split_range: lo, then while more than
+          // rowsPerPartition are left, the next multiple of the step (rowsPerPartition, rounded
+          // down to a multiple of 1024 when larger). A task starts at the sparse-index entry at
+          // or before its first sequence and steps over the frames before it.
           List<long[]> starts = new ArrayList<>(); // {seq, offset, entrySeq}
           long[] at = startFor(entries, lo, first);
           starts.add(new long[] {lo, at[1], at[0]});
           if (hi != Long.MAX_VALUE) {
-            long next = lo + rowsPerPartition;
-            for (long[] e : entries) {
-              if (e[0] >= next && e[0] < hi) {
-                starts.add(new long[] {e[0], e[1], e[0]});
-                next = e[0] + rowsPerPartition;
-              }
+            long step = rowsPerPartition >= INDEX_ALIGN ? rowsPerPartition - rowsPerPartition % INDEX_ALIGN : rowsPerPartition;
+            for (long c = lo; hi - c > rowsPerPartition; ) {
+              c = (c / step + 1) * step;
+              at = startFor(entries, c, first);
+              starts.add(new long[] {c, at[1], at[0]});
             }
           }
           for (int k = 0; k < starts.size(); k++) {
             long[] s = starts.get(k);
             long e = k + 1 < starts.size() ? starts.get(k + 1)[0] : hi;
             boolean whole = starts.size() == 1 && s[1] == DataFile.HEADER_LEN;
-            parts.add(new LiteMQPartition(r.name(), path, s[1], s[2], s[0], e, timeLo, timeHi, whole, topics));
+            LiteMQPartition p = new LiteMQPartition(r.name(), path, s[1], s[2], s[0], e, timeLo, timeHi, whole, topics);
+            p.listed = listed;
+            parts.add(p);
           }
         }
       }
