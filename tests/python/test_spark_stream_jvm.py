@@ -32,6 +32,7 @@ pytestmark = [*SPARK_MARKS, pytest.mark.jvm]
 
 FEATURES = litemq.spark.features()
 JVM = "litemq (JVM reader)"
+FIXTURES_V10 = Path(__file__).resolve().parent.parent / "fixtures" / "queue-v10"
 #: The smallest data file litemq allows: a few hundred messages roll files.
 FILE_SIZE = 64 << 10
 
@@ -266,3 +267,70 @@ def test_batch_only_options_are_refused_as_the_python_source_does(
         writer = start(spark, reader, src, tmp_path / f"ckpt-{reader}", Run(), startSeq=2)
         msg = failure(writer.trigger(availableNow=True))
         assert "option startSeq applies to batch reads only" in msg, msg
+
+
+def test_every_fixture_queue_streams_to_the_rust_readers_rows(spark: Any, tmp_path: Path) -> None:
+    """The committed fixture queues (versions 3 to 10, every record kind) through the JVM
+    stream, one AvailableNow query over all the plain ones and one over an encrypted one with
+    its key: the Rust tailer's rows."""
+    from test_spark_conformance import COLUMNS, QUEUES, key_file_for, norm, rust_rows
+
+    def streamed(paths: list[Path], ckpt: Path, **options: Any) -> list[tuple]:
+        got: list[tuple] = []
+
+        def each(df: Any, batch_id: int) -> None:
+            cols = ["queue", *COLUMNS.split(", ")]
+            got.extend((r[0], norm(*r[1:])) for r in df.selectExpr(*cols).collect())
+
+        r = spark.readStream.format("litemq").option("paths", json.dumps([str(p) for p in paths]))
+        for k, v in options.items():
+            r = r.option(k, v)
+        q = (
+            r.load()
+            .writeStream.foreachBatch(each)
+            .option("checkpointLocation", str(ckpt))
+            .trigger(availableNow=True)
+            .start()
+        )
+        assert q.awaitTermination(300)
+        assert q.exception() is None, q.exception()
+        assert all(JVM in s["description"] for p in q.recentProgress for s in p["sources"])
+        return sorted(got)
+
+    plain = [p for p in QUEUES if key_file_for(p, tmp_path) is None]
+    want = sorted((str(p.resolve()), row) for p in plain for row in rust_rows(p, None))
+    assert streamed(plain, tmp_path / "ckpt-plain", maxRecordsPerTrigger=500) == want
+    # The stream ends at each queue's next sequence as the Rust engine counts it (an active
+    # file's published tail, past batch frames the sparse index points into).
+    ends = {}
+    for p in plain:
+        with litemq.Queue(str(p), read_only=True) as q:
+            ends[str(p.resolve())] = q.next_seq
+    assert json.loads(offsets_log(tmp_path / "ckpt-plain")[-1]) == ends
+    encrypted = FIXTURES_V10 / "encrypted"
+    key = key_file_for(encrypted, tmp_path)
+    assert key is not None
+    want = sorted(("encrypted", row) for row in rust_rows(encrypted, key))
+    got = streamed([encrypted], tmp_path / "ckpt-enc", encryptionKeyFile=str(key))
+    assert got == want
+
+
+@pytest.mark.parametrize("reader", ["jvm", "python"])
+def test_a_batch_frame_at_the_start_of_the_active_file(
+    spark: Any, tmp_path: Path, reader: str
+) -> None:
+    """Messages compressed together in one frame at the start of the file being written, with
+    sparse-index entries pointing into it: micro-batches start inside the frame, and the
+    stream's end is the queue's next sequence (200), not an entry's sequence plus the count."""
+    src, ckpt = tmp_path / "in", tmp_path / "ckpt"
+    with litemq.Queue(
+        str(src / "a"), file_size=FILE_SIZE, index_interval=4, compression="zstd"
+    ) as q:
+        app = q.appender()
+        app.append_batch([f"m-{i}".encode() * 5 for i in range(200)], compress_together=True)
+        app.flush()
+    one = available_now(spark, reader, src, ckpt, maxRecordsPerTrigger=50)
+    assert one.rows() == [("a", i) for i in range(200)]
+    assert offsets_log(ckpt)[-1] == '{"a": 200}'
+    append(src / "a", 200, 10)
+    assert available_now(spark, reader, src, ckpt).rows() == [("a", i) for i in range(200, 210)]
