@@ -334,3 +334,55 @@ def test_a_batch_frame_at_the_start_of_the_active_file(
     assert offsets_log(ckpt)[-1] == '{"a": 200}'
     append(src / "a", 200, 10)
     assert available_now(spark, reader, src, ckpt).rows() == [("a", i) for i in range(200, 210)]
+
+
+def test_a_sealed_file_over_2_gib_with_a_sparse_middle(spark: Any, tmp_path: Path) -> None:
+    """A real data file of 2.2 GiB, sealed, whose middle key compaction turned into holes (so
+    it keeps about a MiB of disk once compacted; 2.2 GiB are written first): the JVM reader
+    maps it in moving 1 GiB windows, in a batch read and in a stream, and reads the Rust
+    tailer's rows, the last message past 2 GiB."""
+    path = tmp_path / "big"
+    mib = 1 << 20
+    with litemq.Queue(str(path), file_size=3 << 30) as q:
+        app = q.appender()
+        for i in range(100):
+            app.append(f"head-{i}".encode())
+        big = os.urandom(mib - 8)
+        for i in range(2200):  # every one but the last superseded by the next: holes
+            app.append(big + i.to_bytes(8, "little"), key="same")
+        for i in range(100):
+            app.append(f"tail-{i}".encode())
+        app.flush()
+        app.roll()
+        app.flush()
+    with litemq.Queue(str(path)) as q:
+        assert q.compact(grace=0).records_dropped == 2199
+    data = sorted(path.glob("[0-9][0-9][0-9][0-9]/*/*/*.data"))[0]
+    st = data.stat()
+    assert st.st_size > (2 << 30) + (100 << 20), st.st_size
+    assert st.st_blocks * 512 < 64 << 20, "the compacted middle is sparse"
+    with litemq.Queue(str(path), read_only=True) as q:
+        want = [(m.seq, len(m.payload), bytes(m.payload[-8:])) for m in q.tailer(start=0)]
+    assert len(want) == 201
+    assert want[100] == (2299, mib, (2199).to_bytes(8, "little"))
+    cols = ["seq", "length(payload) AS n", "substring(payload, -8, 8) AS t"]
+    df = spark.read.format("litemq").load(str(path))
+    assert JVM in df._jdf.queryExecution().executedPlan().toString()
+    assert sorted((r.seq, r.n, bytes(r.t)) for r in df.selectExpr(*cols).collect()) == want
+    got: list[tuple] = []
+
+    def each(d: Any, batch_id: int) -> None:
+        got.extend((r.seq, r.n, bytes(r.t)) for r in d.selectExpr(*cols).collect())
+
+    q = (
+        spark.readStream.format("litemq")
+        .load(str(path))
+        .writeStream.foreachBatch(each)
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert q.awaitTermination(600)
+    assert q.exception() is None, q.exception()
+    assert sorted(got) == want
+    assert offsets_log(tmp_path / "ckpt")[-1] == '{"big": 2400}'
