@@ -33,6 +33,15 @@ The queue is written in sealed 64 MiB files (so the JVM reader checks each file'
 query, and each reader's ratio against Parquet in the same run. Default 200,000 messages;
 ``LITEMQ_BENCH_N=2000000`` (or ``--n``) for the issue's 2 M x 100 B.
 
+    python benches/spark_bench.py --stream --n 2000000   # streaming in the JVM (issue 32)
+
+``--stream`` (issue 32) times ``Trigger.AvailableNow`` queries over the queue (one micro-batch,
+foreachBatch computing Qa's aggregate; from ``start()`` to the query's end, a fresh checkpoint
+each run) through the JVM stream and through the Python streaming source, with the schema
+``seq bigint, payload binary`` (a stream reads the columns of its schema: Spark prunes no
+columns of a streaming scan) and with every column, beside the batch reads of the same rows
+(Parquet, the JVM reader), interleaved in one session with the jar. Default 200,000 messages.
+
 ``--cluster`` (issue 21) instead reads the queue, and an archive of it (``litemq archive``
 to a local directory, read through pyarrow.fs), on a Spark standalone cluster on this
 machine with 1 worker and then 2 (one core and 512 MiB each; ``tests/python/
@@ -497,6 +506,131 @@ def jvm_bench(args: argparse.Namespace) -> None:
             )
 
 
+#: The --stream aggregate, run on every micro-batch (foreachBatch) and on the batch reads.
+STREAM_AGG = ["count(*) AS n", "sum(length(payload)) AS b", "sum(seq) AS s"]
+
+
+def stream_bench(args: argparse.Namespace) -> None:
+    """``Trigger.AvailableNow`` over the whole queue through the JVM stream and the Python
+    streaming source (one micro-batch each: no maxRecordsPerTrigger), against the batch reads
+    of the same rows (Parquet, the JVM reader), Qa's aggregate everywhere."""
+    import statistics
+
+    import pyspark
+    from pyspark.sql import SparkSession
+
+    import litemq.spark
+
+    n = args.n
+    work = args.dir or tempfile.mkdtemp(prefix="litemq-stream-bench-")
+    qpath, ppath = os.path.join(work, "queue"), os.path.join(work, "rows.parquet")
+    want = n * PAYLOAD
+    try:
+        build_sealed(qpath, ppath, n)
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        spark = (
+            SparkSession.builder.master("local[2]")
+            .appName("litemq-stream-bench")
+            .config("spark.jars", litemq.spark.jar_path())
+            .config("spark.ui.enabled", "false")
+            .config("spark.sql.shuffle.partitions", "2")
+            .config("spark.driver.memory", "2g")
+            .config("spark.ui.showConsoleProgress", "false")
+            .getOrCreate()
+        )
+        spark.sparkContext.setLogLevel("ERROR")
+        litemq.spark.register(spark)
+
+        def stream(reader: str, schema: str | None) -> Any:
+            def run() -> None:
+                ckpt = tempfile.mkdtemp(prefix="ckpt-", dir=work)
+                got: list[tuple[int, int]] = []
+
+                def each(df: Any, batch_id: int) -> None:
+                    row = df.selectExpr(*STREAM_AGG).collect()[0]
+                    got.append((row.n, row.b or 0))
+
+                rs = spark.readStream.format("litemq").option("reader", reader)
+                if schema:
+                    rs = rs.schema(schema)
+                q = (
+                    rs.load(qpath)
+                    .writeStream.foreachBatch(each)
+                    .option("checkpointLocation", ckpt)
+                    .trigger(availableNow=True)
+                    .start()
+                )
+                q.awaitTermination()
+                assert q.exception() is None, q.exception()
+                described = q.recentProgress[-1]["sources"][0]["description"]
+                assert ("JVM reader" in described) == (reader == "jvm"), described
+                assert sum(g[0] for g in got) == n, got
+                assert sum(g[1] for g in got) == want, got
+                shutil.rmtree(ckpt)
+
+            return run
+
+        def batch(make: Any) -> Any:
+            def run() -> None:
+                row = make().select("seq", "payload").selectExpr(*STREAM_AGG).collect()[0]
+                assert row.n == n, row
+                assert row.b == want, row
+
+            return run
+
+        narrow = "seq bigint, payload binary"
+        cases = {
+            "stream JVM, seq+payload": stream("jvm", narrow),
+            "stream Python, seq+payload": stream("python", narrow),
+            "stream JVM, all columns": stream("jvm", None),
+            "stream Python, all columns": stream("python", None),
+            "batch JVM, Qa": batch(lambda: spark.read.format("litemq").load(qpath)),
+            "batch Parquet, Qa": batch(lambda: spark.read.parquet(ppath)),
+        }
+
+        def timed(run: Any) -> tuple[float, float | None]:
+            c0 = tree_cpu_seconds()
+            t0 = time.perf_counter()
+            run()
+            dt = time.perf_counter() - t0
+            c1 = tree_cpu_seconds()
+            return dt, (None if c0 is None or c1 is None else c1 - c0)
+
+        for _ in range(args.warmup):
+            for run in cases.values():
+                timed(run)
+        times: dict[str, list[float]] = {k: [] for k in cases}
+        cpus: dict[str, list[float]] = {k: [] for k in cases}
+        for _ in range(args.repeats):
+            for k, run in cases.items():
+                dt, cpu = timed(run)
+                times[k].append(dt)
+                if cpu is not None:
+                    cpus[k].append(cpu)
+        spark.stop()
+    finally:
+        if not args.dir:
+            shutil.rmtree(work, ignore_errors=True)
+
+    print(
+        f"\n{n:,} messages of {PAYLOAD} bytes in sealed 64 MiB files; PySpark "
+        f"{pyspark.__version__}, local[2] on {os.cpu_count()} cores; streams are "
+        f"Trigger.AvailableNow queries from start() to their end, a fresh checkpoint each, "
+        f"foreachBatch running {', '.join(STREAM_AGG)}; cases interleaved, {args.warmup} "
+        f"warm-up round(s), medians of {args.repeats}\n"
+    )
+    base = "batch Parquet, Qa"
+    pq_t = statistics.median(times[base])
+    pq_c = statistics.median(cpus[base]) if cpus[base] else None
+    print(f"{'read':<28} {'rows/s':>13} {'CPU s':>7}  vs batch Parquet (rows/s, CPU)")
+    for k in cases:
+        t = statistics.median(times[k])
+        c = statistics.median(cpus[k]) if cpus[k] else None
+        ratio = f"{pq_t / t:.2f}x" + (f", {pq_c / c:.2f}x" if c and pq_c else "")
+        cpu_s = f"{c:7.2f}" if c is not None else "    n/a"
+        print(f"{k:<28} {n / t:>13,.0f} {cpu_s}  {ratio}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--n", type=int, default=10_000_000, help="messages (default 10 million)")
@@ -513,7 +647,17 @@ def main() -> None:
     ap.add_argument(
         "--jvm", action="store_true", help="the JVM reader against the Python source and Parquet"
     )
+    ap.add_argument(
+        "--stream",
+        action="store_true",
+        help="AvailableNow streams: the JVM stream against the Python one and batch reads",
+    )
     args = ap.parse_args()
+    if args.stream:
+        if "--n" not in sys.argv:
+            args.n = int(os.environ.get("LITEMQ_BENCH_N", "200000"))
+        stream_bench(args)
+        return
     if args.jvm:
         if "--n" not in sys.argv:
             args.n = int(os.environ.get("LITEMQ_BENCH_N", "200000"))

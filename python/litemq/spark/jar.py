@@ -1,10 +1,11 @@
 """Where the JVM reader's jar is: ``.config("spark.jars", litemq.spark.jar_path())``.
 
 The jar (``java/`` in the repository, built by ``make jar``) is package data of the wheel.
-With it on Spark's classpath, ``spark.read.format("litemq")`` reads local queues and datasets
-in the JVM (columnar, no Python worker per task) and hands everything else (writes,
-streaming reads, archives, encrypted queues, the ``key``/``where``/``topic`` options) to the
-Python source of the same name. See docs/SPARK.md, "The JVM reader".
+With it on Spark's classpath, ``spark.read.format("litemq")`` and
+``spark.readStream.format("litemq")`` read local queues and datasets in the JVM (columnar, no
+Python worker per task; a stream keeps the Python source's offsets and checkpoints) and hand
+everything else (writes, archives, encrypted queues read without a key, the
+``key``/``where``/``topic`` options) to the Python source of the same name. See docs/SPARK.md, "The JVM reader".
 """
 
 from __future__ import annotations

@@ -13,8 +13,9 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * {@code format("litemq")} in the JVM. A JVM source takes the short name ahead of the Python
  * source of the same name, so this provider keeps the Python source for everything it does not
  * read itself: the schema and option checks (so both readers give the same schema and the same
- * errors), writes, streaming reads, and batch reads of archives, encrypted queues and the
- * key, where and topic options. Batch reads of local queues and datasets run here.
+ * errors), writes, and reads of archives, encrypted queues without a key and the key, where
+ * and topic options (and, for streams, the batch-only options it refuses). Batch and streaming
+ * reads of local queues and datasets run here ({@link LiteMQStream} for streams).
  */
 public final class LiteMQProvider implements TableProvider, DataSourceRegister {
   static final String NAME = "litemq";

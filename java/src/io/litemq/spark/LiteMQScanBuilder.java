@@ -326,7 +326,7 @@ final class LiteMQScanBuilder
     return new LiteMQScan(this);
   }
 
-  /** The scan: a batch read in the JVM; a streaming read is the Python source's. */
+  /** The scan: a batch read, or a streaming read, in the JVM. */
   static final class LiteMQScan implements Scan, Batch {
     private final LiteMQScanBuilder b;
     private final StructType schema;
@@ -358,9 +358,15 @@ final class LiteMQScanBuilder
       return this;
     }
 
+    /**
+     * A streaming read in the JVM ({@link LiteMQStream}), unless it names an option the Python
+     * streaming source serves (and refuses: the batch-only ones, with its error).
+     */
     @Override
     public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
-      return b.pyTable.newScanBuilder(b.options).build().toMicroBatchStream(checkpointLocation);
+      if (LiteMQStream.forPython(b.options))
+        return b.pyTable.newScanBuilder(b.options).build().toMicroBatchStream(checkpointLocation);
+      return new LiteMQStream(b.tableSchema, b.options);
     }
 
     @Override

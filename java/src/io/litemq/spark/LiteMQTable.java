@@ -13,7 +13,7 @@ import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
-/** The table: batch reads in the JVM where it can, the Python source's table otherwise. */
+/** The table: batch and streaming reads in the JVM where it can, the Python source's table otherwise. */
 final class LiteMQTable implements SupportsRead, SupportsWrite {
   private final StructType schema;
   private final PythonDataSourceV2 pySource;

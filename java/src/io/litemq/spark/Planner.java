@@ -337,7 +337,7 @@ final class Planner {
         break;
       }
     }
-    boolean exact = off == DataFile.HEADER_LEN;
+    boolean exact = off == DataFile.HEADER_LEN && seq == f.firstSeq; // not an entry into a batch
     while (off + 4 <= f.length) {
       ByteBuffer b = f.window(off, 4);
       long len = b.getInt((int) (off - f.base())) & 0xFFFFFFFFL;

@@ -76,7 +76,9 @@ final class Scanner implements AutoCloseable {
     this.seqHi = seqHi;
     this.timeLo = timeLo;
     this.timeHi = timeHi;
-    this.exactStart = startOffset == DataFile.HEADER_LEN;
+    // A sparse entry may point at the file's first frame for a later sequence: a member of a
+    // batch frame there (the batch fixtures' entries do); only the file's first sequence is exact.
+    this.exactStart = startOffset == DataFile.HEADER_LEN && startSeq == file.firstSeq;
     if (!exactStart && !probe(startOffset)) {
       // A sparse-index entry is a hint (docs/FORMAT.md): one that does not land on a frame
       // passing its CRC (an entry into a hole's filler, damage) means a scan from the start.
