@@ -315,20 +315,7 @@ impl WritableMapping {
             }
         });
         match allocated {
-            Ok(n) => {
-                let map = Self::map(file, size as usize, path)?;
-                // Nothing to read ahead in a new file, and no readahead
-                // means the page cache backs the mapping with 4 KiB pages
-                // instead of large folios, which (1) made every msync write
-                // back the whole folio around the write position, up to 2.7
-                // times the bytes written (measured: 375 bytes dirtied per
-                // 128-byte frame against 165), and (2) came from free 2 MiB
-                // blocks this VM's host had taken back, zeroed at a tenth of
-                // memory speed (docs/PERFORMANCE.md, issue 34). A hint: a
-                // kernel that refuses it changes nothing else.
-                let _ = map.raw.advise(memmap2::Advice::Random);
-                Ok((map, n))
-            }
+            Ok(n) => Ok((Self::map(file, size as usize, path)?, n)),
             Err(e) => {
                 drop(file);
                 let _ = std::fs::remove_file(path);
