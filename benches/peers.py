@@ -6,6 +6,7 @@
     .venv/bin/python benches/peers.py --only litemq,lmdb --n 200000
     .venv/bin/python benches/peers.py --random-get  # only random get, litemq vs lmdb
     .venv/bin/python benches/peers.py --work-queue-only  # only get+ack, 1 and 4 workers
+    .venv/bin/python benches/peers.py --anchors-only  # only litemq batches vs raw writes
 
 Measures, one store after another and each in a fresh process, append and
 sequential-read throughput (also in a durable variant), peak memory and
@@ -48,7 +49,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from peers_lib import contention, latency, random_get, report, work_queue  # noqa: E402
+from peers_lib import anchors, contention, latency, random_get, report, work_queue  # noqa: E402
 from peers_lib.phases import current_rss  # noqa: E402
 from peers_lib.redis_server import RedisServer  # noqa: E402
 from peers_lib.stores import STORES, RedisStream, Store, Unavailable  # noqa: E402
@@ -155,6 +156,18 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "use less than --quiet-threshold of the cores (default 30; 0: never wait)",
     )
     p.add_argument("--quiet-threshold", type=float, default=0.15, help="default 0.15")
+    p.add_argument(
+        "--anchor-rounds",
+        type=int,
+        default=3,
+        help="interleaved rounds of the raw-write anchors (issue 34; default 3)",
+    )
+    p.add_argument("--no-anchors", action="store_true", help="skip the raw-write anchors")
+    p.add_argument(
+        "--anchors-only",
+        action="store_true",
+        help="run only the raw-write anchors beside litemq's batches (no stores, no docs)",
+    )
     work_queue.add_arguments(p)
     args = p.parse_args(argv)
     if args.quick:
@@ -384,6 +397,20 @@ def run_follow(args: argparse.Namespace, missing: str | None) -> dict[str, Any]:
     return result
 
 
+def run_anchors(args: argparse.Namespace, missing: str | None) -> dict[str, Any]:
+    """litemq's durable batches and batches until visible beside the raw writes they
+    replace (``peers_lib/anchors.py``)."""
+    if missing:
+        return {"error": missing}
+    progress(
+        f"  raw-write anchors: {args.n:,} messages, {args.anchor_rounds} interleaved rounds ..."
+    )
+    result = anchors.run(args.n, args.size, args.anchor_rounds, args.dir, progress)
+    for line in anchors.lines(result):
+        progress("  " + line)
+    return result
+
+
 def command_line() -> str:
     exe = Path(sys.executable)
     try:
@@ -445,6 +472,17 @@ def main(argv: list[str]) -> int:
         print("\n" + "\n".join(random_get.lines(result)))
         print(f"command: {results['command']}")
         return 0 if "median" in result else 1
+    if args.anchors_only:
+        try:
+            result = run_anchors(args, litemq_problem())
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        if "error" in result:
+            print(f"\nraw-write anchors not measured: {result['error']}")
+            return 1
+        print("\n" + "\n".join(anchors.lines(result)))
+        print(f"command: {results['command']}")
+        return 0
     if args.work_queue_only:
         try:
             wq = work_queue.run(scratch, args.wq_n, args.wq_peer_n, args.size, args.cap, progress)
@@ -458,6 +496,8 @@ def main(argv: list[str]) -> int:
             results.update({"runs": {}, "litemq_missing": litemq_problem()})
         else:
             results.update(run_all(args, stores))
+        if not args.no_anchors and not args.follow_only and any(s.is_litemq for s in stores):
+            results["anchors"] = run_anchors(args, results["litemq_missing"])
         if not args.no_latency and any(s.is_litemq for s in stores):
             lat = run_latency(args, results["litemq_missing"])
             sample = lat.pop("_sample", [])
@@ -504,6 +544,8 @@ def main(argv: list[str]) -> int:
         print("\nlitemq " + describe(look))
     if "random_get" in results:
         print("\n" + "\n".join(random_get.lines(results["random_get"])))
+    if "anchors" in results and "error" not in results["anchors"]:
+        print("\n" + "\n".join(anchors.lines(results["anchors"])))
     print("\nGoals (issue 8):")
     for line in report.goal_lines(results):
         print("  " + line)

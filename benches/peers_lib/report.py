@@ -14,7 +14,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from . import work_queue
+from . import anchors, work_queue
 from .stores import BY_KEY, STORES, Store
 
 MiB = 1024 * 1024
@@ -733,6 +733,8 @@ def performance_md(results: dict[str, Any], old: str | None, img_rel: str) -> st
     if missing:
         lines += ["Not measured:", ""] + [f"- {note}" for note in missing] + [""]
     lines += ["## Goals (issue 8)", "", "```text", *goal_lines(results), "```", ""]
+    if "anchors" in results:
+        lines += anchors.markdown_section(results["anchors"])
     look = lookups_table(results)
     if look:
         lines += ["## Lookups", "", look, ""]

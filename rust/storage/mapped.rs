@@ -470,29 +470,6 @@ impl Prefaulter {
     }
 }
 
-/// Asks the kernel to back `region`, the spare capacity of a large buffer
-/// the caller is about to fill (a column `read_arrow` builds), with huge
-/// pages as it is first written: one fault per 2 MiB instead of one per
-/// 4 KiB. `perf` on a whole-queue `read_arrow` (1,000,000 × 100 B) put
-/// about a quarter of the time in the kernel, faulting in the fresh columns
-/// page by page; with huge pages the read ran 1.4× (one active file) to
-/// 1.7× (sealed files) faster (docs/PERFORMANCE.md). A hint: where
-/// transparent huge pages are off (or the call fails) nothing changes.
-pub fn advise_huge_pages<T>(region: &mut [std::mem::MaybeUninit<T>]) {
-    const PAGE: usize = 4096;
-    let start = region.as_mut_ptr() as usize;
-    let end = start + std::mem::size_of_val(region);
-    let (from, to) = (start.next_multiple_of(PAGE), end & !(PAGE - 1));
-    if to <= from {
-        return;
-    }
-    // SAFETY: `from..to` lies inside `region`, memory the caller holds
-    // exclusively for the call; MADV_HUGEPAGE only changes how the kernel
-    // backs those pages (it neither frees them nor changes their contents),
-    // and madvise only reads its arguments.
-    let _ = unsafe { libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_HUGEPAGE) };
-}
-
 /// Allocates `size` bytes of disk for `file`: fallocate where the file system
 /// supports it, otherwise by writing zeros.
 pub fn preallocate(file: &File, size: u64) -> std::io::Result<()> {

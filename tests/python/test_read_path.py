@@ -373,7 +373,7 @@ def test_read_batch_payloads_must_be_a_keyword(queue: litemq.Queue) -> None:
 
 
 def test_large_read_arrow_columns_hold_every_row(qpath: Path) -> None:
-    # Columns past 4 MiB are backed by huge pages: 60,000 rows of 100 bytes
+    # Columns past 4 MiB (reserved up front for the whole read): 60,000 rows of 100 bytes
     # (6 MB of payload, 480 kB per int column) across sealed files and the
     # active one come back whole, in order.
     n = 60_000

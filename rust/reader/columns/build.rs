@@ -2,26 +2,18 @@
 
 use super::*;
 
-/// Columns reserved this large or larger are backed by huge pages.
-const HUGE_MIN: usize = 4 << 20;
-
-/// Backs `v`'s reserved capacity with huge pages when it is large (see
-/// [`crate::storage::mapped::advise_huge_pages`]).
-fn huge<T>(v: &mut Vec<T>) {
-    if v.capacity() * std::mem::size_of::<T>() >= HUGE_MIN {
-        crate::storage::mapped::advise_huge_pages(v.spare_capacity_mut());
-    }
-}
-
 /// Makes room for `additional` more elements in column `v`: memory a
 /// dropped result left on the shelf when there is some (see
-/// `reader::spare`), else new memory, with huge pages when it is large.
+/// `reader::spare`), else new memory. New memory gets the kernel's
+/// ordinary 4 KiB pages: columns are no longer advised to use transparent
+/// huge pages (`MADV_HUGEPAGE`), which made a fresh process's first large
+/// read either fast or 5 to 10 times slower, by where the kernel found the
+/// 2 MiB pages (docs/PERFORMANCE.md, "The first read_arrow, every time").
 pub(super) fn grow<T: crate::reader::spare::Element>(v: &mut Vec<T>, additional: usize) {
     if v.capacity() - v.len() >= additional || crate::reader::spare::take(v, additional) {
         return;
     }
     v.reserve(additional);
-    huge(v);
 }
 
 /// Most payload bytes reserved up front (from the first message's size).
@@ -77,7 +69,7 @@ pub(super) fn append_offsets(dst: &mut Vec<i32>, src: &[i32], base: i32) {
     }
 }
 
-/// Appends `src` to `dst`, backing a large column with huge pages.
+/// Appends `src` to `dst`.
 pub(super) fn append_vec<T: crate::reader::spare::Element>(dst: &mut Vec<T>, src: &[T]) {
     grow(dst, src.len());
     dst.extend_from_slice(src);
@@ -294,9 +286,8 @@ impl Columns {
     }
 
     /// Makes room for `rows` more rows like those read so far when the
-    /// fixed-size columns are full, backing large columns with huge pages (a
-    /// column grown by `push` one row at a time gets 4 KiB pages, each
-    /// faulted in on its own).
+    /// fixed-size columns are full (one reservation per run of frames
+    /// instead of a column doubled by `push` one row at a time).
     pub(super) fn reserve_more(&mut self, rows: usize) {
         if self.rows == 0 || self.seq.capacity() - self.seq.len() >= rows {
             return;
