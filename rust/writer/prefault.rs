@@ -138,7 +138,10 @@ fn run(shared: &Shared) {
             populated = pos & !(STEP - 1);
         }
         alloc.ahead(pos);
-        let limit = alloc.allocated().min(p.mapped_len()).min(pos + AHEAD);
+        // Only bytes the file has (its writer grew it over them) may be
+        // populated: past end of file a mapping has no pages.
+        let end = alloc.allocated().min(alloc.extended());
+        let limit = end.min(p.mapped_len()).min(pos + AHEAD);
         if populated < limit {
             let step = STEP.min(limit - populated);
             match alloc.while_open(|| p.populate(populated, step)) {
@@ -155,6 +158,10 @@ fn run(shared: &Shared) {
             // the file populated: nothing until the next file).
             let wake_at = if limit >= p.mapped_len() {
                 usize::MAX
+            } else if limit >= alloc.extended() {
+                // Nothing more to populate before the writer grows the
+                // file (it passes the current end just after).
+                alloc.extended().min(alloc.ahead_from())
             } else if limit >= alloc.allocated() {
                 // Nothing more to populate before more is allocated.
                 alloc.ahead_from()
