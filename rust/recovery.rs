@@ -324,10 +324,14 @@ pub fn recover(
         None
     } else {
         let file = map.readable();
-        index.entries(file.len() as u64).last().copied().filter(|e| {
-            frame::plain_len(file, e.offset as usize)
-                .is_some_and(|len| e.points_at_frame(file, len))
-        })
+        index
+            .entries(file.len() as u64)
+            .last()
+            .copied()
+            .filter(|e| {
+                frame::plain_len(file, e.offset as usize)
+                    .is_some_and(|len| e.points_at_frame(file, len))
+            })
     };
     if let Some(e) = &start {
         // After a clean close the walk below starts at the last entry; the
@@ -661,18 +665,27 @@ fn repair_end_marker(catalog: &Catalog, prev: &FileInfo, next: &FileInfo) -> Res
 }
 
 /// Whether a sealed file is past the state "marker written, footer not yet":
-/// a version-3 file (no footer), or one whose footer reads at its end. A
-/// file without a footer there is not, whatever its length: from format
-/// version 11 a file is only as long as its data while it is written, so a
-/// length below `file_size` no longer says it was trimmed (a file trimmed
-/// whose footer was lost is finished the same way).
+/// a version-3 file (no footer), one whose footer reads at its end, or one
+/// whose last 128 bytes are not all zero (a damaged footer, which
+/// `verify_sealed` then reports). A file whose last 128 bytes are zero has
+/// no footer yet, whatever its length: from format version 11 a file is
+/// only as long as its data and a chunk while it is written, so a length
+/// below `file_size` no longer says it was trimmed (and a trimmed file
+/// whose footer page a crash lost is finished the same way).
 fn has_footer_or_is_trimmed(path: &Path, info: &FileInfo) -> Result<bool> {
     let h = &info.header;
     if h.version < 4 {
         return Ok(true);
     }
     let map = Mapping::open(path)?;
-    Ok(Footer::read(map.as_slice(), h.file_number, h.first_seq, h.file_size).is_ok())
+    let file = map.as_slice();
+    let tail = file
+        .get(file.len().saturating_sub(FOOTER_LEN)..)
+        .unwrap_or_default();
+    Ok(
+        Footer::read(file, h.file_number, h.first_seq, h.file_size).is_ok()
+            || tail.iter().any(|&b| b != 0),
+    )
 }
 
 /// Finishes the seal of `info`, a file with its end-of-file marker (see

@@ -30,9 +30,19 @@ use crate::storage::mapped::{allocate_range, grow_file};
 /// Allocation granularity: a page.
 const PAGE: usize = 4096;
 
-/// Chunk sizes for data files.
+/// Chunk sizes for data files: the first chunk is [`data_min_chunk`].
 pub const DATA_MIN_CHUNK: usize = 1 << 20;
 pub const DATA_MAX_CHUNK: usize = 64 << 20;
+
+/// The first (and smallest) chunk of a data file of `file_size` bytes:
+/// [`DATA_MIN_CHUNK`], or a sixteenth of a smaller file (at least two
+/// pages: the header and room for frames, marker and footer),
+/// so that a small file grows in several steps as a large one does.
+pub fn data_min_chunk(file_size: u64) -> usize {
+    let sixteenth = usize::try_from(file_size / 16).unwrap_or(usize::MAX);
+    round_up(sixteenth).clamp(2 * PAGE, DATA_MIN_CHUNK)
+}
+
 /// Chunk sizes for sparse-index files.
 pub const INDEX_MIN_CHUNK: usize = 16 << 10;
 pub const INDEX_MAX_CHUNK: usize = 1 << 20;
@@ -61,9 +71,10 @@ fn round_up(n: usize) -> usize {
 
 impl ChunkAllocator {
     /// An allocator for `file` (mapped `len` bytes long) of which
-    /// `allocated` bytes are known to exist with blocks (0 when unknown:
-    /// the first `ensure` looks at the file's length and allocates from
-    /// there).
+    /// `allocated` bytes are known to have blocks (0 when unknown: the
+    /// first `ensure` allocates from the start, which costs nothing where
+    /// blocks exist). The file's length is looked up: `ensure` grows it
+    /// only past it.
     pub fn new(
         file: &File,
         path: &Path,
@@ -71,6 +82,12 @@ impl ChunkAllocator {
         allocated: usize,
         (min_chunk, max_chunk): (usize, usize),
     ) -> Result<ChunkAllocator> {
+        let extended = file
+            .metadata()
+            .map_err(|e| Error::io("stat", path, e))?
+            .len()
+            .try_into()
+            .unwrap_or(usize::MAX);
         Ok(ChunkAllocator {
             file: file.try_clone().map_err(|e| Error::io("dup", path, e))?,
             path: path.to_path_buf(),
@@ -78,7 +95,7 @@ impl ChunkAllocator {
             min_chunk,
             max_chunk,
             allocated: AtomicUsize::new(allocated.min(len)),
-            extended: AtomicUsize::new(allocated.min(len)),
+            extended: AtomicUsize::new(extended.min(len)),
             closed: Mutex::new(false),
         })
     }
@@ -101,7 +118,7 @@ impl ChunkAllocator {
     /// (`ENOSPC` on a full disk).
     #[inline]
     pub fn ensure(&self, need: usize) -> Result<()> {
-        if need <= self.extended() {
+        if need <= self.extended() && need <= self.allocated() {
             return Ok(());
         }
         self.grow(need, true).map(|_| ())
@@ -155,12 +172,9 @@ impl ChunkAllocator {
     #[cold]
     fn grow(&self, need: usize, writer: bool) -> Result<bool> {
         let closed = self.closed.lock().unwrap_or_else(|e| e.into_inner());
-        let have = if writer {
-            self.extended()
-        } else {
-            self.allocated()
-        };
-        if need <= have {
+        let (ext, have) = (self.extended(), self.allocated());
+        let short = writer && need > ext;
+        if need <= have && !short {
             return Ok(false);
         }
         if *closed {
@@ -172,14 +186,15 @@ impl ChunkAllocator {
             }
             return Ok(false);
         }
-        let target = round_up(need.max(have + self.chunk(have))).min(self.len);
-        if writer {
-            // Blocks below the file's length may be missing (a file opened
-            // again, whose unused tail a clean close punched out): they are
-            // allocated first; past the length, `grow_file` allocates what
-            // the prefault thread did not.
-            let start = self.allocated() & !(PAGE - 1);
-            let io = |e| Error::io("allocate", &self.path, e);
+        let io = |e| Error::io("allocate", &self.path, e);
+        if short {
+            // The file grows by a chunk as long as it is; blocks below its
+            // length may be missing (a file opened again, whose unused
+            // tail a clean close punched out) and are allocated first;
+            // past it, `grow_file` allocates what the prefault thread did
+            // not.
+            let target = round_up(need.max(ext + self.chunk(ext))).min(self.len);
+            let start = have & !(PAGE - 1);
             if start < target {
                 allocate_range(&self.file, start as u64, (target - start) as u64).map_err(io)?;
             }
@@ -188,9 +203,16 @@ impl ChunkAllocator {
             self.allocated.fetch_max(target, Ordering::AcqRel);
             return Ok(true);
         }
+        // Blocks only: ahead of the writer (past the length, which the
+        // prefault thread leaves as it is), or below the length of a file
+        // opened again.
+        let mut target = round_up(need.max(have + self.chunk(have))).min(self.len);
+        if writer {
+            target = target.min(ext);
+        }
         let start = have & !(PAGE - 1);
-        let supported = allocate_range(&self.file, start as u64, (target - start) as u64)
-            .map_err(|e| Error::io("allocate", &self.path, e))?;
+        let supported =
+            allocate_range(&self.file, start as u64, (target - start) as u64).map_err(io)?;
         // A file system that cannot allocate ranges gets its blocks from
         // the zeros `grow_file` writes when the writer grows the file: no
         // allocation ahead (what may be populated is bounded by

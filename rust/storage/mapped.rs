@@ -138,9 +138,8 @@ impl Mapping {
         let meta = file.metadata().map_err(|e| Error::io("stat", path, e))?;
         let len = meta.len();
         let want = extent(&file).filter(|&n| n <= MAX_EXTENT).unwrap_or(0);
-        let map_len = usize::try_from(len.max(want)).map_err(|_| {
-            Error::io("mmap", path, std::io::Error::from_raw_os_error(libc::EFBIG))
-        })?;
+        let map_len = usize::try_from(len.max(want))
+            .map_err(|_| Error::io("mmap", path, std::io::Error::from_raw_os_error(libc::EFBIG)))?;
         let raw = MmapOptions::new()
             .len(map_len)
             .map_raw_read_only(&file)

@@ -14,7 +14,7 @@ use crate::format::record::{self, FLAG_TOPIC};
 use crate::format::{data_file, position};
 use crate::index::dense::{self, DenseHeader, DenseIndexWriter, DENSE_SINCE_VERSION};
 use crate::index::sparse::{self, Entry, SparseIndexWriter};
-use crate::storage::alloc::{ChunkAllocator, DATA_MAX_CHUNK, DATA_MIN_CHUNK};
+use crate::storage::alloc::{data_min_chunk, ChunkAllocator, DATA_MAX_CHUNK};
 use crate::storage::fsutil::sync_dir_chain;
 use crate::storage::layout::FileId;
 use crate::storage::mapped::WritableMapping;
@@ -91,7 +91,8 @@ impl ActiveFile {
         let path = id.data_path(base);
         let tmp = path.with_extension("data.tmp");
         let _ = std::fs::remove_file(&tmp);
-        let first_chunk = (DATA_MIN_CHUNK as u64).min(header.file_size);
+        let min_chunk = data_min_chunk(header.file_size);
+        let first_chunk = (min_chunk as u64).min(header.file_size);
         // Mapped at its full size, but only as long as its first chunk:
         // the file grows with its data (format version 11).
         let (mut map, allocated) =
@@ -101,7 +102,7 @@ impl ActiveFile {
             &path,
             map.len(),
             allocated as usize,
-            (DATA_MIN_CHUNK, DATA_MAX_CHUNK),
+            (min_chunk, DATA_MAX_CHUNK),
         )?);
         map.write(0, &header.encode());
         map.sync_range(0, DATA_HEADER_LEN)?;
@@ -140,7 +141,7 @@ impl ActiveFile {
             map.path(),
             map.len(),
             0,
-            (DATA_MIN_CHUNK, DATA_MAX_CHUNK),
+            (data_min_chunk(header.file_size), DATA_MAX_CHUNK),
         )?);
         Ok(ActiveFile {
             header,
