@@ -578,7 +578,7 @@ fn a_queue_of_seven_messages_has_small_files() {
         let len = |p: &Path| std::fs::metadata(p).unwrap().len();
         let d = len(&data[0]);
         assert!(
-            d <= 1 << 20 && d >= 4096 + 8 + 128,
+            (4096 + 8 + 128..=1 << 20).contains(&d),
             "{when}: the data file is {d} bytes"
         );
         let o = len(&data[0].with_extension("offsets"));
