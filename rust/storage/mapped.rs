@@ -621,6 +621,16 @@ pub fn grow_file(file: &File, len: u64) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Gives back the disk blocks allocated past the end of `file`
+/// (`FALLOC_FL_KEEP_SIZE` allocations ahead of a writer): sets the length
+/// the file has, which truncates nothing but frees those blocks. The
+/// caller must be the only one growing the file (a growth between the
+/// `fstat` and the truncate would be undone).
+pub fn release_past_end(file: &File) -> std::io::Result<()> {
+    let len = file.metadata()?.len();
+    file.set_len(len)
+}
+
 /// Allocates disk blocks for `len` bytes at `offset` of `file` without
 /// changing its length (`fallocate`, `FALLOC_FL_KEEP_SIZE`: a late call on
 /// a file trimmed meanwhile never makes it long again). `Ok(false)` when the

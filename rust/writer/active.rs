@@ -443,6 +443,12 @@ impl ActiveFile {
                 (self.map.len() - from) as u64,
             );
         }
+        // Blocks the prefault thread allocated past the file's length
+        // (`FALLOC_FL_KEEP_SIZE`) are not punched by every file system
+        // (ext4 stops at the length): setting the length it has frees
+        // them. Only at a close with one writer process (nobody else grows
+        // the file meanwhile), and never shorter.
+        let _ = crate::storage::mapped::release_past_end(self.map.file());
     }
 
     /// Bytes written but not yet msync'd.

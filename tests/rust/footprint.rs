@@ -656,4 +656,13 @@ fn an_active_file_grows_in_chunks_with_its_data() {
     }
     assert!(lengths.len() >= 4, "several growth steps: {lengths:?}");
     q.close().unwrap();
+    // Closed, it holds about what it stores: the blocks allocated ahead of
+    // the writer, past its last frame and past its length, are given back.
+    let last = files_with(dir.path(), "data").pop().unwrap();
+    let (end, _) = frames_end(&std::fs::read(&last).unwrap());
+    assert!(
+        allocated(&last) <= (end as u64).div_ceil(4096) * 4096 + 4096,
+        "closed active file holds {} bytes for {end} written",
+        allocated(&last)
+    );
 }
