@@ -8,8 +8,10 @@
 //! at memory speed and the I/O thread never stalls on a batch of faults.
 //!
 //! It also allocates the file's disk blocks a chunk ahead of the writer
-//! (`ChunkAllocator::ahead`), and populates only allocated pages: a page
-//! populated in a hole would allocate it, with no way to report a full disk.
+//! (`ChunkAllocator::ahead`, past the file's length, which only the writer
+//! changes), and populates only allocated pages below the length: a page
+//! populated in a hole would allocate it, with no way to report a full
+//! disk, and a page past the end of the file does not exist.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
