@@ -47,8 +47,10 @@ pub struct RecoveryReport {
     pub dropped_files: Vec<std::path::PathBuf>,
     /// Sealed files whose footer or trim a crash interrupted, finished now.
     pub finished_seals: u64,
-    /// The last file had been trimmed but its end-of-file marker had not
-    /// reached the disk: it was given back its full length and is written on.
+    /// Always false from format version 11 (kept for callers that read
+    /// it): a last file trimmed by a crash whose end-of-file marker had not
+    /// reached the disk used to be given back its full length; it is now
+    /// written on as it is, growing as files do.
     pub restored_length: bool,
 }
 
@@ -298,8 +300,13 @@ pub fn recover(
     }
 
     let path = catalog.data_path(last.id);
-    report.restored_length |= restore_length(&path, &last.header)?;
-    let mut map = WritableMapping::open(&path)?;
+    // Mapped at its full size and read as far as it is long: a last file
+    // shorter than its `file_size` and without a footer is the normal
+    // state of an active file (format version 11: files grow with their
+    // data), or a version-4 to 10 file whose trim survived a crash that
+    // lost its marker or footer. Either is recovered and written on as an
+    // active file; the writer grows it as it writes.
+    let mut map = WritableMapping::open_at_least(&path, last.header.file_size)?;
     let (mut index, rebuilt) =
         SparseIndexWriter::open_or_rebuild(&last.id.index_path(base), index_header(&last.header))?;
     let (mut dense, dense_rebuilt) = match dense_header(&last.header) {
@@ -316,16 +323,21 @@ pub fn recover(
     let start = if verify_on_startup || rebuilt || dense_rebuilt || !clean {
         None
     } else {
-        index.entries(map.len() as u64).last().copied().filter(|e| {
-            frame::plain_len(map.as_slice(), e.offset as usize)
-                .is_some_and(|len| e.points_at_frame(map.as_slice(), len))
-        })
+        let file = map.readable();
+        index
+            .entries(file.len() as u64)
+            .last()
+            .copied()
+            .filter(|e| {
+                frame::plain_len(file, e.offset as usize)
+                    .is_some_and(|len| e.points_at_frame(file, len))
+            })
     };
     if let Some(e) = &start {
         // After a clean close the walk below starts at the last entry; the
         // frames before it must lead there (a zeroed page before the entry
         // would otherwise go unseen and the writer resume over it).
-        check_frames_reach(&path, map.as_slice(), last.header.first_seq, e)?;
+        check_frames_reach(&path, map.readable(), last.header.first_seq, e)?;
     }
     let (seq0, off0) = start.map_or((last.header.first_seq, DATA_HEADER_LEN), |e| {
         (e.seq, e.offset as usize)
@@ -335,7 +347,7 @@ pub fn recover(
     let mut entries = Vec::new();
     let mut dense_entries = Vec::new();
     let w = walk(
-        map.as_slice(),
+        map.readable(),
         (seq0, off0, start.is_none()),
         |seq, offset, timestamp| {
             if dense.is_some() {
@@ -390,7 +402,7 @@ pub fn recover(
         ));
     }
     if let WalkEnd::Bad(reason) = &w.end {
-        if clean && valid_frame_follows(map.as_slice(), w.offset) {
+        if clean && valid_frame_follows(map.readable(), w.offset) {
             // After a clean close nothing can be torn: this is damage in
             // the middle of the data, and cutting would destroy good
             // messages, so refuse and say where. After an unclean shutdown
@@ -413,7 +425,7 @@ pub fn recover(
             report.cut_reason = Some("bytes after the last complete frame".into());
         }
     }
-    map.sync_range(0, map.len())?;
+    map.sync_range(0, map.readable().len())?;
     index.sync()?;
     if let Some(d) = &dense {
         d.sync()?;
@@ -428,7 +440,7 @@ pub fn recover(
     };
     // Time rolls compare against the first message's timestamp.
     let first_ts = if w.seq > first_seq {
-        data_file::first_message_ts(map.as_slice())
+        data_file::first_message_ts(map.readable())
     } else {
         None
     };
@@ -653,16 +665,27 @@ fn repair_end_marker(catalog: &Catalog, prev: &FileInfo, next: &FileInfo) -> Res
 }
 
 /// Whether a sealed file is past the state "marker written, footer not yet":
-/// a version-3 file (no footer), a trimmed file, or a full-length one whose
-/// footer reads. Only a full-length version-4 file without a footer is not.
+/// a version-3 file (no footer), one whose footer reads at its end, or one
+/// whose last 128 bytes are not all zero (a damaged footer, which
+/// `verify_sealed` then reports). A file whose last 128 bytes are zero has
+/// no footer yet, whatever its length: from format version 11 a file is
+/// only as long as its data and a chunk while it is written, so a length
+/// below `file_size` no longer says it was trimmed (and a trimmed file
+/// whose footer page a crash lost is finished the same way).
 fn has_footer_or_is_trimmed(path: &Path, info: &FileInfo) -> Result<bool> {
     let h = &info.header;
     if h.version < 4 {
         return Ok(true);
     }
     let map = Mapping::open(path)?;
-    Ok((map.len() as u64) < h.file_size
-        || Footer::read(map.as_slice(), h.file_number, h.first_seq, h.file_size).is_ok())
+    let file = map.as_slice();
+    let tail = file
+        .get(file.len().saturating_sub(FOOTER_LEN)..)
+        .unwrap_or_default();
+    Ok(
+        Footer::read(file, h.file_number, h.first_seq, h.file_size).is_ok()
+            || tail.iter().any(|&b| b != 0),
+    )
 }
 
 /// Finishes the seal of `info`, a file with its end-of-file marker (see
@@ -764,41 +787,6 @@ pub(crate) fn finish_seal(
         .map_err(|e| Error::io("dup", path, e))?;
     drop(map);
     file.set_len(want).map_err(|e| Error::io("trim", path, e))?;
-    file.sync_data()
-        .map_err(|e| Error::io("fdatasync", path, e))?;
-    Ok(true)
-}
-
-/// The last file of a queue is version 4, shorter than its `file_size`, and
-/// not sealed with a valid footer: a crash kept its trim but lost its marker
-/// or footer. Gives it back its full length (a sparse tail of zeros, which
-/// reads as "nothing written yet"), so that it is recovered and written on
-/// as an active file. Returns whether it did.
-fn restore_length(path: &Path, header: &crate::format::header::DataHeader) -> Result<bool> {
-    if header.version < 4 {
-        return Ok(false);
-    }
-    let map = Mapping::open(path)?;
-    if map.len() as u64 >= header.file_size {
-        return Ok(false);
-    }
-    if let Ok(f) = Footer::read(
-        map.as_slice(),
-        header.file_number,
-        header.first_seq,
-        header.file_size,
-    ) {
-        if map.load_u32(f.frames_end as usize) == END_OF_FILE {
-            return Ok(false);
-        }
-    }
-    drop(map);
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .open(path)
-        .map_err(|e| Error::io("open", path, e))?;
-    file.set_len(header.file_size)
-        .map_err(|e| Error::io("extend", path, e))?;
     file.sync_data()
         .map_err(|e| Error::io("fdatasync", path, e))?;
     Ok(true)

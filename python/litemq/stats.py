@@ -52,8 +52,10 @@ class RecoveryReport(_DictAccess):
       before they start (a machine crash lost its unsynced tail);
     - ``finished_seals``: sealed files whose footer or trim a crash
       interrupted, finished now;
-    - ``restored_length``: the last file had been trimmed without its
-      end-of-file marker reaching the disk and was given its length back.
+    - ``restored_length``: always ``False`` from format version 11 (files grow
+      with their data, and a last file trimmed by a crash that lost its
+      end-of-file marker is written on as it is); older versions set it when
+      they gave such a file its full length back.
 
     >>> q.stats().recovery.cut_bytes
     0

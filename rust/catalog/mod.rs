@@ -258,11 +258,15 @@ impl Catalog {
             }
         }
         let path = self.data_path(info.id);
-        let map = Arc::new(if info.header.version >= REMOVAL_MARKED_SINCE {
-            Mapping::open(&path)?
-        } else {
-            Mapping::open_watched(&path)?
-        });
+        // The last file may grow (format version 11): it is mapped at its
+        // full size and read as far as it is long. A file with a successor
+        // was sealed first: everything a reader touches in it exists.
+        let extent = self
+            .successor(info.id)
+            .is_none()
+            .then_some(info.header.file_size);
+        let watched = info.header.version < REMOVAL_MARKED_SINCE;
+        let map = Arc::new(Mapping::open_extent(&path, watched, |_| extent)?);
         let file = MappedFile {
             map: map.clone(),
             dense: Arc::default(),
@@ -493,7 +497,8 @@ mod tests {
         let a = c.map_file(&last).unwrap();
         let b = c.map_file(&last).unwrap();
         assert!(Arc::ptr_eq(&a.map, &b.map), "the last file is mapped once");
-        assert_eq!(a.map.len() as u64, last.header.file_size);
+        assert_eq!(a.map.mapped_len() as u64, last.header.file_size);
+        assert!(a.map.len() <= 2 << 20, "as long as its data (and a chunk)");
 
         app.roll().unwrap();
         c.refresh().unwrap();

@@ -65,7 +65,7 @@ pub(crate) fn footer(map: &Mapping, h: &DataHeader) -> Option<Sealed> {
         && f.frames_end >= DATA_HEADER_LEN as u64
         && f.frames_end.is_multiple_of(FRAME_ALIGN as u64)
         && trimmed_len(f.frames_end, h.file_size) == len
-        && f.frames_end + 4 <= map.len() as u64;
+        && map.covers(f.frames_end as usize + 4);
     let ctime = meta.ctime().saturating_mul(1_000_000_000) + meta.ctime_nsec();
     let key = (
         meta.dev(),

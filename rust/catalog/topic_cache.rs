@@ -170,10 +170,11 @@ impl ActiveMap {
         let Some((at, len, crc)) = self.last else {
             return true;
         };
-        let file = map.as_slice();
+        // The slice is taken after the frame's bytes are known to be in
+        // it (`length_word` and `frame_at` bound it by the file's length).
         map.length_word(at) == Some(len)
             && matches!(frame_at(map, at, Check::Crc), Step::Frame(_))
-            && le_u64(file, at + 4 + len as usize) == Some(crc)
+            && le_u64(map.as_slice(), at + 4 + len as usize) == Some(crc)
     }
 
     /// Reads the frames published since, each checked by its CRC.
@@ -181,7 +182,6 @@ impl ActiveMap {
         if self.stopped {
             return;
         }
-        let file = map.as_slice();
         loop {
             let at = self.offset;
             let f = match frame_at(map, at, Check::Crc) {
@@ -220,7 +220,9 @@ impl ActiveMap {
                     .push((self.upto, at as u64, view.queue_id));
                 self.count += 1;
             }
-            let crc = le_u64(file, at + 4 + record_len).unwrap_or(0);
+            // From the slice as long as the file is now: the file may have
+            // grown since the loop began (format 11), and `frame_at` saw it.
+            let crc = le_u64(map.as_slice(), at + 4 + record_len).unwrap_or(0);
             self.last = Some((at, len, crc));
             self.upto += RecordKind::of_or_plain(rec).count();
             self.offset = f.next;

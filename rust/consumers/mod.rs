@@ -43,9 +43,8 @@ use crate::error::{Error, Result};
 use crate::format::frame::DATA_HEADER_LEN;
 use crate::index::sparse::SparseIndex;
 use crate::reader::tailer::{Message, Start, Tailer};
-use crate::storage::frames::{frame_at, Check, RecordKind, Step};
+use crate::storage::frames::{frame_at, open_data, Check, RecordKind, Step};
 use crate::storage::layout::FileId;
-use crate::storage::mapped::Mapping;
 
 use position::{PositionFile, Snapshot};
 
@@ -595,17 +594,17 @@ impl<'a> FrameOffsets<'a> {
             return o;
         }
         let data = f.id.data_path(self.base);
-        let Ok(map) = Mapping::open(&data) else {
+        let Ok(map) = open_data(&data) else {
             return DATA_HEADER_LEN as u64; // removed by retention meanwhile
         };
         let (mut at_seq, mut off) = (f.header.first_seq, DATA_HEADER_LEN);
         let index = SparseIndex::open(
             &f.id.index_path(self.base),
             f.header.first_seq,
-            map.len() as u64,
+            map.mapped_len() as u64,
         );
         if let Some(e) = index.and_then(|ix| ix.floor_seq(seq)) {
-            if (e.offset as usize) < map.len() {
+            if map.covers(e.offset as usize + 4) {
                 (at_seq, off) = (e.seq, e.offset as usize);
             }
         }
@@ -613,7 +612,7 @@ impl<'a> FrameOffsets<'a> {
             let Step::Frame(f) = frame_at(&map, off, Check::Lengths) else {
                 break;
             };
-            if f.next + 4 > map.len() {
+            if !map.covers(f.next + 4) {
                 break;
             }
             // A hole or batch stands for its count (a batch landed on by

@@ -134,8 +134,8 @@ pub struct DenseIndexWriter {
 }
 
 impl DenseIndexWriter {
-    /// Creates the dense index of a new data file: a sparse file of its
-    /// full length whose first page (the header) has a disk block.
+    /// Creates the dense index of a new data file: mapped at its full
+    /// length, one page long (the header), growing with its entries.
     pub fn create(path: &Path, header: DenseHeader) -> Result<DenseIndexWriter> {
         let len = DenseHeader::file_len(header.capacity);
         let file = IndexFile::create(path, len, &header.encode())?;
@@ -183,7 +183,7 @@ impl DenseIndexWriter {
     }
 
     fn word(&self, i: u64) -> u64 {
-        le_u64(self.file.map.as_slice(), entry_at(i)).unwrap_or(0)
+        self.file.read_u64(entry_at(i))
     }
 
     /// Zeroes entries `i..` (recovery cut the data they described). Only
@@ -219,24 +219,36 @@ impl DenseIndex {
     /// Opens the dense index of the data file starting at `first_seq`;
     /// `None` when it is missing, its header is bad or it belongs to
     /// another file (the reader then uses the sparse index).
+    ///
+    /// The file is mapped at the length its header gives (`64 + 8 ×
+    /// capacity`); from format version 11 it is only as long as the
+    /// entries written so far (and a chunk), and an entry past its current
+    /// length reads as "not written".
     pub fn open(path: &Path, first_seq: u64, file_number: u64) -> Option<DenseIndex> {
-        let map = Mapping::open(path).ok()?;
+        let map = Mapping::open_extent(path, false, |f| {
+            use std::os::unix::fs::FileExt;
+            let mut b = [0u8; DENSE_HEADER_LEN];
+            f.read_exact_at(&mut b, 0).ok()?;
+            Some(DenseHeader::file_len(DenseHeader::decode(&b)?.capacity))
+        })
+        .ok()?;
         let header = DenseHeader::decode(map.as_slice())?;
         let ok = header.first_seq == first_seq
             && header.file_number == file_number
-            && map.len() as u64 >= DenseHeader::file_len(header.capacity);
+            && map.mapped_len() as u64 >= DenseHeader::file_len(header.capacity);
         ok.then_some(DenseIndex { map, header })
     }
 
     /// The offset entry `seq` gives, when written and its check matches
     /// (see [`decode_entry`]); the caller still checks the frame there.
+    /// An entry past the file's current length is not written yet.
     #[inline]
     pub fn offset(&self, seq: u64, data_len: usize) -> Option<usize> {
         let i = seq.checked_sub(self.header.first_seq)?;
         if i >= self.header.capacity {
             return None;
         }
-        decode_entry(seq, self.map.load_u64(entry_at(i)), data_len)
+        decode_entry(seq, self.map.try_load_u64(entry_at(i))?, data_len)
     }
 
     /// Entries the file has room for.

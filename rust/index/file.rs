@@ -1,11 +1,13 @@
-//! The writer's side of a per-data-file index (sparse or dense): a sparse
-//! file of its full length, mapped whole, whose disk blocks are allocated
-//! ahead of the entries written into them and given back at seal. Shared
+//! The writer's side of a per-data-file index (sparse or dense): a file
+//! mapped at its full length that grows with the entries written into it
+//! (format version 11; before, a sparse file of its full length), whose
+//! unused disk blocks are given back at seal. Shared
 //! by [`super::sparse::SparseIndexWriter`] and
 //! [`super::dense::DenseIndexWriter`], which differ only in what an entry
 //! holds.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::{Error, Result};
 use crate::storage::alloc::{ChunkAllocator, INDEX_MAX_CHUNK, INDEX_MIN_CHUNK};
@@ -15,34 +17,49 @@ use crate::storage::mapped::{punch_hole, WritableMapping};
 pub(crate) struct IndexFile {
     pub(crate) map: WritableMapping,
     alloc: ChunkAllocator,
+    /// The file's length when last looked at (it only grows while open).
+    seen_len: AtomicUsize,
 }
 
 impl IndexFile {
-    /// Creates the file anew, `len` bytes long, with a disk block for its
-    /// first page, where `header` is written.
+    /// Creates the file anew, mapped at `len` bytes, one page long (the
+    /// page where `header` is written); it grows as entries are written.
     pub(crate) fn create(path: &Path, len: u64, header: &[u8]) -> Result<IndexFile> {
         let _ = std::fs::remove_file(path);
-        let (mut map, allocated) = WritableMapping::create_sparse(path, len, 4096)?;
+        let (mut map, allocated) = WritableMapping::create_growing(path, len, 4096)?;
         let alloc = Self::allocator(&map, allocated as usize)?;
         map.write(0, header);
-        Ok(IndexFile { map, alloc })
+        Ok(IndexFile {
+            map,
+            alloc,
+            seen_len: AtomicUsize::new(0),
+        })
     }
 
-    /// Opens the file when it is `len` bytes long and `fits` accepts its
-    /// header; otherwise (missing, damaged, made for another data file)
-    /// creates it anew as [`IndexFile::create`] does, and `true` says so:
-    /// the caller refills it. Which bytes of an opened file have blocks is
-    /// not known: the first `ensure` allocates from the start.
+    /// Opens the file when it is at most `len` bytes long (`len`: written
+    /// by version 10 or before; shorter: version 11, grown as far as its
+    /// entries) and `fits` accepts its header; otherwise (missing, damaged,
+    /// made for another data file) creates it anew as
+    /// [`IndexFile::create`] does, and `true` says so: the caller refills
+    /// it. Which bytes of an opened file have blocks is not known: the
+    /// first `ensure` allocates from the start.
     pub(crate) fn open_or_create(
         path: &Path,
         len: u64,
         header: &[u8],
         fits: impl FnOnce(&[u8]) -> bool,
     ) -> Result<(IndexFile, bool)> {
-        if let Ok(map) = WritableMapping::open(path) {
-            if map.len() as u64 == len && fits(map.as_slice()) {
+        if let Ok(map) = WritableMapping::open_at_least(path, len) {
+            if map.len() as u64 == len && fits(map.readable()) {
                 let alloc = Self::allocator(&map, 0)?;
-                return Ok((IndexFile { map, alloc }, false));
+                return Ok((
+                    IndexFile {
+                        map,
+                        alloc,
+                        seen_len: AtomicUsize::new(0),
+                    },
+                    false,
+                ));
             }
         }
         Ok((Self::create(path, len, header)?, true))
@@ -58,10 +75,25 @@ impl IndexFile {
         )
     }
 
-    /// Makes sure bytes `0..need` have disk blocks (a full disk is an
-    /// error here, never SIGBUS on the write that follows).
+    /// Makes sure bytes `0..need` exist with disk blocks, growing the file
+    /// (a full disk is an error here, never SIGBUS on the write that
+    /// follows).
     pub(crate) fn ensure(&self, need: usize) -> Result<()> {
         self.alloc.ensure(need)
+    }
+
+    /// The u64 at `at`, 0 (not written) when it lies past the file's
+    /// length: a load there through the mapping would be SIGBUS.
+    pub(crate) fn read_u64(&self, at: usize) -> u64 {
+        let end = at + 8;
+        if end > self.alloc.extended() && end > self.seen_len.load(Ordering::Relaxed) {
+            let now = self.map.readable().len();
+            self.seen_len.store(now, Ordering::Relaxed);
+            if end > now {
+                return 0;
+            }
+        }
+        crate::format::le_u64(self.map.as_slice(), at).unwrap_or(0)
     }
 
     /// Zeroes bytes `at..`. Only ranges holding data are read and written:

@@ -84,15 +84,15 @@ fn plausible(e: &Entry, crc: u64, h: &IndexHeader, i: u64, data_len: u64) -> boo
 /// The writer's side: owned by the I/O thread.
 #[derive(Debug)]
 pub struct SparseIndexWriter {
-    /// The file is sparse (version 4): blocks are allocated before entries
-    /// are written into them.
+    /// The file is sparse (version 4) and grows with its entries (version
+    /// 11): blocks are allocated before entries are written into them.
     file: IndexFile,
     header: IndexHeader,
 }
 
 impl SparseIndexWriter {
-    /// Creates the index file for a new data file: a sparse file of its
-    /// full length whose first page (the header) has a disk block.
+    /// Creates the index file for a new data file: one page long (the
+    /// header), growing with its entries up to its full length.
     pub fn create(path: &Path, header: IndexHeader) -> Result<SparseIndexWriter> {
         let len = IndexHeader::file_len(header.capacity);
         let file = IndexFile::create(path, len, &header.encode())?;
@@ -199,10 +199,14 @@ impl SparseIndex {
     /// Opens the index; `None` when it is missing or its header is bad (the
     /// reader then scans from the start of the data file).
     pub fn open(path: &Path, first_seq: u64, data_len: u64) -> Option<SparseIndex> {
+        // Mapped at its length: searches stop at the first hole, and from
+        // format version 11 the file is no longer than its entries (and a
+        // chunk), so the length is no check of the header (a version-10
+        // file is `file_len(capacity)` long, a version-11 file at most).
         let map = Mapping::open(path).ok()?;
         let header = IndexHeader::decode(map.as_slice()).ok()?;
         if header.first_seq != first_seq
-            || (map.len() as u64) < IndexHeader::file_len(header.capacity)
+            || (map.len() as u64) > IndexHeader::file_len(header.capacity)
         {
             return None;
         }

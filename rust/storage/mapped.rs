@@ -23,7 +23,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -61,17 +61,29 @@ fn check_word(len: usize, offset: usize, size: usize) {
     );
 }
 
-/// A read-only shared mapping of a whole file.
+/// A read-only shared mapping of a file, possibly longer than the file.
 ///
-/// Invariant: `raw` maps `len` bytes of the file at `path` and lives as long
-/// as `self`. litemq truncates a file only when it seals it (format version
-/// 4), and never below its end-of-file marker and footer: a reader that
-/// mapped it longer only ever touches published frames and the marker,
-/// which stay (see `docs/DESIGN.md`, "Trimming sealed files").
+/// Invariant: `raw` maps `map_len` bytes of the file at `path` and lives as
+/// long as `self`; `file` is that file. Only bytes below the file's length
+/// may be touched (a load past end of file through a mapping is SIGBUS):
+/// `valid` caches that length, at most `map_len`, and every access is
+/// bounded by it ([`Mapping::as_slice`], [`Mapping::load_u32`]); an access
+/// that would pass it refreshes it first with `fstat`
+/// ([`Mapping::covers`]). A data file that is being written grows (format
+/// version 11): it is mapped at its header's `file_size` and read up to its
+/// current length, which the writer extends before it publishes a frame
+/// there (see `docs/DESIGN.md`, "Files that grow"). litemq truncates a file
+/// only when it seals it (format version 4), and never below its
+/// end-of-file marker and footer: a reader that cached a longer length
+/// only ever touches published frames and the marker, which stay (see
+/// `docs/DESIGN.md`, "Trimming sealed files").
 #[derive(Debug)]
 pub struct Mapping {
     raw: MmapRaw,
-    len: usize,
+    map_len: usize,
+    /// Bytes known to exist in the file (at most `map_len`).
+    valid: AtomicUsize,
+    file: File,
     path: PathBuf,
     /// `(st_dev, st_ino)` of the file mapped: which file this is, even if
     /// its path is later given to another.
@@ -80,12 +92,9 @@ pub struct Mapping {
     watch: Option<Watch>,
 }
 
-/// A mapped file's descriptor, kept so that asking whether its path still
-/// names it costs an `fstat` instead of a path lookup (three times dearer
-/// here: 1.26 µs against 0.41 for a path four directories deep).
+/// What [`Mapping::still_named`] saw at its last path lookup.
 #[derive(Debug)]
 struct Watch {
-    file: File,
     /// `(st_nlink, st_ctime, st_ctime_nsec)` the last time a path lookup
     /// found the path naming the file, and that change time was settled
     /// (see [`Mapping::still_named`]).
@@ -97,39 +106,78 @@ struct Watch {
 /// granularity of the file system's clock (a kernel tick at most).
 const CTIME_SETTLED: Duration = Duration::from_secs(1);
 
+/// Largest mapping [`Mapping::open_extent`] makes for a file shorter than
+/// it: files are at most 2^40 bytes (a dense-index entry's offset).
+const MAX_EXTENT: u64 = 1 << 40;
+
 impl Mapping {
-    /// Maps the whole of `path` read-only.
+    /// Maps the whole of `path` read-only (its current length).
     pub fn open(path: &Path) -> Result<Mapping> {
-        Self::open_inner(path, false)
+        Self::open_extent(path, false, |_| None)
     }
 
-    /// As [`Mapping::open`], keeping the file's descriptor while it is
-    /// mapped, so that [`Mapping::still_named`] is cheap. For the mappings a
-    /// handle keeps and checks on every `get` (at most 65 per handle), not
-    /// for every mapping: each holds a descriptor.
+    /// As [`Mapping::open`], keeping what a path lookup saw, so that
+    /// [`Mapping::still_named`] is usually one `fstat`. For the mappings a
+    /// handle keeps and checks on every `get` (at most 65 per handle).
     pub fn open_watched(path: &Path) -> Result<Mapping> {
-        Self::open_inner(path, true)
+        Self::open_extent(path, true, |_| None)
     }
 
-    fn open_inner(path: &Path, watched: bool) -> Result<Mapping> {
+    /// Maps `path` read-only at the length `extent` gives for it (read
+    /// from the open file: a data file's `file_size` from its header), or
+    /// its current length when that is longer, or `extent` says nothing.
+    /// Bytes past the file's length are never touched (see the type's
+    /// invariant): a file that grows is read as it grows.
+    pub fn open_extent(
+        path: &Path,
+        watched: bool,
+        extent: impl FnOnce(&File) -> Option<u64>,
+    ) -> Result<Mapping> {
         use std::os::unix::fs::MetadataExt;
         let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
         let meta = file.metadata().map_err(|e| Error::io("stat", path, e))?;
-        let len = meta.len() as usize;
+        let len = meta.len();
+        let want = extent(&file).filter(|&n| n <= MAX_EXTENT).unwrap_or(0);
+        let map_len = usize::try_from(len.max(want))
+            .map_err(|_| Error::io("mmap", path, std::io::Error::from_raw_os_error(libc::EFBIG)))?;
         let raw = MmapOptions::new()
-            .len(len)
+            .len(map_len)
             .map_raw_read_only(&file)
             .map_err(|e| Error::io("mmap", path, e))?;
         Ok(Mapping {
             raw,
-            len,
+            map_len,
+            valid: AtomicUsize::new(len as usize),
+            file,
             path: path.to_path_buf(),
             identity: (meta.dev(), meta.ino()),
             watch: watched.then(|| Watch {
-                file,
                 seen: Mutex::new(None),
             }),
         })
+    }
+
+    /// True when bytes `..end` exist (are below the file's length, and
+    /// mapped): checks the cached length, and refreshes it with `fstat`
+    /// when `end` passes it. A writer extends a file before it publishes a
+    /// frame in the new bytes, so after a reader has loaded a length word
+    /// this tells whether the frame it announces exists.
+    #[inline]
+    pub fn covers(&self, end: usize) -> bool {
+        end <= self.valid.load(Ordering::Acquire) || self.refresh_len() >= end
+    }
+
+    /// Loads the file's current length (at most what is mapped) into the
+    /// cache [`Mapping::len`] reads, and returns it.
+    #[cold]
+    pub fn refresh_len(&self) -> usize {
+        let now = self
+            .file
+            .metadata()
+            .map_or(0, |m| usize::try_from(m.len()).unwrap_or(usize::MAX))
+            .min(self.map_len);
+        self.valid.store(now, Ordering::Release);
+        now
     }
 
     /// True while the mapping's path still names the file mapped: false
@@ -153,7 +201,7 @@ impl Mapping {
         let Some(w) = &self.watch else {
             return named();
         };
-        let Ok(m) = w.file.metadata() else {
+        let Ok(m) = self.file.metadata() else {
             return named();
         };
         if m.nlink() == 0 {
@@ -184,14 +232,21 @@ impl Mapping {
         &self.path
     }
 
-    /// Bytes mapped.
+    /// Bytes that may be read: the file's length when last looked at
+    /// (see [`Mapping::covers`]), at most what is mapped.
     pub fn len(&self) -> usize {
-        self.len
+        self.valid.load(Ordering::Acquire)
     }
 
-    /// True when nothing is mapped.
+    /// Bytes mapped: the file's length when opened, or the longer extent
+    /// asked for (a growing data file's `file_size`).
+    pub fn mapped_len(&self) -> usize {
+        self.map_len
+    }
+
+    /// True when nothing may be read.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
     /// `(st_dev, st_ino)` of the mapped file, taken when it was opened.
@@ -199,20 +254,27 @@ impl Mapping {
         self.identity
     }
 
-    /// The whole mapping. Bytes not yet published by a writer may change
-    /// under this slice; callers only interpret bytes behind a length word
-    /// loaded with [`Mapping::load_u32`].
+    /// The mapped bytes the file has: `..len()`, the length last looked
+    /// at ([`Mapping::covers`] refreshes it; take the slice after). Bytes
+    /// not yet published by a writer may change under this slice; callers
+    /// only interpret bytes behind a length word loaded with
+    /// [`Mapping::load_u32`].
     pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: `raw` is a live mapping of `len` readable bytes (invariant).
-        // Bytes a reader interprets are published and never written again;
-        // unpublished bytes may change, but they are only inspected through
-        // atomic loads or as opaque `u8`s whose every bit pattern is valid.
-        unsafe { std::slice::from_raw_parts(self.raw.as_ptr(), self.len) }
+        // SAFETY: `raw` is a live mapping of `map_len` bytes (invariant), of
+        // which the first `len()` exist in the file: the file only shrinks
+        // when sealed, never below what a reader is given (invariant), so
+        // no byte of the slice is past end of file. Bytes a reader
+        // interprets are published and never written again; unpublished
+        // bytes may change, but they are only inspected through atomic
+        // loads or as opaque `u8`s whose every bit pattern is valid.
+        unsafe { std::slice::from_raw_parts(self.raw.as_ptr(), self.len()) }
     }
 
-    /// Acquire-load of the u32 at `offset` (aligned to 4, in bounds).
+    /// Acquire-load of the u32 at `offset` (aligned to 4, in bounds: the
+    /// caller checked [`Mapping::covers`]; a word past the file is a bug).
     pub fn load_u32(&self, offset: usize) -> u32 {
-        check_word(self.len, offset, 4);
+        self.covers(offset.saturating_add(4));
+        check_word(self.len(), offset, 4);
         // SAFETY: bounds and alignment were checked above; the mapping is live.
         unsafe { load_u32(self.raw.as_ptr().add(offset)) }
     }
@@ -226,7 +288,7 @@ impl Mapping {
     #[inline]
     pub fn prefetch(&self, offset: usize) {
         #[cfg(target_arch = "x86_64")]
-        if offset < self.len {
+        if offset < self.len() {
             // SAFETY: `offset` is inside the live mapping; a prefetch reads
             // nothing into the program, never faults and has no effect on
             // memory (SSE, part of every x86_64 CPU).
@@ -242,20 +304,26 @@ impl Mapping {
 
     /// Acquire-load of the u64 at `offset` (aligned to 8, in bounds).
     pub fn load_u64(&self, offset: usize) -> u64 {
-        check_word(self.len, offset, 8);
+        self.covers(offset.saturating_add(8));
+        check_word(self.len(), offset, 8);
         // SAFETY: bounds and alignment were checked above; the mapping is live.
         unsafe { load_u64(self.raw.as_ptr().add(offset)) }
     }
 
-    /// The ranges of bytes `from..` that hold data (see [`data_ranges`]).
+    /// The u64 at `offset` (aligned to 8), or `None` when it lies past the
+    /// file's current length (a growing index file: "not written yet").
+    pub fn try_load_u64(&self, offset: usize) -> Option<u64> {
+        self.covers(offset.checked_add(8)?)
+            .then(|| self.load_u64(offset))
+    }
+
+    /// The ranges of bytes `from..len()` that hold data (see [`data_ranges`]).
     pub fn data_ranges(&self, from: usize) -> Vec<(usize, usize)> {
-        match File::open(&self.path) {
-            Ok(f) => data_ranges(&f, from as u64, self.len as u64)
-                .into_iter()
-                .map(|(a, b)| (a as usize, b as usize))
-                .collect(),
-            Err(_) => vec![(from, self.len)],
-        }
+        let len = self.refresh_len();
+        data_ranges(&self.file, from as u64, len as u64)
+            .into_iter()
+            .map(|(a, b)| (a as usize, b as usize))
+            .collect()
     }
 
     /// Tells the kernel we read front to back.
@@ -277,29 +345,39 @@ pub struct WritableMapping {
 }
 
 impl WritableMapping {
-    /// Maps an existing file read-write.
+    /// Maps an existing file read-write, at its current length.
     pub fn open(path: &Path) -> Result<WritableMapping> {
+        Self::open_at_least(path, 0)
+    }
+
+    /// Maps an existing file read-write at `len` bytes, or its current
+    /// length when longer: a data file that grows (format version 11) is
+    /// mapped at its `file_size`. Nothing may be written past the file's
+    /// length before it is extended ([`grow_file`], a
+    /// [`crate::storage::alloc::ChunkAllocator`]); [`WritableMapping::readable`]
+    /// is what may be read.
+    pub fn open_at_least(path: &Path, len: u64) -> Result<WritableMapping> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .open(path)
             .map_err(|e| Error::io("open", path, e))?;
-        let len = file
+        let have = file
             .metadata()
             .map_err(|e| Error::io("stat", path, e))?
-            .len() as usize;
-        Self::map(file, len, path)
+            .len();
+        Self::map(file, have.max(len) as usize, path)
     }
 
-    /// Creates `path` (which must not exist) as a sparse file of `size`
-    /// bytes, allocates disk blocks for its first `first` bytes and maps all
-    /// of it. Returns the mapping and how many bytes are allocated: `first`
-    /// (rounded up to a page, at most `size`), or `size` where the file
-    /// system cannot allocate ranges (then the whole file is written with
-    /// zeros, as before version 4). The caller must never write past the
-    /// allocated bytes without allocating them first (a [`crate::storage::alloc::ChunkAllocator`]):
-    /// a write into a hole on a full disk is SIGBUS, an allocation is an error.
-    pub fn create_sparse(path: &Path, size: u64, first: u64) -> Result<(WritableMapping, u64)> {
+    /// Creates `path` (which must not exist), maps `size` bytes of it and
+    /// gives it its first `first` bytes (rounded up to a page, at most
+    /// `size`) with disk blocks ([`grow_file`]). Returns the mapping and
+    /// how many bytes the file has. The file is as long as what is
+    /// allocated (format version 11: files grow with their data); the
+    /// caller must never write nor let a reader read past it without
+    /// growing it first (a [`crate::storage::alloc::ChunkAllocator`]): a
+    /// store past end of file is SIGBUS, a failed allocation an error.
+    pub fn create_growing(path: &Path, size: u64, first: u64) -> Result<(WritableMapping, u64)> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -307,21 +385,24 @@ impl WritableMapping {
             .open(path)
             .map_err(|e| Error::io("create", path, e))?;
         let first = first.div_ceil(4096).saturating_mul(4096).min(size);
-        let allocated = file.set_len(size).and_then(|()| {
-            if allocate_range(&file, 0, first)? {
-                Ok(first)
-            } else {
-                write_zeros(&file, size).map(|()| size)
-            }
-        });
-        match allocated {
-            Ok(n) => Ok((Self::map(file, size as usize, path)?, n)),
+        match grow_file(&file, first) {
+            Ok(()) => Ok((Self::map(file, size as usize, path)?, first)),
             Err(e) => {
                 drop(file);
                 let _ = std::fs::remove_file(path);
                 Err(Error::io("preallocate", path, e))
             }
         }
+    }
+
+    /// The bytes of the mapping the file has now (one `fstat`): what
+    /// recovery and a writer opening a file it did not write may read.
+    pub fn readable(&self) -> &[u8] {
+        let have = self
+            .file
+            .metadata()
+            .map_or(0, |m| usize::try_from(m.len()).unwrap_or(usize::MAX));
+        &self.as_slice()[..have.min(self.len)]
     }
 
     fn map(file: File, len: usize, path: &Path) -> Result<WritableMapping> {
@@ -487,6 +568,44 @@ pub fn preallocate(file: &File, size: u64) -> std::io::Result<()> {
         Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => write_zeros(file, size),
         _ => Err(err),
     }
+}
+
+/// Makes `file` at least `len` bytes long, with disk blocks for the bytes
+/// it gains (format version 11: a file grows ahead of its writer): a
+/// `fallocate` that extends the length, so a full disk is `ENOSPC` here,
+/// never SIGBUS on a store through a mapping. Never shortens the file
+/// (another writer process may have grown it further). Where the file
+/// system cannot allocate ranges, the bytes past the current length are
+/// written with zeros (which allocates them too). Only a file's writer
+/// grows it, holding the queue's append lock when there are several
+/// writer processes, so nothing else writes past the length meanwhile.
+pub fn grow_file(file: &File, len: u64) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let have = file.metadata()?.len();
+    if have >= len {
+        return Ok(());
+    }
+    if fallocate(file, 0, have, len - have)? {
+        return Ok(());
+    }
+    let chunk = vec![0u8; 1 << 16];
+    let mut at = have;
+    while at < len {
+        let n = chunk.len().min((len - at) as usize);
+        file.write_all_at(&chunk[..n], at)?;
+        at += n as u64;
+    }
+    Ok(())
+}
+
+/// Gives back the disk blocks allocated past the end of `file`
+/// (`FALLOC_FL_KEEP_SIZE` allocations ahead of a writer): sets the length
+/// the file has, which truncates nothing but frees those blocks. The
+/// caller must be the only one growing the file (a growth between the
+/// `fstat` and the truncate would be undone).
+pub fn release_past_end(file: &File) -> std::io::Result<()> {
+    let len = file.metadata()?.len();
+    file.set_len(len)
 }
 
 /// Allocates disk blocks for `len` bytes at `offset` of `file` without

@@ -14,7 +14,7 @@ use crate::format::record::{self, FLAG_TOPIC};
 use crate::format::{data_file, position};
 use crate::index::dense::{self, DenseHeader, DenseIndexWriter, DENSE_SINCE_VERSION};
 use crate::index::sparse::{self, Entry, SparseIndexWriter};
-use crate::storage::alloc::{ChunkAllocator, DATA_MAX_CHUNK, DATA_MIN_CHUNK};
+use crate::storage::alloc::{data_min_chunk, ChunkAllocator, DATA_MAX_CHUNK};
 use crate::storage::fsutil::sync_dir_chain;
 use crate::storage::layout::FileId;
 use crate::storage::mapped::WritableMapping;
@@ -41,7 +41,7 @@ pub struct ActiveFile {
     pub last_ts: u64,
     /// Reused buffer for assembling a frame.
     pub scratch: Vec<u8>,
-    /// Disk blocks of the (sparse) file, allocated ahead of `write_pos`.
+    /// Grows the file (and allocates its disk blocks) ahead of `write_pos`.
     pub alloc: Arc<ChunkAllocator>,
     /// What its records hold, for the footer (`footer::CONTENT_*`). A file
     /// this writer did not write from its first frame (resumed, or created
@@ -91,15 +91,18 @@ impl ActiveFile {
         let path = id.data_path(base);
         let tmp = path.with_extension("data.tmp");
         let _ = std::fs::remove_file(&tmp);
-        let first_chunk = (DATA_MIN_CHUNK as u64).min(header.file_size);
+        let min_chunk = data_min_chunk(header.file_size);
+        let first_chunk = (min_chunk as u64).min(header.file_size);
+        // Mapped at its full size, but only as long as its first chunk:
+        // the file grows with its data (format version 11).
         let (mut map, allocated) =
-            WritableMapping::create_sparse(&tmp, header.file_size, first_chunk)?;
+            WritableMapping::create_growing(&tmp, header.file_size, first_chunk)?;
         let alloc = Arc::new(ChunkAllocator::new(
             map.file(),
             &path,
             map.len(),
             allocated as usize,
-            (DATA_MIN_CHUNK, DATA_MAX_CHUNK),
+            (min_chunk, DATA_MAX_CHUNK),
         )?);
         map.write(0, &header.encode());
         map.sync_range(0, DATA_HEADER_LEN)?;
@@ -138,7 +141,7 @@ impl ActiveFile {
             map.path(),
             map.len(),
             0,
-            (DATA_MIN_CHUNK, DATA_MAX_CHUNK),
+            (data_min_chunk(header.file_size), DATA_MAX_CHUNK),
         )?);
         Ok(ActiveFile {
             header,
@@ -163,10 +166,10 @@ impl ActiveFile {
     /// Opens an existing data file (another writer process created it),
     /// positioned at its first frame; the caller moves it to the tail.
     pub fn open_existing(base: &Path, id: FileId, header: DataHeader) -> Result<ActiveFile> {
-        let map = WritableMapping::open(&id.data_path(base))?;
+        let map = WritableMapping::open_at_least(&id.data_path(base), header.file_size)?;
         let (index, _) =
             SparseIndexWriter::open_or_rebuild(&id.index_path(base), index_header(&header))?;
-        let first_ts = data_file::first_message_ts(map.as_slice());
+        let first_ts = data_file::first_message_ts(map.readable());
         // Another writer process created it with its dense index; one
         // missing or damaged is recreated, and the entries written from
         // here on fill it (a reader falls back to the sparse index for the
@@ -237,10 +240,12 @@ impl ActiveFile {
                 .is_some_and(|p| self.first_ts.is_some_and(|t| t / p != timestamp / p))
     }
 
-    /// Makes sure the disk blocks a frame with a `record_len`-byte record
-    /// will touch exist (the frame, the word after it, the end-of-file marker
-    /// and the footer): a full disk fails here with `ENOSPC`, at a chunk
-    /// boundary, instead of with SIGBUS inside the mapping.
+    /// Makes sure the bytes a frame with a `record_len`-byte record will
+    /// touch exist, with disk blocks (the frame, the word after it, the
+    /// end-of-file marker and the footer), growing the file by a chunk if
+    /// they do not: a reader that sees the frame may read all of them, and
+    /// a full disk fails here with `ENOSPC`, at a chunk boundary, instead
+    /// of with SIGBUS inside the mapping.
     #[inline]
     pub fn allocate_for(&self, record_len: usize) -> Result<()> {
         let need = self.write_pos + frame_size(record_len) + reserved_tail(self.header.version);
@@ -349,6 +354,12 @@ impl ActiveFile {
             content_flags,
             ..
         } = self;
+        // The trimmed length (marker and footer, a page at most past what
+        // `allocate_for` made exist) exists before anything is written
+        // there.
+        if header.version >= 4 {
+            alloc.ensure(trimmed_len(write_pos as u64, header.file_size) as usize)?;
+        }
         map.store_u32(write_pos, END_OF_FILE);
         // No allocation from here on: the prefault thread may still hold
         // the allocator, and must not allocate past the trimmed end.
@@ -418,8 +429,10 @@ impl ActiveFile {
 
     /// At a clean close: gives back the disk blocks allocated ahead of the
     /// writer (past the page after the last frame), so that a closed queue
-    /// holds about what it stores. The next writer allocates again.
-    /// Best effort: a file system that cannot punch holes keeps them.
+    /// holds about what it stores. The next writer allocates again. The
+    /// file keeps its length: a reader in another process may have looked
+    /// at it, and reads up to it. Best effort: a file system that cannot
+    /// punch holes keeps them.
     pub fn release_unused(&self) {
         self.alloc.close();
         let from = (self.write_pos + FRAME_ALIGN).div_ceil(4096) * 4096;
@@ -430,6 +443,12 @@ impl ActiveFile {
                 (self.map.len() - from) as u64,
             );
         }
+        // Blocks the prefault thread allocated past the file's length
+        // (`FALLOC_FL_KEEP_SIZE`) are not punched by every file system
+        // (ext4 stops at the length): setting the length it has frees
+        // them. Only at a close with one writer process (nobody else grows
+        // the file meanwhile), and never shorter.
+        let _ = crate::storage::mapped::release_past_end(self.map.file());
     }
 
     /// Bytes written but not yet msync'd.

@@ -8,8 +8,10 @@
 //! at memory speed and the I/O thread never stalls on a batch of faults.
 //!
 //! It also allocates the file's disk blocks a chunk ahead of the writer
-//! (`ChunkAllocator::ahead`), and populates only allocated pages: a page
-//! populated in a hole would allocate it, with no way to report a full disk.
+//! (`ChunkAllocator::ahead`, past the file's length, which only the writer
+//! changes), and populates only allocated pages below the length: a page
+//! populated in a hole would allocate it, with no way to report a full
+//! disk, and a page past the end of the file does not exist.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -138,7 +140,10 @@ fn run(shared: &Shared) {
             populated = pos & !(STEP - 1);
         }
         alloc.ahead(pos);
-        let limit = alloc.allocated().min(p.mapped_len()).min(pos + AHEAD);
+        // Only bytes the file has (its writer grew it over them) may be
+        // populated: past end of file a mapping has no pages.
+        let end = alloc.allocated().min(alloc.extended());
+        let limit = end.min(p.mapped_len()).min(pos + AHEAD);
         if populated < limit {
             let step = STEP.min(limit - populated);
             match alloc.while_open(|| p.populate(populated, step)) {
@@ -155,6 +160,10 @@ fn run(shared: &Shared) {
             // the file populated: nothing until the next file).
             let wake_at = if limit >= p.mapped_len() {
                 usize::MAX
+            } else if limit >= alloc.extended() {
+                // Nothing more to populate before the writer grows the
+                // file (it passes the current end just after).
+                alloc.extended().min(alloc.ahead_from())
             } else if limit >= alloc.allocated() {
                 // Nothing more to populate before more is allocated.
                 alloc.ahead_from()

@@ -331,3 +331,23 @@ def test_close_of_a_poisoned_writer_releases_everything(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "close raised PoisonedError\nreopened\n"
+
+
+def test_a_queue_of_seven_messages_has_small_files(tmp_path):
+    """Issue 33, "Default files": with the default 1 GiB ``file_size`` a queue of 7
+    messages used to show a 1 GiB data file and a 341 MiB ``.offsets`` file in ``ls -l``
+    (sparse files that ``cp``, ``tar`` or ``scp`` without sparse support copy whole).
+    Format 11: files grow with their data (docs/FORMAT.md, "Data files"), 1 MiB here."""
+    path = tmp_path / "q"
+    with litemq.Queue(str(path)) as q:
+        app = q.appender()
+        for i in range(7):
+            app.append(b"message %d" % i)
+        app.flush()
+        with litemq.Queue(str(path), read_only=True) as r:
+            assert [m.payload for m in r.tailer()] == [b"message %d" % i for i in range(7)]
+    sizes = {p.suffix: p.stat().st_size for p in path.rglob("*") if p.is_file()}
+    assert 4096 < sizes[".data"] <= 1 << 20, sizes
+    assert sizes[".offsets"] <= 16 << 10, sizes
+    assert sizes[".index"] <= 16 << 10, sizes
+    assert sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) <= 2 << 20

@@ -237,6 +237,50 @@ def test_read_while_a_writer_appends(spark, tmp_path):
         assert df.count() == 150
 
 
+def test_read_while_the_active_file_grows(spark, tmp_path):
+    """Format 11: the active file is only as long as its data and a chunk, and grows while a
+    read is planned and runs (a 1 MiB file grows 64 KiB, 128, 256, 512 KiB, 1 MiB). Every
+    row read is one appended, in order of sequence, and the read never fails on frames
+    published past the length the reader saw first (the JVM reader maps only what exists)."""
+    import threading
+
+    qpath = tmp_path / "growing"
+    with litemq.Queue(str(qpath), file_size=QUEUE_FILE_SIZE) as q:
+        app = q.appender()
+        app.append_batch([b"%06d" % i + b"." * 500 for i in range(100)])
+        app.flush()
+        data = sorted(qpath.rglob("*.data"))[-1]
+        first_len = data.stat().st_size
+        assert first_len < QUEUE_FILE_SIZE
+        done = threading.Event()
+
+        def write() -> None:
+            i = 100
+            while not done.is_set() and i < 1500:
+                app.append(b"%06d" % i + b"." * 500)
+                i += 1
+            app.flush()
+
+        t = threading.Thread(target=write)
+        t.start()
+        try:
+            counts = []
+            for _ in range(3):
+                rows = (
+                    spark.read.format("litemq").load(str(qpath)).select("seq", "payload").collect()
+                )
+                seqs = [r.seq for r in rows]
+                assert sorted(seqs) == list(range(len(seqs)))
+                assert all(bytes(r.payload)[:6] == b"%06d" % r.seq for r in rows)
+                counts.append(len(rows))
+            assert counts[0] >= 100
+        finally:
+            done.set()
+            t.join()
+        assert data.stat().st_size > first_len or len(sorted(qpath.rglob("*.data"))) > 1
+        assert spark.read.format("litemq").load(str(qpath)).count() == q.next_seq
+
+
 def test_read_user_schema_subset(spark, tmp_path):
     qpath = tmp_path / "q"
     make_queue(qpath, 50)

@@ -594,6 +594,116 @@ fn kill9_at_random_moments() {
     );
 }
 
+/// The length of the newest data file of the queue at `dir` (0 when none).
+fn last_file_len(dir: &Path) -> u64 {
+    common::data_files(dir)
+        .last()
+        .and_then(|p| std::fs::metadata(p).ok())
+        .map_or(0, |m| m.len())
+}
+
+/// Format version 11: a data file is only as long as the chunks its writer
+/// reached, and grows as it is written. A writer killed (SIGKILL) just
+/// after or while it grows the file leaves a last file shorter than its
+/// `file_size`, without a footer: the reopen treats it as the active file
+/// (it does not give it back its full length), keeps every durable
+/// message, and writes on, growing it further.
+#[test]
+fn kill9_mid_growth_reopens_and_continues() {
+    let seed = run_seed();
+    let mut rng = Rng(seed ^ 0x6772_6f77);
+    let dir = tempfile::tempdir().unwrap();
+    let mut prev_next = 0u64;
+    let mut grown_short = false;
+    for round in 0..8u64 {
+        let sc = Scenario {
+            mode: (round % 2) as u8, // Async, Sync
+            file_size: 4 << 20,      // 256 KiB chunks: growth every few hundred messages
+            roll_count: 0,
+            size_class: 1,
+            batch: if round % 3 == 2 { 16 } else { 1 },
+            flush_every: 50,
+            index_interval: 16,
+            keyed: 0,
+            salt: seed,
+        };
+        let ctx = format!("seed {seed}, round {round}, scenario {}", sc.encode());
+        let (mut child, reports, reader) = spawn_writer(dir.path(), &sc);
+        let spawned = Instant::now();
+        while !reports.ready.load(Ordering::Acquire) {
+            assert!(
+                spawned.elapsed() < Duration::from_secs(20),
+                "{ctx}: child never got ready"
+            );
+            assert!(child.try_wait().unwrap().is_none(), "{ctx}: child exited");
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        // Wait for the file to grow (the writer is writing across chunk
+        // boundaries), then kill it at a random moment shortly after.
+        let before = last_file_len(dir.path());
+        while last_file_len(dir.path()) == before {
+            assert!(
+                spawned.elapsed() < Duration::from_secs(30),
+                "{ctx}: the data file never grew past {before} bytes"
+            );
+            assert!(child.try_wait().unwrap().is_none(), "{ctx}: child exited");
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        std::thread::sleep(Duration::from_micros(rng.below(3000)));
+        child.kill().unwrap(); // SIGKILL
+        assert!(!child.wait().unwrap().success());
+        reader.join().unwrap();
+        let durable = reports.durable.load(Ordering::Acquire);
+        let visible = reports.visible.load(Ordering::Acquire);
+        let len = last_file_len(dir.path());
+
+        let q = open_retrying(sc.builder(dir.path()))
+            .unwrap_or_else(|e| panic!("{ctx}: reopening after SIGKILL failed: {e}"));
+        let stats = q.stats();
+        assert!(
+            !stats.recovery.restored_length,
+            "{ctx}: {:?}",
+            stats.recovery
+        );
+        let after = last_file_len(dir.path());
+        assert!(
+            after <= len,
+            "{ctx}: recovery must not give the active file its full length back \
+             ({len} bytes before, {after} after, file_size {})",
+            sc.file_size
+        );
+        grown_short |= after < sc.file_size;
+        let next = q.next_seq();
+        assert!(
+            next >= durable.max(visible).max(prev_next),
+            "{ctx}: lost messages"
+        );
+        check_contents(&q, &sc, prev_next.saturating_sub(300), &ctx);
+        // The queue continues: the next append gets the next sequence.
+        let payload = sc.payload(next);
+        let seq = q.appender().unwrap().append(&payload).unwrap();
+        assert_eq!(seq, next, "{ctx}: next append continues the sequence");
+        q.close().unwrap();
+        prev_next = next + 1;
+    }
+    let q = open_retrying(
+        QueueBuilder::new(dir.path())
+            .file_size(4 << 20)
+            .verify_on_startup(true),
+    )
+    .unwrap_or_else(|e| panic!("seed {seed}: verify_on_startup after kills: {e}"));
+    assert_eq!(q.next_seq(), prev_next);
+    assert!(
+        grown_short,
+        "some kill left an active file shorter than its file_size"
+    );
+    assert!(
+        common::data_files(dir.path()).len() >= 2,
+        "the rounds crossed a roll"
+    );
+    q.close().unwrap();
+}
+
 // ---------------------------------------------------------------------------
 // Live tailers across rolls.
 

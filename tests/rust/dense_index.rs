@@ -312,3 +312,56 @@ fn verify_on_startup_checks_and_rebuilds_sealed_dense_indexes() {
     );
     check_every_get(&q, n);
 }
+
+/// Format version 11: data and dense-index files grow with their data, and
+/// readers map them at full size but touch only what the files hold. A
+/// damaged dense entry whose check matches but whose offset lies past the
+/// data file's current length (below its `file_size`), and entries past
+/// the `.offsets` file's current length, read as "no entry": the reader
+/// scans, it never loads past end of file (SIGBUS).
+#[test]
+fn dense_entries_past_the_current_length_read_as_a_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 1000;
+    let builder = QueueBuilder::new(dir.path())
+        .file_size(16 << 20)
+        .index_interval(64);
+    let q = builder.clone().open().unwrap();
+    let app = q.appender().unwrap();
+    for i in 0..n {
+        app.append(&payload(i)).unwrap();
+    }
+    app.flush().unwrap();
+    q.close().unwrap();
+    let data = data_files(dir.path()).pop().unwrap();
+    let offsets = offsets_of(&data);
+    let data_len = std::fs::metadata(&data).unwrap().len();
+    assert!(data_len < 16 << 20, "the data file is {data_len} bytes");
+    // Seq 5's entry: a valid check for an offset past the file's end.
+    let far = (data_len + (1 << 20)).next_multiple_of(8);
+    set_entry_word(&offsets, 5, litemq::index::dense::encode_entry(5, far));
+    // The dense index cut to its first page: entries 504.. are past it.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&offsets)
+        .unwrap()
+        .set_len(4096)
+        .unwrap();
+    let ro = QueueBuilder::new(dir.path())
+        .read_only(true)
+        .open()
+        .unwrap();
+    check_every_get(&ro, n);
+    check_every_seek(&ro, n);
+    let mut t = ro.tailer(Start::Seq(5)).unwrap();
+    assert_eq!(t.read_next().unwrap().unwrap().payload, payload(5));
+    drop(t);
+    ro.close().unwrap();
+    // The writer reopens and writes on.
+    let q = builder.open().unwrap();
+    let app = q.appender().unwrap();
+    assert_eq!(app.append(&payload(n)).unwrap(), n);
+    app.flush().unwrap();
+    check_every_get(&q, n + 1);
+    q.close().unwrap();
+}

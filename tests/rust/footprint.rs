@@ -74,9 +74,11 @@ fn sealed_files_are_trimmed_and_end_with_a_footer() {
     for (k, p) in data.iter().enumerate() {
         let bytes = std::fs::read(p).unwrap();
         if k == 3 {
-            // The active file keeps its length; what was allocated past its
-            // last frame was given back at close.
-            assert_eq!(bytes.len() as u64, file_size);
+            // The active file keeps its length (format 11: one chunk, a
+            // sixteenth of a small `file_size`, as its 50 messages fit);
+            // what was allocated past its last frame was given back at
+            // close.
+            assert_eq!(bytes.len() as u64, file_size / 16);
             let (end, n) = frames_end(&bytes);
             assert_eq!(n, 50);
             assert!(
@@ -111,9 +113,15 @@ fn sealed_files_are_trimmed_and_end_with_a_footer() {
                 content_flags: 0,
             }
         );
-        // Its sparse index keeps its length, but only its used pages.
+        // Its sparse index is only as long as its entries and a chunk
+        // (format 11: it grows with them, and is not trimmed at seal), and
+        // keeps only its used pages.
         let idx = p.with_extension("index");
-        assert!(std::fs::metadata(&idx).unwrap().len() > 64 << 10);
+        let idx_len = std::fs::metadata(&idx).unwrap().len();
+        assert!(
+            (4096..=4096 + (16 << 10)).contains(&idx_len),
+            "{idx_len} bytes"
+        );
         assert!(allocated(&idx) <= 8192, "{} bytes", allocated(&idx));
     }
     // Everything reads back, and a verifying open checks every footer.
@@ -260,6 +268,16 @@ fn make_version(data: &Path, version: u32) {
         b[8..12].copy_from_slice(&version.to_le_bytes());
         let crc = crc64(&[&b[..crc_at]]);
         b[crc_at..crc_at + 8].copy_from_slice(&crc.to_le_bytes());
+        // Before version 11 a data file being written and a sparse index
+        // are full length (sparse files), as that version wrote them.
+        let full = if crc_at == 56 {
+            u64::from_le_bytes(b[40..48].try_into().unwrap())
+        } else {
+            256 + 32 * u64::from_le_bytes(b[32..40].try_into().unwrap())
+        };
+        if (b.len() as u64) < full {
+            b.resize(full as usize, 0);
+        }
         std::fs::write(&p, b).unwrap();
     }
 }
@@ -535,4 +553,116 @@ fn a_sealed_file_cut_at_a_frame_boundary_is_reported_not_a_panic() {
     };
     assert_eq!(n, 35);
     assert!(matches!(err, Error::Corrupted { .. }), "{err:?}");
+}
+
+/// Format version 11 (issue 33, "Default files"): files are as long as
+/// their data. A queue of 7 messages with the default 1 GiB `file_size`
+/// used to show a 1 GiB data file and a 341 MiB `.offsets` file in
+/// `ls -l` (sparse files): `cp`, `tar` or `scp` without sparse support
+/// copied all of it. Now the data file is one chunk (1 MiB) long, its
+/// indexes a page each, and FORMAT.md's bound holds: an active data file is
+/// at most `max(2 × (E + 136), 1 MiB)` bytes (`E` the end of its frames),
+/// its dense index at most `max(2 × (64 + 8n), 16 KiB)`.
+#[test]
+fn a_queue_of_seven_messages_has_small_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = QueueBuilder::new(dir.path()).open().unwrap();
+    let app = q.appender().unwrap();
+    for i in 0..7 {
+        app.append(format!("message {i}").as_bytes()).unwrap();
+    }
+    app.flush().unwrap();
+    let check = |when: &str| {
+        let data = files_with(dir.path(), "data");
+        assert_eq!(data.len(), 1);
+        let len = |p: &Path| std::fs::metadata(p).unwrap().len();
+        let d = len(&data[0]);
+        assert!(
+            (4096 + 8 + 128..=1 << 20).contains(&d),
+            "{when}: the data file is {d} bytes"
+        );
+        let o = len(&data[0].with_extension("offsets"));
+        assert!(o <= 16 << 10, "{when}: the dense index is {o} bytes");
+        let i = len(&data[0].with_extension("index"));
+        assert!(i <= 16 << 10, "{when}: the sparse index is {i} bytes");
+        let total: u64 = ["data", "offsets", "index"]
+            .iter()
+            .flat_map(|e| files_with(dir.path(), e))
+            .map(|p| len(&p))
+            .sum();
+        assert!(total <= 2 << 20, "{when}: {total} bytes in all");
+    };
+    check("open");
+    // A reader in another handle reads them all (it maps the file at its
+    // full size and reads up to its length).
+    let ro = QueueBuilder::new(dir.path())
+        .read_only(true)
+        .open()
+        .unwrap();
+    let mut t = ro.tailer(Start::Beginning).unwrap();
+    for i in 0..7u64 {
+        let m = t.read_next().unwrap().unwrap();
+        assert_eq!(m.payload, format!("message {i}").as_bytes());
+    }
+    assert!(t.read_next().unwrap().is_none());
+    q.close().unwrap();
+    check("closed");
+    // Reopened, written on, read again.
+    let q = QueueBuilder::new(dir.path()).open().unwrap();
+    let app = q.appender().unwrap();
+    assert_eq!(app.append(b"eighth").unwrap(), 7);
+    app.flush().unwrap();
+    check("reopened");
+    assert_eq!(q.get(7).unwrap().payload, b"eighth");
+    assert_eq!(t.read_next().unwrap().unwrap().payload, b"eighth");
+    q.close().unwrap();
+}
+
+/// A file grows in chunks as it is written (a sixteenth of `file_size` at
+/// first for a small file, then as long as it is), never past its
+/// `file_size`; sealed, it is trimmed as before.
+#[test]
+fn an_active_file_grows_in_chunks_with_its_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let file_size = 1 << 20;
+    let q = QueueBuilder::new(dir.path())
+        .file_size(file_size)
+        .open()
+        .unwrap();
+    let app = q.appender().unwrap();
+    let mut lengths = vec![];
+    for i in 0..3000u64 {
+        app.append(&payload(i)).unwrap();
+        if i % 50 == 0 {
+            app.flush().unwrap();
+            let data = files_with(dir.path(), "data");
+            let last = data.last().unwrap();
+            let bytes = std::fs::read(last).unwrap();
+            let (end, _) = frames_end(&bytes);
+            let len = bytes.len() as u64;
+            assert!(len <= file_size);
+            assert!(
+                len >= end as u64 + 8 + 128,
+                "the file holds its frames, the word after them, marker and footer"
+            );
+            assert!(
+                len <= (2 * (end as u64 + 136)).max(64 << 10),
+                "{len} bytes for frames up to {end}"
+            );
+            if lengths.last() != Some(&len) {
+                lengths.push(len);
+            }
+        }
+    }
+    assert!(lengths.len() >= 4, "several growth steps: {lengths:?}");
+    q.close().unwrap();
+    // Closed, it holds about what it stores: the blocks allocated ahead of
+    // the writer, past its last frame and past its length, are given back.
+    let last = files_with(dir.path(), "data").pop().unwrap();
+    let (end, _) = frames_end(&std::fs::read(&last).unwrap());
+    assert!(
+        allocated(&last) <= (end as u64).div_ceil(4096) * 4096 + 4096,
+        "closed active file holds {} bytes for {end} written",
+        allocated(&last)
+    );
 }

@@ -111,6 +111,8 @@ struct ImageStats {
     forced_files: u64,
     /// Trimmed files whose trim was lost (full length again).
     untrimmed: u64,
+    /// Files grown since the flush whose new length was lost (format 11).
+    short_lengths: u64,
 }
 
 /// Data files of a snapshot, in queue order (`YYYYMMDD-N…`, counters compared as numbers).
@@ -203,10 +205,13 @@ fn forced_since_flush(durable: &Snapshot, latest: &Snapshot, mode: u8) -> Forced
 }
 
 /// True when data file `bytes` is shorter than the `file_size` its header
-/// records: sealed and trimmed (format version 4).
+/// records and ends with a footer: sealed and trimmed (format version 4).
+/// An active file is shorter too from format version 11 (it grows with its
+/// data), but has no footer.
 fn trimmed(bytes: &[u8]) -> bool {
-    bytes.len() >= 48
+    bytes.len() >= 4096 + 128
         && (bytes.len() as u64) < u64::from_le_bytes(bytes[40..48].try_into().unwrap())
+        && bytes[bytes.len() - 128..bytes.len() - 120] == *b"LMQFOOT\0"
 }
 
 /// Pages of a file nothing forced since its creation: each is zero (never
@@ -321,8 +326,15 @@ fn crash_image(
             // old, new or torn over the trimmed length, and the trim itself
             // (a change of length) reached the disk or not.
             let full = u64::from_le_bytes(new[40..48].try_into().unwrap()) as usize;
+            // Format 11: the file may have been shorter than its trimmed
+            // length at the flush (it grows with its data); past its old
+            // length it read as zeros.
             let base: Vec<u8> = match old {
-                Some(old) => old[..new.len()].to_vec(),
+                Some(old) => {
+                    let mut b = old[..new.len().min(old.len())].to_vec();
+                    b.resize(new.len(), 0);
+                    b
+                }
                 None => vec![0u8; new.len()],
             };
             let mut out = Vec::new();
@@ -334,7 +346,10 @@ fn crash_image(
             if rng.chance(50) {
                 stats.untrimmed += 1;
                 match old {
-                    Some(old) => out.extend_from_slice(&old[new.len()..]),
+                    Some(old) if old.len() > new.len() => out.extend_from_slice(&old[new.len()..]),
+                    // Grown after the flush, then trimmed: untrimmed, it is
+                    // at least as long as the frames, marker and footer.
+                    Some(_) => {}
                     None => out.resize(full, 0),
                 }
             }
@@ -344,6 +359,21 @@ fn crash_image(
                 Some(old) if old.len() == new.len() => {
                     let mut out = Vec::new();
                     mix_pages(rng, old, new, &mut out, stats);
+                    out
+                }
+                Some(old) if is_data && old.len() < new.len() => {
+                    // Grown since the flush (format 11: an active file is
+                    // as long as its data and a chunk): pages old (zeros
+                    // past the old length), new or torn, and the new
+                    // length reached the disk or not.
+                    let mut base = old.clone();
+                    base.resize(new.len(), 0);
+                    let mut out = Vec::new();
+                    mix_pages(rng, &base, new, &mut out, stats);
+                    if rng.chance(50) {
+                        stats.short_lengths += 1;
+                        out.truncate(old.len());
+                    }
                     out
                 }
                 Some(old) => {
@@ -626,7 +656,7 @@ fn run_power_loss(mode: u8, name: &str) {
     }
     println!(
         "power loss ({name}): {} images in {:.1} s; {} dirty pages ({} lost, {} torn), {} files forced by the writer \
-         kept whole, {} new file names lost, {} trims lost; {} recoveries cut a tail ({} bytes), {} repaired an end marker, \
+         kept whole, {} new file names lost, {} trims lost, {} growths lost; {} recoveries cut a tail ({} bytes), {} repaired an end marker, \
          {} finished a seal (footer or trim), {} gave a trimmed last file its length back, {} unflushed messages survived",
         figures.images,
         started.elapsed().as_secs_f64(),
@@ -636,6 +666,7 @@ fn run_power_loss(mode: u8, name: &str) {
         stats.forced_files,
         stats.dropped_files,
         stats.untrimmed,
+        stats.short_lengths,
         figures.cut,
         figures.cut_bytes,
         figures.repaired_markers,

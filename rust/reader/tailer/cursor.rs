@@ -8,6 +8,7 @@ use crate::catalog::{Catalog, FileInfo};
 use crate::error::{Error, Result};
 use crate::format::frame::DATA_HEADER_LEN;
 use crate::format::record::{self};
+use crate::format::walk::FrameBytes;
 use crate::index::dense::{DenseIndex, DENSE_SINCE_VERSION};
 use crate::index::sparse::{Entry, SparseIndex};
 use crate::storage::frames::{frame_at, Check, Step};
@@ -108,16 +109,18 @@ impl Cursor {
     /// The length word of the frame at the cursor, which is message `seq`'s
     /// (or a marker). A damaged file whose frames reach its (trimmed) end,
     /// with no room left for a word, is an error.
+    /// The word is loaded through [`FrameBytes::length_word`], which makes
+    /// sure the mapping's cached length holds the frame it announces (a
+    /// growing file: format version 11).
     pub(super) fn length_word(&self, seq: u64) -> Result<u32> {
-        if self.offset + 4 > self.map.len() {
-            return Err(Error::corrupted(
+        FrameBytes::length_word(&*self.map, self.offset).ok_or_else(|| {
+            Error::corrupted(
                 self.map.path(),
                 self.offset as u64,
                 Some(seq),
                 "frames run to the end of the file without an end-of-file marker",
-            ));
-        }
-        Ok(self.map.load_u32(self.offset))
+            )
+        })
     }
 
     /// Offset of message `seq`'s frame from the dense index, if the file has
@@ -126,7 +129,7 @@ impl Cursor {
     /// the wrong message: anything else is `None`, and the caller scans.
     pub(super) fn dense_frame(&mut self, catalog: &Catalog, seq: u64) -> Option<usize> {
         let ix = self.dense_index(catalog)?.clone();
-        let at = ix.offset(seq, self.map.len())?;
+        let at = ix.offset(seq, self.map.mapped_len())?;
         match frame_at(&*self.map, at, Check::Crc) {
             Step::Frame(f) => {
                 let ok = record::decode(f.record).is_ok();
@@ -173,7 +176,7 @@ impl Cursor {
         if first < file_first {
             return false;
         }
-        let len = self.map.len();
+        let len = self.map.mapped_len();
         if let Some(ix) = self.dense_index(catalog) {
             let here = ix.offset(first, len);
             let before = if first > file_first {
@@ -221,7 +224,7 @@ impl Cursor {
     }
 
     pub(super) fn index(&mut self, catalog: &Catalog) -> Option<&SparseIndex> {
-        let (info, len) = (self.info, self.map.len() as u64);
+        let (info, len) = (self.info, self.map.mapped_len() as u64);
         self.index
             .get_or_insert_with(|| {
                 SparseIndex::open(

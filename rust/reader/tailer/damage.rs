@@ -15,7 +15,7 @@ impl Tailer {
     pub(super) fn at_zero(&self) -> bool {
         self.cursor
             .as_ref()
-            .is_some_and(|c| c.offset + 4 <= c.map.len() && c.map.load_u32(c.offset) == 0)
+            .is_some_and(|c| c.map.covers(c.offset + 4) && c.map.load_u32(c.offset) == 0)
     }
 
     /// Why frames must follow a zero length word at `self.seq` in file
@@ -106,7 +106,7 @@ impl Tailer {
         let Some(c) = self.cursor.as_mut() else {
             return Ok(false);
         };
-        if c.offset + 4 > c.map.len() {
+        if !c.map.covers(c.offset + 4) {
             return Ok(false);
         }
         let len = c.map.load_u32(c.offset);
@@ -126,7 +126,7 @@ impl Tailer {
                     return Ok(true);
                 }
                 let step = frame_at(&*c.map, c.offset, Check::Lengths);
-                if let Step::Frame(f) = step.filter(|f| f.next + 4 <= c.map.len()) {
+                if let Step::Frame(f) = step.filter(|f| c.map.covers(f.next + 4)) {
                     // A tailer on a batch may stand at any of its members
                     // (a seek lands on one): the batch ends where its head
                     // says, when that holds the tailer's sequence.
@@ -225,7 +225,7 @@ impl Tailer {
         let Some(c) = self.cursor.as_ref() else {
             return false;
         };
-        if c.offset + 4 > c.map.len() {
+        if !c.map.covers(c.offset + 4) {
             return false;
         }
         match frame_at(&*c.map, c.offset, Check::Crc) {

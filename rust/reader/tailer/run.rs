@@ -26,7 +26,7 @@ impl Tailer {
             return None;
         }
         let c = self.cursor.as_ref()?;
-        if c.offset + 5 > c.map.len() {
+        if !c.map.covers(c.offset + 5) {
             return None;
         }
         let len = c.map.load_u32(c.offset);

@@ -8,21 +8,22 @@ use crate::format::footer::{Footer, FOOTER_LEN};
 use crate::format::frame::{self, DATA_HEADER_LEN};
 use crate::format::record::{self};
 use crate::index::sparse::{Entry, SparseIndex};
-use crate::storage::frames::{frame_at, Check, RecordKind, Step};
+use crate::storage::frames::{frame_at, open_data, Check, RecordKind, Step};
 use crate::storage::mapped::Mapping;
 
 /// True when the frame an index entry points at is complete, passes its CRC
 /// and carries the entry's timestamp.
 pub(super) fn entry_matches(map: &Mapping, e: &Entry) -> bool {
-    let at = e.offset as usize;
-    at + 4 <= map.len() && e.points_at_frame(map.as_slice(), map.load_u32(at))
+    use crate::format::walk::FrameBytes;
+    map.length_word(e.offset as usize)
+        .is_some_and(|len| e.points_at_frame(map.as_slice(), len))
 }
 
 /// Offset of the first frame at or after `from` (on the frame alignment)
 /// whose length, CRC and record check out.
 pub(super) fn next_valid_frame(map: &Mapping, from: usize) -> Option<usize> {
     let mut at = from.next_multiple_of(frame::FRAME_ALIGN);
-    while at + 4 <= map.len() {
+    while map.covers(at + 4) {
         if let Step::Frame(f) = frame_at(map, at, Check::Crc) {
             if record::decode(f.record).is_ok() {
                 return Some(at);
@@ -58,9 +59,9 @@ pub(super) fn frame_kind(map: &Mapping, at: usize, len: u32) -> RecordKind {
 /// points at, to count frames from: a batch's first member (the entry may
 /// name a later member), else the entry's sequence.
 pub(super) fn entry_frame_seq(map: &Mapping, e: &Entry) -> u64 {
-    let at = e.offset as usize;
-    match map.as_slice().get(at..at + 4) {
-        Some(_) => frame_kind(map, at, map.load_u32(at))
+    use crate::format::walk::FrameBytes;
+    match map.length_word(e.offset as usize) {
+        Some(len) => frame_kind(map, e.offset as usize, len)
             .batch()
             .map_or(e.seq, |(first, _)| first),
         None => e.seq,
@@ -74,7 +75,7 @@ pub(crate) fn file_has_batches(catalog: &Catalog, info: &FileInfo) -> Result<boo
     if info.header.version < 9 {
         return Ok(false);
     }
-    let map = match Mapping::open(&catalog.data_path(info.id)) {
+    let map = match open_data(&catalog.data_path(info.id)) {
         Ok(m) => m,
         Err(e) if is_not_found(&e) => return Ok(false), // deleted by retention
         Err(e) => return Err(e),
@@ -145,14 +146,14 @@ pub(crate) fn written_bytes(catalog: &Catalog, info: &FileInfo) -> u64 {
             }
         }
     }
-    let Ok(map) = Mapping::open(&path) else {
+    let Ok(map) = open_data(&path) else {
         return 0;
     };
     let mut off = DATA_HEADER_LEN;
     let index = SparseIndex::open(
         &info.id.index_path(catalog.base()),
         h.first_seq,
-        map.len() as u64,
+        map.mapped_len() as u64,
     );
     if let Some(e) = index
         .and_then(|ix| ix.last())
@@ -175,11 +176,15 @@ pub(crate) fn written_bytes(catalog: &Catalog, info: &FileInfo) -> u64 {
 /// sparse index plus a walk of at most one index interval of length words.
 pub(super) fn published_end(catalog: &Catalog) -> u64 {
     let Some(last) = catalog.last() else { return 0 };
-    let Ok(map) = Mapping::open(&catalog.data_path(last.id)) else {
+    let Ok(map) = open_data(&catalog.data_path(last.id)) else {
         return last.header.first_seq;
     };
     let (mut seq, mut off) = (last.header.first_seq, DATA_HEADER_LEN);
-    let index = SparseIndex::open(&last.id.index_path(catalog.base()), seq, map.len() as u64);
+    let index = SparseIndex::open(
+        &last.id.index_path(catalog.base()),
+        seq,
+        map.mapped_len() as u64,
+    );
     if let Some(e) = index
         .and_then(|ix| ix.last())
         .filter(|e| entry_matches(&map, e))

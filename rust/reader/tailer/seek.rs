@@ -12,7 +12,7 @@ use crate::format::error::DecodeError;
 use crate::format::frame::DATA_HEADER_LEN;
 use crate::format::position;
 use crate::index::sparse::SparseIndex;
-use crate::storage::frames::{frame_at, Check, RecordKind, Step};
+use crate::storage::frames::{frame_at, open_data, Check, RecordKind, Step};
 use crate::storage::mapped::Mapping;
 
 impl Tailer {
@@ -39,7 +39,7 @@ impl Tailer {
                     }
                     continue;
                 }
-                Step::Frame(f) if f.next + 4 <= c.map.len() => f,
+                Step::Frame(f) if c.map.covers(f.next + 4) => f,
                 Step::Damage(e @ DecodeError::Truncated) => {
                     return Err(Error::corrupted(
                         c.map.path(),
@@ -97,7 +97,7 @@ impl Tailer {
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             let info = files[mid];
-            let map = Arc::new(Mapping::open(&self.catalog.data_path(info.id))?);
+            let map = Arc::new(open_data(&self.catalog.data_path(info.id))?);
             let first_ts = first_timestamp(&map);
             match first_ts {
                 Some(ts) if ts < micros => {

@@ -26,7 +26,11 @@ public final class DataFile implements AutoCloseable {
 
   final String path;
   final FileChannel ch;
-  final long length;
+  /**
+   * The file's length when last looked at. An active file grows while it is written (format
+   * version 11: only as long as its data and a chunk); {@link #has} looks again.
+   */
+  long length;
   final int version;
   final long firstSeq, createdUs, fileNumber, fileSize;
   final int indexInterval;
@@ -133,6 +137,19 @@ public final class DataFile implements AutoCloseable {
 
   boolean sealed() {
     return framesEnd >= 0;
+  }
+
+  /**
+   * Whether bytes {@code [0, end)} exist: the length seen, or, for an active file that grew
+   * since (a frame published after it was opened), its length now. Nothing past the file's
+   * length is ever mapped ({@code FileChannel.map} READ_ONLY past the end throws).
+   */
+  boolean has(long end) throws IOException {
+    if (end <= length) return true;
+    if (ch == null || sealed()) return false;
+    long now = ch.size();
+    if (now > length) length = now;
+    return end <= length;
   }
 
   /**

@@ -51,7 +51,7 @@ final class Scanner implements AutoCloseable {
   private final long seqHi, timeLo, timeHi;
   /** Frames ending at or before this offset are covered by a checked CRC (no per-frame CRC). */
   long trustedEnd = -1;
-  private final long limitEnd;
+  private long limitEnd;
   private boolean done;
   private boolean exactStart; // seq at off is a frame's own sequence (not a sparse entry's member)
   private final Msg msg = new Msg();
@@ -105,10 +105,10 @@ final class Scanner implements AutoCloseable {
   }
 
   private boolean probe(long at) throws IOException {
-    if (at + 4 > file.length) return false;
+    if (!file.has(at + 4)) return false;
     ByteBuffer b = file.window(at, 4);
     long len = b.getInt((int) (at - file.base())) & 0xFFFFFFFFL;
-    if (len < 9 || len == DataFile.END_OF_FILE || at + 4 + len + 8 > file.length) return false;
+    if (len < 9 || len == DataFile.END_OF_FILE || !file.has(at + 4 + len + 8)) return false;
     b = file.window(at, 4 + len + 8);
     int p = (int) (at - file.base());
     return Crc64.crc(b, p, 4 + (int) len) == b.getLong(p + 4 + (int) len);
@@ -148,7 +148,7 @@ final class Scanner implements AutoCloseable {
         return;
       }
       frameAt = off;
-      if (off + 4 > file.length) throw damage(off, "frame runs past the end of the file: no room for its length word");
+      if (!file.has(off + 4)) throw damage(off, "frame runs past the end of the file: no room for its length word");
       ByteBuffer b = file.window(off, 4);
       long len = b.getInt((int) (off - file.base())) & 0xFFFFFFFFL;
       if (len == 0 || len == DataFile.END_OF_FILE) {
@@ -159,6 +159,9 @@ final class Scanner implements AutoCloseable {
         return;
       }
       long frameSize = (4 + len + 8 + 7) & ~7L;
+      // An active file grows (format version 11): the writer made it long enough before it
+      // published the frame, so a frame past the length seen at open is looked at again.
+      if (off + 4 + len + 8 > limitEnd && !file.sealed() && file.has(off + 4 + len + 8)) limitEnd = file.length;
       if (off + 4 + len + 8 > limitEnd) throw damage(off, "frame length " + len + " runs past the end of the file");
       b = file.window(off, 4 + len + 8);
       int p = (int) (off - file.base());
