@@ -119,6 +119,10 @@ fn two_writers_in_one_process_share_one_sequence() {
         let hb = s.spawn(|| write_as(&b, 1, n, 2));
         (ha.join().unwrap(), hb.join().unwrap())
     });
+    // Appends return before they are written, as with one writer process
+    // (the I/O thread holds the append lock across bundles): b's may still
+    // be on their way when a reads.
+    b.appender().unwrap().flush().unwrap();
     // Returned sequences: increasing per writer, unique across both.
     assert!(sa.windows(2).all(|p| p[0] < p[1]));
     assert!(sb.windows(2).all(|p| p[0] < p[1]));
@@ -233,6 +237,10 @@ fn retention_deletes_files_under_writers_that_lag_behind() {
         });
         (ha.join().unwrap(), hb.join().unwrap())
     });
+    // Both handles' appends written before one of them reads (appends
+    // return before they are written, as with one writer process).
+    a.appender().unwrap().flush().unwrap();
+    b.appender().unwrap().flush().unwrap();
     let mut all: Vec<u64> = sa.iter().chain(&sb).copied().collect();
     all.sort_unstable();
     assert_eq!(all, (0..2 * n).collect::<Vec<_>>());
@@ -418,6 +426,24 @@ fn recorded_tail(base: &Path) -> (u64, u64) {
     )
 }
 
+/// Waits until no writer holds the append lock (word 2 of `append.lock`).
+fn wait_until_free(base: &Path) {
+    let f = std::fs::File::open(base.join("append.lock")).unwrap();
+    let start = Instant::now();
+    loop {
+        let mut w = [0u8; 8];
+        f.read_exact_at(&mut w, 16).unwrap();
+        if u64::from_le_bytes(w) == 0 {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "lock let go when idle"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// The lock word of a process that has exited: `start_time << 22 | pid`.
 fn dead_holder() -> u64 {
     let mut child = Command::new("true").spawn().unwrap();
@@ -438,6 +464,11 @@ fn lock_left_by_a_dead_writer_is_taken_over_within_the_bound() {
     for i in 0..k {
         app.append_record(&keyed(&body(0, i), &key(0, i))).unwrap();
     }
+    // This process's I/O thread keeps the lock while it has work and lets
+    // it go (recording the tail) once idle: the dead writer below took it
+    // after that.
+    app.flush().unwrap();
+    wait_until_free(dir.path());
     // What a writer killed in the middle of a frame leaves: its pid in the
     // lock word, and record bytes past the tail without a length word.
     let (file_number, pos) = recorded_tail(dir.path());
