@@ -53,9 +53,10 @@ pub const BATCH_BLOCK_BYTES: usize = 64 * 1024;
 /// Sequences are 0-based, dense, and assigned when `append` is called.
 ///
 /// An append that fails with [`Error::Poisoned`] was not stored. One that
-/// waited for its frame (`FlushMode::Sync`, several writer processes) and
-/// fails with [`Error::MaybeStored`] may be in the queue: the writer failed
-/// after writing it, so read before retrying.
+/// waited for its frame (`FlushMode::Sync`, or several writer processes
+/// when this one did not hold the append lock) and fails with
+/// [`Error::MaybeStored`] may be in the queue: the writer failed after
+/// writing it, so read before retrying.
 ///
 /// ```
 /// # let dir = tempfile::tempdir().unwrap();
@@ -467,6 +468,13 @@ impl Appender {
         })?;
         slot.seq_of(ticket)
             .ok_or_else(|| self.inner.shared.poison_error())
+    }
+
+    /// Whether an `append` now would wait for its write (`FlushMode::Sync`,
+    /// or several writer processes while this one does not hold the append
+    /// lock). A hint: the answer may change before the append.
+    pub(crate) fn may_wait(&self) -> bool {
+        self.inner.flush == FlushMode::Sync || !self.inner.handoff.numbers_now()
     }
 
     /// Stops accepting appends and tells the I/O thread to finish. Returns

@@ -94,6 +94,9 @@ pub struct Handoff {
 
     /// Several writer processes: numbers are tickets, bundles carry slots.
     tickets: bool,
+    /// `State::lease` is set (read without the lock, a hint for callers
+    /// deciding whether an append may wait).
+    leased: AtomicBool,
     /// The I/O thread's state, for appenders to write while it sleeps (set
     /// by the I/O thread when the mode allows it; dead once it has ended).
     direct: OnceLock<Weak<dyn DirectWriter>>,
@@ -194,6 +197,7 @@ impl Handoff {
             has_pending: AtomicBool::new(false),
             io_sleeping: AtomicBool::new(false),
             tickets,
+            leased: AtomicBool::new(false),
             direct: OnceLock::new(),
         }
     }
@@ -360,6 +364,7 @@ impl Handoff {
     pub fn grant_lease(&self, delta: u64) -> Option<u64> {
         let mut s = self.state.try_lock().ok()?;
         s.lease = Some(delta);
+        self.leased.store(true, Ordering::Release);
         Some(s.next_seq)
     }
 
@@ -370,7 +375,14 @@ impl Handoff {
     pub fn revoke_lease(&self) -> Option<u64> {
         let mut s = self.state.try_lock().ok()?;
         s.lease = None;
+        self.leased.store(false, Ordering::Release);
         Some(s.next_seq)
+    }
+
+    /// True when an append gets its number without waiting for its write
+    /// (one writer process, or a lease held; may change at any moment).
+    pub fn numbers_now(&self) -> bool {
+        !self.tickets || self.leased.load(Ordering::Acquire)
     }
 
     /// Sequence the next message will get: every one below is assigned.

@@ -61,7 +61,7 @@ const IDLE_SPINS: u32 = 2_000;
 pub const LEASE_QUANTUM: Duration = Duration::from_micros(500);
 /// …or, waited for or not, this long (writers of older versions never say
 /// they wait).
-pub const LEASE_MAX: Duration = Duration::from_millis(5);
+pub const LEASE_MAX: Duration = Duration::from_millis(20);
 /// After letting go for a waiting writer, how long this one waits for it to
 /// take the lock before competing again.
 const LEASE_YIELD: Duration = Duration::from_micros(200);
@@ -479,10 +479,20 @@ impl IoThread {
                 }
                 return false;
             }
-            match self.handoff.revoke_lease() {
-                Some(end) => self.lease_state.end = Some(end),
-                None => return false, // an appender holds the hand-off: later
-            }
+            // An appender holds the hand-off's lock for a moment (or, blocked
+            // on a full channel, until this thread drains it): when idle,
+            // try for a little while, else again later.
+            let start = Instant::now();
+            let end = loop {
+                match self.handoff.revoke_lease() {
+                    Some(end) => break end,
+                    None if idle && start.elapsed() < Duration::from_millis(1) => {
+                        std::thread::yield_now()
+                    }
+                    None => return false,
+                }
+            };
+            self.lease_state.end = Some(end);
             self.lease_state.yielded = wanted;
         }
         if self.lease_state.end.is_some_and(|end| self.tickets < end) {
@@ -504,7 +514,15 @@ impl IoThread {
                 first_ticket,
                 bundle,
             } => self.write_bundle(first_ticket, bundle),
-            Command::Flush => self.sync_all(),
+            Command::Flush => {
+                // Several writer processes: a flush also lets the append
+                // lock go (recording the tail), before the sync that lets
+                // the caller return: a process that appends and flushes in
+                // turn takes it once per flush, whatever the timing, and
+                // `append.lock` holds the same bytes run after run.
+                self.end_lease(true);
+                self.sync_all()
+            }
             Command::Roll(done) => {
                 let outcome = self.roll_now();
                 let _ = done.send(outcome.clone());
