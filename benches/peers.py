@@ -49,7 +49,15 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from peers_lib import anchors, contention, latency, random_get, report, work_queue  # noqa: E402
+from peers_lib import (  # noqa: E402
+    anchors,
+    contention,
+    latency,
+    multi_writer,
+    random_get,
+    report,
+    work_queue,
+)
 from peers_lib.phases import current_rss  # noqa: E402
 from peers_lib.redis_server import RedisServer  # noqa: E402
 from peers_lib.stores import STORES, RedisStream, Store, Unavailable  # noqa: E402
@@ -169,6 +177,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="run only the raw-write anchors beside litemq's batches (no stores, no docs)",
     )
     work_queue.add_arguments(p)
+    multi_writer.add_arguments(p)
     args = p.parse_args(argv)
     if args.quick:
         args.n = min(args.n, 20_000)
@@ -301,6 +310,12 @@ def run_all(args: argparse.Namespace, stores: list[type[Store]]) -> dict[str, An
     if any(s.is_litemq for s in stores) and not missing:
         out["random_get"] = run_random_get(args, quiet)
     return out
+
+
+def run_multi_writer(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
+    """Issue 34: 3 processes appending per call to one multi_writer queue, against one."""
+    n = min(args.mw_n, args.n) if args.quick else args.mw_n
+    return multi_writer.run(scratch, n, args.size, args.mw_rounds, progress)
 
 
 def run_random_get(args: argparse.Namespace, quiet: QuietPolicy) -> dict[str, Any]:
@@ -483,6 +498,14 @@ def main(argv: list[str]) -> int:
         print("\n" + "\n".join(anchors.lines(result)))
         print(f"command: {results['command']}")
         return 0
+    if args.multi_writer_only:
+        try:
+            mw = run_multi_writer(args, scratch)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        print("\n" + "\n".join(multi_writer.lines(mw)))
+        print(f"command: {results['command']}")
+        return 0
     if args.work_queue_only:
         try:
             wq = work_queue.run(scratch, args.wq_n, args.wq_peer_n, args.size, args.cap, progress)
@@ -508,6 +531,8 @@ def main(argv: list[str]) -> int:
             results["work_queue"] = work_queue.run(
                 scratch, args.wq_n, args.wq_peer_n, args.size, args.cap, progress
             )
+        if not args.no_multi_writer and not args.follow_only and not results["litemq_missing"]:
+            results["multi_writer"] = run_multi_writer(args, scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     results["goals"] = report.goals(results)
@@ -554,6 +579,8 @@ def main(argv: list[str]) -> int:
         print(report.follow_text(results["follow"]))
     if "work_queue" in results:
         print("\n" + "\n".join(work_queue.lines(results["work_queue"])))
+    if "multi_writer" in results:
+        print("\n" + "\n".join(multi_writer.lines(results["multi_writer"])))
 
     img_dir = ROOT / "docs" / "img" if args.docs else args.json.parent
     img_dir.mkdir(parents=True, exist_ok=True)

@@ -260,10 +260,12 @@ impl QueueBuilder {
     /// Let several processes append to the queue at once, each opening it
     /// with this option (a process opened with `false` still excludes all
     /// others; one that does not say uses the value `metadata.json`
-    /// remembers). Each batch is written under a lock shared through
+    /// remembers). Appends are written under a lock shared through
     /// `append.lock`, so sequences stay dense and each appender's messages
-    /// keep their order; `append` then returns once the message is written
-    /// (its sequence is known only then) instead of when it is queued.
+    /// keep their order. A process's I/O thread holds the lock for a burst
+    /// of appends, during which `append` returns at once, as with one
+    /// writer; otherwise (the first append of a burst, or while another
+    /// process holds the lock) it returns once the message is written.
     /// Default false: one writer process, the fastest path.
     pub fn multi_writer(mut self, multi: bool) -> Self {
         self.config.multi_writer = multi;

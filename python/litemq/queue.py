@@ -67,9 +67,11 @@ class Queue(_litemq.Queue):
     - ``read_only`` (``False``): read without taking the writer lock.
     - ``multi_writer`` (``False``, or as remembered): let several processes append at once, each
       opening the queue with this flag. Sequences stay dense and each
-      appender's messages keep their order; `append` returns once the message
-      is written (its sequence is known only then), so batch with
-      `append_batch` for throughput. See docs/GUARANTEES.md.
+      appender's messages keep their order. A process holds the shared
+      append lock for a burst of appends: then `append` returns at once, as
+      with one writer; otherwise (the first append of a burst, or while
+      another process holds the lock) it returns once the message is
+      written. See docs/GUARANTEES.md.
     - ``channel_capacity`` (``256``): bundles of appends (a bundle is handed
       over at 1,024 messages or 64 KiB, or sooner) queued ahead of the I/O
       thread before `append` waits (backpressure); 1 to 65,536.

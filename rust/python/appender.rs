@@ -611,7 +611,11 @@ impl Appender {
             && compress.is_none();
         if plain {
             let bytes = payload.as_slice();
-            if self.blocking {
+            // Several writer processes: under this process's lease the append
+            // returns at once, and releasing the GIL would cost more than it.
+            // If the lease ends meanwhile, this one append waits for this
+            // process's I/O thread (which never takes the GIL) holding it.
+            if self.blocking && app.may_wait() {
                 return Ok(exit::detach(py, || app.append(bytes))?);
             }
             return Ok(app.append(bytes)?);

@@ -42,6 +42,7 @@ const W_NEXT_SEQ: usize = 6;
 const W_LAST_TS: usize = 7;
 const W_KEY_GEN: usize = 8;
 const W_TAKEOVERS: usize = 9;
+const W_WANTED: usize = 10;
 
 /// Where the last holder left the queue's tail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -96,6 +97,7 @@ impl AppendLock {
     /// lock exclusively).
     pub fn reset(&self, tail: Tail) -> Result<()> {
         self.w(W_HOLDER).store(0, Ordering::SeqCst);
+        self.w(W_WANTED).store(0, Ordering::SeqCst);
         self.w(W_TAIL_GEN).store(0, Ordering::SeqCst);
         self.record(tail);
         self.w(W_VERSION).store(VERSION, Ordering::SeqCst);
@@ -116,6 +118,31 @@ impl AppendLock {
     /// highest any writer has recorded (generations only grow).
     pub fn key_gen_now(&self) -> u64 {
         self.w(W_KEY_GEN).load(Ordering::Acquire)
+    }
+
+    /// Whether a writer waits for the lock (a holder that keeps it across
+    /// bundles lets it go soon, see `IoThread::lease`).
+    pub fn wanted(&self) -> bool {
+        self.w(W_WANTED).load(Ordering::Relaxed) != 0
+    }
+
+    /// After letting the lock go because another writer wants it: waits (at
+    /// most `max`) until another writer took it, so that this one does not
+    /// take it straight back while the other is still waking up.
+    pub fn let_others_in(&self, max: Duration) {
+        let start = Instant::now();
+        let mut round = 0u32;
+        while self.w(W_HOLDER).load(Ordering::Relaxed) == 0 {
+            round += 1;
+            if round < 64 {
+                std::hint::spin_loop();
+                continue;
+            }
+            if start.elapsed() >= max {
+                return;
+            }
+            std::thread::yield_now();
+        }
     }
 
     /// Locks taken over from dead holders since the file was reset.
@@ -147,6 +174,11 @@ impl AppendLock {
                 std::hint::spin_loop();
                 continue;
             }
+            // Tell a holder that keeps the lock across bundles to let go.
+            let wanted = self.w(W_WANTED);
+            if wanted.load(Ordering::Relaxed) == 0 {
+                wanted.store(1, Ordering::Relaxed);
+            }
             let now = Instant::now();
             let (start, next_check) = clock.get_or_insert((now, now + LIVENESS_CHECK));
             let start = *start;
@@ -177,6 +209,8 @@ impl AppendLock {
         if let Some(t) = tail {
             self.record(t);
         }
+        // Waiters still waiting say so again while the next holder holds it.
+        self.w(W_WANTED).store(0, Ordering::Relaxed);
         self.w(W_HOLDER).store(0, Ordering::Release);
     }
 

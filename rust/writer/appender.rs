@@ -4,7 +4,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use super::command::{Bundle, BundleSlot};
-use super::handoff::{Handoff, SendError};
+use super::handoff::{Handoff, Numbered, SendError};
 use super::options::FlushMode;
 use super::shared::WriterShared;
 use crate::error::{Error, Result};
@@ -53,9 +53,10 @@ pub const BATCH_BLOCK_BYTES: usize = 64 * 1024;
 /// Sequences are 0-based, dense, and assigned when `append` is called.
 ///
 /// An append that fails with [`Error::Poisoned`] was not stored. One that
-/// waited for its frame (`FlushMode::Sync`, several writer processes) and
-/// fails with [`Error::MaybeStored`] may be in the queue: the writer failed
-/// after writing it, so read before retrying.
+/// waited for its frame (`FlushMode::Sync`, or several writer processes
+/// when this one did not hold the append lock) and fails with
+/// [`Error::MaybeStored`] may be in the queue: the writer failed after
+/// writing it, so read before retrying.
 ///
 /// ```
 /// # let dir = tempfile::tempdir().unwrap();
@@ -406,7 +407,7 @@ impl Appender {
     fn push(&self, flags: u8, encode: impl FnOnce(&mut Vec<u8>)) -> Result<u64> {
         self.check_alive()?;
         let sync = self.inner.flush == FlushMode::Sync;
-        let (seq, slot) = self
+        let (seq, numbered) = self
             .inner
             .handoff
             .push(flags, sync, encode)
@@ -415,17 +416,18 @@ impl Appender {
             self.inner
                 .shared
                 .wait_durable(seq + 1)
-                .map_err(|e| self.failed(e, seq, slot.as_deref()))?;
+                .map_err(|e| self.failed(e, seq, &numbered))?;
         }
-        match slot {
-            None => Ok(seq),
-            Some(slot) => self.seq_of(&slot, seq),
+        match numbered {
+            Numbered::Seq => Ok(seq),
+            Numbered::Lease(delta) => Ok(seq + delta),
+            Numbered::Slot(slot) => self.seq_of(&slot, seq),
         }
     }
 
     fn send_bundle(&self, bundle: Bundle) -> Result<Range<u64>> {
         self.check_alive()?;
-        let (range, slot) = self
+        let (range, numbered) = self
             .inner
             .handoff
             .push_bundle(bundle)
@@ -434,11 +436,12 @@ impl Appender {
             self.inner
                 .shared
                 .wait_durable(range.end)
-                .map_err(|e| self.failed(e, range.start, slot.as_deref()))?;
+                .map_err(|e| self.failed(e, range.start, &numbered))?;
         }
-        match slot {
-            None => Ok(range),
-            Some(slot) => {
+        match numbered {
+            Numbered::Seq => Ok(range),
+            Numbered::Lease(delta) => Ok(range.start + delta..range.end + delta),
+            Numbered::Slot(slot) => {
                 let first = self.seq_of(&slot, range.start)?;
                 Ok(first..first + (range.end - range.start))
             }
@@ -447,10 +450,11 @@ impl Appender {
 
     /// The error for an append (numbered `first`) whose wait failed: says
     /// when its frame may be stored although the append failed.
-    fn failed(&self, e: Error, first: u64, slot: Option<&BundleSlot>) -> Error {
-        let seq = match slot {
-            None => Some(first),
-            Some(slot) => slot.seq_of(first),
+    fn failed(&self, e: Error, first: u64, numbered: &Numbered) -> Error {
+        let seq = match numbered {
+            Numbered::Seq => Some(first),
+            Numbered::Lease(delta) => Some(first + delta),
+            Numbered::Slot(slot) => slot.seq_of(first),
         };
         self.inner.shared.append_error(e, first, seq)
     }
@@ -458,12 +462,19 @@ impl Appender {
     /// Several writer processes: waits until the I/O thread has written the
     /// message with `ticket` and returns the sequence it got.
     fn seq_of(&self, slot: &BundleSlot, ticket: u64) -> Result<u64> {
-        self.inner
-            .shared
-            .wait_written(ticket + 1)
-            .map_err(|e| self.failed(e, ticket, Some(slot)))?;
+        self.inner.shared.wait_written(ticket + 1).map_err(|e| {
+            let seq = slot.seq_of(ticket);
+            self.inner.shared.append_error(e, ticket, seq)
+        })?;
         slot.seq_of(ticket)
             .ok_or_else(|| self.inner.shared.poison_error())
+    }
+
+    /// Whether an `append` now would wait for its write (`FlushMode::Sync`,
+    /// or several writer processes while this one does not hold the append
+    /// lock). A hint: the answer may change before the append.
+    pub(crate) fn may_wait(&self) -> bool {
+        self.inner.flush == FlushMode::Sync || !self.inner.handoff.numbers_now()
     }
 
     /// Stops accepting appends and tells the I/O thread to finish. Returns

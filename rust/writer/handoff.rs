@@ -24,6 +24,11 @@
 //! the I/O thread has written it under the append lock. The handoff then
 //! numbers messages with *tickets* (this process's own count) and hangs a
 //! [`BundleSlot`] on each bundle, where the I/O thread reports the sequences.
+//! While this process's I/O thread holds the append lock across bundles (a
+//! *lease*, see `io_thread`), it tells the hand-off how tickets map to
+//! sequences (`seq = ticket + delta`, fixed while nobody else can write), and
+//! appends get their sequence at once, as with one writer process, without
+//! waiting for the write.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -65,6 +70,10 @@ struct State {
     /// thread asleep is written on the caller's thread too (otherwise the
     /// I/O thread writes bundles, overlapping with the caller's next one).
     flushed: bool,
+    /// Several writer processes, while this process's I/O thread holds the
+    /// append lock: the sequence of ticket `t` is `t + delta` (see
+    /// [`Handoff::grant_lease`]). `None`: sequences are known once written.
+    lease: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -85,6 +94,9 @@ pub struct Handoff {
 
     /// Several writer processes: numbers are tickets, bundles carry slots.
     tickets: bool,
+    /// `State::lease` is set (read without the lock, a hint for callers
+    /// deciding whether an append may wait).
+    leased: AtomicBool,
     /// The I/O thread's state, for appenders to write while it sleeps (set
     /// by the I/O thread when the mode allows it; dead once it has ended).
     direct: OnceLock<Weak<dyn DirectWriter>>,
@@ -121,6 +133,19 @@ pub trait DirectWriter: Send + Sync {
     /// `Some(false)` the sync failed (the writer is poisoned), `None` not
     /// done here.
     fn sync_written(&self) -> Option<bool>;
+}
+
+/// How an append's sequence is known.
+#[derive(Debug)]
+pub enum Numbered {
+    /// One writer process: the number returned is the sequence.
+    Seq,
+    /// Several writer processes, under a lease: the sequence is the ticket
+    /// plus this.
+    Lease(u64),
+    /// Several writer processes: known once the I/O thread has written the
+    /// bundle, from its slot.
+    Slot(Arc<BundleSlot>),
 }
 
 /// What [`Handoff::prepare_sleep`] found.
@@ -166,11 +191,13 @@ impl Handoff {
                 last_asleep: None,
                 asleep_run: 0,
                 flushed: false,
+                lease: None,
             }),
             spare: Mutex::new(Vec::new()),
             has_pending: AtomicBool::new(false),
             io_sleeping: AtomicBool::new(false),
             tickets,
+            leased: AtomicBool::new(false),
             direct: OnceLock::new(),
         }
     }
@@ -186,7 +213,8 @@ impl Handoff {
     }
 
     /// Adds one message, written by `encode` into the bundle's body buffer;
-    /// returns its sequence (or ticket, and the bundle's slot). With
+    /// returns its sequence (or ticket, and either the bundle's slot or,
+    /// under a lease, what to add to the ticket for its sequence). With
     /// `direct`, the message is sent at once (sync mode: the caller is
     /// about to wait for it).
     pub fn push(
@@ -194,7 +222,7 @@ impl Handoff {
         flags: u8,
         direct: bool,
         encode: impl FnOnce(&mut Vec<u8>),
-    ) -> Result<(u64, Option<Arc<BundleSlot>>), SendError> {
+    ) -> Result<(u64, Numbered), SendError> {
         let mut s = self.lock();
         if s.tx.is_none() {
             return Err(SendError::Closed);
@@ -205,13 +233,19 @@ impl Handoff {
         s.pending.entries.push((flags, len));
         let seq = s.next_seq;
         s.next_seq += 1;
-        let slot = self.tickets.then(|| {
-            let first = s.pending_first;
-            s.pending
-                .slot
-                .get_or_insert_with(|| BundleSlot::new(first))
-                .clone()
-        });
+        let numbered = match s.lease {
+            _ if !self.tickets => Numbered::Seq,
+            Some(delta) => Numbered::Lease(delta),
+            None => {
+                let first = s.pending_first;
+                Numbered::Slot(
+                    s.pending
+                        .slot
+                        .get_or_insert_with(|| BundleSlot::new(first))
+                        .clone(),
+                )
+            }
+        };
         let full =
             s.pending.entries.len() >= BUNDLE_MESSAGES || s.pending.bodies.len() >= BUNDLE_BYTES;
         if direct || full {
@@ -225,7 +259,7 @@ impl Handoff {
         } else {
             self.has_pending.store(true, Ordering::Release);
         }
-        Ok((seq, slot))
+        Ok((seq, numbered))
     }
 
     /// With the I/O thread asleep: writes the pending bundle on this thread,
@@ -276,10 +310,7 @@ impl Handoff {
 
     /// Sends a whole bundle as one command (after whatever is pending);
     /// returns its sequences (or tickets, and its slot).
-    pub fn push_bundle(
-        &self,
-        mut bundle: Bundle,
-    ) -> Result<(Range<u64>, Option<Arc<BundleSlot>>), SendError> {
+    pub fn push_bundle(&self, mut bundle: Bundle) -> Result<(Range<u64>, Numbered), SendError> {
         let mut s = self.lock();
         if s.tx.is_none() {
             return Err(SendError::Closed);
@@ -287,10 +318,17 @@ impl Handoff {
         let n = bundle.seqs();
         let first = s.next_seq;
         if n == 0 {
-            return Ok((first..first, None));
+            return Ok((first..first, Numbered::Seq));
         }
-        let slot = self.tickets.then(|| BundleSlot::new(first));
-        bundle.slot = slot.clone();
+        let slot = match s.lease {
+            _ if !self.tickets => Numbered::Seq,
+            Some(delta) => Numbered::Lease(delta),
+            None => {
+                let slot = BundleSlot::new(first);
+                bundle.slot = Some(slot.clone());
+                Numbered::Slot(slot)
+            }
+        };
         self.send_pending(&mut s)?;
         self.has_pending.store(false, Ordering::Release);
         if std::mem::take(&mut s.flushed) && self.io_sleeping.load(Ordering::SeqCst) {
@@ -314,6 +352,37 @@ impl Handoff {
         s.next_seq += n;
         s.pending_first = s.next_seq;
         Ok((first..first + n, slot))
+    }
+
+    /// Several writer processes: the I/O thread holds the append lock and
+    /// keeps it until it has written every ticket assigned before the
+    /// matching [`Handoff::revoke_lease`], so ticket `t` (from now on, and
+    /// any assigned but not yet written) gets sequence `t + delta`. Never
+    /// waits (the I/O thread must not wait for `state`): false when an
+    /// appender holds the lock; the I/O thread tries again later.
+    /// Returns the first ticket numbered under it, `None` when not granted.
+    pub fn grant_lease(&self, delta: u64) -> Option<u64> {
+        let mut s = self.state.try_lock().ok()?;
+        s.lease = Some(delta);
+        self.leased.store(true, Ordering::Release);
+        Some(s.next_seq)
+    }
+
+    /// Ends the lease: appends from now on wait for their write. Returns
+    /// the first ticket not covered (the I/O thread writes every ticket
+    /// below it before it lets the append lock go), or `None` when an
+    /// appender holds the lock (try again later).
+    pub fn revoke_lease(&self) -> Option<u64> {
+        let mut s = self.state.try_lock().ok()?;
+        s.lease = None;
+        self.leased.store(false, Ordering::Release);
+        Some(s.next_seq)
+    }
+
+    /// True when an append gets its number without waiting for its write
+    /// (one writer process, or a lease held; may change at any moment).
+    pub fn numbers_now(&self) -> bool {
+        !self.tickets || self.leased.load(Ordering::Acquire)
     }
 
     /// Sequence the next message will get: every one below is assigned.

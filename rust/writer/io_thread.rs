@@ -54,6 +54,17 @@ pub const IDLE_SPIN: Duration = Duration::from_micros(20);
 /// Otherwise (`Sync` mode, several writer processes: every append wakes a
 /// sleeping I/O thread), polls before it sleeps: half spins, half yields.
 const IDLE_SPINS: u32 = 2_000;
+/// Several writer processes: a writer process keeps the append lock across
+/// bundles (a lease: its appends get sequences at once, as a single
+/// writer's do) until it goes idle, or another writer has waited for it and
+/// it has held it this long…
+pub const LEASE_QUANTUM: Duration = Duration::from_micros(500);
+/// …or, waited for or not, this long (writers of older versions never say
+/// they wait).
+pub const LEASE_MAX: Duration = Duration::from_millis(20);
+/// After letting go for a waiting writer, how long this one waits for it to
+/// take the lock before competing again.
+const LEASE_YIELD: Duration = Duration::from_micros(200);
 /// Sealed files whose pages may still be dirty (async mode) kept for the next
 /// flush; beyond this the oldest is synced at once.
 pub(crate) const MAX_UNSYNCED_SEALED: usize = 4;
@@ -140,6 +151,20 @@ impl DirectWriter for IoCell {
     }
 }
 
+/// Where this process's lease on the append lock stands.
+#[derive(Debug, Default)]
+struct LeaseState {
+    /// When the lock was taken.
+    since: Option<Instant>,
+    /// The hand-off numbers appends from this ticket on with the lease
+    /// (`Handoff::grant_lease` succeeded), as `ticket + delta`.
+    granted: Option<(u64, u64)>,
+    /// Revoked: every ticket below this is written before the lock goes.
+    end: Option<u64>,
+    /// The lock was let go for a waiting writer: let it in first.
+    yielded: bool,
+}
+
 /// What the I/O thread found while spinning for work.
 enum Idle {
     Work,
@@ -171,6 +196,9 @@ pub struct IoThread {
     /// generation this process has seen (see `catch_up`).
     append_lock: Option<Arc<AppendLock>>,
     key_gen_seen: u64,
+    /// The append lock, kept across bundles (see [`LEASE_QUANTUM`]).
+    lease: Option<catch_up::Held>,
+    lease_state: LeaseState,
     last_ts: u64,
     sealed_unsynced: Vec<(PathBuf, File)>,
     /// `Async` mode: directories that gained a file since the last sync,
@@ -244,6 +272,8 @@ impl IoThread {
             append_lock,
             // Unlike any recorded generation: the first bundle reloads the index.
             key_gen_seen: u64::MAX,
+            lease: None,
+            lease_state: LeaseState::default(),
             last_ts: resume.last_timestamp,
             sealed_unsynced: Vec::new(),
             dirs_unsynced: Vec::new(),
@@ -298,6 +328,8 @@ impl IoThread {
     /// Spins a little for work (work usually follows work), then tells
     /// appenders it is going to sleep. `Idle::Sleep`: block on the channel.
     fn idle(&mut self, rx: &Receiver<Command>) -> Result<Idle> {
+        // A waiting writer gets the lock now rather than after the spin.
+        self.end_lease(false);
         let start = Instant::now();
         let mut round = 0u32;
         loop {
@@ -317,6 +349,10 @@ impl IoThread {
             } else {
                 break;
             }
+        }
+        // Never asleep holding the append lock: the others would wait.
+        if self.lease.is_some() && !self.end_lease(true) {
+            return Ok(Idle::Work);
         }
         match self.handoff.prepare_sleep() {
             Sleep::Ok => Ok(Idle::Sleep),
@@ -418,13 +454,75 @@ impl IoThread {
         Direct::Failed
     }
 
+    /// Several writer processes, holding the append lock: grants the
+    /// hand-off the lease when it does not have it yet, and lets the lock go
+    /// when it is due (`idle`, or held [`LEASE_QUANTUM`] while another
+    /// writer waits, or [`LEASE_MAX`]). Letting go first revokes the lease,
+    /// then waits until every ticket numbered under it is written. True
+    /// when the lock is not held (any more).
+    fn end_lease(&mut self, idle: bool) -> bool {
+        let (Some(lock), Some(_)) = (self.append_lock.as_ref(), self.lease.as_ref()) else {
+            return true;
+        };
+        if self.lease_state.end.is_none() {
+            let held = self
+                .lease_state
+                .since
+                .map_or(Duration::ZERO, |t| t.elapsed());
+            let wanted = lock.wanted();
+            let due = idle || (wanted && held >= LEASE_QUANTUM) || held >= LEASE_MAX;
+            if !due {
+                if self.lease_state.granted.is_none() {
+                    let delta = self.next_seq - self.tickets;
+                    self.lease_state.granted =
+                        self.handoff.grant_lease(delta).map(|from| (from, delta));
+                }
+                return false;
+            }
+            // An appender holds the hand-off's lock for a moment (or, blocked
+            // on a full channel, until this thread drains it): when idle,
+            // try for a little while, else again later.
+            let start = Instant::now();
+            let end = loop {
+                match self.handoff.revoke_lease() {
+                    Some(end) => break end,
+                    None if idle && start.elapsed() < Duration::from_millis(1) => {
+                        std::thread::yield_now()
+                    }
+                    None => return false,
+                }
+            };
+            self.lease_state.end = Some(end);
+            self.lease_state.yielded = wanted;
+        }
+        if self.lease_state.end.is_some_and(|end| self.tickets < end) {
+            return false; // numbered under the lease, not written yet
+        }
+        let tail = self.tail();
+        if let Some(held) = self.lease.take() {
+            held.release(tail);
+        }
+        self.lease_state.since = None;
+        self.lease_state.granted = None;
+        self.lease_state.end = None;
+        true
+    }
+
     fn handle(&mut self, cmd: Command) -> Result<()> {
         match cmd {
             Command::Write {
                 first_ticket,
                 bundle,
             } => self.write_bundle(first_ticket, bundle),
-            Command::Flush => self.sync_all(),
+            Command::Flush => {
+                // Several writer processes: a flush also lets the append
+                // lock go (recording the tail), before the sync that lets
+                // the caller return: a process that appends and flushes in
+                // turn takes it once per flush, whatever the timing, and
+                // `append.lock` holds the same bytes run after run.
+                self.end_lease(true);
+                self.sync_all()
+            }
             Command::Roll(done) => {
                 let outcome = self.roll_now();
                 let _ = done.send(outcome.clone());
@@ -478,12 +576,37 @@ impl IoThread {
 
     fn write_bundle(&mut self, first_ticket: u64, mut bundle: Bundle) -> Result<()> {
         self.expect_ticket(first_ticket)?;
-        // Several writer processes: one of them at a time, per bundle.
-        let held = match self.append_lock.clone() {
-            Some(lock) => Some(self.lock_tail(lock)?),
-            None => None,
-        };
+        // Several writer processes: one of them at a time, holding the
+        // append lock across bundles while it has work (a lease).
+        if let Some(lock) = self.append_lock.clone() {
+            if self.lease.is_none() {
+                if bundle.slot.is_none() {
+                    // Numbered under a lease, which is kept until written.
+                    return Err(Error::Internal(format!(
+                        "ticket {first_ticket} was numbered under a lease no longer held"
+                    )));
+                }
+                if std::mem::take(&mut self.lease_state.yielded) {
+                    lock.let_others_in(LEASE_YIELD);
+                }
+                let held = self.lock_tail(lock)?;
+                self.lease = Some(held);
+                self.lease_state = LeaseState {
+                    since: Some(Instant::now()),
+                    ..LeaseState::default()
+                };
+            }
+        }
         let first_seq = self.next_seq;
+        if let Some((from, delta)) = self.lease_state.granted {
+            // Appenders were told these sequences: never write elsewhere.
+            if first_ticket >= from && first_ticket + delta != first_seq {
+                return Err(Error::Internal(format!(
+                    "ticket {first_ticket} was numbered {} under the lease but falls at {first_seq}",
+                    first_ticket + delta
+                )));
+            }
+        }
         let ts = self.timestamp();
         let mut at = 0usize;
         let mut bytes = 0u64;
@@ -505,15 +628,17 @@ impl IoThread {
             keys |= flags & FLAG_KEY != 0;
             bytes += (RECORD_FIXED_LEN + body.len()) as u64;
         }
-        if let Some(held) = held {
+        if self.lease.is_some() {
             self.key_gen_seen = self.key_gen_seen.wrapping_add(u64::from(keys));
-            held.release(self.tail());
         }
         if let Some(slot) = &bundle.slot {
             slot.set_first_seq(first_seq);
         }
         self.tickets += bundle.seqs();
         self.shared.set_written(self.tickets);
+        if self.lease.is_some() {
+            self.end_lease(false);
+        }
         // Every frame of the batch is published: wake followers sleeping on
         // the word in any process (no system call when nobody sleeps).
         if let Some(w) = &self.wake {
@@ -783,9 +908,10 @@ impl IoThread {
         self.derived.finish();
         // Several writer processes: the index and the tail are shared; bring
         // them level under the lock so the last to close records them right.
-        let held = match self.append_lock.clone() {
-            Some(lock) => Some(self.lock_tail(lock)?),
-            None => None,
+        let held = match (self.lease.take(), self.append_lock.clone()) {
+            (Some(held), _) => Some(held),
+            (None, Some(lock)) => Some(self.lock_tail(lock)?),
+            (None, None) => None,
         };
         self.key_index.close()?;
         if self.append_lock.is_none() {

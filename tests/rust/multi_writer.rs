@@ -119,6 +119,10 @@ fn two_writers_in_one_process_share_one_sequence() {
         let hb = s.spawn(|| write_as(&b, 1, n, 2));
         (ha.join().unwrap(), hb.join().unwrap())
     });
+    // Appends return before they are written, as with one writer process
+    // (the I/O thread holds the append lock across bundles): b's may still
+    // be on their way when a reads.
+    b.appender().unwrap().flush().unwrap();
     // Returned sequences: increasing per writer, unique across both.
     assert!(sa.windows(2).all(|p| p[0] < p[1]));
     assert!(sb.windows(2).all(|p| p[0] < p[1]));
@@ -233,6 +237,10 @@ fn retention_deletes_files_under_writers_that_lag_behind() {
         });
         (ha.join().unwrap(), hb.join().unwrap())
     });
+    // Both handles' appends written before one of them reads (appends
+    // return before they are written, as with one writer process).
+    a.appender().unwrap().flush().unwrap();
+    b.appender().unwrap().flush().unwrap();
     let mut all: Vec<u64> = sa.iter().chain(&sb).copied().collect();
     all.sort_unstable();
     assert_eq!(all, (0..2 * n).collect::<Vec<_>>());
@@ -338,6 +346,25 @@ fn child_entry() {
                 i += 300;
             }
         }
+        ("acker", Some(w)) => {
+            // Appends per call until killed, flushing every 64 messages and
+            // saying how many are acknowledged (durable) after each flush.
+            let w: u64 = w.parse().unwrap();
+            let q = builder(Path::new(&path)).open().unwrap();
+            let app = q.appender().unwrap();
+            let mut out = std::io::stdout().lock();
+            let mut i = 0;
+            loop {
+                app.append(&body(w, i)).unwrap();
+                i += 1;
+                if i % 64 == 0 {
+                    app.flush().unwrap();
+                    use std::io::Write;
+                    writeln!(out, "ACK {i}").unwrap();
+                    out.flush().unwrap();
+                }
+            }
+        }
         other => panic!("unknown role {other:?}"),
     }
 }
@@ -418,6 +445,24 @@ fn recorded_tail(base: &Path) -> (u64, u64) {
     )
 }
 
+/// Waits until no writer holds the append lock (word 2 of `append.lock`).
+fn wait_until_free(base: &Path) {
+    let f = std::fs::File::open(base.join("append.lock")).unwrap();
+    let start = Instant::now();
+    loop {
+        let mut w = [0u8; 8];
+        f.read_exact_at(&mut w, 16).unwrap();
+        if u64::from_le_bytes(w) == 0 {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "lock let go when idle"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// The lock word of a process that has exited: `start_time << 22 | pid`.
 fn dead_holder() -> u64 {
     let mut child = Command::new("true").spawn().unwrap();
@@ -438,6 +483,11 @@ fn lock_left_by_a_dead_writer_is_taken_over_within_the_bound() {
     for i in 0..k {
         app.append_record(&keyed(&body(0, i), &key(0, i))).unwrap();
     }
+    // This process's I/O thread keeps the lock while it has work and lets
+    // it go (recording the tail) once idle: the dead writer below took it
+    // after that.
+    app.flush().unwrap();
+    wait_until_free(dir.path());
     // What a writer killed in the middle of a frame leaves: its pid in the
     // lock word, and record bytes past the tail without a length word.
     let (file_number, pos) = recorded_tail(dir.path());
@@ -553,4 +603,102 @@ fn footers_of_files_sealed_among_writers_hold_their_messages_times() {
             f.path.display()
         );
     }
+}
+
+/// Kill -9 of any writer at any moment while the others append per call:
+/// the survivors continue, every acknowledged (flushed) message is there
+/// exactly once, sequences stay dense and each writer's messages in order,
+/// and a reader following the queue meanwhile never waits for a message
+/// that does not come. Writers take the append lock for bursts of appends
+/// (a lease), so most kills hit a holder: in the middle of a frame, between
+/// frames of a bundle, or idle.
+#[test]
+fn writers_killed_at_random_moments_leave_every_acknowledged_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = builder(dir.path()).open().unwrap();
+    let app = q.appender().unwrap();
+    let mut rng = Rng(env_u64("CRASH_SEED").unwrap_or(11));
+    let rounds = if common::soak() { 40 } else { 5 };
+    // A reader in this process follows everything as it is written.
+    let reader = QueueBuilder::new(dir.path())
+        .read_only(true)
+        .open()
+        .unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let mut acked: HashMap<u64, u64> = HashMap::new();
+    let mut mine = 0u64;
+    let read = std::thread::scope(|s| {
+        let follower = s.spawn(|| {
+            let mut t = reader.tailer(Start::Beginning).unwrap();
+            let mut seq = 0u64;
+            loop {
+                match t.read_next_timeout(Duration::from_millis(200)).unwrap() {
+                    Some(m) => {
+                        assert_eq!(m.seq, seq, "the reader sees dense sequences");
+                        parse(m.payload);
+                        seq += 1;
+                    }
+                    None if stop.load(std::sync::atomic::Ordering::SeqCst) => return seq,
+                    None => {}
+                }
+            }
+        });
+        let mut next_w = 1;
+        for _ in 0..rounds {
+            let kids: Vec<(u64, Child)> = (0..2)
+                .map(|_| {
+                    next_w += 1;
+                    (next_w, spawn(dir.path(), &format!("acker:{next_w}"), 0))
+                })
+                .collect();
+            // Both write (first ack) before the kills, at random moments.
+            std::thread::sleep(Duration::from_millis(20 + rng.below(40)));
+            for (w, mut child) in kids {
+                std::thread::sleep(Duration::from_millis(rng.below(30)));
+                child.kill().unwrap();
+                let out = child.wait_with_output().unwrap();
+                let last = String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("ACK ")?.parse::<u64>().ok())
+                    .max()
+                    .unwrap_or(0);
+                acked.insert(w, last);
+                // The survivor continues within the bound.
+                let t0 = Instant::now();
+                for _ in 0..20 {
+                    app.append(&body(0, mine)).unwrap();
+                    mine += 1;
+                }
+                app.flush().unwrap();
+                assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+            }
+        }
+        let end = q.next_seq();
+        // The follower reaches the end without waiting for anything more.
+        let t0 = Instant::now();
+        while reader.next_seq() < end && t0.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        (follower.join().unwrap(), end)
+    });
+    assert_eq!(read.0, read.1, "the follower read every message");
+    let per_writer = check_all(&q);
+    assert_eq!(per_writer[&0], mine);
+    for (w, n) in &acked {
+        let kept = per_writer.get(w).copied().unwrap_or(0);
+        assert!(kept >= *n, "writer {w}: {n} acknowledged, {kept} kept");
+    }
+    assert!(
+        acked.values().any(|&n| n > 0),
+        "the killed writers acknowledged something"
+    );
+    println!("takeovers: {}, acknowledged {acked:?}", q.stats().takeovers);
+    q.close().unwrap();
+    let q = QueueBuilder::new(dir.path())
+        .verify_on_startup(true)
+        .open()
+        .unwrap();
+    assert_eq!(check_all(&q)[&0], mine);
 }
