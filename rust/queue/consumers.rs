@@ -98,7 +98,13 @@ impl Queue {
     pub fn work_queues(&self) -> Result<Vec<WorkQueueInfo>> {
         self.check_open()?;
         let next = self.next_seq();
-        let mut infos = crate::consumers::work_queue::list(self.path(), next, &**self.clock())?;
+        let catalog = &self.inner().catalog;
+        let mut infos = crate::consumers::work_queue::list(
+            self.path(),
+            next,
+            &|from, to| catalog.holes_between(from, to),
+            &**self.clock(),
+        )?;
         for info in &mut infos {
             if info.low < next {
                 info.oldest_timestamp = self.get(info.low).ok().map(|m| m.timestamp);

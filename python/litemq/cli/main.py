@@ -147,7 +147,8 @@ def cmd_info(args: argparse.Namespace, out: IO[str]) -> int:
             last_time = None if newest is None else newest.timestamp
         info: dict[str, Any] = {
             "path": str(base.resolve()),
-            "messages": nxt - first,
+            # Holes left by key compaction are sequences without a message.
+            "messages": len(q),
             "first_seq": first,
             "next_seq": nxt,
             "first_time": None if first_time is None else _iso(first_time),
