@@ -392,12 +392,7 @@ const MAX_HOLE_SPAN: usize = 1 << 30;
 /// zeros (not written), and the frame's CRC in its last 8 bytes, so the
 /// next frame stays where it was. Feeds all of it to `frames_crc`. Returns
 /// the sequences the hole stands for.
-fn put_hole(
-    w: &mut SparseWriter<'_>,
-    frames_crc: &mut Crc64,
-    run: Run,
-    end: usize,
-) -> Result<u64> {
+fn put_hole(w: &mut SparseWriter<'_>, frames_crc: &mut Crc64, run: Run, end: usize) -> Result<u64> {
     let record_len = end - run.at - 4 - 8;
     let count = u16::try_from(run.count).expect("runs are cut at MAX_HOLE_COUNT");
     let hole = record::hole(run.ts, count);

@@ -178,7 +178,8 @@ fn count_file(path: &std::path::Path, f: &FileInfo) -> Option<Count> {
             )
             .ok()
         });
-    let Some(footer) = footer.filter(|_| header.version >= 4 && header.first_seq == f.header.first_seq)
+    let Some(footer) =
+        footer.filter(|_| header.version >= 4 && header.first_seq == f.header.first_seq)
     else {
         return Some(Count {
             identity,

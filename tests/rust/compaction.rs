@@ -544,7 +544,12 @@ fn len_stats_lag_and_pending_count_the_messages_that_are_there() {
         assert_eq!(lag.len(), 1);
         assert_eq!(lag[0].lag_messages, count_from(pos), "consumer at {pos}");
         let infos = handle.work_queues().unwrap();
-        assert_eq!(infos[0].pending, count_from(top), "group past {top}: {:?}", infos[0]);
+        assert_eq!(
+            infos[0].pending,
+            count_from(top),
+            "group past {top}: {:?}",
+            infos[0]
+        );
     }
     assert_eq!(wq.info(q.next_seq()).pending, count_from(top));
 
