@@ -107,7 +107,15 @@ impl Queue {
         )?;
         for info in &mut infos {
             if info.low < next {
-                info.oldest_timestamp = self.get(info.low).ok().map(|m| m.timestamp);
+                // The first message at or after the mark (a tailer steps
+                // over holes key compaction left; `get` of one fails).
+                info.oldest_timestamp =
+                    self.tailer(Start::Seq(info.low))
+                        .ok()
+                        .and_then(|mut t| match t.read_next() {
+                            Ok(Some(m)) if m.seq < next => Some(m.timestamp),
+                            _ => None,
+                        });
             }
         }
         Ok(infos)

@@ -503,7 +503,7 @@ fn len_stats_lag_and_pending_count_the_messages_that_are_there() {
     let dir = tempfile::tempdir().unwrap();
     let (q, _clock) = filled(dir.path());
     // A consumer that committed a third of the way; a work queue whose
-    // first jobs were handed out and acked.
+    // first 11 jobs were handed out and acked.
     let mut c = q.consumer("audit", Start::Beginning).unwrap();
     for _ in 0..N / 3 {
         c.read_next().unwrap().unwrap();
@@ -521,18 +521,23 @@ fn len_stats_lag_and_pending_count_the_messages_that_are_there() {
         )
         .unwrap();
     let mut handed = Vec::new();
-    for _ in 0..10 {
+    for _ in 0..11 {
         let job = wq.get(Duration::ZERO, &mut || false).unwrap().unwrap();
         handed.push(job.message.seq);
         assert!(wq.ack(job.ticket).unwrap());
     }
     let top = handed.iter().max().unwrap() + 1;
+    assert_eq!(
+        top, 11,
+        "seq 11 (key k11, superseded) becomes a hole at the low mark"
+    );
     assert_eq!(q.len(), N, "no holes yet");
 
     let active = active_from(&q);
     let r = compact(&q, Duration::from_secs(3600));
     let kept = survivors(active, true);
     assert!(r.records_dropped > 0);
+    assert!(!kept.contains(&11), "the low mark is a hole");
     let count_from = |from: u64| kept.iter().filter(|&&s| s >= from).count() as u64;
     for handle in [&q, &read_only(dir.path())] {
         assert_eq!(handle.len(), kept.len() as u64);
@@ -550,8 +555,20 @@ fn len_stats_lag_and_pending_count_the_messages_that_are_there() {
             "group past {top}: {:?}",
             infos[0]
         );
+        // The oldest unfinished job is the first message at or after the
+        // low mark, holes stepped over.
+        let low = infos[0].low;
+        let first_left = *kept.iter().find(|&&s| s >= low).unwrap();
+        let ts = handle.get(first_left).unwrap().timestamp;
+        assert_eq!(infos[0].oldest_timestamp, Some(ts));
     }
-    assert_eq!(wq.info(q.next_seq()).pending, count_from(top));
+    let info = wq.info(q.next_seq());
+    assert_eq!(info.pending, count_from(top));
+    let first_left = *kept.iter().find(|&&s| s >= info.low).unwrap();
+    assert_eq!(
+        info.oldest_timestamp,
+        Some(q.get(first_left).unwrap().timestamp)
+    );
 
     // The footers count the holes: every sealed file's `hole_seqs` is its
     // sequences less its messages.

@@ -465,9 +465,13 @@ impl WorkQueue {
             self.bound_ms(JobState::Leased),
         );
         if info.low < next_seq {
+            // The first message at or after the mark: the scout steps over
+            // holes key compaction left (`read_at` of one fails).
             let mut readers = lock(&self.readers);
-            if let Ok(Some(m)) = readers.random.read_at(info.low) {
-                info.oldest_timestamp = Some(m.timestamp);
+            if let Ok(Some(m)) = super::dispatch::read_at(&mut readers.random, info.low) {
+                if m.seq < next_seq {
+                    info.oldest_timestamp = Some(m.timestamp);
+                }
             }
         }
         info
