@@ -637,3 +637,38 @@ fn a_file_compacted_before_format_11_is_counted_by_walking() {
         kept.iter().filter(|&&s| s >= pos).count() as u64
     );
 }
+
+/// Recovery finishing the seal of a compacted file whose footer was damaged
+/// (after an unclean shutdown) writes its hole count back into the new
+/// footer (format 11), counted from the frames: `len` stays exact.
+#[test]
+fn recovery_rewriting_a_compacted_files_footer_counts_its_holes() {
+    use litemq::format::footer::{Footer, FOOTER_LEN};
+    let dir = tempfile::tempdir().unwrap();
+    let (q, clock) = filled(dir.path());
+    let active = active_from(&q);
+    compact(&q, Duration::from_secs(3600));
+    let kept = survivors(active, true);
+    // The newest sealed file: recovery checks the newest files' seals.
+    let (path, bytes) = sealed_files(&q).pop().unwrap();
+    q.close().unwrap();
+    drop(q);
+    let at = bytes.len() - FOOTER_LEN;
+    let want = Footer::decode(&bytes[at..]).unwrap();
+    assert!(want.hole_seqs > 0, "the file has holes");
+    let mut damaged = bytes.clone();
+    damaged[at + 100] ^= 0xFF; // a reserved byte: the footer's CRC fails
+    std::fs::write(&path, &damaged).unwrap();
+    let meta = dir.path().join("metadata.json");
+    let text = std::fs::read_to_string(&meta)
+        .unwrap()
+        .replace("\"clean_shutdown\": true", "\"clean_shutdown\": false");
+    std::fs::write(&meta, text).unwrap();
+
+    let q = small(dir.path()).clock(clock).open().unwrap();
+    assert!(q.stats().recovery.finished_seals >= 1);
+    let after = std::fs::read(&path).unwrap();
+    assert_eq!(Footer::decode(&after[at..]).unwrap(), want);
+    assert_eq!(q.len(), kept.len() as u64);
+    assert_eq!(readable(&q), kept.len() as u64);
+}
