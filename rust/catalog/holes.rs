@@ -11,8 +11,13 @@
 //!
 //! A file's count is remembered per queue handle (its catalog), keyed by
 //! the file's device, inode and change time: compaction (in any process)
-//! renames a new file over the old one, so one `stat` per sealed file tells
-//! whether the count still holds. A range that starts or ends inside a file
+//! renames a new file over the old one, so a `stat` of the file tells
+//! whether the count still holds. That rename (and every other change of a
+//! directory's entries) also changes the directory's change time, so one
+//! `stat` per day directory spares the files' own: a file checked while its
+//! directory's change time was more than [`SETTLED`] old is not checked
+//! again while that change time stays the same (a later change would get a
+//! later time, however coarse the file system's clock). A range that starts or ends inside a file
 //! with holes is counted by walking that file's length words up to the
 //! range's bound (at most one file at each end; a file without holes is
 //! not walked).
@@ -34,6 +39,12 @@ use crate::storage::mapped::Mapping;
 /// First format version whose files may hold holes.
 const HOLES_SINCE: u32 = 8;
 
+/// How old a directory's change time must be, when a file in it is checked,
+/// for the check to hold while that time stays the same: far more than a
+/// file system clock's tick, so that any later change of the directory gets
+/// a different time.
+const SETTLED: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// `(st_dev, st_ino, st_ctime in ns)`: which file, as it is now.
 type Identity = (u64, u64, i64);
 
@@ -46,6 +57,9 @@ fn identity(meta: &std::fs::Metadata) -> Identity {
 #[derive(Debug, Clone, Copy)]
 struct Count {
     identity: Identity,
+    /// The identity and change time of the file's directory when the file
+    /// was last checked, if that change time was settled (see [`SETTLED`]).
+    checked_under: Option<Identity>,
     /// Sequences its holes stand for (0: none, or not sealed yet).
     holes: u64,
     /// It is sealed with a valid footer (an unsealed file is looked at
@@ -72,6 +86,29 @@ impl HoleCounts {
     }
 }
 
+/// A directory as one call of [`Catalog::holes_between`] found it.
+struct DirSeen {
+    dir: std::path::PathBuf,
+    /// Its identity and change time (`None`: it could not be read).
+    now: Option<Identity>,
+    /// That change time was settled when the directory was looked at.
+    settled: bool,
+}
+
+impl DirSeen {
+    fn look(dir: std::path::PathBuf) -> DirSeen {
+        let t0 = std::time::SystemTime::now();
+        let now = std::fs::metadata(&dir).ok().map(|m| identity(&m));
+        let settled = now.is_some_and(|(_, _, ctime)| {
+            let since_epoch = t0
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as i64);
+            ctime.saturating_add(SETTLED.as_nanos() as i64) < since_epoch
+        });
+        DirSeen { dir, now, settled }
+    }
+}
+
 impl Catalog {
     /// Sequences in `from..to` that are holes (key compaction dropped their
     /// messages): `to - from` minus this is the messages there, as far as
@@ -85,6 +122,7 @@ impl Catalog {
             return 0;
         }
         let mut total = 0;
+        let mut dir: Option<DirSeen> = None;
         // The last file is never compacted: only files with a successor.
         for (f, next) in files.iter().zip(files.iter().skip(1)) {
             let (start, end) = (f.header.first_seq, next.header.first_seq);
@@ -92,7 +130,13 @@ impl Catalog {
             if lo >= hi {
                 continue;
             }
-            let whole = self.file_holes(f);
+            // Files are listed by day: each directory is looked at once,
+            // before the files in it.
+            let parent = f.id.parent(self.base());
+            if dir.as_ref().is_none_or(|d| d.dir != parent) {
+                dir = Some(DirSeen::look(parent));
+            }
+            let whole = self.file_holes(f, dir.as_ref().expect("set above"));
             total += if whole == 0 || (lo == start && hi >= end) {
                 whole
             } else if hi >= end {
@@ -106,26 +150,38 @@ impl Catalog {
     }
 
     /// Sequences the holes of file `f` stand for (0 when it is not sealed),
-    /// remembered while the file stays the same.
-    fn file_holes(&self, f: &FileInfo) -> u64 {
+    /// remembered while the file stays the same; `dir` is its directory as
+    /// this call found it.
+    fn file_holes(&self, f: &FileInfo, dir: &DirSeen) -> u64 {
         if f.header.version < 4 {
             return 0; // never compacted (no footer)
+        }
+        let under = dir.now.filter(|_| dir.settled);
+        let cached = self.holes.0.lock().ok().and_then(|m| m.get(&f.id).copied());
+        if let Some(c) = cached {
+            if c.sealed && under.is_some() && c.checked_under == under {
+                return c.holes; // nothing in its directory changed since
+            }
         }
         let path = self.data_path(f.id);
         let Ok(meta) = std::fs::metadata(&path) else {
             return 0; // removed by retention meanwhile
         };
-        let now = identity(&meta);
-        if let Some(c) = self.holes.0.lock().ok().and_then(|m| m.get(&f.id).copied()) {
-            if c.identity == now && c.sealed {
-                return c.holes;
-            }
-        }
-        let Some(c) = count_file(&path, f) else {
-            return 0;
+        let c = match cached {
+            Some(c) if c.identity == identity(&meta) && c.sealed => c,
+            _ => match count_file(&path, f) {
+                Some(c) => c,
+                None => return 0,
+            },
         };
         if let Ok(mut m) = self.holes.0.lock() {
-            m.insert(f.id, c);
+            m.insert(
+                f.id,
+                Count {
+                    checked_under: under,
+                    ..c
+                },
+            );
         }
         c.holes
     }
@@ -188,6 +244,7 @@ fn count_file(path: &std::path::Path, f: &FileInfo) -> Option<Count> {
     else {
         return Some(Count {
             identity,
+            checked_under: None,
             holes: 0,
             sealed: false,
         });
@@ -207,6 +264,7 @@ fn count_file(path: &std::path::Path, f: &FileInfo) -> Option<Count> {
     };
     Some(Count {
         identity,
+        checked_under: None,
         holes,
         sealed: true,
     })

@@ -672,3 +672,25 @@ fn recovery_rewriting_a_compacted_files_footer_counts_its_holes() {
     assert_eq!(q.len(), kept.len() as u64);
     assert_eq!(readable(&q), kept.len() as u64);
 }
+
+/// A handle that counted the holes of files whose directory had not changed
+/// for a while trusts those counts while the directory stays the same (one
+/// `stat` per day directory); compaction by another handle renames files in
+/// it, which changes the directory: the next count sees the new holes.
+#[test]
+fn a_count_kept_by_another_handle_follows_a_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let (q, _clock) = filled(dir.path());
+    let active = active_from(&q);
+    let ro = read_only(dir.path());
+    assert_eq!(ro.len(), N);
+    // Older than the settling time: the next count trusts the directory.
+    std::thread::sleep(Duration::from_millis(1100));
+    assert_eq!(ro.len(), N);
+    assert_eq!(ro.len(), N);
+    compact(&q, Duration::from_secs(3600));
+    let kept = survivors(active, true).len() as u64;
+    assert_eq!(ro.len(), kept);
+    assert_eq!(ro.stats().messages, kept);
+    assert_eq!(q.len(), kept);
+}
