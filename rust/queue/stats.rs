@@ -180,8 +180,10 @@ impl Queue {
     /// Messages currently kept: the sequences `first_seq..next_seq` but
     /// for the holes key compaction left (their messages were dropped), so
     /// the messages a tailer reads from the start. Counting the holes costs
-    /// a `stat` per sealed file; the first count of a compacted file of
-    /// format 8 to 10 walks it once (its footer does not say).
+    /// a `stat` per day directory (and per sealed file in a directory
+    /// changed within the last second); the first count of a handle reads
+    /// each sealed file's footer, and walks a compacted file of format 8 to
+    /// 10 once (its footer does not say).
     pub fn len(&self) -> u64 {
         let next = self.next_seq();
         let first = self.first_seq();
