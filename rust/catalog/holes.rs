@@ -88,7 +88,8 @@ impl HoleCounts {
 
 /// A directory as one call of [`Catalog::holes_between`] found it.
 struct DirSeen {
-    dir: std::path::PathBuf,
+    /// Its day (`FileId::day`).
+    day: u32,
     /// Its identity and change time (`None`: it could not be read).
     now: Option<Identity>,
     /// That change time was settled when the directory was looked at.
@@ -96,7 +97,7 @@ struct DirSeen {
 }
 
 impl DirSeen {
-    fn look(dir: std::path::PathBuf) -> DirSeen {
+    fn look(day: u32, dir: std::path::PathBuf) -> DirSeen {
         let t0 = std::time::SystemTime::now();
         let now = std::fs::metadata(&dir).ok().map(|m| identity(&m));
         let settled = now.is_some_and(|(_, _, ctime)| {
@@ -105,7 +106,7 @@ impl DirSeen {
                 .map_or(0, |d| d.as_nanos() as i64);
             ctime.saturating_add(SETTLED.as_nanos() as i64) < since_epoch
         });
-        DirSeen { dir, now, settled }
+        DirSeen { day, now, settled }
     }
 }
 
@@ -132,9 +133,8 @@ impl Catalog {
             }
             // Files are listed by day: each directory is looked at once,
             // before the files in it.
-            let parent = f.id.parent(self.base());
-            if dir.as_ref().is_none_or(|d| d.dir != parent) {
-                dir = Some(DirSeen::look(parent));
+            if dir.as_ref().is_none_or(|d| d.day != f.id.day) {
+                dir = Some(DirSeen::look(f.id.day, f.id.parent(self.base())));
             }
             let whole = self.file_holes(f, dir.as_ref().expect("set above"));
             total += if whole == 0 || (lo == start && hi >= end) {
