@@ -16,6 +16,10 @@ is a tombstone (``app.delete(key)``) instead. Files of FILE_SIZE_MIB (default 64
    each key (tombstones at the end of their key dropped) plus the active file, and
    ``get_latest`` of a sample of keys returns the right sequence. Then a forward read of
    the compacted queue is timed (it steps over the holes).
+5. Counting what is there: ``len(q)`` of a new read-only handle leaves the holes out
+   (asserted equal to the survivors), timed for the first call (each sealed file's
+   footer read: ``hole_seqs``, format 11) and the next ones (one ``stat`` per sealed
+   file).
 
 Disk: about N x 60 B in a temp dir, removed at the end (even on failure).
 """
@@ -124,6 +128,21 @@ def main() -> None:
             f"({n / t_read:,.0f} sequences/s incl. holes)"
         )
         print("checks: survivors == model, get_latest of 200 keys exact")
+
+        with litemq.Queue(path, read_only=True) as q:
+            t0 = time.perf_counter()
+            length = len(q)
+            t_first = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            for _ in range(100):
+                assert len(q) == length
+            t_again = (time.perf_counter() - t0) / 100
+        assert length == len(kept), (length, len(kept))
+        print(
+            f"len after compaction: {length:,} (== survivors), first call "
+            f"{t_first * 1e3:.2f} ms, then {t_again * 1e6:,.0f} us per call "
+            f"({len(files)} files)"
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         os.sync()

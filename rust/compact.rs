@@ -23,7 +23,8 @@
 //!
 //! **Crash safety.** The new file is written complete under
 //! `NAME.data.compact.tmp` (header of the current format version, frames, end-of-file marker,
-//! footer with the new `frames_crc`), fsynced, and renamed over the old one,
+//! footer with the new `frames_crc` and, format 11, the sequences its holes
+//! stand for in `hole_seqs`), fsynced, and renamed over the old one,
 //! then the directory is fsynced: a crash leaves the old file or the new
 //! one, never a mix, and a leftover temp file (deleted by the next
 //! compaction and by the next writer, like every `*.tmp`). A reader that
@@ -389,8 +390,9 @@ const MAX_HOLE_SPAN: usize = 1 << 30;
 /// Writes the hole for `run`, spanning the file from `run.at` to `end` (the
 /// next kept frame): length word `L = end - run.at - 12`, the hole record,
 /// zeros (not written), and the frame's CRC in its last 8 bytes, so the
-/// next frame stays where it was. Feeds all of it to `frames_crc`.
-fn put_hole(w: &mut SparseWriter<'_>, frames_crc: &mut Crc64, run: Run, end: usize) -> Result<()> {
+/// next frame stays where it was. Feeds all of it to `frames_crc`. Returns
+/// the sequences the hole stands for.
+fn put_hole(w: &mut SparseWriter<'_>, frames_crc: &mut Crc64, run: Run, end: usize) -> Result<u64> {
     let record_len = end - run.at - 4 - 8;
     let count = u16::try_from(run.count).expect("runs are cut at MAX_HOLE_COUNT");
     let hole = record::hole(run.ts, count);
@@ -404,7 +406,7 @@ fn put_hole(w: &mut SparseWriter<'_>, frames_crc: &mut Crc64, run: Run, end: usi
     frames_crc.write(&head);
     crc_zeros(frames_crc, record_len - HOLE_RECORD_LEN);
     frames_crc.write(&crc.to_le_bytes());
-    Ok(())
+    Ok(run.count)
 }
 
 /// The CRC of a hole frame: its length word, the hole record and zeros up
@@ -463,6 +465,9 @@ fn rewrite(
         // Consecutive dropped frames (and holes already there) become one
         // hole spanning their bytes.
         let mut run: Option<Run> = None;
+        // Sequences the file's holes stand for (old ones included): the
+        // footer's `hole_seqs` (format 11), so readers count without a walk.
+        let mut hole_seqs = 0u64;
         while at < end {
             let frames::Step::Frame(f) = frames::frame_at(&*map, at, Check::Crc) else {
                 return Err(Error::corrupted(
@@ -491,14 +496,14 @@ fn rewrite(
                     }
                     _ => {
                         if let Some(r) = run.take() {
-                            put_hole(&mut w, &mut frames_crc, r, at)?;
+                            hole_seqs += put_hole(&mut w, &mut frames_crc, r, at)?;
                         }
                         run = Some(Run { at, ts, count: n });
                     }
                 }
             } else {
                 if let Some(r) = run.take() {
-                    put_hole(&mut w, &mut frames_crc, r, at)?;
+                    hole_seqs += put_hole(&mut w, &mut frames_crc, r, at)?;
                 }
                 // Kept: the frame as it is, CRC included (it does not
                 // depend on the frame's offset).
@@ -511,7 +516,7 @@ fn rewrite(
             count += n;
         }
         if let Some(r) = run.take() {
-            put_hole(&mut w, &mut frames_crc, r, at)?;
+            hole_seqs += put_hole(&mut w, &mut frames_crc, r, at)?;
         }
         if at != end || count != footer.end_seq {
             return Err(Error::corrupted(
@@ -525,6 +530,7 @@ fn rewrite(
         w.put(end, &END_OF_FILE.to_le_bytes())?;
         let new_footer = Footer {
             frames_crc: frames_crc.finish(),
+            hole_seqs,
             ..*footer
         };
         w.put(src.len() - FOOTER_LEN, &new_footer.encode())?;

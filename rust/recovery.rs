@@ -13,7 +13,7 @@ use std::path::Path;
 use crate::catalog::{Catalog, FileInfo};
 use crate::error::{Error, Result};
 use crate::format::error::DecodeError;
-use crate::format::footer::{trimmed_len, Footer, FOOTER_LEN};
+use crate::format::footer::{trimmed_len, Footer, FOOTER_LEN, HOLE_SEQS_SINCE};
 use crate::format::frame::{self, frame_size, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
 use crate::format::{data_file, record};
 use crate::index::dense::DenseIndexWriter;
@@ -768,6 +768,14 @@ pub(crate) fn finish_seal(
         },
         content_flags: if header.version >= 6 {
             data_file::content_flags(map.as_slice(), frames_end)
+        } else {
+            0
+        },
+        // The writer never writes holes, but a compacted file whose footer
+        // was damaged gets its count back (format 11; zero, "not counted",
+        // in older files).
+        hole_seqs: if header.version >= HOLE_SEQS_SINCE {
+            data_file::hole_seqs(map.as_slice(), frames_end).0
         } else {
             0
         },

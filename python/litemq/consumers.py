@@ -16,7 +16,8 @@ class ConsumerInfo:
     - ``next_seq``: committed position, the sequence it reads next;
     - ``lag_messages``: messages still in the queue at or after ``next_seq``
       (messages retention deleted before the tailer read them are not
-      counted: a tailer behind ``first_seq`` counts from it); for a tailer
+      counted: a tailer behind ``first_seq`` counts from it, nor are the
+      holes key compaction left); for a tailer
       with a topic filter, only the messages its filter selects;
     - ``lag_bytes``: bytes of the queue's frames still on disk from
       ``next_seq`` on (exact for what was published when the listing looked;

@@ -78,7 +78,9 @@ class Stats(_DictAccess):
     """Figures describing a queue, for monitoring (`Queue.stats()`).
 
     - ``first_seq``, ``next_seq``: the oldest message kept, and the sequence
-      the next message gets; ``messages``: how many are kept;
+      the next message gets; ``messages``: how many are kept, as ``len(q)``
+      counts them (``next_seq - first_seq`` less the sequences key
+      compaction's holes stand for: the messages a tailer reads);
     - ``files``: data files on disk;
     - ``disk_bytes``: bytes of disk the queue's files hold (data,
       sparse-, dense- and key-index files), counted in allocated blocks;

@@ -14,7 +14,7 @@ class WorkQueueInfo:
 
     - ``name``: the name given to ``Queue.work_queue(name)``;
     - ``pending``: jobs waiting for a worker (never handed out, nacked, or
-      leased past their deadline);
+      leased past their deadline; holes key compaction left are no jobs);
     - ``in_flight``: jobs leased to a worker now;
     - ``acked``, ``dead_lettered``: jobs finished either way since creation;
     - ``expired``: jobs whose message expired before a worker got it;

@@ -1,6 +1,6 @@
 //! The catalog: the list of a queue's data files with their headers, and
 //! what a queue handle keeps per file (mappings, sealed files verified,
-//! topic plans).
+//! topic plans, hole counts).
 //!
 //! A service below both the reader and the writer: the writer in this
 //! process adds files as it creates them; the handle's tailers read
@@ -8,6 +8,7 @@
 //! directory when they reach an end-of-file marker whose successor they
 //! don't know. It imports neither (tests/rust/layers.rs).
 
+pub(crate) mod holes;
 pub(crate) mod sealed;
 pub(crate) mod topic_cache;
 
@@ -49,6 +50,8 @@ pub struct Catalog {
     /// Sealed files' plans for topic reads (see
     /// `catalog::topic_cache::SealedPlans`).
     pub(crate) topic_plans: topic_cache::SealedPlans,
+    /// Sealed files' hole counts (see `catalog::holes`).
+    holes: holes::HoleCounts,
     /// Largest payload the tailers of this handle decompress (see
     /// `QueueBuilder::max_decompressed_size`).
     max_decompressed: AtomicUsize,
@@ -154,6 +157,7 @@ impl Catalog {
             verified: Default::default(),
             active_topics: Default::default(),
             topic_plans: Default::default(),
+            holes: Default::default(),
             max_decompressed: AtomicUsize::new(DEFAULT_MAX_DECOMPRESSED),
             mapped: Mutex::new(Vec::new()),
             last: Mutex::new(None),
@@ -201,6 +205,7 @@ impl Catalog {
         *self.last.lock().unwrap_or_else(|e| e.into_inner()) = None;
         self.active_topics.clear();
         self.topic_plans.clear();
+        self.holes.clear();
     }
 
     /// A mapping of data file `info` for a tailer. A sealed file's mapping
@@ -353,6 +358,7 @@ impl Catalog {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .retain(|(id, _)| listed.contains(id));
+        self.holes.retain(&listed);
         Ok(())
     }
 

@@ -62,6 +62,7 @@ pub(crate) fn footer(map: &Mapping, h: &DataHeader) -> Option<Sealed> {
     let fits = f.file_number == h.file_number
         && f.first_seq == h.first_seq
         && f.end_seq >= f.first_seq
+        && f.hole_seqs <= f.end_seq - f.first_seq
         && f.frames_end >= DATA_HEADER_LEN as u64
         && f.frames_end.is_multiple_of(FRAME_ALIGN as u64)
         && trimmed_len(f.frames_end, h.file_size) == len

@@ -485,7 +485,8 @@ pub fn min_position(base: &Path) -> Result<Option<u64>> {
 }
 
 /// Every named consumer with its lag: the messages still in the queue
-/// (`first_seq..next_seq`) at or after its position. Messages retention
+/// (`first_seq..next_seq`) at or after its position, holes left out (key
+/// compaction dropped those messages). Messages retention
 /// deleted before a consumer read them are gone, not lag. The lag of a
 /// consumer with a topic filter counts every message here; the queue
 /// (`Queue::consumers`) then counts its topic's.
@@ -502,8 +503,11 @@ pub fn list(
         .into_iter()
         .map(|s| {
             let pos = s.position.next_seq;
+            let from = pos.max(first_seq);
             ConsumerInfo {
-                lag_messages: next_seq.saturating_sub(pos.max(first_seq)),
+                lag_messages: next_seq
+                    .saturating_sub(from)
+                    .saturating_sub(catalog.holes_between(from, next_seq)),
                 lag_bytes: offsets.bytes_between(pos, next_seq),
                 selector: s.selector,
                 name: s.name,

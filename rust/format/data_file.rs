@@ -4,6 +4,7 @@
 
 use super::footer::FOOTER_LEN;
 use super::frame::{DATA_HEADER_LEN, FRAME_ALIGN, FRAME_OVERHEAD};
+use super::kind::RecordKind;
 use super::record;
 use super::walk::{frame_at, Check, Step};
 
@@ -20,6 +21,26 @@ pub fn first_message_ts(file: &[u8]) -> Option<u64> {
         Step::Frame(f) => record::decode(f.record).ok().map(|v| v.timestamp),
         _ => None,
     }
+}
+
+/// Sequences the holes (key compaction, format 8) in `4096..frames_end` of
+/// `file` stand for: the footer's `hole_seqs` (format 11), and what readers
+/// count in an older compacted file. Walks the length words and record
+/// heads only. The flag is false when a frame could not be stepped over
+/// before `frames_end` (damage): the count is then of the holes before it.
+pub fn hole_seqs(file: &[u8], frames_end: usize) -> (u64, bool) {
+    let mut at = DATA_HEADER_LEN;
+    let mut holes = 0;
+    while at < frames_end {
+        let Step::Frame(f) = frame_at(file, at, Check::Lengths) else {
+            return (holes, false);
+        };
+        if let RecordKind::Hole { count } = RecordKind::of_or_plain(f.record) {
+            holes += u64::from(count);
+        }
+        at = f.next;
+    }
+    (holes, true)
 }
 
 /// The footer's `content_flags` for the frames in `4096..frames_end` of

@@ -4,7 +4,8 @@
 //! 128-byte footer in the last 128 bytes of the file's trimmed length, then
 //! truncates the file to that length. The footer says where the frames end,
 //! carries a CRC-64 of the whole frame area (one pass at memory speed
-//! verifies a sealed file), the file's sequence and time range, and 48
+//! verifies a sealed file), the file's sequence and time range, what its
+//! records hold, how many sequences its holes stand for (format 11), and 32
 //! reserved bytes for per-field zone maps. `docs/FORMAT.md` ("Footer") is the
 //! contract.
 
@@ -25,6 +26,10 @@ const CRC_AT: usize = 120;
 /// `content_flags` bit: some record of the file carries a topic field
 /// (record flag `0x08`), so the file gets a topic index (`NAME.topics`).
 pub const CONTENT_TOPICS: u64 = 1;
+/// The first data-file version whose footer's `hole_seqs` counts the
+/// file's holes. In a file of version 8 to 10 (holes came with 8) the field
+/// is zero and means "not counted": readers count by walking the frames.
+pub const HOLE_SEQS_SINCE: u32 = 11;
 
 /// The decoded footer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +51,11 @@ pub struct Footer {
     /// What the file's records hold (`CONTENT_*` bits; version 6, zero in
     /// older files, whose records cannot hold those fields).
     pub content_flags: u64,
+    /// Sequences the file's holes stand for (key compaction; format 11,
+    /// see [`HOLE_SEQS_SINCE`]): the file holds `end_seq - first_seq -
+    /// hole_seqs` messages. Zero in a file the writer sealed (it never
+    /// writes holes) and in older files.
+    pub hole_seqs: u64,
 }
 
 /// Length a sealed file is trimmed to when its end-of-file marker is at
@@ -73,7 +83,8 @@ impl Footer {
         b[56..64].copy_from_slice(&self.first_ts.to_le_bytes());
         b[64..72].copy_from_slice(&self.last_ts.to_le_bytes());
         b[72..80].copy_from_slice(&self.content_flags.to_le_bytes());
-        // 80..120: reserved for zone maps, zero.
+        b[80..88].copy_from_slice(&self.hole_seqs.to_le_bytes());
+        // 88..120: reserved for zone maps, zero.
         let crc = crc64(&[&b[..CRC_AT]]);
         b[CRC_AT..].copy_from_slice(&crc.to_le_bytes());
         b
@@ -99,6 +110,7 @@ impl Footer {
             first_ts: q(56)?,
             last_ts: q(64)?,
             content_flags: q(72)?,
+            hole_seqs: q(80)?,
         })
     }
 
@@ -130,6 +142,7 @@ impl Footer {
         let ok = f.file_number == file_number
             && f.first_seq == first_seq
             && f.end_seq >= first_seq
+            && f.hole_seqs <= f.end_seq - first_seq
             && f.frames_end >= DATA_HEADER_LEN as u64
             && f.frames_end.is_multiple_of(FRAME_ALIGN as u64)
             && trimmed_len(f.frames_end, file_size) == file_len
@@ -171,11 +184,18 @@ mod tests {
             first_ts: 5,
             last_ts: 6,
             content_flags: CONTENT_TOPICS,
+            hole_seqs: 1,
         };
         let mut file = vec![0u8; 8192];
         file[8192 - FOOTER_LEN..].copy_from_slice(&f.encode());
         assert_eq!(Footer::read(&file, 3, 10, 1 << 30), Ok(f));
+        assert_eq!(&file[8192 - FOOTER_LEN + 80..][..8], &1u64.to_le_bytes());
         assert!(Footer::read(&file, 4, 10, 1 << 30).is_err());
+        // More hole sequences than the file has sequences: not its footer.
+        let too_many = Footer { hole_seqs: 3, ..f };
+        file[8192 - FOOTER_LEN..].copy_from_slice(&too_many.encode());
+        assert!(Footer::read(&file, 3, 10, 1 << 30).is_err());
+        file[8192 - FOOTER_LEN..].copy_from_slice(&f.encode());
         // A footer that the trimming rule does not put there is refused.
         assert!(Footer::read(&file, 3, 10, 8192 - 8).is_err());
         file[8192 - 100] ^= 1;

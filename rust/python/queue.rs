@@ -811,8 +811,12 @@ impl Queue {
         self.read_only
     }
 
-    fn __len__(&self) -> PyResult<usize> {
-        Ok(self.open_queue()?.len() as usize)
+    /// The messages the queue keeps: `next_seq - first_seq` less the
+    /// sequences key compaction's holes stand for (the messages a tailer
+    /// reads from `first_seq`).
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        let q = self.open_queue()?;
+        Ok(exit::detach(py, || q.len()) as usize)
     }
 
     /// Counters and sizes, a `litemq.Stats` (`litemq.Queue.stats`).

@@ -74,7 +74,7 @@ pub(crate) fn stats<'py>(py: Python<'py>, s: &crate::Stats) -> PyResult<Bound<'p
     let d = PyDict::new(py);
     d.set_item("first_seq", s.first_seq)?;
     d.set_item("next_seq", s.next_seq)?;
-    d.set_item("messages", s.next_seq - s.first_seq)?;
+    d.set_item("messages", s.messages)?;
     d.set_item("files", s.files)?;
     d.set_item("disk_bytes", s.disk_bytes)?;
     d.set_item("data_bytes_written", s.data_bytes_written)?;

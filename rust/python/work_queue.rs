@@ -361,7 +361,7 @@ impl WorkQueue {
     }
 
     /// The group's figures now, as a dict: ``pending`` (waiting for a
-    /// worker), ``in_flight`` (leased now), ``acked``, ``dead_lettered``,
+    /// worker; holes key compaction left are no jobs), ``in_flight`` (leased now), ``acked``, ``dead_lettered``,
     /// ``expired``, ``redelivered``, ``gone`` (removed by retention before
     /// a handout), ``rewound`` (sequences the marks were moved back over:
     /// they were past the queue's end at an open), ``low`` (every job below is finished), ``cursor`` (every

@@ -98,10 +98,24 @@ impl Queue {
     pub fn work_queues(&self) -> Result<Vec<WorkQueueInfo>> {
         self.check_open()?;
         let next = self.next_seq();
-        let mut infos = crate::consumers::work_queue::list(self.path(), next, &**self.clock())?;
+        let catalog = &self.inner().catalog;
+        let mut infos = crate::consumers::work_queue::list(
+            self.path(),
+            next,
+            &|from, to| catalog.holes_between(from, to),
+            &**self.clock(),
+        )?;
         for info in &mut infos {
             if info.low < next {
-                info.oldest_timestamp = self.get(info.low).ok().map(|m| m.timestamp);
+                // The first message at or after the mark (a tailer steps
+                // over holes key compaction left; `get` of one fails).
+                info.oldest_timestamp =
+                    self.tailer(Start::Seq(info.low))
+                        .ok()
+                        .and_then(|mut t| match t.read_next() {
+                            Ok(Some(m)) if m.seq < next => Some(m.timestamp),
+                            _ => None,
+                        });
             }
         }
         Ok(infos)

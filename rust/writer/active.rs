@@ -380,6 +380,8 @@ impl ActiveFile {
                     0
                 },
                 content_flags,
+                // The writer never writes a hole (only key compaction does).
+                hole_seqs: 0,
             };
             map.write(len as usize - FOOTER_LEN, &footer.encode());
             len

@@ -59,8 +59,11 @@ def test_compact_keeps_the_latest_message_of_each_key(filled: litemq.Queue) -> N
     assert report.files_rewritten == len(q.data_files()) - 1
     assert report.bytes_after <= report.bytes_before
     assert report.bytes_reclaimed == report.bytes_before - report.bytes_after
-    # Sequences are preserved: the range does not move, the gaps are holes.
-    assert (q.first_seq, q.next_seq, len(q)) == (first, nxt, length)
+    # Sequences are preserved: the range does not move, the gaps are holes,
+    # which are not messages: len counts the messages left.
+    assert length == N
+    assert (q.first_seq, q.next_seq) == (first, nxt)
+    assert len(q) == len(kept)
     assert [m.seq for m in q.tailer()] == kept
     assert all(m.payload == f"m{m.seq}".encode() for m in q.tailer())
     assert [m.seq for m in q.tailer(start="end", direction="backward")] == kept[::-1]
@@ -137,6 +140,50 @@ def test_named_tailers_and_work_queues_skip_holes(filled: litemq.Queue) -> None:
             got.append(job.seq)
             wq.ack(job)
         assert sorted(got) == kept
+
+
+def test_len_stats_lag_and_pending_count_the_messages_left(
+    filled: litemq.Queue, qpath: Path
+) -> None:
+    """Issue 33: holes are not messages. After compaction len(q), Stats.messages, a
+    named tailer's lag, a work queue's pending jobs and the CLI's info, consumers and
+    wq count what a reader finds (compared with iterating), from this handle and
+    from a read-only one."""
+    q = filled
+    with q.tailer(name="audit") as c:
+        for _ in range(N // 3):
+            c.read_next()
+        c.commit()
+    wq = q.work_queue("jobs", window=64)
+    for _ in range(10):
+        job = wq.get(timeout=0.05)
+        assert job is not None
+        wq.ack(job)
+    assert (len(q), q.stats().messages) == (N, N)
+    q.compact(grace=0)
+    seqs = [m.seq for m in q.tailer()]
+    assert len(seqs) < N
+    lag = sum(1 for s in seqs if s >= N // 3)
+    pending = sum(1 for s in seqs if s >= 10)
+    with litemq.Queue(qpath, read_only=True) as ro:
+        for handle in (q, ro):
+            assert len(handle) == handle.stats().messages == len(seqs)
+            (audit,) = handle.consumers()
+            assert audit.lag_messages == lag
+            (jobs,) = handle.work_queues()
+            assert jobs.pending == pending
+    assert wq.stats()["pending"] == pending
+    info = json.loads(cli("info", str(qpath), "--format", "json").stdout)
+    assert info["messages"] == len(seqs)
+    (row,) = [
+        json.loads(line)
+        for line in cli("consumers", str(qpath), "--format", "json").stdout.splitlines()
+    ]
+    assert row["lag_messages"] == lag
+    (row,) = [
+        json.loads(line) for line in cli("wq", str(qpath), "--format", "json").stdout.splitlines()
+    ]
+    assert row["pending"] == pending
 
 
 def test_compaction_waits_for_a_retention_pass(filled: litemq.Queue, qpath: Path) -> None:

@@ -1,6 +1,6 @@
 """One format, three readers, one truth: the Rust reader (``Queue.tailer``), the JVM reader
 (the jar, ``java/``) and the Python Spark source read every committed fixture queue
-(``tests/fixtures/queue-v3`` .. ``queue-v10``: plain, keys, headers, topics, tags, expiry,
+(``tests/fixtures/queue-v3`` .. ``queue-v11``: plain, keys, headers, topics, tags, expiry,
 priority, compression, batches, holes, tombstones, encryption) to the same rows, and damaged
 copies to the same error at the same frame.
 
@@ -151,7 +151,7 @@ def test_damage_is_the_same_error_at_the_same_frame(
 def test_missing_file_is_one_clear_line(spark: Any, tmp_path: Path) -> None:
     """A data file deleted between planning and reading fails naming it (never no rows)."""
     copy = tmp_path / "q"
-    shutil.copytree(FIXTURES / "queue-v10" / "queue", copy)
+    shutil.copytree(FIXTURES / "queue-v11" / "queue", copy)
     df = spark.read.format("litemq").load(str(copy))
     first = sorted(copy.glob("[0-9][0-9][0-9][0-9]/*/*/*.data"))[0]
     plan = df._jdf.queryExecution().executedPlan()  # planned: the file is in a partition

@@ -478,3 +478,219 @@ fn compact_on_roll_compacts_in_the_background() {
     assert_eq!(s.compaction_errors, 0);
     q.close().unwrap(); // joins a pass still running
 }
+
+/// The messages a tailer reads from the start of `q`.
+fn readable(q: &Queue) -> u64 {
+    read_all(q, Start::Beginning).len() as u64
+}
+
+/// The sealed data files of the queue at `dir` with their bytes.
+fn sealed_files(q: &Queue) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let files = q.data_files().unwrap();
+    files[..files.len() - 1]
+        .iter()
+        .map(|f| (f.path.clone(), std::fs::read(&f.path).unwrap()))
+        .collect()
+}
+
+/// Issue 33, "count what is there": after compaction `len`, `Stats::messages`,
+/// a consumer's lag and a work queue's pending jobs count the messages a
+/// reader finds, not the holes' sequences; and each compacted file's footer
+/// (format 11) says how many sequences its holes stand for.
+#[test]
+fn len_stats_lag_and_pending_count_the_messages_that_are_there() {
+    use litemq::format::footer::{Footer, FOOTER_LEN};
+    let dir = tempfile::tempdir().unwrap();
+    let (q, _clock) = filled(dir.path());
+    // A consumer that committed a third of the way; a work queue whose
+    // first 11 jobs were handed out and acked.
+    let mut c = q.consumer("audit", Start::Beginning).unwrap();
+    for _ in 0..N / 3 {
+        c.read_next().unwrap().unwrap();
+    }
+    c.commit().unwrap();
+    let pos = c.committed_seq();
+    drop(c);
+    let wq = q
+        .work_queue(
+            "jobs",
+            litemq::WorkQueueOptions {
+                window: 64,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let mut handed = Vec::new();
+    for _ in 0..11 {
+        let job = wq.get(Duration::ZERO, &mut || false).unwrap().unwrap();
+        handed.push(job.message.seq);
+        assert!(wq.ack(job.ticket).unwrap());
+    }
+    let top = handed.iter().max().unwrap() + 1;
+    assert_eq!(
+        top, 11,
+        "seq 11 (key k11, superseded) becomes a hole at the low mark"
+    );
+    assert_eq!(q.len(), N, "no holes yet");
+
+    let active = active_from(&q);
+    let r = compact(&q, Duration::from_secs(3600));
+    let kept = survivors(active, true);
+    assert!(r.records_dropped > 0);
+    assert!(!kept.contains(&11), "the low mark is a hole");
+    let count_from = |from: u64| kept.iter().filter(|&&s| s >= from).count() as u64;
+    for handle in [&q, &read_only(dir.path())] {
+        assert_eq!(handle.len(), kept.len() as u64);
+        assert_eq!(handle.len(), readable(handle));
+        let s = handle.stats();
+        assert_eq!(s.messages, kept.len() as u64);
+        assert_eq!(s.next_seq - s.first_seq, N, "the sequences stay");
+        let lag = handle.consumers().unwrap();
+        assert_eq!(lag.len(), 1);
+        assert_eq!(lag[0].lag_messages, count_from(pos), "consumer at {pos}");
+        let infos = handle.work_queues().unwrap();
+        assert_eq!(
+            infos[0].pending,
+            count_from(top),
+            "group past {top}: {:?}",
+            infos[0]
+        );
+        // The oldest unfinished job is the first message at or after the
+        // low mark, holes stepped over.
+        let low = infos[0].low;
+        let first_left = *kept.iter().find(|&&s| s >= low).unwrap();
+        let ts = handle.get(first_left).unwrap().timestamp;
+        assert_eq!(infos[0].oldest_timestamp, Some(ts));
+    }
+    let info = wq.info(q.next_seq());
+    assert_eq!(info.pending, count_from(top));
+    let first_left = *kept.iter().find(|&&s| s >= info.low).unwrap();
+    assert_eq!(
+        info.oldest_timestamp,
+        Some(q.get(first_left).unwrap().timestamp)
+    );
+
+    // The footers count the holes: every sealed file's `hole_seqs` is its
+    // sequences less its messages.
+    let files = q.data_files().unwrap();
+    let mut total = 0;
+    for (f, (path, bytes)) in files.iter().zip(sealed_files(&q)) {
+        assert_eq!(&bytes[8..12], &11u32.to_le_bytes(), "{}", path.display());
+        let footer = Footer::decode(&bytes[bytes.len() - FOOTER_LEN..]).unwrap();
+        let here = kept
+            .iter()
+            .filter(|&&s| (f.first_seq..f.end_seq).contains(&s))
+            .count() as u64;
+        assert_eq!(
+            footer.hole_seqs,
+            f.end_seq - f.first_seq - here,
+            "{}",
+            path.display()
+        );
+        total += footer.hole_seqs;
+    }
+    assert_eq!(total, N - kept.len() as u64);
+}
+
+/// A file compacted by format 8 to 10 has zeros where format 11 counts its
+/// holes: readers count them by walking it (once per handle), and the
+/// counts are the same. Built here by writing the compacted files back as
+/// version 10 did (header version 10, `hole_seqs` zero).
+#[test]
+fn a_file_compacted_before_format_11_is_counted_by_walking() {
+    use litemq::format::footer::{Footer, FOOTER_LEN};
+    use litemq::format::header::DataHeader;
+    let dir = tempfile::tempdir().unwrap();
+    let (q, _clock) = filled(dir.path());
+    let mut c = q.consumer("audit", Start::Beginning).unwrap();
+    for _ in 0..N / 2 {
+        c.read_next().unwrap().unwrap();
+    }
+    c.commit().unwrap();
+    let pos = c.committed_seq();
+    drop(c);
+    let active = active_from(&q);
+    compact(&q, Duration::from_secs(3600));
+    let files = sealed_files(&q);
+    q.close().unwrap();
+    drop(q);
+    let mut zeroed = 0;
+    for (path, mut bytes) in files {
+        let h = DataHeader::decode(&bytes[..64]).unwrap();
+        let at = bytes.len() - FOOTER_LEN;
+        let f = Footer::decode(&bytes[at..]).unwrap();
+        if f.hole_seqs > 0 {
+            zeroed += 1;
+        }
+        bytes[..64].copy_from_slice(&DataHeader { version: 10, ..h }.encode());
+        bytes[at..].copy_from_slice(&Footer { hole_seqs: 0, ..f }.encode());
+        std::fs::write(&path, &bytes).unwrap();
+    }
+    assert!(zeroed > 1, "several files had holes");
+    let kept = survivors(active, true);
+    let ro = read_only(dir.path());
+    assert_eq!(readable(&ro), kept.len() as u64);
+    assert_eq!(ro.len(), kept.len() as u64);
+    assert_eq!(ro.stats().messages, kept.len() as u64);
+    assert_eq!(
+        ro.consumers().unwrap()[0].lag_messages,
+        kept.iter().filter(|&&s| s >= pos).count() as u64
+    );
+}
+
+/// Recovery finishing the seal of a compacted file whose footer was damaged
+/// (after an unclean shutdown) writes its hole count back into the new
+/// footer (format 11), counted from the frames: `len` stays exact.
+#[test]
+fn recovery_rewriting_a_compacted_files_footer_counts_its_holes() {
+    use litemq::format::footer::{Footer, FOOTER_LEN};
+    let dir = tempfile::tempdir().unwrap();
+    let (q, clock) = filled(dir.path());
+    let active = active_from(&q);
+    compact(&q, Duration::from_secs(3600));
+    let kept = survivors(active, true);
+    // The newest sealed file: recovery checks the newest files' seals.
+    let (path, bytes) = sealed_files(&q).pop().unwrap();
+    q.close().unwrap();
+    drop(q);
+    let at = bytes.len() - FOOTER_LEN;
+    let want = Footer::decode(&bytes[at..]).unwrap();
+    assert!(want.hole_seqs > 0, "the file has holes");
+    let mut damaged = bytes.clone();
+    damaged[at + 100] ^= 0xFF; // a reserved byte: the footer's CRC fails
+    std::fs::write(&path, &damaged).unwrap();
+    let meta = dir.path().join("metadata.json");
+    let text = std::fs::read_to_string(&meta)
+        .unwrap()
+        .replace("\"clean_shutdown\": true", "\"clean_shutdown\": false");
+    std::fs::write(&meta, text).unwrap();
+
+    let q = small(dir.path()).clock(clock).open().unwrap();
+    assert!(q.stats().recovery.finished_seals >= 1);
+    let after = std::fs::read(&path).unwrap();
+    assert_eq!(Footer::decode(&after[at..]).unwrap(), want);
+    assert_eq!(q.len(), kept.len() as u64);
+    assert_eq!(readable(&q), kept.len() as u64);
+}
+
+/// A handle that counted the holes of files whose directory had not changed
+/// for a while trusts those counts while the directory stays the same (one
+/// `stat` per day directory); compaction by another handle renames files in
+/// it, which changes the directory: the next count sees the new holes.
+#[test]
+fn a_count_kept_by_another_handle_follows_a_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let (q, _clock) = filled(dir.path());
+    let active = active_from(&q);
+    let ro = read_only(dir.path());
+    assert_eq!(ro.len(), N);
+    // Older than the settling time: the next count trusts the directory.
+    std::thread::sleep(Duration::from_millis(1100));
+    assert_eq!(ro.len(), N);
+    assert_eq!(ro.len(), N);
+    compact(&q, Duration::from_secs(3600));
+    let kept = survivors(active, true).len() as u64;
+    assert_eq!(ro.len(), kept);
+    assert_eq!(ro.stats().messages, kept);
+    assert_eq!(q.len(), kept);
+}

@@ -111,6 +111,7 @@ fn sealed_files_are_trimmed_and_end_with_a_footer() {
                 first_ts: first,
                 last_ts: q_first_ts(dir.path(), k as u64 * 100 + 99),
                 content_flags: 0,
+                hole_seqs: 0,
             }
         );
         // Its sparse index is only as long as its entries and a chunk

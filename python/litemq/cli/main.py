@@ -147,7 +147,8 @@ def cmd_info(args: argparse.Namespace, out: IO[str]) -> int:
             last_time = None if newest is None else newest.timestamp
         info: dict[str, Any] = {
             "path": str(base.resolve()),
-            "messages": nxt - first,
+            # Holes left by key compaction are sequences without a message.
+            "messages": len(q),
             "first_seq": first,
             "next_seq": nxt,
             "first_time": None if first_time is None else _iso(first_time),
@@ -439,8 +440,9 @@ def cmd_reindex(args: argparse.Namespace, out: IO[str]) -> int:
     if not Path(args.path).exists():
         raise _Failure(f"{args.path}: no such queue (the directory does not exist)")
     with _open(args.path) as q:
-        first, nxt = q.first_seq, q.next_seq
-    # The queue holds first..next (retention deleted what came before).
+        first, nxt, messages = q.first_seq, q.next_seq, len(q)
+    # The queue holds first..next (retention deleted what came before; key
+    # compaction's holes are sequences without a message).
     total = nxt - first
     progress = _Progress(total, "reindexing")
     keys = _litemq.reindex(
@@ -448,7 +450,7 @@ def cmd_reindex(args: argparse.Namespace, out: IO[str]) -> int:
     )
     progress.update(total)
     progress.done()
-    out.write(f"OK: {keys:,} keys indexed from {total:,} messages\n")
+    out.write(f"OK: {keys:,} keys indexed from {messages:,} messages\n")
     return 0
 
 

@@ -97,13 +97,20 @@ impl From<&StateFile> for Geometry {
     }
 }
 
+/// Counts how many sequences of `from..to` are holes (key compaction
+/// dropped their messages: no jobs), as [`Catalog::holes_between`] does.
+pub type HoleCount<'a> = &'a dyn Fn(u64, u64) -> u64;
+
 /// Counts the states of a ring read through `load` (word index → value);
-/// `bound_ms` as for `lease::deadline_passed`.
+/// `bound_ms` as for `lease::deadline_passed`. The sequences past the ring's
+/// top (never handed out) count as pending but for the holes `holes` finds
+/// there.
 pub(super) fn summarize(
     name: &str,
     geometry: Geometry,
     load: &dyn Fn(usize) -> u64,
     next_seq: u64,
+    holes: HoleCount<'_>,
     now: &Now,
     bound_ms: u64,
 ) -> WorkQueueInfo {
@@ -126,7 +133,9 @@ pub(super) fn summarize(
         gone: load(W_GONE),
         rewound: load(W_REWOUND),
         created_at: epoch_us,
-        pending: next_seq.saturating_sub(top),
+        pending: next_seq
+            .saturating_sub(top)
+            .saturating_sub(holes(top, next_seq)),
         ..WorkQueueInfo::default()
     };
     for seq in low..top.min(low.saturating_add(window)) {
@@ -255,11 +264,17 @@ pub fn read_pending(
 }
 
 /// Every group of the queue at `base`, read without opening a handle (any
-/// process, read-only queues included), on `clock`. Sorted by name.
-pub fn list(base: &Path, next_seq: u64, clock: &dyn Clock) -> Result<Vec<WorkQueueInfo>> {
+/// process, read-only queues included), on `clock`; `holes` counts the
+/// holes of a range (see [`summarize`]). Sorted by name.
+pub fn list(
+    base: &Path,
+    next_seq: u64,
+    holes: HoleCount<'_>,
+    clock: &dyn Clock,
+) -> Result<Vec<WorkQueueInfo>> {
     let mut out = Vec::new();
     for (group, path) in state_files(base)? {
-        let Some(info) = read_info(&group, &path, next_seq, clock)? else {
+        let Some(info) = read_info(&group, &path, next_seq, holes, clock)? else {
             continue;
         };
         out.push(info);
@@ -276,6 +291,7 @@ pub fn read_info(
     group: &str,
     path: &Path,
     next_seq: u64,
+    holes: HoleCount<'_>,
     clock: &dyn Clock,
 ) -> Result<Option<WorkQueueInfo>> {
     let header = match read_header(path) {
@@ -304,6 +320,7 @@ pub fn read_info(
         geometry,
         &|i| map.load_u64(i * 8),
         next_seq,
+        holes,
         &now,
         MAX_TIMEOUT.as_millis() as u64,
     )))
@@ -443,13 +460,18 @@ impl WorkQueue {
             Geometry::from(st),
             &|i| st.load(i),
             next_seq,
+            &|from, to| self.catalog.holes_between(from, to),
             &self.now(),
             self.bound_ms(JobState::Leased),
         );
         if info.low < next_seq {
+            // The first message at or after the mark: the scout steps over
+            // holes key compaction left (`read_at` of one fails).
             let mut readers = lock(&self.readers);
-            if let Ok(Some(m)) = readers.random.read_at(info.low) {
-                info.oldest_timestamp = Some(m.timestamp);
+            if let Ok(Some(m)) = super::dispatch::read_at(&mut readers.random, info.low) {
+                if m.seq < next_seq {
+                    info.oldest_timestamp = Some(m.timestamp);
+                }
             }
         }
         info

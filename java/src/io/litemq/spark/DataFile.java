@@ -59,8 +59,8 @@ public final class DataFile implements AutoCloseable {
     if (~Crc64.update(~0L, h, 0, 56) != h.getLong(56)) throw damage(0, "header CRC mismatch");
     version = h.getInt(8);
     if (h.getInt(12) != HEADER_LEN) throw damage(0, "header length " + h.getInt(12) + ", expected 4096");
-    if (version < 3 || version > 10)
-      throw new LiteMQException(path + ": unsupported data-file version " + version + " (this reader reads 3 to 10)");
+    if (version < 3 || version > 11)
+      throw new LiteMQException(path + ": unsupported data-file version " + version + " (this reader reads 3 to 11)");
     firstSeq = h.getLong(16);
     createdUs = h.getLong(24);
     fileNumber = h.getLong(32);

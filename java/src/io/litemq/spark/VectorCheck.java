@@ -56,7 +56,7 @@ public final class VectorCheck {
     byte[] bytes = HexFormat.of().parseHex(c.get("hex").asText());
     long start = c.get("start").asLong();
     long firstSeq = c.get("first_seq").asLong();
-    int version = c.has("file_version") ? c.get("file_version").asInt() : 10;
+    int version = c.has("file_version") ? c.get("file_version").asInt() : 11;
     DataFile f = DataFile.inMemory(c.get("name").asText(), bytes, start, version, firstSeq);
     Scanner s = new Scanner(f, start, firstSeq, 0, Long.MAX_VALUE, Long.MIN_VALUE, Long.MAX_VALUE, false);
     s.exactFrom(start, firstSeq);
