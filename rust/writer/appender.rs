@@ -472,8 +472,10 @@ impl Appender {
 
     /// Whether an `append` now would wait for its write (`FlushMode::Sync`,
     /// or several writer processes while this one does not hold the append
-    /// lock). A hint: the answer may change before the append.
-    pub(crate) fn may_wait(&self) -> bool {
+    /// lock). A hint: the answer may change before the append. Bindings use
+    /// it to decide whether an append is worth releasing their interpreter
+    /// lock for (the Python one keeps the GIL when it is not).
+    pub fn may_wait(&self) -> bool {
         self.inner.flush == FlushMode::Sync || !self.inner.handoff.numbers_now()
     }
 

@@ -265,7 +265,11 @@ def test_archives_on_a_path_are_read_in_the_jvm(spark: Any, tmp_path: Path) -> N
     assert "litemq (JVM reader)" in plan_text(spark, dest)
     assert spark_rows(spark, dest, "jvm", None) == want
     assert spark_rows(spark, dest, "python", None) == want
-    for opts in ({"rowsPerPartition": "300"}, {"startSeq": "100", "endSeq": "1700"}, {"topic": "t"}):
+    for opts in (
+        {"rowsPerPartition": "300"},
+        {"startSeq": "100", "endSeq": "1700"},
+        {"topic": "t"},
+    ):
         jvm = spark.read.format("litemq").options(**opts).load(str(dest))
         py = spark.read.format("litemq").options(reader="python", **opts).load(str(dest))
         assert sorted(norm(*r) for r in jvm.selectExpr(*COLUMNS.split(", ")).collect()) == sorted(
