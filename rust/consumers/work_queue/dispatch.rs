@@ -46,6 +46,16 @@ pub(super) struct Lookahead {
     pub(super) by_seq: BTreeMap<u64, (u8, u64)>,
 }
 
+/// What a scan did with the pending job it read ([`WorkQueue::take`]).
+enum Took<R> {
+    /// Its message had expired (at `now_ms`): to be expired.
+    Expired { now_ms: u64 },
+    /// Leased to this handle; `f`'s result.
+    Leased(Ticket, R),
+    /// Its slot changed meanwhile (another handle took it).
+    Lost,
+}
+
 impl Lookahead {
     pub(super) fn insert(&mut self, seq: u64, priority: u8, timestamp: u64) {
         self.by_rank.insert((u8::MAX - priority, seq));
@@ -388,19 +398,10 @@ impl WorkQueue {
                 Err(Error::NotFound { first, .. }) if seq < first => continue,
                 Err(e) => return Err(e),
             };
-            let now = self.now_ms();
-            if self.is_expired(&msg) {
-                drop(guard);
-                self.expire(seq, raw, word, now)?;
-                self.advance_cursor();
-                continue;
-            }
-            if let Some(ticket) = self.lease(seq, raw, word, now) {
-                let out = f(&msg);
-                drop(guard);
-                st.fetch_max(W_TOP, seq + 1);
-                self.advance_cursor();
-                return Ok(Some((ticket, out)));
+            let took = self.take(seq, raw, word, &msg, f);
+            drop(guard);
+            if let Some(got) = self.settle(seq, raw, word, took)? {
+                return Ok(Some(got));
             }
         }
     }
@@ -493,20 +494,61 @@ impl WorkQueue {
                 }
                 Err(e) => return Err(e),
             };
-            let now = self.now_ms();
-            if self.is_expired(&msg) {
-                drop(guard);
-                self.expire(seq, raw, word, now)?;
-                self.advance_cursor();
-                continue;
+            let took = self.take(seq, raw, word, &msg, f);
+            drop(guard);
+            if let Some(got) = self.settle(seq, raw, word, took)? {
+                return Ok(Some(got));
             }
-            if let Some(ticket) = self.lease(seq, raw, word, now) {
-                let out = f(&msg);
-                drop(guard);
-                st.fetch_max(W_TOP, seq + 1);
+        }
+    }
+
+    /// A scan's pending job `seq` (slot `raw`, read as `word`), its message
+    /// `msg` read: expired, or leased to this handle with `f` called on it
+    /// (both while the caller holds the readers' lock, which `msg` borrows
+    /// from), or lost to another handle meanwhile. The caller drops the
+    /// lock, then [`WorkQueue::settle`]s.
+    fn take<R>(
+        &self,
+        seq: u64,
+        raw: u64,
+        word: SlotWord,
+        msg: &Message<'_>,
+        f: &mut dyn FnMut(&Message<'_>) -> R,
+    ) -> Took<R> {
+        let now = self.now_ms();
+        if self.is_expired(msg) {
+            return Took::Expired { now_ms: now };
+        }
+        match self.lease(seq, raw, word, now) {
+            Some(ticket) => Took::Leased(ticket, f(msg)),
+            None => Took::Lost,
+        }
+    }
+
+    /// What follows [`WorkQueue::take`] once the readers' lock is dropped
+    /// (expiring through the dead-letter queue takes it again): an expired job is
+    /// expired, a leased one raises the top mark; the cursor moves over
+    /// either. `Some` when the scan is done (a job leased), `None` when it
+    /// looks again.
+    fn settle<R>(
+        &self,
+        seq: u64,
+        raw: u64,
+        word: SlotWord,
+        took: Took<R>,
+    ) -> Result<Option<(Ticket, R)>> {
+        match took {
+            Took::Expired { now_ms } => {
+                self.expire(seq, raw, word, now_ms)?;
                 self.advance_cursor();
-                return Ok(Some((ticket, out)));
+                Ok(None)
             }
+            Took::Leased(ticket, out) => {
+                self.state.fetch_max(W_TOP, seq + 1);
+                self.advance_cursor();
+                Ok(Some((ticket, out)))
+            }
+            Took::Lost => Ok(None),
         }
     }
 
