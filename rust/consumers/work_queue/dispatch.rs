@@ -698,12 +698,7 @@ impl WorkQueue {
         now: &Now,
         gone: &mut HashMap<(u64, u32), bool>,
     ) -> bool {
-        let passed = || {
-            let st = &self.state;
-            let load = |i: usize| st.load(i);
-            let bound = self.bound_ms(word.state);
-            lease::deadline_passed(&load, st.version, st.slot(seq), raw, &word, now, bound)
-        };
+        let passed = || self.deadline_passed(seq, raw, &word, now);
         match word.state {
             JobState::Pending => true,
             JobState::Delayed => passed(),
@@ -712,6 +707,17 @@ impl WorkQueue {
             }
             _ => false,
         }
+    }
+
+    /// Whether the deadline of `seq`'s slot (state word `raw`, read as
+    /// `word`) has passed by `now`, on the clock that wrote it (see
+    /// `lease::deadline_passed`; bounded by [`WorkQueue::bound_ms`] of its
+    /// state).
+    pub(super) fn deadline_passed(&self, seq: u64, raw: u64, word: &SlotWord, now: &Now) -> bool {
+        let st = &self.state;
+        let load = |i: usize| st.load(i);
+        let bound = self.bound_ms(word.state);
+        lease::deadline_passed(&load, st.version, st.slot(seq), raw, word, now, bound)
     }
 
     /// Whether the process holding `seq` (state word `raw`) is gone. Only
