@@ -365,12 +365,7 @@ impl WorkQueue {
                     }
                     Ok(None) => break,
                     Err(Error::NotFound { first, next, .. }) if seq < first => {
-                        // Retention removed messages never handed out.
-                        self.gone_below.fetch_max(first, Ordering::Relaxed);
-                        r.ahead.next = first.min(next);
-                        if cursor < first {
-                            let _ = st.cas(W_CURSOR, cursor, first.min(next));
-                        }
+                        r.ahead.next = self.removed_below(cursor, first, next);
                     }
                     Err(Error::NotFound { .. }) => break,
                     Err(e) => return Err(e),
@@ -447,12 +442,7 @@ impl WorkQueue {
                     }
                     Ok(None) => break,
                     Err(Error::NotFound { first, next, .. }) if seq < first => {
-                        // Retention removed messages never handed out.
-                        self.gone_below.fetch_max(first, Ordering::Relaxed);
-                        r.keys.next = first.min(next);
-                        if cursor < first {
-                            let _ = st.cas(W_CURSOR, cursor, first.min(next));
-                        }
+                        r.keys.next = self.removed_below(cursor, first, next);
                     }
                     Err(Error::NotFound { .. }) => break,
                     Err(e) => return Err(e),
@@ -500,6 +490,18 @@ impl WorkQueue {
                 return Ok(Some(got));
             }
         }
+    }
+
+    /// A scan read ahead to messages retention removed (those below
+    /// `first`, the queue's first now; `next` its end) never handed out:
+    /// they are gone, and the cursor (read as `cursor`) moves over them.
+    /// Returns where reading ahead goes on.
+    fn removed_below(&self, cursor: u64, first: u64, next: u64) -> u64 {
+        self.gone_below.fetch_max(first, Ordering::Relaxed);
+        if cursor < first {
+            let _ = self.state.cas(W_CURSOR, cursor, first.min(next));
+        }
+        first.min(next)
     }
 
     /// A scan's pending job `seq` (slot `raw`, read as `word`), its message
