@@ -20,6 +20,10 @@ use super::error::DecodeError;
 use super::kind::RecordKind;
 use super::{crc::crc64, le_u32, le_u64};
 
+#[cfg(feature = "model")]
+#[doc(hidden)]
+pub mod model;
+
 /// Bytes of the data-file header; the first frame starts here.
 pub const DATA_HEADER_LEN: usize = 4096;
 /// Length-field value that seals a file: the next message is in the next file.

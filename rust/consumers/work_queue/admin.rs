@@ -424,11 +424,8 @@ impl WorkQueue {
             }
             let (raw, word) = st.state_of(seq);
             let now = self.now();
-            let waiting = word.state == JobState::Delayed && {
-                let load = |i: usize| st.load(i);
-                let bound = self.bound_ms(JobState::Delayed);
-                lease::deadline_passed(&load, st.version, st.slot(seq), raw, &word, &now, bound)
-            };
+            let waiting =
+                word.state == JobState::Delayed && self.deadline_passed(seq, raw, &word, &now);
             if !matches!(word.state, JobState::Leased | JobState::Delayed) || waiting {
                 return Ok(false);
             }

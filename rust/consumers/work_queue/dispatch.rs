@@ -46,6 +46,16 @@ pub(super) struct Lookahead {
     pub(super) by_seq: BTreeMap<u64, (u8, u64)>,
 }
 
+/// What a scan did with the pending job it read ([`WorkQueue::take`]).
+enum Took<R> {
+    /// Its message had expired (at `now_ms`): to be expired.
+    Expired { now_ms: u64 },
+    /// Leased to this handle; `f`'s result.
+    Leased(Ticket, R),
+    /// Its slot changed meanwhile (another handle took it).
+    Lost,
+}
+
 impl Lookahead {
     pub(super) fn insert(&mut self, seq: u64, priority: u8, timestamp: u64) {
         self.by_rank.insert((u8::MAX - priority, seq));
@@ -355,12 +365,7 @@ impl WorkQueue {
                     }
                     Ok(None) => break,
                     Err(Error::NotFound { first, next, .. }) if seq < first => {
-                        // Retention removed messages never handed out.
-                        self.gone_below.fetch_max(first, Ordering::Relaxed);
-                        r.ahead.next = first.min(next);
-                        if cursor < first {
-                            let _ = st.cas(W_CURSOR, cursor, first.min(next));
-                        }
+                        r.ahead.next = self.removed_below(cursor, first, next);
                     }
                     Err(Error::NotFound { .. }) => break,
                     Err(e) => return Err(e),
@@ -388,19 +393,10 @@ impl WorkQueue {
                 Err(Error::NotFound { first, .. }) if seq < first => continue,
                 Err(e) => return Err(e),
             };
-            let now = self.now_ms();
-            if self.is_expired(&msg) {
-                drop(guard);
-                self.expire(seq, raw, word, now)?;
-                self.advance_cursor();
-                continue;
-            }
-            if let Some(ticket) = self.lease(seq, raw, word, now) {
-                let out = f(&msg);
-                drop(guard);
-                st.fetch_max(W_TOP, seq + 1);
-                self.advance_cursor();
-                return Ok(Some((ticket, out)));
+            let took = self.take(seq, raw, word, &msg, f);
+            drop(guard);
+            if let Some(got) = self.settle(seq, raw, word, took)? {
+                return Ok(Some(got));
             }
         }
     }
@@ -446,12 +442,7 @@ impl WorkQueue {
                     }
                     Ok(None) => break,
                     Err(Error::NotFound { first, next, .. }) if seq < first => {
-                        // Retention removed messages never handed out.
-                        self.gone_below.fetch_max(first, Ordering::Relaxed);
-                        r.keys.next = first.min(next);
-                        if cursor < first {
-                            let _ = st.cas(W_CURSOR, cursor, first.min(next));
-                        }
+                        r.keys.next = self.removed_below(cursor, first, next);
                     }
                     Err(Error::NotFound { .. }) => break,
                     Err(e) => return Err(e),
@@ -493,20 +484,73 @@ impl WorkQueue {
                 }
                 Err(e) => return Err(e),
             };
-            let now = self.now_ms();
-            if self.is_expired(&msg) {
-                drop(guard);
-                self.expire(seq, raw, word, now)?;
-                self.advance_cursor();
-                continue;
+            let took = self.take(seq, raw, word, &msg, f);
+            drop(guard);
+            if let Some(got) = self.settle(seq, raw, word, took)? {
+                return Ok(Some(got));
             }
-            if let Some(ticket) = self.lease(seq, raw, word, now) {
-                let out = f(&msg);
-                drop(guard);
-                st.fetch_max(W_TOP, seq + 1);
+        }
+    }
+
+    /// A scan read ahead to messages retention removed (those below
+    /// `first`, the queue's first now; `next` its end) never handed out:
+    /// they are gone, and the cursor (read as `cursor`) moves over them.
+    /// Returns where reading ahead goes on.
+    fn removed_below(&self, cursor: u64, first: u64, next: u64) -> u64 {
+        self.gone_below.fetch_max(first, Ordering::Relaxed);
+        if cursor < first {
+            let _ = self.state.cas(W_CURSOR, cursor, first.min(next));
+        }
+        first.min(next)
+    }
+
+    /// A scan's pending job `seq` (slot `raw`, read as `word`), its message
+    /// `msg` read: expired, or leased to this handle with `f` called on it
+    /// (both while the caller holds the readers' lock, which `msg` borrows
+    /// from), or lost to another handle meanwhile. The caller drops the
+    /// lock, then [`WorkQueue::settle`]s.
+    fn take<R>(
+        &self,
+        seq: u64,
+        raw: u64,
+        word: SlotWord,
+        msg: &Message<'_>,
+        f: &mut dyn FnMut(&Message<'_>) -> R,
+    ) -> Took<R> {
+        let now = self.now_ms();
+        if self.is_expired(msg) {
+            return Took::Expired { now_ms: now };
+        }
+        match self.lease(seq, raw, word, now) {
+            Some(ticket) => Took::Leased(ticket, f(msg)),
+            None => Took::Lost,
+        }
+    }
+
+    /// What follows [`WorkQueue::take`] once the readers' lock is dropped
+    /// (expiring through the dead-letter queue takes it again): an expired job is
+    /// expired, a leased one raises the top mark; the cursor moves over
+    /// either. `Some` when the scan is done (a job leased), `None` when it
+    /// looks again.
+    fn settle<R>(
+        &self,
+        seq: u64,
+        raw: u64,
+        word: SlotWord,
+        took: Took<R>,
+    ) -> Result<Option<(Ticket, R)>> {
+        match took {
+            Took::Expired { now_ms } => {
+                self.expire(seq, raw, word, now_ms)?;
                 self.advance_cursor();
-                return Ok(Some((ticket, out)));
+                Ok(None)
             }
+            Took::Leased(ticket, out) => {
+                self.state.fetch_max(W_TOP, seq + 1);
+                self.advance_cursor();
+                Ok(Some((ticket, out)))
+            }
+            Took::Lost => Ok(None),
         }
     }
 
@@ -656,12 +700,7 @@ impl WorkQueue {
         now: &Now,
         gone: &mut HashMap<(u64, u32), bool>,
     ) -> bool {
-        let passed = || {
-            let st = &self.state;
-            let load = |i: usize| st.load(i);
-            let bound = self.bound_ms(word.state);
-            lease::deadline_passed(&load, st.version, st.slot(seq), raw, &word, now, bound)
-        };
+        let passed = || self.deadline_passed(seq, raw, &word, now);
         match word.state {
             JobState::Pending => true,
             JobState::Delayed => passed(),
@@ -670,6 +709,17 @@ impl WorkQueue {
             }
             _ => false,
         }
+    }
+
+    /// Whether the deadline of `seq`'s slot (state word `raw`, read as
+    /// `word`) has passed by `now`, on the clock that wrote it (see
+    /// `lease::deadline_passed`; bounded by [`WorkQueue::bound_ms`] of its
+    /// state).
+    pub(super) fn deadline_passed(&self, seq: u64, raw: u64, word: &SlotWord, now: &Now) -> bool {
+        let st = &self.state;
+        let load = |i: usize| st.load(i);
+        let bound = self.bound_ms(word.state);
+        lease::deadline_passed(&load, st.version, st.slot(seq), raw, word, now, bound)
     }
 
     /// Whether the process holding `seq` (state word `raw`) is gone. Only

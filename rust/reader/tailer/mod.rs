@@ -810,6 +810,20 @@ impl Tailer {
     fn deliver(&mut self, loc: Located) -> Result<Option<Message<'_>>> {
         let c = self.cursor.as_mut().expect("a located record has a cursor");
         let frame_at = loc.record_at - 4;
+        // The error for this frame, the tailer left on it (a macro, not a
+        // closure: `c` is borrowed in between, a field at a time).
+        macro_rules! damaged {
+            ($reason:expr) => {
+                stay_damaged(
+                    &mut c.offset,
+                    &c.map,
+                    &mut self.seq,
+                    frame_at,
+                    loc.seq,
+                    $reason,
+                )
+            };
+        }
         let rec = &c.map.as_slice()[loc.record_at..loc.record_at + loc.record_len];
         let decoded = if loc.checked {
             record::decode_again(rec)
@@ -819,14 +833,7 @@ impl Tailer {
         let view = match decoded {
             Ok(view) => view,
             Err(reason) => {
-                return Err(stay_damaged(
-                    &mut c.offset,
-                    &c.map,
-                    &mut self.seq,
-                    frame_at,
-                    loc.seq,
-                    reason,
-                ));
+                return Err(damaged!(reason));
             }
         };
         let position = position::encode(c.info.header.file_number, frame_at as u64);
@@ -838,28 +845,14 @@ impl Tailer {
             if self.batch.of != Some(of) && !c.batch_starts_at(&self.catalog, frame_at, first) {
                 // Its members would be numbered from the wrong sequence:
                 // another member's bytes under each one's.
-                return Err(stay_damaged(
-                    &mut c.offset,
-                    &c.map,
-                    &mut self.seq,
-                    frame_at,
-                    loc.seq,
-                    format!(
-                        "batch frame names {first} as its first sequence, \
-                         which is not where it stands in the file"
-                    ),
-                ));
+                return Err(damaged!(format!(
+                    "batch frame names {first} as its first sequence, \
+                     which is not where it stands in the file"
+                )));
             }
             let limit = self.catalog.max_decompressed();
             if let Err(reason) = self.batch.load(rec, &view, of, loc.seq, limit) {
-                return Err(stay_damaged(
-                    &mut c.offset,
-                    &c.map,
-                    &mut self.seq,
-                    frame_at,
-                    loc.seq,
-                    reason,
-                ));
+                return Err(damaged!(reason));
             }
             // `load` found the member in the batch's block.
             let member = &self.batch.block[self.batch.current.clone()];
@@ -893,14 +886,7 @@ impl Tailer {
                     self.inflated.extend_from_slice(&payload);
                 }
                 Err(reason) => {
-                    return Err(stay_damaged(
-                        &mut c.offset,
-                        &c.map,
-                        &mut self.seq,
-                        frame_at,
-                        loc.seq,
-                        reason,
-                    ));
+                    return Err(damaged!(reason));
                 }
             }
         }
