@@ -364,7 +364,8 @@ final class LiteMQScanBuilder
      */
     @Override
     public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
-      if (LiteMQStream.forPython(b.options))
+      // Archives are for batch reads: the Python source refuses a stream of one, by name.
+      if (LiteMQStream.forPython(b.options) || b.refs.stream().anyMatch(r -> r.archived() != null))
         return b.pyTable.newScanBuilder(b.options).build().toMicroBatchStream(checkpointLocation);
       return new LiteMQStream(b.tableSchema, b.options);
     }
