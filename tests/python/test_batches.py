@@ -31,7 +31,9 @@ def test_iter_batches_from_start_to_end(hundred: litemq.Queue) -> None:
 def test_iter_batches_sees_what_is_appended_while_it_runs(hundred: litemq.Queue) -> None:
     it = hundred.iter_batches(60)
     assert len(next(it)) == 60
-    hundred.appender().append(b"late")
+    app = hundred.appender()
+    app.append(b"late")
+    app.flush()  # readers see an append once the I/O thread wrote it: flush() waits for that
     rest = list(it)
     assert [m.seq for b in rest for m in b] == list(range(60, 101))
 
