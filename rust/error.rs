@@ -79,6 +79,11 @@ pub enum Error {
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
 
+    /// A typed queue's schema, an evolution of it, or an event refused by
+    /// it (FORMAT.md "Typed records"): the message names the field and why.
+    #[error("schema: {0}")]
+    Schema(String),
+
     /// The file was written by a newer (or unknown) format version.
     #[error("{} has format version {found}; this litemq reads version {supported}", path.display())]
     UnsupportedVersion {

@@ -16,6 +16,7 @@ pub mod metadata;
 pub mod position;
 pub mod record;
 pub mod topics;
+pub mod typed;
 pub mod walk;
 pub mod work_queue;
 

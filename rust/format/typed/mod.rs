@@ -1,0 +1,24 @@
+//! Typed records (format 12): a queue's schema, its versions, and the row
+//! encoding of one event (FORMAT.md "Typed records"). Pure bytes: the
+//! engine stores rows as payloads and in row batches, the readers decode
+//! them into values ([`row::decode_row`]) or columns.
+
+pub mod row;
+pub mod schema;
+
+pub use row::{decode_row, encode_row, RowLayout, Value};
+pub use schema::{Field, FieldType, Schema, SchemaError, SchemaVersions};
+
+/// Extension bit of a row batch (with [`crate::format::record::EXT_BATCH`]):
+/// its block is rows of the file's schema back to back.
+pub const EXT_ROWS: u8 = 0x10;
+
+/// Most bytes of a schema version's JSON in a data-file header (4096 − 84).
+pub const MAX_SCHEMA_JSON: usize = 4096 - HEADER_SCHEMA_AT;
+/// Where a typed file's header holds the schema JSON's length (u32), then
+/// its CRC-64 (u64), then the JSON.
+pub const HEADER_SCHEMA_LEN_AT: usize = 72;
+/// Where the JSON starts in the header.
+pub const HEADER_SCHEMA_AT: usize = 84;
+/// Most fields of a schema.
+pub const MAX_FIELDS: usize = 1024;
