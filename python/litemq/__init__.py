@@ -48,6 +48,7 @@ from litemq._litemq import (
     UnsupportedVersionError,
     WorkQueue,
     WrongKeyError,
+    SchemaError,
     __version__,
     release_memory,
 )
@@ -104,6 +105,7 @@ __all__ = [
     "WorkQueue",
     "WorkQueueInfo",
     "WrongKeyError",
+    "SchemaError",
     "__version__",
     "archive_queue",
     "open_archive",

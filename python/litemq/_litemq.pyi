@@ -48,6 +48,7 @@ __all__ = [
     "UnsupportedVersionError",
     "WorkQueue",
     "WrongKeyError",
+    "SchemaError",
     "_Notifier",
     "__version__",
     "_check_archive_key",
@@ -209,6 +210,7 @@ class EncryptionError(LiteMQError):
     file: str | None
 
 class WrongKeyError(EncryptionError): ...
+class SchemaError(LiteMQError, ValueError): ...
 
 @final
 class Message:

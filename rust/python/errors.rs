@@ -8,6 +8,8 @@
 //! ├── PoisonedError             .cause (the original exception, also __cause__)
 //! │   └── MaybeStoredError      .seq: the failed append may be stored anyway
 //! ├── ConfigError               also a ValueError
+//! ├── SchemaError               also a ValueError: a typed queue's schema, an
+//! │                             evolution of it, or an event it refuses
 //! ├── UnsupportedVersionError   .file .found .supported
 //! ├── ReadOnlyError
 //! ├── NotFoundError             also an IndexError; .seq .first .next
@@ -49,6 +51,7 @@ struct Types {
     internal: Py<PyType>,
     encryption: Py<PyType>,
     wrong_key: Py<PyType>,
+    schema: Py<PyType>,
 }
 
 static TYPES: PyOnceLock<Types> = PyOnceLock::new();
@@ -108,6 +111,14 @@ fn create(py: Python<'_>) -> PyResult<Types> {
         &["file"],
     )?;
     Ok(Types {
+        schema: new_type(
+            py,
+            "SchemaError",
+            &[b, &value_error],
+            "A typed queue refused a schema, an evolution of its schema, or an event\n\
+             (also a ValueError). The message names the field and says why.",
+            &[],
+        )?,
         compacted: new_type(
             py,
             "CompactedError",
@@ -232,6 +243,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         &t.internal,
         &t.encryption,
         &t.wrong_key,
+        &t.schema,
     ] {
         let class = class.bind(py);
         m.add(class.name()?, class)?;
@@ -368,6 +380,7 @@ pub(crate) fn to_pyerr(py: Python<'_>, err: &Error) -> PyErr {
         }
         Error::InvalidConfig(_) => raise(py, &t.config, message, &[]),
         Error::InvalidArgument(what) => PyValueError::new_err(what.clone()),
+        Error::Schema(_) => raise(py, &t.schema, message, &[]),
         Error::UnsupportedVersion {
             path,
             found,
