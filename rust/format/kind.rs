@@ -8,7 +8,9 @@
 
 use super::le_u16;
 use super::le_u64;
-use super::record::{BATCH_HEAD_LEN, EXT_BATCH, EXT_HOLE, FLAG_EXTENSION, HOLE_RECORD_LEN};
+use super::record::{
+    BATCH_HEAD_LEN, EXT_BATCH, EXT_HOLE, EXT_ROW_BATCH, FLAG_EXTENSION, HOLE_RECORD_LEN,
+};
 
 /// What a frame's record stands for, read from its first bytes without
 /// decoding it.
@@ -47,7 +49,7 @@ impl RecordKind {
                 let count = le_u16(record, 10)?;
                 (count >= 1).then_some(RecordKind::Hole { count })
             }
-            EXT_BATCH => {
+            EXT_BATCH | EXT_ROW_BATCH => {
                 if record.len() < BATCH_HEAD_LEN {
                     return None;
                 }
@@ -72,7 +74,7 @@ impl RecordKind {
         let count = u16::from_le_bytes([record[10], record[11]]).max(1);
         match record[9] {
             EXT_HOLE => RecordKind::Hole { count },
-            EXT_BATCH if record.len() >= BATCH_HEAD_LEN => RecordKind::Batch {
+            EXT_BATCH | EXT_ROW_BATCH if record.len() >= BATCH_HEAD_LEN => RecordKind::Batch {
                 first_seq: le_u64(record, 12).unwrap_or(0),
                 count,
             },

@@ -3,17 +3,21 @@
 //! members and each member's checks.
 
 use super::codec::{
-    decode, RecordView, BATCH_HEAD_LEN, EXT_BATCH, EXT_TOMBSTONE, FLAG_EXPIRY, FLAG_EXTENSION,
-    FLAG_HEADERS, FLAG_KEY, FLAG_KEY_TEXT, FLAG_PRIORITY, RECORD_FIXED_LEN,
+    decode, RecordView, BATCH_HEAD_LEN, EXT_BATCH, EXT_ROW_BATCH, EXT_TOMBSTONE, FLAG_EXPIRY,
+    FLAG_EXTENSION, FLAG_HEADERS, FLAG_KEY, FLAG_KEY_TEXT, FLAG_PRIORITY, RECORD_FIXED_LEN,
 };
 use super::hole::seqs_of;
 use crate::format::compression::Codec;
 use crate::format::{le_u16, le_u32, le_u64};
 
-/// True when `record` (its bytes, not decoded) is a batch ([`EXT_BATCH`]).
+/// True when `record` (its bytes, not decoded) is a batch ([`EXT_BATCH`]),
+/// of records or of rows ([`EXT_ROW_BATCH`]).
+
 #[inline]
 pub fn is_batch_record(record: &[u8]) -> bool {
-    record.len() >= BATCH_HEAD_LEN && record[0] == FLAG_EXTENSION && record[9] == EXT_BATCH
+    record.len() >= BATCH_HEAD_LEN
+        && record[0] == FLAG_EXTENSION
+        && matches!(record[9], EXT_BATCH | EXT_ROW_BATCH)
 }
 
 /// The sequence of a batch record's first member (its bytes; a record
@@ -54,7 +58,7 @@ pub const BATCH_BODY_FIRST_SEQ_AT: usize = 3;
 /// True when a record body an appender encoded (flags `flags`) is a batch.
 #[inline]
 pub fn body_is_batch(flags: u8, body: &[u8]) -> bool {
-    flags == FLAG_EXTENSION && body.first() == Some(&EXT_BATCH)
+    flags == FLAG_EXTENSION && matches!(body.first(), Some(&(EXT_BATCH | EXT_ROW_BATCH)))
 }
 
 /// The member count of a batch record body an appender encoded (see

@@ -57,19 +57,27 @@ pub const EXT_ENCRYPTED: u8 = 0x02;
 /// `len:u32 | record` (an ordinary record whose timestamp field is 0:
 /// a member's timestamp is the batch's). See [`super::batch::batch_members`].
 pub const EXT_BATCH: u8 = 0x08;
+/// Extension bit (format 12), only with [`EXT_BATCH`]: a *row batch*,
+/// whose block is `count` rows of the file's schema back to back (see
+/// [`crate::format::typed`]) and whose codec may be 0 (stored as is).
+pub const EXT_ROWS: u8 = 0x10;
+/// The extension byte of a row batch.
+pub const EXT_ROW_BATCH: u8 = EXT_BATCH | EXT_ROWS;
 /// Length of a batch record before its block: flags, timestamp, extension
 /// byte, count, first sequence, codec, raw length.
 pub const BATCH_HEAD_LEN: usize = RECORD_FIXED_LEN + 1 + 2 + 8 + 1 + 4;
 /// The most members one batch record holds.
 pub const MAX_BATCH_COUNT: usize = u16::MAX as usize;
 /// Extension bits this version understands.
-pub const KNOWN_EXT: u8 = EXT_TOMBSTONE | EXT_ENCRYPTED | EXT_HOLE | EXT_BATCH;
+pub const KNOWN_EXT: u8 = EXT_TOMBSTONE | EXT_ENCRYPTED | EXT_HOLE | EXT_BATCH | EXT_ROWS;
 /// Extension bits format 8 introduced: such a record lands only in a file
 /// of version 8 or later (see [`record_version`]).
 pub const EXTS_SINCE_V8: u8 = EXT_ENCRYPTED | EXT_HOLE;
 /// Extension bits format 9 introduced (batches): such a record lands only
 /// in a file of version 9 or later.
 pub const EXTS_SINCE_V9: u8 = EXT_BATCH;
+/// Extension bits format 12 introduced (row batches).
+pub const EXTS_SINCE_V12: u8 = EXT_ROWS;
 /// Flags this version understands.
 pub const KNOWN_FLAGS: u8 = FLAG_KEY
     | FLAG_HEADERS
@@ -93,7 +101,9 @@ pub const FLAGS_SINCE_V7: u8 = FLAG_COMPRESSED | FLAG_EXTENSION;
 /// extension bits: a writer rolls out of an older active file first, so a
 /// reader of an older build never meets fields it does not know.
 pub fn record_version(flags: u8, ext: u8) -> u32 {
-    if ext & EXTS_SINCE_V9 != 0 {
+    if ext & EXTS_SINCE_V12 != 0 {
+        12
+    } else if ext & EXTS_SINCE_V9 != 0 {
         9
     } else if ext & EXTS_SINCE_V8 != 0 {
         8
@@ -536,6 +546,12 @@ impl<'a> RecordView<'a> {
     pub fn is_batch(&self) -> bool {
         self.ext & EXT_BATCH != 0
     }
+
+    /// True for a row batch (format 12, [`EXT_ROW_BATCH`]): its block is
+    /// rows of the file's schema, not `len | record` members.
+    pub fn is_row_batch(&self) -> bool {
+        self.ext == EXT_ROW_BATCH
+    }
     /// The payload is sealed (encryption at rest, format 8).
     pub fn is_encrypted(&self) -> bool {
         self.ext & EXT_ENCRYPTED != 0
@@ -851,8 +867,11 @@ fn decode_as<const CHECK: bool>(record: &[u8]) -> Result<RecordView<'_>, &'stati
     if ext & EXT_TOMBSTONE != 0 && (flags & FLAG_KEY == 0 || at != record.len()) {
         return Err("tombstone without a key, or with a payload");
     }
+    if ext & EXT_ROWS != 0 && ext != EXT_ROW_BATCH {
+        return Err("rows bit without the batch bit, or with other extension bits");
+    }
     if ext & EXT_BATCH != 0 {
-        if flags != FLAG_EXTENSION || ext != EXT_BATCH {
+        if flags != FLAG_EXTENSION || (ext != EXT_BATCH && ext != EXT_ROW_BATCH) {
             return Err("batch with fields or other extension bits");
         }
         if le_u16(record, at).is_none_or(|n| n == 0) {
@@ -860,11 +879,19 @@ fn decode_as<const CHECK: bool>(record: &[u8]) -> Result<RecordView<'_>, &'stati
         }
         le_u64(record, at + 2).ok_or("batch first sequence past the end")?;
         let c = *record.get(at + 10).ok_or("batch codec past the end")?;
-        let codec = Codec::try_from(c)?;
+        // A row batch may be stored as is (codec 0); a batch of records
+        // is always compressed.
+        let codec = match c {
+            0 if ext == EXT_ROW_BATCH => None,
+            c => Some(Codec::try_from(c)?),
+        };
         let raw_len = le_u32(record, at + 11).ok_or("batch raw length past the end")?;
         let at = at + 15;
+        if codec.is_none() && raw_len as usize != record.len() - at {
+            return Err("stored row batch whose raw length is not its block's");
+        }
         return Ok(RecordView {
-            codec: Some(codec),
+            codec,
             raw_len,
             ..RecordView::head_only(flags, timestamp, ext, at, &record[at..])
         });

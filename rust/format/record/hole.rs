@@ -1,7 +1,7 @@
 //! Holes (format 8): records standing for `count` sequences key
 //! compaction dropped (FORMAT.md "Holes and key compaction").
 
-use super::codec::{EXT_BATCH, EXT_HOLE, FLAG_EXTENSION, HOLE_RECORD_LEN};
+use super::codec::{EXT_BATCH, EXT_HOLE, EXT_ROW_BATCH, FLAG_EXTENSION, HOLE_RECORD_LEN};
 use crate::format::le_u16;
 
 /// The record of a hole ([`EXT_HOLE`]) standing for `count` sequences, the
@@ -30,7 +30,7 @@ pub fn seqs_of(record: &[u8]) -> u64 {
     // A hole's or batch's count is at the same place; 12 bytes tell both.
     if record.len() >= HOLE_RECORD_LEN
         && record[0] == FLAG_EXTENSION
-        && (record[9] == EXT_HOLE || record[9] == EXT_BATCH)
+        && matches!(record[9], EXT_HOLE | EXT_BATCH | EXT_ROW_BATCH)
     {
         u64::from(le_u16(record, 10).unwrap_or(1).max(1))
     } else {

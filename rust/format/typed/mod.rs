@@ -9,9 +9,7 @@ pub mod schema;
 pub use row::{decode_row, encode_row, RowLayout, Value};
 pub use schema::{Field, FieldType, Schema, SchemaError, SchemaVersions};
 
-/// Extension bit of a row batch (with [`crate::format::record::EXT_BATCH`]):
-/// its block is rows of the file's schema back to back.
-pub const EXT_ROWS: u8 = 0x10;
+pub use crate::format::record::{EXT_ROWS, EXT_ROW_BATCH};
 
 /// Most bytes of a schema version's JSON in a data-file header (4096 − 84).
 pub const MAX_SCHEMA_JSON: usize = 4096 - HEADER_SCHEMA_AT;

@@ -214,7 +214,8 @@ pub fn encode_row(
     let res = (|| {
         for (i, (f, v)) in schema.fields.iter().zip(values).enumerate() {
             let s = layout.slots[i];
-            let bad = |why: &str| SchemaError(format!("field {:?} ({}): {why}", f.name, f.ty.name()));
+            let bad =
+                |why: &str| SchemaError(format!("field {:?} ({}): {why}", f.name, f.ty.name()));
             if matches!(v, Value::Null) {
                 if !f.nullable {
                     return Err(bad("is not nullable and has no value"));
@@ -232,25 +233,25 @@ pub fn encode_row(
             let mut put = |b: &[u8]| out[at..at + b.len()].copy_from_slice(b);
             match (s.ty, v) {
                 (FieldType::Bool, Value::Bool(b)) => put(&[*b as u8]),
-                (FieldType::Int8, Value::Int(n)) => {
-                    put(&i8::try_from(*n).map_err(|_| bad("out of range"))?.to_le_bytes())
-                }
-                (FieldType::Int16, Value::Int(n)) => {
-                    put(&i16::try_from(*n).map_err(|_| bad("out of range"))?.to_le_bytes())
-                }
-                (FieldType::Int32 | FieldType::Date32, Value::Int(n)) => {
-                    put(&i32::try_from(*n).map_err(|_| bad("out of range"))?.to_le_bytes())
-                }
+                (FieldType::Int8, Value::Int(n)) => put(&i8::try_from(*n)
+                    .map_err(|_| bad("out of range"))?
+                    .to_le_bytes()),
+                (FieldType::Int16, Value::Int(n)) => put(&i16::try_from(*n)
+                    .map_err(|_| bad("out of range"))?
+                    .to_le_bytes()),
+                (FieldType::Int32 | FieldType::Date32, Value::Int(n)) => put(&i32::try_from(*n)
+                    .map_err(|_| bad("out of range"))?
+                    .to_le_bytes()),
                 (FieldType::Int64 | FieldType::TimestampUs, Value::Int(n)) => put(&n.to_le_bytes()),
-                (FieldType::UInt8, Value::UInt(n)) => {
-                    put(&u8::try_from(*n).map_err(|_| bad("out of range"))?.to_le_bytes())
-                }
-                (FieldType::UInt16, Value::UInt(n)) => {
-                    put(&u16::try_from(*n).map_err(|_| bad("out of range"))?.to_le_bytes())
-                }
-                (FieldType::UInt32, Value::UInt(n)) => {
-                    put(&u32::try_from(*n).map_err(|_| bad("out of range"))?.to_le_bytes())
-                }
+                (FieldType::UInt8, Value::UInt(n)) => put(&u8::try_from(*n)
+                    .map_err(|_| bad("out of range"))?
+                    .to_le_bytes()),
+                (FieldType::UInt16, Value::UInt(n)) => put(&u16::try_from(*n)
+                    .map_err(|_| bad("out of range"))?
+                    .to_le_bytes()),
+                (FieldType::UInt32, Value::UInt(n)) => put(&u32::try_from(*n)
+                    .map_err(|_| bad("out of range"))?
+                    .to_le_bytes()),
                 (FieldType::UInt64, Value::UInt(n)) => put(&n.to_le_bytes()),
                 (FieldType::Float32, Value::Float(x)) => put(&(*x as f32).to_le_bytes()),
                 (FieldType::Float64, Value::Float(x)) => put(&x.to_le_bytes()),
@@ -262,11 +263,15 @@ pub fn encode_row(
                 }
                 (FieldType::String, Value::Str(t)) => {
                     var_len += t.len();
-                    put(&u32::try_from(var_len).map_err(|_| bad("row over 4 GiB"))?.to_le_bytes())
+                    put(&u32::try_from(var_len)
+                        .map_err(|_| bad("row over 4 GiB"))?
+                        .to_le_bytes())
                 }
                 (FieldType::Binary, Value::Bytes(b)) => {
                     var_len += b.len();
-                    put(&u32::try_from(var_len).map_err(|_| bad("row over 4 GiB"))?.to_le_bytes())
+                    put(&u32::try_from(var_len)
+                        .map_err(|_| bad("row over 4 GiB"))?
+                        .to_le_bytes())
                 }
                 _ => return Err(bad("a value of another kind")),
             }
@@ -327,9 +332,9 @@ pub fn decode_row(layout: &RowLayout, row: &[u8]) -> Result<Vec<Value>, &'static
                 slot[..4].try_into().unwrap_or_default(),
             ))),
             FieldType::Float64 => Value::Float(f64::from_le_bytes(int(8))),
-            FieldType::Decimal128 { .. } => {
-                Value::Decimal(i128::from_le_bytes(slot[..16].try_into().unwrap_or_default()))
-            }
+            FieldType::Decimal128 { .. } => Value::Decimal(i128::from_le_bytes(
+                slot[..16].try_into().unwrap_or_default(),
+            )),
             FieldType::String => {
                 let b = &row[layout.fixed_len + prev_end..layout.fixed_len + end];
                 prev_end = end;
@@ -391,7 +396,10 @@ mod tests {
         assert_eq!(&out[30..34], &5u32.to_le_bytes(), "note ends at 5");
         assert_eq!(&out[l.fixed_len..], b"ABC\x09\x08");
         assert_eq!(decode_row(&l, &out).unwrap(), vals);
-        assert_eq!(l.row_len(&[out.clone(), vec![0; 9]].concat()).unwrap(), out.len());
+        assert_eq!(
+            l.row_len(&[out.clone(), vec![0; 9]].concat()).unwrap(),
+            out.len()
+        );
     }
 
     #[test]
@@ -408,11 +416,17 @@ mod tests {
             Value::Null,
         ];
         let e = encode_row(&s, &l, &vals, &mut out).unwrap_err();
-        assert!(e.0.contains("\"symbol\"") && e.0.contains("not nullable"), "{e}");
+        assert!(
+            e.0.contains("\"symbol\"") && e.0.contains("not nullable"),
+            "{e}"
+        );
         vals[1] = Value::Str("x".into());
         vals[4] = Value::Int(300);
         let e = encode_row(&s, &l, &vals, &mut out).unwrap_err();
-        assert!(e.0.contains("\"side\"") && e.0.contains("out of range"), "{e}");
+        assert!(
+            e.0.contains("\"side\"") && e.0.contains("out of range"),
+            "{e}"
+        );
         assert_eq!(out, vec![1, 2]);
     }
 
@@ -436,13 +450,19 @@ mod tests {
         assert!(l.check_row(&bad).is_err(), "bit past the nullable fields");
         let mut bad = row.clone();
         bad[30..34].copy_from_slice(&9u32.to_le_bytes());
-        assert!(l.check_row(&bad).is_err(), "null binary with bytes / past the row");
+        assert!(
+            l.check_row(&bad).is_err(),
+            "null binary with bytes / past the row"
+        );
         let mut bad = row.clone();
         bad[l.fixed_len] = 0xff;
         assert!(l.check_row(&bad).is_err(), "not UTF-8");
         assert!(l.check_row(&row[..row.len() - 1]).is_err());
         let block = [row.clone(), row.clone()].concat();
-        assert_eq!(l.split_block(&block, 2).unwrap(), vec![0, row.len(), 2 * row.len()]);
+        assert_eq!(
+            l.split_block(&block, 2).unwrap(),
+            vec![0, row.len(), 2 * row.len()]
+        );
         assert!(l.split_block(&block, 1).is_err());
     }
 
@@ -465,7 +485,11 @@ mod tests {
         assert!(v1.check_evolution(&bad).unwrap_err().0.contains("\"time\""));
         let mut bad = v1.clone();
         bad.fields[2].nullable = false;
-        assert!(v1.check_evolution(&bad).unwrap_err().0.contains("non-nullable"));
+        assert!(v1
+            .check_evolution(&bad)
+            .unwrap_err()
+            .0
+            .contains("non-nullable"));
         let mut bad = v1.clone();
         bad.fields.push(Field {
             name: "x".into(),
@@ -477,7 +501,11 @@ mod tests {
         let versions = SchemaVersions::default().declare(&v1).unwrap();
         let versions = versions.declare(&v2).unwrap();
         assert_eq!(versions.versions.len(), 2);
-        assert_eq!(versions.declare(&v2).unwrap(), versions, "same fields: no new version");
+        assert_eq!(
+            versions.declare(&v2).unwrap(),
+            versions,
+            "same fields: no new version"
+        );
         let back = SchemaVersions::from_json_value(&versions.to_json_value()).unwrap();
         assert_eq!(back, versions);
         assert_eq!(Schema::from_json(&v1.to_json()).unwrap(), v1);

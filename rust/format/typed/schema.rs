@@ -157,9 +157,7 @@ impl FieldType {
             _ => None,
         };
         match (rank(self), rank(to)) {
-            (Some((fs, fw)), Some((ts, tw))) => {
-                (fs == ts && tw > fw) || (!fs && ts && tw > fw)
-            }
+            (Some((fs, fw)), Some((ts, tw))) => (fs == ts && tw > fw) || (!fs && ts && tw > fw),
             _ => matches!((self, to), (Float32, Float64)),
         }
     }
@@ -315,12 +313,13 @@ impl Schema {
                 .get("type")
                 .and_then(Json::as_str)
                 .ok_or_else(|| SchemaError(format!("field {name:?} has no type")))?;
-            let ty = FieldType::parse(ty).map_err(|e| SchemaError(format!("field {name:?}: {e}")))?;
+            let ty =
+                FieldType::parse(ty).map_err(|e| SchemaError(format!("field {name:?}: {e}")))?;
             let nullable = match f.get("nullable") {
                 None => true,
-                Some(b) => b
-                    .as_bool()
-                    .ok_or_else(|| SchemaError(format!("field {name:?}: nullable is not a bool")))?,
+                Some(b) => b.as_bool().ok_or_else(|| {
+                    SchemaError(format!("field {name:?}: nullable is not a bool"))
+                })?,
             };
             let aliases = match f.get("aliases") {
                 None => vec![],
@@ -355,14 +354,11 @@ impl Schema {
 
     /// The index of the field named `name`, or whose aliases hold it.
     pub fn find(&self, name: &str) -> Option<usize> {
-        self.fields
-            .iter()
-            .position(|f| f.name == name)
-            .or_else(|| {
-                self.fields
-                    .iter()
-                    .position(|f| f.aliases.iter().any(|a| a == name))
-            })
+        self.fields.iter().position(|f| f.name == name).or_else(|| {
+            self.fields
+                .iter()
+                .position(|f| f.aliases.iter().any(|a| a == name))
+        })
     }
 
     /// Same fields, types, nullability and aliases (versions aside).
@@ -374,9 +370,10 @@ impl Schema {
     /// error names the field and says why.
     pub fn check_evolution(&self, new: &Schema) -> Result<(), SchemaError> {
         for nf in &new.fields {
-            let old = self.fields.iter().find(|of| {
-                of.name == nf.name || nf.aliases.iter().any(|a| a == &of.name)
-            });
+            let old = self
+                .fields
+                .iter()
+                .find(|of| of.name == nf.name || nf.aliases.iter().any(|a| a == &of.name));
             match old {
                 None if !nf.nullable => {
                     return err(format!(
@@ -468,16 +465,17 @@ impl SchemaVersions {
     /// version when it is a valid evolution, else the error saying why.
     pub fn declare(&self, new: &Schema) -> Result<SchemaVersions, SchemaError> {
         let next = self.versions.len() as u32 + 1;
-        let candidate = Schema {
-            version: self.current().map_or(1, |c| {
-                if c.same_fields(new) {
-                    c.version
-                } else {
-                    next
-                }
-            }),
-            fields: new.fields.clone(),
-        };
+        let candidate =
+            Schema {
+                version: self.current().map_or(1, |c| {
+                    if c.same_fields(new) {
+                        c.version
+                    } else {
+                        next
+                    }
+                }),
+                fields: new.fields.clone(),
+            };
         candidate.check()?;
         let mut out = self.clone();
         match self.current() {
