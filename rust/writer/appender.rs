@@ -351,7 +351,9 @@ impl Appender {
     ///
     /// [`Error::Schema`], with nothing stored, when the queue has no schema
     /// or when a row does not check against the schema (naming the row's
-    /// index and why), or the block holds more or fewer than `count` rows.
+    /// index and why), or the block holds more or fewer than `count` rows;
+    /// [`Error::InvalidArgument`] on an encrypted queue (row batches are not
+    /// sealed: append events one by one there).
     pub fn append_rows(
         &self,
         block: &[u8],
@@ -362,6 +364,11 @@ impl Appender {
         let typed = b.typed.as_ref().ok_or_else(|| {
             Error::Schema("the queue has no schema: append_rows needs a typed queue".into())
         })?;
+        if let Some(why) = &b.refusal {
+            return Err(Error::InvalidArgument(format!(
+                "append_rows is not available on {why}: append the events one by one"
+            )));
+        }
         let starts = split_rows(typed, block, count)?;
         let c = compress.map(|(codec, level)| Compression {
             codec,

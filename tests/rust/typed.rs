@@ -592,3 +592,136 @@ fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+fn mark_unclean(base: &Path) {
+    let p = base.join("metadata.json");
+    let s = std::fs::read_to_string(&p)
+        .unwrap()
+        .replace("\"clean_shutdown\": true", "\"clean_shutdown\": false");
+    std::fs::write(p, s).unwrap();
+}
+
+#[test]
+fn recovery_and_verify_walk_row_batches_and_resume_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).schema(schema_v1()).open().unwrap();
+    let rows = fill(&q);
+    q.close().unwrap();
+    mark_unclean(dir.path());
+    let q = small(dir.path()).verify_on_startup(true).open().unwrap();
+    assert_eq!(q.next_seq(), rows.len() as u64);
+    let app = q.appender().unwrap();
+    let more: Vec<Vec<u8>> = (500..520).map(row_v1).collect();
+    let range = app.append_rows(&block_of(&more), 20, None).unwrap();
+    assert_eq!(range.start, rows.len() as u64);
+    app.flush().unwrap();
+    assert_eq!(
+        data_files(dir.path()).len(),
+        1,
+        "same version: the file resumed"
+    );
+    let all = read_all(&q);
+    assert_eq!(all.len(), rows.len() + 20);
+    assert_eq!(all.last().unwrap().1, more[19]);
+}
+
+#[test]
+fn a_writer_joining_others_cannot_evolve_the_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let multi = |s: Schema| small(dir.path()).multi_writer(true).schema(s);
+    let a = multi(schema_v1()).open().unwrap();
+    a.appender().unwrap().append(&row_v1(0)).unwrap();
+    match multi(schema_v2()).open() {
+        Err(Error::Schema(why)) => assert!(why.contains("reopen"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    // The same schema joins, and both write rows of it.
+    let b = multi(schema_v1()).open().unwrap();
+    b.appender()
+        .unwrap()
+        .append_rows(&block_of(&[row_v1(1), row_v1(2)]), 2, None)
+        .unwrap();
+    b.appender().unwrap().flush().unwrap();
+    a.appender().unwrap().flush().unwrap();
+    assert_eq!(read_all(&a).len(), 3);
+    b.close().unwrap();
+    a.close().unwrap();
+    // With every writer closed, the evolution goes in.
+    let c = multi(schema_v2()).open().unwrap();
+    assert_eq!(c.schema_versions().unwrap().versions.len(), 2);
+}
+
+#[test]
+fn an_encrypted_typed_queue_seals_its_rows_and_takes_no_row_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = [7u8; 32];
+    let q = small(dir.path())
+        .encryption_key(Some(key))
+        .schema(schema_v1())
+        .open()
+        .unwrap();
+    let app = q.appender().unwrap();
+    assert!(matches!(
+        app.append_rows(&row_v1(1), 1, None),
+        Err(Error::InvalidArgument(_))
+    ));
+    let secret = row_v1(4);
+    app.append(&secret).unwrap();
+    app.flush().unwrap();
+    assert_eq!(read_all(&q), vec![(0, secret.clone(), 1)]);
+    let file = std::fs::read(data_files(dir.path()).pop().unwrap()).unwrap();
+    let name = b"event number 4";
+    assert!(
+        !file[4096..].windows(name.len()).any(|w| w == name),
+        "the row is sealed"
+    );
+}
+
+#[test]
+fn a_writer_opened_on_first_write_declares_its_schema_then() {
+    let dir = tempfile::tempdir().unwrap();
+    small(dir.path())
+        .schema(schema_v1())
+        .open()
+        .unwrap()
+        .close()
+        .unwrap();
+    let q = small(dir.path())
+        .lock_on_first_write(true)
+        .schema(schema_v2())
+        .open()
+        .unwrap();
+    assert_eq!(q.schema_versions().unwrap().versions.len(), 1, "not yet");
+    q.appender().unwrap().append(&row_v2(1)).unwrap();
+    assert_eq!(q.schema_versions().unwrap().versions.len(), 2);
+    q.appender().unwrap().flush().unwrap();
+    assert_eq!(read_all(&q), vec![(0, row_v2(1), 2)]);
+}
+
+#[test]
+fn a_row_batch_in_an_untyped_file_is_corrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).schema(schema_v1()).open().unwrap();
+    let app = q.appender().unwrap();
+    app.append(&row_v1(0)).unwrap();
+    app.append_rows(&block_of(&[row_v1(1), row_v1(2)]), 2, None)
+        .unwrap();
+    q.close().unwrap();
+    // The header edited into an untyped file's (its CRC made right).
+    let file = data_files(dir.path()).pop().unwrap();
+    let mut head = std::fs::read(&file).unwrap()[..64].to_vec();
+    head[52..56].fill(0);
+    let crc = crc64(&[&head[..56]]);
+    head[56..64].copy_from_slice(&crc.to_le_bytes());
+    let f = OpenOptions::new().write(true).open(&file).unwrap();
+    f.write_all_at(&head, 0).unwrap();
+    let ro = common::read_only(dir.path());
+    assert_eq!(ro.get(0).unwrap().schema_version, 0);
+    match ro.get(1) {
+        Err(Error::Corrupted { seq, reason, .. }) => {
+            assert_eq!(seq, Some(1));
+            assert!(reason.contains("untyped"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
