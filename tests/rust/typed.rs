@@ -832,3 +832,22 @@ fn retention_drops_whole_typed_files_and_the_rest_reads_on() {
         .all(|(seq, payload, v)| *payload == rows[*seq as usize] && *v == 1));
     assert_eq!(q.schema_versions().unwrap().versions.len(), 1);
 }
+
+#[test]
+fn a_reader_opened_before_an_evolution_finds_the_new_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).schema(schema_v1()).open().unwrap();
+    q.appender().unwrap().append(&row_v1(0)).unwrap();
+    q.close().unwrap();
+    let ro = common::read_only(dir.path());
+    assert_eq!(ro.schema_versions().unwrap().versions.len(), 1);
+    let q = small(dir.path()).schema(schema_v2()).open().unwrap();
+    q.appender().unwrap().append(&row_v2(1)).unwrap();
+    q.appender().unwrap().flush().unwrap();
+    let all = read_all(&ro);
+    assert_eq!(all[1].2, 2, "the file's header says its version");
+    assert_eq!(ro.schema_of_version(2).unwrap(), Some(schema_v2()));
+    assert_eq!(ro.schema_versions().unwrap().versions.len(), 2);
+    assert_eq!(ro.schema_of_version(1).unwrap(), Some(schema_v1()));
+    assert_eq!(ro.schema_of_version(3).unwrap(), None);
+}
