@@ -322,6 +322,13 @@ impl TypedColumns {
     /// every string/binary column.
     fn rows_that_fit(&self, proj: &Projection, block: &[u8], starts: &[usize]) -> usize {
         let mut take = starts.len();
+        if self
+            .columns
+            .iter()
+            .all(|c| c.data.len() + block.len() <= COLUMN_LIMIT)
+        {
+            return take; // no column can take more than the whole block
+        }
         for (c, op) in self.columns.iter().zip(&proj.ops) {
             let Op::Value {
                 at,
@@ -644,6 +651,7 @@ fn push_var(
     let old = c.data.len();
     let mut end = c.offsets.last().copied().unwrap_or(0);
     c.offsets.reserve(starts.len());
+    c.data.reserve(block.len());
     for (r, &s) in starts.iter().enumerate() {
         let (b, e) = var_span(block, s, at, prev_end_at);
         if e != b && !has_value(block, s, null_bit) {
