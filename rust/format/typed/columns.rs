@@ -305,8 +305,9 @@ impl TypedColumns {
         let take = self.rows_that_fit(proj, block, starts);
         starts.truncate(take);
         let mark = self.mark();
+        let all_valid = bitmap_and(proj, block, starts);
         for (c, op) in self.columns.iter_mut().zip(&proj.ops) {
-            if let Err(e) = push_column(c, *op, proj, block, starts, mark.rows) {
+            if let Err(e) = push_column(c, *op, proj, block, starts, (mark.rows, &all_valid)) {
                 self.undo(mark);
                 return Err(RowDamage {
                     row: e.row + skip,
@@ -456,14 +457,33 @@ fn split_rows(
     Ok(())
 }
 
-/// Fills column `c` for the rows at `starts` (`rows` pushed before them).
+/// The AND of the null bitmaps of the rows at `starts`: a bit set there
+/// is a field with a value in every row (its validity needs no pass).
+fn bitmap_and(proj: &Projection, block: &[u8], starts: &[usize]) -> Vec<u8> {
+    let n = proj.layout.bitmap_len;
+    let mut and = vec![0xffu8; n];
+    if n == 1 {
+        // The common case, one byte: a loop the compiler keeps in a register.
+        and[0] = starts.iter().fold(0xff, |a, &s| a & block[s]);
+        return and;
+    }
+    for &s in starts {
+        for (a, b) in and.iter_mut().zip(&block[s..s + n]) {
+            *a &= b;
+        }
+    }
+    and
+}
+
+/// Fills column `c` for the rows at `starts` (`rows` pushed before them;
+/// `all_valid` from [`bitmap_and`]).
 fn push_column(
     c: &mut TypedColumn,
     op: Op,
     proj: &Projection,
     block: &[u8],
     starts: &[usize],
-    rows: usize,
+    (rows, all_valid): (usize, &[u8]),
 ) -> Result<(), RowDamage> {
     let Op::Value {
         at,
@@ -475,8 +495,15 @@ fn push_column(
         push_nulls(c, starts.len(), rows);
         return Ok(());
     };
+    let mut null_bit = null_bit;
     if let Some(bit) = null_bit {
-        push_validity(c, bit, block, starts, rows);
+        let every_row = all_valid[bit >> 3] & (1 << (bit & 7)) != 0;
+        if !(every_row && c.nulls == 0) {
+            push_validity(c, bit, block, starts, rows);
+        }
+        if every_row {
+            null_bit = None; // no null to check the slot of
+        }
     }
     let fixed_len = proj.layout.fixed_len;
     match from {
