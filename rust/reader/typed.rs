@@ -23,8 +23,9 @@ use crate::reader::tailer::{OnMismatch, Tailer};
 use crate::storage::frames::RecordKind;
 use crate::storage::mapped::Mapping;
 
-/// Most rows whose fixed-size columns are reserved up front.
-const RESERVE_ROWS: usize = 1 << 20;
+/// Most rows whose columns are reserved up front (address space only:
+/// pages are touched as rows come).
+const RESERVE_ROWS: usize = 1 << 24;
 
 /// Bytes 52..56 of a data file's header: its schema version (0: untyped).
 const HEADER_SCHEMA_VERSION_AT: usize = 52;

@@ -90,6 +90,10 @@ pub struct TypedColumns {
     pub columns: Vec<TypedColumn>,
     /// Where each row of the block being pushed starts (reused).
     starts: Vec<usize>,
+    /// The rows the read expects (from [`TypedColumns::new`]): once the
+    /// first rows give the string/binary columns' average length, their
+    /// data is reserved for this many (no doubling and copying on the way).
+    hint: usize,
 }
 
 impl PartialEq for TypedColumns {
@@ -250,6 +254,7 @@ impl TypedColumns {
             rows: 0,
             columns,
             starts: Vec::new(),
+            hint,
         }
     }
 
@@ -315,8 +320,21 @@ impl TypedColumns {
                 });
             }
         }
+        if self.rows == 0 && take > 0 && self.hint > take {
+            self.reserve_var(take);
+        }
         self.rows += take;
         Ok(take)
+    }
+
+    /// Reserves the string/binary columns' data for `hint` rows of the
+    /// average length of the first `rows` (with an eighth more).
+    fn reserve_var(&mut self, rows: usize) {
+        for c in self.columns.iter_mut().filter(|c| c.ty.is_var()) {
+            let per_row = c.data.len().div_ceil(rows);
+            let want = (per_row * self.hint + per_row * self.hint / 8).min(COLUMN_LIMIT);
+            c.data.reserve(want.saturating_sub(c.data.len()));
+        }
     }
 
     /// How many of the rows at `starts` fit under [`COLUMN_LIMIT`] in
