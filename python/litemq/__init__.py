@@ -59,12 +59,14 @@ from litemq.consumers import ConsumerInfo
 from litemq.options import Batch
 from litemq.queue import Queue
 from litemq.retention import Retention, RetentionReport
+from litemq.schema import Aliases
 from litemq.stats import DataFileInfo, RecoveryReport, Stats
 from litemq.topics import TopicInfo
 from litemq.work_queue import WorkQueueInfo
 
 __all__ = [
     "MAX_HEADERS",
+    "Aliases",
     "MAX_HEADER_NAME_LEN",
     "MAX_HEADER_VALUE_LEN",
     "MAX_KEY_LEN",

@@ -247,6 +247,8 @@ def _strip_none(name: str, hint: Any) -> tuple[Any, bool]:
 
 
 def _show(hint: Any) -> str:
+    if typing.get_origin(hint) is not None:
+        return repr(hint)  # list[str], not list
     return getattr(hint, "__name__", None) or repr(hint)
 
 
