@@ -270,8 +270,22 @@ impl TypedColumns {
         block: &[u8],
         count: usize,
     ) -> Result<usize, RowDamage> {
+        self.push_block(proj, block, count, 0, count)
+    }
+
+    /// As [`TypedColumns::push_rows`], taking only rows `skip..` of the
+    /// block, at most `max` of them (a read that starts inside a batch or
+    /// ends before its end); the whole block is checked all the same.
+    pub fn push_block(
+        &mut self,
+        proj: &Projection,
+        block: &[u8],
+        count: usize,
+        skip: usize,
+        max: usize,
+    ) -> Result<usize, RowDamage> {
         let mut starts = std::mem::take(&mut self.starts);
-        let res = self.push_split(proj, block, count, &mut starts);
+        let res = self.push_split(proj, block, count, (skip, max), &mut starts);
         self.starts = starts;
         res
     }
@@ -281,16 +295,23 @@ impl TypedColumns {
         proj: &Projection,
         block: &[u8],
         count: usize,
+        (skip, max): (usize, usize),
         starts: &mut Vec<usize>,
     ) -> Result<usize, RowDamage> {
         split_rows(proj, block, count, starts)?;
+        let skip = skip.min(starts.len());
+        starts.drain(..skip);
+        starts.truncate(max);
         let take = self.rows_that_fit(proj, block, starts);
         starts.truncate(take);
         let mark = self.mark();
         for (c, op) in self.columns.iter_mut().zip(&proj.ops) {
             if let Err(e) = push_column(c, *op, proj, block, starts, mark.rows) {
                 self.undo(mark);
-                return Err(e);
+                return Err(RowDamage {
+                    row: e.row + skip,
+                    why: e.why,
+                });
             }
         }
         self.rows += take;
