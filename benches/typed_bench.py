@@ -3,20 +3,22 @@
     LITEMQ_BENCH_N=10000000 nice .venv/bin/python benches/typed_bench.py
 
 The issue's 6-field market-data schema (int64 time, str symbol, float64 price,
-int64 size, int8 side, int64 id), N events (default 10,000,000; ``LITEMQ_BENCH_N``
-scales it down):
+int64 size, int8 side, int64 id), N distinct events (default 10,000,000;
+``LITEMQ_BENCH_N`` scales it down), into two typed queues: rows stored as they are,
+and row batches compressed with zstd (``compress_together=True``):
 
-1. ``append_batch`` of 1,000-row ``pyarrow.RecordBatch``es into a typed queue, until
-   every row is written (flushed): rows/s (goal: at least 20 M/s);
+1. ``append_batch`` of 1,000-row ``pyarrow.RecordBatch``es, until every row is
+   written (flushed): rows/s (goal: at least 20 M/s);
 2. ``read_arrow()`` of the whole queue against ``pyarrow.parquet.read_table`` of the
-   same rows from an uncompressed Parquet file, best of 3 each, interleaved: rows/s
-   and their ratio (goals: at least 50 M rows/s, at least 1x Parquet);
-3. the queue's bytes on disk (its data files) against the Parquet file's (goal: at
-   most 1.5x).
+   same rows from an uncompressed Parquet file (pyarrow's default writer otherwise:
+   dictionary encoding where it pays), best of 3, interleaved: rows/s and their
+   ratio (goals: at least 50 M rows/s, at least 1x Parquet);
+3. the queue's bytes on disk (blocks allocated: data files and their indexes)
+   against the Parquet file's (goal: at most 1.5x).
 
-Asserts that the queue gives back the rows written (the typed columns equal the
-RecordBatches'). Prints figures and ratios. Disk: about 2 x N x 45 B in a temp dir,
-removed at the end. Figures are only meaningful from a release build of the extension.
+Asserts that both queues give back the rows written. Prints figures and ratios.
+Disk: about N x 90 B in a temp dir, removed at the end; memory: about N x 200 B.
+Figures are only meaningful from a release build of the extension.
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -48,17 +52,18 @@ FILE_SIZE = 256 << 20
 
 
 def market_batch(first: int, rows: int) -> pa.RecordBatch:
-    """Rows ``first..first + rows`` of the market data: prices in cents-like steps,
-    symbols cycling, sizes and sides varying."""
-    ids = pa.array(range(first, first + rows), pa.int64())
+    """Rows ``first..first + rows`` of the market data, every row its own: times a
+    microsecond apart, symbols from a list of 8, prices a random walk in cents, sizes
+    1..1000, sides 0/1, ids counting (a seeded generator: the same rows every run)."""
+    rng = np.random.default_rng(first)
     return pa.RecordBatch.from_arrays(
         [
-            pa.array(range(1_700_000_000_000_000 + first, 1_700_000_000_000_000 + first + rows)),
-            pa.array([SYMBOLS[i % len(SYMBOLS)] for i in range(first, first + rows)]),
-            pa.array([100.0 + (i % 5000) * 0.01 for i in range(first, first + rows)]),
-            pa.array([(i * 7) % 500 for i in range(first, first + rows)], pa.int64()),
-            pa.array([i % 2 for i in range(first, first + rows)], pa.int8()),
-            ids,
+            pa.array(np.arange(first, first + rows, dtype=np.int64) + 1_700_000_000_000_000),
+            pa.array(np.array(SYMBOLS, dtype=object)[rng.integers(0, len(SYMBOLS), rows)]),
+            pa.array(np.round(100.0 + np.cumsum(rng.normal(0, 0.05, rows)), 2)),
+            pa.array(rng.integers(1, 1001, rows, dtype=np.int64)),
+            pa.array(rng.integers(0, 2, rows, dtype=np.int8)),
+            pa.array(np.arange(first, first + rows, dtype=np.int64)),
         ],
         schema=SCHEMA,
     )
@@ -70,86 +75,83 @@ def bytes_under(path: Path) -> int:
     return sum(p.stat().st_blocks * 512 for p in path.rglob("*") if p.is_file())
 
 
-def data_bytes(path: Path) -> int:
-    """Bytes of the queue's data files as written (their lengths; format 11 grows
-    them with their data)."""
-    return sum(p.stat().st_size for p in path.rglob("*.data"))
-
-
-def best_of(rounds: int, f):  # type: ignore[no-untyped-def]
-    best = float("inf")
-    out = None
-    for _ in range(rounds):
+def write_queue(path: Path, batches: list[pa.RecordBatch], compressed: bool) -> float:
+    """Appends every batch (zstd, ``compress_together``, when ``compressed``) and
+    flushes; returns the seconds taken."""
+    opts = {"compression": "zstd"} if compressed else {}
+    with litemq.Queue(path, schema=SCHEMA, file_size=FILE_SIZE, **opts) as q:
+        app = q.appender()
         t = time.perf_counter()
-        out = f()
-        best = min(best, time.perf_counter() - t)
-    return best, out
+        for b in batches:
+            app.append_batch(b, compress_together=compressed)
+        app.flush()
+        return time.perf_counter() - t
+
+
+def best_read(rounds: int, reads: dict[str, Callable[[], pa.Table]]) -> dict[str, float]:
+    """Best time of each read over ``rounds`` rounds, the reads interleaved."""
+    best = dict.fromkeys(reads, float("inf"))
+    for _ in range(rounds):
+        for name, read in reads.items():
+            t = time.perf_counter()
+            read()
+            best[name] = min(best[name], time.perf_counter() - t)
+    return best
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "NOT met"
 
 
 def main() -> None:
     n = int(os.environ.get("LITEMQ_BENCH_N", "10000000"))
-    n -= n % BATCH_ROWS
+    n = max(BATCH_ROWS, n - n % BATCH_ROWS)
     tmp = Path(tempfile.mkdtemp(prefix="litemq-typed-bench-"))
     try:
-        # The batches are built before the clock starts: the goal is append_batch's rate.
-        distinct = [market_batch(i * BATCH_ROWS, BATCH_ROWS) for i in range(min(n // BATCH_ROWS, 100))]
-        batches = [distinct[i % len(distinct)] for i in range(n // BATCH_ROWS)]
-        qpath = tmp / "q"
-        with litemq.Queue(qpath, schema=SCHEMA, file_size=FILE_SIZE) as q:
-            app = q.appender()
-            t = time.perf_counter()
-            for b in batches:
-                app.append_batch(b)
-            app.flush()
-            append_s = time.perf_counter() - t
+        # Built before any clock starts: the goal is append_batch's rate.
+        batches = [market_batch(i * BATCH_ROWS, BATCH_ROWS) for i in range(n // BATCH_ROWS)]
         table = pa.Table.from_batches(batches)
-        ppath = tmp / "market.parquet"
+        stored, packed = tmp / "q-stored", tmp / "q-zstd"
+        append_s = {"stored": write_queue(stored, batches, False)}
+        append_s["zstd"] = write_queue(packed, batches, True)
+        ppath, plain = tmp / "market.parquet", tmp / "market-plain.parquet"
         pq.write_table(table, ppath, compression="none")
+        pq.write_table(table, plain, compression="none", use_dictionary=False)
 
-        with litemq.Queue(qpath, read_only=True) as q:
+        with litemq.Queue(stored, read_only=True) as q, litemq.Queue(packed, read_only=True) as z:
+            for queue in (q, z):
+                got = queue.read_arrow()
+                assert got.num_rows == n, (got.num_rows, n)
+                for name in SCHEMA.names:
+                    assert got.column(name).equals(table.column(name).combine_chunks()), name
+            del got
+            best = best_read(
+                3,
+                {
+                    "stored": q.read_arrow,
+                    "zstd": z.read_arrow,
+                    "parquet": lambda: pq.read_table(ppath),
+                },
+            )
 
-            def read_queue() -> pa.Table:
-                return pa.Table.from_batches([q.read_arrow()])
-
-            def read_parquet() -> pa.Table:
-                return pq.read_table(ppath)
-
-            times = {"queue": float("inf"), "parquet": float("inf")}
-            got = None
-            for _ in range(3):
-                s, got = best_of(1, read_queue)
-                times["queue"] = min(times["queue"], s)
-                s, _ = best_of(1, read_parquet)
-                times["parquet"] = min(times["parquet"], s)
-        assert got is not None and got.num_rows == n, (got.num_rows if got else None, n)
-        for name in SCHEMA.names:
-            assert got.column(name).equals(table.column(name)), name
-
-        queue_disk = data_bytes(qpath)
-        parquet_disk = ppath.stat().st_size
-        append_rate = n / append_s
-        read_rate = n / times["queue"]
-        parquet_rate = n / times["parquet"]
-        print(f"rows: {n:,} (RecordBatches of {BATCH_ROWS:,})")
+        rate = {k: n / v for k, v in best.items()}
+        disk = {"stored": bytes_under(stored), "zstd": bytes_under(packed)}
+        pbytes = ppath.stat().st_size
+        print(f"rows: {n:,} in RecordBatches of {BATCH_ROWS:,}; best of 3 reads")
+        for kind in ("stored", "zstd"):
+            a = n / append_s[kind]
+            print(
+                f"[{kind}] append_batch {a / 1e6:.1f} M rows/s (goal >= 20: "
+                f"{verdict(a >= 20e6)}); read_arrow {rate[kind] / 1e6:.1f} M rows/s (goal "
+                f">= 50: {verdict(rate[kind] >= 50e6)}), {rate[kind] / rate['parquet']:.2f}x "
+                f"parquet (goal >= 1: {verdict(rate[kind] >= rate['parquet'])}); on disk "
+                f"{disk[kind] / 1e6:.1f} MB = {disk[kind] / pbytes:.2f}x parquet (goal <= "
+                f"1.5: {verdict(disk[kind] <= 1.5 * pbytes)})"
+            )
         print(
-            f"append_batch: {append_s:.3f} s, {append_rate / 1e6:.1f} M rows/s "
-            f"(goal >= 20): {'met' if append_rate >= 20e6 else 'NOT met'}"
-        )
-        print(
-            f"read_arrow: {times['queue']:.3f} s, {read_rate / 1e6:.1f} M rows/s "
-            f"(goal >= 50): {'met' if read_rate >= 50e6 else 'NOT met'}"
-        )
-        print(
-            f"parquet read_table (uncompressed): {times['parquet']:.3f} s, "
-            f"{parquet_rate / 1e6:.1f} M rows/s; read_arrow / parquet = "
-            f"{read_rate / parquet_rate:.2f}x (goal >= 1): "
-            f"{'met' if read_rate >= parquet_rate else 'NOT met'}"
-        )
-        print(
-            f"on disk: queue data files {queue_disk / 1e6:.1f} MB "
-            f"(allocated {bytes_under(qpath) / 1e6:.1f} MB incl. indexes), parquet "
-            f"{parquet_disk / 1e6:.1f} MB; ratio {queue_disk / parquet_disk:.2f}x "
-            f"(goal <= 1.5): {'met' if queue_disk <= 1.5 * parquet_disk else 'NOT met'}"
+            f"[parquet, uncompressed] read_table {rate['parquet'] / 1e6:.1f} M rows/s; "
+            f"{pbytes / 1e6:.1f} MB ({plain.stat().st_size / 1e6:.1f} MB without "
+            "dictionary encoding)"
         )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
