@@ -46,7 +46,7 @@ fn event(i: u64) -> Vec<Value> {
         },
         Value::Int(i as i64 % 1000 - 500),
         Value::Int(i as i64 % 2),
-        if i % 5 == 0 {
+        if i.is_multiple_of(5) {
             Value::Null
         } else {
             Value::Bytes(vec![i as u8; i as usize % 3])

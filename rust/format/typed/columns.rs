@@ -786,7 +786,7 @@ mod tests {
         let n = |x: Value| if r % 4 == 1 { Value::Null } else { x };
         let i = r as i64;
         vec![
-            n(Value::Bool(r % 3 == 0)),
+            n(Value::Bool(r.is_multiple_of(3))),
             Value::Int(i - 60),
             n(Value::Int(-300 * i)),
             Value::Int(i * 70_000),
@@ -1069,7 +1069,8 @@ mod tests {
         let at4 = row_at(4);
         let at1 = row_at(1);
         // row 1 has nulls (r % 4 == 1); row 4 has values.
-        let cases: Vec<(Box<dyn Fn(&mut Vec<u8>)>, usize, &str)> = vec![
+        type Damage<'a> = Box<dyn Fn(&mut Vec<u8>) + 'a>;
+        let cases: Vec<(Damage, usize, &str)> = vec![
             (Box::new(|b| b.truncate(b.len() - 1)), 5, "runs past"),
             (Box::new(|b| b.push(0)), 5, "longer than its rows"),
             (Box::new(|b| b[at4 + 1] |= 0x80), 4, "past its nullable"),
