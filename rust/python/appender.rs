@@ -39,6 +39,9 @@ pub(crate) struct Appender {
     path: String,
     /// A typed queue's schema: appends take events, encoded into rows.
     typed: Option<Arc<Decoders>>,
+    /// An encrypted queue: its events are appended one record each (row
+    /// batches are not sealed).
+    encrypted: bool,
 }
 
 impl Appender {
@@ -48,12 +51,18 @@ impl Appender {
             blocking,
             path,
             typed: None,
+            encrypted: false,
         }
     }
 
-    /// The appender of a typed queue (`typed`: its schema), or as it is.
-    pub(crate) fn typed(self, typed: Option<Arc<Decoders>>) -> Self {
-        Appender { typed, ..self }
+    /// The appender of a typed queue (`typed`: its schema; `encrypted`:
+    /// the queue is), or as it is.
+    pub(crate) fn typed(self, typed: Option<Arc<Decoders>>, encrypted: bool) -> Self {
+        Appender {
+            typed,
+            encrypted,
+            ..self
+        }
     }
 
     /// `append_batch` on a typed queue: events, or a `pyarrow.RecordBatch`
@@ -107,7 +116,17 @@ impl Appender {
             }
             count
         };
-        let range = exit::detach(py, || app.append_rows(&block, count, compress))?;
+        let range = if self.encrypted && compress.is_none() {
+            // Row batches are not sealed: each row is a record of its own.
+            let starts = t.row_starts(&block, count)?;
+            let records: Vec<Record<'_>> = starts
+                .windows(2)
+                .map(|w| Record::new(&block[w[0]..w[1]]))
+                .collect();
+            exit::detach(py, || app.append_records(&records))?
+        } else {
+            exit::detach(py, || app.append_rows(&block, count, compress))?
+        };
         PyRange::new(py, range.start as isize, range.end as isize)
     }
 }

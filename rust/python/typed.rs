@@ -82,6 +82,14 @@ impl Decoders {
         encode_row(self.current(), self.current_layout(), &values, out).map_err(|e| schema_err(e.0))
     }
 
+    /// Where each of the `count` rows of `block` (current version, as
+    /// [`Decoders::encode`] wrote them) starts, and last where it ends.
+    pub(crate) fn row_starts(&self, block: &[u8], count: usize) -> PyResult<Vec<usize>> {
+        self.current_layout()
+            .split_block(block, count)
+            .map_err(|why| schema_err(format!("rows of the batch: {why}")))
+    }
+
     /// The values of `event`, one per current field.
     fn values_of(&self, event: &Bound<'_, PyAny>) -> PyResult<Vec<Value>> {
         let schema = self.current();

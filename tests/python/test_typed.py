@@ -419,3 +419,15 @@ def test_litemq_info_shows_the_schema_and_its_versions(qpath: Path) -> None:
         "nullable": True,
         "aliases": [],
     }
+
+
+def test_an_encrypted_typed_queue_takes_batches_one_record_each(qpath: Path) -> None:
+    with typed(qpath, encryption_key=b"k" * 32) as q:
+        app = q.appender()
+        assert app.append_batch([trade(0), trade(1)]) == range(2)
+        assert app.append_batch(batch(3, 2)) == range(2, 5)
+        app.flush()
+        assert [m.value for m in q] == [trade(i) for i in range(5)]
+        assert q.read_arrow(columns=["id"]).column("id").to_pylist() == list(range(5))
+    raw = b"".join(p.read_bytes() for p in qpath.rglob("*.data"))
+    assert b"AAPL" not in raw  # sealed: the rows are not in clear
