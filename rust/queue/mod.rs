@@ -20,6 +20,7 @@ mod open;
 mod read;
 mod schema;
 mod stats;
+mod typed;
 
 pub use open::{reindex, reindex_with_key, writer_pid};
 pub use stats::{DataFileInfo, Stats};
