@@ -191,7 +191,8 @@ impl Queue {
         let queue = self.queue()?;
         let app = exit::detach(py, || queue.appender())?;
         let typed = self.typed(py)?;
-        Ok(Appender::new(app, self.blocking_appends, self.path.clone()).typed(typed))
+        let encrypted = queue.encryption_key().is_some();
+        Ok(Appender::new(app, self.blocking_appends, self.path.clone()).typed(typed, encrypted))
     }
 
     /// A tailer starting at `start`: "start" (the first message, default),

@@ -28,7 +28,8 @@ use crate::Error;
 /// Every version of a queue's schema, ready to encode events of the
 /// current one and decode rows of any.
 pub(crate) struct Decoders {
-    versions: Arc<SchemaVersions>,
+    /// The current version: events are encoded in it, rows decoded into it.
+    current: Schema,
     /// One per version, version `i + 1` at `i`.
     layouts: Vec<RowLayout>,
     /// Per version: for each current field, its index in that version.
@@ -42,13 +43,13 @@ fn schema_err(msg: impl Into<String>) -> PyErr {
 }
 
 impl Decoders {
-    pub(crate) fn new(py: Python<'_>, versions: Arc<SchemaVersions>) -> PyResult<Decoders> {
+    pub(crate) fn new(py: Python<'_>, versions: &SchemaVersions) -> PyResult<Decoders> {
         let current = versions
             .current()
             .ok_or_else(|| schema_err("the queue has no schema"))?;
         let layouts = versions.versions.iter().map(RowLayout::of).collect();
         let projections = (1..=versions.versions.len() as u32)
-            .map(|v| project(&versions, v))
+            .map(|v| project(versions, v))
             .collect();
         let names = current
             .fields
@@ -56,7 +57,7 @@ impl Decoders {
             .map(|f| PyString::intern(py, &f.name).unbind())
             .collect();
         Ok(Decoders {
-            versions,
+            current: current.clone(),
             layouts,
             projections,
             names,
@@ -65,16 +66,12 @@ impl Decoders {
 
     /// The current version.
     pub(crate) fn current(&self) -> &Schema {
-        self.versions.current().expect("checked in new")
-    }
-
-    /// Every version.
-    pub(crate) fn versions(&self) -> &Arc<SchemaVersions> {
-        &self.versions
+        &self.current
     }
 
     fn current_layout(&self) -> &RowLayout {
-        self.layouts.last().expect("checked in new")
+        // One layout per version, and `new` checked there is one.
+        &self.layouts[self.layouts.len() - 1]
     }
 
     /// Appends the row of `event` (current version) to `out`; a missing,
@@ -83,6 +80,14 @@ impl Decoders {
     pub(crate) fn encode(&self, event: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> PyResult<()> {
         let values = self.values_of(event)?;
         encode_row(self.current(), self.current_layout(), &values, out).map_err(|e| schema_err(e.0))
+    }
+
+    /// Where each of the `count` rows of `block` (current version, as
+    /// [`Decoders::encode`] wrote them) starts, and last where it ends.
+    pub(crate) fn row_starts(&self, block: &[u8], count: usize) -> PyResult<Vec<usize>> {
+        self.current_layout()
+            .split_block(block, count)
+            .map_err(|why| schema_err(format!("rows of the batch: {why}")))
     }
 
     /// The values of `event`, one per current field.
@@ -491,26 +496,6 @@ fn to_python<'py>(py: Python<'py>, v: &Value, ty: FieldType) -> PyResult<Bound<'
     })
 }
 
-/// The schema versions after declaring `new` (one version's JSON, its
-/// `version` ignored) on `versions` (metadata.json's `schema` object, or
-/// None for a new queue): the same when the fields are the current ones, one
-/// more version for a valid evolution, else `SchemaError` saying why.
-#[pyfunction]
-#[pyo3(signature = (versions, new))]
-pub(crate) fn _schema_declare(versions: Option<&str>, new: &str) -> PyResult<String> {
-    let old = match versions {
-        None => SchemaVersions::default(),
-        Some(text) => {
-            let v: serde_json::Value = serde_json::from_str(text)
-                .map_err(|e| schema_err(format!("schema versions JSON: {e}")))?;
-            SchemaVersions::from_json_value(&v).map_err(|e| schema_err(e.0))?
-        }
-    };
-    let new = parse_new(new)?;
-    let out = old.declare(&new).map_err(|e| schema_err(e.0))?;
-    Ok(out.to_json_value().to_string())
-}
-
 /// One version's JSON as a schema, its version number forced to 1 (a
 /// declared schema's number is the queue's to give).
 pub(crate) fn parse_new(text: &str) -> PyResult<Schema> {
@@ -520,54 +505,6 @@ pub(crate) fn parse_new(text: &str) -> PyResult<Schema> {
         o.insert("version".into(), 1.into());
     }
     Schema::from_json_value(&v).map_err(|e| schema_err(e.0))
-}
-
-/// Events to rows and back for one set of schema versions: what a typed
-/// queue's appender and messages use, exposed for `litemq.schema`'s
-/// checks and tests.
-#[pyclass(frozen, module = "litemq._litemq", name = "_RowCodec")]
-pub(crate) struct RowCodec {
-    pub(crate) inner: Arc<Decoders>,
-}
-
-#[pymethods]
-impl RowCodec {
-    /// From metadata.json's `schema` object as JSON text.
-    #[new]
-    fn new(py: Python<'_>, versions: &str) -> PyResult<Self> {
-        let v: serde_json::Value = serde_json::from_str(versions)
-            .map_err(|e| schema_err(format!("schema versions JSON: {e}")))?;
-        let versions = SchemaVersions::from_json_value(&v).map_err(|e| schema_err(e.0))?;
-        Ok(RowCodec {
-            inner: Arc::new(Decoders::new(py, Arc::new(versions))?),
-        })
-    }
-
-    /// The row of one event (current version).
-    fn encode<'py>(
-        &self,
-        py: Python<'py>,
-        event: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        let mut out = Vec::new();
-        self.inner.encode(event, &mut out)?;
-        Ok(PyBytes::new(py, &out))
-    }
-
-    /// The dict of a row of schema version `version`.
-    fn decode<'py>(
-        &self,
-        py: Python<'py>,
-        row: &[u8],
-        version: u32,
-    ) -> PyResult<Bound<'py, PyDict>> {
-        self.inner.decode(py, row, version, None)
-    }
-
-    /// metadata.json's `schema` object as JSON text.
-    fn versions_json(&self) -> String {
-        self.inner.versions().to_json_value().to_string()
-    }
 }
 
 /// A queue handle's [`Decoders`], rebuilt when the engine's schema
@@ -594,7 +531,7 @@ impl TypedCache {
                 return Ok(Some(d.clone()));
             }
         }
-        let d = Arc::new(Decoders::new(py, versions.clone())?);
+        let d = Arc::new(Decoders::new(py, &versions)?);
         *cached = Some((versions, d.clone()));
         Ok(Some(d))
     }
