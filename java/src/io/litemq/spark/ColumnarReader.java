@@ -6,6 +6,7 @@ import java.nio.charset.StandardCharsets;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector;
 import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
+import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.types.LongType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
@@ -15,7 +16,7 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
 final class ColumnarReader implements PartitionReader<ColumnarBatch>, Scanner.Sink {
   static final int SEQ = 0, TIMESTAMP = 1, KEY = 2, HEADERS = 3, PAYLOAD = 4, QUEUE = 5,
       TOPIC = 6, QUEUE_ID = 7, TAGS = 8, KEY_TEXT = 9, HEADERS_TEXT = 10, FIELD_STR = 11,
-      FIELD_INT = 12;
+      FIELD_INT = 12, TYPED = 13;
 
   private final LiteMQPartition part;
   private final int[] kinds;
@@ -28,17 +29,38 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch>, Scanner.Si
   private final byte[] queueName;
   private Scanner scanner;
   private int rows;
+  /** A typed load's current schema, the filters on its columns the reader applies, or null. */
+  private final TypedSchema typed;
+  private final Filter[] typedFilters;
+  /** Per column of kind TYPED: its field in the current schema. */
+  private final int[] typedField;
+  /** The file's rows read as the current schema's columns, and the filters compiled for it. */
+  private TypedColumns columns;
+  private TypedColumns.Pred pred;
 
   ColumnarReader(LiteMQPartition part, StructType schema, int batchRows, long limit) {
+    this(part, schema, batchRows, limit, null, new Filter[0]);
+  }
+
+  ColumnarReader(LiteMQPartition part, StructType schema, int batchRows, long limit, TypedSchema typed,
+      Filter[] typedFilters) {
     this.part = part;
     this.batchRows = batchRows;
     this.remaining = limit;
+    this.typed = typed;
+    this.typedFilters = typedFilters;
     StructField[] fs = schema.fields();
     kinds = new int[fs.length];
     fieldNames = new String[fs.length];
     asLong = new boolean[fs.length];
+    typedField = new int[fs.length];
     for (int i = 0; i < fs.length; i++) {
       String n = fs[i].name();
+      typedField[i] = typed == null ? -1 : typed.indexOf(n);
+      if (typedField[i] >= 0) {
+        kinds[i] = TYPED;
+        continue;
+      }
       if (fs[i].metadata().contains(LiteMQScanBuilder.FIELD_METADATA)) {
         fieldNames[i] = fs[i].metadata().getString(LiteMQScanBuilder.FIELD_METADATA);
         kinds[i] = fs[i].dataType() instanceof LongType ? FIELD_INT : FIELD_STR;
@@ -65,6 +87,7 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch>, Scanner.Si
           throw e;
         }
       }
+      if (typed != null) openTyped(f);
       scanner = new Scanner(f, part.startOffset, part.startSeq, part.seqLo, part.seqHi,
           part.timeLo, part.timeHi, part.wholeFile);
       if (part.keyFile != null)
@@ -82,6 +105,25 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch>, Scanner.Si
     return rows > 0;
   }
 
+  /**
+   * A typed load: the file must hold the schema version it held when the read was planned
+   * (the partition's projection is of that version); its filters are compiled for it.
+   */
+  private void openTyped(DataFile f) throws IOException {
+    if (f.schema == null || f.schema.version != part.schemaVersion || part.projection == null) {
+      f.close();
+      throw new LiteMQException(part.file + ": holds schema version " + (f.schema == null ? 0 : f.schema.version)
+          + ", the read was planned for version " + part.schemaVersion + " (replaced since?)");
+    }
+    columns = new TypedColumns(typed, f.schema, part.projection);
+    try {
+      pred = columns.compileAll(typedFilters);
+    } catch (TypedColumns.NotPushable e) {
+      f.close();
+      throw new IllegalStateException("litemq: a filter pushed to the reader does not compile: " + e.getMessage());
+    }
+  }
+
   @Override
   public ColumnarBatch get() {
     return batch;
@@ -89,11 +131,19 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch>, Scanner.Si
 
   @Override
   public boolean accept(Scanner.Msg m) {
+    if (typed != null) {
+      // A typed queue's rows are its events: a tombstone (no row) is none, and a row the
+      // pushed filters reject is not returned.
+      if (m.rowLen < 0 || (pred != null && !pred.test(m.rowBuf, m.rowAt))) return true;
+    }
     int r = rows;
     ByteBuffer b = m.buf;
     for (int c = 0; c < kinds.length; c++) {
       WritableColumnVector v = vecs[c];
       switch (kinds[c]) {
+        case TYPED:
+          columns.put(v, r, typedField[c], m.rowBuf, m.rowAt);
+          break;
         case SEQ:
           v.putLong(r, m.seq);
           break;
