@@ -13,7 +13,7 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 
 /** Fills Spark column vectors straight from the mapped frames, {@code batchRows} at a time. */
-final class ColumnarReader implements PartitionReader<ColumnarBatch>, Scanner.Sink {
+final class ColumnarReader implements PartitionReader<ColumnarBatch>, Scanner.RowSink {
   static final int SEQ = 0, TIMESTAMP = 1, KEY = 2, HEADERS = 3, PAYLOAD = 4, QUEUE = 5,
       TOPIC = 6, QUEUE_ID = 7, TAGS = 8, KEY_TEXT = 9, HEADERS_TEXT = 10, FIELD_STR = 11,
       FIELD_INT = 12, TYPED = 13;
@@ -37,6 +37,10 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch>, Scanner.Si
   /** The file's rows read as the current schema's columns, and the filters compiled for it. */
   private TypedColumns columns;
   private TypedColumns.Pred pred;
+  /** Whether every column is seq, timestamp or a schema field: row batches fill them in bulk. */
+  private final boolean bulk;
+  /** The rows of a row batch that go into the batch being filled (indexes into its starts). */
+  private final int[] sel;
 
   ColumnarReader(LiteMQPartition part, StructType schema, int batchRows, long limit) {
     this(part, schema, batchRows, limit, null, new Filter[0]);
@@ -70,6 +74,10 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch>, Scanner.Si
       if (kinds[i] < 0) throw new LiteMQException("cannot produce column " + n);
       asLong[i] = fs[i].dataType() instanceof LongType;
     }
+    boolean b = typed != null;
+    for (int k : kinds) b &= k == SEQ || k == TIMESTAMP || k == TYPED;
+    bulk = b;
+    sel = bulk ? new int[batchRows] : null;
     vecs = OnHeapColumnVector.allocateColumns(batchRows, schema);
     batch = new ColumnarBatch(vecs);
     queueName = part.queue.getBytes(StandardCharsets.UTF_8);
@@ -127,6 +135,43 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch>, Scanner.Si
   @Override
   public ColumnarBatch get() {
     return batch;
+  }
+
+  @Override
+  public boolean bulk() {
+    return bulk;
+  }
+
+  /**
+   * A row batch's rows, a column at a time: the rows the pushed filters keep (all without
+   * filters) are chosen first, then each column is filled in one loop over them.
+   */
+  @Override
+  public int rows(ByteBuffer b, int[] starts, int from, int to, long firstSeq, long ts) {
+    int room = (int) Math.min(batchRows - rows, remaining);
+    int n = 0, i = from;
+    if (pred == null) {
+      for (; i < to && n < room; i++) sel[n++] = i;
+    } else {
+      for (; i < to && n < room; i++) if (pred.test(b, starts[i])) sel[n++] = i;
+    }
+    int r = rows;
+    for (int c = 0; c < kinds.length; c++) {
+      WritableColumnVector v = vecs[c];
+      switch (kinds[c]) {
+        case SEQ:
+          for (int k = 0; k < n; k++) v.putLong(r + k, firstSeq + sel[k]);
+          break;
+        case TIMESTAMP:
+          if (n > 0) v.putLongs(r, n, ts);
+          break;
+        default:
+          columns.putRows(v, r, typedField[c], b, starts, sel, n);
+      }
+    }
+    rows += n;
+    remaining -= n;
+    return i - from;
   }
 
   @Override

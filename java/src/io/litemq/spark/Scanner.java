@@ -50,6 +50,19 @@ final class Scanner implements AutoCloseable {
     boolean accept(Msg m);
   }
 
+  /** A sink that also takes a row batch's rows many at a time (the typed columns' hot path). */
+  interface RowSink extends Sink {
+    /** Whether {@link #rows} may be called (else every row goes through {@link #accept}). */
+    boolean bulk();
+
+    /**
+     * Takes rows {@code [from, to)} of a checked row batch (row {@code i} at
+     * {@code buf[starts[i], starts[i + 1])}, sequence {@code firstSeq + i}, timestamp
+     * {@code ts}), or as many as fit; returns how many it took (fewer: it is full).
+     */
+    int rows(ByteBuffer buf, int[] starts, int from, int to, long firstSeq, long ts);
+  }
+
   final DataFile file;
   private long off;
   private long seq;
@@ -372,6 +385,15 @@ final class Scanner implements AutoCloseable {
   private boolean drainRows(Sink sink) {
     Msg m = msg;
     if (rowNext < seqLo - rowSeq) rowNext = (int) Math.min(rowCount, seqLo - rowSeq);
+    if (sink instanceof RowSink && ((RowSink) sink).bulk()) {
+      int to = (int) Math.max(0, Math.min(rowCount, seqHi - rowSeq));
+      if (rowNext < to) {
+        rowNext += ((RowSink) sink).rows(rowBlock, rowStarts, rowNext, to, rowSeq, rowTs);
+        if (rowNext < to) return false;
+      }
+      rowBlock = null;
+      return true;
+    }
     while (rowNext < rowCount) {
       int i = rowNext++;
       long s = rowSeq + i;

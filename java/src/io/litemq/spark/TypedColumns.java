@@ -82,6 +82,55 @@ final class TypedColumns {
     }
   }
 
+  /**
+   * Current field {@code cur} of rows {@code starts[sel[k]]}, {@code k < n}, into {@code v}
+   * from row {@code r0}: one loop per column, straight from the slots where the file's type is
+   * the current one and the field cannot be null.
+   */
+  void putRows(WritableColumnVector v, int r0, int cur, ByteBuffer b, int[] starts, int[] sel, int n) {
+    int i = proj[cur];
+    if (i < 0) {
+      if (n > 0) v.putNulls(r0, n);
+      return;
+    }
+    Type want = current.fields[cur].type, src = file.fields[i].type;
+    int slot = file.slotAt[i];
+    if (src == want && file.nullBit[i] < 0) {
+      switch (want) {
+        case INT64:
+        case TIMESTAMP_US:
+          for (int k = 0; k < n; k++) v.putLong(r0 + k, b.getLong(starts[sel[k]] + slot));
+          return;
+        case FLOAT64:
+          for (int k = 0; k < n; k++) v.putDouble(r0 + k, b.getDouble(starts[sel[k]] + slot));
+          return;
+        case INT32:
+        case DATE32:
+          for (int k = 0; k < n; k++) v.putInt(r0 + k, b.getInt(starts[sel[k]] + slot));
+          return;
+        case INT8:
+          for (int k = 0; k < n; k++) v.putByte(r0 + k, b.get(starts[sel[k]] + slot));
+          return;
+        case FLOAT32:
+          for (int k = 0; k < n; k++) v.putFloat(r0 + k, b.getFloat(starts[sel[k]] + slot));
+          return;
+        case STRING:
+        case BINARY: {
+          int fixed = file.fixedLen, prev = file.prevVar[i];
+          int prevAt = prev < 0 ? -1 : file.slotAt[prev];
+          for (int k = 0; k < n; k++) {
+            int row = starts[sel[k]];
+            int s = prevAt < 0 ? 0 : b.getInt(row + prevAt);
+            v.putByteArray(r0 + k, b, row + fixed + s, b.getInt(row + slot) - s);
+          }
+          return;
+        }
+        default:
+      }
+    }
+    for (int k = 0; k < n; k++) put(v, r0 + k, cur, b, starts[sel[k]]);
+  }
+
   /** A fixed slot of an integer type (or bool, date32, timestamp_us) as a long; uint64 as its bits. */
   static long integer(ByteBuffer b, int p, Type t) {
     switch (t) {
