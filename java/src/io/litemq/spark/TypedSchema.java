@@ -341,6 +341,7 @@ final class TypedSchema implements Serializable {
   /** Whether {@code b[at, at + n)} is UTF-8 as Rust's from_utf8 accepts it. */
   static boolean utf8(ByteBuffer b, int at, int n) {
     int i = at, end = at + n;
+    while (end - i >= 8 && (b.getLong(i) & 0x8080808080808080L) == 0) i += 8; // ASCII, 8 at a time
     while (i < end) {
       int c = b.get(i) & 0xff;
       if (c < 0x80) {
