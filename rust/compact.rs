@@ -193,7 +193,8 @@ pub fn run(
         walk(&map, f.header.first_seq, &mut |fr| {
             if let Some(k) = fr.rec.key {
                 saw(k, fr.seq);
-            } else if fr.rec.is_batch() {
+            } else if fr.rec.is_batch() && !fr.rec.is_row_batch() {
+                // (A row batch's rows, format 12, have no keys.)
                 batch_keys(&map, &fr, limit, &mut |k, seq| {
                     saw(k, seq);
                     if !in_batches.contains(k) {
@@ -456,6 +457,12 @@ fn rewrite(
             buf: Vec::with_capacity(1 << 20),
         };
         w.put(0, &header.encode())?;
+        if h.schema_version != 0 {
+            // A typed file keeps its schema (format 12): bytes 72.. of the
+            // header, past the removal mark, which the new file leaves zero.
+            let at = crate::format::typed::HEADER_SCHEMA_LEN_AT;
+            w.put(at, &src[at..DATA_HEADER_LEN])?;
+        }
         // The frame area's CRC, fed frame by frame (holes' zeros included).
         let mut frames_crc = Crc64::new();
         let end = footer.frames_end as usize;

@@ -81,6 +81,8 @@ pub(crate) struct Config {
     /// Which of the options remembered in `metadata.json` the caller gave;
     /// the others come from there when the queue exists.
     pub explicit: Explicit,
+    /// The schema the caller declared (see [`QueueBuilder::schema`]).
+    pub schema: Option<crate::format::typed::Schema>,
 }
 
 /// The remembered options a caller set explicitly (see [`StoredOptions`]).
@@ -155,6 +157,7 @@ impl QueueBuilder {
                 fixture_queue_id: None,
                 fields: SharedDefs::default(),
                 explicit: Explicit::default(),
+                schema: None,
             },
         }
     }
@@ -336,6 +339,22 @@ impl QueueBuilder {
         self
     }
 
+    /// Makes the queue a typed queue (format 12) of events of `schema`
+    /// (its fields; its `version` is ignored): a new queue records it as
+    /// version 1; a typed queue whose current version has the same fields
+    /// is opened as it is; a valid evolution (FORMAT.md "Evolution")
+    /// records a new version, and rows of it go into a new data file.
+    /// [`Error::Schema`] when the evolution is not allowed (naming the
+    /// field and why), when the queue already holds untyped messages, when
+    /// a read-only handle's schema is not the queue's current one, and when
+    /// other writer processes have the queue open (`multi_writer`: a new
+    /// version is declared with every writer closed). A typed queue opened
+    /// without a schema uses its own.
+    pub fn schema(mut self, schema: crate::format::typed::Schema) -> Self {
+        self.config.schema = Some(schema);
+        self
+    }
+
     /// Checks the options and returns them, for `QueueBuilder::open` (in
     /// `queue/mod.rs`: the builder sits below the queue it opens).
     pub(crate) fn into_config(self) -> Result<Config> {
@@ -420,6 +439,7 @@ impl Config {
             key_index: self.key_index,
             fields: self.fields.clone(),
             key: None,
+            typed: None,
         }
     }
 

@@ -480,6 +480,7 @@ mod tests {
                     file_number: i + 1,
                     file_size: 1000,
                     index_interval: 4,
+                    schema_version: 0,
                 },
             })
             .collect()

@@ -22,7 +22,10 @@ use crate::error::{Error, Result};
 use crate::format::compression::DEFAULT_MAX_DECOMPRESSED;
 use crate::format::footer::{trimmed_len, Footer, FOOTER_LEN};
 use crate::format::frame::{DATA_HEADER_LEN, FRAME_ALIGN};
-use crate::format::header::{DataHeader, HeaderError, REMOVAL_MARKED_SINCE, REMOVAL_MARK_AT};
+use crate::format::header::{
+    typed_schema, DataHeader, HeaderError, TypedFile, REMOVAL_MARKED_SINCE, REMOVAL_MARK_AT,
+};
+use crate::format::typed::SchemaVersions;
 use crate::index::dense::DenseIndex;
 use crate::storage::layout::{list_data_files, FileId};
 use crate::storage::mapped::Mapping;
@@ -66,6 +69,12 @@ pub struct Catalog {
     key: std::sync::OnceLock<Arc<crate::format::crypto::QueueKey>>,
     /// The listing [`Catalog::check_order`] last found in order.
     order_checked: Mutex<Option<Arc<Vec<FileInfo>>>>,
+    /// Typed files' schemas, read once per file from its header (see
+    /// [`Catalog::typed_file`]), by file number.
+    typed: Mutex<std::collections::HashMap<u64, Arc<TypedFile>>>,
+    /// A typed queue's schema versions (format 12), as the open found them
+    /// in `metadata.json` (and declared); `None` for an untyped queue.
+    schemas: RwLock<Option<Arc<SchemaVersions>>>,
 }
 
 /// Sealed files whose mappings a handle keeps for its tailers.
@@ -163,6 +172,8 @@ impl Catalog {
             last: Mutex::new(None),
             key: std::sync::OnceLock::new(),
             order_checked: Mutex::new(None),
+            typed: Mutex::default(),
+            schemas: RwLock::new(None),
         };
         c.refresh()?;
         Ok(c)
@@ -183,6 +194,63 @@ impl Catalog {
     /// The queue's encryption key, if it is encrypted.
     pub fn key(&self) -> Option<Arc<crate::format::crypto::QueueKey>> {
         self.key.get().cloned()
+    }
+
+    /// The schema and row layout of data file `info` when it is typed
+    /// (format 12), read from its header once per handle and shared by
+    /// every reader; `None` for an untyped file. A schema that fails its
+    /// checks (CRC, length, JSON, version) is [`Error::Corrupted`].
+    pub fn typed_file(&self, info: &FileInfo) -> Result<Option<Arc<TypedFile>>> {
+        if info.header.schema_version == 0 {
+            return Ok(None);
+        }
+        let number = info.header.file_number;
+        if let Some(t) = self
+            .typed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&number)
+        {
+            return Ok(Some(t.clone()));
+        }
+        let path = self.data_path(info.id);
+        let mut head = vec![0u8; DATA_HEADER_LEN];
+        File::open(&path)
+            .and_then(|f| f.read_exact_at(&mut head, 0))
+            .map_err(|e| Error::io("read header", &path, e))?;
+        let schema = typed_schema(&head, &info.header)
+            .map_err(|why| Error::corrupted(&path, 0, None, why))?;
+        let Some(schema) = schema else {
+            return Ok(None);
+        };
+        let t = Arc::new(TypedFile::new(schema));
+        self.typed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(number, t.clone());
+        Ok(Some(t))
+    }
+
+    /// Remembers the schema of a file this process's writer creates (it
+    /// needs no reading back).
+    pub(crate) fn add_typed(&self, file_number: u64, typed: Arc<TypedFile>) {
+        self.typed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(file_number, typed);
+    }
+
+    /// The queue's schema versions (the last is current), if it is typed.
+    pub fn schema_versions(&self) -> Option<Arc<SchemaVersions>> {
+        self.schemas
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Sets the queue's schema versions (at open).
+    pub(crate) fn set_schema_versions(&self, v: Option<Arc<SchemaVersions>>) {
+        *self.schemas.write().unwrap_or_else(|e| e.into_inner()) = v;
     }
 
     /// The largest payload this handle's tailers decompress.

@@ -1,6 +1,7 @@
 //! Fixed headers at the start of data files and sparse-index files.
 
 use super::crc::crc64;
+use super::typed::{RowLayout, Schema, HEADER_SCHEMA_AT, HEADER_SCHEMA_LEN_AT, MAX_SCHEMA_JSON};
 use super::{le_u32, le_u64, FORMAT_VERSION, OLDEST_READABLE_VERSION};
 
 /// First eight bytes of every data file.
@@ -70,7 +71,8 @@ pub(super) fn checked<'a>(
     Ok(head)
 }
 
-/// The 4 KiB header of a data file (the first 64 bytes are used).
+/// The 4 KiB header of a data file: the first 64 bytes, and in a typed
+/// file (format 12) the schema at 72.. (see [`TypedFile`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DataHeader {
     /// Format version the file is written in: [`FORMAT_VERSION`] for new
@@ -88,6 +90,9 @@ pub struct DataHeader {
     pub file_size: u64,
     /// Sparse-index interval the file was written with.
     pub index_interval: u32,
+    /// The schema version of the file's rows (format 12); 0 for an untyped
+    /// file (and every file before version 12, whose bytes 52..56 are 0).
+    pub schema_version: u32,
 }
 
 const DATA_CRC_AT: usize = 56;
@@ -104,6 +109,7 @@ impl DataHeader {
         b[32..40].copy_from_slice(&self.file_number.to_le_bytes());
         b[40..48].copy_from_slice(&self.file_size.to_le_bytes());
         b[48..52].copy_from_slice(&self.index_interval.to_le_bytes());
+        b[52..56].copy_from_slice(&self.schema_version.to_le_bytes());
         let crc = crc64(&[&b[..DATA_CRC_AT]]);
         b[DATA_CRC_AT..64].copy_from_slice(&crc.to_le_bytes());
         b
@@ -126,12 +132,86 @@ impl DataHeader {
             file_number: le_u64(head, 32).ok_or(HeaderError::Truncated)?,
             file_size: le_u64(head, 40).ok_or(HeaderError::Truncated)?,
             index_interval: le_u32(head, 48).ok_or(HeaderError::Truncated)?,
+            schema_version: le_u32(head, 52).ok_or(HeaderError::Truncated)?,
         };
         if h.index_interval == 0 {
             return Err(HeaderError::Invalid("index interval"));
         }
+        if h.schema_version != 0 && h.version < TYPED_SINCE_VERSION {
+            return Err(HeaderError::Invalid(
+                "schema version in a file before format 12",
+            ));
+        }
         Ok(h)
     }
+}
+
+/// First format version whose data files may be typed (hold rows of a
+/// schema, with the schema in their header).
+pub const TYPED_SINCE_VERSION: u32 = 12;
+
+/// A typed data file's schema version and the layout of its rows, read
+/// once from its header (see [`typed_schema`]) and shared by every reader
+/// of the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TypedFile {
+    /// The schema version the file's rows are written in.
+    pub schema: Schema,
+    /// Where each field lies in a row of that version.
+    pub layout: RowLayout,
+}
+
+impl TypedFile {
+    /// The file description of schema version `schema`.
+    pub fn new(schema: Schema) -> TypedFile {
+        let layout = RowLayout::of(&schema);
+        TypedFile { schema, layout }
+    }
+}
+
+/// Bytes 72..84+n of a typed file's header: the length of `schema`'s JSON,
+/// its CRC-64 and the JSON (FORMAT.md "Data-file header of a typed file").
+/// The schema was checked when it was declared (its JSON fits).
+pub fn encode_header_schema(schema: &Schema) -> Vec<u8> {
+    let json = schema.to_json();
+    let mut b = Vec::with_capacity(12 + json.len());
+    b.extend_from_slice(&(json.len() as u32).to_le_bytes());
+    b.extend_from_slice(&crc64(&[json.as_bytes()]).to_le_bytes());
+    b.extend_from_slice(json.as_bytes());
+    b
+}
+
+/// The schema version a data file's header `head` (its first 4096 bytes,
+/// or fewer when the file is untyped) records, checked: `None` for an
+/// untyped file (`header.schema_version` 0); else the JSON's length (at
+/// most [`MAX_SCHEMA_JSON`]), CRC and content must be right and its
+/// `version` must be `header.schema_version`. The error says which.
+pub fn typed_schema(head: &[u8], header: &DataHeader) -> Result<Option<Schema>, String> {
+    if header.schema_version == 0 {
+        return Ok(None);
+    }
+    let len = le_u32(head, HEADER_SCHEMA_LEN_AT).ok_or("header truncated before its schema")?;
+    if len == 0 || len as usize > MAX_SCHEMA_JSON {
+        return Err(format!(
+            "typed file's schema JSON is {len} bytes (1 to {MAX_SCHEMA_JSON})"
+        ));
+    }
+    let crc = le_u64(head, HEADER_SCHEMA_LEN_AT + 4).ok_or("header truncated before its schema")?;
+    let json = head
+        .get(HEADER_SCHEMA_AT..HEADER_SCHEMA_AT + len as usize)
+        .ok_or("header truncated inside its schema")?;
+    if crc64(&[json]) != crc {
+        return Err("typed file's schema JSON does not match its CRC".into());
+    }
+    let text = std::str::from_utf8(json).map_err(|_| "typed file's schema JSON is not UTF-8")?;
+    let schema = Schema::from_json(text).map_err(|e| format!("typed file's schema: {e}"))?;
+    if schema.version != header.schema_version {
+        return Err(format!(
+            "typed file's schema JSON is version {}, its header says {}",
+            schema.version, header.schema_version
+        ));
+    }
+    Ok(Some(schema))
 }
 
 /// The 256-byte header of a sparse-index file (the first 48 bytes are used).
@@ -205,6 +285,7 @@ mod tests {
             file_number: 3,
             file_size: 65536,
             index_interval: 16,
+            schema_version: 0,
         };
         let mut b = h.encode().to_vec();
         assert_eq!(DataHeader::decode(&b), Ok(h));

@@ -53,6 +53,11 @@ pub struct Metadata {
     /// random one). Jobs of work queues carry it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_id: Option<String>,
+    /// A typed queue's schema (format 12): `{"versions": [...]}`, every
+    /// version in order, the last current (`format::typed::SchemaVersions`).
+    /// Absent for an untyped queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<serde_json::Value>,
 }
 
 impl Metadata {

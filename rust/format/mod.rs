@@ -21,7 +21,7 @@ pub mod walk;
 pub mod work_queue;
 
 /// Version of the on-disk format written by this build.
-pub const FORMAT_VERSION: u32 = 11;
+pub const FORMAT_VERSION: u32 = 12;
 /// Oldest format version this build reads and keeps writing: version-3
 /// files (never trimmed, no footer), version-4 files (no dense index) and
 /// version-5 files (no topic, expiry or priority fields) and version-6 files
@@ -29,8 +29,8 @@ pub const FORMAT_VERSION: u32 = 11;
 /// encrypted payloads, no holes) and version-8 files (no batches) and
 /// version-9 files (not marked before litemq removes them: readers check
 /// them with the file system) and version-10 files (a compacted one does
-/// not count its holes in its footer: readers walk it once) stay as they
-/// are; new files are version 11. Key compaction rewrites a sealed file
+/// not count its holes in its footer: readers walk it once) and version-11
+/// files (no schema: untyped) stay as they are; new files are version 12. Key compaction rewrites a sealed file
 /// of any version with a footer as the current version. A record with a field of a later version than the active
 /// file's is written after a roll (see [`record::record_version`]).
 pub const OLDEST_READABLE_VERSION: u32 = 3;

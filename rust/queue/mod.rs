@@ -18,6 +18,7 @@ mod maintenance;
 pub(crate) mod metadata;
 mod open;
 mod read;
+mod schema;
 mod stats;
 
 pub use open::{reindex, reindex_with_key, writer_pid};
@@ -185,6 +186,13 @@ impl Queue {
     /// `metadata.json`), as they are remembered.
     pub fn options(&self) -> crate::format::metadata::StoredOptions {
         self.inner().config.stored()
+    }
+
+    /// A typed queue's schema versions (format 12), oldest first: the last
+    /// is current, the one appends are checked against and reads show.
+    /// `None` for an untyped queue.
+    pub fn schema_versions(&self) -> Option<Arc<crate::format::typed::SchemaVersions>> {
+        self.inner().catalog.schema_versions()
     }
 
     /// An appender; all appenders of a queue share one sequence.

@@ -34,7 +34,8 @@ use super::metadata::{
     check_key, new_encryption, no_queue_here, queue_identity, read_metadata,
     refuse_foreign_directory, unlock, write_metadata,
 };
-use super::{Inner, LazyWriter, Queue, Writer};
+use super::{schema, Inner, LazyWriter, Queue, Writer};
+use crate::format::typed::SchemaVersions;
 
 /// `coverage` as `metadata.json`'s `[start, end)` pairs.
 fn ranges_of(coverage: &Coverage) -> Vec<(u64, u64)> {
@@ -175,6 +176,11 @@ impl Queue {
             };
             let catalog = Arc::new(Catalog::load(&base)?);
             unlock(&config, &meta, &catalog)?;
+            let stored = schema::stored(&meta, &meta_path, &catalog)?;
+            schema::install(
+                &catalog,
+                schema::for_reader(config.schema.as_ref(), stored)?,
+            );
             let wake = WakeSource::reader(base);
             return Ok(Queue::assemble(
                 config,
@@ -234,6 +240,7 @@ impl Queue {
                 .as_ref()
                 .map(|k| new_encryption(k, config.fixture_queue_id)),
             queue_id: None,
+            schema: None,
         });
         // A queue's id is drawn once and kept for good (a restored copy
         // comes with its own): an encrypted queue's is the one its records
@@ -277,6 +284,15 @@ impl Queue {
                 known_clear: &known_clear,
             },
         )?;
+        // The schema (format 12), as declared by this open: a new version is
+        // recorded before any row of it is written.
+        let holds_messages = catalog
+            .first()
+            .is_some_and(|f| resume.next_seq > f.header.first_seq);
+        let stored = schema::stored(&meta, &meta_path, &catalog)?;
+        let versions = schema::for_writer(config.schema.as_ref(), stored, holds_messages)?;
+        meta.schema = versions.as_ref().map(SchemaVersions::to_json_value);
+        schema::install(&catalog, versions);
         // What this open checked (or kept): the next one, and read-only
         // lookups, need not read it again.
         meta.key_index_clear = ranges_of(&key_clear);
@@ -333,6 +349,11 @@ impl Queue {
         };
         let catalog = Arc::new(Catalog::load(&base)?);
         unlock(&config, &meta, &catalog)?;
+        let stored = schema::stored(&meta, &base.join(METADATA_FILE), &catalog)?;
+        schema::install(
+            &catalog,
+            schema::for_joined(config.schema.as_ref(), stored)?,
+        );
         // The first batch this process writes reloads the index under the
         // append lock (and repairs it if a writer died holding the lock).
         let key_index = KeyIndexWriter::attach(&base.join(KEY_INDEX_DIR), config.key_index)?;
@@ -378,6 +399,11 @@ impl Queue {
         let handoff = Arc::new(Handoff::new(tx, first, multi));
         let mut options = config.writer_options();
         options.key = catalog.key();
+        let typed = catalog
+            .schema_versions()
+            .and_then(|v| v.current().cloned())
+            .map(|s| Arc::new(crate::format::header::TypedFile::new(s)));
+        options.typed = typed.clone();
         let (for_add, for_has) = (catalog.clone(), catalog.clone());
         let key_data = KeyData {
             add_from: Box::new(move |writer, from| {
@@ -424,6 +450,7 @@ impl Queue {
                 fields: config.fields.clone(),
                 max_members: (crate::writer::active::max_seqs(config.file_size) - 1)
                     .min(record::MAX_BATCH_COUNT as u64) as usize,
+                typed: typed.clone(),
             },
         );
         let writer = Writer {
@@ -512,6 +539,9 @@ impl Queue {
         }
         let mut reader = config.clone();
         reader.read_only = true;
+        // The writer declares the schema at the first write (an evolution
+        // is not a read-only handle's to refuse).
+        reader.schema = None;
         let mut q = Queue::open(reader)?;
         q.lazy = Some(Box::new(LazyWriter {
             config,

@@ -20,8 +20,10 @@ use crate::format::crypto::QueueKey;
 use crate::format::error::DecodeError;
 use crate::format::footer::{Footer, FOOTER_LEN};
 use crate::format::frame::{DATA_HEADER_LEN, END_OF_FILE};
-use crate::format::header::DataHeader;
+use crate::format::header::{typed_schema, DataHeader, TypedFile};
 use crate::format::kind::RecordKind;
+use crate::format::record::RecordView;
+use crate::format::typed::RowLayout;
 use crate::format::walk::{frame_at, Check, Step};
 use crate::format::{le_u32, record};
 use crate::reader::columns::{ColumnSet, Columns};
@@ -68,6 +70,7 @@ fn corrupted(path: &Path, offset: u64, seq: Option<u64>, reason: impl Into<Strin
 pub fn summarize(file: &[u8], path: &Path) -> Result<SealedSummary> {
     let h = DataHeader::decode(file)
         .map_err(|e| corrupted(path, 0, None, format!("data file header: {e}")))?;
+    typed_file(file, &h, path)?;
     if h.version >= 4 {
         let f = Footer::read(file, h.file_number, h.first_seq, h.file_size).map_err(|e| {
             corrupted(
@@ -252,6 +255,16 @@ pub fn ends(
     Ok((h, Some(f)))
 }
 
+/// The schema and row layout a data file's header records (format 12):
+/// `head` is the file's first 4096 bytes (fewer for an untyped file),
+/// `h` its decoded header; `None` for an untyped file. A schema that fails
+/// its checks is [`Error::Corrupted`]. Ranged readers get `head` with the
+/// header ([`ends`]) and pass the result to [`read_frames_typed`].
+pub fn typed_file(head: &[u8], h: &DataHeader, path: &Path) -> Result<Option<TypedFile>> {
+    let schema = typed_schema(head, h).map_err(|why| corrupted(path, 0, None, why))?;
+    Ok(schema.map(TypedFile::new))
+}
+
 /// Messages `[start, end)` of the whole sealed data file `file`, at most
 /// `max_rows` (fewer when a column would pass 2 GiB: read on from the
 /// sequence after the last row). The file is checked as by [`summarize`]
@@ -269,6 +282,10 @@ pub fn read_sealed(
     key: Option<&QueueKey>,
 ) -> Result<Columns> {
     let s = summarize(file, path)?;
+    let h = DataHeader::decode(file)
+        .map_err(|e| corrupted(path, 0, None, format!("data file header: {e}")))?;
+    let typed = typed_file(file, &h, path)?;
+    let layout = typed.as_ref().map(|t| &t.layout);
     let start = start.max(s.first_seq);
     let end = end.min(s.end_seq);
     let want = (end.saturating_sub(start) as usize).min(max_rows);
@@ -304,7 +321,15 @@ pub fn read_sealed(
             }
             let from = seq.max(start);
             if from < end.min(seq + seqs)
-                && !push_members(&mut out, bytes, path, at as u64, from, end, want, cols)?
+                && !push_members(
+                    &mut out,
+                    bytes,
+                    (path, at as u64, layout),
+                    from,
+                    end,
+                    want,
+                    cols,
+                )?
             {
                 break;
             }
@@ -313,6 +338,8 @@ pub fn read_sealed(
                 record::decode(bytes).map_err(|r| corrupted(path, at as u64, Some(seq), r))?;
             let payload = rec
                 .open_payload(bytes, seq, key, DEFAULT_MAX_DECOMPRESSED)
+                .map_err(|r| corrupted(path, at as u64, Some(seq), r))?;
+            check_row(layout, &rec, &payload)
                 .map_err(|r| corrupted(path, at as u64, Some(seq), r))?;
             let payload = if cols.raw { rec.payload } else { &payload[..] };
             if !out.push_row(seq, &rec, payload, want, cols) {
@@ -346,6 +373,28 @@ pub fn read_frames(
     cols: ColumnSet,
     key: Option<&QueueKey>,
 ) -> Result<(Columns, u64)> {
+    read_frames_typed(buf, path, offset, first_seq, rows, cols, key, None)
+}
+
+/// [`read_frames`] of a typed file (format 12): `typed` is its schema and
+/// row layout ([`typed_file`] of its header); rows are checked against it
+/// and a row batch's members are its rows. `None` reads an untyped file,
+/// where a row batch is [`Error::Corrupted`].
+#[expect(
+    clippy::too_many_arguments,
+    reason = "read_frames' arguments and the file's schema"
+)]
+pub fn read_frames_typed(
+    buf: &[u8],
+    path: &Path,
+    offset: u64,
+    first_seq: u64,
+    rows: usize,
+    cols: ColumnSet,
+    key: Option<&QueueKey>,
+    typed: Option<&TypedFile>,
+) -> Result<(Columns, u64)> {
+    let layout = typed.map(|t| &t.layout);
     let mut out = Columns::empty(rows.min(1 << 20), cols);
     let mut at = 0usize;
     let mut seq = first_seq;
@@ -362,7 +411,15 @@ pub fn read_frames(
                     // The range may start inside the batch (its dense
                     // entries all point at the batch frame): members before
                     // `seq` are not rows here.
-                    if !push_members(&mut out, bytes, path, here, seq, end_seq, rows, cols)? {
+                    if !push_members(
+                        &mut out,
+                        bytes,
+                        (path, here, layout),
+                        seq,
+                        end_seq,
+                        rows,
+                        cols,
+                    )? {
                         // A column is full: go on from the row after the last.
                         seq = out.seq.last().map_or(seq, |&s| s as u64 + 1);
                         break;
@@ -378,6 +435,8 @@ pub fn read_frames(
                 }
                 let payload = rec
                     .open_payload(bytes, seq, key, DEFAULT_MAX_DECOMPRESSED)
+                    .map_err(|r| corrupted(path, here, Some(seq), r))?;
+                check_row(layout, &rec, &payload)
                     .map_err(|r| corrupted(path, here, Some(seq), r))?;
                 let payload = if cols.raw { rec.payload } else { &payload[..] };
                 if !out.push_row(seq, &rec, payload, rows, cols) {
@@ -418,15 +477,10 @@ pub fn read_frames(
 /// the default limit) and checked whole first: a damaged one is
 /// [`Error::Corrupted`]. Returns false when `out` took no more rows (a
 /// column is full, or `want` rows are there) before the members ran out.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the two archive walkers pass their range and column choice through"
-)]
 fn push_members(
     out: &mut Columns,
     bytes: &[u8],
-    path: &Path,
-    offset: u64,
+    (path, offset, layout): (&Path, u64, Option<&RowLayout>),
     from: u64,
     end: u64,
     want: usize,
@@ -439,6 +493,38 @@ fn push_members(
         return Err(bad("batch frame does not hold the sequence its place says"));
     }
     let view = record::decode(bytes).map_err(&bad)?;
+    if view.is_row_batch() {
+        let layout = layout.ok_or_else(|| bad("row batch in an untyped data file"))?;
+        let block = match view.codec {
+            None => std::borrow::Cow::Borrowed(view.payload),
+            Some(codec) => std::borrow::Cow::Owned(
+                crate::format::compression::decompress(
+                    codec,
+                    view.payload,
+                    view.raw_len as usize,
+                    DEFAULT_MAX_DECOMPRESSED,
+                )
+                .map_err(|r| bad(&r))?,
+            ),
+        };
+        let starts = layout
+            .split_block(&block, usize::from(count))
+            .map_err(|r| bad(&format!("row batch: {r}")))?;
+        for i in (from - first) as usize..usize::from(count) {
+            let seq = first + i as u64;
+            if seq >= end {
+                return Ok(true);
+            }
+            if out.rows >= want {
+                return Ok(false);
+            }
+            let row = &block[starts[i]..starts[i + 1]];
+            if !out.push_row(seq, &RecordView::row(view.timestamp, row), row, want, cols) {
+                return Ok(false);
+            }
+        }
+        return Ok(true);
+    }
     let codec = view.codec.ok_or_else(|| bad("batch without a codec"))?;
     let block = crate::format::compression::decompress(
         codec,
@@ -469,6 +555,19 @@ fn push_members(
         }
     }
     Ok(true)
+}
+
+/// Checks a plain record's payload against its typed file's row layout
+/// (format 12; a tombstone has no row).
+fn check_row(
+    layout: Option<&RowLayout>,
+    rec: &RecordView<'_>,
+    payload: &[u8],
+) -> std::result::Result<(), &'static str> {
+    match layout {
+        Some(l) if !rec.is_tombstone() => l.check_row(payload),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

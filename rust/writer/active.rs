@@ -9,8 +9,9 @@ use crate::error::{Error, Result};
 use crate::format::crc::crc64;
 use crate::format::footer::{trimmed_len, Footer, CONTENT_TOPICS, FOOTER_LEN};
 use crate::format::frame::{self, frame_size, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
-use crate::format::header::{DataHeader, IndexHeader};
+use crate::format::header::{encode_header_schema, DataHeader, IndexHeader};
 use crate::format::record::{self, FLAG_TOPIC};
+use crate::format::typed::{Schema, HEADER_SCHEMA_LEN_AT};
 use crate::format::{data_file, position};
 use crate::index::dense::{self, DenseHeader, DenseIndexWriter, DENSE_SINCE_VERSION};
 use crate::index::sparse::{self, Entry, SparseIndexWriter};
@@ -76,6 +77,7 @@ impl ActiveFile {
         base: &Path,
         id: FileId,
         header: DataHeader,
+        schema: Option<&Schema>,
         durable_dirs: bool,
     ) -> Result<ActiveFile> {
         let dir = id.parent(base);
@@ -105,6 +107,10 @@ impl ActiveFile {
             (min_chunk, DATA_MAX_CHUNK),
         )?);
         map.write(0, &header.encode());
+        if let Some(schema) = schema {
+            // A typed file (format 12) is read without metadata.json.
+            map.write(HEADER_SCHEMA_LEN_AT, &encode_header_schema(schema));
+        }
         map.sync_range(0, DATA_HEADER_LEN)?;
         std::fs::rename(&tmp, &path).map_err(|e| crate::error::Error::io("rename", &path, e))?;
         map.set_path(&path);

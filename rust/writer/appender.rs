@@ -10,6 +10,7 @@ use super::shared::WriterShared;
 use crate::error::{Error, Result};
 use crate::format::compression::{self, Compression};
 use crate::format::frame::frame_size;
+use crate::format::header::TypedFile;
 use crate::format::record::{self, Compress, Record, BATCH_HEAD_LEN, RECORD_FIXED_LEN};
 use crate::index::fields::SharedDefs;
 use crate::notify::Notify;
@@ -43,6 +44,46 @@ pub(crate) struct Batching {
     pub fields: SharedDefs,
     /// Most members per batch: what a file's indexes hold, at most 65,535.
     pub max_members: usize,
+    /// A typed queue's current schema version (format 12): every event
+    /// appended is a row of it.
+    pub typed: Option<Arc<TypedFile>>,
+}
+
+/// A row batch's block (its rows, uncompressed) is cut at this many bytes.
+pub const ROW_BATCH_BLOCK_BYTES: usize = 1 << 20;
+
+/// Where each of `count` rows of `block` starts (and, last, where the
+/// block ends), each row checked against `typed`'s layout: the error names
+/// the first bad row and why.
+fn split_rows(typed: &TypedFile, block: &[u8], count: usize) -> Result<Vec<usize>> {
+    let bad = |i: usize, why: &str| {
+        Error::Schema(format!(
+            "row {i} of append_rows is not a row of schema version {}: {why}",
+            typed.schema.version
+        ))
+    };
+    let mut starts = Vec::with_capacity(count + 1);
+    let mut at = 0usize;
+    for i in 0..count {
+        starts.push(at);
+        let len = typed
+            .layout
+            .row_len(&block[at..])
+            .map_err(|why| bad(i, why))?;
+        typed
+            .layout
+            .check_row(&block[at..at + len])
+            .map_err(|why| bad(i, why))?;
+        at += len;
+    }
+    if at != block.len() {
+        return Err(Error::Schema(format!(
+            "append_rows: the block holds {} bytes after its {count} rows",
+            block.len() - at
+        )));
+    }
+    starts.push(at);
+    Ok(starts)
 }
 
 /// A batch's block (its members, uncompressed) is cut at this many bytes:
@@ -115,9 +156,29 @@ impl Appender {
         }
     }
 
+    /// On a typed queue, checks that `payload` is one row of its current
+    /// schema version (`tombstone`: empty, deleting its key's value).
+    fn check_event(&self, payload: &[u8], tombstone: bool) -> Result<()> {
+        let Some(t) = &self.inner.batching.typed else {
+            return Ok(());
+        };
+        if tombstone {
+            return Ok(());
+        }
+        t.layout.check_row(payload).map_err(|why| {
+            Error::Schema(format!(
+                "the payload is not a row of schema version {}: {why}",
+                t.schema.version
+            ))
+        })
+    }
+
     /// Appends one message with just a payload; returns its sequence. It is
-    /// compressed as the queue's `compression` option says.
+    /// compressed as the queue's `compression` option says. On a typed
+    /// queue the payload is one row of its current schema version
+    /// ([`Error::Schema`] otherwise).
     pub fn append(&self, payload: &[u8]) -> Result<u64> {
+        self.check_event(payload, false)?;
         if self.inner.compression.is_some() {
             return self.append_record(&Record::new(payload));
         }
@@ -128,6 +189,7 @@ impl Appender {
     /// Appends one message with key and headers; returns its sequence.
     pub fn append_record(&self, record: &Record<'_>) -> Result<u64> {
         record.validate().map_err(Error::InvalidArgument)?;
+        self.check_event(record.payload, record.tombstone)?;
         if let Some(c) = self.compression_for(record) {
             // Compressed here, on the caller's thread, before the handoff
             // (whose lock the encode closure runs under).
@@ -154,6 +216,7 @@ impl Appender {
         bundle.entries.reserve(payloads.size_hint().0);
         for p in payloads {
             self.check_size(p.len())?;
+            self.check_event(p, false)?;
             bundle.bodies.extend_from_slice(p);
             bundle.entries.push((0, p.len() as u32));
         }
@@ -166,6 +229,7 @@ impl Appender {
         bundle.entries.reserve(records.len());
         for r in records {
             r.validate().map_err(Error::InvalidArgument)?;
+            self.check_event(r.payload, r.tombstone)?;
             let start = bundle.bodies.len();
             let flags = match self.compression_for(r) {
                 Some(c) => r.encode_body_with(Some(&c), &mut bundle.bodies),
@@ -208,6 +272,13 @@ impl Appender {
         compression: Option<Compression>,
     ) -> Result<Range<u64>> {
         let b = &self.inner.batching;
+        if b.typed.is_some() {
+            return Err(Error::Schema(
+                "a typed queue takes rows compressed together through append_rows, \
+                 not compress_together batches of records"
+                    .into(),
+            ));
+        }
         if let Some(why) = &b.refusal {
             return Err(Error::InvalidArgument(format!(
                 "compress_together is not available on {why}"
@@ -267,6 +338,101 @@ impl Appender {
         let sent = self.send_bundle(bundle);
         drop(fields);
         sent
+    }
+
+    /// Appends `count` rows of a typed queue's current schema version,
+    /// `block` holding them back to back (FORMAT.md "Typed records"), as
+    /// row batches (format 12): each of at most 65,535 rows (and what a
+    /// data file's indexes hold) and at most [`ROW_BATCH_BLOCK_BYTES`] of
+    /// block (a longer row is a batch of its own), stored as is, or
+    /// compressed with `compress` (codec, level) when that saves at least
+    /// 5 %. Every row gets its own sequence, the batch's timestamp, no key
+    /// or headers; returns the sequences.
+    ///
+    /// [`Error::Schema`], with nothing stored, when the queue has no schema
+    /// or when a row does not check against the schema (naming the row's
+    /// index and why), or the block holds more or fewer than `count` rows;
+    /// [`Error::InvalidArgument`] on an encrypted queue (row batches are not
+    /// sealed: append events one by one there).
+    pub fn append_rows(
+        &self,
+        block: &[u8],
+        count: usize,
+        compress: Option<(compression::Codec, i32)>,
+    ) -> Result<Range<u64>> {
+        let b = &self.inner.batching;
+        let typed = b.typed.as_ref().ok_or_else(|| {
+            Error::Schema("the queue has no schema: append_rows needs a typed queue".into())
+        })?;
+        if let Some(why) = &b.refusal {
+            return Err(Error::InvalidArgument(format!(
+                "append_rows is not available on {why}: append the events one by one"
+            )));
+        }
+        let starts = split_rows(typed, block, count)?;
+        let c = compress.map(|(codec, level)| Compression {
+            codec,
+            level,
+            min_size: 0,
+        });
+        if let Some(c) = &c {
+            c.validate().map_err(Error::InvalidArgument)?;
+        }
+        let max_rows = b.max_members.clamp(1, record::MAX_BATCH_COUNT);
+        let mut bundle = self.inner.handoff.spare_bundle();
+        let mut from = 0;
+        while from < count {
+            let mut to = from + 1;
+            while to < count
+                && to - from < max_rows
+                && starts[to + 1] - starts[from] <= ROW_BATCH_BLOCK_BYTES
+            {
+                to += 1;
+            }
+            self.push_row_batch(&mut bundle, &block[starts[from]..starts[to]], to - from, c)?;
+            from = to;
+        }
+        self.send_bundle(bundle)
+    }
+
+    /// Adds one row batch of `rows` rows (`block`) to `bundle`: compressed
+    /// with `c` when that saves at least 5 % of its frame and readers may
+    /// decompress it, else stored.
+    fn push_row_batch(
+        &self,
+        bundle: &mut crate::writer::command::Bundle,
+        block: &[u8],
+        rows: usize,
+        c: Option<Compression>,
+    ) -> Result<()> {
+        let head = BATCH_HEAD_LEN - RECORD_FIXED_LEN;
+        let packed = c
+            .filter(|_| block.len() <= self.inner.max_inflate)
+            .map(|c| (c.codec, compression::compress(c.codec, c.level, block)))
+            .filter(|(_, packed)| {
+                !packed.is_empty()
+                    && compression::should_compress(
+                        frame_size(RECORD_FIXED_LEN + head + block.len()),
+                        frame_size(RECORD_FIXED_LEN + head + packed.len()),
+                        0,
+                    )
+            });
+        let stored = packed.as_ref().map_or(block, |(_, p)| &p[..]);
+        self.check_size(head + stored.len())?;
+        let start = bundle.bodies.len();
+        record::encode_row_batch_head(
+            rows as u16,
+            packed.as_ref().map(|(codec, _)| *codec),
+            block.len() as u32,
+            &mut bundle.bodies,
+        );
+        bundle.bodies.extend_from_slice(stored);
+        bundle
+            .entries
+            .push((record::FLAG_EXTENSION, (bundle.bodies.len() - start) as u32));
+        bundle.extra_seqs += rows as u64 - 1;
+        bundle.push_batch_keys(std::iter::empty());
+        Ok(())
     }
 
     /// Adds one block of members to `bundle`: one batch record when it

@@ -376,6 +376,9 @@ impl IoThread {
         let Some(a) = self.active.as_ref() else {
             return false;
         };
+        if a.header.schema_version != self.schema_version() {
+            return false; // a roll to a file of the current schema version first
+        }
         let sealed = self.config.key.is_some();
         // Every frame of the bundle, one after the other, without a roll.
         let (mut pos, mut count) = (a.write_pos, a.count());
@@ -568,6 +571,14 @@ impl IoThread {
         Ok(())
     }
 
+    /// The schema version new rows are written in (0: an untyped queue).
+    /// One version per file: an active file of another version (the queue
+    /// evolved, or was given its schema while empty) is rolled before the
+    /// next frame.
+    fn schema_version(&self) -> u32 {
+        self.config.typed.as_ref().map_or(0, |t| t.schema.version)
+    }
+
     /// Timestamps never go backwards within a queue, even if the clock does.
     fn timestamp(&mut self) -> u64 {
         self.last_ts = self.clock.now_micros().max(self.last_ts);
@@ -696,7 +707,9 @@ impl IoThread {
             self.key_index.reserve(ts)?;
         }
         record::set_batch_first_seq(body, self.next_seq);
-        self.write_record(record::FLAG_EXTENSION, record::EXT_BATCH, ts, body)?;
+        // A row batch's extension byte (format 12) asks for a version-12 file.
+        let ext = body[0];
+        self.write_record(record::FLAG_EXTENSION, ext, ts, body)?;
         let active = self
             .active
             .as_mut()
@@ -722,7 +735,10 @@ impl IoThread {
         let record_len = RECORD_FIXED_LEN + body.len();
         let roll = match &self.active {
             None => true,
-            Some(a) => a.must_roll(flags, ext, record_len, ts, &self.roll),
+            Some(a) => {
+                a.must_roll(flags, ext, record_len, ts, &self.roll)
+                    || a.header.schema_version != self.schema_version()
+            }
         };
         if roll {
             self.roll(ts)?;
@@ -781,13 +797,18 @@ impl IoThread {
             file_size: self.config.file_size,
             index_interval: self.config.index_interval,
             version: crate::format::FORMAT_VERSION,
+            schema_version: self.schema_version(),
         };
-        let active = ActiveFile::create(&self.base, id, header, durable)?;
+        let schema = self.config.typed.as_ref().map(|t| &t.schema);
+        let active = ActiveFile::create(&self.base, id, header, schema, durable)?;
         let dir = id.parent(&self.base);
         if !durable && !self.dirs_unsynced.contains(&dir) {
             self.dirs_unsynced.push(dir);
         }
         self.prefault.set_file(&active);
+        if let Some(t) = &self.config.typed {
+            self.catalog.add_typed(header.file_number, t.clone());
+        }
         self.catalog.add(id, header);
         self.last_id = Some(id);
         self.next_file_number += 1;

@@ -113,4 +113,7 @@ pub(crate) struct WriterOptions {
     /// records and hashes keys with it. The queue checks it against
     /// `metadata.json` at open and hands it over here.
     pub key: Option<Arc<crate::format::crypto::QueueKey>>,
+    /// A typed queue's current schema version (format 12): new files
+    /// record it in their header and hold only rows of it.
+    pub typed: Option<Arc<crate::format::header::TypedFile>>,
 }

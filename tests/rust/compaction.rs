@@ -575,7 +575,12 @@ fn len_stats_lag_and_pending_count_the_messages_that_are_there() {
     let files = q.data_files().unwrap();
     let mut total = 0;
     for (f, (path, bytes)) in files.iter().zip(sealed_files(&q)) {
-        assert_eq!(&bytes[8..12], &11u32.to_le_bytes(), "{}", path.display());
+        assert_eq!(
+            &bytes[8..12],
+            &litemq::FORMAT_VERSION.to_le_bytes(),
+            "{}",
+            path.display()
+        );
         let footer = Footer::decode(&bytes[bytes.len() - FOOTER_LEN..]).unwrap();
         let here = kept
             .iter()

@@ -164,6 +164,41 @@ fn batch(first_seq: u64, members: &[&[u8]]) -> Vec<u8> {
     rec(FLAG_EXTENSION, TS, &body)
 }
 
+/// A row batch record (format 12, ext 0x18) of `rows` rows of the schema
+/// `{"id": int32, "name": string (nullable)}` from `first_seq`: stored as
+/// is (codec 0) or compressed with `codec`.
+fn row_batch(first_seq: u64, rows: &[(i64, Option<&str>)], codec: Option<Codec>) -> Vec<u8> {
+    use litemq::format::typed::{encode_row, Field, FieldType, RowLayout, Schema, Value};
+    let field = |name: &str, ty, nullable| Field {
+        name: name.into(),
+        ty,
+        nullable,
+        aliases: vec![],
+    };
+    let schema = Schema {
+        version: 1,
+        fields: vec![
+            field("id", FieldType::Int32, false),
+            field("name", FieldType::String, true),
+        ],
+    };
+    let layout = RowLayout::of(&schema);
+    let mut block = Vec::new();
+    for (id, name) in rows {
+        let name = name.map_or(Value::Null, |n| Value::Str(n.into()));
+        encode_row(&schema, &layout, &[Value::Int(*id), name], &mut block).unwrap();
+    }
+    let stored = match codec {
+        Some(c) => compression::compress(c, 0, &block),
+        None => block.clone(),
+    };
+    let mut body = Vec::new();
+    record::encode_row_batch_head(rows.len() as u16, codec, block.len() as u32, &mut body);
+    record::set_batch_first_seq(&mut body, first_seq);
+    body.extend_from_slice(&stored);
+    rec(FLAG_EXTENSION, TS, &body)
+}
+
 fn cases() -> Vec<Case> {
     let mut out = Vec::new();
 
@@ -308,6 +343,28 @@ fn cases() -> Vec<Case> {
     c.frame(&batch(101, &[b"m1", b"m2", b"m3"]), "batch", 3);
     c.plain(&message(&Record::new(b"after"), TS + 1));
     out.push(c.empty());
+
+    let mut c = Case::new(
+        "row_batch_stored",
+        "format 12: a row batch (ext 0x18 = BATCH|ROWS) of 3 rows from first_seq 101, stored (codec 0, raw_len = the block's length), rows of {id: int32, name: string nullable} back to back; a walker counts it as any batch",
+    );
+    c.plain(&message(&Record::new(b"before"), TS));
+    c.frame(
+        &row_batch(101, &[(1, Some("a")), (2, None), (3, Some("three"))], None),
+        "batch",
+        3,
+    );
+    c.plain(&message(&Record::new(b"after"), TS + 1));
+    out.push(c.empty());
+
+    let mut c = Case::new(
+        "row_batch_compressed",
+        "format 12: a row batch (ext 0x18) of 40 rows from first_seq 100, its block compressed with zstd (codec 1, raw_len the rows' length), then the next record at 140",
+    );
+    let rows: Vec<(i64, Option<&str>)> = (0..40).map(|i| (i, Some("same name"))).collect();
+    c.frame(&row_batch(100, &rows, Some(Codec::Zstd)), "batch", 40);
+    c.plain(&message(&Record::new(b"after"), TS + 1));
+    out.push(c.end_of_file());
 
     let mut c = Case::new(
         "hole_then_batch",

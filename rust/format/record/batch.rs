@@ -12,7 +12,6 @@ use crate::format::{le_u16, le_u32, le_u64};
 
 /// True when `record` (its bytes, not decoded) is a batch ([`EXT_BATCH`]),
 /// of records or of rows ([`EXT_ROW_BATCH`]).
-
 #[inline]
 pub fn is_batch_record(record: &[u8]) -> bool {
     record.len() >= BATCH_HEAD_LEN
@@ -49,6 +48,16 @@ pub fn encode_batch_head(count: u16, codec: Codec, raw_len: u32, out: &mut Vec<u
     out.extend_from_slice(&count.to_le_bytes());
     out.extend_from_slice(&0u64.to_le_bytes());
     out.push(codec as u8);
+    out.extend_from_slice(&raw_len.to_le_bytes());
+}
+
+/// Writes the head of a row batch's body (format 12, [`EXT_ROW_BATCH`]):
+/// as [`encode_batch_head`], with codec 0 when the block is stored as is.
+pub fn encode_row_batch_head(count: u16, codec: Option<Codec>, raw_len: u32, out: &mut Vec<u8>) {
+    out.push(EXT_ROW_BATCH);
+    out.extend_from_slice(&count.to_le_bytes());
+    out.extend_from_slice(&0u64.to_le_bytes());
+    out.push(codec.map_or(0, |c| c as u8));
     out.extend_from_slice(&raw_len.to_le_bytes());
 }
 

@@ -481,6 +481,12 @@ pub struct RecordView<'a> {
 impl<'a> RecordView<'a> {
     /// A record of a hole or a batch: flags, timestamp and extension byte,
     /// none of the other fields, and `payload` (at `payload_at`).
+    /// The view of a row of a row batch (format 12): no flags or fields,
+    /// the batch's timestamp, the row as its payload.
+    pub fn row(timestamp: u64, row: &'a [u8]) -> RecordView<'a> {
+        RecordView::head_only(0, timestamp, 0, 0, row)
+    }
+
     fn head_only(
         flags: u8,
         timestamp: u64,

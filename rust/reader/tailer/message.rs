@@ -5,6 +5,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use crate::format::compression::Codec;
+use crate::format::header::TYPED_SINCE_VERSION;
 use crate::format::position;
 use crate::format::record::{self, HeaderIter, RecordView, TagIter};
 use crate::storage::mapped::Mapping;
@@ -112,8 +113,8 @@ pub(crate) fn plain_view(record: &[u8]) -> Option<RecordView<'_>> {
 /// What a message read from a batch (format 9) knows of its batch.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct MemberOf {
-    /// The batch's codec.
-    pub(super) codec: Codec,
+    /// The batch's codec (`None`: a row batch stored as is).
+    pub(super) codec: Option<Codec>,
     /// Length of the stored (compressed) block, which `payload_at` points at.
     pub(super) block_len: usize,
     /// The sequence after the batch's last member.
@@ -157,7 +158,7 @@ impl<'a> Message<'a> {
     /// payload here is always the decompressed one): for a member of a
     /// batch compressed together (format 9), the batch's codec.
     pub fn codec(&self) -> Option<Codec> {
-        self.view.codec.or(self.member_of.map(|m| m.codec))
+        self.view.codec.or(self.member_of.and_then(|m| m.codec))
     }
     /// The message is a member of a batch compressed together (format 9):
     /// [`Message::position`] is the batch frame's and
@@ -204,6 +205,12 @@ impl<'a> Message<'a> {
     pub fn topic_offset(&self) -> Option<u64> {
         self.topic_offset
     }
+    /// The schema version of the message's row (format 12, read from its
+    /// data file's header): bindings decode the payload with that version's
+    /// layout. 0 for a message of an untyped queue.
+    pub fn schema_version(&self) -> u32 {
+        schema_version_of(self.mapping)
+    }
     /// Copies the message out of the mapping.
     pub fn to_owned(&self) -> OwnedMessage {
         OwnedMessage {
@@ -226,7 +233,19 @@ impl<'a> Message<'a> {
             file: self.mapping.path().to_path_buf(),
             offset: position::decode(self.position).1,
             topic_offset: self.topic_offset,
+            schema_version: self.schema_version(),
         }
+    }
+}
+
+/// The schema version data file `map`'s header records (bytes 52..56 of a
+/// file of format 12; 0 before, and for an untyped file). The header was
+/// checked when the catalog listed the file.
+pub(crate) fn schema_version_of(map: &Mapping) -> u32 {
+    let head = map.as_slice();
+    match crate::format::le_u32(head, 8) {
+        Some(v) if v >= TYPED_SINCE_VERSION => crate::format::le_u32(head, 52).unwrap_or(0),
+        _ => 0,
     }
 }
 
@@ -266,4 +285,6 @@ pub struct OwnedMessage {
     /// Its offset in its topic stream, when read by a topic tailer (see
     /// [`Message::topic_offset`]).
     pub topic_offset: Option<u64>,
+    /// The schema version of its row (see [`Message::schema_version`]).
+    pub schema_version: u32,
 }

@@ -29,11 +29,11 @@ use super::plan::Jump;
 use super::topic::{TopicFilter, TopicSelector};
 use super::wait::{Sleeper, Slept, WaitStrategy, Waiter};
 use super::wake::{WakeSource, RETRY};
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, FileInfo};
 use crate::clock::Clock;
 use crate::error::{Error, Result};
-use crate::format::compression::Codec;
 use crate::format::frame::{self, DATA_HEADER_LEN};
+use crate::format::header::TypedFile;
 use crate::format::position;
 use crate::format::record::{self, RecordView};
 use crate::format::walk;
@@ -156,6 +156,8 @@ pub struct Tailer {
     skip_expired: Option<Arc<dyn Clock>>,
     /// Topic offset of the message a topic filter located last.
     topic_offset: Option<u64>,
+    /// The schema of the typed file read last (see [`typed_of`]).
+    typed: Option<(u64, Option<Arc<TypedFile>>)>,
 }
 
 /// Iterating a tailer yields the messages published so far as owned copies
@@ -192,6 +194,7 @@ impl Tailer {
             batch: BatchCache::default(),
             skip_expired: None,
             topic_offset: None,
+            typed: None,
         }
     }
 
@@ -851,11 +854,33 @@ impl Tailer {
                 )));
             }
             let limit = self.catalog.max_decompressed();
-            if let Err(reason) = self.batch.load(rec, &view, of, loc.seq, limit) {
+            let typed = typed_of(&mut self.typed, &self.catalog, &c.info)?;
+            let layout = typed.as_ref().map(|t| &t.layout);
+            if let Err(reason) = self.batch.load(rec, &view, (of, loc.seq), limit, layout) {
                 return Err(damaged!(reason));
             }
             // `load` found the member in the batch's block.
             let member = &self.batch.block[self.batch.current.clone()];
+            if view.is_row_batch() {
+                // A row (format 12): no key, headers or other field; the
+                // batch's timestamp.
+                return Ok(Some(Message {
+                    seq: loc.seq,
+                    timestamp: view.timestamp,
+                    key: None,
+                    payload: member,
+                    payload_at: loc.record_at + view.payload_at,
+                    position,
+                    view: RecordView::row(view.timestamp, member),
+                    mapping: &c.map,
+                    topic_offset: None,
+                    member_of: Some(MemberOf {
+                        codec: view.codec,
+                        block_len: view.payload.len(),
+                        end: RecordKind::of_or_plain(rec).seq_after(loc.seq),
+                    }),
+                }));
+            }
             let mut m = record::decode(member)
                 .map_err(|r| Error::corrupted(c.map.path(), frame_at as u64, Some(loc.seq), r))?;
             m.timestamp = view.timestamp;
@@ -870,7 +895,7 @@ impl Tailer {
                 mapping: &c.map,
                 topic_offset: None,
                 member_of: Some(MemberOf {
-                    codec: view.codec.unwrap_or(Codec::Zstd),
+                    codec: view.codec,
                     block_len: view.payload.len(),
                     end: RecordKind::of_or_plain(rec).seq_after(loc.seq),
                 }),
@@ -888,6 +913,18 @@ impl Tailer {
                 Err(reason) => {
                     return Err(damaged!(reason));
                 }
+            }
+        }
+        if c.info.header.schema_version != 0 && !view.is_tombstone() {
+            // A typed file's record holds one row of the file's version.
+            let typed = typed_of(&mut self.typed, &self.catalog, &c.info)?;
+            let payload = if sealed {
+                &self.inflated[..]
+            } else {
+                view.payload
+            };
+            if let Some(Err(why)) = typed.map(|t| t.layout.check_row(payload)) {
+                return Err(damaged!(why));
             }
         }
         Ok(Some(Message {
@@ -913,6 +950,24 @@ impl Tailer {
 
     fn message(&mut self, loc: Located) -> Result<Message<'_>> {
         Ok(self.deliver(loc)?.expect("deliver always gives a message"))
+    }
+}
+
+/// The schema and row layout of data file `info` (format 12), kept in
+/// `cache` for the file the tailer reads (one lookup in the catalog per
+/// file, not per message); `None` for an untyped file.
+fn typed_of(
+    cache: &mut Option<(u64, Option<Arc<TypedFile>>)>,
+    catalog: &Catalog,
+    info: &FileInfo,
+) -> Result<Option<Arc<TypedFile>>> {
+    match cache {
+        Some((number, typed)) if *number == info.header.file_number => Ok(typed.clone()),
+        _ => {
+            let typed = catalog.typed_file(info)?;
+            *cache = Some((info.header.file_number, typed.clone()));
+            Ok(typed)
+        }
     }
 }
 
