@@ -75,7 +75,7 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch>, Scanner.Ro
       asLong[i] = fs[i].dataType() instanceof LongType;
     }
     boolean b = typed != null;
-    for (int k : kinds) b &= k == SEQ || k == TIMESTAMP || k == TYPED;
+    for (int k : kinds) b &= k == SEQ || k == TIMESTAMP || k == QUEUE || k == TYPED;
     bulk = b;
     sel = bulk ? new int[batchRows] : null;
     vecs = OnHeapColumnVector.allocateColumns(batchRows, schema);
@@ -164,6 +164,9 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch>, Scanner.Ro
           break;
         case TIMESTAMP:
           if (n > 0) v.putLongs(r, n, ts);
+          break;
+        case QUEUE:
+          for (int k = 0; k < n; k++) v.putByteArray(r + k, queueName, 0, queueName.length);
           break;
         default:
           columns.putRows(v, r, typedField[c], b, starts, sel, n);

@@ -72,6 +72,8 @@ public final class DataFile implements AutoCloseable {
     fileNumber = h.getLong(32);
     fileSize = h.getLong(40);
     indexInterval = h.getInt(48);
+    if (version < 12 && h.getInt(52) != 0)
+      throw damage(52, "schema_version " + (h.getInt(52) & 0xFFFFFFFFL) + " in a file of version " + version + " (reserved, 0, before 12)");
     schema = version >= 12 ? readSchema(h.getInt(52) & 0xFFFFFFFFL) : null;
     if (version == 3 ? length != fileSize
         : (length > fileSize || length % 8 != 0 || length < HEADER_LEN + 8 + FOOTER_LEN))

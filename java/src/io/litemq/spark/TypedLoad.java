@@ -20,7 +20,7 @@ import org.apache.spark.sql.types.StructType;
  * lacks reads as null, a renamed one by its current name, a narrower value widened.
  */
 final class TypedLoad {
-  /** The load's fields, in the current version's order (nullable when any queue says so). */
+  /** The load's fields, in the current version's order. */
   final TypedSchema current;
   /** Per queue directory: its versions by number (the highest is its current one). */
   private final Map<String, TreeMap<Integer, TypedSchema>> versions;
@@ -49,33 +49,24 @@ final class TypedLoad {
       if (cur == null) {
         first = r;
         cur = c;
-      } else {
-        cur = merged(cur, c, first, r);
+      } else if (!sameShape(cur, c)) {
+        throw new LiteMQException("queues " + first.path() + " " + cur + " and " + r.path() + " " + c
+            + " have different schemas: read them apart");
       }
       all.put(r.path(), vs);
     }
     if (cur == null) return null;
     if (untyped != null)
-      throw new LiteMQException("the load mixes typed and untyped queues: " + first.path() + " has the schema "
-          + cur + ", " + untyped.path() + " has none; load them separately");
+      throw new LiteMQException("a load of typed queues cannot hold untyped queues: " + first.path()
+          + " has the schema " + cur + ", " + untyped.path() + " has none; read them apart");
     return new TypedLoad(cur, all);
   }
 
-  /** {@code a} with {@code b}'s nullability joined in, or an error when their fields differ. */
-  private static TypedSchema merged(TypedSchema a, TypedSchema b, Planner.Ref ra, Planner.Ref rb) {
-    boolean same = a.fields.length == b.fields.length;
-    for (int i = 0; same && i < a.fields.length; i++) {
-      TypedSchema.Field x = a.fields[i], y = b.fields[i];
-      same = x.name.equals(y.name) && x.type == y.type && x.precision == y.precision && x.scale == y.scale;
-    }
-    if (!same)
-      throw new LiteMQException("the queues of a load have different schemas: " + ra.path() + " " + a + ", "
-          + rb.path() + " " + b + "; load them separately");
-    TypedSchema.Field[] fs = a.fields.clone();
-    for (int i = 0; i < fs.length; i++)
-      if (!fs[i].nullable && b.fields[i].nullable)
-        fs[i] = new TypedSchema.Field(fs[i].name, fs[i].type, fs[i].precision, fs[i].scale, true, fs[i].aliases);
-    return TypedSchema.withFields(a.version, fs);
+  /** Same field names, types and nullability, in the same order (the Python source's rule). */
+  private static boolean sameShape(TypedSchema a, TypedSchema b) {
+    if (a.fields.length != b.fields.length) return false;
+    for (int i = 0; i < a.fields.length; i++) if (!a.fields[i].sameAs(b.fields[i])) return false;
+    return true;
   }
 
   /**
@@ -130,11 +121,16 @@ final class TypedLoad {
     return out;
   }
 
-  /** The DataFrame's schema: {@code seq}, {@code timestamp}, then one column per field. */
+  /**
+   * The DataFrame's schema, as the Python source's: {@code seq}, {@code timestamp},
+   * {@code queue} (unless a field has that name), then one column per field.
+   */
   StructType sparkSchema() {
+    org.apache.spark.sql.types.Metadata none = org.apache.spark.sql.types.Metadata.empty();
     StructType s = new StructType()
-        .add(new StructField("seq", DataTypes.LongType, false, org.apache.spark.sql.types.Metadata.empty()))
-        .add(new StructField("timestamp", DataTypes.TimestampType, false, org.apache.spark.sql.types.Metadata.empty()));
+        .add(new StructField("seq", DataTypes.LongType, false, none))
+        .add(new StructField("timestamp", DataTypes.TimestampType, false, none));
+    if (current.indexOf("queue") < 0) s = s.add(new StructField("queue", DataTypes.StringType, false, none));
     for (TypedSchema.Field f : current.fields)
       s = s.add(new StructField(f.name, f.sparkType(), f.nullable, org.apache.spark.sql.types.Metadata.empty()));
     return s;

@@ -161,11 +161,6 @@ final class TypedSchema implements Serializable {
     nullableFixed = nfix.stream().mapToInt(Integer::intValue).toArray();
   }
 
-  /** A schema of these fields (the load's merged current fields: no JSON of its own). */
-  static TypedSchema withFields(int version, Field[] fields) {
-    return new TypedSchema(version, fields, "");
-  }
-
   /** Parses and checks one schema version's JSON text; IllegalArgumentException says why. */
   static TypedSchema parse(String json) {
     JsonNode v;
