@@ -368,7 +368,9 @@ final class LiteMQScanBuilder
     @Override
     public String description() {
       return "litemq (JVM reader) " + b.refs.size() + " queue(s), seq [" + b.seqLo + ", "
-          + (b.seqHi == Long.MAX_VALUE ? "end" : b.seqHi) + ")" + (b.limit != Long.MAX_VALUE ? " limit " + b.limit : "");
+          + (b.seqHi == Long.MAX_VALUE ? "end" : b.seqHi) + ")" + (b.limit != Long.MAX_VALUE ? " limit " + b.limit : "")
+          + (b.typed == null ? "" : " typed " + b.typed.current.fields.length + " fields")
+          + (b.typedFilters.length == 0 ? "" : " applying " + java.util.Arrays.toString(b.typedFilters));
     }
 
     @Override
