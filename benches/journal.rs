@@ -313,5 +313,95 @@ fn crc(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, append_throughput, read_throughput, latency, crc);
+/// 1,000 events of about 80 bytes as rows of a typed queue (format 12)
+/// and as records compressed together: the time of one call, from
+/// `append_rows` / `append_batch_together` to the I/O thread having written
+/// every member (`cargo bench --bench journal -- rows`).
+fn rows(c: &mut Criterion) {
+    use litemq::format::typed::{encode_row, Field, FieldType, RowLayout, Schema, Value};
+    use litemq::{Codec, Compression, Record};
+    let field = |name: &str, ty| Field {
+        name: name.into(),
+        ty,
+        nullable: true,
+        aliases: vec![],
+    };
+    let schema = Schema {
+        version: 1,
+        fields: vec![
+            field("user", FieldType::Int64),
+            field("page", FieldType::String),
+            field("ms", FieldType::Float64),
+        ],
+    };
+    let layout = RowLayout::of(&schema);
+    let mut block = Vec::new();
+    let mut events = Vec::new();
+    for i in 0..1000i64 {
+        let page = format!("/products/{}/reviews?sort=new", i % 97);
+        let values = [
+            Value::Int(i * 7919),
+            Value::Str(page.clone()),
+            Value::Float(i as f64 / 3.0),
+        ];
+        encode_row(&schema, &layout, &values, &mut block).unwrap();
+        events.push(
+            format!(
+                "{{\"user\":{},\"page\":\"{page}\",\"ms\":{}}}",
+                i * 7919,
+                i as f64 / 3.0
+            )
+            .into_bytes(),
+        );
+    }
+    let mut g = c.benchmark_group("rows");
+    g.sample_size(20).measurement_time(Duration::from_secs(3));
+    g.throughput(Throughput::Elements(1000));
+    for (name, codec) in [
+        ("append_rows/stored", None),
+        ("append_rows/zstd", Some((Codec::Zstd, 3))),
+    ] {
+        g.bench_function(name, |b| {
+            let dir = tempfile::tempdir().unwrap();
+            let q = QueueBuilder::new(dir.path())
+                .file_size(256 << 20)
+                .schema(schema.clone())
+                .open()
+                .unwrap();
+            let app = q.appender().unwrap();
+            b.iter(|| {
+                let r = app.append_rows(&block, 1000, codec).unwrap();
+                wait_written(&q, r.end);
+            });
+        });
+    }
+    g.bench_function("append_batch_together/zstd", |b| {
+        let dir = tempfile::tempdir().unwrap();
+        let q = QueueBuilder::new(dir.path())
+            .file_size(256 << 20)
+            .compression(Some(Compression {
+                codec: Codec::Zstd,
+                level: 3,
+                min_size: 0,
+            }))
+            .open()
+            .unwrap();
+        let app = q.appender().unwrap();
+        let records: Vec<Record<'_>> = events.iter().map(|e| Record::new(e)).collect();
+        b.iter(|| {
+            let r = app.append_batch_together(&records, None).unwrap();
+            wait_written(&q, r.end);
+        });
+    });
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    append_throughput,
+    read_throughput,
+    latency,
+    crc,
+    rows
+);
 criterion_main!(benches);

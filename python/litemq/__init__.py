@@ -44,11 +44,11 @@ from litemq._litemq import (
     NotFoundError,
     PoisonedError,
     ReadOnlyError,
+    SchemaError,
     Tailer,
     UnsupportedVersionError,
     WorkQueue,
     WrongKeyError,
-    SchemaError,
     __version__,
     release_memory,
 )
@@ -59,6 +59,7 @@ from litemq.consumers import ConsumerInfo
 from litemq.options import Batch
 from litemq.queue import Queue
 from litemq.retention import Retention, RetentionReport
+from litemq.schema import Aliases
 from litemq.stats import DataFileInfo, RecoveryReport, Stats
 from litemq.topics import TopicInfo
 from litemq.work_queue import WorkQueueInfo
@@ -68,6 +69,7 @@ __all__ = [
     "MAX_HEADER_NAME_LEN",
     "MAX_HEADER_VALUE_LEN",
     "MAX_KEY_LEN",
+    "Aliases",
     "Appender",
     "Archive",
     "ArchiveError",
@@ -98,6 +100,7 @@ __all__ = [
     "RestoreReport",
     "Retention",
     "RetentionReport",
+    "SchemaError",
     "Stats",
     "Tailer",
     "TopicInfo",
@@ -105,7 +108,6 @@ __all__ = [
     "WorkQueue",
     "WorkQueueInfo",
     "WrongKeyError",
-    "SchemaError",
     "__version__",
     "archive_queue",
     "open_archive",

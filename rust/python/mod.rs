@@ -12,7 +12,8 @@
 //! `fields.rs` (secondary indexes), `args.rs` (argument types), `options/`
 //! (the options of `litemq.Queue`), `results.rs` (`Stats`, `DataFileInfo`),
 //! `message.rs`, `errors.rs` (the exception tree), `buffer.rs` (bytes in,
-//! zero-copy views out), `time.rs` (datetimes), `batch.rs` (Arrow buffers),
+//! zero-copy views out), `time.rs` (datetimes), `typed.rs`
+//! (typed queues: events to rows and rows to dicts), `batch.rs` (Arrow buffers),
 //! `archive.rs` (CRC-64 and decoding of archived data files), `fork.rs`
 //! (handles used after `fork()`), `exit.rs` (threads in litemq calls at
 //! interpreter exit), `aio.rs` (the asyncio bridge's socket).
@@ -37,6 +38,7 @@ mod results;
 mod tailer;
 mod time;
 mod topic;
+mod typed;
 mod work_queue;
 
 use pyo3::prelude::*;
@@ -97,5 +99,7 @@ fn litemq_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<work_queue::WorkQueue>()?;
     m.add_class::<work_queue::Job>()?;
     m.add_class::<aio::Notifier>()?;
+    m.add_class::<typed::RowCodec>()?;
+    m.add_function(wrap_pyfunction!(typed::_schema_declare, m)?)?;
     Ok(())
 }

@@ -31,6 +31,8 @@ pub struct DataFileInfo {
     pub bytes_allocated: u64,
     /// Bytes of disk its sparse and dense indexes hold.
     pub index_bytes_allocated: u64,
+    /// The schema version of its rows (format 12); 0 for an untyped file.
+    pub schema_version: u32,
 }
 
 /// Figures describing a queue, for monitoring.
@@ -123,6 +125,7 @@ impl Queue {
                 bytes_written: crate::reader::tailer::written_bytes(&self.inner().catalog, f),
                 bytes_allocated: allocated_bytes(&self.inner().catalog.data_path(f.id)),
                 index_bytes_allocated: index_bytes(self.path(), f.id),
+                schema_version: f.header.schema_version,
             })
             .collect())
     }

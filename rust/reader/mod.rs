@@ -14,6 +14,7 @@ pub mod tailer;
 pub mod topic;
 pub(crate) mod topic_offsets;
 pub mod topics_summary;
+pub mod typed;
 pub mod wait;
 pub mod wake;
 pub mod watch;

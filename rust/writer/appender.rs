@@ -353,7 +353,8 @@ impl Appender {
     /// or when a row does not check against the schema (naming the row's
     /// index and why), or the block holds more or fewer than `count` rows;
     /// [`Error::InvalidArgument`] on an encrypted queue (row batches are not
-    /// sealed: append events one by one there).
+    /// sealed: append events one by one there) and while field indexes are
+    /// declared (as for [`Appender::append_batch_together`]).
     pub fn append_rows(
         &self,
         block: &[u8],
@@ -368,6 +369,15 @@ impl Appender {
             return Err(Error::InvalidArgument(format!(
                 "append_rows is not available on {why}: append the events one by one"
             )));
+        }
+        // Held until the rows are sent, as for `append_batch_together`.
+        let fields = b.fields.read().unwrap_or_else(|e| e.into_inner());
+        if !fields.is_empty() {
+            return Err(Error::InvalidArgument(
+                "append_rows is not available while field indexes are declared: \
+                 their builders do not look inside batches"
+                    .into(),
+            ));
         }
         let starts = split_rows(typed, block, count)?;
         let c = compress.map(|(codec, level)| Compression {
@@ -392,7 +402,9 @@ impl Appender {
             self.push_row_batch(&mut bundle, &block[starts[from]..starts[to]], to - from, c)?;
             from = to;
         }
-        self.send_bundle(bundle)
+        let sent = self.send_bundle(bundle);
+        drop(fields);
+        sent
     }
 
     /// Adds one row batch of `rows` rows (`block`) to `bundle`: compressed

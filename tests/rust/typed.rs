@@ -236,6 +236,11 @@ fn an_evolution_adds_a_version_and_rolls_to_a_new_file() {
     app.flush().unwrap();
     let files = data_files(dir.path());
     assert_eq!(files.len(), 2, "the new version starts a new file");
+    let infos = q.data_files().unwrap();
+    assert_eq!(
+        infos.iter().map(|f| f.schema_version).collect::<Vec<_>>(),
+        [1, 2]
+    );
     assert_eq!(header_schema_version(&files[0]), 1);
     assert_eq!(header_schema_version(&files[1]), 2);
     let all = read_all(&q);
@@ -724,4 +729,21 @@ fn a_row_batch_in_an_untyped_file_is_corrupted() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn rows_are_refused_while_field_indexes_are_declared() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path())
+        .schema(schema_v1())
+        .index(litemq::FieldIndexDef::new("region", "str").unwrap())
+        .open()
+        .unwrap();
+    let app = q.appender().unwrap();
+    match app.append_rows(&row_v1(1), 1, None) {
+        Err(Error::InvalidArgument(why)) => assert!(why.contains("field indexes"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    // Single events still go in (plain records, which the indexes read).
+    app.append(&row_v1(1)).unwrap();
 }

@@ -3,9 +3,13 @@
 //! engine stores rows as payloads and in row batches, the readers decode
 //! them into values ([`row::decode_row`]) or columns.
 
+pub mod arrow_in;
+pub mod columns;
 pub mod row;
 pub mod schema;
 
+pub use arrow_in::{encode_columns, ColumnIn};
+pub use columns::{Projection, RowDamage, TypedColumn, TypedColumns};
 pub use row::{decode_row, encode_row, RowLayout, Value};
 pub use schema::{Field, FieldType, Schema, SchemaError, SchemaVersions};
 

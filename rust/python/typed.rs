@@ -1,0 +1,548 @@
+//! Typed queues in Python: events (dicts, dataclass instances, msgspec
+//! Structs) to rows and rows back to dicts of the current schema
+//! (FORMAT.md "Typed records"; the schema itself comes from
+//! `litemq.schema` as JSON).
+//!
+//! [`Decoders`] holds every version of a queue's schema with its row layout
+//! and, per version, where each field of the current version lies in it
+//! (renames followed through every version's aliases), so a message of any
+//! version decodes under the current field names.
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyString};
+
+use super::args::type_name;
+use super::buffer::bytes_arg;
+use crate::format::typed::{
+    decode_row, encode_row, FieldType, RowLayout, Schema, SchemaVersions, Value,
+};
+use crate::Error;
+
+/// Every version of a queue's schema, ready to encode events of the
+/// current one and decode rows of any.
+pub(crate) struct Decoders {
+    versions: Arc<SchemaVersions>,
+    /// One per version, version `i + 1` at `i`.
+    layouts: Vec<RowLayout>,
+    /// Per version: for each current field, its index in that version.
+    projections: Vec<Vec<Option<usize>>>,
+    /// The current fields' names, as Python strings (dict keys).
+    names: Vec<Py<PyString>>,
+}
+
+fn schema_err(msg: impl Into<String>) -> PyErr {
+    Error::Schema(msg.into()).into()
+}
+
+impl Decoders {
+    pub(crate) fn new(py: Python<'_>, versions: Arc<SchemaVersions>) -> PyResult<Decoders> {
+        let current = versions
+            .current()
+            .ok_or_else(|| schema_err("the queue has no schema"))?;
+        let layouts = versions.versions.iter().map(RowLayout::of).collect();
+        let projections = (1..=versions.versions.len() as u32)
+            .map(|v| project(&versions, v))
+            .collect();
+        let names = current
+            .fields
+            .iter()
+            .map(|f| PyString::intern(py, &f.name).unbind())
+            .collect();
+        Ok(Decoders {
+            versions,
+            layouts,
+            projections,
+            names,
+        })
+    }
+
+    /// The current version.
+    pub(crate) fn current(&self) -> &Schema {
+        self.versions.current().expect("checked in new")
+    }
+
+    /// Every version.
+    pub(crate) fn versions(&self) -> &Arc<SchemaVersions> {
+        &self.versions
+    }
+
+    fn current_layout(&self) -> &RowLayout {
+        self.layouts.last().expect("checked in new")
+    }
+
+    /// Appends the row of `event` (current version) to `out`; a missing,
+    /// extra or mistyped field raises `SchemaError` naming it, and `out`
+    /// is then as it was.
+    pub(crate) fn encode(&self, event: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> PyResult<()> {
+        let values = self.values_of(event)?;
+        encode_row(self.current(), self.current_layout(), &values, out)
+            .map_err(|e| schema_err(e.0))
+    }
+
+    /// The values of `event`, one per current field.
+    fn values_of(&self, event: &Bound<'_, PyAny>) -> PyResult<Vec<Value>> {
+        let schema = self.current();
+        let get = Event::of(event)?;
+        get.check_names(schema)?;
+        schema
+            .fields
+            .iter()
+            .map(|f| {
+                let v = get.field(&f.name)?;
+                match v {
+                    None if f.nullable => Ok(Value::Null),
+                    None => Err(schema_err(format!(
+                        "field {:?} ({}) is missing from the event",
+                        f.name,
+                        f.ty.name()
+                    ))),
+                    Some(v) if v.is_none() => Ok(Value::Null),
+                    Some(v) => to_value(&v, f.ty).map_err(|why| {
+                        schema_err(format!("field {:?} ({}): {why}", f.name, f.ty.name()))
+                    }),
+                }
+            })
+            .collect()
+    }
+
+    /// The dict of `row`, a row of version `version`, under the current
+    /// fields' names: a field the version lacks is None, a renamed one
+    /// under its current name, a narrower value as it is.
+    pub(crate) fn decode<'py>(
+        &self,
+        py: Python<'py>,
+        row: &[u8],
+        version: u32,
+        at: Option<(std::path::PathBuf, u64, Option<u64>)>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let i = (version as usize)
+            .checked_sub(1)
+            .filter(|&i| i < self.layouts.len())
+            .ok_or_else(|| {
+                schema_err(format!(
+                    "the message is of schema version {version}, which this handle does not \
+                     know (it knows 1 to {}): open the queue again to read it",
+                    self.layouts.len()
+                ))
+            })?;
+        let values = decode_row(&self.layouts[i], row).map_err(|why| {
+            let (path, offset, seq) = at.unwrap_or_default();
+            Error::corrupted(
+                path,
+                offset,
+                seq,
+                format!("typed row of schema version {version}: {why}"),
+            )
+        })?;
+        let d = PyDict::new(py);
+        for ((name, at), f) in self.names.iter().zip(&self.projections[i]).zip(&self.current().fields) {
+            let v = match at {
+                Some(j) => to_python(py, &values[*j], f.ty)?,
+                None => py.None().into_bound(py),
+            };
+            d.set_item(name.bind(py), v)?;
+        }
+        Ok(d)
+    }
+}
+
+/// For each field of the current version, its index in version `v`:
+/// followed back one version at a time through its name or aliases.
+fn project(versions: &SchemaVersions, v: u32) -> Vec<Option<usize>> {
+    let all = &versions.versions;
+    let last = all.len() - 1;
+    all[last]
+        .fields
+        .iter()
+        .map(|f| {
+            let mut at = last;
+            let mut field = f;
+            while at + 1 > v as usize {
+                let older = &all[at - 1];
+                let found = older
+                    .fields
+                    .iter()
+                    .find(|o| o.name == field.name || field.aliases.contains(&o.name))?;
+                field = found;
+                at -= 1;
+            }
+            all[at].fields.iter().position(|o| o.name == field.name)
+        })
+        .collect()
+}
+
+/// How an event gives its fields: a mapping, or the attributes of a
+/// dataclass instance or a msgspec Struct.
+enum Event<'a, 'py> {
+    Dict(&'a Bound<'py, PyDict>),
+    Attrs(&'a Bound<'py, PyAny>, Vec<String>),
+}
+
+impl<'a, 'py> Event<'a, 'py> {
+    fn of(event: &'a Bound<'py, PyAny>) -> PyResult<Self> {
+        if let Ok(d) = event.cast::<PyDict>() {
+            return Ok(Event::Dict(d));
+        }
+        if event.is_instance_of::<PyBytes>()
+            || event.is_instance_of::<PyString>()
+            || event.is_instance_of::<pyo3::types::PyByteArray>()
+            || event.is_instance_of::<pyo3::types::PyMemoryView>()
+        {
+            return Err(schema_err(format!(
+                "a typed queue stores events, not {}: pass a dict, a dataclass instance \
+                 or a msgspec.Struct with the schema's fields",
+                type_name(event)
+            )));
+        }
+        let ty = event.get_type();
+        let names: Option<Vec<String>> = if let Ok(f) = ty.getattr("__struct_fields__") {
+            Some(f.extract()?)
+        } else if let Ok(f) = ty.getattr("__dataclass_fields__") {
+            let d = f.cast_into::<PyDict>()?;
+            Some(d.keys().extract()?)
+        } else {
+            None
+        };
+        match names {
+            Some(n) if !event.is_instance_of::<pyo3::types::PyType>() => Ok(Event::Attrs(event, n)),
+            _ => Err(schema_err(format!(
+                "a typed queue stores events: a dict, a dataclass instance or a msgspec.Struct, \
+                 not {}",
+                type_name(event)
+            ))),
+        }
+    }
+
+    /// A field the event has that the schema lacks raises, naming it.
+    fn check_names(&self, schema: &Schema) -> PyResult<()> {
+        let known = |n: &str| schema.fields.iter().any(|f| f.name == n);
+        let extra = match self {
+            Event::Dict(d) => {
+                let mut extra = None;
+                for k in d.keys() {
+                    let name = k.cast::<PyString>().map_err(|_| {
+                        schema_err(format!("event keys are field names (str), not {}", type_name(&k)))
+                    })?;
+                    let name = name.to_str()?;
+                    if !known(name) {
+                        extra = Some(name.to_string());
+                        break;
+                    }
+                }
+                extra
+            }
+            Event::Attrs(_, names) => names.iter().find(|n| !known(n)).cloned(),
+        };
+        match extra {
+            Some(name) => Err(schema_err(format!(
+                "field {name:?} is not in the queue's schema (its fields: {})",
+                schema
+                    .fields
+                    .iter()
+                    .map(|f| f.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    fn field(&self, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+        match self {
+            Event::Dict(d) => d.get_item(name),
+            Event::Attrs(obj, names) => {
+                if names.iter().any(|n| n == name) {
+                    Ok(Some(obj.getattr(name)?))
+                } else {
+                    Ok(None)
+                }
+            }
+        }
+    }
+}
+
+/// Python's datetime pieces, looked up once.
+struct Pieces {
+    datetime: Py<PyAny>,
+    date: Py<PyAny>,
+    epoch: Py<PyAny>,
+    one_us: Py<PyAny>,
+    decimal: Py<PyAny>,
+    date_from_ordinal: Py<PyAny>,
+}
+
+static PIECES: PyOnceLock<Pieces> = PyOnceLock::new();
+
+fn pieces(py: Python<'_>) -> PyResult<&'static Pieces> {
+    PIECES.get_or_try_init(py, || {
+        let m = py.import("datetime")?;
+        let datetime = m.getattr("datetime")?;
+        let utc = m.getattr("timezone")?.getattr("utc")?;
+        let kw = PyDict::new(py);
+        kw.set_item("tzinfo", utc)?;
+        let epoch = datetime.call((1970, 1, 1), Some(&kw))?;
+        let kw = PyDict::new(py);
+        kw.set_item("microseconds", 1)?;
+        let one_us = m.getattr("timedelta")?.call((), Some(&kw))?;
+        let date = m.getattr("date")?;
+        Ok(Pieces {
+            datetime: datetime.unbind(),
+            date_from_ordinal: date.getattr("fromordinal")?.unbind(),
+            date: date.unbind(),
+            epoch: epoch.unbind(),
+            one_us: one_us.unbind(),
+            decimal: py.import("decimal")?.getattr("Decimal")?.unbind(),
+        })
+    })
+}
+
+/// Days from 0001-01-01 (ordinal 1) to 1970-01-01.
+const EPOCH_ORDINAL: i64 = 719_163;
+
+fn int_of(v: &Bound<'_, PyAny>) -> Option<Result<i128, String>> {
+    if v.is_instance_of::<PyBool>() || !v.is_instance_of::<PyInt>() {
+        return None;
+    }
+    Some(v.extract::<i128>().map_err(|_| "out of range".to_string()))
+}
+
+/// `v` as the value of a field of type `ty`; the reason when it is not one.
+fn to_value(v: &Bound<'_, PyAny>, ty: FieldType) -> Result<Value, String> {
+    let py = v.py();
+    let want = |what: &str| format!("expected {what}, got {}", type_name(v));
+    let range = |n: i128| -> Result<i64, String> {
+        i64::try_from(n).map_err(|_| "out of range".to_string())
+    };
+    Ok(match ty {
+        FieldType::Bool => match v.cast::<PyBool>() {
+            Ok(b) => Value::Bool(b.is_true()),
+            Err(_) => return Err(want("a bool")),
+        },
+        FieldType::Int8 | FieldType::Int16 | FieldType::Int32 | FieldType::Int64 => {
+            match int_of(v) {
+                Some(n) => Value::Int(range(n?)?),
+                None => return Err(want("an int")),
+            }
+        }
+        FieldType::UInt8 | FieldType::UInt16 | FieldType::UInt32 | FieldType::UInt64 => {
+            match int_of(v) {
+                Some(n) => Value::UInt(u64::try_from(n?).map_err(|_| "out of range")?),
+                None => return Err(want("an int")),
+            }
+        }
+        FieldType::Float32 | FieldType::Float64 => {
+            if v.is_instance_of::<PyFloat>() || int_of(v).is_some() {
+                Value::Float(v.extract::<f64>().map_err(|e| e.to_string())?)
+            } else {
+                return Err(want("a float"));
+            }
+        }
+        FieldType::TimestampUs => {
+            if let Some(n) = int_of(v) {
+                return Ok(Value::Int(range(n?)?));
+            }
+            let p = pieces(py).map_err(|e| e.to_string())?;
+            if !v.is_instance(p.datetime.bind(py)).unwrap_or(false) {
+                return Err(want("a datetime or an int (µs since the epoch)"));
+            }
+            let aware = v
+                .call_method0("utcoffset")
+                .map(|o| !o.is_none())
+                .unwrap_or(false);
+            if !aware {
+                return Err(format!(
+                    "a naive datetime ({v}): give a timezone-aware one \
+                     (e.g. datetime.now(timezone.utc))"
+                ));
+            }
+            let us = v
+                .sub(p.epoch.bind(py))
+                .and_then(|d| d.floor_div(p.one_us.bind(py)))
+                .and_then(|n| n.extract::<i64>())
+                .map_err(|e| e.to_string())?;
+            Value::Int(us)
+        }
+        FieldType::Date32 => {
+            if let Some(n) = int_of(v) {
+                return Ok(Value::Int(range(n?)?));
+            }
+            let p = pieces(py).map_err(|e| e.to_string())?;
+            let is_date = v.is_instance(p.date.bind(py)).unwrap_or(false)
+                && !v.is_instance(p.datetime.bind(py)).unwrap_or(false);
+            if !is_date {
+                return Err(want("a date or an int (days since 1970-01-01)"));
+            }
+            let ordinal: i64 = v
+                .call_method0("toordinal")
+                .and_then(|o| o.extract())
+                .map_err(|e| e.to_string())?;
+            Value::Int(ordinal - EPOCH_ORDINAL)
+        }
+        FieldType::Decimal128 { scale, .. } => Value::Decimal(decimal_units(v, scale)?),
+        FieldType::String => match v.cast::<PyString>() {
+            Ok(s) => Value::Str(s.to_str().map_err(|e| e.to_string())?.to_owned()),
+            Err(_) => return Err(want("a str")),
+        },
+        FieldType::Binary => {
+            if v.is_instance_of::<PyString>() {
+                return Err(want("bytes"));
+            }
+            match bytes_arg(v, "value") {
+                Ok(b) => Value::Bytes(b.as_slice().to_vec()),
+                Err(_) => return Err(want("bytes")),
+            }
+        }
+    })
+}
+
+/// A `Decimal` (or an int) as its value × 10^scale, refused when that is
+/// not a whole number (more digits after the point than the scale).
+fn decimal_units(v: &Bound<'_, PyAny>, scale: u8) -> Result<i128, String> {
+    let py = v.py();
+    if let Some(n) = int_of(v) {
+        return n?
+            .checked_mul(10i128.pow(u32::from(scale)))
+            .ok_or_else(|| "out of range".to_string());
+    }
+    let p = pieces(py).map_err(|e| e.to_string())?;
+    if !v.is_instance(p.decimal.bind(py)).unwrap_or(false) {
+        return Err(format!("expected a Decimal or an int, got {}", type_name(v)));
+    }
+    let finite = v
+        .call_method0("is_finite")
+        .and_then(|b| b.extract::<bool>())
+        .unwrap_or(false);
+    if !finite {
+        return Err(format!("{v} is not a finite number"));
+    }
+    // (sign, digits, exponent): exact, whatever the context's precision.
+    let (sign, digits, exp): (i32, Vec<u8>, i64) = v
+        .call_method0("as_tuple")
+        .and_then(|t| t.extract())
+        .map_err(|e| e.to_string())?;
+    let shift = exp + i64::from(scale);
+    let mut n: i128 = 0;
+    let too_many = || "more digits than its precision".to_string();
+    for d in &digits {
+        n = n
+            .checked_mul(10)
+            .and_then(|n| n.checked_add(i128::from(*d)))
+            .ok_or_else(too_many)?;
+    }
+    if shift >= 0 {
+        for _ in 0..shift {
+            n = n.checked_mul(10).ok_or_else(too_many)?;
+        }
+    } else {
+        let cut = 10i128.checked_pow((-shift) as u32).ok_or_else(|| {
+            format!("{v} has more digits after the point than the scale {scale}")
+        })?;
+        if n % cut != 0 {
+            return Err(format!(
+                "{v} has more digits after the point than the scale {scale}"
+            ));
+        }
+        n /= cut;
+    }
+    Ok(if sign == 1 { -n } else { n })
+}
+
+/// `v` (a value of a field of type `ty` in its version) as Python sees
+/// the current field of type `ty`.
+fn to_python<'py>(py: Python<'py>, v: &Value, ty: FieldType) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match (v, ty) {
+        (Value::Null, _) => py.None().into_bound(py),
+        (Value::Bool(b), _) => PyBool::new(py, *b).to_owned().into_any(),
+        (Value::Int(n), FieldType::TimestampUs) => {
+            let p = pieces(py)?;
+            p.epoch.bind(py).add(p.one_us.bind(py).mul(*n)?)?
+        }
+        (Value::Int(n), FieldType::Date32) => {
+            let p = pieces(py)?;
+            p.date_from_ordinal.bind(py).call1((*n + EPOCH_ORDINAL,))?
+        }
+        (Value::Int(n), _) => n.into_pyobject(py)?.into_any(),
+        (Value::UInt(n), _) => n.into_pyobject(py)?.into_any(),
+        (Value::Float(x), _) => x.into_pyobject(py)?.into_any(),
+        (Value::Decimal(d), FieldType::Decimal128 { scale, .. }) => {
+            let p = pieces(py)?;
+            p.decimal.bind(py).call1((format!("{d}E-{scale}"),))?
+        }
+        (Value::Decimal(d), _) => d.into_pyobject(py)?.into_any(),
+        (Value::Str(s), _) => PyString::new(py, s).into_any(),
+        (Value::Bytes(b), _) => PyBytes::new(py, b).into_any(),
+    })
+}
+
+/// The schema versions after declaring `new` (one version's JSON, its
+/// `version` ignored) on `versions` (metadata.json's `schema` object, or
+/// None for a new queue): the same when the fields are the current ones, one
+/// more version for a valid evolution, else `SchemaError` saying why.
+#[pyfunction]
+#[pyo3(signature = (versions, new))]
+pub(crate) fn _schema_declare(versions: Option<&str>, new: &str) -> PyResult<String> {
+    let old = match versions {
+        None => SchemaVersions::default(),
+        Some(text) => {
+            let v: serde_json::Value = serde_json::from_str(text)
+                .map_err(|e| schema_err(format!("schema versions JSON: {e}")))?;
+            SchemaVersions::from_json_value(&v).map_err(|e| schema_err(e.0))?
+        }
+    };
+    let new = parse_new(new)?;
+    let out = old.declare(&new).map_err(|e| schema_err(e.0))?;
+    Ok(out.to_json_value().to_string())
+}
+
+/// One version's JSON as a schema, its version number forced to 1 (a
+/// declared schema's number is the queue's to give).
+fn parse_new(text: &str) -> PyResult<Schema> {
+    let mut v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| schema_err(format!("schema JSON: {e}")))?;
+    if let Some(o) = v.as_object_mut() {
+        o.insert("version".into(), 1.into());
+    }
+    Schema::from_json_value(&v).map_err(|e| schema_err(e.0))
+}
+
+/// Events to rows and back for one set of schema versions: what a typed
+/// queue's appender and messages use, exposed for `litemq.schema`'s
+/// checks and tests.
+#[pyclass(frozen, module = "litemq._litemq", name = "_RowCodec")]
+pub(crate) struct RowCodec {
+    pub(crate) inner: Arc<Decoders>,
+}
+
+#[pymethods]
+impl RowCodec {
+    /// From metadata.json's `schema` object as JSON text.
+    #[new]
+    fn new(py: Python<'_>, versions: &str) -> PyResult<Self> {
+        let v: serde_json::Value = serde_json::from_str(versions)
+            .map_err(|e| schema_err(format!("schema versions JSON: {e}")))?;
+        let versions = SchemaVersions::from_json_value(&v).map_err(|e| schema_err(e.0))?;
+        Ok(RowCodec {
+            inner: Arc::new(Decoders::new(py, Arc::new(versions))?),
+        })
+    }
+
+    /// The row of one event (current version).
+    fn encode<'py>(&self, py: Python<'py>, event: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+        let mut out = Vec::new();
+        self.inner.encode(event, &mut out)?;
+        Ok(PyBytes::new(py, &out))
+    }
+
+    /// The dict of a row of schema version `version`.
+    fn decode<'py>(&self, py: Python<'py>, row: &[u8], version: u32) -> PyResult<Bound<'py, PyDict>> {
+        self.inner.decode(py, row, version, None)
+    }
+
+    /// metadata.json's `schema` object as JSON text.
+    fn versions_json(&self) -> String {
+        self.inner.versions().to_json_value().to_string()
+    }
+}
