@@ -50,6 +50,7 @@ __all__ = [
     "WorkQueue",
     "WrongKeyError",
     "_Notifier",
+    "_RowCodec",
     "__version__",
     "_check_archive_key",
     "_check_batch",
@@ -74,6 +75,7 @@ __all__ = [
     "_parse_wait",
     "_restore_message",
     "_retention_tuple",
+    "_schema_declare",
     "_sealed_ends",
     "_sealed_summary",
     "_verify_sealed",
@@ -241,6 +243,8 @@ class Message:
     @property
     def tombstone(self) -> bool: ...
     @property
+    def value(self) -> dict[str, Any] | None: ...
+    @property
     def datetime(self) -> datetime: ...
     @property
     def position(self) -> tuple[str, int] | None: ...
@@ -257,6 +261,15 @@ class _Notifier:
     def drain(self) -> list[tuple[int, BaseException | None]]: ...
 
 @final
+class _RowCodec:
+    def __new__(cls, versions: str) -> Self: ...
+    def encode(self, event: object) -> bytes: ...
+    def decode(self, row: bytes, version: int) -> dict[str, Any]: ...
+    def versions_json(self) -> str: ...
+
+def _schema_declare(versions: str | None, new: str) -> str: ...
+
+@final
 class PayloadView:
     def __len__(self) -> int: ...
 
@@ -264,7 +277,7 @@ class PayloadView:
 class Appender:
     def append(
         self,
-        payload: Buffer,
+        payload: Buffer | Mapping[str, Any] | object,
         key: _Key | None = None,
         headers: Mapping[str, _HeaderValue] | None = None,
         *,
@@ -277,7 +290,10 @@ class Appender:
         compress: bool | Literal["zstd", "lz4", "gzip"] | None = None,
     ) -> int: ...
     def append_batch(
-        self, items: Iterable[_BatchItem], *, compress_together: bool = False
+        self,
+        items: Iterable[_BatchItem] | Iterable[object] | object,
+        *,
+        compress_together: bool = False,
     ) -> range: ...
     def delete(self, key: _Key) -> int: ...
     def flush(self) -> None: ...
@@ -417,6 +433,7 @@ class Queue:
         compact: bool | timedelta | float | str | None = None,
         encryption_key: bytes | None = None,
         encryption_key_file: str | PathLike[str] | None = None,
+        schema: str | None = None,
     ) -> Self: ...
     def appender(self) -> Appender: ...
     def __reduce__(self) -> NoReturn: ...
@@ -502,7 +519,7 @@ class Queue:
     def where(
         self,
         field: str,
-        op: Literal["=", "==", "between", "in", ">=", "<=", "prefix"],
+        op: Literal["=", "==", "!=", "<", ">", "between", "in", ">=", "<=", "prefix"] | str,
         value: Any,
         *,
         start: datetime | int | None = None,
@@ -521,6 +538,10 @@ class Queue:
     def read_only(self) -> bool: ...
     def __len__(self) -> int: ...
     def _stats(self) -> Stats: ...
+    def _schema_json(self) -> str | None: ...
+    def _read_typed(
+        self, start: int, end: int, max_rows: int, fields: list[str]
+    ) -> dict[str, Any]: ...
     def _read_batch(
         self,
         start: int,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -10,7 +11,8 @@ from datetime import datetime, timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self
 
-from litemq import _litemq, arrow
+from litemq import _litemq, _typed, arrow
+from litemq import schema as _schema
 from litemq.compaction import DEFAULT_GRACE, CompactReport
 from litemq.consumers import ConsumerInfo
 from litemq.options import FlushSpec, RollSpec, WaitSpec
@@ -117,6 +119,16 @@ class Queue(_litemq.Queue):
     - ``encryption_key_file`` (``None``): the key read from a file instead
       (32 raw bytes, or 64 hex digits); not with ``encryption_key``.
 
+    - ``schema`` (``None``: as stored, else untyped): makes the queue a
+      *typed journal*: a ``pyarrow.Schema``, a dataclass type or a
+      ``msgspec.Struct`` type (mapped as `litemq.schema` says). Messages are
+      then events of it (``append(event)``, ``append_batch`` of events or of
+      a ``pyarrow.RecordBatch``/``Table``), stored as compact rows
+      (docs/FORMAT.md, "Typed records") and read back as typed columns by
+      `read_arrow` and as dicts by ``Message.value``. Remembered; a later
+      open with another schema evolves it (a nullable field added, an int
+      widened, a field renamed with aliases) or raises `SchemaError`
+      saying why. See the README's "Typed journals".
     - ``indexes`` (``None``): secondary indexes on header fields, a dict of
       header name to ``"str"`` or ``"int"`` (``{"customer": "str"}``); each
       sealed data file gets one index file per field, read by `where`.
@@ -175,9 +187,11 @@ class Queue(_litemq.Queue):
         compact: bool | timedelta | float | str | None = None,
         encryption_key: bytes | None = None,
         encryption_key_file: str | os.PathLike[str] | None = None,
+        schema: _schema.SchemaLike | None = None,
     ) -> Self:
         if not isinstance(path, str | os.PathLike):
             raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
+        schema_json = None if schema is None else _schema.to_json(schema)
         # The options are checked and converted once, by the native module.
         return super().__new__(
             cls,
@@ -203,6 +217,7 @@ class Queue(_litemq.Queue):
             encryption_key_file=(
                 None if encryption_key_file is None else os.fspath(encryption_key_file)
             ),
+            schema=schema_json,
         )
 
     def __enter__(self) -> Self:
@@ -366,6 +381,88 @@ class Queue(_litemq.Queue):
         grace_us = 0 if no_grace else parse_age(grace, "grace") // timedelta(microseconds=1)
         return self._compact(grace_us, progress)
 
+    @property
+    def schema(self) -> pa.Schema | None:
+        """A typed queue's current schema as a ``pyarrow.Schema`` (the types
+        `read_arrow` returns; a field's former names in its metadata
+        ``b"aliases"``, the version in the schema metadata
+        ``b"litemq.version"``); None for an untyped queue.
+
+        >>> q.schema.names
+        ['time', 'symbol', 'price', 'size', 'side', 'id']
+        """
+        versions = self._schema_doc()
+        return None if versions is None else _schema.to_arrow(versions[-1])
+
+    def schema_versions(self) -> list[pa.Schema]:
+        """Every version of a typed queue's schema, oldest first (the last is
+        `schema`); empty for an untyped queue.
+
+        >>> [s.metadata[b"litemq.version"] for s in q.schema_versions()]
+        [b'1', b'2']
+        """
+        return [_schema.to_arrow(v) for v in self._schema_doc() or []]
+
+    def _schema_doc(self) -> list[dict[str, Any]] | None:
+        """The schema versions as stored (metadata.json's ``schema.versions``)."""
+        text = self._schema_json()
+        if text is None:
+            return None
+        versions: list[dict[str, Any]] = json.loads(text)["versions"]
+        return versions
+
+    def where(
+        self,
+        field: str,
+        op: str,
+        value: Any,
+        *,
+        start: datetime | int | None = None,
+        end: datetime | int | None = None,
+        limit: int | None = None,
+    ) -> list[_litemq.Message]:
+        """Messages whose header `field` (a declared index) or, on a typed
+        queue, whose schema field `field` satisfies `op`, in sequence order,
+        written in ``[start, end)`` (aware datetimes or µs since the epoch),
+        at most `limit`.
+
+        Header indexes: "=" `value`, "between" ``(low, high)`` (both
+        included), "in" a list of values, ">=" / "<=" a bound (included),
+        "prefix" (str indexes). Sealed files are read through their index (a
+        file whose min/max excludes the query is skipped unread); the active
+        file through an in-memory index this handle extends at each query;
+        files whose index is missing or damaged are scanned. Every message
+        returned is checked against the query.
+
+        Schema fields (no index to declare): the same ops and "!=", "<",
+        ">", compared as the field's type (`read_arrow`'s ``where``); the
+        rows are decoded column-wise and filtered.
+
+        >>> [m.seq for m in q.where("customer", "=", "c7")]
+        [0, 12]
+        >>> [m.value["price"] for m in q.where("symbol", "=", "AAPL", limit=1)]
+        [189.5]
+        """
+        fields = self._schema_fields()
+        if field not in fields or field in self.indexes:
+            where: list[_litemq.Message] = super().where(
+                field, op, value, start=start, end=end, limit=limit
+            )
+            return where
+        rows = self.read_arrow(
+            columns=["seq"],
+            max_rows=limit,
+            where=(field, op, value),
+            start_time=start,
+            end_time=end,
+        )
+        return [self.get(s) for s in rows.column("seq").to_pylist()]
+
+    def _schema_fields(self) -> dict[str, dict[str, Any]]:
+        """The current schema's fields by name (empty when untyped)."""
+        versions = self._schema_doc()
+        return {} if versions is None else {f["name"]: f for f in versions[-1]["fields"]}
+
     def read_arrow(
         self,
         start: int | None = None,
@@ -451,6 +548,17 @@ class Queue(_litemq.Queue):
         it). Damage that no frame holds (a sealed file's footer CRC failing
         where every frame checks out) still raises ``CorruptedError``.
 
+        A typed queue (``Queue(path, schema=...)``) returns ``seq``,
+        ``timestamp`` and one column per field of its current schema, of the
+        field's Arrow type (`schema`; rows of older schema versions are shown
+        in the current one: a field they lack is null), built in Rust from
+        the rows; ``columns`` picks among those, and ``where``, ``(field, op,
+        value)`` with op one of ``=``, ``!=``, ``<``, ``<=``, ``>``, ``>=``,
+        ``between``, ``in``, ``prefix``, keeps the rows where a schema field
+        satisfies it (no index needed; ``max_rows`` counts the rows kept).
+        ``topic``, ``tags``, ``queue_id``, ``raw``, ``fields`` and
+        ``on_damage="skip"`` raise ``ValueError`` there.
+
         ``key_text`` and ``headers_text``, named in ``columns``, give text
         keys and header values as strings (`litemq.arrow.TEXT_FIELDS`: the
         default columns with them in place of ``key`` and ``headers``).
@@ -464,6 +572,14 @@ class Queue(_litemq.Queue):
         """
         if on_damage not in ("raise", "skip"):
             raise ValueError(f"on_damage must be 'raise' or 'skip', not {on_damage!r}")
+        typed = self._schema_fields()
+        if typed:
+            _typed_only(topic, tags, queue_id, raw, fields, on_damage)
+            tplan = self._typed_plan(
+                typed, start, end, max_rows, columns, where, start_time, end_time
+            )
+            parts = list(self._typed_batches(tplan, None))
+            return arrow.concat(parts) if parts else _typed.empty_batch(tplan.names, typed)
         if on_damage == "skip" and (
             raw or fields or where is not None or topic or tags is not None or queue_id is not None
         ):
@@ -527,6 +643,13 @@ class Queue(_litemq.Queue):
         size = _seq_arg(batch_size, "batch_size")
         if size == 0:
             raise ValueError("batch_size must be > 0")
+        typed = self._schema_fields()
+        if typed:
+            _typed_only(topic, tags, queue_id, raw, fields, "raise")
+            tplan = self._typed_plan(typed, start, end, None, columns, None, start_time, end_time)
+            return pa.RecordBatchReader.from_batches(
+                _typed.arrow_schema(tplan.names, typed), self._typed_batches(tplan, size)
+            )
         plan = self._arrow_plan(
             start,
             end,
@@ -549,6 +672,81 @@ class Queue(_litemq.Queue):
         """The Arrow C stream of every message (the default columns of
         `read_arrow`), for ``pa.table(q)``, ``pl.from_arrow(q)`` and DuckDB."""
         return self.arrow_reader().__arrow_c_stream__(requested_schema)
+
+    def _typed_plan(
+        self,
+        typed: dict[str, dict[str, Any]],
+        start: int | None,
+        end: int | None,
+        max_rows: int | None,
+        columns: Sequence[str] | None,
+        where: tuple[str, str, Any] | None,
+        start_time: datetime | int | None,
+        end_time: datetime | int | None,
+    ) -> _TypedPlan:
+        """A typed queue's `read_arrow` arguments, checked once."""
+        names = _typed.column_names(columns, typed)
+        read = [n for n in names if n in typed]
+        if where is not None:
+            if not (isinstance(where, tuple) and len(where) == 3):
+                raise TypeError("where must be a (field, op, value) tuple")
+            if where[0] not in typed:
+                raise ValueError(
+                    f"where: {where[0]!r} is not a field of the queue's schema ({', '.join(typed)})"
+                )
+            if where[0] not in read:
+                read.append(where[0])
+        lo, hi, remaining = self._range(start, end, max_rows, start_time, end_time)
+        return _TypedPlan(lo, hi, remaining, names, read, where, typed)
+
+    def _typed_batches(self, plan: _TypedPlan, batch_size: int | None) -> Iterator[pa.RecordBatch]:
+        """The record batches of a typed read, each of at most ``batch_size``
+        rows; with ``where``, the rows it keeps (``remaining`` counts them)."""
+        lo, hi, remaining = plan.lo, plan.hi, plan.remaining
+        where_type = (
+            None if plan.where is None else _schema.arrow_type(plan.fields[plan.where[0]]["type"])
+        )
+        while remaining > 0 and lo < hi:
+            want = remaining if batch_size is None else min(remaining, batch_size)
+            if plan.where is not None:
+                want = max(want, 65_536)
+            cols: dict[str, Any] = self._read_typed(lo, hi, want, plan.read)
+            rows = int(cols["rows"])
+            if rows:
+                batch = _typed.record_batch(cols, tuple(plan.read_names), plan.read, plan.fields)
+                if plan.where is not None and where_type is not None:
+                    batch = batch.filter(_typed.where_mask(batch, plan.where, where_type))
+                    batch = batch.slice(0, min(batch.num_rows, remaining))
+                    batch = batch.select(list(plan.names))
+                if batch.num_rows:
+                    remaining -= batch.num_rows
+                    yield batch
+            after = int(cols["next"])
+            if after <= lo and rows == 0:
+                break
+            lo = after
+
+    def _range(
+        self,
+        start: int | None,
+        end: int | None,
+        max_rows: int | None,
+        start_time: datetime | int | None,
+        end_time: datetime | int | None,
+    ) -> tuple[int, int, int]:
+        """``(lo, hi, rows at most)`` of a read's range arguments."""
+        first, nxt = self.first_seq, self.next_seq
+        lo = first if start is None else _seq_arg(start, "start")
+        hi = nxt if end is None else _seq_arg(end, "end")
+        if start_time is not None:
+            lo = max(lo, self._seq_at_time(start_time))
+        if end_time is not None:
+            hi = min(hi, self._seq_at_time(end_time))
+        lo, hi = max(lo, first), min(hi, nxt)
+        remaining = max(hi - lo, 0)
+        if max_rows is not None:
+            remaining = min(remaining, _seq_arg(max_rows, "max_rows"))
+        return lo, hi, remaining
 
     def _arrow_plan(
         self,
@@ -578,17 +776,7 @@ class Queue(_litemq.Queue):
             if not (isinstance(where, tuple) and len(where) == 3):
                 raise TypeError("where must be a (field, op, value) tuple")
             flags["where_"] = where
-        first, nxt = self.first_seq, self.next_seq
-        lo = first if start is None else _seq_arg(start, "start")
-        hi = nxt if end is None else _seq_arg(end, "end")
-        if start_time is not None:
-            lo = max(lo, self._seq_at_time(start_time))
-        if end_time is not None:
-            hi = min(hi, self._seq_at_time(end_time))
-        lo, hi = max(lo, first), min(hi, nxt)
-        remaining = max(hi - lo, 0)
-        if max_rows is not None:
-            remaining = min(remaining, _seq_arg(max_rows, "max_rows"))
+        lo, hi, remaining = self._range(start, end, max_rows, start_time, end_time)
         if topic is not None or tags is not None or queue_id is not None:
             flags.update(topic=topic, tags=tags, queue_id=queue_id)
         return _ArrowPlan(lo, hi, remaining, names, extra, raw, flags)
@@ -696,6 +884,56 @@ class _ArrowPlan:
     extra: tuple[tuple[str, str], ...]
     raw: bool
     flags: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _TypedPlan:
+    """A checked `Queue.read_arrow` of a typed queue: sequences ``[lo, hi)``,
+    at most ``remaining`` rows (kept by ``where``), the columns returned,
+    the schema fields read (``where``'s too) and the current fields."""
+
+    lo: int
+    hi: int
+    remaining: int
+    names: tuple[str, ...]
+    read: list[str]
+    where: tuple[str, str, Any] | None
+    fields: dict[str, dict[str, Any]]
+
+    @property
+    def read_names(self) -> list[str]:
+        """The columns a read builds: those returned, then ``where``'s field."""
+        return list(self.names) + [n for n in self.read if n not in self.names]
+
+
+def _typed_only(
+    topic: str | None,
+    tags: Iterable[str] | None,
+    queue_id: int | None,
+    raw: bool,
+    fields: Sequence[str] | None,
+    on_damage: str,
+) -> None:
+    """Refuses the arguments of an untyped read on a typed queue."""
+    given = [
+        name
+        for name, v in (
+            ("topic", topic),
+            ("tags", tags),
+            ("queue_id", queue_id),
+            ("fields", fields),
+        )
+        if v is not None
+    ]
+    if raw:
+        given.append("raw")
+    if on_damage != "raise":
+        given.append("on_damage")
+    if given:
+        raise ValueError(
+            f"read_arrow of a typed queue returns seq, timestamp and the schema's fields: "
+            f"{', '.join(given)} do not apply (read them with a tailer)"
+        )
 
 
 def _batches(tailer: _litemq.Tailer, n: int, stop: int | None) -> Iterator[list[_litemq.Message]]:

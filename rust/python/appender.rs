@@ -1,5 +1,7 @@
 //! `Appender`: writes messages to a queue.
 
+use std::sync::Arc;
+
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyRange, PyString, PyTuple};
@@ -10,6 +12,7 @@ use super::buffer::{bytes_arg, BytesArg};
 use super::exit;
 use super::fork::ForkSafe;
 use super::topic::QueueId;
+use super::typed::{self, Decoders};
 use super::{options, topic};
 use crate::format::record::{Compress, HeaderField};
 use crate::{Clock, Codec, Compression, Record, SystemClock};
@@ -34,6 +37,8 @@ pub(crate) struct Appender {
     /// Appends wait for the disk (flush="sync"): release the GIL for them.
     blocking: bool,
     path: String,
+    /// A typed queue's schema: appends take events, encoded into rows.
+    typed: Option<Arc<Decoders>>,
 }
 
 impl Appender {
@@ -42,7 +47,68 @@ impl Appender {
             inner: ForkSafe::new(inner),
             blocking,
             path,
+            typed: None,
         }
+    }
+
+    /// The appender of a typed queue (`typed`: its schema), or as it is.
+    pub(crate) fn typed(self, typed: Option<Arc<Decoders>>) -> Self {
+        Appender { typed, ..self }
+    }
+
+    /// `append_batch` on a typed queue: events, or a `pyarrow.RecordBatch`
+    /// or `Table` (column-wise), encoded into one block of rows, appended as
+    /// row batches. Nothing is stored when an event or a column is refused.
+    fn append_typed_batch<'py>(
+        &self,
+        py: Python<'py>,
+        t: &Decoders,
+        items: &Bound<'py, PyAny>,
+        compress_together: bool,
+    ) -> PyResult<Bound<'py, PyRange>> {
+        let app = self.inner.get()?;
+        let compress = if compress_together {
+            let c = app.compression().ok_or_else(|| {
+                PyValueError::new_err(
+                    "compress_together needs a codec: give the queue a compression option",
+                )
+            })?;
+            Some((c.codec, c.level))
+        } else {
+            None
+        };
+        let mut block = Vec::new();
+        let helper = py.import("litemq._typed")?;
+        let count = if helper
+            .getattr("is_arrow_data")?
+            .call1((items,))?
+            .is_truthy()?
+        {
+            let version = t.current().to_json();
+            let batches = helper.getattr("arrow_batches")?.call1((items, version))?;
+            let mut count = 0usize;
+            for b in batches.try_iter()? {
+                let (rows, cols): (usize, Vec<Bound<'py, PyAny>>) = b?.extract()?;
+                typed::encode_arrow(t, &cols, rows, &mut block)?;
+                count += rows;
+            }
+            count
+        } else {
+            if items.is_instance_of::<PyBytes>() || items.is_instance_of::<PyString>() {
+                return Err(PyTypeError::new_err(
+                    "append_batch takes an iterable of events or a pyarrow RecordBatch/Table",
+                ));
+            }
+            let mut count = 0usize;
+            for (i, ev) in items.try_iter()?.enumerate() {
+                t.encode(&ev?, &mut block)
+                    .map_err(|e| typed::in_item(py, e, i))?;
+                count += 1;
+            }
+            count
+        };
+        let range = exit::detach(py, || app.append_rows(&block, count, compress))?;
+        PyRange::new(py, range.start as isize, range.end as isize)
     }
 }
 
@@ -599,7 +665,21 @@ impl Appender {
         compress: Option<Arg<CompressArg>>,
     ) -> PyResult<u64> {
         let app = self.inner.get()?;
-        let payload = bytes_arg(payload, "payload")?;
+        // A typed queue stores the row of the event given as `payload`.
+        let row;
+        let arg;
+        let bytes: &[u8] = match &self.typed {
+            Some(t) => {
+                let mut out = Vec::new();
+                t.encode(payload, &mut out)?;
+                row = out;
+                &row
+            }
+            None => {
+                arg = bytes_arg(payload, "payload")?;
+                arg.as_slice()
+            }
+        };
         let plain = key.is_none()
             && headers.is_none()
             && topic.is_none()
@@ -610,7 +690,6 @@ impl Appender {
             && expires_at.is_none()
             && compress.is_none();
         if plain {
-            let bytes = payload.as_slice();
             // Several writer processes: under this process's lease the append
             // returns at once, and releasing the GIL would cost more than it.
             // If the lease ends meanwhile, this one append waits for this
@@ -633,7 +712,7 @@ impl Appender {
             app.compression(),
         )?;
         let borrowed = Borrowed::new(headers.as_ref(), &fields)?;
-        let record = borrowed.record(payload.as_slice(), key.as_ref(), &fields)?;
+        let record = borrowed.record(bytes, key.as_ref(), &fields)?;
         if self.blocking {
             return Ok(exit::detach(py, || app.append_record(&record))?);
         }
@@ -670,6 +749,9 @@ impl Appender {
         items: &Bound<'py, PyAny>,
         compress_together: bool,
     ) -> PyResult<Bound<'py, PyRange>> {
+        if let Some(t) = &self.typed {
+            return self.append_typed_batch(py, t, items, compress_together);
+        }
         let app = self.inner.get()?;
         if items.is_instance_of::<PyBytes>() || items.is_instance_of::<PyString>() {
             return Err(PyTypeError::new_err(

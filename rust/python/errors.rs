@@ -513,3 +513,8 @@ pub(crate) fn forked() -> PyErr {
 pub(crate) fn closed() -> PyErr {
     Error::Closed.into()
 }
+
+/// Whether `err` is a `litemq.SchemaError`.
+pub(crate) fn is_schema(py: Python<'_>, err: &PyErr) -> bool {
+    types(py).is_ok_and(|t| err.is_instance(py, t.schema.bind(py)))
+}

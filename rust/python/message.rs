@@ -64,6 +64,9 @@ struct Rare {
     codec: Option<crate::Codec>,
     /// A tombstone: the key's value was deleted.
     tombstone: bool,
+    /// The schema version of its row (0: untyped), for a message whose
+    /// data file no `view` tells.
+    schema_version: u32,
 }
 
 impl Rare {
@@ -223,6 +226,7 @@ impl Message {
                 file: sealed.then(|| m.mapping().path().display().to_string()),
                 codec,
                 tombstone: m.is_tombstone(),
+                schema_version: if sealed { m.schema_version() } else { 0 },
             }
             .boxed()
         };
@@ -266,6 +270,7 @@ impl Message {
             ),
             codec: m.codec,
             tombstone: m.tombstone,
+            schema_version: m.schema_version,
         };
         Ok(Message {
             seq: m.seq,
@@ -380,6 +385,44 @@ impl Message {
     #[getter]
     fn tombstone(&self) -> bool {
         self.rare().is_some_and(|r| r.tombstone)
+    }
+
+    /// A typed queue's event (`Queue(path, schema=...)`) as a dict of the
+    /// queue's current schema fields, decoded from the row `payload` holds:
+    /// a field the message's schema version lacks is None, a renamed field
+    /// is under its current name. None for a message of an untyped queue, a
+    /// tombstone, or a message unpickled. Needs a handle of the queue open
+    /// in this process (the one it was read from, usually); `SchemaError`
+    /// otherwise, or for a version newer than that handle knows.
+    ///
+    /// >>> q.get(0).value
+    /// {'time': 1764667800000000, 'symbol': 'AAPL', 'price': 189.5, 'size': 100, 'side': 1, 'id': 1}
+    #[getter]
+    fn value<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        if self.tombstone() {
+            return Ok(None);
+        }
+        let (file, version) = match (&self.view, self.rare()) {
+            (Some((map, _)), _) => (map.path().to_path_buf(), schema_version_of(map)),
+            (None, Some(r)) => match &r.file {
+                Some(f) => (std::path::PathBuf::from(f), r.schema_version),
+                None => return Ok(None),
+            },
+            (None, None) => return Ok(None),
+        };
+        if version == 0 {
+            return Ok(None);
+        }
+        let Some(d) = super::typed::decoders_for_file(py, &file)? else {
+            return Err(crate::Error::Schema(format!(
+                "message {} is an event of a typed queue that no handle in this process                  has open: open it (litemq.Queue(path)) to decode its value",
+                self.seq
+            ))
+            .into());
+        };
+        let at = Some((file, self.frame_at, Some(self.seq)));
+        d.decode(py, self.payload.bind(py).as_bytes(), version, at)
+            .map(Some)
     }
 
     /// The timestamp as a timezone-aware `datetime` in UTC.
@@ -545,6 +588,18 @@ impl Message {
     }
 }
 
+/// The schema version data file `map`'s header records: bytes 52..56 of a
+/// file of format 12 or later (FORMAT.md "Typed records"), 0 before. The
+/// header was checked when the file was listed.
+fn schema_version_of(map: &Mapping) -> u32 {
+    const TYPED_SINCE: u32 = 12;
+    let head = map.as_slice();
+    match crate::format::le_u32(head, 8) {
+        Some(v) if v >= TYPED_SINCE => crate::format::le_u32(head, 52).unwrap_or(0),
+        _ => 0,
+    }
+}
+
 /// Rebuilds a pickled `Message` (see `Message.__reduce__`).
 #[pyfunction]
 #[pyo3(signature = (seq, timestamp, payload, key, headers, position, fields=None, stored=(None, false)))]
@@ -579,6 +634,8 @@ pub(crate) fn _restore_message(
         file,
         codec: stored.0.and_then(|c| crate::Codec::try_from(c).ok()),
         tombstone: stored.1,
+        // Not pickled: `value` of an unpickled message is None.
+        schema_version: 0,
     };
     Message {
         seq,

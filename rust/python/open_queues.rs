@@ -15,6 +15,8 @@ use crate::storage::mapped::fork_generation;
 pub(crate) struct Core {
     pub(crate) queue: crate::Queue,
     readers: Mutex<Readers>,
+    /// A typed queue's encoders and decoders (`typed.rs`).
+    pub(crate) typed: super::typed::TypedCache,
 }
 
 #[derive(Default)]
@@ -37,6 +39,7 @@ impl Core {
         let core = Arc::new(Core {
             queue,
             readers: Mutex::new(Readers::default()),
+            typed: Default::default(),
         });
         let mut open = lock(&OPEN);
         open.retain(|(_, q)| q.strong_count() > 0);

@@ -24,6 +24,7 @@ use super::results;
 use super::tailer::{Plain, Reader, Tailer};
 use super::time;
 use super::topic::{self, QueueId, Tags};
+use super::typed::Decoders;
 use super::work_queue::{self, WorkQueue};
 use crate::{ConsumerOptions, DeadLetterSink, WorkQueueOptions};
 
@@ -36,6 +37,8 @@ pub(crate) struct Queue {
     /// Appends wait for the I/O thread (`Sync` flushes, or several writer
     /// processes): release the GIL while they do.
     blocking_appends: bool,
+    /// Most bytes a compressed row batch may declare (typed reads).
+    max_decompressed: usize,
 }
 
 /// `(start, end, limit)` of `find` and `where`.
@@ -63,6 +66,13 @@ impl Queue {
         Ok(&self.core()?.queue)
     }
 
+    /// A typed queue's encoders and decoders (None: untyped), for the
+    /// schema versions the engine knows now.
+    pub(crate) fn typed(&self, py: Python<'_>) -> PyResult<Option<Arc<Decoders>>> {
+        let core = self.core()?;
+        core.typed.get(py, &core.queue)
+    }
+
     /// The queue, or `ClosedError` once closed (for the calls that would
     /// otherwise answer from the files as last seen).
     fn open_queue(&self) -> PyResult<&crate::Queue> {
@@ -83,7 +93,7 @@ impl Queue {
         key_index=None, retention=None, multi_writer=None, indexes=None, compression=None,
         compression_level=None, compression_min_size=None, max_decompressed_size=None,
         compact=None,
-        encryption_key=None, encryption_key_file=None,
+        encryption_key=None, encryption_key_file=None, schema=None,
     ))]
     #[expect(
         clippy::too_many_arguments,
@@ -111,12 +121,14 @@ impl Queue {
         compact: Option<Arg<options::CompactOnRoll>>,
         encryption_key: Option<Arg<options::EncryptionKey>>,
         encryption_key_file: Option<PathBuf>,
+        schema: Option<String>,
     ) -> PyResult<Self> {
         // Every option is parsed (options/) before anything is opened.
         let options::Opening {
             builder,
             read_only,
             sync_flush,
+            max_decompressed,
         } = options::OpenArgs {
             file_size,
             roll,
@@ -137,17 +149,26 @@ impl Queue {
             compact,
             encryption_key,
             encryption_key_file,
+            schema: schema.clone(),
         }
         .builder(&path)?;
         let queue = exit::detach(py, || builder.open())?;
+        if let (Some(json), false) = (&schema, read_only) {
+            declare_now(py, &queue, json)?;
+        }
         // `Sync` flushes, or several writers (given or remembered): an append
         // returns once written.
         let blocking_appends = sync_flush || queue.is_multi_writer();
+        let core = Core::new(queue);
+        if core.queue.schema_versions().is_some() {
+            super::typed::register(&core);
+        }
         Ok(Queue {
-            inner: ForkSafe::new(Core::new(queue)),
+            inner: ForkSafe::new(core),
             path: path.display().to_string(),
             read_only,
             blocking_appends,
+            max_decompressed,
         })
     }
 
@@ -169,7 +190,8 @@ impl Queue {
         // The first one takes the writer lock and recovers: without the GIL.
         let queue = self.queue()?;
         let app = exit::detach(py, || queue.appender())?;
-        Ok(Appender::new(app, self.blocking_appends, self.path.clone()))
+        let typed = self.typed(py)?;
+        Ok(Appender::new(app, self.blocking_appends, self.path.clone()).typed(typed))
     }
 
     /// A tailer starting at `start`: "start" (the first message, default),
@@ -819,6 +841,62 @@ impl Queue {
         Ok(exit::detach(py, || q.len()) as usize)
     }
 
+    /// A typed queue's schema versions as metadata.json's `schema` object
+    /// (JSON text); None for an untyped queue.
+    fn _schema_json(&self) -> PyResult<Option<String>> {
+        Ok(self
+            .queue()?
+            .schema_versions()
+            .map(|v| v.to_json_value().to_string()))
+    }
+
+    /// A typed queue's columns of messages `[start, end)`, at most
+    /// `max_rows`, for `litemq.Queue.read_arrow`: `rows`, `next` (the
+    /// sequence to read on from), `seq` and `timestamp` (i64 words), and
+    /// `columns`, one `(validity or None, data, offsets or None)` per field
+    /// named in `fields`, in Arrow's layout, handed over without a copy.
+    fn _read_typed<'py>(
+        &self,
+        py: Python<'py>,
+        start: u64,
+        end: u64,
+        max_rows: usize,
+        fields: Vec<String>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        use super::buffer::PayloadView;
+        let queue = self.queue()?;
+        let limit = self.max_decompressed;
+        let b = exit::detach(py, || {
+            super::typed::read_typed(queue, (start, end, max_rows), &fields, limit)
+        })?;
+        let d = PyDict::new(py);
+        d.set_item("rows", b.rows)?;
+        d.set_item("next", b.next_seq)?;
+        d.set_item("seq", PayloadView::owning_i64(b.seq).memoryview(py)?)?;
+        d.set_item(
+            "timestamp",
+            PayloadView::owning_i64(b.timestamp).memoryview(py)?,
+        )?;
+        let cols = PyList::empty(py);
+        for c in b.columns.columns {
+            let validity = match c.nulls {
+                0 => None,
+                _ => Some(PayloadView::owning(c.valid).memoryview(py)?),
+            };
+            let offsets = match c.ty.is_var() {
+                true => Some(PayloadView::owning_i32(c.offsets).memoryview(py)?),
+                false => None,
+            };
+            cols.append((
+                validity,
+                PayloadView::owning(c.data).memoryview(py)?,
+                offsets,
+            ))?;
+        }
+        d.set_item("columns", cols)?;
+        Ok(d)
+    }
+
     /// Counters and sizes, a `litemq.Stats` (`litemq.Queue.stats`).
     fn _stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         results::stats(py, &self.open_queue()?.stats())
@@ -929,6 +1007,29 @@ impl Queue {
             Err(_) => format!("litemq.Queue({:?}) (from parent process)", self.path),
         }
     }
+}
+
+/// Declares a schema that differs from the queue's current one now rather
+/// than at the first write (the engine's writer declares it when it starts):
+/// an incompatible one raises `SchemaError` from `Queue(...)`, and a new
+/// version is what `schema` shows from the open on. Declaring is a write:
+/// the handle takes the writer lock here.
+fn declare_now(py: Python<'_>, queue: &crate::Queue, json: &str) -> PyResult<()> {
+    let declared = super::typed::parse_new(json)?;
+    let current = queue.schema_versions();
+    let same = current
+        .as_ref()
+        .and_then(|v| v.current())
+        .is_some_and(|c| c.same_fields(&declared));
+    if same {
+        return Ok(());
+    }
+    if let Some(v) = &current {
+        // Refused before the writer starts (and locks): the reason names the field.
+        v.declare(&declared).map_err(crate::Error::from)?;
+    }
+    exit::detach(py, || queue.appender().map(drop))?;
+    Ok(())
 }
 
 /// `dead_letter=`: where dead-lettered jobs go, a directory (opened as a

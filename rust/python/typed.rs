@@ -8,6 +8,7 @@
 //! (renames followed through every version's aliases), so a message of any
 //! version decodes under the current field names.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
@@ -15,10 +16,13 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyString};
 
 use super::args::type_name;
-use super::buffer::bytes_arg;
+use super::buffer::{bytes_arg, BytesArg};
+use super::open_queues::Core;
+use crate::format::typed::arrow_in::{encode_columns, ColumnIn};
 use crate::format::typed::{
     decode_row, encode_row, FieldType, RowLayout, Schema, SchemaVersions, Value,
 };
+use crate::reader::typed::TypedBatch;
 use crate::Error;
 
 /// Every version of a queue's schema, ready to encode events of the
@@ -78,8 +82,7 @@ impl Decoders {
     /// is then as it was.
     pub(crate) fn encode(&self, event: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> PyResult<()> {
         let values = self.values_of(event)?;
-        encode_row(self.current(), self.current_layout(), &values, out)
-            .map_err(|e| schema_err(e.0))
+        encode_row(self.current(), self.current_layout(), &values, out).map_err(|e| schema_err(e.0))
     }
 
     /// The values of `event`, one per current field.
@@ -138,7 +141,12 @@ impl Decoders {
             )
         })?;
         let d = PyDict::new(py);
-        for ((name, at), f) in self.names.iter().zip(&self.projections[i]).zip(&self.current().fields) {
+        for ((name, at), f) in self
+            .names
+            .iter()
+            .zip(&self.projections[i])
+            .zip(&self.current().fields)
+        {
             let v = match at {
                 Some(j) => to_python(py, &values[*j], f.ty)?,
                 None => py.None().into_bound(py),
@@ -224,7 +232,10 @@ impl<'a, 'py> Event<'a, 'py> {
                 let mut extra = None;
                 for k in d.keys() {
                     let name = k.cast::<PyString>().map_err(|_| {
-                        schema_err(format!("event keys are field names (str), not {}", type_name(&k)))
+                        schema_err(format!(
+                            "event keys are field names (str), not {}",
+                            type_name(&k)
+                        ))
                     })?;
                     let name = name.to_str()?;
                     if !known(name) {
@@ -409,7 +420,10 @@ fn decimal_units(v: &Bound<'_, PyAny>, scale: u8) -> Result<i128, String> {
     }
     let p = pieces(py).map_err(|e| e.to_string())?;
     if !v.is_instance(p.decimal.bind(py)).unwrap_or(false) {
-        return Err(format!("expected a Decimal or an int, got {}", type_name(v)));
+        return Err(format!(
+            "expected a Decimal or an int, got {}",
+            type_name(v)
+        ));
     }
     let finite = v
         .call_method0("is_finite")
@@ -437,9 +451,9 @@ fn decimal_units(v: &Bound<'_, PyAny>, scale: u8) -> Result<i128, String> {
             n = n.checked_mul(10).ok_or_else(too_many)?;
         }
     } else {
-        let cut = 10i128.checked_pow((-shift) as u32).ok_or_else(|| {
-            format!("{v} has more digits after the point than the scale {scale}")
-        })?;
+        let cut = 10i128
+            .checked_pow((-shift) as u32)
+            .ok_or_else(|| format!("{v} has more digits after the point than the scale {scale}"))?;
         if n % cut != 0 {
             return Err(format!(
                 "{v} has more digits after the point than the scale {scale}"
@@ -499,7 +513,7 @@ pub(crate) fn _schema_declare(versions: Option<&str>, new: &str) -> PyResult<Str
 
 /// One version's JSON as a schema, its version number forced to 1 (a
 /// declared schema's number is the queue's to give).
-fn parse_new(text: &str) -> PyResult<Schema> {
+pub(crate) fn parse_new(text: &str) -> PyResult<Schema> {
     let mut v: serde_json::Value =
         serde_json::from_str(text).map_err(|e| schema_err(format!("schema JSON: {e}")))?;
     if let Some(o) = v.as_object_mut() {
@@ -530,14 +544,23 @@ impl RowCodec {
     }
 
     /// The row of one event (current version).
-    fn encode<'py>(&self, py: Python<'py>, event: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    fn encode<'py>(
+        &self,
+        py: Python<'py>,
+        event: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
         let mut out = Vec::new();
         self.inner.encode(event, &mut out)?;
         Ok(PyBytes::new(py, &out))
     }
 
     /// The dict of a row of schema version `version`.
-    fn decode<'py>(&self, py: Python<'py>, row: &[u8], version: u32) -> PyResult<Bound<'py, PyDict>> {
+    fn decode<'py>(
+        &self,
+        py: Python<'py>,
+        row: &[u8],
+        version: u32,
+    ) -> PyResult<Bound<'py, PyDict>> {
         self.inner.decode(py, row, version, None)
     }
 
@@ -545,4 +568,165 @@ impl RowCodec {
     fn versions_json(&self) -> String {
         self.inner.versions().to_json_value().to_string()
     }
+}
+
+/// A queue handle's [`Decoders`], rebuilt when the engine's schema
+/// versions change (an evolution declared by this handle).
+#[derive(Default)]
+pub(crate) struct TypedCache(std::sync::Mutex<Option<Versioned>>);
+
+/// Decoders and the versions they were built from.
+type Versioned = (Arc<SchemaVersions>, Arc<Decoders>);
+
+impl TypedCache {
+    /// The decoders of `queue`'s schema versions now; None when untyped.
+    pub(crate) fn get(
+        &self,
+        py: Python<'_>,
+        queue: &crate::Queue,
+    ) -> PyResult<Option<Arc<Decoders>>> {
+        let Some(versions) = queue.schema_versions() else {
+            return Ok(None);
+        };
+        let mut cached = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((known, d)) = &*cached {
+            if Arc::ptr_eq(known, &versions) || **known == *versions {
+                return Ok(Some(d.clone()));
+            }
+        }
+        let d = Arc::new(Decoders::new(py, versions.clone())?);
+        *cached = Some((versions, d.clone()));
+        Ok(Some(d))
+    }
+}
+
+/// `err`, raised by the `i`th event of an `append_batch`, with the item
+/// named (a SchemaError stays one).
+pub(crate) fn in_item(py: Python<'_>, err: PyErr, i: usize) -> PyErr {
+    if !super::errors::is_schema(py, &err) {
+        return err;
+    }
+    let text = err.value(py).to_string();
+    let why = text.strip_prefix("schema: ").unwrap_or(&text);
+    let new = schema_err(format!("append_batch item {i}: {why}"));
+    new.set_cause(py, Some(err));
+    new
+}
+
+/// Appends the rows of one Arrow record batch to `out`: `cols` are the
+/// current schema's fields in order, each `(validity, offset, data,
+/// offsets, large)` as `litemq._typed.arrow_batches` gives them.
+pub(crate) fn encode_arrow(
+    t: &Decoders,
+    cols: &[Bound<'_, PyAny>],
+    rows: usize,
+    out: &mut Vec<u8>,
+) -> PyResult<()> {
+    let owned = cols
+        .iter()
+        .map(column_bytes)
+        .collect::<PyResult<Vec<_>>>()?;
+    let ins: Vec<ColumnIn<'_>> = owned
+        .iter()
+        .map(|c| ColumnIn {
+            validity: c.validity.as_ref().map(|b| b.as_slice()),
+            offset: c.offset,
+            data: c.data.as_ref().map_or(&[][..], |b| b.as_slice()),
+            offsets: c.offsets.as_ref().map(|b| b.as_slice()),
+            large: c.large,
+        })
+        .collect();
+    encode_columns(t.current(), t.current_layout(), &ins, rows, out).map_err(|e| schema_err(e.0))
+}
+
+/// One column's buffers, held while the rows are encoded from them.
+struct ColumnBytes<'py> {
+    validity: Option<BytesArg<'py>>,
+    offset: usize,
+    data: Option<BytesArg<'py>>,
+    offsets: Option<BytesArg<'py>>,
+    large: bool,
+}
+
+fn column_bytes<'py>(col: &Bound<'py, PyAny>) -> PyResult<ColumnBytes<'py>> {
+    let (validity, offset, data, offsets, large): (
+        Bound<'py, PyAny>,
+        usize,
+        Bound<'py, PyAny>,
+        Bound<'py, PyAny>,
+        bool,
+    ) = col.extract()?;
+    let buf = |b: &Bound<'py, PyAny>, what: &str| -> PyResult<Option<BytesArg<'py>>> {
+        if b.is_none() {
+            return Ok(None);
+        }
+        bytes_arg(b, what).map(Some)
+    };
+    Ok(ColumnBytes {
+        validity: buf(&validity, "validity")?,
+        offset,
+        data: buf(&data, "data")?,
+        offsets: buf(&offsets, "offsets")?,
+        large,
+    })
+}
+
+/// The typed queues this process has open, for `Message.value`: a message
+/// finds its queue's decoders by its data file's directory.
+static TYPED_QUEUES: std::sync::Mutex<Vec<std::sync::Weak<Core>>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Remembers a typed queue handle for [`decoders_for_file`].
+pub(crate) fn register(core: &Arc<Core>) {
+    let mut all = TYPED_QUEUES.lock().unwrap_or_else(|e| e.into_inner());
+    all.retain(|c| c.strong_count() > 0);
+    all.push(Arc::downgrade(core));
+}
+
+/// The decoders of the open typed queue holding data file `file` (the
+/// handle opened deepest above it), if any.
+pub(crate) fn decoders_for_file(py: Python<'_>, file: &Path) -> PyResult<Option<Arc<Decoders>>> {
+    let core = {
+        let all = TYPED_QUEUES.lock().unwrap_or_else(|e| e.into_inner());
+        all.iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .filter(|c| file.starts_with(c.queue.path()))
+            .max_by_key(|c| c.queue.path().as_os_str().len())
+    };
+    match core {
+        Some(c) => c.typed.get(py, &c.queue),
+        None => Ok(None),
+    }
+}
+
+/// A typed queue's rows `[start, end)`, at most `max_rows`, as columns of
+/// the fields named (`fields`, of the current schema); `limit`: most bytes
+/// a compressed block may declare. An untyped queue is `Error::Schema`, a
+/// field not in the schema `Error::InvalidArgument`.
+pub(crate) fn read_typed(
+    queue: &crate::Queue,
+    (start, end, max_rows): (u64, u64, usize),
+    fields: &[String],
+    limit: usize,
+) -> crate::Result<TypedBatch> {
+    let versions = queue
+        .schema_versions()
+        .ok_or_else(|| Error::Schema("the queue has no schema".into()))?;
+    let current = versions
+        .current()
+        .ok_or_else(|| Error::Schema("the queue has no schema".into()))?;
+    let wanted = fields
+        .iter()
+        .map(|n| {
+            current
+                .fields
+                .iter()
+                .position(|f| &f.name == n)
+                .ok_or_else(|| {
+                    Error::InvalidArgument(format!("{n:?} is not a field of the queue's schema"))
+                })
+        })
+        .collect::<crate::Result<Vec<usize>>>()?;
+    let mut tailer = queue.tailer(crate::Start::Seq(start))?;
+    TypedBatch::read(&mut tailer, &versions, &wanted, (end, max_rows), limit)
 }

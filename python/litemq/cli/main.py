@@ -168,6 +168,9 @@ def cmd_info(args: argparse.Namespace, out: IO[str]) -> int:
             "disk_bytes": sum(_allocated(p) for p in base.rglob("*") if p.is_file()),
             "options": _options(base),
         }
+        schema_json = q._schema_json()
+        if schema_json is not None:
+            info["schema"] = json.loads(schema_json)
     if args.format == "json":
         out.write(json.dumps(info) + "\n")
         return 0
@@ -187,6 +190,9 @@ def cmd_info(args: argparse.Namespace, out: IO[str]) -> int:
     ]
     if info["options"]:
         rows.append(("options", " ".join(f"{k}={v}" for k, v in info["options"].items())))
+    versions = (info.get("schema") or {}).get("versions") or []
+    for v in reversed(versions):
+        rows.append(("schema" if v is versions[-1] else "", _schema_line(v)))
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
         out.write(f"{key:<{width}}  {value}\n")
@@ -195,6 +201,18 @@ def cmd_info(args: argparse.Namespace, out: IO[str]) -> int:
             f"  {f['file']}  {_human(f['bytes'])} written, {_human(f['allocated'])} allocated\n"
         )
     return 0
+
+
+def _schema_line(version: dict[str, Any]) -> str:
+    """One schema version as `info` prints it: ``version N: name type, ...``,
+    ``?`` after a nullable field's type, its former names in parentheses."""
+    parts = []
+    for f in version["fields"]:
+        text = f"{f['name']} {f['type']}{'?' if f['nullable'] else ''}"
+        if f.get("aliases"):
+            text += f" (was {', '.join(f['aliases'])})"
+        parts.append(text)
+    return f"version {version['version']}: {', '.join(parts)}"
 
 
 def _options(base: Path) -> dict[str, Any]:
@@ -662,7 +680,7 @@ def _parser() -> argparse.ArgumentParser:
             help="text for people (default), json (one object per line) for programs",
         )
 
-    p = command("info", "files, sizes, sequence and time range, writer pid")
+    p = command("info", "files, sizes, sequence and time range, writer pid, schema")
     with_format(p, ("text", "json"))
     p.set_defaults(run=cmd_info)
 

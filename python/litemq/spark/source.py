@@ -69,6 +69,8 @@ from .scan import (
     read_chunk,
     split_range,
 )
+from .typed import TypedPushdownReader, TypedReader, typed_fields, typed_schema
+from .typed import check_columns as check_typed_columns
 from .write import IGNORED_COLUMNS, Columns, write_arrow, write_records
 
 try:  # 4.2+
@@ -319,14 +321,19 @@ class LiteMQDataSource(DataSource):
             opts = ReadOptions.parse(self.options)
             StreamReadOptions.parse(self.options, streaming=False)
             # A path without a queue fails at load(), not later.
-            return _schema_with(
-                field_columns(discover_queues(opts.paths), opts.encryption_key_file)
-            )
+            refs = discover_queues(opts.paths)
+            typed = typed_fields(refs, opts.encryption_key_file)
+            if typed is not None:
+                return typed_schema(typed)
+            return _schema_with(field_columns(refs, opts.encryption_key_file))
         return SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
         opts = ReadOptions.parse(self.options)
         refs = discover_queues(opts.paths)
+        typed = typed_fields(refs, opts.encryption_key_file)
+        if typed is not None:
+            return _typed_reader(opts, schema, refs, typed)
         fields = field_columns(refs, opts.encryption_key_file)
         columns = _check_read_schema(schema, fields)
         if opts.filter_pushdown:
@@ -341,6 +348,11 @@ class LiteMQDataSource(DataSource):
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         opts = StreamReadOptions.parse(self.options)
         refs = discover_queues(opts.paths)
+        if typed_fields(refs, opts.encryption_key_file) is not None:
+            raise OptionError(
+                "litemq: streaming reads of typed queues are not supported yet: "
+                "read them in batches (spark.read)"
+            )
         fields = field_columns(refs, opts.encryption_key_file)
         columns = _check_read_schema(schema, fields)
         archived = [r.path for r in refs if r.archive]
@@ -438,6 +450,21 @@ class LiteMQReader(DataSourceReader):
         return read_chunk(
             chunk, _shaper(self.columns, self.schema, self.fields), self.opts.batch_rows
         )
+
+
+def _typed_reader(
+    opts: ReadOptions, schema: StructType, refs: list[QueueRef], typed: dict[str, Any]
+) -> DataSourceReader:
+    """The reader of a load of typed queues (`litemq.spark.typed`)."""
+    columns = check_typed_columns(schema, typed)
+    if opts.filter_pushdown:
+        if not _HAS_FILTERS:
+            raise OptionError(
+                "litemq: filterPushdown needs PySpark 4.1 or later (this is "
+                f"{_pyspark_version()}); read without it and filter in Spark"
+            )
+        return TypedPushdownReader(opts, schema, columns, refs, typed)
+    return TypedReader(opts, schema, columns, refs, typed)
 
 
 def _shaper(columns: list[str], schema: StructType, fields: dict[str, tuple[str, str]]) -> Shaper:

@@ -155,6 +155,8 @@ pub(crate) struct OpenArgs {
     pub compact: Option<Arg<CompactOnRoll>>,
     pub encryption_key: Option<Arg<EncryptionKey>>,
     pub encryption_key_file: Option<PathBuf>,
+    /// `schema=`: one schema version's JSON (`litemq.schema.to_json`).
+    pub schema: Option<String>,
 }
 
 /// What [`OpenArgs::builder`] makes: the builder, and what the handle keeps.
@@ -163,6 +165,8 @@ pub(crate) struct Opening {
     pub read_only: bool,
     /// `flush="sync"`: appends wait for the I/O thread.
     pub sync_flush: bool,
+    /// `max_decompressed_size` (or its default), for typed reads.
+    pub max_decompressed: usize,
 }
 
 impl OpenArgs {
@@ -222,11 +226,16 @@ impl OpenArgs {
                  in the same call",
             ));
         }
+        let mut max_decompressed = crate::format::compression::DEFAULT_MAX_DECOMPRESSED;
         if let Some(MaxDecompressedSize(n)) = Arg::opt(self.max_decompressed_size)? {
             builder = builder.max_decompressed_size(n);
+            max_decompressed = n;
         }
         if let Some(key) = encryption_key(self.encryption_key, self.encryption_key_file)? {
             builder = builder.encryption_key(Some(key));
+        }
+        if let Some(json) = &self.schema {
+            builder = builder.schema(super::super::typed::parse_new(json)?);
         }
         if let Some(Indexes(defs)) = Arg::opt(self.indexes)? {
             for def in defs {
@@ -237,6 +246,7 @@ impl OpenArgs {
             builder,
             read_only,
             sync_flush,
+            max_decompressed,
         })
     }
 }

@@ -1,0 +1,403 @@
+"""Typed journals (issue 35): a queue with a schema stores events as rows and
+reads them back as dicts (`Message.value`) and typed Arrow columns."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+from decimal import Decimal
+from pathlib import Path
+from typing import Annotated
+
+import msgspec
+import pyarrow as pa
+import pytest
+
+import litemq
+from conftest import SMALL_FILE, cli
+
+UTC = dt.UTC
+T0 = dt.datetime(2026, 12, 2, 9, 30, tzinfo=UTC)
+
+MARKET = pa.schema(
+    [
+        pa.field("time", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("symbol", pa.string(), nullable=False),
+        pa.field("price", pa.float64(), nullable=False),
+        pa.field("size", pa.int64(), nullable=False),
+        pa.field("side", pa.int8(), nullable=False),
+        pa.field("id", pa.int64(), nullable=False),
+    ]
+)
+
+
+@dataclasses.dataclass
+class Trade:
+    time: dt.datetime
+    symbol: str
+    price: float
+    size: int
+    side: Annotated[int, pa.int8()]
+    id: int
+
+
+class TradeStruct(msgspec.Struct):
+    time: dt.datetime
+    symbol: str
+    price: float
+    size: int
+    side: Annotated[int, pa.int8()]
+    id: int
+
+
+def trade(i: int) -> dict[str, object]:
+    return {
+        "time": T0 + dt.timedelta(microseconds=i),
+        "symbol": ("AAPL", "MSFT", "GOOG")[i % 3],
+        "price": 100.0 + i / 4,
+        "size": 10 * i,
+        "side": (-1, 1)[i % 2],
+        "id": i,
+    }
+
+
+def batch(n: int, start: int = 0) -> pa.RecordBatch:
+    rows = [trade(i) for i in range(start, start + n)]
+    return pa.RecordBatch.from_pylist(rows, schema=MARKET)
+
+
+def typed(path: Path, schema: object = MARKET, **options: object) -> litemq.Queue:
+    options.setdefault("file_size", SMALL_FILE)
+    return litemq.Queue(path, schema=schema, **options)
+
+
+def plain_schema(q: litemq.Queue) -> list[tuple[str, pa.DataType, bool]]:
+    assert q.schema is not None
+    return [(f.name, f.type, f.nullable) for f in q.schema]
+
+
+# -- the schema ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("given", [MARKET, Trade, TradeStruct], ids=["arrow", "dataclass", "msgspec"])
+def test_each_way_to_give_a_schema_stores_it(qpath: Path, given: object) -> None:
+    with typed(qpath, given) as q:
+        assert plain_schema(q) == [(f.name, f.type, f.nullable) for f in MARKET]
+        assert len(q.schema_versions()) == 1
+    with litemq.Queue(qpath) as q:  # reopened without a schema: the stored one
+        assert plain_schema(q) == [(f.name, f.type, f.nullable) for f in MARKET]
+    meta = json.loads((qpath / "metadata.json").read_text())
+    assert [f["name"] for f in meta["schema"]["versions"][0]["fields"]] == MARKET.names
+
+
+def test_an_untyped_queue_has_no_schema_and_no_value(queue: litemq.Queue) -> None:
+    queue.appender().append(b"bytes")
+    assert queue.schema is None
+    assert queue.schema_versions() == []
+    [m] = list(queue)
+    assert m.value is None
+    assert queue.read_arrow().schema.names[:5] == ["seq", "timestamp", "key", "headers", "payload"]
+
+
+# -- appending -----------------------------------------------------------------
+
+
+def test_append_takes_a_dict_a_dataclass_and_a_struct(qpath: Path) -> None:
+    with typed(qpath) as q:
+        app = q.appender()
+        assert app.append(trade(0)) == 0
+        assert app.append(Trade(**trade(1))) == 1  # type: ignore[arg-type]
+        assert app.append(TradeStruct(**trade(2))) == 2  # type: ignore[arg-type]
+        assert app.append(trade(3), key="k3", headers={"src": "feed"}) == 3
+        app.flush()
+        msgs = list(q)
+        assert [m.value for m in msgs] == [trade(i) for i in range(4)]
+        assert msgs[3].key == "k3" and msgs[3].headers == {"src": "feed"}
+        # The payload stays the raw row: bitmap-less fixed part, then the var bytes.
+        assert isinstance(msgs[0].payload, bytes) and msgs[0].payload.endswith(b"AAPL")
+        assert q.get(2).value == trade(2)
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"size": "ten"}, r'field "size" \(int64\): expected an int, got str'),
+        ({"side": 300}, r'field "side" \(int8\): out of range'),
+        ({"extra": 1}, r'field "extra" is not in the queue\'s schema'),
+        ({"symbol": None}, r'field "symbol" \(string\): is not nullable'),
+        ({"time": dt.datetime(2026, 1, 1)}, r'field "time" \(timestamp_us\): a naive datetime'),
+        ({"price": "1.5"}, r'field "price" \(float64\): expected a float'),
+    ],
+)
+def test_a_bad_event_is_refused_by_field_name_and_nothing_stored(
+    qpath: Path, change: dict[str, object], why: str
+) -> None:
+    with typed(qpath) as q:
+        app = q.appender()
+        with pytest.raises(litemq.SchemaError, match=why):
+            app.append({**trade(0), **change})
+        with pytest.raises(litemq.SchemaError, match=why.replace("field", "append_batch item 1: field")):
+            app.append_batch([trade(0), {**trade(1), **change}, trade(2)])
+        assert app.append(trade(5)) == 0  # nothing was stored
+        app.flush()
+        assert [m.value for m in q] == [trade(5)]
+
+
+def test_a_missing_field_is_refused(qpath: Path) -> None:
+    with typed(qpath) as q:
+        event = trade(0)
+        del event["price"]
+        with pytest.raises(litemq.SchemaError, match=r'field "price" \(float64\) is missing'):
+            q.appender().append(event)
+        assert len(q) == 0
+
+
+def test_bytes_on_a_typed_queue_ask_for_an_event(qpath: Path) -> None:
+    with typed(qpath) as q:
+        with pytest.raises(litemq.SchemaError, match="stores events, not bytes"):
+            q.appender().append(b"raw")
+        with pytest.raises(ValueError, match="stores events"):
+            q.appender().append_batch([b"raw"])
+
+
+def test_append_batch_of_events_returns_their_range(qpath: Path) -> None:
+    with typed(qpath) as q:
+        app = q.appender()
+        assert app.append_batch([trade(i) for i in range(5)]) == range(0, 5)
+        assert app.append_batch([TradeStruct(**trade(i)) for i in range(5, 7)]) == range(5, 7)  # type: ignore[arg-type]
+        app.flush()
+        assert [m.value for m in q] == [trade(i) for i in range(7)]
+        assert q.get(6).value == trade(6)
+
+
+def test_append_batch_of_a_record_batch_and_a_table(qpath: Path) -> None:
+    with typed(qpath) as q:
+        app = q.appender()
+        assert app.append_batch(batch(1000)) == range(0, 1000)
+        table = pa.Table.from_batches([batch(3, 1000), batch(4, 1003)])
+        assert app.append_batch(table) == range(1000, 1007)
+        app.flush()
+        got = q.read_arrow()
+        assert got.schema.names == ["seq", "timestamp", *MARKET.names]
+        assert got.select(MARKET.names).to_pylist() == [trade(i) for i in range(1007)]
+        assert got.column("seq").to_pylist() == list(range(1007))
+
+
+def test_a_record_batch_is_cast_to_the_schema_types(qpath: Path) -> None:
+    with typed(qpath) as q:
+        narrow = pa.RecordBatch.from_pydict(
+            {
+                "time": pa.array([1_000_000_000, 2_000_000_000], pa.timestamp("ns")),
+                "symbol": pa.array(["A", "B"], pa.large_string()),
+                "price": pa.array([1.5, 2.5], pa.float32()),
+                "size": pa.array([1, 2], pa.int32()),
+                "side": pa.array([1, -1], pa.int8()),
+                "id": pa.array([7, 8], pa.uint16()),
+            }
+        )
+        q.appender().append_batch(narrow)
+        q.appender().flush()
+        got = q.read_arrow(columns=["time", "symbol", "size", "id"]).to_pylist()
+        assert got == [
+            {"time": dt.datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC), "symbol": "A", "size": 1, "id": 7},
+            {"time": dt.datetime(1970, 1, 1, 0, 0, 2, tzinfo=UTC), "symbol": "B", "size": 2, "id": 8},
+        ]
+
+
+def test_a_bad_record_batch_is_refused_by_field_and_nothing_stored(qpath: Path) -> None:
+    with typed(qpath) as q:
+        app = q.appender()
+        extra = batch(3).append_column("venue", pa.array(["x", "y", "z"]))
+        with pytest.raises(litemq.SchemaError, match="column 'venue' is not a field"):
+            app.append_batch(extra)
+        missing = batch(3).drop_columns(["price"])
+        with pytest.raises(litemq.SchemaError, match="'price' is not nullable"):
+            app.append_batch(missing)
+        nulls = batch(3).set_column(3, "size", pa.array([1, None, 3], pa.int64()))
+        with pytest.raises(litemq.SchemaError, match="'size' is not nullable"):
+            app.append_batch(nulls)
+        lossy = batch(2).set_column(3, "size", pa.array([1.5, 2.0]))
+        with pytest.raises(litemq.SchemaError, match="field 'size'"):
+            app.append_batch(lossy)
+        assert app.append(trade(0)) == 0
+
+
+def test_compress_together_compresses_row_batches(tmp_path: Path) -> None:
+    sizes = {}
+    for codec in ("zstd", None):
+        path = tmp_path / str(codec)
+        with typed(path, compression=codec, file_size=1 << 20) as q:
+            app = q.appender()
+            rows = [{**trade(i), "symbol": "SYMBOL-" * 8} for i in range(2000)]
+            app.append_batch(rows, compress_together=codec is not None)
+            app.flush()
+            assert [m.value for m in q] == rows
+            assert q.read_arrow(columns=["symbol"]).column(0).to_pylist() == [r["symbol"] for r in rows]
+            sizes[codec] = sum(f.bytes_written for f in q.data_files())
+    assert sizes["zstd"] < sizes[None] / 2
+
+
+def test_compress_together_needs_a_codec(qpath: Path) -> None:
+    with typed(qpath) as q:
+        with pytest.raises(ValueError, match="compress_together needs a codec"):
+            q.appender().append_batch([trade(0)], compress_together=True)
+
+
+# -- reading -------------------------------------------------------------------
+
+EVERY = pa.schema(
+    [
+        pa.field("flag", pa.bool_()),
+        pa.field("small", pa.int16()),
+        pa.field("big", pa.uint64()),
+        pa.field("ratio", pa.float32()),
+        pa.field("at", pa.timestamp("us", tz="UTC")),
+        pa.field("day", pa.date32()),
+        pa.field("amount", pa.decimal128(12, 2)),
+        pa.field("name", pa.string()),
+        pa.field("blob", pa.binary()),
+    ]
+)
+
+
+def test_read_arrow_types_values_and_nulls(qpath: Path) -> None:
+    full = {
+        "flag": True,
+        "small": -7,
+        "big": 2**64 - 1,
+        "ratio": 0.5,
+        "at": dt.datetime(1969, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC),
+        "day": dt.date(2026, 12, 2),
+        "amount": Decimal("-1234567890.12"),
+        "name": "héllo",
+        "blob": b"\x00\xff",
+    }
+    empty = dict.fromkeys(full)
+    with typed(qpath, EVERY) as q:
+        app = q.appender()
+        app.append(full)
+        app.append(empty)
+        app.append_batch(pa.RecordBatch.from_pylist([full, empty], schema=EVERY))
+        app.flush()
+        got = q.read_arrow()
+        assert got.schema.names == ["seq", "timestamp", *EVERY.names]
+        for f in EVERY:
+            assert got.schema.field(f.name).type == f.type
+        assert got.select(EVERY.names).to_pylist() == [full, empty, full, empty]
+        assert [m.value for m in q] == [full, empty, full, empty]
+        assert got.column("amount").null_count == 2
+
+
+def test_decimals_with_more_digits_than_the_scale_are_refused(qpath: Path) -> None:
+    with typed(qpath, EVERY) as q:
+        with pytest.raises(litemq.SchemaError, match=r'"amount".*scale 2'):
+            q.appender().append({"amount": Decimal("1.234")})
+        q.appender().append({"amount": Decimal("1.2")})
+        q.appender().flush()
+        assert [m.value["amount"] for m in q] == [Decimal("1.20")]
+
+
+def test_read_arrow_columns_max_rows_and_where(qpath: Path) -> None:
+    with typed(qpath) as q:
+        q.appender().append_batch(batch(300))
+        q.appender().flush()
+        got = q.read_arrow(columns=["id", "seq"], max_rows=5, start=10)
+        assert got.schema.names == ["id", "seq"]
+        assert got.column("id").to_pylist() == list(range(10, 15))
+        msft = q.read_arrow(where=("symbol", "=", "MSFT"), columns=["id"], max_rows=3)
+        assert msft.column("id").to_pylist() == [1, 4, 7]
+        big = q.read_arrow(where=("size", ">=", 2950), columns=["id"])
+        assert big.column("id").to_pylist() == list(range(295, 300))
+        between = q.read_arrow(where=("price", "between", (100.0, 100.5)), columns=["id"])
+        assert between.column("id").to_pylist() == [0, 1, 2]
+        with pytest.raises(ValueError, match="unknown column 'payload'"):
+            q.read_arrow(columns=["payload"])
+        with pytest.raises(ValueError, match="'nope' is not a field"):
+            q.read_arrow(where=("nope", "=", 1))
+        assert [b.num_rows for b in q.arrow_reader(batch_size=128)] == [128, 128, 44]
+
+
+def test_where_on_a_schema_field(qpath: Path) -> None:
+    with typed(qpath) as q:
+        q.appender().append_batch(batch(30))
+        q.appender().flush()
+        found = q.where("symbol", "=", "GOOG", limit=3)
+        assert [m.seq for m in found] == [2, 5, 8]
+        assert [m.value["id"] for m in found] == [2, 5, 8]
+        assert [m.seq for m in q.where("id", "in", [3, 29])] == [3, 29]
+
+
+# -- evolution ------------------------------------------------------------------
+
+
+def test_evolution_adds_widens_and_renames(qpath: Path) -> None:
+    v1 = pa.schema(
+        [
+            pa.field("sym", pa.string(), nullable=False),
+            pa.field("size", pa.int32(), nullable=False),
+        ]
+    )
+    v2 = pa.schema(
+        [
+            pa.field("sym", pa.string(), nullable=False),
+            pa.field("qty", pa.int64(), nullable=False, metadata={b"aliases": b"size"}),
+            pa.field("venue", pa.string()),
+        ]
+    )
+    with typed(qpath, v1) as q:
+        q.appender().append({"sym": "A", "size": 2**31 - 1})
+    with typed(qpath, v2) as q:
+        assert [s.metadata[b"litemq.version"] for s in q.schema_versions()] == [b"1", b"2"]
+        assert q.schema is not None and q.schema.names == ["sym", "qty", "venue"]
+        q.appender().append({"sym": "B", "qty": 2**40, "venue": "XNYS"})
+        q.appender().flush()
+        want = [
+            {"sym": "A", "qty": 2**31 - 1, "venue": None},
+            {"sym": "B", "qty": 2**40, "venue": "XNYS"},
+        ]
+        assert [m.value for m in q] == want
+        got = q.read_arrow()
+        assert got.schema.field("qty").type == pa.int64()
+        assert got.select(["sym", "qty", "venue"]).to_pylist() == want
+    with litemq.Queue(qpath) as q:  # reopened without a schema: version 2
+        assert [m.value for m in q] == want
+
+
+def test_an_incompatible_schema_is_refused_with_why(qpath: Path) -> None:
+    with typed(qpath, MARKET) as q:
+        q.appender().append(trade(0))
+    narrowed = MARKET.set(3, pa.field("size", pa.int8(), nullable=False))
+    with pytest.raises(litemq.SchemaError, match=r'"size" changes type from int64 to int8'):
+        typed(qpath, narrowed)
+    required = MARKET.append(pa.field("venue", pa.string(), nullable=False))
+    with pytest.raises(litemq.SchemaError, match=r'"venue" is new and not nullable'):
+        typed(qpath, required)
+    with litemq.Queue(qpath) as q:
+        assert len(q.schema_versions()) == 1
+        assert [m.value for m in q] == [trade(0)]
+
+
+# -- the CLI ---------------------------------------------------------------------
+
+
+def test_litemq_info_shows_the_schema_and_its_versions(qpath: Path) -> None:
+    with typed(qpath, MARKET) as q:
+        q.appender().append(trade(0))
+    with typed(qpath, MARKET.append(pa.field("venue", pa.string()))):
+        pass
+    proc = cli("info", str(qpath))
+    assert proc.returncode == 0, proc.stderr
+    assert "schema" in proc.stdout
+    assert "version 2: time timestamp_us, symbol string" in proc.stdout
+    assert "venue string?" in proc.stdout
+    proc = cli("info", str(qpath), "--format", "json")
+    info = json.loads(proc.stdout)
+    versions = info["schema"]["versions"]
+    assert [v["version"] for v in versions] == [1, 2]
+    assert versions[1]["fields"][-1] == {
+        "name": "venue",
+        "type": "string",
+        "nullable": True,
+        "aliases": [],
+    }
