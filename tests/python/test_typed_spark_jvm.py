@@ -132,7 +132,7 @@ def spark_values(df: Any, names: list[str]) -> list[tuple[Any, ...]]:
         else:
             cols.append(f"`{f.name}`")
     rows = df.selectExpr(*cols).collect()
-    return sorted((normal(v) for v in r) for r in rows)  # type: ignore[misc]
+    return sorted((tuple(normal(v) for v in r) for r in rows), key=repr)
 
 
 def arrow_values(table: Any, names: list[str]) -> list[tuple[Any, ...]]:
@@ -145,7 +145,7 @@ def arrow_values(table: Any, names: list[str]) -> list[tuple[Any, ...]]:
         elif pa.types.is_date32(c.type):
             c = c.cast(pa.int32())
         cols.append(c.to_pylist())
-    return sorted(tuple(normal(v) for v in r) for r in zip(*cols, strict=True))  # type: ignore[misc]
+    return sorted((tuple(normal(v) for v in r) for r in zip(*cols, strict=True)), key=repr)
 
 
 def normal(v: Any) -> Any:
@@ -158,11 +158,14 @@ def normal(v: Any) -> Any:
 
 
 def fill_every(path: Path, n: int) -> None:
-    """``n`` rows of EVERY: single events (plain records), a RecordBatch (stored row
-    batches) and a Table compressed together (compressed row batches), over several files."""
+    """``n`` rows of EVERY: single events (plain records, zstd where it saves), a RecordBatch
+    (stored row batches) and a Table compressed together (compressed row batches), over
+    several files."""
     rows = [every_row(i) for i in range(n)]
     third = n // 3
-    with litemq.Queue(str(path), schema=EVERY, file_size=FILE_SIZE) as q:
+    with litemq.Queue(
+        str(path), schema=EVERY, file_size=FILE_SIZE, compression="zstd", roll="count:250"
+    ) as q:
         app = q.appender()
         for r in rows[:third]:
             app.append(r)
@@ -513,7 +516,7 @@ def test_a_stream_of_a_typed_queue_has_the_same_columns(spark: Any, tmp_path: Pa
     )
     query.awaitTermination(120)
     assert JVM in query.lastProgress["sources"][0]["description"]
-    got = sorted(r for b in batches for r in b)
+    got = sorted((r for b in batches for r in b), key=repr)
     with litemq.Queue(str(q), read_only=True) as r:
         want = arrow_values(r.read_arrow(), names)
     assert got == want
