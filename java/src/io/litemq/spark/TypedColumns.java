@@ -21,6 +21,9 @@ import org.apache.spark.sql.sources.IsNull;
 import org.apache.spark.sql.sources.LessThan;
 import org.apache.spark.sql.sources.LessThanOrEqual;
 import org.apache.spark.sql.sources.Or;
+import org.apache.spark.sql.sources.StringContains;
+import org.apache.spark.sql.sources.StringEndsWith;
+import org.apache.spark.sql.sources.StringStartsWith;
 
 /**
  * The current schema's columns read from the rows of one data file's schema version: each
@@ -195,7 +198,8 @@ final class TypedColumns {
   /**
    * {@code =}, {@code <=>}, {@code <}, {@code <=}, {@code >}, {@code >=}, {@code IN},
    * {@code IS NULL}, {@code IS NOT NULL} on a schema column with a literal of the column's
-   * Spark type, and AND / OR of such filters.
+   * Spark type, {@code startswith}, {@code endswith} and {@code contains} on a string column,
+   * and AND / OR of such filters.
    */
   Pred compile(Filter f) throws NotPushable {
     if (f instanceof And) {
@@ -226,6 +230,17 @@ final class TypedColumns {
         for (Object k : ks) if (v.compare(b, row, k) == 0) return true;
         return false;
       };
+    }
+    if (f instanceof StringStartsWith || f instanceof StringEndsWith || f instanceof StringContains) {
+      String attr = f instanceof StringStartsWith ? ((StringStartsWith) f).attribute()
+          : f instanceof StringEndsWith ? ((StringEndsWith) f).attribute() : ((StringContains) f).attribute();
+      String lit = f instanceof StringStartsWith ? ((StringStartsWith) f).value()
+          : f instanceof StringEndsWith ? ((StringEndsWith) f).value() : ((StringContains) f).value();
+      Value v = value(attr);
+      if (v.want.type != Type.STRING || lit == null) throw new NotPushable(f.toString());
+      byte[] k = lit.getBytes(StandardCharsets.UTF_8);
+      int how = f instanceof StringStartsWith ? 0 : f instanceof StringEndsWith ? 1 : 2;
+      return (b, row) -> !v.isNull(b, row) && v.matches(b, row, k, how);
     }
     if (f instanceof EqualNullSafe) {
       EqualNullSafe e = (EqualNullSafe) f;
@@ -334,6 +349,22 @@ final class TypedColumns {
             return ((Number) lit).longValue();
       }
       throw new NotPushable("literal " + lit + " for " + want.name + " (" + want.typeName() + ")");
+    }
+
+    /**
+     * Whether the row's string (not null) starts with ({@code how} 0), ends with (1) or
+     * contains (2) the bytes {@code k}: UTF-8 bytes match where the text does.
+     */
+    boolean matches(ByteBuffer b, int row, byte[] k, int how) {
+      int s = file.varStart(b, row, i), n = b.getInt(row + slot) - s, at = row + file.fixedLen + s;
+      if (k.length > n) return false;
+      int from = how == 1 ? n - k.length : 0, last = how == 2 ? n - k.length : from;
+      for (int o = from; o <= last; o++) {
+        int q = 0;
+        while (q < k.length && b.get(at + o + q) == k[q]) q++;
+        if (q == k.length) return true;
+      }
+      return false;
     }
 
     /** The row's value against a key (the row's value is not null). */
