@@ -490,6 +490,10 @@ def test_a_damaged_row_is_one_line_naming_file_offset_and_seq(spark: Any, tmp_pa
         df.collect()
     text = str(e.value)
     line = next(ln for ln in text.splitlines() if "litemq: corrupted data in" in ln)
+    # The same file, frame, sequence and reason as Rust's read_arrow.
+    with litemq.Queue(str(q), read_only=True) as r, pytest.raises(litemq.CorruptedError) as rust:
+        r.read_arrow()
+    assert str(rust.value) in line
     assert (
         f"corrupted data in {data_file} at offset {at} (seq 3): typed row's string is not UTF-8"
         in line
