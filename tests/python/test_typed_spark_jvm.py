@@ -527,3 +527,32 @@ def test_a_stream_of_a_typed_queue_has_the_same_columns(spark: Any, tmp_path: Pa
     with litemq.Queue(str(q), read_only=True) as r:
         want = arrow_values(r.read_arrow(), names)
     assert got == want
+
+
+def test_keys_headers_and_tombstones_of_a_typed_queue(spark: Any, tmp_path: Path) -> None:
+    """Single events keep their key and headers (named in a read schema); a tombstone has no
+    row, so it is no row of the DataFrame, as in Rust's read_arrow."""
+    schema = pa.schema([pa.field("n", pa.int32(), nullable=False), pa.field("s", pa.string())])
+    q = tmp_path / "keyed"
+    with litemq.Queue(str(q), schema=schema, file_size=FILE_SIZE) as w:
+        app = w.appender()
+        app.append({"n": 1, "s": "a"}, key="k1", headers={"h": "v1"})
+        app.delete("k1")
+        app.append({"n": 2, "s": None}, key="k2")
+        app.append_batch(pa.RecordBatch.from_pylist([{"n": 3, "s": "c"}], schema=schema))
+        app.flush()
+    df = (
+        spark.read.format("litemq")
+        .schema("seq bigint, n int, s string, key_text string, headers_text map<string,string>")
+        .load(str(q))
+    )
+    assert JVM in plan(df)
+    got = sorted(tuple(r) for r in df.collect())
+    assert got == [
+        (0, 1, "a", "k1", {"h": "v1"}),
+        (2, 2, None, "k2", None),
+        (3, 3, "c", None, None),
+    ]
+    with litemq.Queue(str(q), read_only=True) as r:
+        assert r.read_arrow().column("seq").to_pylist() == [0, 2, 3]
+    assert spark.read.format("litemq").load(str(q)).count() == 3
