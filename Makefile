@@ -123,14 +123,15 @@ rust-test:
 	cargo test
 
 # The Spark suites run twice: against the Python source, then the JVM reader (the jar on the
-# classpath). test_spark_conformance.py and test_spark_stream_jvm.py (marked jvm: the jar must be
+# classpath). test_spark_conformance.py, test_spark_stream_jvm.py and test_typed_spark_jvm.py (marked jvm: the jar must be
 # on the Spark JVM's classpath when it starts) run in the second pass only; they compare the Rust,
 # JVM and Python readers, and the JVM and Python streaming sources.
 SPARK_TWICE := tests/python/test_spark.py tests/python/test_spark_encryption.py \
   tests/python/test_batch_compression_spark.py tests/python/test_secondary_index_spark.py \
   tests/python/test_compaction_spark.py tests/python/test_arrow_spark.py \
   tests/python/test_spark_archive.py tests/python/test_spark_cluster.py \
-  tests/python/test_spark_conformance.py tests/python/test_spark_stream_jvm.py
+  tests/python/test_spark_conformance.py tests/python/test_spark_stream_jvm.py \
+  tests/python/test_typed_spark_jvm.py
 
 py-test: venv
 	$(PY) -m pytest

@@ -42,6 +42,18 @@ each run) through the JVM stream and through the Python streaming source, with t
 columns of a streaming scan) and with every column, beside the batch reads of the same rows
 (Parquet, the JVM reader), interleaved in one session with the jar. Default 200,000 messages.
 
+    python benches/spark_bench.py --typed      # a typed queue in the JVM reader (issue 35)
+
+``--typed`` (issue 35) writes the issue's 6-field market data (int64 time, string symbol,
+float64 price, int64 size, int8 side, int64 id) to a typed queue (``append_batch`` of Arrow
+record batches: row batches, stored, in sealed 64 MiB files) and the same rows to Parquet
+(pyarrow's default, snappy), then in one local[2] session with the jar runs queries over 3 of
+the 6 columns through the JVM reader and over the Parquet file: ``time, price, size``;
+``symbol, price, size``; and ``price, size`` where ``side = 1`` (pushed down on both sides:
+``filterPushdown=true`` for litemq). Medians of --repeats (default 5), the cases interleaved
+after a warm-up round, CPU seconds of the driver's process tree, and the ratio against
+Parquet. Default 2,000,000 rows (``LITEMQ_BENCH_N`` or ``--n``).
+
 ``--cluster`` (issue 21) instead reads the queue, and an archive of it (``litemq archive``
 to a local directory, read through pyarrow.fs), on a Spark standalone cluster on this
 machine with 1 worker and then 2 (one core and 512 MiB each; ``tests/python/
@@ -506,6 +518,171 @@ def jvm_bench(args: argparse.Namespace) -> None:
             )
 
 
+#: The --typed queries: name, the columns read, a filter (or None), the aggregate.
+TYPED_QUERIES: dict[str, tuple[list[str], str | None, list[str]]] = {
+    "time, price, size": (
+        ["time", "price", "size"],
+        None,
+        ["count(*) AS n", "sum(size) AS s", "max(time) AS t", "sum(price * size) AS v"],
+    ),
+    "symbol, price, size": (
+        ["symbol", "price", "size"],
+        None,
+        ["count(*) AS n", "sum(size) AS s", "sum(length(symbol)) AS l", "sum(price * size) AS v"],
+    ),
+    "price, size where side = 1": (
+        ["price", "size", "side"],
+        "side = 1",
+        ["count(*) AS n", "sum(size) AS s", "sum(price * size) AS v"],
+    ),
+}
+
+
+def build_typed(qpath: str, ppath: str, n: int) -> None:
+    """N rows of the issue's market data in a typed queue (sealed 64 MiB files) and, the same
+    rows, in a Parquet file."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import litemq
+
+    schema = pa.schema(
+        [
+            pa.field("time", pa.int64(), nullable=False),
+            pa.field("symbol", pa.string(), nullable=False),
+            pa.field("price", pa.float64(), nullable=False),
+            pa.field("size", pa.int64(), nullable=False),
+            pa.field("side", pa.int8(), nullable=False),
+            pa.field("id", pa.int64(), nullable=False),
+        ]
+    )
+    rng = np.random.default_rng(35)
+    names = np.array([f"S{i:03d}" for i in range(500)], dtype=object)
+    chunk = 500_000
+    t0 = time.perf_counter()
+    writer = pq.ParquetWriter(ppath, schema)
+    with litemq.Queue(qpath, schema=schema, file_size=64 * 1024 * 1024) as q:
+        app = q.appender()
+        for at in range(0, n, chunk):
+            k = min(chunk, n - at)
+            table = pa.table(
+                {
+                    "time": pa.array(1_700_000_000_000_000 + np.arange(at, at + k) * 1000),
+                    "symbol": pa.array(names[rng.integers(0, len(names), k)], pa.string()),
+                    "price": pa.array(np.round(rng.uniform(1, 500, k), 2)),
+                    "size": pa.array(rng.integers(1, 10_000, k)),
+                    "side": pa.array(rng.choice(np.array([-1, 1], dtype=np.int8), k)),
+                    "id": pa.array(np.arange(at, at + k)),
+                },
+                schema=schema,
+            )
+            for b in table.to_batches(max_chunksize=1000):
+                app.append_batch(b)
+            writer.write_table(table, row_group_size=chunk)
+        app.flush()
+        app.roll()
+        app.flush()
+    writer.close()
+    print(f"setup: {n:,} typed rows and their Parquet copy in {time.perf_counter() - t0:.1f} s")
+
+
+def typed_bench(args: argparse.Namespace) -> None:
+    import statistics
+
+    import pyspark
+    from pyspark.sql import SparkSession
+
+    import litemq.spark
+
+    n = args.n
+    work = args.dir or tempfile.mkdtemp(prefix="litemq-typed-bench-")
+    qpath, ppath = os.path.join(work, "queue"), os.path.join(work, "rows.parquet")
+    try:
+        build_typed(qpath, ppath, n)
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        spark = (
+            SparkSession.builder.master("local[2]")
+            .appName("litemq-typed-bench")
+            .config("spark.jars", litemq.spark.jar_path())
+            .config("spark.ui.enabled", "false")
+            .config("spark.sql.shuffle.partitions", "2")
+            .config("spark.driver.memory", "2g")
+            .config("spark.ui.showConsoleProgress", "false")
+            .getOrCreate()
+        )
+        spark.sparkContext.setLogLevel("ERROR")
+        litemq.spark.register(spark)
+        readers = {
+            "jvm": lambda: spark.read.format("litemq").option("filterPushdown", "true").load(qpath),
+            "parquet": lambda: spark.read.parquet(ppath),
+        }
+        plan = readers["jvm"]()._jdf.queryExecution().executedPlan().toString()
+        assert "litemq (JVM reader)" in plan, plan
+        results: dict[Any, Any] = {}
+
+        def run(key: Any) -> tuple[float, float | None]:
+            (qname, rname) = key
+            cols, cond, agg = TYPED_QUERIES[qname]
+            c0 = tree_cpu_seconds()
+            t0 = time.perf_counter()
+            df = readers[rname]().select(*cols)
+            if cond:
+                df = df.where(cond)
+            row = df.selectExpr(*agg).collect()[0]
+            dt = time.perf_counter() - t0
+            c1 = tree_cpu_seconds()
+            # Both readers see the same rows (float sums may differ in the last bits).
+            got = (row.n, row.s)
+            assert results.setdefault(qname, got) == got, (qname, rname, got, results[qname])
+            return dt, (None if c0 is None or c1 is None else c1 - c0)
+
+        cases = [(q, r) for q in TYPED_QUERIES for r in readers]
+        for _ in range(args.warmup):
+            for k in cases:
+                run(k)
+        times: dict[Any, list[float]] = {k: [] for k in cases}
+        cpus: dict[Any, list[float]] = {k: [] for k in cases}
+        for _ in range(args.repeats):
+            for k in cases:
+                dt, cpu = run(k)
+                times[k].append(dt)
+                if cpu is not None:
+                    cpus[k].append(cpu)
+        spark.stop()
+        qbytes = sum(
+            os.path.getsize(os.path.join(d, f))
+            for d, _, fs in os.walk(qpath)
+            for f in fs
+            if f.endswith(".data")
+        )
+        pbytes = os.path.getsize(ppath)
+    finally:
+        if not args.dir:
+            shutil.rmtree(work, ignore_errors=True)
+
+    print(
+        f"\n{n:,} rows of 6 fields (data files {qbytes / 1e6:,.1f} MB, Parquet {pbytes / 1e6:,.1f} MB); "
+        f"PySpark {pyspark.__version__}, local[2] on {os.cpu_count()} cores, load average "
+        f"{os.getloadavg()[0]:.1f}; cases interleaved, {args.warmup} warm-up round(s), medians "
+        f"of {args.repeats}\n"
+    )
+    print(f"{'query':<28} {'reader':<8} {'rows/s':>13} {'CPU s':>7}  vs Parquet (rows/s, CPU)")
+    for qname in TYPED_QUERIES:
+        pq_t = statistics.median(times[(qname, "parquet")])
+        pq_c = statistics.median(cpus[(qname, "parquet")]) if cpus[(qname, "parquet")] else None
+        for rname in readers:
+            t = statistics.median(times[(qname, rname)])
+            c = statistics.median(cpus[(qname, rname)]) if cpus[(qname, rname)] else None
+            ratio = f"{pq_t / t:.2f}x"
+            if c and pq_c:
+                ratio += f", {pq_c / c:.2f}x"
+            print(
+                f"{qname:<28} {rname:<8} {n / t:>13,.0f} "
+                f"{(c if c is not None else float('nan')):>7.2f}  {ratio}"
+            )
+
+
 #: The --stream aggregate, run on every micro-batch (foreachBatch) and on the batch reads.
 STREAM_AGG = ["count(*) AS n", "sum(length(payload)) AS b", "sum(seq) AS s"]
 
@@ -652,7 +829,19 @@ def main() -> None:
         action="store_true",
         help="AvailableNow streams: the JVM stream against the Python one and batch reads",
     )
+    ap.add_argument(
+        "--typed",
+        action="store_true",
+        help="a typed queue of market data in the JVM reader against Parquet (issue 35)",
+    )
     args = ap.parse_args()
+    if args.typed:
+        if "--n" not in sys.argv:
+            args.n = int(os.environ.get("LITEMQ_BENCH_N", "2000000"))
+        if "--repeats" not in sys.argv:
+            args.repeats = 5
+        typed_bench(args)
+        return
     if args.stream:
         if "--n" not in sys.argv:
             args.n = int(os.environ.get("LITEMQ_BENCH_N", "200000"))

@@ -6,16 +6,17 @@ import java.nio.charset.StandardCharsets;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector;
 import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
+import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.types.LongType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 
 /** Fills Spark column vectors straight from the mapped frames, {@code batchRows} at a time. */
-final class ColumnarReader implements PartitionReader<ColumnarBatch>, Scanner.Sink {
+final class ColumnarReader implements PartitionReader<ColumnarBatch>, Scanner.RowSink {
   static final int SEQ = 0, TIMESTAMP = 1, KEY = 2, HEADERS = 3, PAYLOAD = 4, QUEUE = 5,
       TOPIC = 6, QUEUE_ID = 7, TAGS = 8, KEY_TEXT = 9, HEADERS_TEXT = 10, FIELD_STR = 11,
-      FIELD_INT = 12;
+      FIELD_INT = 12, TYPED = 13;
 
   private final LiteMQPartition part;
   private final int[] kinds;
@@ -28,17 +29,42 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch>, Scanner.Si
   private final byte[] queueName;
   private Scanner scanner;
   private int rows;
+  /** A typed load's current schema, the filters on its columns the reader applies, or null. */
+  private final TypedSchema typed;
+  private final Filter[] typedFilters;
+  /** Per column of kind TYPED: its field in the current schema. */
+  private final int[] typedField;
+  /** The file's rows read as the current schema's columns, and the filters compiled for it. */
+  private TypedColumns columns;
+  private TypedColumns.Pred pred;
+  /** Whether every column is seq, timestamp or a schema field: row batches fill them in bulk. */
+  private final boolean bulk;
+  /** The rows of a row batch that go into the batch being filled (indexes into its starts). */
+  private final int[] sel;
 
   ColumnarReader(LiteMQPartition part, StructType schema, int batchRows, long limit) {
+    this(part, schema, batchRows, limit, null, new Filter[0]);
+  }
+
+  ColumnarReader(LiteMQPartition part, StructType schema, int batchRows, long limit, TypedSchema typed,
+      Filter[] typedFilters) {
     this.part = part;
     this.batchRows = batchRows;
     this.remaining = limit;
+    this.typed = typed;
+    this.typedFilters = typedFilters;
     StructField[] fs = schema.fields();
     kinds = new int[fs.length];
     fieldNames = new String[fs.length];
     asLong = new boolean[fs.length];
+    typedField = new int[fs.length];
     for (int i = 0; i < fs.length; i++) {
       String n = fs[i].name();
+      typedField[i] = typed == null ? -1 : typed.indexOf(n);
+      if (typedField[i] >= 0) {
+        kinds[i] = TYPED;
+        continue;
+      }
       if (fs[i].metadata().contains(LiteMQScanBuilder.FIELD_METADATA)) {
         fieldNames[i] = fs[i].metadata().getString(LiteMQScanBuilder.FIELD_METADATA);
         kinds[i] = fs[i].dataType() instanceof LongType ? FIELD_INT : FIELD_STR;
@@ -48,6 +74,10 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch>, Scanner.Si
       if (kinds[i] < 0) throw new LiteMQException("cannot produce column " + n);
       asLong[i] = fs[i].dataType() instanceof LongType;
     }
+    boolean b = typed != null;
+    for (int k : kinds) b &= k == SEQ || k == TIMESTAMP || k == QUEUE || k == TYPED;
+    bulk = b;
+    sel = bulk ? new int[batchRows] : null;
     vecs = OnHeapColumnVector.allocateColumns(batchRows, schema);
     batch = new ColumnarBatch(vecs);
     queueName = part.queue.getBytes(StandardCharsets.UTF_8);
@@ -65,6 +95,7 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch>, Scanner.Si
           throw e;
         }
       }
+      if (typed != null) openTyped(f);
       scanner = new Scanner(f, part.startOffset, part.startSeq, part.seqLo, part.seqHi,
           part.timeLo, part.timeHi, part.wholeFile);
       if (part.keyFile != null)
@@ -82,18 +113,85 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch>, Scanner.Si
     return rows > 0;
   }
 
+  /**
+   * A typed load: the file must hold the schema version it held when the read was planned
+   * (the partition's projection is of that version); its filters are compiled for it.
+   */
+  private void openTyped(DataFile f) throws IOException {
+    if (f.schema == null || f.schema.version != part.schemaVersion || part.projection == null) {
+      f.close();
+      throw new LiteMQException(part.file + ": holds schema version " + (f.schema == null ? 0 : f.schema.version)
+          + ", the read was planned for version " + part.schemaVersion + " (replaced since?)");
+    }
+    columns = new TypedColumns(typed, f.schema, part.projection);
+    try {
+      pred = columns.compileAll(typedFilters);
+    } catch (TypedColumns.NotPushable e) {
+      f.close();
+      throw new IllegalStateException("litemq: a filter pushed to the reader does not compile: " + e.getMessage());
+    }
+  }
+
   @Override
   public ColumnarBatch get() {
     return batch;
   }
 
   @Override
+  public boolean bulk() {
+    return bulk;
+  }
+
+  /**
+   * A row batch's rows, a column at a time: the rows the pushed filters keep (all without
+   * filters) are chosen first, then each column is filled in one loop over them.
+   */
+  @Override
+  public int rows(ByteBuffer b, int[] starts, int from, int to, long firstSeq, long ts) {
+    int room = (int) Math.min(batchRows - rows, remaining);
+    int n = 0, i = from;
+    if (pred == null) {
+      for (; i < to && n < room; i++) sel[n++] = i;
+    } else {
+      for (; i < to && n < room; i++) if (pred.test(b, starts[i])) sel[n++] = i;
+    }
+    int r = rows;
+    for (int c = 0; c < kinds.length; c++) {
+      WritableColumnVector v = vecs[c];
+      switch (kinds[c]) {
+        case SEQ:
+          for (int k = 0; k < n; k++) v.putLong(r + k, firstSeq + sel[k]);
+          break;
+        case TIMESTAMP:
+          if (n > 0) v.putLongs(r, n, ts);
+          break;
+        case QUEUE:
+          for (int k = 0; k < n; k++) v.putByteArray(r + k, queueName, 0, queueName.length);
+          break;
+        default:
+          columns.putRows(v, r, typedField[c], b, starts, sel, n);
+      }
+    }
+    rows += n;
+    remaining -= n;
+    return i - from;
+  }
+
+  @Override
   public boolean accept(Scanner.Msg m) {
+    if (typed != null) {
+      // A typed queue's rows are its events: a tombstone (no row) is none, and a row the
+      // pushed filters reject is not returned.
+      if (m.rowLen < 0 || (pred != null && !pred.test(m.rowBuf, m.rowAt))) return true;
+    }
     int r = rows;
     ByteBuffer b = m.buf;
     for (int c = 0; c < kinds.length; c++) {
       WritableColumnVector v = vecs[c];
       switch (kinds[c]) {
+        case TYPED:
+          columns.put(v, r, typedField[c], m.rowBuf, m.rowAt);
+          break;
         case SEQ:
           v.putLong(r, m.seq);
           break;

@@ -18,6 +18,10 @@ public final class DataFile implements AutoCloseable {
   static final int HEADER_LEN = 4096;
   static final int FOOTER_LEN = 128;
   static final long END_OF_FILE = 0xFFFFFFFFL;
+  /** The newest data-file version this reader reads (12: typed records). */
+  static final int MAX_VERSION = 12;
+  /** Where a typed file's header holds its schema JSON's length, CRC-64 and bytes. */
+  static final int SCHEMA_LEN_AT = 72, SCHEMA_CRC_AT = 76, SCHEMA_AT = 84;
   /**
    * Bytes mapped at a time for a file larger than this (1 GiB; the system property
    * {@code litemq.mapWindow} sets it smaller, so tests move windows over small files).
@@ -34,6 +38,8 @@ public final class DataFile implements AutoCloseable {
   final int version;
   final long firstSeq, createdUs, fileNumber, fileSize;
   final int indexInterval;
+  /** A typed file's schema version (header bytes 52..56 and 72..), or null (an untyped file). */
+  final TypedSchema schema;
   /** Bytes held in memory (test vectors): file offsets {@code [memStart, length)}. */
   private final ByteBuffer mem;
   private final long memStart;
@@ -59,13 +65,16 @@ public final class DataFile implements AutoCloseable {
     if (~Crc64.update(~0L, h, 0, 56) != h.getLong(56)) throw damage(0, "header CRC mismatch");
     version = h.getInt(8);
     if (h.getInt(12) != HEADER_LEN) throw damage(0, "header length " + h.getInt(12) + ", expected 4096");
-    if (version < 3 || version > 11)
-      throw new LiteMQException(path + ": unsupported data-file version " + version + " (this reader reads 3 to 11)");
+    if (version < 3 || version > MAX_VERSION)
+      throw new LiteMQException(path + ": unsupported data-file version " + version + " (this reader reads 3 to " + MAX_VERSION + ")");
     firstSeq = h.getLong(16);
     createdUs = h.getLong(24);
     fileNumber = h.getLong(32);
     fileSize = h.getLong(40);
     indexInterval = h.getInt(48);
+    if (version < 12 && h.getInt(52) != 0)
+      throw damage(52, "schema_version " + (h.getInt(52) & 0xFFFFFFFFL) + " in a file of version " + version + " (reserved, 0, before 12)");
+    schema = version >= 12 ? readSchema(h.getInt(52) & 0xFFFFFFFFL) : null;
     if (version == 3 ? length != fileSize
         : (length > fileSize || length % 8 != 0 || length < HEADER_LEN + 8 + FOOTER_LEN))
       throw damage(0, "file length " + length + " does not fit its header (file_size " + fileSize + ")");
@@ -85,6 +94,7 @@ public final class DataFile implements AutoCloseable {
     this.fileNumber = 1;
     this.fileSize = length;
     this.indexInterval = 0;
+    this.schema = null;
   }
 
   static DataFile inMemory(String name, byte[] bytes, long start, int version, long firstSeq) {
@@ -104,6 +114,35 @@ public final class DataFile implements AutoCloseable {
       ch.close();
       throw e;
     }
+  }
+
+  /**
+   * The schema a typed file's header holds (docs/FORMAT.md, "Data-file header of a typed
+   * file"): length at 72 (at most 4012), CRC-64 at 76, JSON at 84, whose {@code version} must
+   * be {@code schema_version}. Null for {@code schema_version} 0.
+   */
+  private TypedSchema readSchema(long schemaVersion) throws IOException {
+    if (schemaVersion == 0) return null;
+    ByteBuffer h = ByteBuffer.allocate(SCHEMA_AT).order(ByteOrder.LITTLE_ENDIAN);
+    readFully(h, 0);
+    long n = h.getInt(SCHEMA_LEN_AT) & 0xFFFFFFFFL;
+    if (n == 0 || n > HEADER_LEN - SCHEMA_AT)
+      throw damage(SCHEMA_LEN_AT, "schema JSON length " + n + " (a typed header holds 1 to " + (HEADER_LEN - SCHEMA_AT) + " bytes)");
+    ByteBuffer j = ByteBuffer.allocate((int) n).order(ByteOrder.LITTLE_ENDIAN);
+    readFully(j, SCHEMA_AT);
+    long crc = ~Crc64.update(~0L, j, 0, (int) n);
+    if (crc != h.getLong(SCHEMA_CRC_AT))
+      throw damage(SCHEMA_CRC_AT, String.format("schema JSON CRC mismatch: stored %#018x, computed %#018x", h.getLong(SCHEMA_CRC_AT), crc));
+    String json = java.nio.charset.StandardCharsets.UTF_8.decode(j.duplicate()).toString();
+    TypedSchema s;
+    try {
+      s = TypedSchema.parse(json);
+    } catch (IllegalArgumentException e) {
+      throw damage(SCHEMA_AT, "schema JSON: " + e.getMessage());
+    }
+    if (s.version != schemaVersion)
+      throw damage(SCHEMA_AT, "schema JSON says version " + s.version + ", the header's schema_version is " + schemaVersion);
+    return s;
   }
 
   private void readFully(ByteBuffer b, long at) throws IOException {

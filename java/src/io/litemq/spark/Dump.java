@@ -18,7 +18,7 @@ public final class Dump {
     StringBuilder out = new StringBuilder();
     HexFormat hex = HexFormat.of();
     for (LiteMQPartition p : Planner.plan(refs, 0, Long.MAX_VALUE, Long.MIN_VALUE, Long.MAX_VALUE,
-        Long.MAX_VALUE, null, null, keyFile)) {
+        Long.MAX_VALUE, null, null, keyFile, null)) {
       try (Scanner s = new Scanner(DataFile.open(p.file), p.startOffset, p.startSeq, p.seqLo, p.seqHi,
           p.timeLo, p.timeHi, p.wholeFile)) {
         if (p.keyFile != null) s.crypto = Crypto.forQueue(p.file, p.queueIdHex, p.keyCheckHex, p.keyFile);

@@ -15,6 +15,12 @@ public final class LiteMQPartition implements InputPartition {
   String keyFile, queueIdHex, keyCheckHex;
   /** A file of an archive: its manifest entry, checked again where the task runs. */
   Archive.Entry listed;
+  /**
+   * A typed load: the schema version the file held when planned, and where each of the load's
+   * current fields lies in it ({@link TypedLoad#projection}); null for an untyped load.
+   */
+  int schemaVersion;
+  int[] projection;
 
   LiteMQPartition(String queue, String file, long startOffset, long startSeq, long seqLo,
       long seqHi, long timeLo, long timeHi, boolean wholeFile, String[] topics) {

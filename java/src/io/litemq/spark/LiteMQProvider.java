@@ -38,9 +38,21 @@ public final class LiteMQProvider implements TableProvider, DataSourceRegister {
     return NAME;
   }
 
+  /**
+   * The Python source's schema (it checks the options and paths, with its errors), except for
+   * a load of typed queues this reader serves: {@code seq}, {@code timestamp}, then the
+   * schema's fields ({@link TypedLoad#sparkSchema}).
+   */
   @Override
   public StructType inferSchema(CaseInsensitiveStringMap options) {
-    return py().inferSchema(options);
+    StructType py = py().inferSchema(options);
+    if (LiteMQScanBuilder.notForJvm(options) != null) return py;
+    try {
+      TypedLoad typed = TypedLoad.of(Planner.discover(LiteMQScanBuilder.paths(options)));
+      return typed == null ? py : typed.sparkSchema();
+    } catch (Planner.NotForJvm e) {
+      return py;
+    }
   }
 
   @Override

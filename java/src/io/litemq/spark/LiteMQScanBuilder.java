@@ -59,6 +59,9 @@ final class LiteMQScanBuilder
   private StructType schema;
   private long seqLo = 0, seqHi = Long.MAX_VALUE, timeLo = Long.MIN_VALUE, timeHi = Long.MAX_VALUE;
   private Filter[] pushed = new Filter[0];
+  /** A typed load (its current schema and versions), or null; the filters the reader applies on its columns. */
+  private final TypedLoad typed;
+  private Filter[] typedFilters = new Filter[0];
   private long limit = Long.MAX_VALUE;
   private final List<Planner.Ref> refs;
   private java.util.Set<String> queues; // pushed queue = / IN, or null
@@ -104,16 +107,14 @@ final class LiteMQScanBuilder
     return out;
   }
 
-  LiteMQScanBuilder(StructType schema, CaseInsensitiveStringMap options, PythonDataSourceV2 py, SupportsRead pyTable) {
+  LiteMQScanBuilder(StructType schema, CaseInsensitiveStringMap options, SupportsRead pyTable,
+      List<Planner.Ref> refs, TypedLoad typed) {
     this.tableSchema = schema;
     this.schema = schema;
     this.options = options;
     this.pyTable = pyTable;
-    try {
-      this.refs = Planner.discover(paths(options));
-    } catch (Planner.NotForJvm e) {
-      throw new IllegalStateException(e);
-    }
+    this.refs = refs;
+    this.typed = typed;
     Long v = optLong("startSeq");
     if (v != null) seqLo = v;
     v = optLong("endSeq");
@@ -132,10 +133,18 @@ final class LiteMQScanBuilder
     }
   }
 
-  /** Whether every column of the table schema is one this reader produces, as Python would. */
-  static boolean readable(StructType s) {
+  /**
+   * Whether every column of the table schema is one this reader produces, as Python would; for
+   * a typed load, also the schema's fields, each as its Spark type.
+   */
+  static boolean readable(StructType s, TypedLoad typed) {
     for (StructField f : s.fields()) {
       DataType t = f.dataType();
+      int j = typed == null ? -1 : typed.current.indexOf(f.name());
+      if (j >= 0) {
+        if (!typed.current.fields[j].sparkType().sameType(t)) return false;
+        continue;
+      }
       if (f.metadata().contains(FIELD_METADATA)) {
         if (!(t instanceof LongType || t instanceof StringType)) return false;
         continue;
@@ -202,7 +211,7 @@ final class LiteMQScanBuilder
     schema = required;
   }
 
-  private static Long micros(Object v) {
+  static Long micros(Object v) {
     if (v instanceof java.sql.Timestamp) {
       java.sql.Timestamp t = (java.sql.Timestamp) v;
       return Math.floorDiv(t.getTime(), 1000L) * 1_000_000L + t.getNanos() / 1000;
@@ -260,8 +269,14 @@ final class LiteMQScanBuilder
         }
       }
     }
-    List<Filter> used = new ArrayList<>();
+    List<Filter> used = new ArrayList<>(), typedUsed = new ArrayList<>(), rest = new ArrayList<>();
     for (Filter f : filters) {
+      if (typed != null && TypedColumns.pushable(f, typed.current)) {
+        // On schema columns: the reader applies it exactly and returns only the rows it keeps.
+        typedUsed.add(f);
+        continue;
+      }
+      rest.add(f);
       java.util.Set<String> q = strings(f, "queue"), t = strings(f, "topic");
       if (q != null) {
         queues = and(queues, q);
@@ -298,8 +313,11 @@ final class LiteMQScanBuilder
       else { timeLo = Math.max(timeLo, lo); timeHi = Math.min(timeHi, hi); }
       used.add(f);
     }
+    typedFilters = typedUsed.toArray(new Filter[0]);
+    used.addAll(typedUsed);
     pushed = used.toArray(new Filter[0]);
-    return filters; // Spark checks every filter again: pushdown only narrows what is read
+    // Spark checks the others again (seq, timestamp, queue and topic filters only narrow the read).
+    return rest.toArray(new Filter[0]);
   }
 
   @Override
@@ -350,7 +368,9 @@ final class LiteMQScanBuilder
     @Override
     public String description() {
       return "litemq (JVM reader) " + b.refs.size() + " queue(s), seq [" + b.seqLo + ", "
-          + (b.seqHi == Long.MAX_VALUE ? "end" : b.seqHi) + ")" + (b.limit != Long.MAX_VALUE ? " limit " + b.limit : "");
+          + (b.seqHi == Long.MAX_VALUE ? "end" : b.seqHi) + ")" + (b.limit != Long.MAX_VALUE ? " limit " + b.limit : "")
+          + (b.typed == null ? "" : " typed " + b.typed.current.fields.length + " fields")
+          + (b.typedFilters.length == 0 ? "" : " applying " + java.util.Arrays.toString(b.typedFilters));
     }
 
     @Override
@@ -367,7 +387,7 @@ final class LiteMQScanBuilder
       // Archives are for batch reads: the Python source refuses a stream of one, by name.
       if (LiteMQStream.forPython(b.options) || b.refs.stream().anyMatch(r -> r.archived() != null))
         return b.pyTable.newScanBuilder(b.options).build().toMicroBatchStream(checkpointLocation);
-      return new LiteMQStream(b.tableSchema, b.options);
+      return new LiteMQStream(b.tableSchema, b.options, b.typed);
     }
 
     @Override
@@ -375,7 +395,7 @@ final class LiteMQScanBuilder
       try {
         return Planner.plan(b.refs, b.seqLo, b.seqHi, b.timeLo, b.timeHi, rowsPerPartition,
                 b.queues, b.topics == null ? null : b.topics.toArray(new String[0]),
-                b.options.get("encryptionKeyFile"))
+                b.options.get("encryptionKeyFile"), b.typed)
             .toArray(new InputPartition[0]);
       } catch (IOException e) {
         throw new UncheckedIOException(e);
@@ -384,7 +404,7 @@ final class LiteMQScanBuilder
 
     @Override
     public PartitionReaderFactory createReaderFactory() {
-      return new Factory(schema, batchRows, b.limit);
+      return new Factory(schema, batchRows, b.limit, b.typed == null ? null : b.typed.current, b.typedFilters);
     }
   }
 
@@ -393,11 +413,15 @@ final class LiteMQScanBuilder
     private final StructType schema;
     private final int batchRows;
     private final long limit;
+    private final TypedSchema typed;
+    private final Filter[] typedFilters;
 
-    Factory(StructType schema, int batchRows, long limit) {
+    Factory(StructType schema, int batchRows, long limit, TypedSchema typed, Filter[] typedFilters) {
       this.schema = schema;
       this.batchRows = batchRows;
       this.limit = limit;
+      this.typed = typed;
+      this.typedFilters = typedFilters;
     }
 
     @Override
@@ -407,7 +431,7 @@ final class LiteMQScanBuilder
 
     @Override
     public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition p) {
-      return new ColumnarReader((LiteMQPartition) p, schema, batchRows, limit);
+      return new ColumnarReader((LiteMQPartition) p, schema, batchRows, limit, typed, typedFilters);
     }
 
     @Override

@@ -138,8 +138,12 @@ final class LiteMQStream implements MicroBatchStream, SupportsTriggerAvailableNo
   /** Trigger.AvailableNow: the ends present when the query started, or null. */
   private TreeMap<String, Long> target;
 
-  LiteMQStream(StructType schema, CaseInsensitiveStringMap options) {
+  /** A typed load: its current schema when the query started (the DataFrame's columns), or null. */
+  private final TypedSchema typed;
+
+  LiteMQStream(StructType schema, CaseInsensitiveStringMap options, TypedLoad typed) {
     this.schema = schema;
+    this.typed = typed == null ? null : typed.current;
     this.paths = LiteMQScanBuilder.paths(options);
     this.keyFile = options.get("encryptionKeyFile");
     String raw = options.get("startingOffsets");
@@ -304,6 +308,7 @@ final class LiteMQStream implements MicroBatchStream, SupportsTriggerAvailableNo
         break;
       }
     List<InputPartition> out = new ArrayList<>();
+    TypedLoad now = typedNow(end);
     for (Map.Entry<String, Long> e : end.entrySet()) {
       String name = e.getKey();
       long s = start.getOrDefault(name, 0L), hi = e.getValue();
@@ -313,7 +318,7 @@ final class LiteMQStream implements MicroBatchStream, SupportsTriggerAvailableNo
         throw new LiteMQException("queue '" + name + "' of the checkpointed offsets is gone from " + paths);
       try {
         out.addAll(Planner.plan(List.of(new Planner.Ref(name, path)), s, hi, Long.MIN_VALUE,
-            Long.MAX_VALUE, rowsPerPartition, null, null, keyFile));
+            Long.MAX_VALUE, rowsPerPartition, null, null, keyFile, now));
       } catch (IOException x) {
         throw new UncheckedIOException(x);
       }
@@ -321,9 +326,31 @@ final class LiteMQStream implements MicroBatchStream, SupportsTriggerAvailableNo
     return out.toArray(new InputPartition[0]);
   }
 
+  /**
+   * The typed schema of the queues a micro-batch reads, which must still be the one the query
+   * started with: the DataFrame's columns are fixed for the life of a query.
+   */
+  private TypedLoad typedNow(TreeMap<String, Long> end) {
+    List<Planner.Ref> refs = new ArrayList<>();
+    for (String n : end.keySet()) if (queuePaths.containsKey(n)) refs.add(new Planner.Ref(n, queuePaths.get(n)));
+    TypedLoad now = TypedLoad.of(refs);
+    boolean same = (now == null) == (typed == null);
+    if (same && now != null) {
+      same = now.current.fields.length == typed.fields.length;
+      for (int i = 0; same && i < typed.fields.length; i++)
+        same = now.current.fields[i].name.equals(typed.fields[i].name)
+            && now.current.fields[i].sparkType().sameType(typed.fields[i].sparkType());
+    }
+    if (!same)
+      throw new LiteMQException("the queues' schema is " + (now == null ? "none" : now.current.toString())
+          + ", the stream started with " + (typed == null ? "none" : typed.toString())
+          + ": a query keeps its columns; restart it to read the new schema");
+    return now;
+  }
+
   @Override
   public PartitionReaderFactory createReaderFactory() {
-    return new LiteMQScanBuilder.Factory(schema, batchRows, Long.MAX_VALUE);
+    return new LiteMQScanBuilder.Factory(schema, batchRows, Long.MAX_VALUE, typed, new org.apache.spark.sql.sources.Filter[0]);
   }
 
   @Override

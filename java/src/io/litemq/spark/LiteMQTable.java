@@ -1,6 +1,7 @@
 package io.litemq.spark;
 
 import java.util.HashSet;
+import java.util.List;
 import java.util.Set;
 import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.SupportsWrite;
@@ -46,8 +47,16 @@ final class LiteMQTable implements SupportsRead, SupportsWrite {
   @Override
   public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
     String why = LiteMQScanBuilder.notForJvm(options);
-    if (why != null || !LiteMQScanBuilder.readable(schema)) return ((SupportsRead) py).newScanBuilder(options);
-    return new LiteMQScanBuilder(schema, options, pySource, (SupportsRead) py);
+    if (why != null) return ((SupportsRead) py).newScanBuilder(options);
+    List<Planner.Ref> refs;
+    try {
+      refs = Planner.discover(LiteMQScanBuilder.paths(options));
+    } catch (Planner.NotForJvm e) {
+      throw new IllegalStateException(e);
+    }
+    TypedLoad typed = TypedLoad.of(refs);
+    if (!LiteMQScanBuilder.readable(schema, typed)) return ((SupportsRead) py).newScanBuilder(options);
+    return new LiteMQScanBuilder(schema, options, (SupportsRead) py, refs, typed);
   }
 
   @Override

@@ -247,7 +247,8 @@ final class Planner {
   }
 
   static List<LiteMQPartition> plan(List<Ref> refs, long seqLo, long seqHi, long timeLo,
-      long timeHi, long rowsPerPartition, Set<String> queues, String[] topics, String keyFile) throws IOException {
+      long timeHi, long rowsPerPartition, Set<String> queues, String[] topics, String keyFile,
+      TypedLoad typed) throws IOException {
     List<LiteMQPartition> parts = new ArrayList<>();
     if (seqLo >= seqHi || timeLo >= timeHi || (topics != null && topics.length == 0)) return parts;
     for (Ref r : refs) {
@@ -284,6 +285,12 @@ final class Planner {
           long lo = Math.max(first, seqLo), hi = Math.min(end, seqHi);
           if (lo >= hi) continue;
           if (topics != null && holdsNoneOf(f, path, topics)) continue;
+          int[] projection = null;
+          if (typed != null) {
+            if (f.schema == null)
+              throw new LiteMQException(path + ": an untyped data file holding messages in a typed queue");
+            projection = typed.projection(r.path(), f);
+          }
           if (f.sealed() && f.endSeq > f.firstSeq && (f.lastTs < timeLo || f.firstTs >= timeHi)) continue;
           if (entries == null)
             entries = (lo > first || hi - lo > rowsPerPartition) ? sparseEntries(f, path) : List.of();
@@ -308,6 +315,10 @@ final class Planner {
             boolean whole = starts.size() == 1 && s[1] == DataFile.HEADER_LEN;
             LiteMQPartition p = new LiteMQPartition(r.name(), path, s[1], s[2], s[0], e, timeLo, timeHi, whole, topics);
             p.listed = listed;
+            if (projection != null) {
+              p.schemaVersion = f.schema.version;
+              p.projection = projection;
+            }
             parts.add(p);
           }
         }
@@ -347,7 +358,8 @@ final class Planner {
       int r = (int) (off - f.base()) + 4;
       if (len >= 12 && (b.get(r) & 0xff) == 0x80 && (b.get(r + 9) & 0xff) == 0x04) {
         seq += b.getShort(r + 10) & 0xffff;
-      } else if (len >= 25 && (b.get(r) & 0xff) == 0x80 && (b.get(r + 9) & 0xff) == 0x08) {
+      } else if (len >= 25 && (b.get(r) & 0xff) == 0x80
+          && ((b.get(r + 9) & 0xff) == Scanner.X_BATCH || (b.get(r + 9) & 0xff) == Scanner.X_ROW_BATCH)) {
         long first = b.getLong(r + 12);
         int count = b.getShort(r + 10) & 0xffff;
         seq = exact ? seq + count : first + count;

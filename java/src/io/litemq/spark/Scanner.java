@@ -14,7 +14,8 @@ import java.nio.ByteOrder;
 final class Scanner implements AutoCloseable {
   static final int F_KEY = 0x01, F_HEADERS = 0x02, F_KEY_TEXT = 0x04, F_TOPIC = 0x08,
       F_EXPIRY = 0x10, F_PRIORITY = 0x20, F_COMPRESSED = 0x40, F_EXT = 0x80;
-  static final int X_TOMBSTONE = 0x01, X_ENCRYPTED = 0x02, X_HOLE = 0x04, X_BATCH = 0x08;
+  static final int X_TOMBSTONE = 0x01, X_ENCRYPTED = 0x02, X_HOLE = 0x04, X_BATCH = 0x08,
+      X_ROWS = 0x10, X_ROW_BATCH = X_BATCH | X_ROWS;
 
   /** One decoded message; positions index {@link #buf} (a mapping window or a batch block). */
   static final class Msg {
@@ -28,6 +29,10 @@ final class Scanner implements AutoCloseable {
     int tagAt, tagCount;
     byte[] payloadArr; // decompressed payload, or null: payload is buf[payloadAt, +payloadLen)
     int payloadAt, payloadLen;
+    boolean tombstone;
+    /** A typed file's event: its row, checked, at rowBuf[rowAt, +rowLen); rowLen -1: none (a tombstone). */
+    ByteBuffer rowBuf;
+    int rowAt, rowLen = -1;
   }
 
   /** Sees every frame walked (the frame test vectors): kind plain, hole or batch. */
@@ -45,6 +50,19 @@ final class Scanner implements AutoCloseable {
     boolean accept(Msg m);
   }
 
+  /** A sink that also takes a row batch's rows many at a time (the typed columns' hot path). */
+  interface RowSink extends Sink {
+    /** Whether {@link #rows} may be called (else every row goes through {@link #accept}). */
+    boolean bulk();
+
+    /**
+     * Takes rows {@code [from, to)} of a checked row batch (row {@code i} at
+     * {@code buf[starts[i], starts[i + 1])}, sequence {@code firstSeq + i}, timestamp
+     * {@code ts}), or as many as fit; returns how many it took (fewer: it is full).
+     */
+    int rows(ByteBuffer buf, int[] starts, int from, int to, long firstSeq, long ts);
+  }
+
   final DataFile file;
   private long off;
   private long seq;
@@ -60,6 +78,12 @@ final class Scanner implements AutoCloseable {
   private ByteBuffer block;
   private int blockPos, blockMembers, blockNext;
   private long blockTs, blockSeq;
+  // A row batch being handed out row by row: its block (the mapping, or the decompressed
+  // bytes) and where each row starts (rowStarts[count] is the block's end).
+  private ByteBuffer rowBlock;
+  private int[] rowStarts = new int[0];
+  private int rowCount, rowNext;
+  private long rowTs, rowSeq;
 
   /**
    * @param startOffset where to start (4096, or a sparse-index entry's frame)
@@ -142,6 +166,7 @@ final class Scanner implements AutoCloseable {
   /** Hands messages to {@code sink} until it says stop or the range ends. */
   void scan(Sink sink) throws IOException {
     if (block != null && !drainBlock(sink)) return;
+    if (rowBlock != null && !drainRows(sink)) return;
     while (!done) {
       if (seq >= seqHi) {
         done = true;
@@ -171,7 +196,8 @@ final class Scanner implements AutoCloseable {
         throw damage(off, "frame length " + len + " runs past the verified end of frames " + trustedEnd);
       if (trustedEnd < 0) {
         long stored = b.getLong(p + 4 + rl);
-        long computed = Crc64.crc(b, p, 4 + rl);
+        // A large frame (a batch, a row batch) in four lanes joined by combination.
+        long computed = rl >= 16384 ? Crc64.crcLong(b, p, 4 + rl) : Crc64.crc(b, p, 4 + rl);
         if (stored != computed)
           throw damage(off, String.format("CRC mismatch: stored %#018x, computed %#018x", stored, computed));
       }
@@ -212,6 +238,7 @@ final class Scanner implements AutoCloseable {
         exactStart = true;
         return true;
       }
+      if (ext == X_ROW_BATCH) return rowBatch(b, r, n, at, ts, sink);
       if (ext == X_BATCH) {
         if (n < 25) throw damage(at, "record malformed: batch frame of " + n + " bytes");
         int count = u16(b, r + 10);
@@ -265,7 +292,136 @@ final class Scanner implements AutoCloseable {
     }
     decode(b, r, n, s, ts, at, false);
     if (topics != null && !topicWanted(msg)) return true;
+    if (file.schema != null) typedRow(msg, at);
     return sink.accept(msg);
+  }
+
+  /**
+   * A plain record of a typed file: its payload (decrypted, decompressed) is exactly one row of
+   * the file's schema version, checked; a tombstone has none.
+   */
+  private void typedRow(Msg m, long at) {
+    m.rowLen = -1;
+    if (m.tombstone) return;
+    TypedSchema ts = file.schema;
+    ByteBuffer rb = m.payloadArr != null ? ByteBuffer.wrap(m.payloadArr).order(ByteOrder.LITTLE_ENDIAN) : m.buf;
+    int len = ts.rowLen(rb, m.payloadAt, m.payloadLen);
+    if (len < 0) throw malformed(at, m.seq, TypedSchema.lenReason(len));
+    if (len != m.payloadLen) throw malformed(at, m.seq, "typed row longer than its fields");
+    String why = ts.checkRow(rb, m.payloadAt, len);
+    if (why != null) throw malformed(at, m.seq, why);
+    m.rowBuf = rb;
+    m.rowAt = m.payloadAt;
+    m.rowLen = len;
+  }
+
+  /**
+   * A row batch (ext 0x18, docs/FORMAT.md "In a data file"): {@code count} rows of the file's
+   * schema version back to back in its block, stored ({@code codec} 0: read in place, from the
+   * mapping) or compressed. Every row is checked and the rows must tile the block exactly
+   * before any is handed out: a batch that fails is damage for every member.
+   */
+  private boolean rowBatch(ByteBuffer b, int r, int n, long at, long ts, Sink sink) throws IOException {
+    if (n < 25) throw damage(at, "record malformed: batch frame of " + n + " bytes");
+    int count = u16(b, r + 10);
+    long first = b.getLong(r + 12);
+    int codec = u8(b, r + 20);
+    long raw = b.getInt(r + 21) & 0xFFFFFFFFL;
+    if (count == 0 || (exactStart ? first != seq : (seq < first || seq >= first + count)))
+      throw damage(at, "batch frame says its first message is " + first + ", where message " + seq + " stands");
+    exactStart = true;
+    if (listener != null) {
+      listener.frame(at, n, off, "batch", first, count, first);
+      seq = first + count;
+      return true;
+    }
+    if (file.schema == null) throw damage(at, "record malformed: a row batch in an untyped file");
+    if (topics != null || first + count <= seqLo || first >= seqHi || ts < timeLo || ts >= timeHi) {
+      seq = first + count;
+      return true;
+    }
+    ByteBuffer blk;
+    int base, len;
+    if (codec == 0) {
+      if (raw != n - 25) throw damage(at, "row batch stores " + (n - 25) + " bytes and says raw_len " + raw);
+      blk = b;
+      base = r + 25;
+      len = n - 25;
+    } else {
+      byte[] src = new byte[n - 25];
+      b.get(r + 25, src, 0, src.length);
+      byte[] out = Codecs.decompress(codec, src, 0, src.length, raw, why);
+      if (out == null) throw damage(at, why[0]);
+      blk = ByteBuffer.wrap(out).order(ByteOrder.LITTLE_ENDIAN);
+      base = 0;
+      len = out.length;
+    }
+    splitRows(blk, base, len, count, first, at);
+    rowBlock = blk;
+    rowCount = count;
+    rowNext = 0;
+    rowTs = ts;
+    rowSeq = first;
+    seq = first + count;
+    return drainRows(sink);
+  }
+
+  /** Where each of {@code count} rows starts in {@code blk[base, base + len)}, every row checked. */
+  private void splitRows(ByteBuffer blk, int base, int len, int count, long first, long at) {
+    TypedSchema ts = file.schema;
+    if (rowStarts.length < count + 1) rowStarts = new int[Math.max(count + 1, 1024)];
+    int q = base, end = base + len;
+    for (int i = 0; i < count; i++) {
+      rowStarts[i] = q;
+      int rl = ts.rowLen(blk, q, end - q);
+      if (rl < 0) throw malformed(at, first + i, TypedSchema.lenReason(rl));
+      String bad = ts.checkRow(blk, q, rl);
+      if (bad != null) throw malformed(at, first + i, bad);
+      q += rl;
+    }
+    if (q != end) throw malformed(at, first + count - 1, "row batch longer than its rows");
+    rowStarts[count] = q;
+  }
+
+  private boolean drainRows(Sink sink) {
+    Msg m = msg;
+    if (rowNext < seqLo - rowSeq) rowNext = (int) Math.min(rowCount, seqLo - rowSeq);
+    if (sink instanceof RowSink && ((RowSink) sink).bulk()) {
+      int to = (int) Math.max(0, Math.min(rowCount, seqHi - rowSeq));
+      if (rowNext < to) {
+        rowNext += ((RowSink) sink).rows(rowBlock, rowStarts, rowNext, to, rowSeq, rowTs);
+        if (rowNext < to) return false;
+      }
+      rowBlock = null;
+      return true;
+    }
+    while (rowNext < rowCount) {
+      int i = rowNext++;
+      long s = rowSeq + i;
+      if (s >= seqHi) break;
+      int at = rowStarts[i], len = rowStarts[i + 1] - at;
+      m.seq = s;
+      m.ts = rowTs;
+      m.buf = rowBlock;
+      m.keyLen = -1;
+      m.hdrCount = -1;
+      m.topicLen = 0;
+      m.queueId = 0;
+      m.tagCount = 0;
+      m.tombstone = false;
+      m.payloadArr = null;
+      m.payloadAt = at;
+      m.payloadLen = len;
+      m.rowBuf = rowBlock;
+      m.rowAt = at;
+      m.rowLen = len;
+      if (!sink.accept(m)) {
+        if (rowNext >= rowCount) rowBlock = null;
+        return false;
+      }
+    }
+    rowBlock = null;
+    return true;
   }
 
   private long blockAt;
@@ -314,6 +470,8 @@ final class Scanner implements AutoCloseable {
     m.queueId = 0;
     m.tagCount = 0;
     m.payloadArr = null;
+    m.tombstone = false;
+    m.rowLen = -1;
     try {
       if (member && (flags & (F_TOPIC | F_COMPRESSED)) != 0)
         throw malformed(at, s, "batch member with topic or compression flags");
@@ -358,6 +516,9 @@ final class Scanner implements AutoCloseable {
       }
       if ((flags & F_EXT) != 0) {
         int ext = u8(b, q++);
+        if ((ext & X_ROWS) != 0)
+          throw malformed(at, s, "record malformed: rows bit without the batch bit, or with other extension bits");
+        m.tombstone = (ext & X_TOMBSTONE) != 0;
         if ((ext & ~0x07) != 0 || ext == 0)
           throw malformed(at, s, "record uses extension bits this version does not support");
         if ((ext & (X_HOLE | X_BATCH)) != 0) throw malformed(at, s, "record malformed: hole or batch bits with other fields");
