@@ -71,6 +71,10 @@ const ENCRYPTED_SINCE: u64 = 8;
 /// compressed together (format 9 batch frames) between plain ones.
 const BATCHED_SINCE: u64 = 9;
 
+/// The first format version whose fixture has a `typed/` queue: events of a
+/// schema (format 12), single rows and row batches, across an evolution.
+const TYPED_SINCE: u64 = 12;
+
 /// A header as the generator gives it: name, value, whether it is text.
 type Header = (&'static str, Vec<u8>, bool);
 
@@ -572,6 +576,219 @@ fn generate_batched(dir: &Path) -> Value {
     json!({ "next_seq": next_seq, "messages": messages })
 }
 
+/// The schema of the `typed/` queue: version 1 (`evolved` false) and the
+/// version 2 it evolves to (`side` widened to int16, `size` renamed `qty`,
+/// `venue` added).
+fn typed_schema(evolved: bool) -> litemq::format::typed::Schema {
+    use litemq::format::typed::{Field, FieldType, Schema};
+    let f = |name: &str, ty, nullable| Field {
+        name: name.into(),
+        ty,
+        nullable,
+        aliases: vec![],
+    };
+    let mut fields = vec![
+        f("time", FieldType::TimestampUs, false),
+        f("symbol", FieldType::String, false),
+        f("price", FieldType::Float64, true),
+        f("size", FieldType::Int64, false),
+        f("side", FieldType::Int8, false),
+        f("id", FieldType::UInt32, false),
+        f(
+            "notional",
+            FieldType::Decimal128 {
+                precision: 12,
+                scale: 2,
+            },
+            true,
+        ),
+        f("day", FieldType::Date32, false),
+        f("live", FieldType::Bool, false),
+        f("tag", FieldType::Binary, true),
+    ];
+    if evolved {
+        fields[3].name = "qty".into();
+        fields[3].aliases = vec!["size".into()];
+        fields[4].ty = FieldType::Int16;
+        fields.push(f("venue", FieldType::String, true));
+    }
+    Schema {
+        version: if evolved { 2 } else { 1 },
+        fields,
+    }
+}
+
+/// Event `i` of the `typed/` queue as values of [`typed_schema`]`(evolved)`.
+fn typed_values(i: u64, evolved: bool) -> Vec<litemq::format::typed::Value> {
+    use litemq::format::typed::Value as V;
+    let mut v = vec![
+        V::Int((START_US + i * 1_000) as i64),
+        V::Str(["AAPL", "MSFT", "GOOG", "Ünï"][(i % 4) as usize].into()),
+        if i % 5 == 0 {
+            V::Null
+        } else {
+            V::Float(100.0 + i as f64 / 4.0)
+        },
+        V::Int(i as i64 * 10 - 500),
+        V::Int(if i % 2 == 0 { 1 } else { -1 }),
+        V::UInt(4_000_000_000 - i),
+        if i % 7 == 0 {
+            V::Null
+        } else {
+            V::Decimal(i as i128 * 12_345 - 99_999)
+        },
+        V::Int(20_000 + (i % 3) as i64),
+        V::Bool(i % 3 == 0),
+        if i % 2 == 0 {
+            V::Null
+        } else {
+            V::Bytes(vec![0, 0xff, i as u8])
+        },
+    ];
+    if evolved {
+        v.push(if i % 2 == 0 {
+            V::Str("XNAS".into())
+        } else {
+            V::Null
+        });
+    }
+    v
+}
+
+/// A value as the `typed/` manifest records it: numbers, bools, text,
+/// binary as `{"hex": ...}`, a decimal as its text (`"-999.99"`),
+/// timestamps as µs and dates as days; `null` for a null.
+fn typed_json(v: &litemq::format::typed::Value, scale: u8) -> Value {
+    use litemq::format::typed::Value as V;
+    match v {
+        V::Null => Value::Null,
+        V::Bool(b) => json!(b),
+        V::Int(n) => json!(n),
+        V::UInt(n) => json!(n),
+        V::Float(x) => json!(x),
+        V::Str(s) => json!(s),
+        V::Bytes(b) => json!({"hex": hex(b)}),
+        V::Decimal(d) => {
+            let digits = format!("{:0>width$}", d.unsigned_abs(), width = scale as usize + 1);
+            let (int, frac) = digits.split_at(digits.len() - scale as usize);
+            json!(format!("{}{int}.{frac}", if *d < 0 { "-" } else { "" }))
+        }
+    }
+}
+
+/// Writes the `typed/` queue (format 12): a schema of ten fields (every
+/// kind of slot, nullable and not), events appended one by one (one with a
+/// key, one compressed) and as row batches (stored, and zstd), a roll
+/// between files, then an evolution to version 2 (a rename, a widening, a
+/// nullable field added: a new file) and more events. Returns what the
+/// manifest's `typed` says: the schema versions and every message with
+/// its values as the current (second) version reads them.
+fn generate_typed(dir: &Path) -> Value {
+    use litemq::format::typed::{encode_row, RowLayout, Value as V};
+    let clock = Arc::new(ManualClock::new(START_US));
+    let mut messages: Vec<Value> = Vec::new();
+    let mut ts = START_US;
+    let mut i = 0u64;
+    // The current version's view of event `i` written in version `v`.
+    let as_current = |i: u64, written_evolved: bool| -> Value {
+        let mut vals = typed_values(i, written_evolved);
+        if !written_evolved {
+            vals.push(V::Null);
+        }
+        let schema = typed_schema(true);
+        let mut o = serde_json::Map::new();
+        for (f, v) in schema.fields.iter().zip(&vals) {
+            let scale = match f.ty {
+                litemq::format::typed::FieldType::Decimal128 { scale, .. } => scale,
+                _ => 0,
+            };
+            o.insert(f.name.clone(), typed_json(v, scale));
+        }
+        Value::Object(o)
+    };
+    for evolved in [false, true] {
+        let schema = typed_schema(evolved);
+        let layout = RowLayout::of(&schema);
+        let q = QueueBuilder::new(dir)
+            .file_size(64 * 1024)
+            .index_interval(4)
+            .schema(schema.clone())
+            .clock(clock.clone())
+            .open()
+            .unwrap();
+        let app = q.appender().unwrap();
+        let row = |i: u64| {
+            let mut out = Vec::new();
+            encode_row(&schema, &layout, &typed_values(i, evolved), &mut out).unwrap();
+            out
+        };
+        let mut push = |seq: u64, ts: u64, i: u64, key: Option<&str>| {
+            messages.push(json!({
+                "seq": seq,
+                "timestamp": ts,
+                "schema_version": if evolved { 2 } else { 1 },
+                "key": key,
+                "value": as_current(i, evolved),
+            }));
+        };
+        // One at a time: plain records, one keyed, one asking for zstd.
+        for n in 0..3 {
+            ts += STEP_US;
+            clock.set(ts);
+            let payload = row(i);
+            let key = (n == 1).then_some("order-1");
+            let rec = Record {
+                key: key.map(str::as_bytes),
+                key_is_text: key.is_some(),
+                compress: if n == 2 {
+                    Compress::With(Compression::new(Codec::Zstd))
+                } else {
+                    Compress::Queue
+                },
+                ..Record::new(&payload)
+            };
+            let seq = app.append_record(&rec).unwrap();
+            app.flush().unwrap();
+            push(seq, ts, i, key);
+            i += 1;
+        }
+        // Row batches: stored, then zstd; the second version's is larger
+        // than what is left of the file, so it rolls.
+        for (count, compress) in [
+            (50u64, None),
+            (if evolved { 900 } else { 300 }, Some((Codec::Zstd, 3))),
+        ] {
+            ts += STEP_US;
+            clock.set(ts);
+            let block: Vec<u8> = (i..i + count).flat_map(row).collect();
+            let r = app.append_rows(&block, count as usize, compress).unwrap();
+            app.flush().unwrap();
+            for seq in r {
+                push(seq, ts, i, None);
+                i += 1;
+            }
+        }
+        drop(app);
+        q.close().unwrap();
+        drop(q);
+    }
+    for leftover in [".lock", "wake.ctl"] {
+        let _ = std::fs::remove_file(dir.join(leftover));
+    }
+    let meta_path = dir.join("metadata.json");
+    let mut meta: Value = serde_json::from_slice(&std::fs::read(&meta_path).unwrap()).unwrap();
+    meta["writer_pid"] = json!(0);
+    meta.as_object_mut().unwrap().remove("queue_id");
+    meta.as_object_mut().unwrap().remove("key_index_clear");
+    let mut text = serde_json::to_string_pretty(&meta).unwrap();
+    text.push('\n');
+    std::fs::write(&meta_path, text).unwrap();
+    json!({
+        "schema": meta["schema"].clone(),
+        "messages": messages,
+    })
+}
+
 /// Copies the generated queue `queue` to `out` and runs key compaction on
 /// it (tombstones kept: no time matters), from a read-only handle with the
 /// generator's clock, so the files are the same on every run. Returns what
@@ -668,6 +885,7 @@ fn current_format_fixture_is_reproduced_byte_for_byte() {
     let encrypted = committed.as_object_mut().unwrap().remove("encrypted");
     let compacted = committed.as_object_mut().unwrap().remove("compacted");
     let batched = committed.as_object_mut().unwrap().remove("batched");
+    let typed = committed.as_object_mut().unwrap().remove("typed");
     manifest.as_object_mut().unwrap().remove("files");
     assert_eq!(
         manifest, committed,
@@ -692,6 +910,13 @@ fn current_format_fixture_is_reproduced_byte_for_byte() {
         let fresh = tmp.path().join("batched");
         assert_eq!(generate_batched(&fresh), batched);
         same_files(&committed_dir.join("batched"), &fresh);
+    }
+    if version >= TYPED_SINCE {
+        let mut typed = typed.expect("a format-12 fixture has a typed queue");
+        typed.as_object_mut().unwrap().remove("files");
+        let fresh = tmp.path().join("typed");
+        assert_eq!(generate_typed(&fresh), typed);
+        same_files(&committed_dir.join("typed"), &fresh);
     }
 }
 
@@ -744,6 +969,9 @@ fn write_fixture() {
     }
     if litemq::FORMAT_VERSION as u64 >= BATCHED_SINCE {
         manifest["batched"] = generate_batched(&out.join("batched"));
+    }
+    if litemq::FORMAT_VERSION as u64 >= TYPED_SINCE {
+        manifest["typed"] = generate_typed(&out.join("typed"));
     }
     let mut text = serde_json::to_string_pretty(&manifest).unwrap();
     text.push('\n');
