@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from datetime import date, datetime, timedelta, timezone
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -418,3 +420,76 @@ def test_batched_fixture(fixture_dir: Path, tmp_path: Path) -> None:
         assert r.start == batched["next_seq"]
     with litemq.Queue(copy, read_only=True) as q:
         assert [m.payload for m in q.tailer(r.start)] == [b"x" * 100] * 10
+
+
+# Format 12 and later: `typed/` holds events of a schema (single rows and
+# row batches) across an evolution to a second version.
+TYPED = [d for d in DIRS if (d / "typed").is_dir()]
+
+
+def test_the_current_fixture_has_a_typed_queue() -> None:
+    assert DIRS[-1] in TYPED
+
+
+def _typed_value(want: Any, arrow_type: Any) -> Any:
+    """A value as the manifest spells it, as Python reads it back."""
+    import pyarrow as pa
+
+    if want is None:
+        return None
+    if pa.types.is_timestamp(arrow_type):
+        return datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=want)
+    if pa.types.is_date32(arrow_type):
+        return date(1970, 1, 1) + timedelta(days=want)
+    if pa.types.is_decimal(arrow_type):
+        return Decimal(want)
+    if pa.types.is_binary(arrow_type):
+        return bytes.fromhex(want["hex"])
+    return want
+
+
+@pytest.mark.parametrize("fixture_dir", TYPED, ids=[d.name for d in TYPED])
+def test_typed_fixture(fixture_dir: Path, tmp_path: Path) -> None:
+    typed = _manifest(fixture_dir)["typed"]
+    committed = fixture_dir / "typed"
+    on_disk = {
+        p.relative_to(committed).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(committed.rglob("*"))
+        if p.is_file()
+    }
+    assert on_disk == typed["files"]
+    messages = typed["messages"]
+    copy = tmp_path / "typed"
+    shutil.copytree(committed, copy)
+    for read_only in (True, False):
+        with litemq.Queue(copy, read_only=read_only, verify_on_startup=True) as q:
+            schema = q.schema
+            assert schema is not None
+            assert [v["version"] for v in typed["schema"]["versions"]] == [1, 2]
+            assert schema.names == list(messages[0]["value"])
+            types = {f.name: f.type for f in schema}
+
+            def expected(m: dict[str, Any]) -> dict[str, Any]:
+                return {k: _typed_value(v, types[k]) for k, v in m["value"].items()}
+
+            got = list(q.tailer())
+            assert [(m.seq, m.timestamp) for m in got] == [
+                (m["seq"], m["timestamp"]) for m in messages
+            ]
+            for msg, want in zip(got, messages, strict=True):
+                assert msg.value == expected(want), want["seq"]
+                assert msg.key == want["key"]
+            for want in messages[::97]:
+                assert q.get(want["seq"]).value == expected(want)
+            table = q.read_arrow()
+            assert table.column("seq").to_pylist() == [m["seq"] for m in messages]
+            for name in schema.names:
+                assert table.column(name).to_pylist() == [
+                    expected(m)[name] for m in messages
+                ], name
+    with litemq.Queue(copy) as q:
+        event = {**expected(messages[-1]), "venue": "XLON"}
+        seq = q.appender().append(event)
+        assert seq == messages[-1]["seq"] + 1
+    with litemq.Queue(copy, read_only=True) as q:
+        assert q.get(seq).value == event
