@@ -17,12 +17,12 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyString};
 
 use super::args::type_name;
 use super::buffer::{bytes_arg, BytesArg};
+use super::exit;
 use super::open_queues::Core;
 use crate::format::typed::arrow_in::{encode_columns, ColumnIn};
 use crate::format::typed::{
     decode_row, encode_row, FieldType, RowLayout, Schema, SchemaVersions, Value,
 };
-use crate::reader::typed::TypedBatch;
 use crate::Error;
 
 /// Every version of a queue's schema, ready to encode events of the
@@ -620,50 +620,56 @@ pub(crate) fn register(core: &Arc<Core>) {
     all.push(Arc::downgrade(core));
 }
 
-/// The decoders of the open typed queue holding data file `file` (the
-/// handle opened deepest above it), if any.
-pub(crate) fn decoders_for_file(py: Python<'_>, file: &Path) -> PyResult<Option<Arc<Decoders>>> {
-    let core = {
-        let all = TYPED_QUEUES.lock().unwrap_or_else(|e| e.into_inner());
-        all.iter()
-            .filter_map(std::sync::Weak::upgrade)
-            .filter(|c| file.starts_with(c.queue.path()))
-            .max_by_key(|c| c.queue.path().as_os_str().len())
-    };
-    match core {
-        Some(c) => c.typed.get(py, &c.queue),
-        None => Ok(None),
-    }
+/// The open typed queue holding data file `file` (the handle opened
+/// deepest above it), if any.
+fn core_for_file(file: &Path) -> Option<Arc<Core>> {
+    let all = TYPED_QUEUES.lock().unwrap_or_else(|e| e.into_inner());
+    all.iter()
+        .filter_map(std::sync::Weak::upgrade)
+        .filter(|c| file.starts_with(c.queue.path()))
+        .max_by_key(|c| c.queue.path().as_os_str().len())
 }
 
-/// A typed queue's rows `[start, end)`, at most `max_rows`, as columns of
-/// the fields named (`fields`, of the current schema); `limit`: most bytes
-/// a compressed block may declare. An untyped queue is `Error::Schema`, a
-/// field not in the schema `Error::InvalidArgument`.
-pub(crate) fn read_typed(
-    queue: &crate::Queue,
-    (start, end, max_rows): (u64, u64, usize),
-    fields: &[String],
-    limit: usize,
-) -> crate::Result<TypedBatch> {
-    let versions = queue
-        .schema_versions()
-        .ok_or_else(|| Error::Schema("the queue has no schema".into()))?;
-    let current = versions
-        .current()
-        .ok_or_else(|| Error::Schema("the queue has no schema".into()))?;
-    let wanted = fields
-        .iter()
-        .map(|n| {
-            current
-                .fields
-                .iter()
-                .position(|f| &f.name == n)
-                .ok_or_else(|| {
-                    Error::InvalidArgument(format!("{n:?} is not a field of the queue's schema"))
-                })
-        })
-        .collect::<crate::Result<Vec<usize>>>()?;
-    let mut tailer = queue.tailer(crate::Start::Seq(start))?;
-    TypedBatch::read(&mut tailer, &versions, &wanted, (end, max_rows), limit)
+/// `Message.value`: the dict of `row`, a row of schema version `version`
+/// of a message of data file `file` (`at`: file, frame offset, sequence,
+/// for damage). In the current version of the handle's schema; a version
+/// newer than the handle knows (another process evolved the schema since)
+/// in that version's own fields. `SchemaError` when no typed queue holding
+/// the file is open in this process.
+pub(crate) fn value_of<'py>(
+    py: Python<'py>,
+    row: &[u8],
+    version: u32,
+    at: (std::path::PathBuf, u64, Option<u64>),
+) -> PyResult<Bound<'py, PyDict>> {
+    let no_handle = || {
+        schema_err(format!(
+            "message {} is an event of a typed queue that no handle in this process \
+             has open: open it (litemq.Queue(path)) to decode its value",
+            at.2.unwrap_or_default()
+        ))
+    };
+    let core = core_for_file(&at.0).ok_or_else(no_handle)?;
+    let d = core.typed.get(py, &core.queue)?.ok_or_else(no_handle)?;
+    if (version as usize) <= d.layouts.len() {
+        return d.decode(py, row, version, Some(at));
+    }
+    let newer = exit::detach(py, || core.queue.schema_of_version(version))?;
+    let Some(schema) = newer else {
+        return d.decode(py, row, version, Some(at)); // says which versions it knows
+    };
+    let (path, offset, seq) = at;
+    let values = decode_row(&RowLayout::of(&schema), row).map_err(|why| {
+        Error::corrupted(
+            path,
+            offset,
+            seq,
+            format!("typed row of schema version {version}: {why}"),
+        )
+    })?;
+    let out = PyDict::new(py);
+    for (f, v) in schema.fields.iter().zip(&values) {
+        out.set_item(&f.name, to_python(py, v, f.ty)?)?;
+    }
+    Ok(out)
 }

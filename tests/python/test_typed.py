@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 import litemq
-from conftest import SMALL_FILE, cli
+from conftest import SMALL_FILE, cli, run_python
 
 UTC = dt.UTC
 T0 = dt.datetime(2026, 12, 2, 9, 30, tzinfo=UTC)
@@ -431,3 +431,37 @@ def test_an_encrypted_typed_queue_takes_batches_one_record_each(qpath: Path) -> 
         assert q.read_arrow(columns=["id"]).column("id").to_pylist() == list(range(5))
     raw = b"".join(p.read_bytes() for p in qpath.rglob("*.data"))
     assert b"AAPL" not in raw  # sealed: the rows are not in clear
+
+
+def test_a_handle_opened_before_an_evolution_reads_the_new_version(qpath: Path) -> None:
+    v1 = pa.schema([pa.field("sym", pa.string(), nullable=False)])
+    with typed(qpath, v1) as q:
+        q.appender().append({"sym": "A"})
+    with litemq.Queue(qpath, read_only=True) as reader:
+        assert [m.value for m in reader] == [{"sym": "A"}]
+        # Another process evolves the schema and appends an event of version 2.
+        run_python(
+            """
+            import sys, pyarrow as pa, litemq
+            v2 = pa.schema([pa.field("sym", pa.string(), nullable=False),
+                            pa.field("venue", pa.string())])
+            with litemq.Queue(sys.argv[1], schema=v2) as q:
+                q.appender().append({"sym": "B", "venue": "X"})
+            """,
+            str(qpath),
+        )
+        # This handle's schema is version 1: the new message shows its own fields.
+        assert [m.value for m in reader] == [{"sym": "A"}, {"sym": "B", "venue": "X"}]
+
+
+def test_value_needs_the_queue_open_in_this_process(qpath: Path) -> None:
+    with typed(qpath) as q:
+        q.appender().append(trade(0))
+        q.appender().flush()
+        [m] = list(q)
+    del q
+    import gc
+
+    gc.collect()
+    with pytest.raises(litemq.SchemaError, match="no handle in this process has open"):
+        _ = m.value

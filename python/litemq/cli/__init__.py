@@ -1,6 +1,7 @@
 """The ``litemq`` command: look into queues from a shell.
 
     litemq info PATH                      files, sizes, sequence and time range, writer,
+                                          a typed queue's schema and its versions
     litemq append PATH [--input lines|json|raw] [--key K] [--topic T] [--header N=V]...
                                           messages from stdin, as the writer
                                           (litemq/cli/console.py)
