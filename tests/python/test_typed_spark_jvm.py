@@ -556,3 +556,24 @@ def test_keys_headers_and_tombstones_of_a_typed_queue(spark: Any, tmp_path: Path
     with litemq.Queue(str(q), read_only=True) as r:
         assert r.read_arrow().column("seq").to_pylist() == [0, 2, 3]
     assert spark.read.format("litemq").load(str(q)).count() == 3
+
+
+def test_an_encrypted_typed_queue(spark: Any, tmp_path: Path) -> None:
+    """Single events of an encrypted typed queue: each row decrypted with the key file, then
+    read as columns."""
+    key = bytes(range(32))
+    key_file = tmp_path / "key"
+    key_file.write_bytes(key)
+    schema = pa.schema([pa.field("n", pa.int64(), nullable=False), pa.field("s", pa.string())])
+    q = tmp_path / "sealed"
+    with litemq.Queue(str(q), schema=schema, file_size=FILE_SIZE, encryption_key=key) as w:
+        app = w.appender()
+        for i in range(300):
+            app.append({"n": i * i, "s": None if i % 10 == 0 else f"secret {i}"})
+        app.flush()
+    df = spark.read.format("litemq").option("encryptionKeyFile", str(key_file)).load(str(q))
+    assert JVM in plan(df)
+    with litemq.Queue(str(q), read_only=True, encryption_key=key) as r:
+        want = arrow_values(r.read_arrow(), ["seq", "n", "s"])
+    assert spark_values(df, ["seq", "n", "s"]) == want
+    assert len(want) == 300
