@@ -577,3 +577,30 @@ def test_an_encrypted_typed_queue(spark: Any, tmp_path: Path) -> None:
         want = arrow_values(r.read_arrow(), ["seq", "n", "s"])
     assert spark_values(df, ["seq", "n", "s"]) == want
     assert len(want) == 300
+
+
+def test_a_running_stream_stops_at_a_schema_change(spark: Any, tmp_path: Path) -> None:
+    """A query keeps the columns it started with: when the queue's schema evolves under it,
+    its next micro-batch fails saying so (a restart reads the new columns)."""
+    v1 = pa.schema([pa.field("n", pa.int64(), nullable=False)])
+    v2 = pa.schema([pa.field("n", pa.int64(), nullable=False), pa.field("note", pa.string())])
+    q = tmp_path / "evolving"
+    with litemq.Queue(str(q), schema=v1, file_size=FILE_SIZE) as w:
+        w.appender().append_batch(pa.RecordBatch.from_pylist([{"n": i} for i in range(5)], v1))
+    seen: list[int] = []
+    query = (
+        spark.readStream.format("litemq")
+        .load(str(q))
+        .writeStream.foreachBatch(lambda df, _id: seen.extend(r.n for r in df.collect()))
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .start()
+    )
+    try:
+        query.processAllAvailable()
+        assert sorted(seen) == [0, 1, 2, 3, 4]
+        with litemq.Queue(str(q), schema=v2, file_size=FILE_SIZE) as w:
+            w.appender().append({"n": 5, "note": "new"})
+        with pytest.raises(Exception, match="restart it to read the new schema"):
+            query.processAllAvailable()
+    finally:
+        query.stop()
