@@ -76,6 +76,7 @@ pub use reader::spare;
 pub use reader::tailer::{BareMessage, Message, OnMismatch, OwnedMessage, RunFrame, Start, Tailer};
 pub use reader::topic::TopicSelector;
 pub use reader::topics_summary::TopicInfo;
+pub use reader::typed::{TypedBatch, TypedOp, TypedPredicate};
 pub use reader::wait::WaitStrategy;
 pub use reader::watch::{TailWatch, WatchId};
 pub use recovery::RecoveryReport;

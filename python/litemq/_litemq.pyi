@@ -50,7 +50,6 @@ __all__ = [
     "WorkQueue",
     "WrongKeyError",
     "_Notifier",
-    "_RowCodec",
     "__version__",
     "_check_archive_key",
     "_check_batch",
@@ -75,7 +74,6 @@ __all__ = [
     "_parse_wait",
     "_restore_message",
     "_retention_tuple",
-    "_schema_declare",
     "_sealed_ends",
     "_sealed_summary",
     "_verify_sealed",
@@ -260,14 +258,6 @@ class _Notifier:
     def fileno(self) -> int: ...
     def drain(self) -> list[tuple[int, BaseException | None]]: ...
 
-@final
-class _RowCodec:
-    def __new__(cls, versions: str) -> Self: ...
-    def encode(self, event: object) -> bytes: ...
-    def decode(self, row: bytes, version: int) -> dict[str, Any]: ...
-    def versions_json(self) -> str: ...
-
-def _schema_declare(versions: str | None, new: str) -> str: ...
 
 @final
 class PayloadView:

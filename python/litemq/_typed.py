@@ -57,37 +57,47 @@ def arrow_batches(
     import pyarrow as pa
 
     targets = _targets(version_json)
+    names = data.schema.names
     known = {name for name, *_ in targets}
-    for name in data.schema.names:
+    for name in names:
         if name not in known:
             raise SchemaError(
                 f"column {name!r} is not a field of the queue's schema "
                 f"(its fields: {', '.join(n for n, *_ in targets)})"
             )
+    # The usual batch has the schema's columns in its order: taken by position.
+    in_order = names == [name for name, *_ in targets]
     batches = data.to_batches() if isinstance(data, pa.Table) else [data]
     for batch in batches:
         rows = batch.num_rows
         if rows == 0:
             continue
-        yield rows, [_column(batch, name, t, nullable, var) for name, t, nullable, var in targets]
+        arrays = batch.columns if in_order else [_lookup(batch, t) for t in targets]
+        yield rows, [_column(arr, t) for arr, t in zip(arrays, targets, strict=True)]
 
 
-def _column(batch: pa.RecordBatch, name: str, target: Any, nullable: bool, var: bool) -> ColumnIn:
+def _lookup(batch: pa.RecordBatch, target: tuple[str, Any, bool, bool]) -> pa.Array:
+    """The column of field ``target`` (nulls when the batch lacks a nullable one)."""
     import pyarrow as pa
 
+    name, t, nullable, _ = target
     idx = batch.schema.get_field_index(name)
-    if idx < 0:
-        if not nullable:
-            raise SchemaError(f"field {name!r} is not nullable and the batch has no column for it")
-        arr = pa.nulls(batch.num_rows, target)
-    else:
-        arr = batch.column(idx)
-        if arr.type != target:
-            arr = _cast(arr, name, target)
-    if arr.null_count and not nullable:
+    if idx >= 0:
+        return batch.column(idx)
+    if not nullable:
+        raise SchemaError(f"field {name!r} is not nullable and the batch has no column for it")
+    return pa.nulls(batch.num_rows, t)
+
+
+def _column(arr: pa.Array, target: tuple[str, Any, bool, bool]) -> ColumnIn:
+    name, t, nullable, var = target
+    if arr.type != t:
+        arr = _cast(arr, name, t)
+    nulls = arr.null_count
+    if nulls and not nullable:
         raise SchemaError(f"field {name!r} is not nullable and its column holds nulls")
     bufs = arr.buffers()
-    validity = bufs[0] if arr.null_count else None
+    validity = bufs[0] if nulls else None
     if var:
         return (validity, arr.offset, bufs[2], bufs[1], False)
     return (validity, arr.offset, bufs[1], None, False)

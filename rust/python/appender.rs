@@ -39,6 +39,9 @@ pub(crate) struct Appender {
     path: String,
     /// A typed queue's schema: appends take events, encoded into rows.
     typed: Option<Arc<Decoders>>,
+    /// An encrypted queue: its events are appended one record each (row
+    /// batches are not sealed).
+    encrypted: bool,
 }
 
 impl Appender {
@@ -48,12 +51,18 @@ impl Appender {
             blocking,
             path,
             typed: None,
+            encrypted: false,
         }
     }
 
-    /// The appender of a typed queue (`typed`: its schema), or as it is.
-    pub(crate) fn typed(self, typed: Option<Arc<Decoders>>) -> Self {
-        Appender { typed, ..self }
+    /// The appender of a typed queue (`typed`: its schema; `encrypted`:
+    /// the queue is), or as it is.
+    pub(crate) fn typed(self, typed: Option<Arc<Decoders>>, encrypted: bool) -> Self {
+        Appender {
+            typed,
+            encrypted,
+            ..self
+        }
     }
 
     /// `append_batch` on a typed queue: events, or a `pyarrow.RecordBatch`
@@ -107,7 +116,17 @@ impl Appender {
             }
             count
         };
-        let range = exit::detach(py, || app.append_rows(&block, count, compress))?;
+        let range = if self.encrypted && compress.is_none() {
+            // Row batches are not sealed: each row is a record of its own.
+            let starts = t.row_starts(&block, count)?;
+            let records: Vec<Record<'_>> = starts
+                .windows(2)
+                .map(|w| Record::new(&block[w[0]..w[1]]))
+                .collect();
+            exit::detach(py, || app.append_records(&records))?
+        } else {
+            exit::detach(py, || app.append_rows(&block, count, compress))?
+        };
         PyRange::new(py, range.start as isize, range.end as isize)
     }
 }
@@ -637,6 +656,12 @@ impl Appender {
     /// `"gzip"`; the payload is stored compressed only if that saves at
     /// least 5 %. Compression runs here, on the calling thread.
     ///
+    /// On a typed queue (`Queue(path, schema=...)`) `payload` is the event:
+    /// a dict, a dataclass instance or a `msgspec.Struct` with the schema's
+    /// fields, stored as one row (a nullable field left out is null). A
+    /// missing, extra, mistyped or out-of-range field raises `SchemaError`
+    /// naming it (nothing stored); so do bytes.
+    ///
     /// >>> app.append(b"order 1", key="customer-7", headers={"source": "web"})
     /// 0
     /// >>> app.append(b"paid", topic="orders", tags=["paid", "eu"], priority=5, ttl="1h")
@@ -739,6 +764,15 @@ impl Appender {
     /// ValueError (nothing appended): no `compression` option on the queue,
     /// items with a topic, tags, expiry or `compress` of their own, an
     /// encrypted queue, or declared field indexes.
+    ///
+    /// On a typed queue, `items` is a list of events (as `append` takes) or
+    /// a `pyarrow.RecordBatch` or `Table` whose columns are the schema's
+    /// fields (each cast to the field's type when it differs; a lossy cast,
+    /// a missing non-nullable column, an extra column or a null in a
+    /// non-nullable field raises `SchemaError`): encoded in Rust, column by
+    /// column, and appended as row batches (FORMAT.md "Typed records"),
+    /// compressed with the queue's codec when `compress_together=True`.
+    /// Nothing of the call is stored when an event or column is refused.
     ///
     /// >>> app.append_batch([b"a", (b"b", "key-b"), {"payload": b"c", "headers": {"h": "v"}}])
     /// range(1, 4)

@@ -390,10 +390,11 @@ impl Message {
     /// A typed queue's event (`Queue(path, schema=...)`) as a dict of the
     /// queue's current schema fields, decoded from the row `payload` holds:
     /// a field the message's schema version lacks is None, a renamed field
-    /// is under its current name. None for a message of an untyped queue, a
-    /// tombstone, or a message unpickled. Needs a handle of the queue open
-    /// in this process (the one it was read from, usually); `SchemaError`
-    /// otherwise, or for a version newer than that handle knows.
+    /// is under its current name (a message of a version newer than the
+    /// handle's schema, evolved by another process since, in that version's
+    /// fields). None for a message of an untyped queue, a tombstone, or a
+    /// message unpickled. Needs a handle of the queue open in this process
+    /// (the one it was read from, usually): `SchemaError` otherwise.
     ///
     /// >>> q.get(0).value
     /// {'time': 1764667800000000, 'symbol': 'AAPL', 'price': 189.5, 'size': 100, 'side': 1, 'id': 1}
@@ -413,16 +414,8 @@ impl Message {
         if version == 0 {
             return Ok(None);
         }
-        let Some(d) = super::typed::decoders_for_file(py, &file)? else {
-            return Err(crate::Error::Schema(format!(
-                "message {} is an event of a typed queue that no handle in this process                  has open: open it (litemq.Queue(path)) to decode its value",
-                self.seq
-            ))
-            .into());
-        };
-        let at = Some((file, self.frame_at, Some(self.seq)));
-        d.decode(py, self.payload.bind(py).as_bytes(), version, at)
-            .map(Some)
+        let at = (file, self.frame_at, Some(self.seq));
+        super::typed::value_of(py, self.payload.bind(py).as_bytes(), version, at).map(Some)
     }
 
     /// The timestamp as a timezone-aware `datetime` in UTC.

@@ -99,7 +99,5 @@ fn litemq_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<work_queue::WorkQueue>()?;
     m.add_class::<work_queue::Job>()?;
     m.add_class::<aio::Notifier>()?;
-    m.add_class::<typed::RowCodec>()?;
-    m.add_function(wrap_pyfunction!(typed::_schema_declare, m)?)?;
     Ok(())
 }

@@ -37,8 +37,6 @@ pub(crate) struct Queue {
     /// Appends wait for the I/O thread (`Sync` flushes, or several writer
     /// processes): release the GIL while they do.
     blocking_appends: bool,
-    /// Most bytes a compressed row batch may declare (typed reads).
-    max_decompressed: usize,
 }
 
 /// `(start, end, limit)` of `find` and `where`.
@@ -128,7 +126,6 @@ impl Queue {
             builder,
             read_only,
             sync_flush,
-            max_decompressed,
         } = options::OpenArgs {
             file_size,
             roll,
@@ -168,7 +165,6 @@ impl Queue {
             path: path.display().to_string(),
             read_only,
             blocking_appends,
-            max_decompressed,
         })
     }
 
@@ -191,7 +187,8 @@ impl Queue {
         let queue = self.queue()?;
         let app = exit::detach(py, || queue.appender())?;
         let typed = self.typed(py)?;
-        Ok(Appender::new(app, self.blocking_appends, self.path.clone()).typed(typed))
+        let encrypted = queue.encryption_key().is_some();
+        Ok(Appender::new(app, self.blocking_appends, self.path.clone()).typed(typed, encrypted))
     }
 
     /// A tailer starting at `start`: "start" (the first message, default),
@@ -865,10 +862,7 @@ impl Queue {
     ) -> PyResult<Bound<'py, PyDict>> {
         use super::buffer::PayloadView;
         let queue = self.queue()?;
-        let limit = self.max_decompressed;
-        let b = exit::detach(py, || {
-            super::typed::read_typed(queue, (start, end, max_rows), &fields, limit)
-        })?;
+        let b = exit::detach(py, || queue.read_typed(start, end, max_rows, Some(&fields)))?;
         let d = PyDict::new(py);
         d.set_item("rows", b.rows)?;
         d.set_item("next", b.next_seq)?;

@@ -17,18 +17,19 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyString};
 
 use super::args::type_name;
 use super::buffer::{bytes_arg, BytesArg};
+use super::exit;
 use super::open_queues::Core;
 use crate::format::typed::arrow_in::{encode_columns, ColumnIn};
 use crate::format::typed::{
     decode_row, encode_row, FieldType, RowLayout, Schema, SchemaVersions, Value,
 };
-use crate::reader::typed::TypedBatch;
 use crate::Error;
 
 /// Every version of a queue's schema, ready to encode events of the
 /// current one and decode rows of any.
 pub(crate) struct Decoders {
-    versions: Arc<SchemaVersions>,
+    /// The current version: events are encoded in it, rows decoded into it.
+    current: Schema,
     /// One per version, version `i + 1` at `i`.
     layouts: Vec<RowLayout>,
     /// Per version: for each current field, its index in that version.
@@ -42,13 +43,13 @@ fn schema_err(msg: impl Into<String>) -> PyErr {
 }
 
 impl Decoders {
-    pub(crate) fn new(py: Python<'_>, versions: Arc<SchemaVersions>) -> PyResult<Decoders> {
+    pub(crate) fn new(py: Python<'_>, versions: &SchemaVersions) -> PyResult<Decoders> {
         let current = versions
             .current()
             .ok_or_else(|| schema_err("the queue has no schema"))?;
         let layouts = versions.versions.iter().map(RowLayout::of).collect();
         let projections = (1..=versions.versions.len() as u32)
-            .map(|v| project(&versions, v))
+            .map(|v| project(versions, v))
             .collect();
         let names = current
             .fields
@@ -56,7 +57,7 @@ impl Decoders {
             .map(|f| PyString::intern(py, &f.name).unbind())
             .collect();
         Ok(Decoders {
-            versions,
+            current: current.clone(),
             layouts,
             projections,
             names,
@@ -65,16 +66,12 @@ impl Decoders {
 
     /// The current version.
     pub(crate) fn current(&self) -> &Schema {
-        self.versions.current().expect("checked in new")
-    }
-
-    /// Every version.
-    pub(crate) fn versions(&self) -> &Arc<SchemaVersions> {
-        &self.versions
+        &self.current
     }
 
     fn current_layout(&self) -> &RowLayout {
-        self.layouts.last().expect("checked in new")
+        // One layout per version, and `new` checked there is one.
+        &self.layouts[self.layouts.len() - 1]
     }
 
     /// Appends the row of `event` (current version) to `out`; a missing,
@@ -83,6 +80,14 @@ impl Decoders {
     pub(crate) fn encode(&self, event: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> PyResult<()> {
         let values = self.values_of(event)?;
         encode_row(self.current(), self.current_layout(), &values, out).map_err(|e| schema_err(e.0))
+    }
+
+    /// Where each of the `count` rows of `block` (current version, as
+    /// [`Decoders::encode`] wrote them) starts, and last where it ends.
+    pub(crate) fn row_starts(&self, block: &[u8], count: usize) -> PyResult<Vec<usize>> {
+        self.current_layout()
+            .split_block(block, count)
+            .map_err(|why| schema_err(format!("rows of the batch: {why}")))
     }
 
     /// The values of `event`, one per current field.
@@ -491,26 +496,6 @@ fn to_python<'py>(py: Python<'py>, v: &Value, ty: FieldType) -> PyResult<Bound<'
     })
 }
 
-/// The schema versions after declaring `new` (one version's JSON, its
-/// `version` ignored) on `versions` (metadata.json's `schema` object, or
-/// None for a new queue): the same when the fields are the current ones, one
-/// more version for a valid evolution, else `SchemaError` saying why.
-#[pyfunction]
-#[pyo3(signature = (versions, new))]
-pub(crate) fn _schema_declare(versions: Option<&str>, new: &str) -> PyResult<String> {
-    let old = match versions {
-        None => SchemaVersions::default(),
-        Some(text) => {
-            let v: serde_json::Value = serde_json::from_str(text)
-                .map_err(|e| schema_err(format!("schema versions JSON: {e}")))?;
-            SchemaVersions::from_json_value(&v).map_err(|e| schema_err(e.0))?
-        }
-    };
-    let new = parse_new(new)?;
-    let out = old.declare(&new).map_err(|e| schema_err(e.0))?;
-    Ok(out.to_json_value().to_string())
-}
-
 /// One version's JSON as a schema, its version number forced to 1 (a
 /// declared schema's number is the queue's to give).
 pub(crate) fn parse_new(text: &str) -> PyResult<Schema> {
@@ -520,54 +505,6 @@ pub(crate) fn parse_new(text: &str) -> PyResult<Schema> {
         o.insert("version".into(), 1.into());
     }
     Schema::from_json_value(&v).map_err(|e| schema_err(e.0))
-}
-
-/// Events to rows and back for one set of schema versions: what a typed
-/// queue's appender and messages use, exposed for `litemq.schema`'s
-/// checks and tests.
-#[pyclass(frozen, module = "litemq._litemq", name = "_RowCodec")]
-pub(crate) struct RowCodec {
-    pub(crate) inner: Arc<Decoders>,
-}
-
-#[pymethods]
-impl RowCodec {
-    /// From metadata.json's `schema` object as JSON text.
-    #[new]
-    fn new(py: Python<'_>, versions: &str) -> PyResult<Self> {
-        let v: serde_json::Value = serde_json::from_str(versions)
-            .map_err(|e| schema_err(format!("schema versions JSON: {e}")))?;
-        let versions = SchemaVersions::from_json_value(&v).map_err(|e| schema_err(e.0))?;
-        Ok(RowCodec {
-            inner: Arc::new(Decoders::new(py, Arc::new(versions))?),
-        })
-    }
-
-    /// The row of one event (current version).
-    fn encode<'py>(
-        &self,
-        py: Python<'py>,
-        event: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        let mut out = Vec::new();
-        self.inner.encode(event, &mut out)?;
-        Ok(PyBytes::new(py, &out))
-    }
-
-    /// The dict of a row of schema version `version`.
-    fn decode<'py>(
-        &self,
-        py: Python<'py>,
-        row: &[u8],
-        version: u32,
-    ) -> PyResult<Bound<'py, PyDict>> {
-        self.inner.decode(py, row, version, None)
-    }
-
-    /// metadata.json's `schema` object as JSON text.
-    fn versions_json(&self) -> String {
-        self.inner.versions().to_json_value().to_string()
-    }
 }
 
 /// A queue handle's [`Decoders`], rebuilt when the engine's schema
@@ -594,7 +531,7 @@ impl TypedCache {
                 return Ok(Some(d.clone()));
             }
         }
-        let d = Arc::new(Decoders::new(py, versions.clone())?);
+        let d = Arc::new(Decoders::new(py, &versions)?);
         *cached = Some((versions, d.clone()));
         Ok(Some(d))
     }
@@ -683,50 +620,56 @@ pub(crate) fn register(core: &Arc<Core>) {
     all.push(Arc::downgrade(core));
 }
 
-/// The decoders of the open typed queue holding data file `file` (the
-/// handle opened deepest above it), if any.
-pub(crate) fn decoders_for_file(py: Python<'_>, file: &Path) -> PyResult<Option<Arc<Decoders>>> {
-    let core = {
-        let all = TYPED_QUEUES.lock().unwrap_or_else(|e| e.into_inner());
-        all.iter()
-            .filter_map(std::sync::Weak::upgrade)
-            .filter(|c| file.starts_with(c.queue.path()))
-            .max_by_key(|c| c.queue.path().as_os_str().len())
-    };
-    match core {
-        Some(c) => c.typed.get(py, &c.queue),
-        None => Ok(None),
-    }
+/// The open typed queue holding data file `file` (the handle opened
+/// deepest above it), if any.
+fn core_for_file(file: &Path) -> Option<Arc<Core>> {
+    let all = TYPED_QUEUES.lock().unwrap_or_else(|e| e.into_inner());
+    all.iter()
+        .filter_map(std::sync::Weak::upgrade)
+        .filter(|c| file.starts_with(c.queue.path()))
+        .max_by_key(|c| c.queue.path().as_os_str().len())
 }
 
-/// A typed queue's rows `[start, end)`, at most `max_rows`, as columns of
-/// the fields named (`fields`, of the current schema); `limit`: most bytes
-/// a compressed block may declare. An untyped queue is `Error::Schema`, a
-/// field not in the schema `Error::InvalidArgument`.
-pub(crate) fn read_typed(
-    queue: &crate::Queue,
-    (start, end, max_rows): (u64, u64, usize),
-    fields: &[String],
-    limit: usize,
-) -> crate::Result<TypedBatch> {
-    let versions = queue
-        .schema_versions()
-        .ok_or_else(|| Error::Schema("the queue has no schema".into()))?;
-    let current = versions
-        .current()
-        .ok_or_else(|| Error::Schema("the queue has no schema".into()))?;
-    let wanted = fields
-        .iter()
-        .map(|n| {
-            current
-                .fields
-                .iter()
-                .position(|f| &f.name == n)
-                .ok_or_else(|| {
-                    Error::InvalidArgument(format!("{n:?} is not a field of the queue's schema"))
-                })
-        })
-        .collect::<crate::Result<Vec<usize>>>()?;
-    let mut tailer = queue.tailer(crate::Start::Seq(start))?;
-    TypedBatch::read(&mut tailer, &versions, &wanted, (end, max_rows), limit)
+/// `Message.value`: the dict of `row`, a row of schema version `version`
+/// of a message of data file `file` (`at`: file, frame offset, sequence,
+/// for damage). In the current version of the handle's schema; a version
+/// newer than the handle knows (another process evolved the schema since)
+/// in that version's own fields. `SchemaError` when no typed queue holding
+/// the file is open in this process.
+pub(crate) fn value_of<'py>(
+    py: Python<'py>,
+    row: &[u8],
+    version: u32,
+    at: (std::path::PathBuf, u64, Option<u64>),
+) -> PyResult<Bound<'py, PyDict>> {
+    let no_handle = || {
+        schema_err(format!(
+            "message {} is an event of a typed queue that no handle in this process \
+             has open: open it (litemq.Queue(path)) to decode its value",
+            at.2.unwrap_or_default()
+        ))
+    };
+    let core = core_for_file(&at.0).ok_or_else(no_handle)?;
+    let d = core.typed.get(py, &core.queue)?.ok_or_else(no_handle)?;
+    if (version as usize) <= d.layouts.len() {
+        return d.decode(py, row, version, Some(at));
+    }
+    let newer = exit::detach(py, || core.queue.schema_of_version(version))?;
+    let Some(schema) = newer else {
+        return d.decode(py, row, version, Some(at)); // says which versions it knows
+    };
+    let (path, offset, seq) = at;
+    let values = decode_row(&RowLayout::of(&schema), row).map_err(|why| {
+        Error::corrupted(
+            path,
+            offset,
+            seq,
+            format!("typed row of schema version {version}: {why}"),
+        )
+    })?;
+    let out = PyDict::new(py);
+    for (f, v) in schema.fields.iter().zip(&values) {
+        out.set_item(&f.name, to_python(py, v, f.ty)?)?;
+    }
+    Ok(out)
 }

@@ -20,6 +20,7 @@ mod open;
 mod read;
 mod schema;
 mod stats;
+mod typed;
 
 pub use open::{reindex, reindex_with_key, writer_pid};
 pub use stats::{DataFileInfo, Stats};
@@ -193,6 +194,33 @@ impl Queue {
     /// `None` for an untyped queue.
     pub fn schema_versions(&self) -> Option<Arc<crate::format::typed::SchemaVersions>> {
         self.inner().catalog.schema_versions()
+    }
+
+    /// Schema version `version` of a typed queue (1-based), as bindings
+    /// need it to decode a message of that version
+    /// ([`Message::schema_version`](crate::Message::schema_version)): from
+    /// the versions this handle knows, else from `metadata.json` read again
+    /// (a writer declared it after this handle opened; the handle then
+    /// knows the new versions too). `None` when the queue has no such
+    /// version.
+    pub fn schema_of_version(&self, version: u32) -> Result<Option<crate::format::typed::Schema>> {
+        let catalog = &self.inner().catalog;
+        if let Some(s) = catalog
+            .schema_versions()
+            .and_then(|v| v.get(version).cloned())
+        {
+            return Ok(Some(s));
+        }
+        let path = self.path().join(crate::storage::layout::METADATA_FILE);
+        let Some(meta) = metadata::read_metadata(&path)? else {
+            return Ok(None);
+        };
+        let Some(stored) = schema::stored(&meta, &path, catalog)? else {
+            return Ok(None);
+        };
+        let found = stored.get(version).cloned();
+        catalog.set_schema_versions(Some(Arc::new(stored)));
+        Ok(found)
     }
 
     /// An appender; all appenders of a queue share one sequence.

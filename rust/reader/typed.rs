@@ -23,8 +23,9 @@ use crate::reader::tailer::{OnMismatch, Tailer};
 use crate::storage::frames::RecordKind;
 use crate::storage::mapped::Mapping;
 
-/// Most rows whose fixed-size columns are reserved up front.
-const RESERVE_ROWS: usize = 1 << 20;
+/// Most rows whose columns are reserved up front (address space only:
+/// pages are touched as rows come).
+const RESERVE_ROWS: usize = 1 << 24;
 
 /// Bytes 52..56 of a data file's header: its schema version (0: untyped).
 const HEADER_SCHEMA_VERSION_AT: usize = 52;
@@ -290,5 +291,325 @@ impl TypedBatch {
         self.timestamp
             .extend(std::iter::repeat_n(timestamp as i64, n));
         self.rows += n;
+    }
+}
+
+/// A comparison of [`TypedPredicate`]: the operators of `where()`
+/// (`index::fields`' names where they exist: `==`, `between`, `in`,
+/// `prefix`, `>=`, `<=`) and `!=`, `<`, `>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TypedOp {
+    /// `==` (or `=`): equal to the value.
+    Eq,
+    /// `!=`: not equal to it.
+    Ne,
+    /// `<`.
+    Lt,
+    /// `<=`.
+    Le,
+    /// `>`.
+    Gt,
+    /// `>=`.
+    Ge,
+    /// `between`: within two values, both included.
+    Between,
+    /// `in`: equal to one of the values.
+    In,
+    /// `prefix`: a string or binary starting with the value.
+    Prefix,
+}
+
+impl TypedOp {
+    /// The operator named `op` (`==`, `=`, `!=`, `<`, `<=`, `>`, `>=`,
+    /// `between`, `in`, `prefix`).
+    pub fn parse(op: &str) -> Result<TypedOp> {
+        Ok(match op {
+            "==" | "=" => TypedOp::Eq,
+            "!=" => TypedOp::Ne,
+            "<" => TypedOp::Lt,
+            "<=" => TypedOp::Le,
+            ">" => TypedOp::Gt,
+            ">=" => TypedOp::Ge,
+            "between" => TypedOp::Between,
+            "in" => TypedOp::In,
+            "prefix" => TypedOp::Prefix,
+            other => {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown operator {other:?}: ==, !=, <, <=, >, >=, between, in, prefix"
+                )))
+            }
+        })
+    }
+}
+
+/// Rows whose schema field satisfies a comparison: `field op values`
+/// (`between` takes two values, `in` any number, the others one). A null
+/// never satisfies it (as in SQL: not even `!=`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TypedPredicate {
+    /// The field's name in the current schema (or an alias of it).
+    pub field: String,
+    /// The comparison.
+    pub op: TypedOp,
+    /// Its operands.
+    pub values: Vec<crate::format::typed::Value>,
+}
+
+/// An operand in the form a column's cells compare with.
+#[derive(Debug, Clone, PartialEq)]
+enum Operand {
+    Int(i128),
+    Float(f64),
+    Bytes(Vec<u8>),
+}
+
+impl TypedPredicate {
+    /// The operands as `ty`'s cells compare, or why not.
+    fn operands(&self, ty: crate::format::typed::FieldType) -> Result<Vec<Operand>> {
+        use crate::format::typed::{FieldType as T, Value as V};
+        let want = match self.op {
+            TypedOp::Between => Some(2),
+            TypedOp::In => None,
+            _ => Some(1),
+        };
+        let bad = |why: String| Error::InvalidArgument(format!("{:?}: {why}", self.field));
+        if want.is_some_and(|n| n != self.values.len()) {
+            return Err(bad(format!(
+                "{:?} takes {} value(s), not {}",
+                self.op,
+                want.unwrap_or(0),
+                self.values.len()
+            )));
+        }
+        if self.op == TypedOp::Prefix && !ty.is_var() {
+            return Err(bad(format!(
+                "prefix is for string and binary fields, not {}",
+                ty.name()
+            )));
+        }
+        self.values
+            .iter()
+            .map(|v| {
+                Ok(match (ty, v) {
+                    (T::Float32 | T::Float64, V::Float(x)) => Operand::Float(*x),
+                    (T::Float32 | T::Float64, V::Int(x)) => Operand::Float(*x as f64),
+                    (T::Float32 | T::Float64, V::UInt(x)) => Operand::Float(*x as f64),
+                    (T::String, V::Str(s)) => Operand::Bytes(s.as_bytes().to_vec()),
+                    (T::Binary, V::Bytes(b)) => Operand::Bytes(b.clone()),
+                    (T::Bool, V::Bool(b)) => Operand::Int(i128::from(*b)),
+                    (T::Decimal128 { .. }, V::Decimal(d)) => Operand::Int(*d),
+                    (t, V::Int(x)) if !t.is_var() && t != T::Bool => Operand::Int(i128::from(*x)),
+                    (t, V::UInt(x)) if !t.is_var() && t != T::Bool => Operand::Int(i128::from(*x)),
+                    (t, v) => {
+                        return Err(bad(format!(
+                            "a {} field is not compared with {v:?}",
+                            t.name()
+                        )))
+                    }
+                })
+            })
+            .collect()
+    }
+}
+
+/// Row `r` of `c` (not null) as an operand.
+fn cell(c: &crate::format::typed::TypedColumn, r: usize) -> Operand {
+    use crate::format::typed::FieldType as T;
+    let w = c.ty.width();
+    let raw = || {
+        let mut a = [0u8; 16];
+        a[..w].copy_from_slice(&c.data[r * w..r * w + w]);
+        a
+    };
+    match c.ty {
+        T::Bool => Operand::Int(i128::from((c.data[r / 8] >> (r % 8)) & 1)),
+        T::Float32 => {
+            let a = raw();
+            Operand::Float(f64::from(f32::from_le_bytes([a[0], a[1], a[2], a[3]])))
+        }
+        T::Float64 => Operand::Float(f64::from_le_bytes(
+            raw()[..8].try_into().unwrap_or_default(),
+        )),
+        T::UInt8 | T::UInt16 | T::UInt32 | T::UInt64 => {
+            Operand::Int(u128::from_le_bytes(raw()) as i128)
+        }
+        T::String | T::Binary => {
+            Operand::Bytes(c.data[c.offsets[r] as usize..c.offsets[r + 1] as usize].to_vec())
+        }
+        _ => {
+            let x = i128::from_le_bytes(raw());
+            let shift = 128 - 8 * w as u32;
+            Operand::Int((x << shift) >> shift)
+        }
+    }
+}
+
+fn compare(a: &Operand, b: &Operand) -> Option<std::cmp::Ordering> {
+    match (a, b) {
+        (Operand::Int(x), Operand::Int(y)) => Some(x.cmp(y)),
+        (Operand::Float(x), Operand::Float(y)) => x.partial_cmp(y),
+        (Operand::Bytes(x), Operand::Bytes(y)) => Some(x.cmp(y)),
+        _ => None,
+    }
+}
+
+/// True when `v` satisfies `op` over `operands`.
+fn satisfies(op: TypedOp, v: &Operand, operands: &[Operand]) -> bool {
+    use std::cmp::Ordering::*;
+    let c = |i: usize| compare(v, &operands[i]);
+    match op {
+        TypedOp::Eq => c(0) == Some(Equal),
+        TypedOp::Ne => matches!(c(0), Some(Less | Greater)),
+        TypedOp::Lt => c(0) == Some(Less),
+        TypedOp::Le => matches!(c(0), Some(Less | Equal)),
+        TypedOp::Gt => c(0) == Some(Greater),
+        TypedOp::Ge => matches!(c(0), Some(Greater | Equal)),
+        TypedOp::Between => {
+            matches!(c(0), Some(Greater | Equal)) && matches!(c(1), Some(Less | Equal))
+        }
+        TypedOp::In => (0..operands.len()).any(|i| c(i) == Some(Equal)),
+        TypedOp::Prefix => match (v, &operands[0]) {
+            (Operand::Bytes(x), Operand::Bytes(p)) => x.starts_with(p),
+            _ => false,
+        },
+    }
+}
+
+/// The field's index in the current schema and the operands, or why
+/// `pred` does not apply to the queue's schema.
+fn prepare(versions: &SchemaVersions, pred: &TypedPredicate) -> Result<(usize, Vec<Operand>)> {
+    let current = versions
+        .current()
+        .ok_or_else(|| Error::Schema("the queue has no schema".into()))?;
+    let i = current.find(&pred.field).ok_or_else(|| {
+        Error::InvalidArgument(format!("no field {:?} in the queue's schema", pred.field))
+    })?;
+    Ok((i, pred.operands(current.fields[i].ty)?))
+}
+
+/// Checks that `pred` applies to the queue's schema (see [`typed_where`]).
+pub(crate) fn check_predicate(versions: &SchemaVersions, pred: &TypedPredicate) -> Result<()> {
+    prepare(versions, pred).map(|_| ())
+}
+
+/// Rows read per step of [`typed_where`].
+const WHERE_STEP: usize = 1 << 16;
+
+/// The sequences in `[tailer's position, end)` whose field satisfies
+/// `pred`, ascending, decoding only that field.
+pub(crate) fn typed_where(
+    tailer: &mut Tailer,
+    versions: &SchemaVersions,
+    pred: &TypedPredicate,
+    end: u64,
+    limit: usize,
+) -> Result<Vec<u64>> {
+    let (i, operands) = prepare(versions, pred)?;
+    let mut out = Vec::new();
+    while tailer.next_seq() < end {
+        let b = TypedBatch::read(tailer, versions, &[i], (end, WHERE_STEP), limit)?;
+        let c = &b.columns.columns[0];
+        for r in 0..b.rows {
+            let valid = c.valid.is_empty() || c.valid[r / 8] & (1 << (r % 8)) != 0;
+            if valid && satisfies(pred.op, &cell(c, r), &operands) {
+                out.push(b.seq[r] as u64);
+            }
+        }
+        if b.rows == 0 {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::typed::{FieldType, TypedColumn, Value};
+
+    fn pred(op: &str, values: Vec<Value>) -> TypedPredicate {
+        TypedPredicate {
+            field: "f".into(),
+            op: TypedOp::parse(op).unwrap(),
+            values,
+        }
+    }
+
+    fn matches(c: &TypedColumn, r: usize, p: &TypedPredicate) -> bool {
+        satisfies(p.op, &cell(c, r), &p.operands(c.ty).unwrap())
+    }
+
+    /// Every operator over ints (negative ones, from narrow slots),
+    /// floats, strings and bools, as SQL would answer.
+    #[test]
+    fn comparisons_answer_as_sql_does() {
+        let ints = TypedColumn {
+            name: "f".into(),
+            ty: FieldType::Int16,
+            nullable: false,
+            valid: vec![],
+            nulls: 0,
+            data: [-5i16, 0, 7].iter().flat_map(|v| v.to_le_bytes()).collect(),
+            offsets: vec![],
+        };
+        let which = |p: TypedPredicate, c: &TypedColumn, n: usize| -> Vec<usize> {
+            (0..n).filter(|&r| matches(c, r, &p)).collect()
+        };
+        let i = Value::Int;
+        assert_eq!(which(pred("==", vec![i(-5)]), &ints, 3), [0]);
+        assert_eq!(which(pred("!=", vec![i(-5)]), &ints, 3), [1, 2]);
+        assert_eq!(which(pred("<", vec![i(0)]), &ints, 3), [0]);
+        assert_eq!(which(pred("<=", vec![i(0)]), &ints, 3), [0, 1]);
+        assert_eq!(which(pred(">", vec![i(0)]), &ints, 3), [2]);
+        assert_eq!(which(pred(">=", vec![Value::UInt(0)]), &ints, 3), [1, 2]);
+        assert_eq!(which(pred("between", vec![i(-5), i(0)]), &ints, 3), [0, 1]);
+        assert_eq!(
+            which(pred("in", vec![i(7), i(-5), i(99)]), &ints, 3),
+            [0, 2]
+        );
+        let floats = TypedColumn {
+            ty: FieldType::Float32,
+            data: [1.5f32, -2.0]
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect(),
+            ..ints.clone()
+        };
+        assert_eq!(which(pred(">", vec![Value::Float(-2.0)]), &floats, 2), [0]);
+        assert_eq!(which(pred("<", vec![i(0)]), &floats, 2), [1]);
+        let strs = TypedColumn {
+            ty: FieldType::String,
+            data: b"AAPLMSFTAA".to_vec(),
+            offsets: vec![0, 4, 8, 10],
+            ..ints.clone()
+        };
+        let s = |t: &str| Value::Str(t.into());
+        assert_eq!(which(pred("==", vec![s("MSFT")]), &strs, 3), [1]);
+        assert_eq!(which(pred("prefix", vec![s("AA")]), &strs, 3), [0, 2]);
+        assert_eq!(which(pred("<", vec![s("AB")]), &strs, 3), [0, 2]);
+        let bools = TypedColumn {
+            ty: FieldType::Bool,
+            data: vec![0b10],
+            ..ints.clone()
+        };
+        assert_eq!(which(pred("==", vec![Value::Bool(true)]), &bools, 2), [1]);
+    }
+
+    /// A wrong operator, arity or operand kind is an InvalidArgument naming
+    /// the field.
+    #[test]
+    fn bad_predicates_are_refused() {
+        assert!(matches!(
+            TypedOp::parse("~"),
+            Err(Error::InvalidArgument(_))
+        ));
+        let bad = |p: TypedPredicate, ty| match p.operands(ty) {
+            Err(Error::InvalidArgument(m)) => assert!(m.contains("\"f\""), "{m}"),
+            other => panic!("{other:?}"),
+        };
+        bad(pred("==", vec![Value::Str("x".into())]), FieldType::Int64);
+        bad(pred("between", vec![Value::Int(1)]), FieldType::Int64);
+        bad(pred("prefix", vec![Value::Int(1)]), FieldType::Int64);
+        bad(pred("==", vec![Value::Int(1)]), FieldType::String);
     }
 }

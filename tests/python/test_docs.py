@@ -132,7 +132,9 @@ def test_format_version_in_the_title_and_every_table(full_queue: Path) -> None:
     assert int.from_bytes(dense[8:12], "little") == version
     assert FORMAT.startswith(f"# litemq on-disk format, version {version}\n")
     tables = {
-        "data file header": _section(FORMAT, "Header (4096 bytes; bytes 72..4096 are zero)"),
+        "data file header": _section(
+            FORMAT, "Header (4096 bytes; bytes 72..4096 are zero in an untyped file)"
+        ),
         "sparse index header": _section(FORMAT, "Header (256 bytes; bytes 48..256 are zero)"),
         "dense index header": _section(FORMAT, "Header (64 bytes)"),
         "metadata.json": _section(FORMAT, "metadata.json"),

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 import litemq
-from conftest import SMALL_FILE, cli
+from conftest import SMALL_FILE, cli, run_python
 
 UTC = dt.UTC
 T0 = dt.datetime(2026, 12, 2, 9, 30, tzinfo=UTC)
@@ -80,7 +80,9 @@ def plain_schema(q: litemq.Queue) -> list[tuple[str, pa.DataType, bool]]:
 # -- the schema ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("given", [MARKET, Trade, TradeStruct], ids=["arrow", "dataclass", "msgspec"])
+@pytest.mark.parametrize(
+    "given", [MARKET, Trade, TradeStruct], ids=["arrow", "dataclass", "msgspec"]
+)
 def test_each_way_to_give_a_schema_stores_it(qpath: Path, given: object) -> None:
     with typed(qpath, given) as q:
         assert plain_schema(q) == [(f.name, f.type, f.nullable) for f in MARKET]
@@ -113,9 +115,11 @@ def test_append_takes_a_dict_a_dataclass_and_a_struct(qpath: Path) -> None:
         app.flush()
         msgs = list(q)
         assert [m.value for m in msgs] == [trade(i) for i in range(4)]
-        assert msgs[3].key == "k3" and msgs[3].headers == {"src": "feed"}
+        assert msgs[3].key == "k3"
+        assert msgs[3].headers == {"src": "feed"}
         # The payload stays the raw row: bitmap-less fixed part, then the var bytes.
-        assert isinstance(msgs[0].payload, bytes) and msgs[0].payload.endswith(b"AAPL")
+        assert isinstance(msgs[0].payload, bytes)
+        assert msgs[0].payload.endswith(b"AAPL")
         assert q.get(2).value == trade(2)
 
 
@@ -137,7 +141,9 @@ def test_a_bad_event_is_refused_by_field_name_and_nothing_stored(
         app = q.appender()
         with pytest.raises(litemq.SchemaError, match=why):
             app.append({**trade(0), **change})
-        with pytest.raises(litemq.SchemaError, match=why.replace("field", "append_batch item 1: field")):
+        with pytest.raises(
+            litemq.SchemaError, match=why.replace("field", "append_batch item 1: field")
+        ):
             app.append_batch([trade(0), {**trade(1), **change}, trade(2)])
         assert app.append(trade(5)) == 0  # nothing was stored
         app.flush()
@@ -164,7 +170,7 @@ def test_bytes_on_a_typed_queue_ask_for_an_event(qpath: Path) -> None:
 def test_append_batch_of_events_returns_their_range(qpath: Path) -> None:
     with typed(qpath) as q:
         app = q.appender()
-        assert app.append_batch([trade(i) for i in range(5)]) == range(0, 5)
+        assert app.append_batch([trade(i) for i in range(5)]) == range(5)
         assert app.append_batch([TradeStruct(**trade(i)) for i in range(5, 7)]) == range(5, 7)  # type: ignore[arg-type]
         app.flush()
         assert [m.value for m in q] == [trade(i) for i in range(7)]
@@ -174,7 +180,7 @@ def test_append_batch_of_events_returns_their_range(qpath: Path) -> None:
 def test_append_batch_of_a_record_batch_and_a_table(qpath: Path) -> None:
     with typed(qpath) as q:
         app = q.appender()
-        assert app.append_batch(batch(1000)) == range(0, 1000)
+        assert app.append_batch(batch(1000)) == range(1000)
         table = pa.Table.from_batches([batch(3, 1000), batch(4, 1003)])
         assert app.append_batch(table) == range(1000, 1007)
         app.flush()
@@ -200,8 +206,18 @@ def test_a_record_batch_is_cast_to_the_schema_types(qpath: Path) -> None:
         q.appender().flush()
         got = q.read_arrow(columns=["time", "symbol", "size", "id"]).to_pylist()
         assert got == [
-            {"time": dt.datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC), "symbol": "A", "size": 1, "id": 7},
-            {"time": dt.datetime(1970, 1, 1, 0, 0, 2, tzinfo=UTC), "symbol": "B", "size": 2, "id": 8},
+            {
+                "time": dt.datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC),
+                "symbol": "A",
+                "size": 1,
+                "id": 7,
+            },
+            {
+                "time": dt.datetime(1970, 1, 1, 0, 0, 2, tzinfo=UTC),
+                "symbol": "B",
+                "size": 2,
+                "id": 8,
+            },
         ]
 
 
@@ -233,15 +249,16 @@ def test_compress_together_compresses_row_batches(tmp_path: Path) -> None:
             app.append_batch(rows, compress_together=codec is not None)
             app.flush()
             assert [m.value for m in q] == rows
-            assert q.read_arrow(columns=["symbol"]).column(0).to_pylist() == [r["symbol"] for r in rows]
+            assert q.read_arrow(columns=["symbol"]).column(0).to_pylist() == [
+                r["symbol"] for r in rows
+            ]
             sizes[codec] = sum(f.bytes_written for f in q.data_files())
     assert sizes["zstd"] < sizes[None] / 2
 
 
 def test_compress_together_needs_a_codec(qpath: Path) -> None:
-    with typed(qpath) as q:
-        with pytest.raises(ValueError, match="compress_together needs a codec"):
-            q.appender().append_batch([trade(0)], compress_together=True)
+    with typed(qpath) as q, pytest.raises(ValueError, match="compress_together needs a codec"):
+        q.appender().append_batch([trade(0)], compress_together=True)
 
 
 # -- reading -------------------------------------------------------------------
@@ -349,7 +366,8 @@ def test_evolution_adds_widens_and_renames(qpath: Path) -> None:
         q.appender().append({"sym": "A", "size": 2**31 - 1})
     with typed(qpath, v2) as q:
         assert [s.metadata[b"litemq.version"] for s in q.schema_versions()] == [b"1", b"2"]
-        assert q.schema is not None and q.schema.names == ["sym", "qty", "venue"]
+        assert q.schema is not None
+        assert q.schema.names == ["sym", "qty", "venue"]
         q.appender().append({"sym": "B", "qty": 2**40, "venue": "XNYS"})
         q.appender().flush()
         want = [
@@ -401,3 +419,49 @@ def test_litemq_info_shows_the_schema_and_its_versions(qpath: Path) -> None:
         "nullable": True,
         "aliases": [],
     }
+
+
+def test_an_encrypted_typed_queue_takes_batches_one_record_each(qpath: Path) -> None:
+    with typed(qpath, encryption_key=b"k" * 32) as q:
+        app = q.appender()
+        assert app.append_batch([trade(0), trade(1)]) == range(2)
+        assert app.append_batch(batch(3, 2)) == range(2, 5)
+        app.flush()
+        assert [m.value for m in q] == [trade(i) for i in range(5)]
+        assert q.read_arrow(columns=["id"]).column("id").to_pylist() == list(range(5))
+    raw = b"".join(p.read_bytes() for p in qpath.rglob("*.data"))
+    assert b"AAPL" not in raw  # sealed: the rows are not in clear
+
+
+def test_a_handle_opened_before_an_evolution_reads_the_new_version(qpath: Path) -> None:
+    v1 = pa.schema([pa.field("sym", pa.string(), nullable=False)])
+    with typed(qpath, v1) as q:
+        q.appender().append({"sym": "A"})
+    with litemq.Queue(qpath, read_only=True) as reader:
+        assert [m.value for m in reader] == [{"sym": "A"}]
+        # Another process evolves the schema and appends an event of version 2.
+        run_python(
+            """
+            import sys, pyarrow as pa, litemq
+            v2 = pa.schema([pa.field("sym", pa.string(), nullable=False),
+                            pa.field("venue", pa.string())])
+            with litemq.Queue(sys.argv[1], schema=v2) as q:
+                q.appender().append({"sym": "B", "venue": "X"})
+            """,
+            str(qpath),
+        )
+        # This handle's schema is version 1: the new message shows its own fields.
+        assert [m.value for m in reader] == [{"sym": "A"}, {"sym": "B", "venue": "X"}]
+
+
+def test_value_needs_the_queue_open_in_this_process(qpath: Path) -> None:
+    with typed(qpath) as q:
+        q.appender().append(trade(0))
+        q.appender().flush()
+        [m] = list(q)
+    del q
+    import gc
+
+    gc.collect()
+    with pytest.raises(litemq.SchemaError, match="no handle in this process has open"):
+        _ = m.value

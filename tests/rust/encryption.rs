@@ -280,9 +280,10 @@ fn a_sealed_record_needs_a_version_8_file() {
         record::record_version(record::FLAG_EXTENSION, record::EXT_TOMBSTONE),
         7
     );
-    // Formats 9 (batches), 10 (removal marks) and 11 (holes counted in the
-    // footer) kept the bit: a sealed record still needs only 8.
-    assert_eq!(litemq::FORMAT_VERSION, 11);
+    // Formats 9 (batches), 10 (removal marks), 11 (holes counted in the
+    // footer) and 12 (typed records) kept the bit: a sealed record still
+    // needs only 8.
+    assert_eq!(litemq::FORMAT_VERSION, 12);
 }
 
 /// Several writer processes (two handles here) get their sequences under

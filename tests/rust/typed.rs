@@ -747,3 +747,107 @@ fn rows_are_refused_while_field_indexes_are_declared() {
     // Single events still go in (plain records, which the indexes read).
     app.append(&row_v1(1)).unwrap();
 }
+
+#[test]
+fn a_plain_row_that_does_not_check_is_corrupted_on_every_read_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).schema(schema_v1()).open().unwrap();
+    let app = q.appender().unwrap();
+    for i in 0..4 {
+        app.append(&row_v1(i)).unwrap();
+    }
+    app.flush().unwrap();
+    let file = data_files(dir.path()).pop().unwrap();
+    // Message 2's frame: its row's bool := 2, the frame's CRC made right.
+    let bytes = std::fs::read(&file).unwrap();
+    let mut at = 4096;
+    for _ in 0..2 {
+        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        at += (4 + len + 8).div_ceil(8) * 8;
+    }
+    let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+    let mut rec = bytes[at + 4..at + 4 + len].to_vec();
+    rec[9 + 9] = 2; // flags, timestamp, then the row: bitmap, id, name end, ok
+    let mut crc_in = (len as u32).to_le_bytes().to_vec();
+    crc_in.extend_from_slice(&rec);
+    let f = OpenOptions::new().write(true).open(&file).unwrap();
+    f.write_all_at(&rec, at as u64 + 4).unwrap();
+    f.write_all_at(&crc64(&[&crc_in]).to_le_bytes(), (at + 4 + len) as u64)
+        .unwrap();
+    let ro = common::read_only(dir.path());
+    let mut t = ro.tailer(Start::Beginning).unwrap();
+    assert_eq!(t.read_next().unwrap().unwrap().seq, 0);
+    let mut seen = Vec::new();
+    let n = t
+        .read_run(10, litemq::OnMismatch::CheckFrames, &mut |m| {
+            seen.push(m.seq);
+            true
+        })
+        .unwrap();
+    assert_eq!((n, seen), (1, vec![1]), "the run stops before the bad row");
+    match t.read_next() {
+        Err(Error::Corrupted {
+            seq,
+            offset,
+            reason,
+            ..
+        }) => {
+            assert_eq!((seq, offset), (Some(2), at as u64));
+            assert!(reason.contains("bool"), "{reason}");
+        }
+        other => panic!("{:?}", other.map(|m| m.map(|m| m.seq))),
+    }
+    assert!(matches!(ro.get(2), Err(Error::Corrupted { .. })));
+    assert_eq!(ro.get(3).unwrap().payload, row_v1(3));
+}
+
+#[test]
+fn retention_drops_whole_typed_files_and_the_rest_reads_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path())
+        .schema(schema_v1())
+        .retention(litemq::RetentionPolicy {
+            max_age: None,
+            max_bytes: None,
+            max_files: Some(2),
+            protect_unconsumed: false,
+        })
+        .open()
+        .unwrap();
+    let app = q.appender().unwrap();
+    let rows: Vec<Vec<u8>> = (0..3000).map(row_v1).collect();
+    for chunk in rows.chunks(500) {
+        app.append_rows(&block_of(chunk), chunk.len(), None)
+            .unwrap();
+        app.roll().unwrap();
+    }
+    app.flush().unwrap();
+    assert!(data_files(dir.path()).len() <= 2);
+    let first = q.first_seq();
+    assert!(first > 0, "old files went");
+    let all = read_all(&q);
+    assert_eq!(all.first().unwrap().0, first);
+    assert!(all
+        .iter()
+        .all(|(seq, payload, v)| *payload == rows[*seq as usize] && *v == 1));
+    assert_eq!(q.schema_versions().unwrap().versions.len(), 1);
+}
+
+#[test]
+fn a_reader_opened_before_an_evolution_finds_the_new_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).schema(schema_v1()).open().unwrap();
+    q.appender().unwrap().append(&row_v1(0)).unwrap();
+    q.close().unwrap();
+    let ro = common::read_only(dir.path());
+    assert_eq!(ro.schema_versions().unwrap().versions.len(), 1);
+    let q = small(dir.path()).schema(schema_v2()).open().unwrap();
+    q.appender().unwrap().append(&row_v2(1)).unwrap();
+    q.appender().unwrap().flush().unwrap();
+    let all = read_all(&ro);
+    assert_eq!(all[1].2, 2, "the file's header says its version");
+    assert_eq!(ro.schema_of_version(2).unwrap(), Some(schema_v2()));
+    assert_eq!(ro.schema_versions().unwrap().versions.len(), 2);
+    assert_eq!(ro.schema_of_version(1).unwrap(), Some(schema_v1()));
+    assert_eq!(ro.schema_of_version(3).unwrap(), None);
+}

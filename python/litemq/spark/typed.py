@@ -292,11 +292,26 @@ class TypedPushdownReader(TypedReader):
     to Spark, which checks it on the rows."""
 
     def pushFilters(self, filters: list[Any]) -> Iterator[Any]:
-        best: tuple[int, tuple[str, str, Any]] | None = None
+        candidates = []
         for f in filters:
             c = field_filter(f, self.fields)
-            if c is not None and (best is None or c[0] < best[0]):
-                best = c
+            if c is not None:
+                candidates.append(c)
             yield f
-        if best is not None:
-            self.where = best[1]
+        if candidates:
+            self.where = _best_where(candidates)
+
+
+def _best_where(candidates: list[tuple[int, tuple[str, str, Any]]]) -> tuple[str, str, Any]:
+    """The best-ranked filter; comparisons on the field of the first one join into one
+    ``between`` (bounds included: Spark checks the strict ones again)."""
+    rank, best = min(candidates, key=lambda c: c[0])
+    if rank < 2:
+        return best
+    field = best[0]
+    ops = [(op, v) for _, (n, op, v) in candidates if n == field]
+    lows = [v for op, v in ops if op in (">", ">=")]
+    highs = [v for op, v in ops if op in ("<", "<=")]
+    if lows and highs:
+        return (field, "between", (max(lows), min(highs)))
+    return (field, ">=", max(lows)) if lows else (field, "<=", min(highs))

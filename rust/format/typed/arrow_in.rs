@@ -266,10 +266,28 @@ fn row_lengths(
 /// The null bitmaps: bit k of the k-th nullable field set when the row has
 /// a value.
 fn write_bitmaps(layout: &RowLayout, cols: &[ColumnIn<'_>], row_end: &[usize], buf: &mut [u8]) {
+    // The bits of the columns without nulls are the same in every row:
+    // written as one template, the others bit by bit after.
+    let mut template = vec![0u8; layout.bitmap_len];
+    for (i, c) in cols.iter().enumerate() {
+        if let (Some(b), None) = (layout.slots[i].null_bit, c.validity) {
+            template[b >> 3] |= 1 << (b & 7);
+        }
+    }
+    if template.iter().any(|&b| b != 0) {
+        let mut start = 0;
+        for &end in row_end {
+            buf[start..start + template.len()].copy_from_slice(&template);
+            start = end;
+        }
+    }
     for (i, c) in cols.iter().enumerate() {
         let Some(b) = layout.slots[i].null_bit else {
             continue;
         };
+        if c.validity.is_none() {
+            continue;
+        }
         let (byte, mask) = (b >> 3, 1u8 << (b & 7));
         let mut start = 0;
         for (r, &end) in row_end.iter().enumerate() {

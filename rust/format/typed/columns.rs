@@ -90,6 +90,10 @@ pub struct TypedColumns {
     pub columns: Vec<TypedColumn>,
     /// Where each row of the block being pushed starts (reused).
     starts: Vec<usize>,
+    /// The rows the read expects (from [`TypedColumns::new`]): once the
+    /// first rows give the string/binary columns' average length, their
+    /// data is reserved for this many (no doubling and copying on the way).
+    hint: usize,
 }
 
 impl PartialEq for TypedColumns {
@@ -250,6 +254,7 @@ impl TypedColumns {
             rows: 0,
             columns,
             starts: Vec::new(),
+            hint,
         }
     }
 
@@ -305,8 +310,9 @@ impl TypedColumns {
         let take = self.rows_that_fit(proj, block, starts);
         starts.truncate(take);
         let mark = self.mark();
+        let all_valid = bitmap_and(proj, block, starts);
         for (c, op) in self.columns.iter_mut().zip(&proj.ops) {
-            if let Err(e) = push_column(c, *op, proj, block, starts, mark.rows) {
+            if let Err(e) = push_column(c, *op, proj, block, starts, (mark.rows, &all_valid)) {
                 self.undo(mark);
                 return Err(RowDamage {
                     row: e.row + skip,
@@ -314,14 +320,34 @@ impl TypedColumns {
                 });
             }
         }
+        if self.rows == 0 && take > 0 && self.hint > take {
+            self.reserve_var(take);
+        }
         self.rows += take;
         Ok(take)
+    }
+
+    /// Reserves the string/binary columns' data for `hint` rows of the
+    /// average length of the first `rows` (with an eighth more).
+    fn reserve_var(&mut self, rows: usize) {
+        for c in self.columns.iter_mut().filter(|c| c.ty.is_var()) {
+            let per_row = c.data.len().div_ceil(rows);
+            let want = (per_row * self.hint + per_row * self.hint / 8).min(COLUMN_LIMIT);
+            c.data.reserve(want.saturating_sub(c.data.len()));
+        }
     }
 
     /// How many of the rows at `starts` fit under [`COLUMN_LIMIT`] in
     /// every string/binary column.
     fn rows_that_fit(&self, proj: &Projection, block: &[u8], starts: &[usize]) -> usize {
         let mut take = starts.len();
+        if self
+            .columns
+            .iter()
+            .all(|c| c.data.len() + block.len() <= COLUMN_LIMIT)
+        {
+            return take; // no column can take more than the whole block
+        }
         for (c, op) in self.columns.iter().zip(&proj.ops) {
             let Op::Value {
                 at,
@@ -449,14 +475,33 @@ fn split_rows(
     Ok(())
 }
 
-/// Fills column `c` for the rows at `starts` (`rows` pushed before them).
+/// The AND of the null bitmaps of the rows at `starts`: a bit set there
+/// is a field with a value in every row (its validity needs no pass).
+fn bitmap_and(proj: &Projection, block: &[u8], starts: &[usize]) -> Vec<u8> {
+    let n = proj.layout.bitmap_len;
+    let mut and = vec![0xffu8; n];
+    if n == 1 {
+        // The common case, one byte: a loop the compiler keeps in a register.
+        and[0] = starts.iter().fold(0xff, |a, &s| a & block[s]);
+        return and;
+    }
+    for &s in starts {
+        for (a, b) in and.iter_mut().zip(&block[s..s + n]) {
+            *a &= b;
+        }
+    }
+    and
+}
+
+/// Fills column `c` for the rows at `starts` (`rows` pushed before them;
+/// `all_valid` from [`bitmap_and`]).
 fn push_column(
     c: &mut TypedColumn,
     op: Op,
     proj: &Projection,
     block: &[u8],
     starts: &[usize],
-    rows: usize,
+    (rows, all_valid): (usize, &[u8]),
 ) -> Result<(), RowDamage> {
     let Op::Value {
         at,
@@ -468,8 +513,15 @@ fn push_column(
         push_nulls(c, starts.len(), rows);
         return Ok(());
     };
+    let mut null_bit = null_bit;
     if let Some(bit) = null_bit {
-        push_validity(c, bit, block, starts, rows);
+        let every_row = all_valid[bit >> 3] & (1 << (bit & 7)) != 0;
+        if !(every_row && c.nulls == 0) {
+            push_validity(c, bit, block, starts, rows);
+        }
+        if every_row {
+            null_bit = None; // no null to check the slot of
+        }
     }
     let fixed_len = proj.layout.fixed_len;
     match from {
@@ -644,6 +696,7 @@ fn push_var(
     let old = c.data.len();
     let mut end = c.offsets.last().copied().unwrap_or(0);
     c.offsets.reserve(starts.len());
+    c.data.reserve(block.len());
     for (r, &s) in starts.iter().enumerate() {
         let (b, e) = var_span(block, s, at, prev_end_at);
         if e != b && !has_value(block, s, null_bit) {
@@ -733,7 +786,7 @@ mod tests {
         let n = |x: Value| if r % 4 == 1 { Value::Null } else { x };
         let i = r as i64;
         vec![
-            n(Value::Bool(r % 3 == 0)),
+            n(Value::Bool(r.is_multiple_of(3))),
             Value::Int(i - 60),
             n(Value::Int(-300 * i)),
             Value::Int(i * 70_000),
@@ -1016,7 +1069,8 @@ mod tests {
         let at4 = row_at(4);
         let at1 = row_at(1);
         // row 1 has nulls (r % 4 == 1); row 4 has values.
-        let cases: Vec<(Box<dyn Fn(&mut Vec<u8>)>, usize, &str)> = vec![
+        type Damage<'a> = Box<dyn Fn(&mut Vec<u8>) + 'a>;
+        let cases: Vec<(Damage, usize, &str)> = vec![
             (Box::new(|b| b.truncate(b.len() - 1)), 5, "runs past"),
             (Box::new(|b| b.push(0)), 5, "longer than its rows"),
             (Box::new(|b| b[at4 + 1] |= 0x80), 4, "past its nullable"),

@@ -165,8 +165,6 @@ pub(crate) struct Opening {
     pub read_only: bool,
     /// `flush="sync"`: appends wait for the I/O thread.
     pub sync_flush: bool,
-    /// `max_decompressed_size` (or its default), for typed reads.
-    pub max_decompressed: usize,
 }
 
 impl OpenArgs {
@@ -226,10 +224,8 @@ impl OpenArgs {
                  in the same call",
             ));
         }
-        let mut max_decompressed = crate::format::compression::DEFAULT_MAX_DECOMPRESSED;
         if let Some(MaxDecompressedSize(n)) = Arg::opt(self.max_decompressed_size)? {
             builder = builder.max_decompressed_size(n);
-            max_decompressed = n;
         }
         if let Some(key) = encryption_key(self.encryption_key, self.encryption_key_file)? {
             builder = builder.encryption_key(Some(key));
@@ -246,7 +242,6 @@ impl OpenArgs {
             builder,
             read_only,
             sync_flush,
-            max_decompressed,
         })
     }
 }

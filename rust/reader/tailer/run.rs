@@ -62,7 +62,9 @@ impl Tailer {
     /// batch): [`Tailer::read_next`] handles those (and reports damage).
     /// Returns how many messages were taken.
     ///
-    /// Each frame is checked as [`Tailer::read_run_frames`] says.
+    /// Each frame is checked as [`Tailer::read_run_frames`] says; in a
+    /// typed file (format 12) each record's payload is checked as a row of
+    /// the file's schema version too.
     #[inline]
     pub fn read_run<F: FnMut(&Message<'_>) -> bool + ?Sized>(
         &mut self,
@@ -70,9 +72,19 @@ impl Tailer {
         mismatch: OnMismatch,
         take: &mut F,
     ) -> Result<usize> {
+        // A typed file's records are rows (format 12): one that does not
+        // check against the file's layout stops the run, and `read_next`
+        // reports it.
+        let typed = match &self.cursor {
+            Some(c) if c.info.header.schema_version != 0 => {
+                super::typed_of(&mut self.typed, &self.catalog, &c.info)?
+            }
+            _ => None,
+        };
+        let layout = typed.as_ref().map(|t| &t.layout);
         self.read_run_frames(max, mismatch, &mut |f| match f.message() {
-            Some(m) => take(&m),
-            None => false,
+            Some(m) if layout.is_none_or(|l| l.check_row(m.payload).is_ok()) => take(&m),
+            _ => false,
         })
     }
 

@@ -1,0 +1,104 @@
+//! Typed reads of a typed queue (format 12): columns of its current
+//! schema, and the sequences whose schema field satisfies a comparison.
+
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::format::typed::SchemaVersions;
+use crate::reader::tailer::Tailer;
+use crate::reader::typed::{self, TypedBatch, TypedPredicate};
+
+use super::Queue;
+
+impl Queue {
+    /// The schema versions of a typed queue; [`Error::Schema`] for an
+    /// untyped one.
+    fn typed_versions(&self) -> Result<Arc<SchemaVersions>> {
+        self.schema_versions().ok_or_else(|| {
+            Error::Schema(
+                "the queue has no schema: typed reads are for queues opened with one".into(),
+            )
+        })
+    }
+
+    /// A tailer at `start` (at least the first sequence), after waiting
+    /// for appends before `end` to be visible; `None` when the range is
+    /// empty.
+    fn typed_tailer(&self, start: u64, end: u64) -> Result<Option<Tailer>> {
+        self.check_open()?;
+        if end > self.next_seq() {
+            self.wait_visible()?;
+        }
+        let from = start.max(self.first_seq());
+        if from >= end {
+            return Ok(None);
+        }
+        let mut t = Tailer::new(self.inner().catalog.clone(), self.inner().config.wait);
+        t.seek(from)?;
+        Ok(Some(t))
+    }
+
+    /// Rows `start..end` (at most `max_rows`) of a typed queue as Arrow
+    /// columns of its current schema: `fields` (names, or aliases, of the
+    /// current schema; all of them, in schema order, when `None`). Rows of
+    /// files written in earlier schema versions are shown in the current
+    /// one (a field added since is null, a renamed one under its current
+    /// name, a narrower value widened). Tombstones are not rows.
+    /// `next_seq` says where to read on. An unknown field is
+    /// [`Error::InvalidArgument`]; an untyped queue [`Error::Schema`];
+    /// damage [`Error::Corrupted`] naming the file, offset and sequence.
+    pub fn read_typed(
+        &self,
+        start: u64,
+        end: u64,
+        max_rows: usize,
+        fields: Option<&[String]>,
+    ) -> Result<TypedBatch> {
+        let versions = self.typed_versions()?;
+        let current = versions.current().expect("a typed queue has a version");
+        let wanted: Vec<usize> = match fields {
+            None => (0..current.fields.len()).collect(),
+            Some(names) => names
+                .iter()
+                .map(|n| {
+                    current.find(n).ok_or_else(|| {
+                        Error::InvalidArgument(format!(
+                            "no field {n:?} in the queue's schema (fields: {})",
+                            current
+                                .fields
+                                .iter()
+                                .map(|f| f.name.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ))
+                    })
+                })
+                .collect::<Result<_>>()?,
+        };
+        let Some(mut t) = self.typed_tailer(start, end)? else {
+            let mut b = TypedBatch {
+                columns: crate::format::typed::TypedColumns::new(current, &wanted, 0),
+                ..TypedBatch::default()
+            };
+            b.next_seq = end.max(start);
+            return Ok(b);
+        };
+        let limit = self.inner().catalog.max_decompressed();
+        TypedBatch::read(&mut t, &versions, &wanted, (end, max_rows), limit)
+    }
+
+    /// The sequences in `start..end` of a typed queue whose schema field
+    /// satisfies `pred` (see [`TypedPredicate`]), ascending; only that
+    /// field is decoded. An unknown field, operator arity or operand of
+    /// the wrong kind is [`Error::InvalidArgument`]; an untyped queue
+    /// [`Error::Schema`].
+    pub fn typed_where(&self, pred: &TypedPredicate, start: u64, end: u64) -> Result<Vec<u64>> {
+        let versions = self.typed_versions()?;
+        typed::check_predicate(&versions, pred)?;
+        let Some(mut t) = self.typed_tailer(start, end)? else {
+            return Ok(Vec::new());
+        };
+        let limit = self.inner().catalog.max_decompressed();
+        typed::typed_where(&mut t, &versions, pred, end, limit)
+    }
+}
