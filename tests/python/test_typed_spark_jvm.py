@@ -604,3 +604,17 @@ def test_a_running_stream_stops_at_a_schema_change(spark: Any, tmp_path: Path) -
             query.processAllAvailable()
     finally:
         query.stop()
+
+
+def test_the_python_source_gives_the_same_schema_and_rows(spark: Any, tmp_path: Path) -> None:
+    """``.option("reader", "python")`` hands the load to the Python source: both readers give
+    a typed queue the same columns, types and rows."""
+    q = tmp_path / "every"
+    fill_every(q, 300)
+    jvm = spark.read.format("litemq").load(str(q))
+    py = spark.read.format("litemq").option("reader", "python").load(str(q))
+    assert JVM in plan(jvm)
+    assert JVM not in plan(py)
+    assert jvm.schema == py.schema
+    names = ["seq", "timestamp", "queue", *EVERY.names]
+    assert spark_values(jvm, names) == spark_values(py, names)
