@@ -131,7 +131,7 @@ SPARK_TWICE := tests/python/test_spark.py tests/python/test_spark_encryption.py 
   tests/python/test_compaction_spark.py tests/python/test_arrow_spark.py \
   tests/python/test_spark_archive.py tests/python/test_spark_cluster.py \
   tests/python/test_spark_conformance.py tests/python/test_spark_stream_jvm.py \
-  tests/python/test_typed_spark_jvm.py
+  tests/python/test_typed_spark.py tests/python/test_typed_spark_jvm.py
 
 py-test: venv
 	$(PY) -m pytest

@@ -337,9 +337,7 @@ final class LiteMQStream implements MicroBatchStream, SupportsTriggerAvailableNo
     boolean same = (now == null) == (typed == null);
     if (same && now != null) {
       same = now.current.fields.length == typed.fields.length;
-      for (int i = 0; same && i < typed.fields.length; i++)
-        same = now.current.fields[i].name.equals(typed.fields[i].name)
-            && now.current.fields[i].sparkType().sameType(typed.fields[i].sparkType());
+      for (int i = 0; same && i < typed.fields.length; i++) same = now.current.fields[i].sameAs(typed.fields[i]);
     }
     if (!same)
       throw new LiteMQException("the queues' schema is " + (now == null ? "none" : now.current.toString())
