@@ -9,10 +9,11 @@ the engine still writes the current version's fixture byte for byte.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import shutil
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -440,7 +441,7 @@ def _typed_value(want: Any, arrow_type: Any) -> Any:
     if want is None:
         return None
     if pa.types.is_timestamp(arrow_type):
-        return datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=want)
+        return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=want)
     if pa.types.is_date32(arrow_type):
         return date(1970, 1, 1) + timedelta(days=want)
     if pa.types.is_decimal(arrow_type):
@@ -448,6 +449,11 @@ def _typed_value(want: Any, arrow_type: Any) -> Any:
     if pa.types.is_binary(arrow_type):
         return bytes.fromhex(want["hex"])
     return want
+
+
+def _typed_event(types: dict[str, Any], m: dict[str, Any]) -> dict[str, Any]:
+    """A message's values as the manifest spells them, as Python reads them."""
+    return {k: _typed_value(v, types[k]) for k, v in m["value"].items()}
 
 
 @pytest.mark.parametrize("fixture_dir", TYPED, ids=[d.name for d in TYPED])
@@ -472,10 +478,7 @@ def test_typed_fixture(fixture_dir: Path, tmp_path: Path) -> None:
             assert schema.names == [f["name"] for f in typed["schema"]["versions"][-1]["fields"]]
             assert sorted(schema.names) == sorted(messages[0]["value"])
             types = {f.name: f.type for f in schema}
-
-            def expected(m: dict[str, Any]) -> dict[str, Any]:
-                return {k: _typed_value(v, types[k]) for k, v in m["value"].items()}
-
+            expected = functools.partial(_typed_event, types)
             got = list(q.tailer())
             assert [(m.seq, m.timestamp) for m in got] == [
                 (m["seq"], m["timestamp"]) for m in messages
