@@ -31,7 +31,13 @@ pytestmark = [*SPARK_MARKS, pytest.mark.jvm]
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 QUEUES = sorted(
-    p for p in FIXTURES.glob("queue-v*/*") if p.is_dir() and (p / "metadata.json").is_file()
+    p
+    for p in FIXTURES.glob("queue-v*/*")
+    if p.is_dir()
+    and (p / "metadata.json").is_file()
+    # A typed queue's DataFrame is its schema's columns, not the record columns compared here:
+    # test_typed_spark_jvm.py compares typed queues with read_arrow and the Python source.
+    and "schema" not in json.loads((p / "metadata.json").read_text())
 )
 COLUMNS = "seq, unix_micros(timestamp) AS ts, key, headers, payload, topic, queue_id, tags"
 
