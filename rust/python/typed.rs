@@ -30,6 +30,8 @@ use crate::Error;
 pub(crate) struct Decoders {
     /// The current version: events are encoded in it, rows decoded into it.
     current: Schema,
+    /// Its JSON (`litemq._typed.arrow_batches` maps Arrow columns by it).
+    current_json: String,
     /// One per version, version `i + 1` at `i`.
     layouts: Vec<RowLayout>,
     /// Per version: for each current field, its index in that version.
@@ -58,6 +60,7 @@ impl Decoders {
             .collect();
         Ok(Decoders {
             current: current.clone(),
+            current_json: current.to_json(),
             layouts,
             projections,
             names,
@@ -67,6 +70,11 @@ impl Decoders {
     /// The current version.
     pub(crate) fn current(&self) -> &Schema {
         &self.current
+    }
+
+    /// The current version's JSON.
+    pub(crate) fn current_json(&self) -> &str {
+        &self.current_json
     }
 
     fn current_layout(&self) -> &RowLayout {
