@@ -1,7 +1,8 @@
 //! Typed journals, the two column conversions on their own (no I/O):
 //! encoding a 1,000-row market-data RecordBatch's Arrow buffers into rows
 //! (`append_batch`'s Rust side) and decoding row-batch blocks into Arrow
-//! columns (`read_arrow`'s). Rates are rows/s (criterion's "elem/s").
+//! columns (`read_arrow`'s), and a whole typed queue read into columns.
+//! Rates are rows/s (criterion's "elem/s").
 //! `cargo bench --bench typed`.
 #![expect(
     missing_docs,
@@ -16,6 +17,7 @@ use litemq::format::typed::{
     encode_columns, ColumnIn, Field, FieldType, Projection, RowLayout, Schema, SchemaVersions,
     TypedColumns,
 };
+use litemq::QueueBuilder;
 
 /// The market-data schema: int64 time, str symbol, float64 price,
 /// int64 size, int8 side, int64 id (nullable, as pyarrow's fields are by
@@ -151,5 +153,40 @@ fn decode(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, encode, decode);
+/// `Queue::read_typed` of a whole queue of row batches (1 M rows appended
+/// with `append_rows` in 1,000-row batches, stored), all six fields: the
+/// Rust side of `read_arrow` on a typed queue, walk and decode.
+fn read_queue(c: &mut Criterion) {
+    let s = market();
+    let l = RowLayout::of(&s);
+    let dir = tempfile::tempdir().unwrap();
+    let q = QueueBuilder::new(dir.path().join("q"))
+        .file_size(256 << 20)
+        .schema(s.clone())
+        .open()
+        .unwrap();
+    let app = q.appender().unwrap();
+    let rows = 1000;
+    let mut block = vec![];
+    encode_columns(&s, &l, &columns(&batch(rows)), rows, &mut block).unwrap();
+    let n = 1_000_000u64;
+    for _ in 0..n / rows as u64 {
+        app.append_rows(&block, rows, None).unwrap();
+    }
+    app.flush().unwrap();
+    let mut g = c.benchmark_group("typed_read");
+    g.sample_size(10).measurement_time(Duration::from_secs(5));
+    g.throughput(Throughput::Elements(n));
+    g.bench_function("read_typed_1m_rows_6_fields", |bench| {
+        bench.iter(|| {
+            let b = q.read_typed(0, n, usize::MAX, None).unwrap();
+            assert_eq!(b.rows as u64, n);
+            black_box(b.rows)
+        })
+    });
+    g.finish();
+    q.close().unwrap();
+}
+
+criterion_group!(benches, encode, decode, read_queue);
 criterion_main!(benches);
