@@ -435,8 +435,8 @@ class Queue(_litemq.Queue):
         returned is checked against the query.
 
         Schema fields (no index to declare): the same ops and "!=", "<",
-        ">", compared as the field's type (`read_arrow`'s ``where``); the
-        rows are decoded column-wise and filtered.
+        ">", compared as the field's type (a null never matches); the engine
+        decodes only that field of each row.
 
         >>> [m.seq for m in q.where("customer", "=", "c7")]
         [0, 12]
@@ -444,19 +444,21 @@ class Queue(_litemq.Queue):
         [189.5]
         """
         fields = self._schema_fields()
+        if fields and field not in fields and field not in self.indexes:
+            raise ValueError(
+                f"where: {field!r} is not a field of the queue's schema ({', '.join(fields)}) "
+                f"nor a declared index"
+            )
         if field not in fields or field in self.indexes:
             where: list[_litemq.Message] = super().where(
                 field, op, value, start=start, end=end, limit=limit
             )
             return where
-        rows = self.read_arrow(
-            columns=["seq"],
-            max_rows=limit,
-            where=(field, op, value),
-            start_time=start,
-            end_time=end,
-        )
-        return [self.get(s) for s in rows.column("seq").to_pylist()]
+        lo, hi, _ = self._range(None, None, None, start, end)
+        seqs = self._typed_where(field, op, value, lo, hi)
+        if limit is not None:
+            seqs = seqs[: _seq_arg(limit, "limit")]
+        return [self.get(s) for s in seqs]
 
     def _schema_fields(self) -> dict[str, dict[str, Any]]:
         """The current schema's fields by name (empty when untyped)."""

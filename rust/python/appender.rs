@@ -93,8 +93,9 @@ impl Appender {
             .call1((items,))?
             .is_truthy()?
         {
-            let version = t.current().to_json();
-            let batches = helper.getattr("arrow_batches")?.call1((items, version))?;
+            let batches = helper
+                .getattr("arrow_batches")?
+                .call1((items, t.current_json()))?;
             let mut count = 0usize;
             for b in batches.try_iter()? {
                 let (rows, cols): (usize, Vec<Bound<'py, PyAny>>) = b?.extract()?;

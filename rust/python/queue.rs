@@ -891,6 +891,26 @@ impl Queue {
         Ok(d)
     }
 
+    /// The sequences in `[start, end)` of a typed queue's messages whose
+    /// schema field `field` satisfies `op` `value` (`Queue::typed_where`:
+    /// only that field is decoded), for `litemq.Queue.where`.
+    fn _typed_where(
+        &self,
+        py: Python<'_>,
+        field: &str,
+        op: &str,
+        value: &Bound<'_, PyAny>,
+        start: u64,
+        end: u64,
+    ) -> PyResult<Vec<u64>> {
+        let queue = self.queue()?;
+        let d = self
+            .typed(py)?
+            .ok_or_else(|| crate::Error::Schema("the queue has no schema".into()))?;
+        let pred = super::typed::predicate(&d, field, op, value)?;
+        Ok(exit::detach(py, || queue.typed_where(&pred, start, end))?)
+    }
+
     /// Counters and sizes, a `litemq.Stats` (`litemq.Queue.stats`).
     fn _stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         results::stats(py, &self.open_queue()?.stats())

@@ -30,6 +30,8 @@ use crate::Error;
 pub(crate) struct Decoders {
     /// The current version: events are encoded in it, rows decoded into it.
     current: Schema,
+    /// Its JSON (`litemq._typed.arrow_batches` maps Arrow columns by it).
+    current_json: String,
     /// One per version, version `i + 1` at `i`.
     layouts: Vec<RowLayout>,
     /// Per version: for each current field, its index in that version.
@@ -58,6 +60,7 @@ impl Decoders {
             .collect();
         Ok(Decoders {
             current: current.clone(),
+            current_json: current.to_json(),
             layouts,
             projections,
             names,
@@ -67,6 +70,11 @@ impl Decoders {
     /// The current version.
     pub(crate) fn current(&self) -> &Schema {
         &self.current
+    }
+
+    /// The current version's JSON.
+    pub(crate) fn current_json(&self) -> &str {
+        &self.current_json
     }
 
     fn current_layout(&self) -> &RowLayout {
@@ -672,4 +680,51 @@ pub(crate) fn value_of<'py>(
         out.set_item(&f.name, to_python(py, v, f.ty)?)?;
     }
     Ok(out)
+}
+
+/// The predicate `field op value` on a typed queue's current schema, for
+/// `Queue::typed_where`: `value` converted as the field's events are
+/// (`between` takes a pair, `in` a list).
+pub(crate) fn predicate(
+    d: &Decoders,
+    field: &str,
+    op: &str,
+    value: &Bound<'_, PyAny>,
+) -> PyResult<crate::TypedPredicate> {
+    use pyo3::exceptions::PyValueError;
+    let f = d
+        .current()
+        .fields
+        .iter()
+        .find(|f| f.name == field)
+        .ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "where: {field:?} is not a field of the queue's schema"
+            ))
+        })?;
+    let op = crate::TypedOp::parse(op)?;
+    let items: Vec<Bound<'_, PyAny>> = match op {
+        crate::TypedOp::Between | crate::TypedOp::In => {
+            if value.is_instance_of::<PyString>() || value.is_instance_of::<PyBytes>() {
+                return Err(PyValueError::new_err(
+                    "where: 'between' takes a (low, high) pair, 'in' a list of values",
+                ));
+            }
+            value.try_iter()?.collect::<PyResult<_>>()?
+        }
+        _ => vec![value.clone()],
+    };
+    let values = items
+        .iter()
+        .map(|v| {
+            to_value(v, f.ty).map_err(|why| {
+                PyValueError::new_err(format!("where: {v} for field {field:?}: {why}"))
+            })
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(crate::TypedPredicate {
+        field: field.to_string(),
+        op,
+        values,
+    })
 }

@@ -343,6 +343,11 @@ def test_where_on_a_schema_field(qpath: Path) -> None:
         assert [m.seq for m in found] == [2, 5, 8]
         assert [m.value["id"] for m in found] == [2, 5, 8]
         assert [m.seq for m in q.where("id", "in", [3, 29])] == [3, 29]
+        assert [m.seq for m in q.where("price", "between", (105.0, 105.5))] == [20, 21, 22]
+        with pytest.raises(ValueError, match=r"\"size\".*expected an int"):
+            q.where("size", "=", "ten")
+        with pytest.raises(ValueError, match="not a field"):
+            q.where("nope", "=", 1)
 
 
 # -- evolution ------------------------------------------------------------------

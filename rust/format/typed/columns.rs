@@ -595,10 +595,13 @@ fn push_fixed<const W: usize>(
     block: &[u8],
     starts: &[usize],
 ) -> Result<(), RowDamage> {
-    let old = c.data.len();
-    c.data.resize(old + starts.len() * W, 0);
-    for (dst, &s) in c.data[old..].chunks_exact_mut(W).zip(starts) {
-        dst.copy_from_slice(&block[s + at..s + at + W]);
+    // Appended, not zero-filled then overwritten: one pass over memory
+    // that is often fresh (each page faulted in once, by the copy).
+    c.data.reserve(starts.len() * W);
+    for &s in starts {
+        let mut v = [0u8; W];
+        v.copy_from_slice(&block[s + at..s + at + W]);
+        c.data.extend_from_slice(&v);
     }
     if null_bit.is_some() {
         check_null_slots(at, W, null_bit, block, starts)?;
