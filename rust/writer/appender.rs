@@ -389,14 +389,17 @@ impl Appender {
             c.validate().map_err(Error::InvalidArgument)?;
         }
         let max_rows = b.max_members.clamp(1, record::MAX_BATCH_COUNT);
+        // A batch's frame fits a data file (a small `file_size` holds less
+        // than the 1 MiB a block may be): the block, stored, is cut so.
+        let max_block = ROW_BATCH_BLOCK_BYTES.min(
+            self.max_message_len()
+                .saturating_sub(BATCH_HEAD_LEN - RECORD_FIXED_LEN),
+        );
         let mut bundle = self.inner.handoff.spare_bundle();
         let mut from = 0;
         while from < count {
             let mut to = from + 1;
-            while to < count
-                && to - from < max_rows
-                && starts[to + 1] - starts[from] <= ROW_BATCH_BLOCK_BYTES
-            {
+            while to < count && to - from < max_rows && starts[to + 1] - starts[from] <= max_block {
                 to += 1;
             }
             self.push_row_batch(&mut bundle, &block[starts[from]..starts[to]], to - from, c)?;

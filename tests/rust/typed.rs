@@ -213,6 +213,22 @@ fn append_rows_cuts_batches_by_count_and_file_capacity() {
 }
 
 #[test]
+fn append_rows_stored_larger_than_a_file_spreads_over_files() {
+    let dir = tempfile::tempdir().unwrap();
+    // 2,000 rows of about 45 bytes, stored: more than a 64 KiB file holds.
+    let q = small(dir.path()).schema(schema_v1()).open().unwrap();
+    let app = q.appender().unwrap();
+    let rows: Vec<Vec<u8>> = (1..2001).map(|i| row_v1(i * 3 + 1)).collect();
+    assert!(block_of(&rows).len() > 64 * 1024);
+    let range = app.append_rows(&block_of(&rows), rows.len(), None).unwrap();
+    assert_eq!(range, 0..2000);
+    app.flush().unwrap();
+    let all = read_all(&q);
+    assert!(all.iter().map(|a| &a.1).eq(rows.iter()));
+    assert!(data_files(dir.path()).len() >= 2);
+}
+
+#[test]
 fn an_evolution_adds_a_version_and_rolls_to_a_new_file() {
     let dir = tempfile::tempdir().unwrap();
     let q = small(dir.path()).schema(schema_v1()).open().unwrap();
