@@ -624,29 +624,29 @@ fn typed_values(i: u64, evolved: bool) -> Vec<litemq::format::typed::Value> {
     let mut v = vec![
         V::Int((START_US + i * 1_000) as i64),
         V::Str(["AAPL", "MSFT", "GOOG", "Ünï"][(i % 4) as usize].into()),
-        if i % 5 == 0 {
+        if i.is_multiple_of(5) {
             V::Null
         } else {
             V::Float(100.0 + i as f64 / 4.0)
         },
         V::Int(i as i64 * 10 - 500),
-        V::Int(if i % 2 == 0 { 1 } else { -1 }),
+        V::Int(if i.is_multiple_of(2) { 1 } else { -1 }),
         V::UInt(4_000_000_000 - i),
-        if i % 7 == 0 {
+        if i.is_multiple_of(7) {
             V::Null
         } else {
             V::Decimal(i as i128 * 12_345 - 99_999)
         },
         V::Int(20_000 + (i % 3) as i64),
-        V::Bool(i % 3 == 0),
-        if i % 2 == 0 {
+        V::Bool(i.is_multiple_of(3)),
+        if i.is_multiple_of(2) {
             V::Null
         } else {
             V::Bytes(vec![0, 0xff, i as u8])
         },
     ];
     if evolved {
-        v.push(if i % 2 == 0 {
+        v.push(if i.is_multiple_of(2) {
             V::Str("XNAS".into())
         } else {
             V::Null
