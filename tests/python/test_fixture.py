@@ -34,6 +34,15 @@ def _manifest(fixture: Path) -> dict[str, Any]:
     return result
 
 
+def _hashes(queue: Path) -> dict[str, str]:
+    """sha256 of every file under ``queue``, by relative path (as the manifest lists them)."""
+    return {
+        p.relative_to(queue).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(queue.rglob("*"))
+        if p.is_file()
+    }
+
+
 def _value(spec: dict[str, str] | None) -> str | bytes | None:
     """A key or header value as the manifest spells it: text or hex bytes."""
     if spec is None:
@@ -105,11 +114,7 @@ def copy(fixture: Path, tmp_path: Path) -> Path:
 def test_files_are_the_committed_bytes(fixture: Path) -> None:
     """The sha256 of every file: a fixture is frozen once committed."""
     queue = fixture / "queue"
-    on_disk = {
-        p.relative_to(queue).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(queue.rglob("*"))
-        if p.is_file()
-    }
+    on_disk = _hashes(queue)
     assert on_disk == _manifest(fixture)["files"]
 
 
@@ -219,11 +224,7 @@ def test_encrypted_fixture(fixture_dir: Path, tmp_path: Path) -> None:
     manifest = _manifest(fixture_dir)
     assert manifest["encrypted"]["key_hex"] == FIXTURE_KEY.hex()
     committed = fixture_dir / "encrypted"
-    on_disk = {
-        p.relative_to(committed).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(committed.rglob("*"))
-        if p.is_file()
-    }
+    on_disk = _hashes(committed)
     assert on_disk == manifest["encrypted"]["files"]
     copy = tmp_path / "encrypted"
     shutil.copytree(committed, copy)
@@ -263,11 +264,7 @@ def test_the_current_fixture_has_a_compacted_queue() -> None:
 def test_compacted_fixture(fixture_dir: Path, tmp_path: Path) -> None:
     manifest = _manifest(fixture_dir)
     committed = fixture_dir / "compacted"
-    on_disk = {
-        p.relative_to(committed).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(committed.rglob("*"))
-        if p.is_file()
-    }
+    on_disk = _hashes(committed)
     assert on_disk == manifest["compacted"]["files"]
     dropped = set(manifest["compacted"]["dropped"])
     assert dropped, "the fixture's compaction dropped superseded values"
@@ -378,11 +375,7 @@ def _check_batched(msg: litemq.Message, want: dict[str, Any]) -> None:
 def test_batched_fixture(fixture_dir: Path, tmp_path: Path) -> None:
     batched = _manifest(fixture_dir)["batched"]
     committed = fixture_dir / "batched"
-    on_disk = {
-        p.relative_to(committed).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(committed.rglob("*"))
-        if p.is_file()
-    }
+    on_disk = _hashes(committed)
     assert on_disk == batched["files"]
     messages = batched["messages"]
     copy = tmp_path / "batched"
@@ -460,11 +453,7 @@ def _typed_event(types: dict[str, Any], m: dict[str, Any]) -> dict[str, Any]:
 def test_typed_fixture(fixture_dir: Path, tmp_path: Path) -> None:
     typed = _manifest(fixture_dir)["typed"]
     committed = fixture_dir / "typed"
-    on_disk = {
-        p.relative_to(committed).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(committed.rglob("*"))
-        if p.is_file()
-    }
+    on_disk = _hashes(committed)
     assert on_disk == typed["files"]
     messages = typed["messages"]
     copy = tmp_path / "typed"

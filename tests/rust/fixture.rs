@@ -562,6 +562,14 @@ fn generate_batched(dir: &Path) -> Value {
     drop(app);
     q.close().unwrap();
     drop(q);
+    let _ = settle(dir);
+    json!({ "next_seq": next_seq, "messages": messages })
+}
+
+/// Makes a closed queue under `dir` the same on every run: no lock or
+/// wake-up file, and no writer pid, queue id or saved key-index gaps in its
+/// metadata (each run draws or finds its own). Returns the metadata.
+fn settle(dir: &Path) -> Value {
     for leftover in [".lock", "wake.ctl"] {
         let _ = std::fs::remove_file(dir.join(leftover));
     }
@@ -573,7 +581,7 @@ fn generate_batched(dir: &Path) -> Value {
     let mut text = serde_json::to_string_pretty(&meta).unwrap();
     text.push('\n');
     std::fs::write(&meta_path, text).unwrap();
-    json!({ "next_seq": next_seq, "messages": messages })
+    meta
 }
 
 /// The schema of the `typed/` queue: version 1 (`evolved` false) and the
@@ -772,17 +780,7 @@ fn generate_typed(dir: &Path) -> Value {
         q.close().unwrap();
         drop(q);
     }
-    for leftover in [".lock", "wake.ctl"] {
-        let _ = std::fs::remove_file(dir.join(leftover));
-    }
-    let meta_path = dir.join("metadata.json");
-    let mut meta: Value = serde_json::from_slice(&std::fs::read(&meta_path).unwrap()).unwrap();
-    meta["writer_pid"] = json!(0);
-    meta.as_object_mut().unwrap().remove("queue_id");
-    meta.as_object_mut().unwrap().remove("key_index_clear");
-    let mut text = serde_json::to_string_pretty(&meta).unwrap();
-    text.push('\n');
-    std::fs::write(&meta_path, text).unwrap();
+    let meta = settle(dir);
     json!({
         "schema": meta["schema"].clone(),
         "messages": messages,
