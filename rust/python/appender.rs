@@ -126,7 +126,12 @@ impl Appender {
                 .collect();
             exit::detach(py, || app.append_records(&records))?
         } else {
-            exit::detach(py, || app.append_rows(&block, count, compress))?
+            // Every row was just written by `encode`/`encode_arrow`, which
+            // check each value: the engine walks their lengths only.
+            let version = t.current().version;
+            exit::detach(py, || {
+                app.append_encoded_rows(&block, count, compress, version)
+            })?
         };
         PyRange::new(py, range.start as isize, range.end as isize)
     }

@@ -156,6 +156,17 @@ pub fn take<T: Element>(v: &mut Vec<T>, additional: usize) -> bool {
     true
 }
 
+/// Makes room for `additional` more elements in column `v`: memory a
+/// dropped result left on the shelf when there is some ([`take`]), else
+/// new memory. What every column builder reserves with (untyped and
+/// typed reads alike).
+pub fn reserve<T: Element>(v: &mut Vec<T>, additional: usize) {
+    if v.capacity() - v.len() >= additional || take(v, additional) {
+        return;
+    }
+    v.reserve(additional);
+}
+
 /// Frees every shelved buffer; returns the bytes of capacity freed.
 pub fn release() -> usize {
     let Ok(mut shelf) = SHELF.lock() else {

@@ -129,8 +129,8 @@ impl TypedBatch {
             columns: TypedColumns::new(current, wanted, hint),
             ..TypedBatch::default()
         };
-        b.seq.reserve(hint);
-        b.timestamp.reserve(hint);
+        crate::reader::spare::reserve(&mut b.seq, hint);
+        crate::reader::spare::reserve(&mut b.timestamp, hint);
         let mut projs = Projections::new(versions, wanted);
         while b.rows < max_rows && tailer.next_seq() < end {
             let want = (max_rows - b.rows).min((end - tailer.next_seq()) as usize);

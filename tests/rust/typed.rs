@@ -229,6 +229,28 @@ fn append_rows_stored_larger_than_a_file_spreads_over_files() {
 }
 
 #[test]
+fn encoded_rows_are_taken_for_the_writers_schema_version_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = small(dir.path()).schema(schema_v1()).open().unwrap();
+    let app = q.appender().unwrap();
+    let rows = [row_v1(1), row_v1(2)];
+    let e = app
+        .append_encoded_rows(&block_of(&rows), 2, None, 2)
+        .unwrap_err();
+    assert!(
+        matches!(&e, Error::Schema(m) if m.contains("version 2")),
+        "{e}"
+    );
+    assert_eq!(q.next_seq(), 0, "nothing stored");
+    let r = app
+        .append_encoded_rows(&block_of(&rows), 2, None, 1)
+        .unwrap();
+    assert_eq!(r, 0..2);
+    app.flush().unwrap();
+    assert!(read_all(&q).iter().map(|a| &a.1).eq(rows.iter()));
+}
+
+#[test]
 fn an_evolution_adds_a_version_and_rolls_to_a_new_file() {
     let dir = tempfile::tempdir().unwrap();
     let q = small(dir.path()).schema(schema_v1()).open().unwrap();

@@ -10,10 +10,7 @@ use super::*;
 /// read either fast or 5 to 10 times slower, by where the kernel found the
 /// 2 MiB pages (docs/PERFORMANCE.md, "The first read_arrow, every time").
 pub(super) fn grow<T: crate::reader::spare::Element>(v: &mut Vec<T>, additional: usize) {
-    if v.capacity() - v.len() >= additional || crate::reader::spare::take(v, additional) {
-        return;
-    }
-    v.reserve(additional);
+    crate::reader::spare::reserve(v, additional);
 }
 
 /// Most payload bytes reserved up front (from the first message's size).
