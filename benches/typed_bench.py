@@ -5,7 +5,7 @@
 The issue's 6-field market-data schema (int64 time, str symbol, float64 price,
 int64 size, int8 side, int64 id), N distinct events (default 10,000,000;
 ``LITEMQ_BENCH_N`` scales it down), into two typed queues: rows stored as they are,
-and row batches compressed with zstd (``compress_together=True``):
+and row batches compressed with lz4 and with zstd (``compress_together=True``):
 
 1. ``append_batch`` of 1,000-row ``pyarrow.RecordBatch``es, until every row is
    written (flushed): rows/s (goal: at least 20 M/s);
@@ -80,15 +80,15 @@ def bytes_under(path: Path) -> int:
     return sum(p.stat().st_blocks * 512 for p in path.rglob("*") if p.is_file())
 
 
-def write_queue(path: Path, batches: list[pa.RecordBatch], compressed: bool) -> float:
-    """Appends every batch (zstd, ``compress_together``, when ``compressed``) and
-    flushes; returns the seconds taken."""
-    opts = {"compression": "zstd"} if compressed else {}
+def write_queue(path: Path, batches: list[pa.RecordBatch], codec: str | None) -> float:
+    """Appends every batch (row batches compressed with ``codec``, ``compress_together``,
+    unless it is None) and flushes; returns the seconds taken."""
+    opts = {"compression": codec} if codec else {}
     with litemq.Queue(path, schema=SCHEMA, file_size=FILE_SIZE, **opts) as q:
         app = q.appender()
         t = time.perf_counter()
         for b in batches:
-            app.append_batch(b, compress_together=compressed)
+            app.append_batch(b, compress_together=codec is not None)
         app.flush()
         return time.perf_counter() - t
 
@@ -116,34 +116,35 @@ def main() -> None:
         # Built before any clock starts: the goal is append_batch's rate.
         batches = [market_batch(i * BATCH_ROWS, BATCH_ROWS) for i in range(n // BATCH_ROWS)]
         table = pa.Table.from_batches(batches)
-        stored, packed = tmp / "q-stored", tmp / "q-zstd"
-        append_s = {"stored": write_queue(stored, batches, False)}
-        append_s["zstd"] = write_queue(packed, batches, True)
+        kinds = {"stored": None, "lz4": "lz4", "zstd": "zstd"}
+        paths = {kind: tmp / f"q-{kind}" for kind in kinds}
+        append_s = {kind: write_queue(paths[kind], batches, c) for kind, c in kinds.items()}
         ppath, plain = tmp / "market.parquet", tmp / "market-plain.parquet"
         pq.write_table(table, ppath, compression="none")
         pq.write_table(table, plain, compression="none", use_dictionary=False)
 
-        with litemq.Queue(stored, read_only=True) as q, litemq.Queue(packed, read_only=True) as z:
-            for queue in (q, z):
+        queues = {kind: litemq.Queue(p, read_only=True) for kind, p in paths.items()}
+        try:
+            for queue in queues.values():
                 got = queue.read_arrow()
                 assert got.num_rows == n, (got.num_rows, n)
                 for name in SCHEMA.names:
                     assert got.column(name).equals(table.column(name).combine_chunks()), name
             del got
-            best = best_read(
-                3,
-                {
-                    "stored": q.read_arrow,
-                    "zstd": z.read_arrow,
-                    "parquet": lambda: pq.read_table(ppath),
-                },
-            )
+            reads: dict[str, Callable[[], pa.Table]] = {
+                kind: queue.read_arrow for kind, queue in queues.items()
+            }
+            reads["parquet"] = lambda: pq.read_table(ppath)
+            best = best_read(3, reads)
+        finally:
+            for queue in queues.values():
+                queue.close()
 
         rate = {k: n / v for k, v in best.items()}
-        disk = {"stored": bytes_under(stored), "zstd": bytes_under(packed)}
+        disk = {kind: bytes_under(p) for kind, p in paths.items()}
         pbytes = ppath.stat().st_size
         print(f"rows: {n:,} in RecordBatches of {BATCH_ROWS:,}; best of 3 reads")
-        for kind in ("stored", "zstd"):
+        for kind in kinds:
             a = n / append_s[kind]
             print(
                 f"[{kind}] append_batch {a / 1e6:.1f} M rows/s (goal >= 20: "
