@@ -435,8 +435,9 @@ fn a_row_that_does_not_check_is_corrupted() {
     app.flush().unwrap();
     let file = data_files(dir.path()).pop().unwrap();
     let (at, mut rec) = first_row_batch(&file);
-    // The block (stored) starts at record offset 25: row 1's bool := 2,
-    // with the frame's CRC made right, so only the row check can tell.
+    // The block (stored) starts at record offset 25: its first row's
+    // (seq 1) bool := 2, with the frame's CRC made right, so only the row
+    // check can tell.
     rec[25 + 9] = 2;
     let mut crc_in = (rec.len() as u32).to_le_bytes().to_vec();
     crc_in.extend_from_slice(&rec);
@@ -446,16 +447,25 @@ fn a_row_that_does_not_check_is_corrupted() {
     f.write_all_at(&crc.to_le_bytes(), (at + 4 + rec.len()) as u64)
         .unwrap();
     let ro = common::read_only(dir.path());
-    match ro.get(2) {
+    match ro.get(1) {
         Err(Error::Corrupted {
             seq,
             offset,
             reason,
             ..
         }) => {
-            assert_eq!((seq, offset), (Some(2), at as u64));
+            assert_eq!((seq, offset), (Some(1), at as u64));
             assert!(reason.contains("bool"), "{reason}");
         }
+        other => panic!("{other:?}"),
+    }
+    // The damaged row is reported at its own sequence (as read_arrow and
+    // the JVM reader report it); the batch's other rows stay readable.
+    assert_eq!(ro.get(2).unwrap().payload, &rows[1][..]);
+    let mut t = ro.tailer(Start::Beginning).unwrap();
+    assert_eq!(t.read_next().unwrap().unwrap().seq, 0);
+    match t.read_next() {
+        Err(Error::Corrupted { seq, .. }) => assert_eq!(seq, Some(1)),
         other => panic!("{other:?}"),
     }
 }

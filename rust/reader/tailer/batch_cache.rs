@@ -20,8 +20,9 @@ pub(super) struct BatchCache {
     pub(super) next_at: usize,
     /// The current member's record in `block` (of a row batch: its row).
     pub(super) current: Range<usize>,
-    /// Of a row batch (format 12): where each row starts in `block`, and
-    /// where the last ends; empty for a batch of records.
+    /// Of a row batch (format 12): where each row found so far starts in
+    /// `block`, and where the last of them ends (rows are found up to the
+    /// one read); empty for a batch of records.
     pub(super) row_starts: Vec<usize>,
 }
 
@@ -109,13 +110,32 @@ impl BatchCache {
                 )?,
             };
             self.count = count as u16;
-            self.row_starts = layout
-                .split_block(&self.block, count as usize)
-                .map_err(|why| format!("row batch: {why}"))?;
+            self.row_starts.clear();
+            self.row_starts.push(0);
             self.of = Some(of);
         }
+        // Rows are found by their lengths as far as the one asked for, and
+        // that one is checked: a damaged row is reported at its own
+        // sequence (as `read_arrow` and the JVM reader report it), the
+        // rows around it stay readable; reaching the last row also checks
+        // that the rows tile the block.
         let i = (seq - first) as usize;
-        self.current = self.row_starts[i]..self.row_starts[i + 1];
+        while self.row_starts.len() <= i + 1 {
+            let k = self.row_starts.len() - 1;
+            let at = self.row_starts[k];
+            let len = layout
+                .row_len(&self.block[at..])
+                .map_err(|why| format!("row batch: {why}"))?;
+            if k + 1 == count as usize && at + len != self.block.len() {
+                return Err("row batch: row batch longer than its rows".into());
+            }
+            self.row_starts.push(at + len);
+        }
+        let row = self.row_starts[i]..self.row_starts[i + 1];
+        layout
+            .check_row(&self.block[row.clone()])
+            .map_err(|why| format!("row batch: {why}"))?;
+        self.current = row;
         Ok(())
     }
 }
