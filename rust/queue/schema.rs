@@ -62,20 +62,12 @@ pub(super) fn for_reader(
     declared: Option<&Schema>,
     stored: Option<SchemaVersions>,
 ) -> Result<Option<SchemaVersions>> {
-    if let Some(d) = declared {
-        let same = stored
-            .as_ref()
-            .and_then(SchemaVersions::current)
-            .is_some_and(|c| c.same_fields(d));
-        if !same {
-            return Err(Error::Schema(
-                "a read-only handle cannot declare a schema: the one given is not the \
-                 queue's current schema (open for writing to declare it)"
-                    .into(),
-            ));
-        }
-    }
-    Ok(stored)
+    must_be_current(
+        declared,
+        stored,
+        "a read-only handle cannot declare a schema: the one given is not the \
+         queue's current schema (open for writing to declare it)",
+    )
 }
 
 /// A writer's schema: the stored one, after `declared` (a new queue's
@@ -108,18 +100,29 @@ pub(super) fn for_joined(
     declared: Option<&Schema>,
     stored: Option<SchemaVersions>,
 ) -> Result<Option<SchemaVersions>> {
+    must_be_current(
+        declared,
+        stored,
+        "other writer processes have the queue open with its current schema: \
+         a new schema version is declared with every writer closed (close them \
+         and reopen)",
+    )
+}
+
+/// `stored`, when `declared` is absent or has the current version's
+/// fields; else [`Error::Schema`] saying `why`.
+fn must_be_current(
+    declared: Option<&Schema>,
+    stored: Option<SchemaVersions>,
+    why: &str,
+) -> Result<Option<SchemaVersions>> {
     if let Some(d) = declared {
         let same = stored
             .as_ref()
             .and_then(SchemaVersions::current)
             .is_some_and(|c| c.same_fields(d));
         if !same {
-            return Err(Error::Schema(
-                "other writer processes have the queue open with its current schema: \
-                 a new schema version is declared with every writer closed (close them \
-                 and reopen)"
-                    .into(),
-            ));
+            return Err(Error::Schema(why.into()));
         }
     }
     Ok(stored)
