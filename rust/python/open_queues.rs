@@ -34,6 +34,15 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+impl super::typed::TypedHandle for Core {
+    fn queue(&self) -> &crate::Queue {
+        &self.queue
+    }
+    fn typed(&self) -> &super::typed::TypedCache {
+        &self.typed
+    }
+}
+
 impl Core {
     pub(crate) fn new(queue: crate::Queue) -> Arc<Core> {
         let core = Arc::new(Core {

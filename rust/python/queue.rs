@@ -158,7 +158,7 @@ impl Queue {
         let blocking_appends = sync_flush || queue.is_multi_writer();
         let core = Core::new(queue);
         if core.queue.schema_versions().is_some() {
-            super::typed::register(&core);
+            super::typed::register(core.clone());
         }
         Ok(Queue {
             inner: ForkSafe::new(core),

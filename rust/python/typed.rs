@@ -18,7 +18,6 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyString};
 use super::args::type_name;
 use super::buffer::{bytes_arg, BytesArg};
 use super::exit;
-use super::open_queues::Core;
 use crate::format::typed::arrow_in::{encode_columns, ColumnIn};
 use crate::format::typed::{
     decode_row, encode_row, FieldType, RowLayout, Schema, SchemaVersions, Value,
@@ -618,24 +617,34 @@ fn column_bytes<'py>(col: &Bound<'py, PyAny>) -> PyResult<ColumnBytes<'py>> {
 
 /// The typed queues this process has open, for `Message.value`: a message
 /// finds its queue's decoders by its data file's directory.
-static TYPED_QUEUES: std::sync::Mutex<Vec<std::sync::Weak<Core>>> =
+static TYPED_QUEUES: std::sync::Mutex<Vec<std::sync::Weak<dyn TypedHandle>>> =
     std::sync::Mutex::new(Vec::new());
 
-/// Remembers a typed queue handle for [`decoders_for_file`].
-pub(crate) fn register(core: &Arc<Core>) {
+/// An open queue handle as `Message.value` needs it (the bindings' queue
+/// core, `open_queues::Core`, which holds the tailers that make messages:
+/// a trait, so that this file does not import it back).
+pub(crate) trait TypedHandle: Send + Sync {
+    /// The engine's queue.
+    fn queue(&self) -> &crate::Queue;
+    /// Its decoders.
+    fn typed(&self) -> &TypedCache;
+}
+
+/// Remembers a typed queue handle for [`value_of`].
+pub(crate) fn register(handle: Arc<dyn TypedHandle>) {
     let mut all = TYPED_QUEUES.lock().unwrap_or_else(|e| e.into_inner());
     all.retain(|c| c.strong_count() > 0);
-    all.push(Arc::downgrade(core));
+    all.push(Arc::downgrade(&handle));
 }
 
 /// The open typed queue holding data file `file` (the handle opened
 /// deepest above it), if any.
-fn core_for_file(file: &Path) -> Option<Arc<Core>> {
+fn core_for_file(file: &Path) -> Option<Arc<dyn TypedHandle>> {
     let all = TYPED_QUEUES.lock().unwrap_or_else(|e| e.into_inner());
     all.iter()
         .filter_map(std::sync::Weak::upgrade)
-        .filter(|c| file.starts_with(c.queue.path()))
-        .max_by_key(|c| c.queue.path().as_os_str().len())
+        .filter(|c| file.starts_with(c.queue().path()))
+        .max_by_key(|c| c.queue().path().as_os_str().len())
 }
 
 /// `Message.value`: the dict of `row`, a row of schema version `version`
@@ -658,11 +667,11 @@ pub(crate) fn value_of<'py>(
         ))
     };
     let core = core_for_file(&at.0).ok_or_else(no_handle)?;
-    let d = core.typed.get(py, &core.queue)?.ok_or_else(no_handle)?;
+    let d = core.typed().get(py, core.queue())?.ok_or_else(no_handle)?;
     if (version as usize) <= d.layouts.len() {
         return d.decode(py, row, version, Some(at));
     }
-    let newer = exit::detach(py, || core.queue.schema_of_version(version))?;
+    let newer = exit::detach(py, || core.queue().schema_of_version(version))?;
     let Some(schema) = newer else {
         return d.decode(py, row, version, Some(at)); // says which versions it knows
     };

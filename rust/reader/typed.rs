@@ -18,7 +18,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::format::position;
 use crate::format::record::{self, RecordView};
-use crate::format::typed::{Projection, RowDamage, SchemaVersions, TypedColumns};
+use crate::format::typed::{Projection, Room, RowDamage, SchemaVersions, TypedColumns};
 use crate::reader::tailer::{OnMismatch, Tailer};
 use crate::storage::frames::RecordKind;
 use crate::storage::mapped::Mapping;
@@ -106,6 +106,12 @@ enum Stop {
     Fail(Error),
 }
 
+/// Column memory from the shelf of what earlier reads let go of.
+const SHELF: Room = Room {
+    bytes: crate::reader::spare::reserve::<u8>,
+    offsets: crate::reader::spare::reserve::<i32>,
+};
+
 impl TypedBatch {
     /// Reads from `tailer` (positioned, no filter) until sequence `end`,
     /// `max_rows` rows, or the end of what is published: the fields
@@ -126,7 +132,7 @@ impl TypedBatch {
             .min(end.saturating_sub(tailer.next_seq()) as usize)
             .min(RESERVE_ROWS);
         let mut b = TypedBatch {
-            columns: TypedColumns::new(current, wanted, hint),
+            columns: TypedColumns::new_in(current, wanted, hint, SHELF),
             ..TypedBatch::default()
         };
         crate::reader::spare::reserve(&mut b.seq, hint);

@@ -15,7 +15,6 @@
 
 use super::row::RowLayout;
 use super::schema::{FieldType, Schema, SchemaError, SchemaVersions};
-use crate::reader::spare::reserve;
 
 /// Most bytes a string/binary column holds: Arrow's `i32` offsets.
 pub const COLUMN_LIMIT: usize = i32::MAX as usize;
@@ -95,6 +94,8 @@ pub struct TypedColumns {
     /// first rows give the string/binary columns' average length, their
     /// data is reserved for this many (no doubling and copying on the way).
     hint: usize,
+    /// Where the columns' memory comes from ([`Room`]).
+    room: Room,
 }
 
 impl PartialEq for TypedColumns {
@@ -234,10 +235,43 @@ struct Mark {
     cols: Vec<(usize, usize, usize, usize)>,
 }
 
+/// How a read's columns get their memory: `bytes` reserves room for more
+/// bytes in a data or validity column, `offsets` in an offsets column. A
+/// reader passes functions that take memory earlier reads let go of
+/// (`reader::spare`): fresh memory must be zeroed by the kernel first, 40 %
+/// of a large typed read in `perf`.
+#[derive(Debug, Clone, Copy)]
+pub struct Room {
+    /// Room for `n` more bytes in a byte column.
+    pub bytes: fn(&mut Vec<u8>, usize),
+    /// Room for `n` more offsets.
+    pub offsets: fn(&mut Vec<i32>, usize),
+}
+
+impl Default for Room {
+    fn default() -> Room {
+        Room::FRESH
+    }
+}
+
+impl Room {
+    /// Fresh memory (`Vec::reserve`).
+    pub const FRESH: Room = Room {
+        bytes: Vec::reserve,
+        offsets: Vec::reserve,
+    };
+}
+
 impl TypedColumns {
     /// Empty columns for fields `wanted` (indexes) of `current`, room for
-    /// `hint` rows.
+    /// `hint` rows, in fresh memory.
     pub fn new(current: &Schema, wanted: &[usize], hint: usize) -> TypedColumns {
+        TypedColumns::new_in(current, wanted, hint, Room::FRESH)
+    }
+
+    /// As [`TypedColumns::new`], the columns' memory reserved by `room`.
+    pub fn new_in(current: &Schema, wanted: &[usize], hint: usize, room: Room) -> TypedColumns {
+        let reserve = room.bytes;
         let columns = wanted
             .iter()
             .map(|&i| {
@@ -248,7 +282,7 @@ impl TypedColumns {
                 // kernel first, 40 % of a large typed read in `perf`.
                 match f.ty {
                     FieldType::Bool => reserve(&mut c.data, hint.div_ceil(8)),
-                    t if t.is_var() => reserve(&mut c.offsets, hint),
+                    t if t.is_var() => (room.offsets)(&mut c.offsets, hint),
                     t => reserve(&mut c.data, hint * t.width()),
                 }
                 c
@@ -259,6 +293,7 @@ impl TypedColumns {
             columns,
             starts: Vec::new(),
             hint,
+            room,
         }
     }
 
@@ -338,7 +373,7 @@ impl TypedColumns {
             let per_row = c.data.len().div_ceil(rows);
             let want = (per_row * self.hint + per_row * self.hint / 8).min(COLUMN_LIMIT);
             let more = want.saturating_sub(c.data.len());
-            reserve(&mut c.data, more);
+            (self.room.bytes)(&mut c.data, more);
         }
     }
 

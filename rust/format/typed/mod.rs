@@ -9,7 +9,7 @@ pub mod row;
 pub mod schema;
 
 pub use arrow_in::{encode_columns, ColumnIn};
-pub use columns::{Projection, RowDamage, TypedColumn, TypedColumns};
+pub use columns::{Projection, Room, RowDamage, TypedColumn, TypedColumns};
 pub use row::{decode_row, encode_row, RowLayout, Value};
 pub use schema::{Field, FieldType, Schema, SchemaError, SchemaVersions};
 
