@@ -65,7 +65,9 @@ pub fn model_walk(data: &[u8], mut at: usize, mut seq: u64, check: Check) -> Eve
             return out;
         }
         let rec = &data[at + 4..at + 4 + len];
-        let count = if len >= 10 && rec[0] == 0x80 && (rec[9] == 0x04 || rec[9] == 0x08) {
+        // Extension byte 0x04: a hole; 0x08: a batch; 0x18: a row batch
+        // (format 12), counted as a batch.
+        let count = if len >= 10 && rec[0] == 0x80 && matches!(rec[9], 0x04 | 0x08 | 0x18) {
             let head = if rec[9] == 0x04 { 12 } else { 25 };
             let n = if len >= head {
                 u16::from_le_bytes([rec[10], rec[11]])
@@ -76,7 +78,7 @@ pub fn model_walk(data: &[u8], mut at: usize, mut seq: u64, check: Check) -> Eve
                 out.push((at, seq, "damage:record_malformed".into()));
                 return out;
             }
-            if rec[9] == 0x08 && u64::from_le_bytes(rec[12..20].try_into().unwrap()) != seq {
+            if rec[9] != 0x04 && u64::from_le_bytes(rec[12..20].try_into().unwrap()) != seq {
                 out.push((at, seq, "damage:batch_seq_mismatch".into()));
                 return out;
             }
