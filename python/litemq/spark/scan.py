@@ -20,12 +20,14 @@ from .dataset import QueueRef
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyspark.sql.types import StructType
 
 __all__ = [
     "COLUMNS",
     "TEXT_COLUMNS",
     "Bounds",
     "Chunk",
+    "arrow_schema",
     "field_columns",
     "open_queue",
     "plan_chunks",
@@ -592,3 +594,14 @@ def _read_topics(
             s = int(batch.column("seq")[n - 1].as_py()) + 1
             per_row = max(1, batch.nbytes // n)
             want = max(batch_rows, min(MAX_READ_ROWS, READ_BYTES // per_row))
+
+
+def arrow_schema(schema: StructType) -> Any:
+    """The Arrow schema of a Spark schema, timestamps in UTC (the Python source's and the typed
+    reader's batches are built against it)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    try:
+        return to_arrow_schema(schema, timezone="UTC")
+    except TypeError:  # pragma: no cover - signature without timezone
+        return to_arrow_schema(schema)

@@ -63,6 +63,7 @@ from .scan import (
     Bounds,
     Chunk,
     Shaper,
+    arrow_schema,
     field_columns,
     file_starts,
     plan_chunks,
@@ -217,15 +218,6 @@ def _check_read_schema(
             )
         names.append(f.name)
     return names
-
-
-def _arrow_schema(schema: StructType) -> Any:
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    try:
-        return to_arrow_schema(schema, timezone="UTC")
-    except TypeError:  # pragma: no cover - signature without timezone
-        return to_arrow_schema(schema)
 
 
 def _write_columns(schema: StructType) -> Columns:
@@ -468,7 +460,7 @@ def _typed_reader(
 
 
 def _shaper(columns: list[str], schema: StructType, fields: dict[str, tuple[str, str]]) -> Shaper:
-    return Shaper(columns, _arrow_schema(schema), {c: fields[c][0] for c in columns if c in fields})
+    return Shaper(columns, arrow_schema(schema), {c: fields[c][0] for c in columns if c in fields})
 
 
 if _HAS_FILTERS:

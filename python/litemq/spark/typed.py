@@ -31,7 +31,15 @@ from pyspark.sql.types import (
 
 from .dataset import QueueRef
 from .options import OptionError, ReadOptions
-from .scan import MAX_READ_ROWS, Bounds, Chunk, open_queue, plan_chunks, seq_for_time
+from .scan import (
+    MAX_READ_ROWS,
+    Bounds,
+    Chunk,
+    arrow_schema,
+    open_queue,
+    plan_chunks,
+    seq_for_time,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -184,9 +192,7 @@ class TypedReader(DataSourceReader):
 
 
 def _target(schema: StructType) -> pa.Schema:
-    from .source import _arrow_schema
-
-    return _arrow_schema(schema)
+    return arrow_schema(schema)
 
 
 def read_typed_chunk(
