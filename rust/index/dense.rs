@@ -168,6 +168,23 @@ impl DenseIndexWriter {
         Ok(())
     }
 
+    /// Publishes entries `i..i + n` (the members of one batch frame at
+    /// `offset`): [`DenseIndexWriter::put`] for each, with one allocation
+    /// check for them all (a 1,000-row batch spent as long in the checks as
+    /// in the stores).
+    pub fn put_run(&mut self, i: u64, n: u64, offset: usize) -> Result<()> {
+        let end = (i + n).min(self.header.capacity);
+        if end <= i {
+            return Ok(());
+        }
+        self.file.ensure(entry_at(end - 1) + DENSE_ENTRY_LEN)?;
+        for k in i..end {
+            let word = encode_entry(self.header.first_seq + k, offset as u64);
+            self.file.map.store_u64(entry_at(k), word);
+        }
+        Ok(())
+    }
+
     /// As [`DenseIndexWriter::put`], writing only when the entry differs
     /// (recovery rewalks files whose entries are mostly right).
     pub fn repair(&mut self, i: u64, offset: usize) -> Result<bool> {

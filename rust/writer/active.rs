@@ -8,7 +8,7 @@ use super::options::RollStrategy;
 use crate::error::{Error, Result};
 use crate::format::crc::crc64;
 use crate::format::footer::{trimmed_len, Footer, CONTENT_TOPICS, FOOTER_LEN};
-use crate::format::frame::{self, frame_size, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
+use crate::format::frame::{frame_size, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
 use crate::format::header::{encode_header_schema, DataHeader, IndexHeader};
 use crate::format::record::{self, FLAG_TOPIC};
 use crate::format::typed::{Schema, HEADER_SCHEMA_LEN_AT};
@@ -40,8 +40,6 @@ pub struct ActiveFile {
     pub first_ts: Option<u64>,
     /// Timestamp of its last message (0 before the first).
     pub last_ts: u64,
-    /// Reused buffer for assembling a frame.
-    pub scratch: Vec<u8>,
     /// Grows the file (and allocates its disk blocks) ahead of `write_pos`.
     pub alloc: Arc<ChunkAllocator>,
     /// What its records hold, for the footer (`footer::CONTENT_*`). A file
@@ -127,7 +125,6 @@ impl ActiveFile {
             synced_pos: 0,
             first_ts: None,
             last_ts: 0,
-            scratch: Vec::new(),
             alloc,
             content_flags: 0,
         })
@@ -159,7 +156,6 @@ impl ActiveFile {
             synced_pos: write_pos,
             first_ts,
             last_ts,
-            scratch: Vec::new(),
             alloc,
             content_flags: if header.version >= 6 {
                 CONTENT_TOPICS
@@ -264,15 +260,20 @@ impl ActiveFile {
     /// Returns the frame's offset.
     pub fn write_frame(&mut self, flags: u8, timestamp: u64, body: &[u8]) -> Result<usize> {
         let at = self.write_pos;
-        // Length, record and CRC in one buffer: record and CRC reach the
-        // mapping in one copy, the length word after them.
-        let frame = &mut self.scratch;
-        frame.clear();
-        let record_len = frame::encode_into(frame, |out| {
-            record::encode_into(out, flags, timestamp, body)
-        });
-        let len = record_len as u32;
-        self.map.write(at + 4, &frame[4..]);
+        // The frame `frame::encode_into` builds around
+        // `record::encode_into`, written straight into the mapping: the
+        // body is copied once (a 1,000-row batch was copied into a
+        // buffer first, then from it).
+        let record_len = record::RECORD_FIXED_LEN + body.len();
+        let len = u32::try_from(record_len).expect("a record is shorter than a file");
+        let mut head = [0u8; 4 + record::RECORD_FIXED_LEN];
+        head[..4].copy_from_slice(&len.to_le_bytes());
+        head[4] = flags;
+        head[5..].copy_from_slice(&timestamp.to_le_bytes());
+        let crc = crc64(&[&head, body]);
+        self.map.write(at + 4, &head[4..]);
+        self.map.write(at + head.len(), body);
+        self.map.write(at + 4 + record_len, &crc.to_le_bytes());
         // The word after the frame must read 0 ("nothing yet") once the frame
         // is published, whatever a writer process that died there left.
         let next = at + frame_size(record_len);
@@ -320,9 +321,23 @@ impl ActiveFile {
     /// batch frame, and a sparse-index entry when its slot falls on it
     /// (sequence: the member's; offset: the batch frame's).
     pub fn add_batch_members(&mut self, at: usize, extra: u64, timestamp: u64) -> Result<()> {
-        for _ in 0..extra {
-            self.index_next(at, timestamp)?;
+        let first = self.count();
+        if let Some(d) = &mut self.dense {
+            d.put_run(first, extra, at)?;
         }
+        let interval = u64::from(self.header.index_interval).max(1);
+        // The sparse slots that fall on members: every `interval`-th count.
+        let mut i = first.next_multiple_of(interval);
+        while i < first + extra {
+            let entry = Entry {
+                seq: self.next_seq + (i - first),
+                timestamp,
+                offset: at as u64,
+            };
+            self.index.put(i / interval, entry)?;
+            i += interval;
+        }
+        self.next_seq += extra;
         Ok(())
     }
 
