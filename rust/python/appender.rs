@@ -93,14 +93,37 @@ impl Appender {
             .call1((items,))?
             .is_truthy()?
         {
-            let batches = helper
-                .getattr("arrow_batches")?
-                .call1((items, t.current_json()))?;
-            let mut count = 0usize;
-            for b in batches.try_iter()? {
-                let (rows, cols): (usize, Vec<Bound<'py, PyAny>>) = b?.extract()?;
-                typed::encode_arrow(t, &cols, rows, &mut block)?;
-                count += rows;
+            // A RecordBatch, or a Table's batches: each read through the C
+            // data interface when its columns are the schema's, else (and a
+            // Table without batches, whose columns must still be checked)
+            // through `arrow_batches`, which maps by name and casts.
+            let parts: Vec<Bound<'py, PyAny>> = if items.hasattr("__arrow_c_array__")? {
+                vec![items.clone()]
+            } else {
+                items.call_method0("to_batches")?.extract()?
+            };
+            let slow = |data: &Bound<'py, PyAny>, block: &mut Vec<u8>| -> PyResult<usize> {
+                let batches = helper
+                    .getattr("arrow_batches")?
+                    .call1((data, t.current_json()))?;
+                let mut count = 0usize;
+                for b in batches.try_iter()? {
+                    let (rows, cols): (usize, Vec<Bound<'py, PyAny>>) = b?.extract()?;
+                    typed::encode_arrow(t, &cols, rows, block)?;
+                    count += rows;
+                }
+                Ok(count)
+            };
+            let mut count = if parts.is_empty() {
+                slow(items, &mut block)?
+            } else {
+                0
+            };
+            for part in &parts {
+                count += match typed::encode_c_batch(t, part, &mut block)? {
+                    Some(rows) => rows,
+                    None => slow(part, &mut block)?,
+                };
             }
             count
         } else {

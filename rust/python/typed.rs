@@ -583,6 +583,78 @@ pub(crate) fn encode_arrow(
     encode_columns(t.current(), t.current_layout(), &ins, rows, out).map_err(|e| schema_err(e.0))
 }
 
+/// Appends the rows of a `pyarrow.RecordBatch` read through Arrow's C data
+/// interface, its buffers borrowed: no Python object per column (the
+/// Python path cost 13 µs a 1,000-row batch of 6 columns, more than
+/// encoding its rows). True when done; false when the batch's columns are
+/// not the current schema's fields, in order, of exactly its types (a
+/// `large_string`/`large_binary` one too): the caller takes the Python
+/// path, which maps columns by name and casts.
+pub(crate) fn encode_c_batch(
+    t: &Decoders,
+    batch: &Bound<'_, PyAny>,
+    out: &mut Vec<u8>,
+) -> PyResult<Option<usize>> {
+    let fields = &t.current().fields;
+    let done = super::buffer::with_arrow_batch(batch, |rows, cols| {
+        let same = cols.len() == fields.len()
+            && cols
+                .iter()
+                .zip(fields)
+                .all(|(c, f)| c.name == f.name && c_format_fits(c.format, f.ty));
+        if !same {
+            return Ok(None);
+        }
+        for (c, f) in cols.iter().zip(fields) {
+            let has_null = |v: &[u8]| {
+                (0..rows).any(|r| {
+                    let i = c.column.offset + r;
+                    v[i >> 3] & (1 << (i & 7)) == 0
+                })
+            };
+            let nulls = match c.column.validity {
+                Some(v) if c.null_count != 0 => c.null_count > 0 || has_null(v),
+                _ => false,
+            };
+            if nulls && !f.nullable {
+                // The words `arrow_batches` uses for the same batch.
+                return Err(schema_err(format!(
+                    "field '{}' is not nullable and its column holds nulls",
+                    f.name
+                )));
+            }
+        }
+        let ins: Vec<ColumnIn<'_>> = cols.iter().map(|c| c.column).collect();
+        encode_columns(t.current(), t.current_layout(), &ins, rows, out)
+            .map(|()| Some(rows))
+            .map_err(|e| schema_err(e.0))
+    })?;
+    done.unwrap_or(Ok(None))
+}
+
+/// True when an Arrow C format string is field type `ty` as
+/// `litemq.schema.arrow_type` maps it (strings and binaries also large).
+fn c_format_fits(format: &str, ty: FieldType) -> bool {
+    match ty {
+        FieldType::Bool => format == "b",
+        FieldType::Int8 => format == "c",
+        FieldType::Int16 => format == "s",
+        FieldType::Int32 => format == "i",
+        FieldType::Int64 => format == "l",
+        FieldType::UInt8 => format == "C",
+        FieldType::UInt16 => format == "S",
+        FieldType::UInt32 => format == "I",
+        FieldType::UInt64 => format == "L",
+        FieldType::Float32 => format == "f",
+        FieldType::Float64 => format == "g",
+        FieldType::TimestampUs => format == "tsu:UTC",
+        FieldType::Date32 => format == "tdD",
+        FieldType::Decimal128 { precision, scale } => format == format!("d:{precision},{scale}"),
+        FieldType::String => format == "u" || format == "U",
+        FieldType::Binary => format == "z" || format == "Z",
+    }
+}
+
 /// One column's buffers, held while the rows are encoded from them.
 struct ColumnBytes<'py> {
     validity: Option<BytesArg<'py>>,

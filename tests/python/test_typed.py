@@ -306,6 +306,59 @@ def test_read_arrow_types_values_and_nulls(qpath: Path) -> None:
         assert got.column("amount").null_count == 2
 
 
+def test_a_record_batch_of_the_schema_types_is_read_without_the_python_path(
+    qpath: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A RecordBatch whose columns are the schema's fields, of its types, is
+    read through Arrow's C data interface: every type, nulls, a slice (its
+    columns start past their buffers' first row) and large strings and
+    binaries give the rows the events give, with the Python path gone."""
+    rows = [
+        {
+            "flag": i % 3 == 0,
+            "small": -i,
+            "big": 2**64 - 1 - i,
+            "ratio": i / 4,
+            "at": dt.datetime(2026, 12, 2, 0, 0, i, tzinfo=UTC),
+            "day": dt.date(2026, 1, 1 + i),
+            "amount": Decimal(f"{i}.{i:02d}"),
+            "name": "é" * i,
+            "blob": bytes(range(i)),
+        }
+        if i % 4 != 1
+        else dict.fromkeys(EVERY.names)
+        for i in range(20)
+    ]
+    whole = pa.RecordBatch.from_pylist(rows, schema=EVERY)
+    large = whole.cast(
+        pa.schema(
+            [
+                f.with_type(pa.large_string() if f.name == "name" else pa.large_binary())
+                if f.name in ("name", "blob")
+                else f
+                for f in EVERY
+            ]
+        )
+    )
+    with typed(qpath, EVERY) as q:
+        app = q.appender()
+
+        def no_python_path(*args: object) -> None:
+            raise AssertionError("the batch took the Python path")
+
+        monkeypatch.setattr(litemq._typed, "arrow_batches", no_python_path)
+        app.append_batch(whole)
+        app.append_batch(whole.slice(5, 11))
+        app.append_batch(large.slice(3))
+        app.flush()
+        assert [m.value for m in q] == rows + rows[5:16] + rows[3:]
+        monkeypatch.undo()
+        # A column of another type still goes through the Python path, cast.
+        app.append_batch(whole.set_column(1, "small", whole.column("small").cast(pa.int8())))
+        app.flush()
+        assert [m.value for m in q][-20:] == rows
+
+
 def test_decimals_with_more_digits_than_the_scale_are_refused(qpath: Path) -> None:
     with typed(qpath, EVERY) as q:
         with pytest.raises(litemq.SchemaError, match=r'"amount".*scale 2'):
