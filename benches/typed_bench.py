@@ -81,7 +81,9 @@ def bytes_under(path: Path) -> int:
     return sum(p.stat().st_blocks * 512 for p in path.rglob("*") if p.is_file())
 
 
-def write_queue(path: Path, batches: list[pa.RecordBatch], codec: str | None) -> tuple[float, float]:
+def write_queue(
+    path: Path, batches: list[pa.RecordBatch], codec: str | None
+) -> tuple[float, float]:
     """Appends every batch (row batches compressed with ``codec``, ``compress_together``,
     unless it is None); returns the seconds until a reader sees the last row (as
     issue 34's "batches until visible") and until ``flush()`` has it on disk."""
