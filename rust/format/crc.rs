@@ -228,20 +228,26 @@ pub fn crc64(parts: &[&[u8]]) -> u64 {
     if let [one] = parts {
         return crc64_of(one);
     }
-    if parts.iter().map(|p| p.len()).sum::<usize>() >= LONG {
-        // A frame's head and a long body (a row batch's block): the AVX-512
-        // path, as one slice of that length would take.
-        let mut digest = crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc64Xz);
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    if total < LONG {
+        // A frame's head and a short body: joined on the stack (a copy of
+        // a few hundred bytes) for the one-slice fold, 4 times faster than
+        // a digest at these sizes.
+        let mut joined = [0u8; LONG];
+        let mut at = 0;
         for p in parts {
-            digest.update(p);
+            joined[at..at + p.len()].copy_from_slice(p);
+            at += p.len();
         }
-        return digest.finalize();
+        return crc64_of(&joined[..at]);
     }
-    let mut digest = Crc64::new();
+    // A long body (a row batch's block): the AVX-512 path, as one slice of
+    // that length would take.
+    let mut digest = crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc64Xz);
     for p in parts {
-        digest.write(p);
+        digest.update(p);
     }
-    digest.finish()
+    digest.finalize()
 }
 
 /// CRC-64/XZ of `a ‖ b` from the CRC of `a` and the CRC and length of `b`
@@ -289,6 +295,11 @@ mod tests {
         for cut in [0, 13, 511, 512, 4999] {
             let (a, b) = long.split_at(cut);
             assert_eq!(crc64(&[a, b]), crc64_portable(&long), "cut at {cut}");
+        }
+        // And short ones (a frame's 13-byte head and a small body) too.
+        for len in [13, 20, 113, 511] {
+            let (a, b) = long[..len].split_at(13);
+            assert_eq!(crc64(&[a, b]), crc64_portable(&long[..len]), "{len} bytes");
         }
     }
 
