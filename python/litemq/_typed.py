@@ -2,6 +2,11 @@
 ``append_batch`` as the Arrow buffers of each schema field (the engine
 encodes the rows from them, no Python object per row), and the typed
 columns of ``read_arrow``.
+
+A batch whose columns are the schema's fields, in order and of exactly its
+types, never comes here: the engine reads it through Arrow's C data
+interface (``__arrow_c_array__``). `arrow_batches` takes the others: columns
+in another order or of other types (cast), missing nullable ones (nulls).
 """
 
 from __future__ import annotations
