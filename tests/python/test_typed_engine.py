@@ -28,7 +28,7 @@ import pyarrow as pa
 import pytest
 
 import litemq
-from conftest import SMALL_FILE, cli, spawn_python
+from conftest import SMALL_FILE, cli, run_python, spawn_python
 from crash_writer import TYPED_SHAPES, append_some, event, event_schema, key, typed_options
 from test_crash import SEED, Writer, open_queue
 
@@ -301,26 +301,63 @@ def test_retention_by_age_removes_typed_files(qpath: Path, shape: str) -> None:
         expect_all(q, list(range(q.first_seq, end)))
 
 
+@shapes
+def test_retention_at_roll_time_removes_typed_files(qpath: Path, shape: str) -> None:
+    policy = litemq.Retention(max_files=3)
+    with typed_queue(qpath, shape, roll="count:100", retention=policy) as q:
+        end = fill(q, shape, 1000)
+        deadline = time.monotonic() + 30
+        while len(q.data_files()) > 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        files = q.data_files()
+        assert len(files) == 3
+        assert q.first_seq == files[0].first_seq > 0
+        expect_all(q, list(range(q.first_seq, end)))
+
+
 # -- key compaction (test_compaction.py) ------------------------------------------------
 
 
+KEYED = 1500
+
+
+def keyed(seq: int) -> bool:
+    """Rows 0-59 of each hundred are keyed single rows, the rest row batches."""
+    return seq % 100 < 60
+
+
+def fill_keyed(q: litemq.Queue, n: int = KEYED) -> None:
+    """Keyed rows (``append(event, key=)``: 11 keys) among unkeyed row
+    batches of ten, stored and compressed, which compaction keeps."""
+    app = q.appender()
+    seq = q.next_seq
+    while seq < n:
+        if keyed(seq):
+            assert app.append(ev(seq), key=f"k{seq % 11}") == seq
+            seq += 1
+        else:
+            seq = app.append_batch(
+                events(range(seq, seq + 10)), compress_together=seq % 20 == 0
+            ).stop
+    app.flush()
+
+
+def survivors(active_from: int, n: int = KEYED) -> list[int]:
+    """What compaction keeps of `fill_keyed`'s rows: the latest row of each
+    key, every row of a batch, every row of the active file."""
+    latest = {s % 11: s for s in range(n) if keyed(s)}
+    return [s for s in range(n) if not keyed(s) or s >= active_from or latest[s % 11] == s]
+
+
+def keyed_queue(path: Path, **options: Any) -> litemq.Queue:
+    return typed_queue(path, "rows", roll="count:100", compression="lz4", **options)
+
+
 def test_compaction_keeps_the_latest_row_of_each_key(qpath: Path) -> None:
-    # Keyed rows (append(event, key=)) among unkeyed row batches, which stay.
-    n = 1500
-    with typed_queue(qpath, "rows", roll="count:100", compression="lz4") as q:
-        app = q.appender()
-        seq = 0
-        while seq < n:
-            if seq % 100 < 60:
-                app.append(ev(seq), key=f"k{seq % 11}")
-                seq += 1
-            else:
-                r = app.append_batch(events(range(seq, seq + 10)), compress_together=seq % 20 == 0)
-                seq = r.stop
-        app.flush()
-        active = q.data_files()[-1].first_seq
-        latest = {f"k{s % 11}": s for s in range(n) if s % 100 < 60}
-        kept = [s for s in range(n) if s % 100 >= 60 or s >= active or latest[f"k{s % 11}"] == s]
+    n = KEYED
+    with keyed_queue(qpath) as q:
+        fill_keyed(q)
+        kept = survivors(q.data_files()[-1].first_seq)
         report = q.compact(grace=0)
         assert report.records_dropped == n - len(kept)
         assert (q.first_seq, q.next_seq) == (0, n)
@@ -335,17 +372,80 @@ def test_compaction_keeps_the_latest_row_of_each_key(qpath: Path) -> None:
         )
         for k in range(11):
             found = q.find(f"k{k}")
-            assert [m.value for m in found] == events(
-                s for s in kept if s % 100 < 60 and s % 11 == k
-            )
-            latest_msg = q.get_latest(f"k{k}")
-            assert latest_msg is not None
-            assert latest_msg.value == ev(latest[f"k{k}"])
+            assert [m.value for m in found] == events(s for s in kept if keyed(s) and s % 11 == k)
+            latest = q.get_latest(f"k{k}")
+            assert latest is not None
+            assert latest.value == ev(max(s for s in range(n) if keyed(s) and s % 11 == k))
         hole = next(s for s in range(n) if s not in kept)
         with pytest.raises(litemq.CompactedError):
             q.get(hole)
     with litemq.Queue(qpath, verify_on_startup=True) as q:
         expect_all(q, kept)
+
+
+def test_the_compact_option_compacts_typed_files_after_every_roll(qpath: Path) -> None:
+    with keyed_queue(qpath, compact=True) as q:
+        fill_keyed(q)
+        app = q.appender()
+        kept = survivors(KEYED)  # once every file holding the rows is sealed
+        deadline = time.monotonic() + 10
+        while [m.seq for m in q.tailer() if m.seq < KEYED] != kept:
+            assert time.monotonic() < deadline, "no compaction after the rolls"
+            app.append(ev(q.next_seq))  # no key: stays
+            app.roll()
+            time.sleep(0.05)
+        assert q.stats().compaction_errors == 0
+        assert arrow_events(q, end=KEYED) == events(kept)
+
+
+@pytest.mark.multiprocess
+def test_a_killed_compaction_of_typed_files_leaves_a_readable_queue(qpath: Path) -> None:
+    with keyed_queue(qpath) as q:
+        fill_keyed(q)
+        kept = survivors(q.data_files()[-1].first_seq)
+    for delay in (0.0, 0.05, 0.15):
+        proc = run_python(
+            """
+            import os, signal, sys, threading, time, litemq
+            q = litemq.Queue(sys.argv[1], read_only=True)
+            threading.Timer(float(sys.argv[2]), lambda: os.kill(os.getpid(), signal.SIGKILL)).start()
+            q.compact(grace=0, progress=lambda done, total: time.sleep(0.01))
+            time.sleep(5)
+            """,
+            str(qpath),
+            str(delay),
+            check=False,
+        )
+        assert proc.returncode == -9, proc.stderr
+        with litemq.Queue(qpath, read_only=True) as r:
+            now = tailed(r)
+            # Every row read is the one written; all survivors are there.
+            assert all(v == ev(s) for s, v in now)
+            assert set(kept) <= {s for s, _ in now}
+            assert arrow_events(r) == [v for _, v in now]
+    with litemq.Queue(qpath) as q:
+        q.compact(grace=0)
+        expect_all(q, kept)
+    assert not list(qpath.rglob("*.tmp"))
+
+
+def test_an_archive_of_a_compacted_typed_queue_reads_the_survivors(
+    qpath: Path, tmp_path: Path
+) -> None:
+    with keyed_queue(qpath) as q:
+        fill_keyed(q)
+        q.compact(grace=0)
+        q.appender().roll()  # archive every file
+        kept = [s for s, _ in tailed(q)]
+        rows = {m.seq: m.payload for m in q.tailer()}
+    litemq.archive_queue(qpath, str(tmp_path / "archive"))
+    a = litemq.open_archive(str(tmp_path / "archive"))
+    got = a.read_arrow(columns=["seq", "payload"])
+    assert got.column("seq").to_pylist() == kept
+    assert got.column("payload").to_pylist() == [rows[s] for s in kept]
+    part = a.read_arrow(start=150, end=420, columns=["seq", "payload"])
+    assert part.column("seq").to_pylist() == [s for s in kept if 150 <= s < 420]
+    assert part.column("payload").to_pylist() == [rows[s] for s in kept if 150 <= s < 420]
 
 
 # -- consumers and work queues (test_consumers.py, test_work_queue.py) --------------------
@@ -497,7 +597,8 @@ with litemq.Queue(path, multi_writer=True) as q:
             i += 1
         else:
             m = min(40, n - i)
-            seqs.extend(app.append_batch([event(j, w) for j in range(i, i + m)]))
+            rows = [event(j, w) for j in range(i, i + m)]
+            seqs.extend(app.append_batch(rows, compress_together=i % 2 == 0))
             i += m
     app.flush()
 print(json.dumps(seqs), flush=True)
@@ -507,7 +608,7 @@ print(json.dumps(seqs), flush=True)
 @pytest.mark.multiprocess
 def test_two_writer_processes_append_typed_rows(qpath: Path) -> None:
     n = 2000
-    typed_queue(qpath, "rows", multi_writer=True).close()
+    typed_queue(qpath, "zbatches", multi_writer=True).close()
     code = f"import sys; sys.path.insert(0, {str(HERE)!r})\n" + TYPED_WRITER
     procs = [spawn_python(code, str(qpath), str(w), str(n)) for w in range(2)]
     returned = {}
@@ -524,6 +625,46 @@ def test_two_writer_processes_append_typed_rows(qpath: Path) -> None:
         for w in (0, 1):
             for i in (0, 81, 162):  # single appends (i % 3 == 0 between batches of 40)
                 assert [m.value for m in q.find(f"k{w}-{i}")] == [event(i, w)]
+
+
+FLOOD = """
+import sys, litemq, pyarrow as pa
+from crash_writer import event, event_schema
+with litemq.Queue(sys.argv[1], multi_writer=True) as q:
+    app = q.appender()
+    print("ready", flush=True)
+    i = 0
+    while True:
+        rows = [event(j, 9) for j in range(i, i + 500)]
+        app.append_batch(pa.RecordBatch.from_pylist(rows, schema=event_schema()), compress_together=True)
+        i += 500
+"""
+
+
+@pytest.mark.multiprocess
+def test_a_writer_killed_mid_row_batch_does_not_block_the_others(qpath: Path) -> None:
+    q = typed_queue(qpath, "zbatches", multi_writer=True)
+    app = q.appender()
+    mine = 0
+    for _ in range(3):
+        flood = spawn_python(f"import sys; sys.path.insert(0, {str(HERE)!r})\n" + FLOOD, str(qpath))
+        assert flood.stdout is not None
+        assert flood.stdout.readline().strip() == "ready"
+        time.sleep(0.05)
+        flood.kill()
+        flood.communicate(timeout=30)
+        started = time.monotonic()
+        for _ in range(20):
+            app.append(event(mine, 0))
+            mine += 1
+        assert time.monotonic() - started < 2.0
+    app.flush()
+    q.close()
+    with litemq.Queue(qpath, verify_on_startup=True) as q:
+        got = [v for _, v in tailed(q)]
+        assert [v for v in got if v["salt"] == 0] == [event(i, 0) for i in range(mine)]
+        assert all(v == event(v["i"], 9) for v in got if v["salt"] != 0)
+        assert arrow_events(q) == got
 
 
 # -- encryption (test_encryption.py) ----------------------------------------------------
