@@ -19,8 +19,11 @@ import asyncio
 import json
 import os
 import random
+import subprocess
+import sys
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +34,7 @@ import litemq
 from conftest import SMALL_FILE, cli, run_python, spawn_python
 from crash_writer import TYPED_SHAPES, append_some, event, event_schema, key, typed_options
 from test_crash import SEED, Writer, open_queue
+from test_typed import EVERY
 
 SALT = 7
 HERE = Path(__file__).parent
@@ -714,3 +718,136 @@ def test_typed_rows_with_topics(qpath: Path, shape: str) -> None:
         with pytest.raises(ValueError, match="topic do not apply"):
             q.read_arrow(topic="orders")
         assert arrow_events(q, where=("i", "in", [0, end])) == [ev(0), ev(end)]
+
+
+# -- the CLI (test_cli.py, test_console.py) ---------------------------------------------
+
+FULL = {
+    "flag": True,
+    "small": -7,
+    "big": 2**64 - 1,
+    "ratio": 0.5,
+    "at": datetime(1969, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC),
+    "day": date(2026, 12, 2),
+    "amount": Decimal("-1234567890.12"),
+    "name": "héllo",
+    "blob": b"\x00\xff",
+}
+FULL_JSON = {
+    "flag": True,
+    "small": -7,
+    "big": 2**64 - 1,
+    "ratio": 0.5,
+    "at": "1969-12-31T23:59:59.999999+00:00",
+    "day": "2026-12-02",
+    "amount": "-1234567890.12",
+    "name": "héllo",
+    "blob": {"base64": "AP8="},
+}
+
+
+def _every_type(path: Path) -> None:
+    with litemq.Queue(path, schema=EVERY, file_size=SMALL_FILE) as q:
+        app = q.appender()
+        app.append(FULL, key="k")
+        app.append_batch([dict.fromkeys(FULL), {**FULL, "small": 9, "name": "b"}])
+
+
+def test_cli_prints_the_events_of_a_typed_queue(qpath: Path) -> None:
+    _every_type(qpath)
+    text = cli("dump", str(qpath)).stdout.splitlines()
+    assert len(text) == 3
+    assert text[0].endswith(json.dumps(FULL_JSON, ensure_ascii=False))
+    assert "key='k'" in text[0]
+    assert text[1].endswith(json.dumps(dict.fromkeys(FULL)))
+    records = [
+        json.loads(line) for line in cli("dump", str(qpath), "--format", "json").stdout.splitlines()
+    ]
+    assert [r["value"] for r in records] == [
+        FULL_JSON,
+        dict.fromkeys(FULL),
+        {**FULL_JSON, "small": 9, "name": "b"},
+    ]
+    got = json.loads(cli("get", str(qpath), "2", "--format", "json").stdout)
+    assert got["value"]["small"] == 9
+    assert json.loads(cli("find", str(qpath), "k", "--format", "json").stdout)["value"] == FULL_JSON
+    assert (
+        cli("tail", "-n", "1", str(qpath))
+        .stdout.strip()
+        .endswith('"name": "b", "blob": {"base64": "AP8="}}')
+    )
+    # An untyped queue's records have no value.
+    with litemq.Queue(qpath.parent / "plain") as q:
+        q.appender().append(b"bytes")
+    assert "value" not in json.loads(
+        cli("dump", str(qpath.parent / "plain"), "--format", "json").stdout
+    )
+
+
+def test_cli_where_on_a_schema_field(qpath: Path) -> None:
+    _every_type(qpath)
+
+    def seqs(*args: str) -> list[int]:
+        proc = cli("where", str(qpath), *args)
+        assert proc.returncode == 0, proc.stderr
+        return [json.loads(line)["seq"] for line in proc.stdout.splitlines()]
+
+    assert seqs("small", "=", "-7") == [0]
+    assert seqs("small", ">", "-7") == [2]
+    assert seqs("name", "in", "héllo", "b") == [0, 2]
+    assert seqs("at", "<", "1970-01-01T00:00:00+00:00") == [0, 2]
+    assert seqs("day", "=", "2026-12-02") == [0, 2]
+    assert seqs("amount", "<", "0") == [0, 2]
+    assert seqs("flag", "=", "true") == [0, 2]
+    assert seqs("small", "between", "0", "10") == [2]
+    text = cli("where", str(qpath), "small", "=", "9", "--format", "text").stdout
+    assert '"name": "b"' in text
+    bad = cli("where", str(qpath), "small", "=", "ten")
+    assert bad.returncode == 1
+    assert 'field "small" (int16)' in bad.stderr
+    nope = cli("where", str(qpath), "nope", "=", "1")
+    assert nope.returncode == 1
+    assert '"nope" is not a field of the queue\'s schema (flag, small' in nope.stderr
+
+
+def test_cli_append_takes_events_and_copies_a_typed_dump(qpath: Path, tmp_path: Path) -> None:
+    _every_type(qpath)
+    copy = tmp_path / "copy"
+    litemq.Queue(copy, schema=EVERY).close()
+    dump = cli("dump", str(qpath), "--format", "json").stdout
+    proc = subprocess.run(
+        [sys.executable, "-m", "litemq", "append", str(copy), "--input", "json"],
+        input=dump,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = '{"name": "x", "blob": "abc", "amount": "1.5"}\n{"small": "no"}\n'
+    proc = subprocess.run(
+        [sys.executable, "-m", "litemq", "append", str(copy)],
+        input=lines,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    assert 'line 2: schema: field "small" (int16): expected an int' in proc.stderr
+    assert "1 message appended before it (sequences 3..4)" in proc.stderr
+    with litemq.Queue(copy) as q:
+        assert [m.value for m in q] == [
+            FULL,
+            dict.fromkeys(FULL),
+            {**FULL, "small": 9, "name": "b"},
+            {**dict.fromkeys(FULL), "name": "x", "blob": b"abc", "amount": Decimal("1.50")},
+        ]
+        assert q.get(0).key == "k"
+    raw = subprocess.run(
+        [sys.executable, "-m", "litemq", "append", str(copy), "--input", "raw"],
+        input="bytes",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert raw.returncode == 1
+    assert "a typed queue stores events, not bytes" in raw.stderr
