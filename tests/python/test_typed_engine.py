@@ -680,9 +680,10 @@ def test_an_encrypted_typed_queue_reads_back_and_refuses_row_batches(qpath: Path
     with typed_queue(qpath, "rows", encryption_key=KEY, compression="zstd") as q:
         end = fill(q, "rows", 600)
         end = fill(q, "batches", end + 600)  # each row a sealed record of its own
-        with pytest.raises(ValueError, match="encrypted") as refused:
+        with pytest.raises(
+            ValueError, match=r"compress_together is not available on an encrypted queue"
+        ):
             append_some(q.appender(), "zbatches", end, SALT)
-        assert not isinstance(refused.value, litemq.CorruptedError)
         assert q.next_seq == end  # nothing stored
         expect_all(q, list(range(end)))
         assert q.get(611).value == ev(611)
