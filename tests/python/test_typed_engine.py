@@ -493,21 +493,58 @@ def test_a_work_queue_hands_out_typed_jobs(qpath: Path, shape: str) -> None:
         assert a.stats()["low"] == end
 
 
-def test_a_dead_lettered_typed_job_keeps_its_row(qpath: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("dlq_schema", [None, SCHEMA], ids=["new-dlq", "typed-dlq"])
+def test_dead_letters_of_a_typed_queue_replay_as_events(
+    qpath: Path, tmp_path: Path, dlq_schema: pa.Schema | None
+) -> None:
+    dlq_path = tmp_path / "dlq"
+    if dlq_schema is not None:
+        litemq.Queue(dlq_path, schema=dlq_schema, multi_writer=True).close()
     with typed_queue(qpath, "rows") as q:
-        q.appender().append(ev(0), key="k1")
-        q.appender().flush()
-        wq = q.work_queue("dl", max_deliveries=1, dead_letter=str(tmp_path / "dlq"))
+        app = q.appender()
+        app.append(ev(0), key="k1", headers={"kind": "resize"})
+        app.append(ev(1))
+        app.flush()
+        wq = q.work_queue("dl", max_deliveries=1, dead_letter=str(dlq_path))
         job = wq.get(timeout=1)
         assert job is not None
         assert wq.nack(job)
-        assert wq.get(timeout=0.1) is None
+        fine = wq.get(timeout=1)
+        assert fine is not None
+        assert wq.ack(fine)
+        assert wq.stats()["dead_lettered"] == 1
         row = job.payload
-    with litemq.Queue(tmp_path / "dlq", read_only=True) as dlq:
+    with litemq.Queue(dlq_path, read_only=True) as dlq:
         [msg] = list(dlq.tailer())
         assert msg.payload == row
         assert msg.key == "k1"
         assert msg.headers["litemq.dlq.seq"] == "0"
+        # A dead-letter queue the work queue creates is untyped: the row as bytes.
+        assert msg.value == (None if dlq_schema is None else ev(0))
+    out = cli("wq", str(qpath), "replay", "dl", "--from", str(dlq_path), "--format", "json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"dead_letter_seq": 0, "source_seq": 0, "seq": 2}
+    with litemq.Queue(qpath) as q:
+        m = q.get(2)
+        assert (m.value, m.key, m.headers) == (ev(0), "k1", {"kind": "resize"})
+    if dlq_schema is not None:
+        return
+    # A dead letter whose job's row is no longer the one it holds: refused, nothing replayed.
+    with litemq.Queue(dlq_path) as dlq:
+        dlq.appender().append(
+            b"not the row",
+            headers={
+                "litemq.dlq.group": "dl",
+                "litemq.dlq.queue": str(qpath),
+                "litemq.dlq.seq": "1",
+            },
+        )
+    refused = cli("wq", str(qpath), "replay", "dl", "--from", str(dlq_path))
+    assert refused.returncode == 1
+    assert "dead letter 1" in refused.stderr
+    assert "job 1 is no longer there to read its event: nothing replayed" in refused.stderr
+    with litemq.Queue(qpath, read_only=True) as q:
+        assert q.next_seq == 3
 
 
 # -- archives (test_archive.py) ---------------------------------------------------------
