@@ -367,6 +367,7 @@ def test_compaction_keeps_the_latest_row_of_each_key(qpath: Path) -> None:
         assert (q.first_seq, q.next_seq) == (0, n)
         expect_all(q, kept)
         assert arrow_events(q, start=5, end=800) == events(s for s in kept if 5 <= s < 800)
+        assert pa.table(q.tailer()).column("seq").to_pylist() == kept
         # where over compacted files with holes.
         assert [m.seq for m in q.where("n", "<", -400)] == [
             s for s in kept if (v := ev(s)["n"]) is not None and v < -400
@@ -629,6 +630,35 @@ def test_seek_time_get_and_arrow_reader(qpath: Path, shape: str) -> None:
         assert rows.to_pylist() == events(range(end))
         back = [m.seq for m in q.tailer("end", direction="backward")]
         assert back == list(range(end - 1, -1, -1))
+
+
+@shapes
+def test_a_tailer_exports_typed_arrow(qpath: Path, shape: str) -> None:
+    # test_arrow_interop's tailer export: a typed queue's stream has its typed columns.
+    with typed_queue(qpath, shape) as q:
+        end = fill(q, shape, 600)
+        with q.tailer(5) as t:
+            table = pa.table(t)
+            assert table.schema.names == ["seq", "timestamp", *SCHEMA.names]
+            assert table.schema.field("n").type == pa.int32()
+            assert table.column("seq").to_pylist() == list(range(5, end))
+            assert table.select(SCHEMA.names).to_pylist() == events(range(5, end))
+            assert t.next_seq == end  # reading the stream moved the tailer past it
+            assert pa.table(t).num_rows == 0
+            more = fill(q, shape, end + 300)
+            # Small batches cut row batches: each row once, in order.
+            reader = litemq.arrow.tailer_reader(t, batch_size=7, columns=["text", "seq"])
+            batches = list(reader)
+            assert max(b.num_rows for b in batches) == 7
+            got = pa.Table.from_batches(batches)
+            assert got.schema.names == ["text", "seq"]
+            assert got.column("seq").to_pylist() == list(range(end, more))
+            assert got.column("text").to_pylist() == [ev(s)["text"] for s in range(end, more)]
+            assert t.read_next() is None
+        with q.tailer(topic="orders") as t, pytest.raises(TypeError, match="arrow_reader"):
+            pa.table(t)
+        with pytest.raises(ValueError, match="payload"):
+            litemq.arrow.tailer_reader(q.tailer(), columns=["payload"])
 
 
 # -- several writer processes (test_multi_writer.py) ------------------------------------
