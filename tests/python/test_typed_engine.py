@@ -771,8 +771,16 @@ def test_an_encrypted_typed_queue_reads_back_and_refuses_row_batches(qpath: Path
     assert not any(t.encode() in raw for t in texts if len(t) > 16)
     with pytest.raises(litemq.EncryptionError, match="encryption_key"):
         litemq.Queue(qpath, read_only=True)  # no key
-    with litemq.Queue(qpath, read_only=True, encryption_key=KEY) as q:
+    with litemq.Queue(qpath, encryption_key=KEY) as q:
         assert arrow_events(q) == events(range(end))
+        q.appender().roll()
+        rows = {m.seq: m.payload for m in q.tailer()}
+    # Archived, read back whole and by ranges with the key (test_restore's encrypted archive).
+    litemq.archive_queue(qpath, qpath.parent / "archive", encryption_key=KEY)
+    a = litemq.open_archive(qpath.parent / "archive", encryption_key=KEY)
+    assert a.read_arrow(columns=["payload"]).column(0).to_pylist() == [rows[s] for s in range(end)]
+    part = a.read_arrow(start=611, end=620, columns=["payload"]).column(0).to_pylist()
+    assert part == [rows[s] for s in range(611, 620)]
 
 
 # -- topics (test_topics.py) -----------------------------------------------------------
