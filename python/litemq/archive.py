@@ -91,6 +91,8 @@ MANIFEST_EVERY = 32
 
 #: Bytes of a data file's header that hold its fields, and of a sealed file's footer.
 _DATA_HEADER_USED = 64
+#: The whole header of a data file: a typed file's schema is in it (format 12).
+_DATA_HEADER_LEN = 4096
 _FOOTER = 128
 
 
@@ -842,6 +844,9 @@ class Archive:
         # Files whose two ends (header, footer) were checked against the manifest, and dense
         # indexes whose header was: once per file and Archive.
         self._checked: set[str] = set()
+        # The headers of data files read by ranges, fetched once per file and Archive: a
+        # typed file's ranges are decoded with the schema its header holds.
+        self._heads: dict[str, bytes] = {}
         # Encryption at rest: the archived metadata.json says whether the queue was
         # encrypted; its key is checked here, as opening the queue would check it.
         self._unlock: tuple[bytes, bytes | None] | None = None
@@ -1012,9 +1017,16 @@ class Archive:
                 f"litemq: archived file {path} is listed with {f.size} bytes, too few for a "
                 "sealed data file"
             )
-        head = _read_range(self._fs, path, 0, _DATA_HEADER_USED)
         tail = _read_range(self._fs, path, f.size - _FOOTER, _FOOTER)
-        self._check_ends(f, path, head, tail)
+        self._check_ends(f, path, self._head(f, path), tail)
+
+    def _head(self, f: ArchiveFile, path: str) -> bytes:
+        """The header of archived data file ``f`` (its first 4 KiB), fetched once."""
+        head = self._heads.get(f.path)
+        if head is None:
+            head = _read_range(self._fs, path, 0, min(_DATA_HEADER_LEN, f.size - _FOOTER))
+            self._heads[f.path] = head
+        return head
 
     def _data_path(self, f: ArchiveFile) -> str:
         return _join(self._root, f.path)
@@ -1061,7 +1073,14 @@ class Archive:
         seq, at = start, lo_off
         while seq < end:
             cols = _decode_frames(
-                buf[at - lo_off :], path, at, seq, end - seq, unlock=self._unlock, **flags
+                buf[at - lo_off :],
+                path,
+                at,
+                seq,
+                end - seq,
+                unlock=self._unlock,
+                head=self._head(f, path),
+                **flags,
             )
             n = int(cols["rows"])
             if n == 0 and int(cols["next_seq"]) == seq:

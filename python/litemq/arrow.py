@@ -57,6 +57,8 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import pyarrow as pa
 
 __all__ = [
@@ -404,15 +406,20 @@ def skipped(data: Any) -> list[Damage]:
 
 
 def tailer_reader(
-    tailer: Any, batch_size: int = 65_536, columns: tuple[str, ...] = DEFAULT_FIELDS
+    tailer: Any, batch_size: int = 65_536, columns: Sequence[str] | None = None
 ) -> pa.RecordBatchReader:
     """A plain tailer's messages from its position to the end of what is
     published when each batch is read, as a ``pyarrow.RecordBatchReader`` of
     at most ``batch_size`` rows a batch; reading moves the tailer past them.
+    ``columns`` as ``Queue.read_arrow`` takes them (None: its default ones;
+    on a typed queue ``seq``, ``timestamp`` and the schema's fields, typed).
     A named, backward or topic tailer raises TypeError (read
     ``q.arrow_reader(start=t.next_seq, topic=...)`` instead)."""
     import pyarrow as pa
 
+    schema_json = tailer._schema_json()
+    if schema_json is not None:
+        return _typed_tailer_reader(tailer, batch_size, columns, schema_json)
     names = column_names(columns)
     # The first read here, not in the stream: a tailer that cannot export
     # raises its TypeError to the caller (pyarrow would wrap it).
@@ -425,6 +432,28 @@ def tailer_reader(
             cols = tailer._read_columns(batch_size, list(names))
 
     return pa.RecordBatchReader.from_batches(schema(names), batches())
+
+
+def _typed_tailer_reader(
+    tailer: Any, batch_size: int, columns: Sequence[str] | None, schema_json: str
+) -> pa.RecordBatchReader:
+    """`tailer_reader` of a typed queue (`schema_json`: its schema versions)."""
+    import pyarrow as pa
+
+    from litemq import _typed
+
+    fields = {f["name"]: f for f in json.loads(schema_json)["versions"][-1]["fields"]}
+    names = _typed.column_names(columns, fields)
+    read = [n for n in names if n in fields]
+    first = tailer._read_typed_columns(batch_size, read)
+
+    def batches() -> Any:
+        cols = first
+        while int(cols["rows"]):
+            yield _typed.record_batch(cols, names, read, fields)
+            cols = tailer._read_typed_columns(batch_size, read)
+
+    return pa.RecordBatchReader.from_batches(_typed.arrow_schema(names, fields), batches())
 
 
 def tailer_stream(tailer: Any, requested_schema: object | None = None) -> object:

@@ -76,6 +76,13 @@ impl Appender {
         compress_together: bool,
     ) -> PyResult<Bound<'py, PyRange>> {
         let app = self.inner.get()?;
+        if compress_together && self.encrypted {
+            // Said in append_batch's words (the engine names append_rows).
+            return Err(PyValueError::new_err(
+                "compress_together is not available on an encrypted queue (row batches are \
+                 not sealed): without it each event is a sealed record of its own",
+            ));
+        }
         let compress = if compress_together {
             let c = app.compression().ok_or_else(|| {
                 PyValueError::new_err(
@@ -800,8 +807,10 @@ impl Appender {
     /// a missing non-nullable column, an extra column or a null in a
     /// non-nullable field raises `SchemaError`): encoded in Rust, column by
     /// column, and appended as row batches (FORMAT.md "Typed records"),
-    /// compressed with the queue's codec when `compress_together=True`.
-    /// Nothing of the call is stored when an event or column is refused.
+    /// compressed with the queue's codec when `compress_together=True`. On
+    /// an encrypted queue each row is a sealed record of its own, and
+    /// `compress_together=True` raises ValueError. Nothing of the call is
+    /// stored when an event or column is refused.
     ///
     /// >>> app.append_batch([b"a", (b"b", "key-b"), {"payload": b"c", "headers": {"h": "v"}}])
     /// range(1, 4)

@@ -162,8 +162,11 @@ pub(crate) fn _decode_sealed<'py>(
 /// frame is checked by its own CRC. The column dict of
 /// `Queue._read_batch`, plus `next_offset` (the file offset after the last
 /// frame read; fewer rows than asked only when a column reached 2 GiB).
+/// `head` is the file's first 4096 bytes (its header): a typed file's
+/// schema is there, and its row batches are read as their rows; without
+/// it the file is read as untyped, where a row batch is damage.
 #[pyfunction]
-#[pyo3(signature = (data, name, offset, first_seq, rows, columns=None, raw=false, unlock=None))]
+#[pyo3(signature = (data, name, offset, first_seq, rows, columns=None, raw=false, unlock=None, head=None))]
 #[expect(
     clippy::too_many_arguments,
     reason = "mirrors the Python caller's arguments"
@@ -178,7 +181,12 @@ pub(crate) fn _decode_frames<'py>(
     columns: Option<Vec<String>>,
     raw: bool,
     unlock: Option<(Vec<u8>, Option<Vec<u8>>)>,
+    head: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let typed = match head {
+        Some(h) => archived::typed_head(bytes_arg(h, "head")?.as_slice(), Path::new(name))?,
+        None => None,
+    };
     decode(
         py,
         data,
@@ -186,8 +194,17 @@ pub(crate) fn _decode_frames<'py>(
         (columns, raw),
         unlock,
         |s, path, cols, qkey| {
-            archived::read_frames(s, path, offset, first_seq, rows, cols, qkey)
-                .map(|(c, next)| (c, Some(next)))
+            archived::read_frames_typed(
+                s,
+                path,
+                offset,
+                first_seq,
+                rows,
+                cols,
+                qkey,
+                typed.as_ref(),
+            )
+            .map(|(c, next)| (c, Some(next)))
         },
     )
 }

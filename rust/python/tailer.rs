@@ -843,6 +843,45 @@ impl Tailer {
         Ok(d)
     }
 
+    /// A typed queue's schema versions as metadata.json's `schema` object
+    /// (JSON text), for the typed Arrow export of a plain tailer; None for
+    /// an untyped queue or another kind of tailer (which exports no Arrow).
+    fn _schema_json(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        self.with(py, |reader| {
+            Ok(match reader {
+                Reader::Plain(p) => p
+                    .settled()
+                    .schema_versions()
+                    .map(|v| v.to_json_value().to_string()),
+                _ => None,
+            })
+        })
+    }
+
+    /// `_read_columns` of a typed queue: the next rows, at most
+    /// `max_rows`, up to the end of what is published now, as the dict of
+    /// `Queue._read_typed` (`fields`: the schema's fields to fill); the
+    /// tailer moves past them. A plain forward tailer without a topic
+    /// filter (others raise TypeError).
+    fn _read_typed_columns<'py>(
+        &self,
+        py: Python<'py>,
+        max_rows: usize,
+        fields: Vec<String>,
+    ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let b = self.with(py, |reader| match reader {
+            Reader::Plain(p) if p.tailer.selector().is_none() => {
+                let t = p.settled();
+                Ok(exit::detach(py, || t.read_typed(max_rows, &fields))?)
+            }
+            _ => Err(PyTypeError::new_err(
+                "a named, backward or topic tailer does not export Arrow: read \
+                 q.arrow_reader(start=t.next_seq) instead",
+            )),
+        })?;
+        super::queue::typed_columns(py, b)
+    }
+
     /// Steps over damage at the current position, after a read raised
     /// CorruptedError: a frame whose length is intact is skipped by its
     /// length; a hole (a zeroed page, a lost write) is skipped to the next

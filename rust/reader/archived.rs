@@ -265,6 +265,16 @@ pub fn typed_file(head: &[u8], h: &DataHeader, path: &Path) -> Result<Option<Typ
     Ok(schema.map(TypedFile::new))
 }
 
+/// [`typed_file`] from the head of a data file alone (its first 4096
+/// bytes, the header; fewer for an untyped file), for a ranged reader that
+/// has not decoded the header: `None` for an untyped file, the header not
+/// decoding is [`Error::Corrupted`] naming `path`.
+pub fn typed_head(head: &[u8], path: &Path) -> Result<Option<TypedFile>> {
+    let h = DataHeader::decode(head)
+        .map_err(|e| corrupted(path, 0, None, format!("data file header: {e}")))?;
+    typed_file(head, &h, path)
+}
+
 /// Messages `[start, end)` of the whole sealed data file `file`, at most
 /// `max_rows` (fewer when a column would pass 2 GiB: read on from the
 /// sequence after the last row). The file is checked as by [`summarize`]

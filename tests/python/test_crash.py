@@ -38,11 +38,14 @@ SEED = int(os.environ.get("CRASH_SEED", str(time.time_ns())))
 class Writer:
     """A crash_writer.py process and what it reported."""
 
-    def __init__(self, path: Path, mode: str, file_size: int, salt: int, every: int) -> None:
+    def __init__(
+        self, path: Path, mode: str, file_size: int, salt: int, every: int, shape: str = "bytes"
+    ) -> None:
         self.ready = threading.Event()
         self.durable = 0
+        args = [str(path), mode, str(file_size), str(salt), str(every), shape]
         self.proc = subprocess.Popen(
-            [sys.executable, str(WRITER), str(path), mode, str(file_size), str(salt), str(every)],
+            [sys.executable, str(WRITER), *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

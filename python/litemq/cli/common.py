@@ -14,7 +14,8 @@ import json
 import os
 import string
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import IO, Any
 
@@ -130,6 +131,24 @@ def _encoded(value: bytes | str) -> tuple[str, str]:
         return base64.b64encode(value).decode("ascii"), "base64"
 
 
+def _json_value(v: Any) -> Any:
+    """A value of a typed event in JSON: times and dates in ISO 8601, decimals as
+    strings (exact), bytes as ``{"base64": ...}``, the rest as they are."""
+    if isinstance(v, datetime | date):
+        return v.isoformat()
+    if isinstance(v, Decimal):
+        return str(v)
+    if isinstance(v, bytes):
+        return {"base64": base64.b64encode(v).decode("ascii")}
+    return v
+
+
+def _event(msg: Message) -> dict[str, Any] | None:
+    """The event of a typed queue's message as JSON values (None when untyped)."""
+    value = msg.value
+    return None if value is None else {k: _json_value(v) for k, v in value.items()}
+
+
 def _json_record(msg: Message) -> dict[str, Any]:
     payload, payload_encoding = _encoded(msg.payload)
     record: dict[str, Any] = {
@@ -149,6 +168,9 @@ def _json_record(msg: Message) -> dict[str, Any]:
         "compression": msg.compression,
         "tombstone": msg.tombstone,
     }
+    event = _event(msg)
+    if event is not None:
+        record["value"] = event
     if msg.key is not None:
         record["key"], record["key_encoding"] = _encoded(msg.key)
     for name, value in msg.headers.items():
@@ -197,5 +219,7 @@ def _print_message(msg: Message, fmt: str, out: IO[str]) -> None:
         out.write("  ".join(parts) + "\n")
         _hexdump(msg.payload, out)
         return
-    parts.append(_show_bytes(msg.payload))
+    event = _event(msg)
+    shown = _show_bytes(msg.payload) if event is None else json.dumps(event, ensure_ascii=False)
+    parts.append(shown)
     out.write("  ".join(parts) + "\n")

@@ -11,6 +11,11 @@ json`` prints (``payload`` with ``payload_encoding``, ``key`` with ``key_encodin
 --format json`` piped into ``append --input json`` copies messages; ``raw`` appends all of
 standard input as one message. Each message is appended as it is read; a line that is not
 valid stops the command with status 1, naming the line and what was appended before it.
+
+On a typed queue (``Queue(path, schema=...)``) a message is an event: with ``lines`` each
+line is a JSON object of the schema's fields, with ``json`` the ``value`` of the object
+(the event as ``dump --format json`` prints it: times and dates in ISO 8601, decimals as
+strings, bytes as ``{"base64": ...}`` or text); ``raw`` is refused (``SchemaError``).
 """
 
 from __future__ import annotations
@@ -21,9 +26,14 @@ import binascii
 import json
 import sys
 from collections.abc import Callable, Iterator
-from typing import IO, Any
+from datetime import date, datetime
+from decimal import Decimal
+from typing import IO, TYPE_CHECKING, Any
 
 from litemq.cli.common import _Failure, _key_file
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ["cmd_append", "register"]
 
@@ -52,18 +62,60 @@ def _header(name: str, value: Any) -> str | bytes:
     return _decode(value, None, f"header {name!r}")
 
 
-def _from_json(line: str) -> dict[str, Any]:
-    """The ``append`` arguments of one JSON line (``tombstone`` is taken out by the caller)."""
+def _json_object(line: str) -> dict[str, Any]:
     try:
         obj = json.loads(line)
     except ValueError as e:
         raise ValueError(f"not JSON ({e})") from None
     if not isinstance(obj, dict):
         raise ValueError("not a JSON object")
-    payload = obj.get("payload", "")
-    encoding = obj.get("payload_encoding", "utf-8")
-    data = _decode(payload, "utf-8" if encoding == "text" else encoding, "payload")
-    call: dict[str, Any] = {"payload": data}
+    return obj
+
+
+def _field_value(value: Any, t: pa.DataType, name: str) -> Any:
+    """A JSON value of a typed queue's field of type `t`, as ``dump --format json`` prints
+    it (times and dates in ISO 8601, decimals as strings, bytes as ``{"base64": ...}`` or
+    text), as the field's events take it; anything else as it is (the queue checks it)."""
+    import pyarrow as pa
+
+    if not isinstance(value, str | dict):
+        return value
+    if pa.types.is_timestamp(t) and isinstance(value, str):
+        return datetime.fromisoformat(value)
+    if pa.types.is_date(t) and isinstance(value, str):
+        return date.fromisoformat(value)
+    if pa.types.is_decimal(t) and isinstance(value, str):
+        return Decimal(value)
+    if pa.types.is_binary(t):
+        data = _header(name, value)
+        return data.encode("utf-8") if isinstance(data, str) else data
+    return value
+
+
+def _typed_event(obj: Any, schema: pa.Schema) -> dict[str, Any]:
+    """The event of a typed queue that JSON object `obj` gives."""
+    if not isinstance(obj, dict):
+        raise ValueError("an event of a typed queue is a JSON object of its fields")
+    types = {f.name: f.type for f in schema}
+    return {k: _field_value(v, types[k], k) if k in types else v for k, v in obj.items()}
+
+
+def _from_json(line: str, schema: pa.Schema | None = None) -> dict[str, Any]:
+    """The ``append`` arguments of one JSON line (``tombstone`` is taken out by the caller):
+    on a typed queue (`schema`), its ``value`` is the event."""
+    obj = _json_object(line)
+    call: dict[str, Any]
+    if schema is not None and not obj.get("tombstone"):
+        if "value" not in obj:
+            raise ValueError(
+                'a typed queue takes events: no "value" (dump --format json prints it)'
+            )
+        call = {"payload": _typed_event(obj["value"], schema)}
+    else:
+        payload = obj.get("payload", "")
+        encoding = obj.get("payload_encoding", "utf-8")
+        data = _decode(payload, "utf-8" if encoding == "text" else encoding, "payload")
+        call = {"payload": data}
     if obj.get("key") is not None:
         call["key"] = _decode(obj["key"], obj.get("key_encoding"), "key")
     headers = obj.get("headers") or {}
@@ -117,23 +169,28 @@ def cmd_append(args: argparse.Namespace, out: IO[str]) -> int:
             first = seq if first is None else first
             count += 1
 
+        schema = q.schema
         if args.input == "raw":
             appended(app.append(stdin.read(), **common))
         for number, line in enumerate(_lines(stdin) if args.input != "raw" else (), 1):
-            if args.input == "lines":
+            if args.input == "lines" and schema is None:
                 appended(app.append(line, **common))
                 continue
             if not line.strip():
                 continue
             try:
-                call = {**common, **_from_json(line.decode("utf-8"))}
+                if args.input == "lines":  # a typed queue's event, a JSON object
+                    event = _typed_event(_json_object(line.decode("utf-8")), schema)
+                    appended(app.append(event, **common))
+                    continue
+                call = {**common, **_from_json(line.decode("utf-8"), schema)}
                 if call.pop("tombstone"):
                     if call.get("key") is None:
                         raise ValueError("a tombstone needs a key")
                     appended(app.delete(call["key"]))
                 else:
                     appended(app.append(call.pop("payload"), **call))
-            except (ValueError, TypeError, UnicodeDecodeError) as e:
+            except (ValueError, TypeError, UnicodeDecodeError, ArithmeticError) as e:
                 app.flush()
                 done = (
                     "nothing appended before it"

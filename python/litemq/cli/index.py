@@ -7,7 +7,9 @@
     litemq index list PATH        declared indexes and the state of each file's
     litemq where PATH FIELD OP VALUE... [--limit N]
                                   messages whose header FIELD matches: OP is =, >=, <=,
-                                  between (two values), in (any number), prefix
+                                  between (two values), in (any number), prefix; on a
+                                  typed queue FIELD may be a field of its schema (no
+                                  index needed; also !=, <, >), VALUE read as its type
 
 `verify` also checks every index file (`check_indexes`).
 """
@@ -15,10 +17,15 @@
 from __future__ import annotations
 
 import argparse
-from typing import IO, Any
+from datetime import date, datetime
+from decimal import Decimal
+from typing import IO, TYPE_CHECKING, Any
 
 from litemq.cli.common import _Failure, _key_file, _open, _print_message, _ProgressCallback
 from litemq.queue import Queue
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ["check_indexes", "register"]
 
@@ -64,15 +71,60 @@ def _cmd_list(args: argparse.Namespace, out: IO[str]) -> int:
     return 0
 
 
+def _schema_value(text: str, t: pa.DataType) -> Any:
+    """A command-line value of a typed queue's field of type `t`, as its events hold it."""
+    import pyarrow as pa  # a typed queue has a schema: pyarrow is there
+
+    if pa.types.is_integer(t):
+        return int(text)
+    if pa.types.is_floating(t):
+        return float(text)
+    if pa.types.is_boolean(t):
+        if text.lower() not in ("true", "false"):
+            raise ValueError(f"expected true or false, got {text!r}")
+        return text.lower() == "true"
+    if pa.types.is_timestamp(t):
+        return datetime.fromisoformat(text)
+    if pa.types.is_date(t):
+        return date.fromisoformat(text)
+    if pa.types.is_decimal(t):
+        return Decimal(text)
+    if pa.types.is_binary(t):
+        return text.encode()
+    return text
+
+
+def _converter(q: Queue, args: argparse.Namespace) -> Any:
+    """How `where` reads its values: by the type of a typed queue's field (no index
+    needed), else by the type of the declared index on the header."""
+    schema = q.schema
+    if schema is not None and args.field in schema.names:
+        t = schema.field(args.field).type
+
+        def conv(text: str) -> Any:
+            try:
+                return _schema_value(text, t)
+            except (ValueError, ArithmeticError) as e:
+                raise _Failure(f'{args.path}: field "{args.field}" ({t}): {e}') from None
+
+        return conv
+    kind = q.indexes.get(args.field)
+    if kind is None and schema is not None:
+        raise _Failure(
+            f'{args.path}: "{args.field}" is not a field of the queue\'s schema '
+            f"({', '.join(schema.names)})"
+        )
+    if kind is None:
+        raise _Failure(
+            f'{args.path}: no index on "{args.field}": declare it with '
+            f"`litemq index add {args.path} {args.field}` (--type int for numbers)"
+        )
+    return int if kind == "int" else str
+
+
 def _cmd_where(args: argparse.Namespace, out: IO[str]) -> int:
     with _open(args.path) as q:
-        kind = q.indexes.get(args.field)
-        if kind is None:
-            raise _Failure(
-                f'{args.path}: no index on "{args.field}": declare it with '
-                f"`litemq index add {args.path} {args.field}` (--type int for numbers)"
-            )
-        conv: Any = int if kind == "int" else str
+        conv = _converter(q, args)
         values = [conv(v) for v in args.values]
         value: Any
         if args.op == "between":
@@ -107,10 +159,13 @@ def register(sub: Any) -> None:
     ls.add_argument("path", metavar="PATH", help="the queue's directory")
     ls.set_defaults(run=_cmd_list)
 
-    w = sub.add_parser("where", help="messages whose indexed header matches (JSON Lines)")
+    w = sub.add_parser(
+        "where",
+        help="messages whose indexed header, or typed queue's field, matches (JSON Lines)",
+    )
     w.add_argument("path", metavar="PATH", help="the queue's directory")
     w.add_argument("field", metavar="FIELD")
-    w.add_argument("op", choices=("=", "between", "in", ">=", "<=", "prefix"))
+    w.add_argument("op", choices=("=", "!=", "<", ">", "between", "in", ">=", "<=", "prefix"))
     w.add_argument("values", nargs="+", metavar="VALUE")
     w.add_argument("--limit", type=int, metavar="N", help="at most N messages")
     w.add_argument(

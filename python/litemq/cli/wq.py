@@ -7,12 +7,14 @@ group's dead-lettered jobs appended back to the queue. Registered by
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 from collections.abc import Callable
 from datetime import datetime
-from typing import IO
+from typing import IO, Any
 
+from litemq._litemq import Message, NotFoundError
 from litemq.cli.common import _key_file
 from litemq.queue import Queue
 from litemq.work_queue import WorkQueueInfo
@@ -147,6 +149,29 @@ def _same_queue(recorded: str | bytes | None, path: str) -> bool:
         return os.path.realpath(recorded) == os.path.realpath(path)
 
 
+def _event_of(q: Queue, m: Message, args: argparse.Namespace) -> dict[str, Any]:
+    """The event that replaying dead letter `m` appends to typed queue `q`: its value when
+    the dead-letter queue is typed too, else (a dead-letter queue a work queue created holds
+    the job's row as bytes) the event of the job it names (``litemq.dlq.seq``), once its
+    row is checked to be the dead letter's. SystemExit when neither gives it."""
+    value = m.value
+    if value is not None:
+        return value
+    header = m.headers.get("litemq.dlq.seq")
+    source = header if isinstance(header, str) else "?"
+    original = None
+    if source.isdigit():
+        with contextlib.suppress(NotFoundError):  # retention or compaction took it
+            original = q.get(int(source))
+    if original is None or original.payload != m.payload or original.value is None:
+        raise SystemExit(
+            f"litemq: error: dead letter {m.seq} in {args.dead_letter} holds a row of typed "
+            f"queue {args.path} as bytes, and job {source} is no longer there to read its "
+            "event: nothing replayed"
+        )
+    return original.value
+
+
 def _cmd_replay(args: argparse.Namespace, out: IO[str]) -> int:
     """Appends group NAME's dead letters (those whose ``litemq.dlq.group``
     header names it, and whose ``litemq.dlq.queue`` is this queue) back to
@@ -156,7 +181,8 @@ def _cmd_replay(args: argparse.Namespace, out: IO[str]) -> int:
     recorded for a path that is not this queue (a worker's relative path,
     another queue) stops the replay before anything is appended, unless
     ``--any-queue``. At least once: a crash between the appends and the
-    commit replays those again next time."""
+    commit replays those again next time. On a typed queue each dead letter
+    is appended as its event (`_event_of`)."""
     name = _need_name(args)
     if args.dead_letter is None:
         raise SystemExit("litemq: error: wq replay needs --from DLQ, the dead-letter queue")
@@ -187,12 +213,15 @@ def _cmd_replay(args: argparse.Namespace, out: IO[str]) -> int:
                 "replayed; pass --any-queue to replay them here too"
             )
         with Queue(args.path, encryption_key_file=key_file) as q:
+            payloads: list[Any] = [m.payload for m in todo]
+            if q.schema is not None:
+                payloads = [_event_of(q, m, args) for m in todo]
             app = q.appender()
-            for m in todo:
+            for m, payload in zip(todo, payloads, strict=True):
                 h = m.headers
                 headers = {k: v for k, v in h.items() if not k.startswith(_DLQ_PREFIX)}
                 seq = app.append(
-                    m.payload,
+                    payload,
                     m.key,
                     headers or None,
                     topic=m.topic,

@@ -12,6 +12,7 @@ mod message;
 mod run;
 mod scan;
 mod seek;
+mod typed_read;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
