@@ -862,7 +862,7 @@ impl Queue {
     ) -> PyResult<Bound<'py, PyDict>> {
         let queue = self.queue()?;
         let b = exit::detach(py, || queue.read_typed(start, end, max_rows, Some(&fields)))?;
-        typed_columns(py, b)
+        super::typed::typed_columns(py, b)
     }
 
     /// The sequences in `[start, end)` of a typed queue's messages whose
@@ -1057,42 +1057,4 @@ impl DeadLetter<'_> {
             })?),
         }
     }
-}
-
-/// A typed read's rows as the dict `Queue._read_typed` and
-/// `Tailer._read_typed_columns` return: `rows`, `next` (the sequence to
-/// read on from), `seq` and `timestamp` (i64 words), and `columns`, one
-/// `(validity or None, data, offsets or None)` per field, in Arrow's
-/// layout, handed over without a copy.
-pub(crate) fn typed_columns<'py>(
-    py: Python<'py>,
-    b: crate::TypedBatch,
-) -> PyResult<Bound<'py, PyDict>> {
-    use super::buffer::PayloadView;
-    let d = PyDict::new(py);
-    d.set_item("rows", b.rows)?;
-    d.set_item("next", b.next_seq)?;
-    d.set_item("seq", PayloadView::owning_i64(b.seq).memoryview(py)?)?;
-    d.set_item(
-        "timestamp",
-        PayloadView::owning_i64(b.timestamp).memoryview(py)?,
-    )?;
-    let cols = PyList::empty(py);
-    for c in b.columns.columns {
-        let validity = match c.nulls {
-            0 => None,
-            _ => Some(PayloadView::owning(c.valid).memoryview(py)?),
-        };
-        let offsets = match c.ty.is_var() {
-            true => Some(PayloadView::owning_i32(c.offsets).memoryview(py)?),
-            false => None,
-        };
-        cols.append((
-            validity,
-            PayloadView::owning(c.data).memoryview(py)?,
-            offsets,
-        ))?;
-    }
-    d.set_item("columns", cols)?;
-    Ok(d)
 }

@@ -879,7 +879,7 @@ impl Tailer {
                  q.arrow_reader(start=t.next_seq) instead",
             )),
         })?;
-        super::queue::typed_columns(py, b)
+        super::typed::typed_columns(py, b)
     }
 
     /// Steps over damage at the current position, after a read raised
