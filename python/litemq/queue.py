@@ -515,8 +515,10 @@ class Queue(_litemq.Queue):
         the file. Needs pyarrow.
 
         Large columns (1 MiB or more) of a batch Python has let go of are
-        kept, up to 256 MiB per process, and filled by the next read instead
-        of fresh memory (which the kernel must zero first);
+        kept, up to a sixteenth of the machine's memory and at most 1 GiB per
+        process (``LITEMQ_KEPT_MEMORY_MIB`` sets another bound, ``0`` keeps
+        nothing), and filled by the next read instead of fresh memory (which
+        the kernel must zero first);
         `litemq.release_memory` frees them.
 
         The GIL is released while the engine reads. With the environment

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -225,6 +228,26 @@ def test_columns_bad_names(mixed: litemq.Queue) -> None:
         mixed.read_arrow(columns=["seq", "seq"])
     with pytest.raises(TypeError, match="list of column names"):
         mixed.read_arrow(columns="seq")
+
+
+@pytest.mark.parametrize(("mib", "kept"), [("0", False), ("1", False), ("64", True)])
+def test_kept_memory_follows_its_environment_variable(qpath: Path, mib: str, kept: bool) -> None:
+    # LITEMQ_KEPT_MEMORY_MIB bounds the memory kept between reads (read once
+    # per process: a fresh one per case); a 1.5 MB column passes 0 and 1 MiB.
+    script = f"""
+import litemq
+with litemq.Queue({str(qpath)!r}, file_size=1 << 20) as q:
+    q.appender().append_batch([bytes(100)] * 15_000)
+    q.appender().flush()
+    batch = q.read_arrow()
+    del batch
+    print(litemq.release_memory())
+"""
+    env = {**os.environ, "LITEMQ_KEPT_MEMORY_MIB": mib}
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert (int(out.stdout) >= 1_500_000) is kept, out.stdout
 
 
 def test_memory_of_dropped_results_is_reused_not_shared(qpath: Path) -> None:
