@@ -198,6 +198,24 @@ def test_compaction_waits_for_a_retention_pass(filled: litemq.Queue, qpath: Path
     t.join()
 
 
+def kill_compaction_after(qpath: Path, delay: float) -> None:
+    """Compacts the queue at ``qpath`` in another process (slowly: 10 ms per
+    file), which SIGKILLs itself ``delay`` seconds in."""
+    proc = run_python(
+        """
+        import os, signal, sys, threading, time, litemq
+        q = litemq.Queue(sys.argv[1], read_only=True)
+        threading.Timer(float(sys.argv[2]), lambda: os.kill(os.getpid(), signal.SIGKILL)).start()
+        q.compact(grace=0, progress=lambda done, total: time.sleep(0.01))
+        time.sleep(5)
+        """,
+        str(qpath),
+        str(delay),
+        check=False,
+    )
+    assert proc.returncode == -9, proc.stderr
+
+
 def test_a_killed_compaction_leaves_a_readable_queue(qpath: Path) -> None:
     """SIGKILL at random points of a compaction in another process: the
     queue reads as before or as after, file by file, and the next pass
@@ -208,19 +226,7 @@ def test_a_killed_compaction_leaves_a_readable_queue(qpath: Path) -> None:
         before = {m.seq: m.payload for m in q.tailer()}
     kept = survivors(active, 3000)
     for delay in (0.0, 0.03, 0.07, 0.15, 0.25):
-        proc = run_python(
-            """
-            import os, signal, sys, threading, time, litemq
-            q = litemq.Queue(sys.argv[1], read_only=True)
-            threading.Timer(float(sys.argv[2]), lambda: os.kill(os.getpid(), signal.SIGKILL)).start()
-            q.compact(grace=0, progress=lambda done, total: time.sleep(0.01))
-            time.sleep(5)
-            """,
-            str(qpath),
-            str(delay),
-            check=False,
-        )
-        assert proc.returncode == -9, proc.stderr
+        kill_compaction_after(qpath, delay)
         with litemq.Queue(qpath, read_only=True) as r:
             now = {m.seq: m.payload for m in r.tailer()}
         # Every message read is the one written; all survivors are there.

@@ -31,8 +31,9 @@ import pyarrow as pa
 import pytest
 
 import litemq
-from conftest import SMALL_FILE, cli, run_python, spawn_python
+from conftest import SMALL_FILE, cli, spawn_python
 from crash_writer import TYPED_SHAPES, append_some, event, event_schema, key, typed_options
+from test_compaction import kill_compaction_after
 from test_crash import SEED, Writer, open_queue
 from test_typed import EVERY
 
@@ -409,19 +410,7 @@ def test_a_killed_compaction_of_typed_files_leaves_a_readable_queue(qpath: Path)
         fill_keyed(q)
         kept = survivors(q.data_files()[-1].first_seq)
     for delay in (0.0, 0.05, 0.15):
-        proc = run_python(
-            """
-            import os, signal, sys, threading, time, litemq
-            q = litemq.Queue(sys.argv[1], read_only=True)
-            threading.Timer(float(sys.argv[2]), lambda: os.kill(os.getpid(), signal.SIGKILL)).start()
-            q.compact(grace=0, progress=lambda done, total: time.sleep(0.01))
-            time.sleep(5)
-            """,
-            str(qpath),
-            str(delay),
-            check=False,
-        )
-        assert proc.returncode == -9, proc.stderr
+        kill_compaction_after(qpath, delay)
         with litemq.Queue(qpath, read_only=True) as r:
             now = tailed(r)
             # Every row read is the one written; all survivors are there.
