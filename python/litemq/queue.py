@@ -529,7 +529,10 @@ class Queue(_litemq.Queue):
         and joins the parts in sequence order into the one batch; unset or
         ``1``, it reads on the calling thread (the default: see
         docs/PERFORMANCE.md). Rows, cuts and errors are the serial read's:
-        when two files are damaged, the earlier one is reported.
+        when two files are damaged, the earlier one is reported. A typed
+        queue's read is cut at equal shares of its sequences, anywhere in a
+        file, and with the variable unset reads ranges of 524,288 rows or
+        more on the cores (``LITEMQ_READ_THREADS=1`` keeps it serial).
 
         ``fields`` (names of declared indexes) adds one column per field,
         named after it, after the others: the message's first value of that

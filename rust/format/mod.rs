@@ -2,6 +2,7 @@
 //! decoder panics or reads past its slice on bad input: it returns an error.
 //! `docs/FORMAT.md` is the byte-level contract these functions implement.
 
+pub mod bits;
 pub mod compression;
 pub mod crc;
 pub mod crypto;

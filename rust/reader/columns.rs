@@ -422,17 +422,30 @@ fn payload_of<'a>(m: &Message<'a>, cols: ColumnSet) -> &'a [u8] {
 /// machine shared with other work where this was measured, two threads
 /// reached 1.3x one thread's rate on pure computation, and the parallel
 /// read, which copies every part after the first once more into the one
-/// batch, was slower than the serial one (docs/PERFORMANCE.md).
+/// batch, was slower than the serial one (docs/PERFORMANCE.md). A typed
+/// read decides for itself when the variable is unset
+/// ([`read_threads_set`]).
 pub fn read_threads() -> usize {
-    let cores = || std::thread::available_parallelism().map_or(1, |n| n.get());
-    match std::env::var("LITEMQ_READ_THREADS") {
-        Ok(v) => match v.trim() {
+    read_threads_set().unwrap_or(1)
+}
+
+/// `LITEMQ_READ_THREADS` as [`read_threads`] reads it, `None` when unset.
+pub fn read_threads_set() -> Option<usize> {
+    let v = std::env::var("LITEMQ_READ_THREADS").ok()?;
+    Some(
+        match v.trim() {
             "0" | "auto" => cores(),
             n => n.parse::<usize>().unwrap_or(1),
-        },
-        Err(_) => 1,
-    }
-    .clamp(1, 16)
+        }
+        .clamp(1, 16),
+    )
+}
+
+/// The cores this process may run on (at most 16).
+pub fn cores() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 16)
 }
 
 #[cfg(test)]

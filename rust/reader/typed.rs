@@ -15,17 +15,24 @@
 
 use std::sync::Arc;
 
+use crate::catalog::Catalog;
 use crate::error::{Error, Result};
 use crate::format::position;
 use crate::format::record::{self, RecordView};
 use crate::format::typed::{Projection, Room, RowDamage, SchemaVersions, TypedColumns};
 use crate::reader::tailer::{OnMismatch, Tailer};
+use crate::reader::wait::WaitStrategy;
 use crate::storage::frames::RecordKind;
 use crate::storage::mapped::Mapping;
 
 /// Most rows whose columns are reserved up front (address space only:
 /// pages are touched as rows come).
 const RESERVE_ROWS: usize = 1 << 24;
+
+/// Fewest rows per part of a typed read spread over the cores by default
+/// (see [`TypedBatch::read_parallel`]): below, starting threads costs more
+/// than they save.
+pub const PARALLEL_MIN_ROWS: u64 = 1 << 18;
 
 /// Bytes 52..56 of a data file's header: its schema version (0: untyped).
 const HEADER_SCHEMA_VERSION_AT: usize = 52;
@@ -125,12 +132,23 @@ impl TypedBatch {
         (end, max_rows): (u64, usize),
         limit: usize,
     ) -> Result<TypedBatch> {
+        let hint = max_rows.min(end.saturating_sub(tailer.next_seq()) as usize);
+        TypedBatch::read_sized(tailer, versions, wanted, (end, max_rows, hint), limit)
+    }
+
+    /// [`TypedBatch::read`], the columns reserved for `hint` rows (a
+    /// parallel read's first part: room for the parts joined to it).
+    fn read_sized(
+        tailer: &mut Tailer,
+        versions: &SchemaVersions,
+        wanted: &[usize],
+        (end, max_rows, hint): (u64, usize, usize),
+        limit: usize,
+    ) -> Result<TypedBatch> {
         let current = versions
             .current()
             .ok_or_else(|| Error::Schema("the queue has no schema".into()))?;
-        let hint = max_rows
-            .min(end.saturating_sub(tailer.next_seq()) as usize)
-            .min(RESERVE_ROWS);
+        let hint = hint.min(RESERVE_ROWS);
         let mut b = TypedBatch {
             columns: TypedColumns::new_in(current, wanted, hint, SHELF),
             ..TypedBatch::default()
@@ -169,6 +187,94 @@ impl TypedBatch {
         }
         b.next_seq = tailer.next_seq().min(end);
         Ok(b)
+    }
+
+    /// Reads `[start, end)` (at most `max_rows` rows) as [`TypedBatch::read`]
+    /// does, on `threads` threads: the range is cut into parts of equal
+    /// sequence counts, each read by its own tailer (the calling thread
+    /// reads the first, its columns reserved for every part), and the parts
+    /// are joined in sequence order: at most `threads` parts of at least
+    /// `min_rows` sequences. `None`, having read nothing, when that leaves
+    /// fewer than two parts.
+    ///
+    /// The result is the serial read's: the same rows, or the error of the
+    /// earliest part that failed after every part before it was read whole.
+    /// A part that stops short (a string column at its limit) ends the
+    /// result there; `next_seq` says where to go on.
+    pub(crate) fn read_parallel(
+        catalog: &Arc<Catalog>,
+        wait: WaitStrategy,
+        versions: &SchemaVersions,
+        wanted: &[usize],
+        (start, end, max_rows): (u64, u64, usize),
+        limit: usize,
+        (threads, min_rows): (usize, u64),
+    ) -> Result<Option<TypedBatch>> {
+        let end = end.min(start.saturating_add(max_rows as u64));
+        let total = end.saturating_sub(start);
+        let parts = threads.min((total / min_rows.max(1)) as usize);
+        if parts < 2 {
+            return Ok(None);
+        }
+        let cuts: Vec<u64> = (0..=parts)
+            .map(|k| start + (total as u128 * k as u128 / parts as u128) as u64)
+            .collect();
+        let read = |lo: u64, hi: u64, hint: usize| -> Result<TypedBatch> {
+            let mut t = Tailer::new(catalog.clone(), wait);
+            t.seek(lo)?;
+            let rows = (hi - lo) as usize;
+            TypedBatch::read_sized(&mut t, versions, wanted, (hi, rows, hint), limit)
+        };
+        let results: Vec<Result<TypedBatch>> = std::thread::scope(|s| {
+            let handles: Vec<_> = cuts[1..]
+                .windows(2)
+                .map(|w| {
+                    let (lo, hi) = (w[0], w[1]);
+                    s.spawn(move || read(lo, hi, (hi - lo) as usize))
+                })
+                .collect();
+            let mut out = vec![read(cuts[0], cuts[1], total as usize)];
+            for h in handles {
+                out.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+            }
+            out
+        });
+        let mut joined: Option<TypedBatch> = None;
+        for (r, &hi) in results.into_iter().zip(&cuts[1..]) {
+            let part = r?;
+            let whole = part.next_seq >= hi;
+            match joined.as_mut() {
+                None => joined = Some(part),
+                Some(b) => {
+                    if !b.append(part) {
+                        break;
+                    }
+                }
+            }
+            if !whole {
+                break;
+            }
+        }
+        Ok(joined)
+    }
+
+    /// Appends a later part's rows (see [`TypedBatch::read_parallel`]);
+    /// false, with nothing changed, when a column cannot take them.
+    fn append(&mut self, part: TypedBatch) -> bool {
+        if !self.columns.append(
+            part.columns,
+            crate::reader::spare::give,
+            crate::reader::spare::give,
+        ) {
+            return false;
+        }
+        self.rows += part.rows;
+        self.next_seq = part.next_seq;
+        self.seq.extend_from_slice(&part.seq);
+        self.timestamp.extend_from_slice(&part.timestamp);
+        crate::reader::spare::give(part.seq);
+        crate::reader::spare::give(part.timestamp);
+        true
     }
 
     /// One frame of a bulk run: a bare record's row (`Ok(true)`), a row

@@ -15,6 +15,7 @@
 
 use super::row::RowLayout;
 use super::schema::{FieldType, Schema, SchemaError, SchemaVersions};
+use crate::format::bits::{append_bits, append_offsets, append_ones};
 
 /// Most bytes a string/binary column holds: Arrow's `i32` offsets.
 pub const COLUMN_LIMIT: usize = i32::MAX as usize;
@@ -364,6 +365,53 @@ impl TypedColumns {
         }
         self.rows += take;
         Ok(take)
+    }
+
+    /// Appends `other`'s rows (columns of the same fields, read after
+    /// these: a parallel read's later part) and gives its memory to `give`
+    /// (the reader's shelf). False, with nothing changed, when a
+    /// string/binary column would pass [`COLUMN_LIMIT`] bytes.
+    pub fn append(
+        &mut self,
+        other: TypedColumns,
+        give: fn(Vec<u8>),
+        give_offsets: fn(Vec<i32>),
+    ) -> bool {
+        let fits = self
+            .columns
+            .iter()
+            .zip(&other.columns)
+            .all(|(c, o)| !c.ty.is_var() || c.data.len() + o.data.len() <= COLUMN_LIMIT);
+        if !fits {
+            return false;
+        }
+        let (rows, more) = (self.rows, other.rows);
+        for (c, o) in self.columns.iter_mut().zip(other.columns) {
+            if c.nulls > 0 || o.nulls > 0 {
+                if c.nulls == 0 {
+                    c.materialize(rows);
+                }
+                match o.nulls {
+                    0 => append_ones(&mut c.valid, rows, more),
+                    _ => append_bits(&mut c.valid, rows, &o.valid, more),
+                }
+                c.nulls += o.nulls;
+            }
+            match c.ty {
+                FieldType::Bool => append_bits(&mut c.data, rows, &o.data, more),
+                t if t.is_var() => {
+                    let base = c.offsets.last().copied().unwrap_or(0);
+                    append_offsets(&mut c.offsets, &o.offsets, base);
+                    c.data.extend_from_slice(&o.data);
+                }
+                _ => c.data.extend_from_slice(&o.data),
+            }
+            give(o.data);
+            give(o.valid);
+            give_offsets(o.offsets);
+        }
+        self.rows += more;
+        true
     }
 
     /// Reserves the string/binary columns' data for `hint` rows of the

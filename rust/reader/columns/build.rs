@@ -38,33 +38,7 @@ fn fill_zeroed<T: Copy + Default + PartialEq>(v: &mut Vec<T>, len: usize, value:
     }
 }
 
-/// Appends `src_rows` bits of `src` after the first `dst_rows` bits of
-/// `dst` (LSB-first bitmaps whose bits past their rows are 0).
-pub(super) fn append_bits(dst: &mut Vec<u8>, dst_rows: usize, src: &[u8], src_rows: usize) {
-    let src = &src[..src_rows.div_ceil(8).min(src.len())];
-    let shift = dst_rows % 8;
-    dst.resize(dst_rows.div_ceil(8), 0);
-    if shift == 0 {
-        dst.extend_from_slice(src);
-    } else {
-        dst.resize((dst_rows + src_rows).div_ceil(8), 0);
-        let at = dst_rows / 8;
-        for (j, &b) in src.iter().enumerate() {
-            dst[at + j] |= b << shift;
-            if let Some(d) = dst.get_mut(at + j + 1) {
-                *d |= b >> (8 - shift);
-            }
-        }
-    }
-}
-
-/// Appends offsets `src[1..]` rebased by `base` (`dst` and `src` both start
-/// with their first row's start offset; both empty: a column left out).
-pub(super) fn append_offsets(dst: &mut Vec<i32>, src: &[i32], base: i32) {
-    if let Some(rest) = src.get(1..) {
-        dst.extend(rest.iter().map(|o| o + base));
-    }
-}
+pub(super) use crate::format::bits::{append_bits, append_offsets};
 
 /// Appends `src` to `dst`.
 pub(super) fn append_vec<T: crate::reader::spare::Element>(dst: &mut Vec<T>, src: &[T]) {
