@@ -34,6 +34,19 @@ __all__ = ["Queue"]
 atexit.register(_litemq._close_all_at_exit)
 
 
+def _no_index_on_a_field(indexes: Mapping[str, str], schema_json: str) -> None:
+    """Refuses, before anything is created, a header index named like a field
+    of the declared schema: a typed queue's ``where(name)`` reads that field,
+    and an index of the same name would look like it."""
+    names = {f["name"] for f in json.loads(schema_json)["fields"]}
+    for name in indexes:
+        if name in names:
+            raise _litemq.SchemaError(
+                f"index {name!r} has the name of a field of the schema: where() reads "
+                "schema fields without an index; name the index's header otherwise"
+            )
+
+
 class Queue(_litemq.Queue):
     """A persistent, append-only message queue stored in a directory.
 
@@ -192,6 +205,8 @@ class Queue(_litemq.Queue):
         if not isinstance(path, str | os.PathLike):
             raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
         schema_json = None if schema is None else _schema.to_json(schema)
+        if schema_json is not None and indexes:
+            _no_index_on_a_field(indexes, schema_json)
         # The options are checked and converted once, by the native module.
         return super().__new__(
             cls,
@@ -436,7 +451,10 @@ class Queue(_litemq.Queue):
 
         Schema fields (no index to declare): the same ops and "!=", "<",
         ">", compared as the field's type (a null never matches); the engine
-        decodes only that field of each row.
+        decodes only that field of each row. A name that is both a schema
+        field and a declared header index raises `SchemaError` (declaring
+        such an index is refused; an evolution can add a field named like
+        an older index: drop the index to read the field).
 
         >>> [m.seq for m in q.where("customer", "=", "c7")]
         [0, 12]
@@ -449,7 +467,12 @@ class Queue(_litemq.Queue):
                 f"where: {field!r} is not a field of the queue's schema ({', '.join(fields)}) "
                 f"nor a declared index"
             )
-        if field not in fields or field in self.indexes:
+        if field in fields and field in self.indexes:
+            raise _litemq.SchemaError(
+                f"where: {field!r} names both a field of the queue's schema and a declared "
+                "header index: drop the index (q.drop_index) to read the field"
+            )
+        if field not in fields:
             where: list[_litemq.Message] = super().where(
                 field, op, value, start=start, end=end, limit=limit
             )

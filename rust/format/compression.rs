@@ -216,9 +216,8 @@ pub fn decompress(
             // Into `raw_len` bytes of capacity, which bound the output (a
             // block that inflates past them is an error), not zeroed first:
             // zeroing each block cost as much as a tenth of a typed read.
-            lz4_flex::block::decompress(data, raw_len).map_err(|e| {
-                format!("lz4 payload does not decompress into {raw_len} bytes: {e}")
-            })?
+            lz4_flex::block::decompress(data, raw_len)
+                .map_err(|e| format!("lz4 payload does not decompress into {raw_len} bytes: {e}"))?
         }
         Codec::Gzip => {
             let mut v = Vec::with_capacity(raw_len);

@@ -39,6 +39,17 @@ impl Queue {
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<usize> {
         self.check_open()?;
+        // A typed queue's `where(name)` reads the schema field: an index of
+        // a header of the same name would look like it.
+        let versions = self.schema_versions();
+        let current = versions.as_deref().and_then(|v| v.current());
+        if let Some(f) = current.and_then(|c| c.find(&def.name).map(|i| &c.fields[i])) {
+            return Err(Error::Schema(format!(
+                "index {:?} has the name of the schema field {:?}: where() reads schema \
+                 fields without an index; name the index's header otherwise",
+                def.name, f.name
+            )));
+        }
         self.start_lazy_writer()?;
         if self.inner().writer.is_none() {
             return Err(Error::ReadOnly);

@@ -403,6 +403,32 @@ def test_where_on_a_schema_field(qpath: Path) -> None:
             q.where("nope", "=", 1)
 
 
+def test_an_index_named_like_a_schema_field_is_refused(qpath: Path) -> None:
+    # where("symbol") reads the schema field: a header index of that name
+    # would answer for headers while looking like the field.
+    with pytest.raises(litemq.SchemaError, match="index 'symbol' has the name of a field"):
+        litemq.Queue(qpath, schema=MARKET, indexes={"symbol": "str"})
+    assert not qpath.exists()  # refused before anything was created
+    with typed(qpath) as q:
+        with pytest.raises(litemq.SchemaError, match='index "symbol" has the name'):
+            q.add_index("symbol", "str")
+        assert q.indexes == {}
+
+
+def test_where_refuses_a_name_both_a_field_and_an_index(qpath: Path) -> None:
+    # A field added by an evolution can take the name of an index declared
+    # before: where() says so instead of answering for one of them.
+    with typed(qpath, indexes={"venue": "str"}) as q:
+        q.appender().append(trade(0), headers={"venue": "X"})
+        q.appender().flush()
+    later = MARKET.append(pa.field("venue", pa.string()))
+    with typed(qpath, later) as q:
+        with pytest.raises(litemq.SchemaError, match="'venue' names both"):
+            q.where("venue", "=", "X")
+        q.drop_index("venue")
+        assert q.where("venue", "=", "X") == []  # the field: null in the old row
+
+
 # -- evolution ------------------------------------------------------------------
 
 
