@@ -893,7 +893,9 @@ class Archive:
     ) -> pa.RecordBatch:
         """Archived messages ``[start, end)`` as one ``pyarrow.RecordBatch``, with the schema
         of ``Queue.read_arrow`` (``columns`` picks some; ``raw=True`` keeps payloads as
-        stored and adds ``codec`` and ``raw_len``)."""
+        stored and adds ``codec`` and ``raw_len``). An archive of a typed queue reads with
+        these untyped columns, ``payload`` holding each row's bytes (restore it for typed
+        columns)."""
         if not isinstance(raw, bool):
             raise TypeError(f"raw must be a bool, not {type(raw).__name__}")
         names = arrow.column_names(columns, raw)
