@@ -62,6 +62,7 @@ from litemq._litemq import (
     _key_index_trailer_sealed,
     _sealed_ends,
     _sealed_summary,
+    _typed_rows,
 )
 from litemq.stats import DataFileInfo
 
@@ -850,8 +851,11 @@ class Archive:
         # Encryption at rest: the archived metadata.json says whether the queue was
         # encrypted; its key is checked here, as opening the queue would check it.
         self._unlock: tuple[bytes, bytes | None] | None = None
+        # A typed queue's schema versions (metadata.json's "schema"), None when untyped.
+        self._schema: dict[str, Any] | None = None
         if "metadata.json" in self._by_path:
             meta = self.read_listed(self._by_path["metadata.json"])
+            self._schema = _schema_of(meta)
             key = None if encryption_key is None else bytes(encryption_key)
             if _check_archive_key(meta, key, self.uri) or key is not None:
                 self._unlock = (meta, key)
@@ -893,16 +897,20 @@ class Archive:
     ) -> pa.RecordBatch:
         """Archived messages ``[start, end)`` as one ``pyarrow.RecordBatch``, with the schema
         of ``Queue.read_arrow`` (``columns`` picks some; ``raw=True`` keeps payloads as
-        stored and adds ``codec`` and ``raw_len``). An archive of a typed queue reads with
-        these untyped columns, ``payload`` holding each row's bytes (restore it for typed
-        columns)."""
+        stored and adds ``codec`` and ``raw_len``). An archive of a typed queue reads as
+        ``Queue.read_arrow`` of the queue does: ``seq``, ``timestamp`` and the fields of the
+        newest schema version its ``metadata.json`` lists, typed (``columns`` picks among
+        them); with ``raw=True`` it has the untyped columns, ``payload`` holding each row's
+        bytes."""
         if not isinstance(raw, bool):
             raise TypeError(f"raw must be a bool, not {type(raw).__name__}")
-        names = arrow.column_names(columns, raw)
         lo = self.first_seq if start is None else max(int(start), self.first_seq)
         hi = self.end_seq if end is None else min(int(end), self.end_seq)
         if max_rows is not None:
             hi = min(hi, lo + int(max_rows))
+        if self._schema is not None and not raw:
+            return self._read_typed(lo, hi, columns)
+        names = arrow.column_names(columns, raw)
         batches = list(self.iter_batches(lo, hi, names, raw=raw))
         if not batches:
             return arrow.empty_batch(names)
@@ -967,6 +975,33 @@ class Archive:
                 else ""
             )
         )
+
+    def _read_typed(self, lo: int, hi: int, columns: Sequence[str] | None) -> pa.RecordBatch:
+        """`read_arrow` of a typed queue's archive: ``seq``, ``timestamp`` and the newest
+        schema version's fields (``columns`` picks among them), each file's rows read in
+        its own version (its header says which) and shown in the newest, as
+        ``Queue.read_arrow`` shows them; tombstones are not rows."""
+        from litemq import _typed
+
+        assert self._schema is not None
+        versions = self._schema["versions"]
+        fields = {f["name"]: f for f in versions[-1]["fields"]}
+        names = _typed.column_names(columns, fields)
+        read = [n for n in names if n in fields]
+        doc = json.dumps(self._schema)
+        parts = []
+        self.check_covers(lo, hi)
+        for f in self.files:
+            a, b = max(lo, int(f.first_seq or 0)), min(hi, int(f.end_seq or 0))
+            if a >= b:
+                continue
+            head = self._head(f, self._data_path(f))
+            version = int.from_bytes(head[_SCHEMA_VERSION_AT : _SCHEMA_VERSION_AT + 4], "little")
+            for batch in self.read_file(f, a, b, ("seq", "timestamp", "payload")):
+                parts.append(_typed_part(batch, doc, version, read, names, fields, f.path))
+        if not parts:
+            return _typed.empty_batch(names, fields)
+        return arrow.concat(parts)
 
     def iter_batches(
         self,
@@ -1216,3 +1251,42 @@ def _main_progress(enabled: bool | None) -> IO[str] | None:
     if enabled is None:
         enabled = sys.stderr.isatty()
     return sys.stderr if enabled else None
+
+
+#: Bytes 52..56 of a data file's header: the schema version of its rows (0: untyped).
+_SCHEMA_VERSION_AT = 52
+
+
+def _schema_of(meta: bytes) -> dict[str, Any] | None:
+    """metadata.json's ``schema`` object (its versions), None for an untyped queue."""
+    try:
+        doc = json.loads(meta)
+    except ValueError:
+        return None
+    schema = doc.get("schema") if isinstance(doc, dict) else None
+    return schema if isinstance(schema, dict) and schema.get("versions") else None
+
+
+def _typed_part(
+    batch: pa.RecordBatch,
+    doc: str,
+    version: int,
+    read: list[str],
+    names: tuple[str, ...],
+    fields: dict[str, dict[str, Any]],
+    path: str,
+) -> pa.RecordBatch:
+    """The typed batch of one file's untyped ``seq``, ``timestamp``, ``payload`` batch."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from litemq import _typed
+
+    payload = batch.column("payload").cast(pa.large_binary())
+    _, offsets, data = payload.buffers()
+    seqs = batch.column("seq").to_pylist()
+    cols = _typed_rows(doc, version, read, b"" if data is None else data, offsets, seqs, path)
+    keep = pa.array(cols["keep"], pa.bool_())
+    cols["seq"] = pc.filter(batch.column("seq"), keep).buffers()[1]
+    cols["timestamp"] = pc.filter(batch.column("timestamp"), keep).buffers()[1]
+    return _typed.record_batch(cols, names, read, fields)

@@ -87,6 +87,7 @@ fn litemq_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(archive::_check_archive_key, m)?)?;
     m.add_function(wrap_pyfunction!(archive::_decode_frames, m)?)?;
     m.add_function(wrap_pyfunction!(archive::_dense_offset, m)?)?;
+    m.add_function(wrap_pyfunction!(typed::_typed_rows, m)?)?;
     archive::register_layout(m)?;
     m.add_function(wrap_pyfunction!(_crc32c, m)?)?;
     m.add_class::<queue::Queue>()?;

@@ -847,3 +847,85 @@ pub(crate) fn typed_columns<'py>(
     d.set_item("columns", cols)?;
     Ok(d)
 }
+
+/// The typed columns of rows another reader took as payloads (an archive's
+/// per-file batch): row `i` is `data[offsets[i]..offsets[i + 1]]` (`i64`
+/// offsets, Arrow's `large_binary`), a row of schema version
+/// `file_version` of `versions_json` (metadata.json's `schema` object),
+/// read in its newest version; `fields` of it (names), in that order. An
+/// empty payload (a tombstone) is no row: `keep` says which rows are, as
+/// `pyarrow.compute.filter` takes it. A damaged row is CorruptedError
+/// naming `name` and the row's `seqs` entry.
+#[pyfunction]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the rows' buffers, their sequences and what to read them as"
+)]
+pub(crate) fn _typed_rows<'py>(
+    py: Python<'py>,
+    versions_json: &str,
+    file_version: u32,
+    fields: Vec<String>,
+    data: &Bound<'py, PyAny>,
+    offsets: &Bound<'py, PyAny>,
+    seqs: Vec<u64>,
+    name: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    use crate::format::typed::{Projection, TypedColumns};
+    let json: serde_json::Value = serde_json::from_str(versions_json)
+        .map_err(|e| schema_err(format!("schema versions: {e}")))?;
+    let versions = SchemaVersions::from_json_value(&json).map_err(|e| schema_err(e.0))?;
+    let current = versions
+        .current()
+        .ok_or_else(|| schema_err("the archive's queue has no schema"))?;
+    let wanted = fields
+        .iter()
+        .map(|f| {
+            current
+                .find(f)
+                .ok_or_else(|| schema_err(format!("no field {f:?} in the schema")))
+        })
+        .collect::<PyResult<Vec<usize>>>()?;
+    let file = versions.get(file_version).ok_or_else(|| {
+        Error::corrupted(
+            Path::new(name),
+            52,
+            None,
+            format!("data file of schema version {file_version}, which the archive's metadata does not list"),
+        )
+    })?;
+    let proj = Projection::new(&versions, file, &wanted).map_err(|e| schema_err(e.0))?;
+    let (data, offsets) = (bytes_arg(data, "data")?, bytes_arg(offsets, "offsets")?);
+    let (data, offsets) = (data.as_slice(), offsets.as_slice());
+    let end_at = |i: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&offsets[i * 8..i * 8 + 8]);
+        i64::from_le_bytes(w) as usize
+    };
+    let mut cols = TypedColumns::new(current, &wanted, seqs.len());
+    let mut keep = Vec::with_capacity(seqs.len());
+    for (i, &seq) in seqs.iter().enumerate() {
+        let row = &data[end_at(i)..end_at(i + 1)];
+        keep.push(!row.is_empty());
+        if row.is_empty() {
+            continue;
+        }
+        match cols.push_row(&proj, row) {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(schema_err(format!(
+                    "{name}: a string or binary column of the file passes 2 GiB: read it by ranges"
+                )))
+            }
+            Err(d) => return Err(Error::corrupted(Path::new(name), 0, Some(seq), d.why).into()),
+        }
+    }
+    let b = crate::TypedBatch {
+        rows: cols.rows,
+        columns: cols,
+        ..crate::TypedBatch::default()
+    };
+    let d = typed_columns(py, b)?;
+    d.set_item("keep", keep)?;
+    Ok(d)
+}

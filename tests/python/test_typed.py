@@ -464,6 +464,17 @@ def test_evolution_adds_widens_and_renames(qpath: Path) -> None:
         assert got.select(["sym", "qty", "venue"]).to_pylist() == want
     with litemq.Queue(qpath) as q:  # reopened without a schema: version 2
         assert [m.value for m in q] == want
+        q.appender().roll()  # both files sealed: both archived
+        whole = q.read_arrow()
+    # An archive reads each file in its version, shown in the newest, as the queue does.
+    archive = qpath.parent / "archive"
+    litemq.archive_queue(qpath, archive)
+    a = litemq.open_archive(archive)
+    assert a.read_arrow().equals(whole)
+    assert a.read_arrow(columns=["qty", "seq"]).to_pylist() == [
+        {"qty": 2**31 - 1, "seq": 0},
+        {"qty": 2**40, "seq": 1},
+    ]
 
 
 def test_an_incompatible_schema_is_refused_with_why(qpath: Path) -> None:

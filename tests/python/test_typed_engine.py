@@ -432,14 +432,17 @@ def test_an_archive_of_a_compacted_typed_queue_reads_the_survivors(
         q.appender().roll()  # archive every file
         kept = [s for s, _ in tailed(q)]
         rows = {m.seq: m.payload for m in q.tailer()}
+        want, want_part = q.read_arrow(), q.read_arrow(start=150, end=420)
     litemq.archive_queue(qpath, str(tmp_path / "archive"))
     a = litemq.open_archive(str(tmp_path / "archive"))
-    got = a.read_arrow(columns=["seq", "payload"])
+    got = a.read_arrow()
     assert got.column("seq").to_pylist() == kept
-    assert got.column("payload").to_pylist() == [rows[s] for s in kept]
-    part = a.read_arrow(start=150, end=420, columns=["seq", "payload"])
+    assert got.equals(want)
+    part = a.read_arrow(start=150, end=420)
     assert part.column("seq").to_pylist() == [s for s in kept if 150 <= s < 420]
-    assert part.column("payload").to_pylist() == [rows[s] for s in kept if 150 <= s < 420]
+    assert part.equals(want_part)
+    raw = a.read_arrow(columns=["seq", "payload"], raw=True)
+    assert raw.column("payload").to_pylist() == [rows[s] for s in raw.column("seq").to_pylist()]
 
 
 # -- consumers and work queues (test_consumers.py, test_work_queue.py) --------------------
@@ -549,17 +552,24 @@ def test_archive_of_a_typed_queue_reads_back(qpath: Path, tmp_path: Path, shape:
         q.appender().flush()
         end = q.data_files()[-1].first_seq
         rows = {m.seq: m.payload for m in q.tailer() if m.seq < end}
+        want = q.read_arrow(end=end)
+        want_part = q.read_arrow(start=1001, end=1013, columns=["seq", "text"])
     dest = tmp_path / "archive"
     r = cli("archive", str(qpath), str(dest), "--json")
     assert r.returncode == 0, r.stderr
     a = litemq.open_archive(str(dest))
     assert (a.first_seq, a.end_seq) == (0, end)
-    got = a.read_arrow(columns=["seq", "payload"])
+    # Typed columns, as the queue's own read_arrow gives them.
+    got = a.read_arrow()
+    got.validate(full=True)
+    assert got.equals(want)
     assert got.column("seq").to_pylist() == list(range(end))
-    assert got.column("payload").to_pylist() == [rows[s] for s in range(end)]
     # A range inside a file (dense index, ranged read; it may start inside a row batch).
-    part = a.read_arrow(start=1001, end=1013, columns=["seq", "payload"])
-    assert part.column("payload").to_pylist() == [rows[s] for s in range(1001, 1013)]
+    part = a.read_arrow(start=1001, end=1013, columns=["seq", "text"])
+    assert part.equals(want_part)
+    # raw=True: the rows' bytes as stored, untyped.
+    raw = a.read_arrow(columns=["seq", "payload"], raw=True)
+    assert raw.column("payload").to_pylist() == [rows[s] for s in range(end)]
     # Restored (test_restore.py), it is the typed queue again and appends go on.
     restored = tmp_path / "restored"
     assert litemq.restore(dest, restored).next_seq == end
@@ -763,13 +773,13 @@ def test_an_encrypted_typed_queue_reads_back_and_refuses_row_batches(qpath: Path
     with litemq.Queue(qpath, encryption_key=KEY) as q:
         assert arrow_events(q) == events(range(end))
         q.appender().roll()
-        rows = {m.seq: m.payload for m in q.tailer()}
+        want, want_part = q.read_arrow(end=end), q.read_arrow(start=611, end=620)
     # Archived, read back whole and by ranges with the key (test_restore's encrypted archive).
     litemq.archive_queue(qpath, qpath.parent / "archive", encryption_key=KEY)
     a = litemq.open_archive(qpath.parent / "archive", encryption_key=KEY)
-    assert a.read_arrow(columns=["payload"]).column(0).to_pylist() == [rows[s] for s in range(end)]
-    part = a.read_arrow(start=611, end=620, columns=["payload"]).column(0).to_pylist()
-    assert part == [rows[s] for s in range(611, 620)]
+    assert a.read_arrow().equals(want)
+    assert a.read_arrow(start=611, end=620).equals(want_part)
+    assert arrow_events(a) == events(range(end))
 
 
 # -- topics (test_topics.py) -----------------------------------------------------------
