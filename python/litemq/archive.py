@@ -927,7 +927,8 @@ class Archive:
     ) -> pa.RecordBatchReader:
         """`read_arrow`'s rows as a ``pyarrow.RecordBatchReader``, a data file
         read when the consumer asks for its rows (batches of at most
-        ``batch_size`` rows; None: about one per data file)."""
+        ``batch_size`` rows; None: about one per data file); typed for a typed
+        queue's archive, as `read_arrow` is."""
         import pyarrow as pa
 
         if not isinstance(raw, bool):
@@ -936,18 +937,22 @@ class Archive:
             isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
         ):
             raise ValueError(f"batch_size must be an int > 0, not {batch_size!r}")
-        names = arrow.column_names(columns, raw)
         lo = self.first_seq if start is None else max(int(start), self.first_seq)
         hi = self.end_seq if end is None else min(int(end), self.end_seq)
+        if self._schema is not None and not raw:
+            schema, parts = self._typed_batches(lo, hi, columns)
+        else:
+            names = arrow.column_names(columns, raw)
+            schema, parts = arrow.schema(names), self.iter_batches(lo, hi, names, raw=raw)
 
         def batches() -> Iterator[pa.RecordBatch]:
-            for b in self.iter_batches(lo, hi, names, raw=raw):
+            for b in parts:
                 if batch_size is None:
                     yield b
                 else:
                     yield from (b.slice(i, batch_size) for i in range(0, b.num_rows, batch_size))
 
-        return pa.RecordBatchReader.from_batches(arrow.schema(names), batches())
+        return pa.RecordBatchReader.from_batches(schema, batches())
 
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
         """The Arrow C stream of every archived message (`read_arrow`'s
@@ -977,10 +982,23 @@ class Archive:
         )
 
     def _read_typed(self, lo: int, hi: int, columns: Sequence[str] | None) -> pa.RecordBatch:
-        """`read_arrow` of a typed queue's archive: ``seq``, ``timestamp`` and the newest
-        schema version's fields (``columns`` picks among them), each file's rows read in
-        its own version (its header says which) and shown in the newest, as
-        ``Queue.read_arrow`` shows them; tombstones are not rows."""
+        """`read_arrow` of a typed queue's archive (see `_typed_batches`)."""
+        import pyarrow as pa
+
+        schema, batches = self._typed_batches(lo, hi, columns)
+        parts = list(batches)
+        if not parts:
+            return pa.RecordBatch.from_pylist([], schema=schema)
+        return arrow.concat(parts)
+
+    def _typed_batches(
+        self, lo: int, hi: int, columns: Sequence[str] | None
+    ) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+        """The schema and batches (one per file read, or part of one) of a typed queue's
+        archive: ``seq``, ``timestamp`` and the newest schema version's fields (``columns``
+        picks among them), each file's rows read in its own version (its header says which)
+        and shown in the newest, as ``Queue.read_arrow`` shows them; tombstones are not
+        rows. The range is checked against the manifest at once, the files read lazily."""
         from litemq import _typed
 
         assert self._schema is not None
@@ -989,19 +1007,20 @@ class Archive:
         names = _typed.column_names(columns, fields)
         read = [n for n in names if n in fields]
         doc = json.dumps(self._schema)
-        parts = []
         self.check_covers(lo, hi)
-        for f in self.files:
-            a, b = max(lo, int(f.first_seq or 0)), min(hi, int(f.end_seq or 0))
-            if a >= b:
-                continue
-            head = self._head(f, self._data_path(f))
-            version = int.from_bytes(head[_SCHEMA_VERSION_AT : _SCHEMA_VERSION_AT + 4], "little")
-            for batch in self.read_file(f, a, b, ("seq", "timestamp", "payload")):
-                parts.append(_typed_part(batch, doc, version, read, names, fields, f.path))
-        if not parts:
-            return _typed.empty_batch(names, fields)
-        return arrow.concat(parts)
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            for f in self.files:
+                a, b = max(lo, int(f.first_seq or 0)), min(hi, int(f.end_seq or 0))
+                if a >= b:
+                    continue
+                head = self._head(f, self._data_path(f))
+                at = _SCHEMA_VERSION_AT
+                version = int.from_bytes(head[at : at + 4], "little")
+                for batch in self.read_file(f, a, b, ("seq", "timestamp", "payload")):
+                    yield _typed_part(batch, doc, version, read, names, fields, f.path)
+
+        return _typed.arrow_schema(names, fields), batches()
 
     def iter_batches(
         self,

@@ -475,6 +475,11 @@ def test_evolution_adds_widens_and_renames(qpath: Path) -> None:
         {"qty": 2**31 - 1, "seq": 0},
         {"qty": 2**40, "seq": 1},
     ]
+    reader = a.arrow_reader(batch_size=1)
+    assert reader.schema == whole.schema
+    assert pa.Table.from_batches(list(reader)).combine_chunks().to_batches()[0].equals(whole)
+    empty = a.read_arrow(start=1, end=1)
+    assert (empty.num_rows, empty.schema) == (0, whole.schema)
 
 
 def test_an_incompatible_schema_is_refused_with_why(qpath: Path) -> None:
