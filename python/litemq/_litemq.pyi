@@ -76,6 +76,7 @@ __all__ = [
     "_retention_tuple",
     "_sealed_ends",
     "_sealed_summary",
+    "_typed_rows",
     "_verify_sealed",
     "reindex",
     "release_memory",
