@@ -168,7 +168,7 @@ def _typed_rows(
     fields: list[str],
     data: object,
     offsets: object,
-    seqs: list[int],
+    seqs: object,
     name: str,
 ) -> dict[str, Any]: ...
 def _index_header_len(kind: str) -> int: ...

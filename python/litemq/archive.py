@@ -1303,7 +1303,10 @@ def _typed_part(
 
     payload = batch.column("payload").cast(pa.large_binary())
     _, offsets, data = payload.buffers()
-    seqs = batch.column("seq").to_pylist()
+    seq = batch.column("seq")
+    if seq.offset:
+        seq = pa.concat_arrays([seq])  # the buffer from the column's first row
+    seqs = seq.buffers()[1][: 8 * len(seq)]
     cols = _typed_rows(doc, version, read, b"" if data is None else data, offsets, seqs, path)
     keep = pa.array(cols["keep"], pa.bool_())
     cols["seq"] = pc.filter(batch.column("seq"), keep).buffers()[1]

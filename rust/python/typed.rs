@@ -855,7 +855,8 @@ pub(crate) fn typed_columns<'py>(
 /// read in its newest version; `fields` of it (names), in that order. An
 /// empty payload (a tombstone) is no row: `keep` says which rows are, as
 /// `pyarrow.compute.filter` takes it. A damaged row is CorruptedError
-/// naming `name` and the row's `seqs` entry.
+/// naming `name` and the row's sequence (`seqs`: the rows' `int64`
+/// sequences, a buffer, as the batch's `seq` column holds them).
 #[pyfunction]
 #[expect(
     clippy::too_many_arguments,
@@ -868,7 +869,7 @@ pub(crate) fn _typed_rows<'py>(
     fields: Vec<String>,
     data: &Bound<'py, PyAny>,
     offsets: &Bound<'py, PyAny>,
-    seqs: Vec<u64>,
+    seqs: &Bound<'py, PyAny>,
     name: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
     use crate::format::typed::{Projection, TypedColumns};
@@ -896,16 +897,15 @@ pub(crate) fn _typed_rows<'py>(
     })?;
     let proj = Projection::new(&versions, file, &wanted).map_err(|e| schema_err(e.0))?;
     let (data, offsets) = (bytes_arg(data, "data")?, bytes_arg(offsets, "offsets")?);
-    let (data, offsets) = (data.as_slice(), offsets.as_slice());
-    let end_at = |i: usize| {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&offsets[i * 8..i * 8 + 8]);
-        i64::from_le_bytes(w) as usize
-    };
-    let mut cols = TypedColumns::new(current, &wanted, seqs.len());
-    let mut keep = Vec::with_capacity(seqs.len());
-    for (i, &seq) in seqs.iter().enumerate() {
-        let row = &data[end_at(i)..end_at(i + 1)];
+    let seqs = bytes_arg(seqs, "seqs")?;
+    let (data, offsets, seqs) = (data.as_slice(), offsets.as_slice(), seqs.as_slice());
+    let word = |b: &[u8], i: usize| crate::format::le_u64(b, i * 8).unwrap_or(0);
+    let rows = seqs.len() / 8;
+    let mut cols = TypedColumns::new(current, &wanted, rows);
+    let mut keep = Vec::with_capacity(rows);
+    for i in 0..rows {
+        let seq = word(seqs, i);
+        let row = &data[word(offsets, i) as usize..word(offsets, i + 1) as usize];
         keep.push(!row.is_empty());
         if row.is_empty() {
             continue;
