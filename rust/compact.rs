@@ -55,7 +55,7 @@ use crate::format::frame::{DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
 use crate::format::header::DataHeader;
 use crate::format::record::{self, HOLE_RECORD_LEN};
 use crate::format::FORMAT_VERSION;
-use crate::index::fields::{self as field_index, FieldIndexDef};
+use crate::index::fields::FieldIndexDef;
 use crate::retention::RetentionLock;
 use crate::storage::frames::{self, Check, RecordKind};
 use crate::storage::fsutil::{mark_removal, sync_dir};
@@ -155,7 +155,7 @@ fn walk<'a>(
 /// documentation). `defs` are the declared secondary indexes, rebuilt for
 /// each file rewritten. Waits for a retention pass that holds the lock.
 pub fn run(
-    catalog: &Catalog,
+    catalog: &std::sync::Arc<Catalog>,
     opts: &CompactOptions,
     defs: &[FieldIndexDef],
     now_us: u64,
@@ -265,7 +265,7 @@ pub fn run(
             header: new_header,
         };
         ensure_topics(&base, &info);
-        field_index::ensure(&base, f.id, &new_header, defs);
+        crate::reader::typed_where::ensure_indexes(catalog, &info, defs);
     }
     progress(total, total);
     Ok(report)

@@ -438,6 +438,7 @@ impl Config {
             clock: self.clock.clone(),
             key_index: self.key_index,
             fields: self.fields.clone(),
+            build_indexes: crate::reader::typed_where::ensure_indexes,
             key: None,
             typed: None,
         }

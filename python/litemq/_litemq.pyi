@@ -512,7 +512,7 @@ class Queue:
     def add_index(
         self,
         name: str,
-        type: Literal["str", "int"] = "str",
+        type: Literal["str", "int"] | None = None,
         *,
         progress: Callable[[int, int], object] | None = None,
     ) -> int: ...

@@ -34,19 +34,6 @@ __all__ = ["Queue"]
 atexit.register(_litemq._close_all_at_exit)
 
 
-def _no_index_on_a_field(indexes: Mapping[str, str], schema_json: str) -> None:
-    """Refuses, before anything is created, a header index named like a field
-    of the declared schema: a typed queue's ``where(name)`` reads that field,
-    and an index of the same name would look like it."""
-    names = {f["name"] for f in json.loads(schema_json)["fields"]}
-    for name in indexes:
-        if name in names:
-            raise _litemq.SchemaError(
-                f"index {name!r} has the name of a field of the schema: where() reads "
-                "schema fields without an index; name the index's header otherwise"
-            )
-
-
 class Queue(_litemq.Queue):
     """A persistent, append-only message queue stored in a directory.
 
@@ -144,7 +131,10 @@ class Queue(_litemq.Queue):
       saying why. See the README's "Typed journals".
     - ``indexes`` (``None``): secondary indexes on header fields, a dict of
       header name to ``"str"`` or ``"int"`` (``{"customer": "str"}``); each
-      sealed data file gets one index file per field, read by `where`.
+      sealed data file gets one index file per field, read by `where`. On a
+      typed queue, an index named like a schema field indexes that field's
+      values (``"str"`` for string and binary fields, ``"int"`` for bool,
+      integer, timestamp and date ones; other types have none).
       Remembered, and added to by later opens and `add_index`; see the
       README's "Secondary indexes".
 
@@ -205,8 +195,6 @@ class Queue(_litemq.Queue):
         if not isinstance(path, str | os.PathLike):
             raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
         schema_json = None if schema is None else _schema.to_json(schema)
-        if schema_json is not None and indexes:
-            _no_index_on_a_field(indexes, schema_json)
         # The options are checked and converted once, by the native module.
         return super().__new__(
             cls,
@@ -449,12 +437,14 @@ class Queue(_litemq.Queue):
         files whose index is missing or damaged are scanned. Every message
         returned is checked against the query.
 
-        Schema fields (no index to declare): the same ops and "!=", "<",
-        ">", compared as the field's type (a null never matches); the engine
-        decodes only that field of each row. A name that is both a schema
-        field and a declared header index raises `SchemaError` (declaring
-        such an index is refused; an evolution can add a field named like
-        an older index: drop the index to read the field).
+        Schema fields (no index needed): the same ops and "!=", "<", ">",
+        compared as the field's type (a null never matches); the engine
+        decodes only that field of each row. With an index on the field
+        (``add_index("symbol")``, or ``indexes=``: an index named like a
+        schema field indexes that field), sealed files are answered by their
+        index files unread, the active file and files without a valid index
+        are read; "!=", and "<" / ">" on strings and binary, read every
+        file.
 
         >>> [m.seq for m in q.where("customer", "=", "c7")]
         [0, 12]
@@ -466,11 +456,6 @@ class Queue(_litemq.Queue):
             raise ValueError(
                 f"where: {field!r} is not a field of the queue's schema ({', '.join(fields)}) "
                 f"nor a declared index"
-            )
-        if field in fields and field in self.indexes:
-            raise _litemq.SchemaError(
-                f"where: {field!r} names both a field of the queue's schema and a declared "
-                "header index: drop the index (q.drop_index) to read the field"
             )
         if field not in fields:
             where: list[_litemq.Message] = super().where(

@@ -11,10 +11,12 @@
 //! ```text
 //! header    (96 bytes)
 //!   0  8  magic "LMQFLDX\0"
-//!   8  4  version u32 = 1
+//!   8  4  version u32: 1 for a header's index, 2 for a schema field's
 //!  12  1  kind u8: 1 str, 2 int
 //!  13  1  name_len u8 (bytes of the field name, 1..=255)
-//!  14  2  zero
+//!  14  1  source u8: 0 a header of that name, 1 a field of a typed
+//!         queue's schema (its value in each row, nulls not listed)
+//!  15  1  zero
 //!  16  8  file_number of the data file
 //!  24  8  first_seq of the data file
 //!  32  8  end_seq of the data file (one past its last message)
@@ -36,7 +38,11 @@
 //! ```
 //! Values are keys that compare as bytes: a `str` value is its UTF-8
 //! bytes; an `int` value (i64) is 8 bytes big-endian of the value with its
-//! sign bit flipped, so byte order is numeric order. `min`/`max` are the
+//! sign bit flipped, so byte order is numeric order. A schema field's
+//! index is `str` for string and binary fields (the bytes) and `int` for
+//! bool (0, 1), the signed integers, uint8 to uint32, timestamp (µs) and
+//! date (days). A value is at most 65,535 bytes (`value_len`): a file
+//! holding a longer one gets no index. `min`/`max` are the
 //! smallest and largest value (both empty when the file has none). The
 //! file is derived data: readers use it only when every check passes, and
 //! read the data file otherwise.
@@ -46,10 +52,14 @@ use super::{le_u16, le_u32, le_u64};
 
 /// First eight bytes of a secondary index file.
 pub const FIELDS_MAGIC: [u8; 8] = *b"LMQFLDX\0";
-/// Version of the secondary index layout.
+/// Version of the secondary index layout of a header's index; a schema
+/// field's is the next one (the same layout, byte 14 = 1), so a build that
+/// knows only header indexes never reads one as a header's.
 pub const FIELDS_VERSION: u32 = 1;
 /// Bytes of the header.
 pub const FIELDS_HEADER_LEN: usize = 96;
+/// Longest value (key) an index file lists, in bytes.
+pub const MAX_KEY_LEN: usize = u16::MAX as usize;
 /// Target size of a leaf block.
 pub const BLOCK_LEN: usize = 4096;
 
@@ -137,6 +147,8 @@ pub struct FieldsOf {
     pub name: String,
     /// Its kind.
     pub kind: FieldKind,
+    /// True when `name` is a field of the queue's schema, not a header.
+    pub schema_field: bool,
 }
 
 /// One leaf block as the top level lists it.
@@ -169,18 +181,32 @@ pub struct FieldsTop {
 /// Encodes the index of `of` from `values`: `(key, sequences)` sorted by
 /// key, each list ascending and within `of`'s sequences.
 pub fn encode(of: &FieldsOf, values: &[(Vec<u8>, Vec<u64>)]) -> Vec<u8> {
+    encode_groups(of, values.iter().map(|(k, s)| (k.as_slice(), s.as_slice())))
+}
+
+/// [`encode`] of `(key, sequences)` groups as slices, in key order.
+pub fn encode_groups<'a>(
+    of: &FieldsOf,
+    values: impl Iterator<Item = (&'a [u8], &'a [u64])>,
+) -> Vec<u8> {
     // Leaves first: cut at about BLOCK_LEN.
     let mut blocks: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     let mut cur: Vec<u8> = Vec::new();
     let mut cur_first: Vec<u8> = Vec::new();
     let mut rows = 0u64;
+    let (mut value_count, mut min, mut max): (u64, &[u8], &[u8]) = (0, &[], &[]);
     for (key, seqs) in values {
+        if value_count == 0 {
+            min = key;
+        }
+        max = key;
+        value_count += 1;
         let len = 2 + key.len() + 4 + 4 * seqs.len();
         if !cur.is_empty() && cur.len() + len > BLOCK_LEN {
             blocks.push((std::mem::take(&mut cur_first), std::mem::take(&mut cur)));
         }
         if cur.is_empty() {
-            cur_first = key.clone();
+            cur_first = key.to_vec();
         }
         cur.extend_from_slice(&(key.len() as u16).to_le_bytes());
         cur.extend_from_slice(key);
@@ -193,9 +219,6 @@ pub fn encode(of: &FieldsOf, values: &[(Vec<u8>, Vec<u64>)]) -> Vec<u8> {
     if !cur.is_empty() {
         blocks.push((cur_first, cur));
     }
-    let empty = Vec::new();
-    let min = values.first().map_or(&empty, |v| &v.0);
-    let max = values.last().map_or(&empty, |v| &v.0);
     let mut top = Vec::new();
     top.extend_from_slice(of.name.as_bytes());
     for v in [min, max] {
@@ -214,15 +237,16 @@ pub fn encode(of: &FieldsOf, values: &[(Vec<u8>, Vec<u64>)]) -> Vec<u8> {
     }
     let mut out = vec![0u8; FIELDS_HEADER_LEN];
     out[0..8].copy_from_slice(&FIELDS_MAGIC);
-    out[8..12].copy_from_slice(&FIELDS_VERSION.to_le_bytes());
+    out[8..12].copy_from_slice(&(FIELDS_VERSION + u32::from(of.schema_field)).to_le_bytes());
     out[12] = of.kind.code();
     out[13] = of.name.len() as u8;
+    out[14] = u8::from(of.schema_field);
     out[16..24].copy_from_slice(&of.file_number.to_le_bytes());
     out[24..32].copy_from_slice(&of.first_seq.to_le_bytes());
     out[32..40].copy_from_slice(&of.end_seq.to_le_bytes());
     out[40..48].copy_from_slice(&of.frames_crc.to_le_bytes());
     out[48..56].copy_from_slice(&rows.to_le_bytes());
-    out[56..64].copy_from_slice(&(values.len() as u64).to_le_bytes());
+    out[56..64].copy_from_slice(&value_count.to_le_bytes());
     out[64..68].copy_from_slice(&(blocks.len() as u32).to_le_bytes());
     out[68..72].copy_from_slice(&(top.len() as u32).to_le_bytes());
     let crc = crc64(&[&out[..88], &top]);
@@ -244,7 +268,7 @@ pub fn head_len(b: &[u8]) -> Option<usize> {
 /// (`b` holds at least [`head_len`] bytes). `None` when anything does not
 /// check out, or the index is of another data file or field than `of`.
 pub fn decode_top(b: &[u8], of: &FieldsOf) -> Option<FieldsTop> {
-    if b.get(0..8)? != FIELDS_MAGIC || le_u32(b, 8)? != FIELDS_VERSION {
+    if b.get(0..8)? != FIELDS_MAGIC || le_u32(b, 8)? != FIELDS_VERSION + u32::from(*b.get(14)?) {
         return None;
     }
     let top = b.get(FIELDS_HEADER_LEN..head_len(b)?)?;
@@ -259,6 +283,11 @@ pub fn decode_top(b: &[u8], of: &FieldsOf) -> Option<FieldsTop> {
         frames_crc: le_u64(b, 40)?,
         name: std::str::from_utf8(top.get(..name_len)?).ok()?.to_string(),
         kind: FieldKind::from_code(*b.get(12)?)?,
+        schema_field: match b.get(14..16)? {
+            [0, 0] => false,
+            [1, 0] => true,
+            _ => return None,
+        },
     };
     if found != *of {
         return None;
@@ -335,6 +364,7 @@ mod tests {
             frames_crc: 99,
             name: "customer".into(),
             kind: FieldKind::Str,
+            schema_field: false,
         }
     }
 
@@ -392,6 +422,17 @@ mod tests {
             }
         )
         .is_none());
+        // A header's index is not a schema field's of the same name, nor
+        // the other way round.
+        let field = FieldsOf {
+            schema_field: true,
+            ..of()
+        };
+        assert!(decode_top(&b, &field).is_none());
+        let b2 = encode(&field, &values);
+        assert_eq!((b2[8], b2[14]), (2, 1));
+        assert!(decode_top(&b2, &field).is_some());
+        assert!(decode_top(&b2, &of()).is_none());
         let mut bad = b.clone();
         bad[FIELDS_HEADER_LEN + 3] ^= 1;
         assert!(decode_top(&bad, &of()).is_none());

@@ -15,6 +15,7 @@ use crate::format::fields::{self, FieldKind, FieldsOf, FieldsTop, FIELDS_HEADER_
 use crate::format::footer::Footer;
 use crate::format::header::DataHeader;
 use crate::format::record::RecordView;
+use crate::format::typed::Schema;
 use crate::storage::layout::FileId;
 use crate::storage::mapped::Mapping;
 
@@ -25,13 +26,18 @@ pub const MAX_FIELD_NAME: usize = 64;
 /// to them) and the writer's builder.
 pub type SharedDefs = std::sync::Arc<std::sync::RwLock<Vec<FieldIndexDef>>>;
 
-/// A declared secondary index: a header name and the type of its values.
+/// A declared secondary index: a header name (or a field of a typed
+/// queue's schema) and the type of its values.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FieldIndexDef {
     /// The header name whose values are indexed.
     pub name: String,
     /// How its values are read and compared.
     pub kind: FieldKind,
+    /// True when `name` is a field of the queue's schema (or an alias of
+    /// one): the values are the rows' (see `reader::typed::build_indexes`),
+    /// not headers'. Not remembered: an open derives it from the schema.
+    pub schema_field: bool,
 }
 
 impl FieldIndexDef {
@@ -56,15 +62,51 @@ impl FieldIndexDef {
         Ok(FieldIndexDef {
             name: name.to_string(),
             kind,
+            schema_field: false,
         })
+    }
+
+    /// This index, as it applies to a queue whose current schema is
+    /// `current`: the index of a schema field when its name is one (or an
+    /// alias of one), else of a header. An index on a field whose type has
+    /// no index kind ([`FieldType::index_kind`]), or declared with another
+    /// kind than the field's, is [`Error::Schema`] saying why.
+    ///
+    /// [`FieldType::index_kind`]: crate::format::typed::FieldType::index_kind
+    pub fn for_schema(mut self, current: Option<&Schema>) -> Result<FieldIndexDef> {
+        let field = current.and_then(|c| c.find(&self.name).map(|i| &c.fields[i]));
+        self.schema_field = field.is_some();
+        let Some(f) = field else {
+            return Ok(self);
+        };
+        match f.ty.index_kind() {
+            None => Err(Error::Schema(format!(
+                "index {:?}: the schema field {:?} is {}, and float, decimal and uint64 \
+                 fields have no index (where() reads them without one)",
+                self.name,
+                f.name,
+                f.ty.name()
+            ))),
+            Some(k) if k != self.kind => Err(Error::Schema(format!(
+                "index {:?} is declared as {:?}, but the schema field {:?} ({}) is \
+                 indexed as {:?}",
+                self.name,
+                self.kind.name(),
+                f.name,
+                f.ty.name(),
+                k.name()
+            ))),
+            Some(_) => Ok(self),
+        }
     }
 
     /// The keys of the record's values for this field: one per header of
     /// this name holding a value of this kind (a record may repeat a header
     /// name: each value is indexed, and a query matches when any does).
+    /// None for a schema field's index (its values are in the row).
     pub fn keys<'a>(&'a self, rec: &RecordView<'a>) -> impl Iterator<Item = Vec<u8>> + 'a {
         rec.headers()
-            .filter(move |h| h.name == self.name)
+            .filter(move |h| !self.schema_field && h.name == self.name)
             .filter_map(move |h| self.kind.key_of(h.value, h.value_is_text))
     }
 }
@@ -178,12 +220,40 @@ pub fn of(header: &DataHeader, footer: &Footer, def: &FieldIndexDef) -> FieldsOf
         frames_crc: footer.frames_crc,
         name: def.name.clone(),
         kind: def.kind,
+        schema_field: def.schema_field,
     }
 }
 
-/// The indexes on `defs` of sealed data file `file` (its bytes), in the
-/// order of `defs`, from one walk of its records (see
-/// [`super::walk_sealed`] for what fails).
+/// The index file of `def` over one data file, from `values` (key to
+/// ascending sequences of the file); an error when a key is longer than
+/// an index file lists ([`fields::MAX_KEY_LEN`]).
+pub fn encode_values(
+    header: &DataHeader,
+    footer: &Footer,
+    def: &FieldIndexDef,
+    values: BTreeMap<Vec<u8>, Vec<u64>>,
+) -> std::result::Result<Vec<u8>, String> {
+    if let Some(k) = values.keys().find(|k| k.len() > fields::MAX_KEY_LEN) {
+        return Err(format!(
+            "a value of {:?} is {} bytes, more than an index lists ({})",
+            def.name,
+            k.len(),
+            fields::MAX_KEY_LEN
+        ));
+    }
+    let values: Vec<_> = values.into_iter().collect();
+    Ok(fields::encode(&of(header, footer, def), &values))
+}
+
+/// Builds the index files of some declared fields over one sealed data
+/// file: its bytes, header and footer, and the fields, to the index file
+/// of each (in their order), or why not.
+pub type BuildIndexes<'a> = dyn Fn(&[u8], &DataHeader, &Footer, &[FieldIndexDef]) -> std::result::Result<Vec<Vec<u8>>, String>
+    + 'a;
+
+/// The indexes on header fields `defs` of sealed data file `file` (its
+/// bytes), in the order of `defs`, from one walk of its records (see
+/// [`super::walk_sealed`] for what fails). A [`BuildIndexes`].
 pub fn build(
     file: &[u8],
     header: &DataHeader,
@@ -202,14 +272,10 @@ pub fn build(
             }
         }
     })?;
-    Ok(defs
-        .iter()
+    defs.iter()
         .zip(maps)
-        .map(|(def, map)| {
-            let values: Vec<_> = map.into_iter().collect();
-            fields::encode(&of(header, footer, def), &values)
-        })
-        .collect())
+        .map(|(def, map)| encode_values(header, footer, def, map))
+        .collect()
 }
 
 /// A field index opened for reading: its top level, and the file to read
@@ -349,11 +415,18 @@ fn write_whole(out: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// Builds the indexes on `defs` of sealed file `id` (header `h`) that are
-/// missing or fail a check. Returns how many of them are valid afterwards
+/// missing or fail a check, with `build` ([`build`] for header fields).
+/// Returns how many of them are valid afterwards
 /// (found valid, or written). A file not sealed
 /// (yet) or damaged gets none: readers then read the data file, which
 /// reports any damage itself.
-pub fn ensure(base: &Path, id: FileId, h: &DataHeader, defs: &[FieldIndexDef]) -> usize {
+pub fn ensure(
+    base: &Path,
+    id: FileId,
+    h: &DataHeader,
+    defs: &[FieldIndexDef],
+    build: &BuildIndexes<'_>,
+) -> usize {
     if defs.is_empty() {
         return 0;
     }

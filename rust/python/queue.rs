@@ -340,8 +340,9 @@ impl Queue {
     /// 30): a job not acked by then is handed out again (so is a job whose
     /// worker process died); `max_deliveries` (1-255, default 5): handouts
     /// before a job is dead-lettered; `dead_letter`: None (drop and count),
-    /// a directory (a litemq queue, opened for several writer processes) or
-    /// an open `litemq.Queue`. For a new group: `start` ("start", "end" or
+    /// a directory (a litemq queue, opened for several writer processes,
+    /// with this queue's encryption key and, if typed, its current schema)
+    /// or an open `litemq.Queue`. For a new group: `start` ("start", "end" or
     /// a sequence up to the queue's end, `ValueError` past it) and `window` (slots in its ring, a power of two, default
     /// 65,536: in-flight plus acked-ahead jobs; a full ring makes `get` wait).
     /// `priority=True` hands out higher message priorities first (FIFO within
@@ -414,7 +415,11 @@ impl Queue {
         };
         options.dead_letter = match Arg::opt(dead_letter)? {
             None => None,
-            Some(d) => Some(d.sink(py, self.queue()?.encryption_key())?),
+            Some(d) => {
+                let queue = self.queue()?;
+                let schema = queue.schema_versions().and_then(|v| v.current().cloned());
+                Some(d.sink(py, queue.encryption_key(), schema)?)
+            }
         };
         let queue = &core.queue;
         let wq = exit::detach(py, || queue.work_queue(name, options))?;
@@ -670,7 +675,14 @@ impl Queue {
     /// sealed data file; remembered in metadata.json. Returns how many
     /// sealed files have the index afterwards. Declaring an index again with
     /// the same type builds only what is missing; with another type raises
-    /// ConfigError.
+    /// ConfigError. `type` defaults to "str".
+    ///
+    /// On a typed queue, an index named like a schema field (or an alias of
+    /// one) indexes that field's values, read from the rows (in batches
+    /// too; nulls are not listed), for `where` on it: `type` is then the
+    /// field's ("str" for string and binary, "int" for bool, integer,
+    /// timestamp and date fields; another one raises SchemaError, as does
+    /// a float, decimal or uint64 field, which have no index).
     ///
     /// >>> q.add_index("customer", "str")
     /// 3
@@ -678,18 +690,23 @@ impl Queue {
     /// each sealed file (an exception it raises is reported when the build
     /// is over; the index is declared and built all the same).
     #[pyo3(
-        signature = (name, r#type="str", *, progress=None),
-        text_signature = "(self, /, name, type='str', *, progress=None)"
+        signature = (name, r#type=None, *, progress=None),
+        text_signature = "(self, /, name, type=None, *, progress=None)"
     )]
     fn add_index(
         &self,
         py: Python<'_>,
         name: &str,
-        r#type: &str,
+        r#type: Option<&str>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<usize> {
         let queue = self.queue()?;
-        let def = crate::FieldIndexDef::new(name, r#type)?;
+        let field_kind = queue.schema_versions().and_then(|v| {
+            let c = v.current()?;
+            c.fields[c.find(name)?].ty.index_kind()
+        });
+        let kind = r#type.unwrap_or(field_kind.map_or("str", |k| k.name()));
+        let def = crate::FieldIndexDef::new(name, kind)?;
         let mut failed: Option<PyErr> = None;
         let wrote = exit::detach(py, || {
             queue.add_index(def, &mut |done, total| {
@@ -1042,8 +1059,13 @@ impl<'a, 'py> FromPyObject<'a, 'py> for DeadLetter<'py> {
 
 impl DeadLetter<'_> {
     /// The sink: the queue's appender, or the directory opened with the
-    /// source queue's encryption `key` if it has one.
-    fn sink(self, py: Python<'_>, key: Option<[u8; 32]>) -> PyResult<DeadLetterSink> {
+    /// source queue's encryption `key` and `schema` if it has them.
+    fn sink(
+        self,
+        py: Python<'_>,
+        key: Option<[u8; 32]>,
+        schema: Option<crate::format::typed::Schema>,
+    ) -> PyResult<DeadLetterSink> {
         match self {
             DeadLetter::Queue(q) => {
                 let appender = q.get().open_queue()?.appender()?;
@@ -1053,7 +1075,7 @@ impl DeadLetter<'_> {
                 }))
             }
             DeadLetter::Path(path) => Ok(exit::detach(py, || {
-                crate::Queue::dead_letter_sink_with_key(&path, key)
+                crate::Queue::dead_letter_sink_with_key(&path, key, schema)
             })?),
         }
     }

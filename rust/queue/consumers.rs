@@ -74,17 +74,32 @@ impl Queue {
     /// worker process may dead-letter: pass it as
     /// [`WorkQueueOptions::dead_letter`].
     pub fn dead_letter_sink(path: &Path) -> Result<DeadLetterSink> {
-        Queue::dead_letter_sink_with_key(path, None)
+        Queue::dead_letter_sink_with_key(path, None, None)
     }
 
-    /// [`Queue::dead_letter_sink`] for an encrypted queue: the dead-letter
-    /// queue is opened (or created) with the same `key`, so a job's payload
-    /// never lands in clear in it.
-    pub fn dead_letter_sink_with_key(path: &Path, key: Option<[u8; 32]>) -> Result<DeadLetterSink> {
-        let dlq = QueueBuilder::new(path)
+    /// [`Queue::dead_letter_sink`] for an encrypted queue or a typed one:
+    /// the dead-letter queue is opened (or created) with the same `key`, so
+    /// a job's payload never lands in clear in it, and with the source's
+    /// current `schema`, so dead letters stay events (a work queue hands
+    /// the sink rows of that version; an existing dead-letter queue evolves
+    /// to it, or the open fails with [`crate::Error::Schema`]; one that
+    /// holds untyped messages stays untyped, the rows going in as bytes).
+    pub fn dead_letter_sink_with_key(
+        path: &Path,
+        key: Option<[u8; 32]>,
+        schema: Option<crate::format::typed::Schema>,
+    ) -> Result<DeadLetterSink> {
+        let builder = QueueBuilder::new(path)
             .multi_writer(true)
-            .encryption_key(key)
-            .open()?;
+            .encryption_key(key);
+        let dlq = match schema {
+            None => builder.open()?,
+            Some(s) => match builder.clone().schema(s).open() {
+                // One made untyped before (rows as bytes) stays so.
+                Err(Error::Schema(_)) if holds_untyped_messages(path, key) => builder.open()?,
+                r => r?,
+            },
+        };
         let appender = dlq.appender()?;
         Ok(Arc::new(move |record: &Record<'_>| {
             let _keep_open = &dlq;
@@ -181,4 +196,14 @@ impl Queue {
         self.check_open()?;
         crate::consumers::remove(self.path(), name)
     }
+}
+
+/// True when the queue at `path` is untyped and holds messages (a schema
+/// cannot be declared on it).
+fn holds_untyped_messages(path: &Path, key: Option<[u8; 32]>) -> bool {
+    QueueBuilder::new(path)
+        .read_only(true)
+        .encryption_key(key)
+        .open()
+        .is_ok_and(|q| q.schema_versions().is_none() && q.next_seq() > q.first_seq())
 }

@@ -39,17 +39,10 @@ impl Queue {
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<usize> {
         self.check_open()?;
-        // A typed queue's `where(name)` reads the schema field: an index of
-        // a header of the same name would look like it.
+        // On a typed queue, an index named like a schema field is that
+        // field's (its kind must be the field's).
         let versions = self.schema_versions();
-        let current = versions.as_deref().and_then(|v| v.current());
-        if let Some(f) = current.and_then(|c| c.find(&def.name).map(|i| &c.fields[i])) {
-            return Err(Error::Schema(format!(
-                "index {:?} has the name of the schema field {:?}: where() reads schema \
-                 fields without an index; name the index's header otherwise",
-                def.name, f.name
-            )));
-        }
+        let def = def.for_schema(versions.as_deref().and_then(|v| v.current()))?;
         self.start_lazy_writer()?;
         if self.inner().writer.is_none() {
             return Err(Error::ReadOnly);
@@ -73,8 +66,9 @@ impl Queue {
                 defs.push(def.clone());
             }
         }
-        // Field indexes do not look inside batches compressed together
-        // (format 9): refused on a queue that holds one. Appends of batches
+        // Header indexes do not look inside batches compressed together
+        // (format 9): refused on a queue that holds one (a schema field's
+        // index reads the rows, in batches too). Appends of batches
         // check the declared indexes under the read lock taken above for
         // writing, so every batch is in the files once the flush returns.
         if let Some(w) = &self.inner().writer {
@@ -82,6 +76,9 @@ impl Queue {
         }
         self.inner().catalog.refresh()?;
         for info in self.inner().catalog.snapshot().iter() {
+            if def.schema_field {
+                break;
+            }
             if crate::reader::tailer::file_has_batches(&self.inner().catalog, info)? {
                 let mut defs = self
                     .inner()
@@ -110,11 +107,11 @@ impl Queue {
         let files = self.inner().catalog.snapshot();
         // The last file is the active one: not sealed.
         let sealed = &files[..files.len().saturating_sub(1)];
-        let base = self.inner().config.path.as_path();
+        let catalog = &self.inner().catalog;
         let mut wrote = 0;
         for (i, f) in sealed.iter().enumerate() {
             wrote +=
-                crate::index::fields::ensure(base, f.id, &f.header, std::slice::from_ref(&def));
+                crate::reader::typed_where::ensure_indexes(catalog, f, std::slice::from_ref(&def));
             progress(i + 1, sealed.len());
         }
         Ok(wrote)
@@ -204,6 +201,15 @@ impl Queue {
     /// read whole. Every message returned is checked against the query. A
     /// field that is not declared is [`Error::InvalidArgument`].
     pub fn where_field(&self, query: FieldQuery) -> Result<Tailer> {
+        if let Some(d) = self.indexes().iter().find(|d| d.name == query.def.name) {
+            if d.schema_field {
+                return Err(Error::InvalidArgument(format!(
+                    "{:?} indexes a field of the queue's schema: query it with the typed \
+                     where (Queue::typed_where)",
+                    d.name
+                )));
+            }
+        }
         if !self.indexes().contains(&query.def) {
             return Err(Error::InvalidArgument(format!(
                 "no {} index on {:?}: declare it with add_index (or indexes=) first",

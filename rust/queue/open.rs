@@ -147,6 +147,19 @@ pub fn writer_pid(path: &Path) -> Option<u32> {
 
 impl Queue {
     pub(crate) fn open(mut config: Config) -> Result<Queue> {
+        // Indexes given with a schema are checked against it before
+        // anything is created (the schema given is the current one after
+        // the open, or the open fails).
+        if let Some(s) = &config.schema {
+            for d in config
+                .fields
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+            {
+                d.clone().for_schema(Some(s))?;
+            }
+        }
         // Verifying at startup is a writer's open: asked for, it runs now.
         if config.lock_on_first_write && !config.read_only && !config.verify_on_startup {
             return Queue::open_lazily(config);
@@ -180,7 +193,8 @@ impl Queue {
             schema::install(
                 &catalog,
                 schema::for_reader(config.schema.as_ref(), stored)?,
-            );
+                &config.fields,
+            )?;
             let wake = WakeSource::reader(base);
             return Ok(Queue::assemble(
                 config,
@@ -290,9 +304,11 @@ impl Queue {
             .first()
             .is_some_and(|f| resume.next_seq > f.header.first_seq);
         let stored = schema::stored(&meta, &meta_path, &catalog)?;
+        let before = stored.clone();
         let versions = schema::for_writer(config.schema.as_ref(), stored, holds_messages)?;
+        schema::check_dropped_indexes(before.as_ref(), versions.as_ref(), &config.fields)?;
         meta.schema = versions.as_ref().map(SchemaVersions::to_json_value);
-        schema::install(&catalog, versions);
+        schema::install(&catalog, versions, &config.fields)?;
         // What this open checked (or kept): the next one, and read-only
         // lookups, need not read it again.
         meta.key_index_clear = ranges_of(&key_clear);
@@ -353,7 +369,8 @@ impl Queue {
         schema::install(
             &catalog,
             schema::for_joined(config.schema.as_ref(), stored)?,
-        );
+            &config.fields,
+        )?;
         // The first batch this process writes reloads the index under the
         // append lock (and repairs it if a writer died holding the lock).
         let key_index = KeyIndexWriter::attach(&base.join(KEY_INDEX_DIR), config.key_index)?;

@@ -128,8 +128,53 @@ fn must_be_current(
     Ok(stored)
 }
 
+/// Refuses an evolution from `old` to `new` that drops a field an index is
+/// declared on (the index would silently turn into a header's): the index
+/// is dropped first.
+pub(super) fn check_dropped_indexes(
+    old: Option<&SchemaVersions>,
+    new: Option<&SchemaVersions>,
+    fields: &crate::index::fields::SharedDefs,
+) -> Result<()> {
+    let (Some(old), Some(new)) = (
+        old.and_then(SchemaVersions::current),
+        new.and_then(SchemaVersions::current),
+    ) else {
+        return Ok(());
+    };
+    let defs = fields.read().unwrap_or_else(|e| e.into_inner());
+    match defs
+        .iter()
+        .find(|d| old.find(&d.name).is_some() && new.find(&d.name).is_none())
+    {
+        Some(d) => Err(Error::Schema(format!(
+            "the new schema drops the field {:?}, which has an index: drop the index \
+             first (drop_index)",
+            d.name
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Records `versions` in the handle's catalog (the writer and readers
-/// find them there).
-pub(super) fn install(catalog: &Catalog, versions: Option<SchemaVersions>) {
+/// find them there), and marks the declared indexes `fields` whose name is
+/// a field of the current schema as indexes of that field
+/// ([`FieldIndexDef::for_schema`]: an index that cannot be one is
+/// [`Error::Schema`]).
+///
+/// [`FieldIndexDef::for_schema`]: crate::index::fields::FieldIndexDef::for_schema
+pub(super) fn install(
+    catalog: &Catalog,
+    versions: Option<SchemaVersions>,
+    fields: &crate::index::fields::SharedDefs,
+) -> Result<()> {
+    let current = versions.as_ref().and_then(SchemaVersions::current);
+    let mut defs = fields.write().unwrap_or_else(|e| e.into_inner());
+    let marked = defs
+        .iter()
+        .map(|d| d.clone().for_schema(current))
+        .collect::<Result<Vec<_>>>()?;
+    *defs = marked;
     catalog.set_schema_versions(versions.map(Arc::new));
+    Ok(())
 }

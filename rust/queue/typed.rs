@@ -83,26 +83,6 @@ impl Queue {
             Some(n) => (n, 1),
             None => (crate::reader::columns::cores(), PARALLEL_MIN_ROWS),
         };
-        if threads > 1 {
-            self.check_open()?;
-            if end > self.next_seq() {
-                self.wait_visible()?;
-            }
-            let range = (start.max(self.first_seq()), end, max_rows);
-            let (catalog, wait) = (&self.inner().catalog, self.inner().config.wait);
-            let parallel = TypedBatch::read_parallel(
-                catalog,
-                wait,
-                &versions,
-                &wanted,
-                range,
-                limit,
-                (threads, min_rows),
-            );
-            if let Some(b) = parallel? {
-                return Ok(b);
-            }
-        }
         let Some(mut t) = self.typed_tailer(start, end)? else {
             let mut b = TypedBatch {
                 columns: crate::format::typed::TypedColumns::new(current, &wanted, 0),
@@ -111,12 +91,30 @@ impl Queue {
             b.next_seq = end.max(start);
             return Ok(b);
         };
+        if threads > 1 {
+            let (catalog, wait) = (&self.inner().catalog, self.inner().config.wait);
+            let parallel = TypedBatch::read_parallel(
+                catalog,
+                wait,
+                &versions,
+                &wanted,
+                (t.next_seq(), end, max_rows),
+                limit,
+                (threads, min_rows),
+            );
+            if let Some(b) = parallel? {
+                return Ok(b);
+            }
+        }
         TypedBatch::read(&mut t, &versions, &wanted, (end, max_rows), limit)
     }
 
     /// The sequences in `start..end` of a typed queue whose schema field
     /// satisfies `pred` (see [`TypedPredicate`]), ascending; only that
-    /// field is decoded. An unknown field, operator arity or operand of
+    /// field is decoded. With an index declared on the field, sealed files
+    /// with a valid index file are answered by it unread (unless the index
+    /// cannot answer `pred` exactly: `!=`, `<` and `>` on strings); the
+    /// others are read. An unknown field, operator arity or operand of
     /// the wrong kind is [`Error::InvalidArgument`]; an untyped queue
     /// [`Error::Schema`].
     pub fn typed_where(&self, pred: &TypedPredicate, start: u64, end: u64) -> Result<Vec<u64>> {
@@ -126,6 +124,31 @@ impl Queue {
             return Ok(Vec::new());
         };
         let limit = self.inner().catalog.max_decompressed();
-        typed::typed_where(&mut t, &versions, pred, end, limit)
+        let query = self.field_index_query(&versions, pred);
+        let catalog = &*self.inner().catalog;
+        crate::reader::typed_where::typed_where(
+            &mut t,
+            &versions,
+            pred,
+            (end, limit),
+            query.as_ref().map(|q| (catalog, q)),
+        )
+    }
+
+    /// `pred` as a query of the index declared on its field, when there is
+    /// one and it answers `pred` exactly.
+    fn field_index_query(
+        &self,
+        versions: &SchemaVersions,
+        pred: &TypedPredicate,
+    ) -> Option<crate::index::fields::FieldQuery> {
+        let current = versions.current()?;
+        let i = current.find(&pred.field)?;
+        let def = self
+            .indexes()
+            .into_iter()
+            .find(|d| d.schema_field && current.find(&d.name) == Some(i))?;
+        let any = crate::reader::typed_where::key_predicates(pred, current.fields[i].ty)?;
+        Some(crate::index::fields::FieldQuery { def, any })
     }
 }

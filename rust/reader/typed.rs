@@ -219,43 +219,18 @@ impl TypedBatch {
         let cuts: Vec<u64> = (0..=parts)
             .map(|k| start + (total as u128 * k as u128 / parts as u128) as u64)
             .collect();
-        let read = |lo: u64, hi: u64, hint: usize| -> Result<TypedBatch> {
+        let read = |lo: u64, hi: u64, first: bool| -> Result<TypedBatch> {
             let mut t = Tailer::new(catalog.clone(), wait);
             t.seek(lo)?;
             let rows = (hi - lo) as usize;
+            // The first part's columns take every part's rows.
+            let hint = if first { total as usize } else { rows };
             TypedBatch::read_sized(&mut t, versions, wanted, (hi, rows, hint), limit)
         };
-        let results: Vec<Result<TypedBatch>> = std::thread::scope(|s| {
-            let handles: Vec<_> = cuts[1..]
-                .windows(2)
-                .map(|w| {
-                    let (lo, hi) = (w[0], w[1]);
-                    s.spawn(move || read(lo, hi, (hi - lo) as usize))
-                })
-                .collect();
-            let mut out = vec![read(cuts[0], cuts[1], total as usize)];
-            for h in handles {
-                out.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
-            }
-            out
-        });
-        let mut joined: Option<TypedBatch> = None;
-        for (r, &hi) in results.into_iter().zip(&cuts[1..]) {
-            let part = r?;
-            let whole = part.next_seq >= hi;
-            match joined.as_mut() {
-                None => joined = Some(part),
-                Some(b) => {
-                    if !b.append(part) {
-                        break;
-                    }
-                }
-            }
-            if !whole {
-                break;
-            }
-        }
-        Ok(joined)
+        let ranges: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
+        crate::reader::parallel::read_ranges(&ranges, &read, |b| b.next_seq, &mut |b, part| {
+            b.append(part)
+        })
     }
 
     /// Appends a later part's rows (see [`TypedBatch::read_parallel`]);
@@ -469,7 +444,7 @@ pub struct TypedPredicate {
 
 /// An operand in the form a column's cells compare with.
 #[derive(Debug, Clone, PartialEq)]
-enum Operand {
+pub(crate) enum Operand {
     Int(i128),
     Float(f64),
     Bytes(Vec<u8>),
@@ -477,7 +452,7 @@ enum Operand {
 
 impl TypedPredicate {
     /// The operands as `ty`'s cells compare, or why not.
-    fn operands(&self, ty: crate::format::typed::FieldType) -> Result<Vec<Operand>> {
+    pub(crate) fn operands(&self, ty: crate::format::typed::FieldType) -> Result<Vec<Operand>> {
         use crate::format::typed::{FieldType as T, Value as V};
         let want = match self.op {
             TypedOp::Between => Some(2),
@@ -524,8 +499,13 @@ impl TypedPredicate {
     }
 }
 
+/// True when row `r` of `c` is not null.
+pub(crate) fn is_valid(c: &crate::format::typed::TypedColumn, r: usize) -> bool {
+    c.valid.is_empty() || c.valid[r / 8] & (1 << (r % 8)) != 0
+}
+
 /// Row `r` of `c` (not null) as an operand.
-fn cell(c: &crate::format::typed::TypedColumn, r: usize) -> Operand {
+pub(crate) fn cell(c: &crate::format::typed::TypedColumn, r: usize) -> Operand {
     use crate::format::typed::FieldType as T;
     let w = c.ty.width();
     let raw = || {
@@ -566,7 +546,7 @@ fn compare(a: &Operand, b: &Operand) -> Option<std::cmp::Ordering> {
 }
 
 /// True when `v` satisfies `op` over `operands`.
-fn satisfies(op: TypedOp, v: &Operand, operands: &[Operand]) -> bool {
+pub(crate) fn satisfies(op: TypedOp, v: &Operand, operands: &[Operand]) -> bool {
     use std::cmp::Ordering::*;
     let c = |i: usize| compare(v, &operands[i]);
     match op {
@@ -589,7 +569,10 @@ fn satisfies(op: TypedOp, v: &Operand, operands: &[Operand]) -> bool {
 
 /// The field's index in the current schema and the operands, or why
 /// `pred` does not apply to the queue's schema.
-fn prepare(versions: &SchemaVersions, pred: &TypedPredicate) -> Result<(usize, Vec<Operand>)> {
+pub(crate) fn prepare(
+    versions: &SchemaVersions,
+    pred: &TypedPredicate,
+) -> Result<(usize, Vec<Operand>)> {
     let current = versions
         .current()
         .ok_or_else(|| Error::Schema("the queue has no schema".into()))?;
@@ -604,42 +587,16 @@ pub(crate) fn check_predicate(versions: &SchemaVersions, pred: &TypedPredicate) 
     prepare(versions, pred).map(|_| ())
 }
 
-/// Rows read per step of [`typed_where`].
-const WHERE_STEP: usize = 1 << 16;
-
-/// The sequences in `[tailer's position, end)` whose field satisfies
-/// `pred`, ascending, decoding only that field.
-pub(crate) fn typed_where(
-    tailer: &mut Tailer,
-    versions: &SchemaVersions,
-    pred: &TypedPredicate,
-    end: u64,
-    limit: usize,
-) -> Result<Vec<u64>> {
-    let (i, operands) = prepare(versions, pred)?;
-    let mut out = Vec::new();
-    while tailer.next_seq() < end {
-        let b = TypedBatch::read(tailer, versions, &[i], (end, WHERE_STEP), limit)?;
-        let c = &b.columns.columns[0];
-        for r in 0..b.rows {
-            let valid = c.valid.is_empty() || c.valid[r / 8] & (1 << (r % 8)) != 0;
-            if valid && satisfies(pred.op, &cell(c, r), &operands) {
-                out.push(b.seq[r] as u64);
-            }
-        }
-        if b.rows == 0 {
-            break;
-        }
-    }
-    Ok(out)
-}
+/// Rows read per step of `typed_where::typed_where` and index builds.
+pub(crate) const WHERE_STEP: usize = 1 << 16;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::format::typed::{FieldType, TypedColumn, Value};
 
-    fn pred(op: &str, values: Vec<Value>) -> TypedPredicate {
+    /// A predicate on field `f`.
+    pub(crate) fn pred(op: &str, values: Vec<Value>) -> TypedPredicate {
         TypedPredicate {
             field: "f".into(),
             op: TypedOp::parse(op).unwrap(),

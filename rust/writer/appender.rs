@@ -39,8 +39,9 @@ pub(crate) struct AppenderInner {
 pub(crate) struct Batching {
     /// Why the queue takes no batches (encryption), if it does not.
     pub refusal: Option<String>,
-    /// The queue's declared field indexes: batches are refused while any
-    /// is declared (their builders do not look inside batches).
+    /// The queue's declared field indexes: batches are refused while one
+    /// on a header is declared (its builder does not look inside batches;
+    /// a schema field's reads the rows in them).
     pub fields: SharedDefs,
     /// Most members per batch: what a file's indexes hold, at most 65,535.
     pub max_members: usize,
@@ -289,9 +290,9 @@ impl Appender {
         // Held until the batch is sent: `Queue::add_index` declares under
         // the write lock, then flushes and looks for batches in the files.
         let fields = b.fields.read().unwrap_or_else(|e| e.into_inner());
-        if !fields.is_empty() {
+        if fields.iter().any(|d| !d.schema_field) {
             return Err(Error::InvalidArgument(
-                "compress_together is not available while field indexes are declared: \
+                "compress_together is not available while header field indexes are declared: \
                  their builders do not look inside batches"
                     .into(),
             ));
@@ -354,7 +355,7 @@ impl Appender {
     /// [`Error::Schema`], with nothing stored, when the queue has no schema
     /// or when a row does not check against the schema (naming the row's
     /// index and why), or the block holds more or fewer than `count` rows;
-    /// [`Error::InvalidArgument`] on an encrypted queue (row batches are not
+    /// sealed: append events one by one there) and while header field indexes are
     /// sealed: append events one by one there) and while field indexes are
     /// declared (as for [`Appender::append_batch_together`]).
     pub fn append_rows(
@@ -411,9 +412,9 @@ impl Appender {
         }
         // Held until the rows are sent, as for `append_batch_together`.
         let fields = b.fields.read().unwrap_or_else(|e| e.into_inner());
-        if !fields.is_empty() {
+        if fields.iter().any(|d| !d.schema_field) {
             return Err(Error::InvalidArgument(
-                "append_rows is not available while field indexes are declared: \
+                "append_rows is not available while header field indexes are declared: \
                  their builders do not look inside batches"
                     .into(),
             ));

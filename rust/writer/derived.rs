@@ -20,9 +20,14 @@ use crossbeam_channel::{unbounded, Sender};
 
 use crate::catalog::{Catalog, FileInfo};
 use crate::format::footer::{Footer, CONTENT_TOPICS};
-use crate::index::fields::{self as field_index, SharedDefs};
+use crate::index::fields::{FieldIndexDef, SharedDefs};
 use crate::index::topics::{self, TopicsIndex};
 use crate::storage::mapped::Mapping;
+
+/// Builds or checks the secondary index files of a sealed file, returning
+/// how many are valid afterwards: the queue's
+/// `reader::typed_where::ensure_indexes` (the writer does not read rows).
+pub type BuildIndexes = fn(&Arc<Catalog>, &FileInfo, &[FieldIndexDef]) -> usize;
 
 /// The I/O thread's handle on the builder.
 #[derive(Debug)]
@@ -36,8 +41,14 @@ impl DerivedBuilder {
     /// Starts the thread; it first checks every sealed file of `catalog`.
     /// `fields` are the declared secondary indexes (an index declared later
     /// is built for older files by whoever declares it, see
-    /// `Queue::add_index`, and by this thread for files sealed from then on).
-    pub fn start(base: PathBuf, catalog: Arc<Catalog>, fields: SharedDefs) -> DerivedBuilder {
+    /// `Queue::add_index`, and by this thread for files sealed from then on),
+    /// built by `build`.
+    pub fn start(
+        base: PathBuf,
+        catalog: Arc<Catalog>,
+        fields: SharedDefs,
+        build: BuildIndexes,
+    ) -> DerivedBuilder {
         let (tx, rx) = unbounded::<FileInfo>();
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
@@ -50,10 +61,10 @@ impl DerivedBuilder {
                     if s.load(Ordering::Relaxed) {
                         return;
                     }
-                    ensure(&base, info, &fields);
+                    ensure(&base, &catalog, info, &fields, build);
                 }
                 for info in rx {
-                    ensure(&base, &info, &fields);
+                    ensure(&base, &catalog, &info, &fields, build);
                 }
             })
             .ok();
@@ -91,14 +102,20 @@ impl Drop for DerivedBuilder {
 /// Builds the derived indexes of sealed file `info` that are missing or
 /// fail a check. Failures leave no index: readers then read the data
 /// file, which reports any damage itself.
-fn ensure(base: &Path, info: &FileInfo, fields: &SharedDefs) {
+fn ensure(
+    base: &Path,
+    catalog: &Arc<Catalog>,
+    info: &FileInfo,
+    fields: &SharedDefs,
+    build: BuildIndexes,
+) {
     ensure_topics(base, info);
     let defs = fields.read().unwrap_or_else(|e| e.into_inner()).clone();
     let there: Vec<bool> = defs
         .iter()
         .map(|d| info.id.field_path(base, &d.name).exists())
         .collect();
-    field_index::ensure(base, info.id, &info.header, &defs);
+    build(catalog, info, &defs);
     // An index dropped while this built it (`Queue::drop_index` forgets it
     // before deleting its files, so a file there before is the drop's to
     // delete): a file this wrote goes too.

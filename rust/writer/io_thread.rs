@@ -243,8 +243,12 @@ impl IoThread {
         if let Some(a) = &resume.active {
             prefault.set_file(a);
         }
-        let derived =
-            DerivedBuilder::start(config.path.clone(), catalog.clone(), config.fields.clone());
+        let derived = DerivedBuilder::start(
+            config.path.clone(),
+            catalog.clone(),
+            config.fields.clone(),
+            config.build_indexes,
+        );
         IoThread {
             roll: RollLimits::new(&config.roll),
             base: config.path.clone(),

@@ -109,6 +109,8 @@ pub(crate) struct WriterOptions {
     pub key_index: KeyIndexConfig,
     /// Declared secondary indexes, built for each file sealed.
     pub fields: crate::index::fields::SharedDefs,
+    /// What builds them.
+    pub build_indexes: super::derived::BuildIndexes,
     /// The queue's encryption key (encryption at rest): the writer seals
     /// records and hashes keys with it. The queue checks it against
     /// `metadata.json` at open and hands it over here.

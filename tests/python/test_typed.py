@@ -403,30 +403,156 @@ def test_where_on_a_schema_field(qpath: Path) -> None:
             q.where("nope", "=", 1)
 
 
-def test_an_index_named_like_a_schema_field_is_refused(qpath: Path) -> None:
-    # where("symbol") reads the schema field: a header index of that name
-    # would answer for headers while looking like the field.
-    with pytest.raises(litemq.SchemaError, match="index 'symbol' has the name of a field"):
-        litemq.Queue(qpath, schema=MARKET, indexes={"symbol": "str"})
+def scan_where(
+    rows: list[tuple[int, dict[str, object]]], field: str, op: str, value: object
+) -> list[int]:
+    """The sequences `where` must return, from `rows` (sequence, value)."""
+    ops = {
+        "=": lambda v: v == value,
+        "!=": lambda v: v != value,
+        "<": lambda v: v < value,
+        "<=": lambda v: v <= value,
+        ">": lambda v: v > value,
+        ">=": lambda v: v >= value,
+        "between": lambda v: value[0] <= v <= value[1],  # type: ignore[index]
+        "in": lambda v: v in value,  # type: ignore[operator]
+        "prefix": lambda v: v.startswith(value),
+    }
+    return [seq for seq, v in rows if v[field] is not None and ops[op](v[field])]
+
+
+WHERE_CASES = [
+    ("symbol", "=", "GOOG"),
+    ("symbol", "in", ["AAPL", "NOPE"]),
+    ("symbol", "prefix", "MS"),
+    ("symbol", "between", ("AAPL", "GOOG")),
+    ("symbol", ">=", "GOOG"),
+    ("symbol", "<=", "AAPL"),
+    ("symbol", "<", "GOOG"),  # strings: "<" and ">" read the rows
+    ("symbol", "!=", "MSFT"),
+    ("size", "=", 120),
+    ("size", "in", [0, 50, 130, 2**63 - 1]),
+    ("size", "between", (995, 1_030)),
+    ("size", ">", 79_960),
+    ("size", "<", 30),
+    ("size", ">=", -(2**63)),
+    ("size", "<", -(2**63)),  # below every key: nothing
+    ("size", "<=", -1),
+    ("side", "=", -1),
+    ("time", "<", T0 + dt.timedelta(microseconds=3)),
+]
+
+
+def test_an_index_on_a_schema_field_answers_where(qpath: Path) -> None:
+    # An index named like a schema field indexes the field's values; where()
+    # answers sealed files from their index files, and exactly as a scan.
+    with typed(qpath, indexes={"symbol": "str"}) as q:
+        app = q.appender()
+        for k in range(8):
+            app.append_batch(batch(1_000, start=1_000 * k))
+        app.flush()
+        rows = [(m.seq, m.value) for m in q]
+        assert q.add_index("size") > 1  # type from the field: int
+        q.add_index("side")
+        q.add_index("time")
+        assert q.indexes == {"symbol": "str", "size": "int", "side": "int", "time": "int"}
+        sealed = len(q.data_files()) - 1
+        assert sealed > 1
+        states = q._check_indexes()
+        assert len(states) == 4 * sealed
+        assert {s["state"] for s in states} == {"ok"}
+        for field, op, value in WHERE_CASES:
+            got = [m.seq for m in q.where(field, op, value)]
+            assert got == scan_where(rows, field, op, value), (field, op, value)
+        tomorrow = dt.datetime.now(UTC) + dt.timedelta(days=1)
+        assert q.where("size", ">=", 0, start=tomorrow) == []
+        assert len(q.where("symbol", "=", "AAPL", limit=4)) == 4
+        # The index files are what answer: without them (deleted), the same.
+        for s in states:
+            Path(s["file"]).unlink()
+        assert {s["state"] for s in q._check_indexes()} == {"missing"}
+        for field, op, value in WHERE_CASES[:3]:
+            assert [m.seq for m in q.where(field, op, value)] == scan_where(rows, field, op, value)
+    # Remembered; declaring one again builds what is missing.
+    with typed(qpath) as q:
+        assert q.indexes == {"symbol": "str", "size": "int", "side": "int", "time": "int"}
+        assert q.add_index("symbol") == sealed
+    with typed(qpath, read_only=True) as q:
+        assert [s["state"] for s in q._check_indexes() if s["field"] == "symbol"] == ["ok"] * sealed
+
+
+def test_an_index_on_a_schema_field_reads_row_batches(qpath: Path) -> None:
+    # Rows compressed together are indexed too (a header index refuses
+    # them), by the writer's builder as files are sealed.
+    with typed(qpath, compression="lz4", indexes={"symbol": "str"}, file_size=1 << 18) as q:
+        app = q.appender()
+        for k in range(12):
+            app.append_batch(batch(1_000, start=1_000 * k), compress_together=True)
+        app.roll()
+        sealed = len(q.data_files()) - 1
+        assert sealed > 1
+        assert q.add_index("id") == sealed
+    # Closing lets the builder finish the files handed to it.
+    with typed(qpath, read_only=True) as q:
+        assert [s["state"] for s in q._check_indexes()] == ["ok"] * 2 * sealed
+        assert [m.seq for m in q.where("id", "in", [7, 4_321, 11_999])] == [7, 4_321, 11_999]
+        assert [m.seq for m in q.where("symbol", "=", "MSFT")] == list(range(1, 12_000, 3))
+
+
+def test_an_index_on_a_schema_field_takes_the_fields_type(qpath: Path) -> None:
+    with pytest.raises(litemq.SchemaError, match=r'"size" \(int64\) is indexed as "int"'):
+        litemq.Queue(qpath, schema=MARKET, indexes={"size": "str"})
     assert not qpath.exists()  # refused before anything was created
     with typed(qpath) as q:
-        with pytest.raises(litemq.SchemaError, match='index "symbol" has the name'):
-            q.add_index("symbol", "str")
+        with pytest.raises(litemq.SchemaError, match=r'"symbol" \(string\) is indexed as "str"'):
+            q.add_index("symbol", "int")
+        with pytest.raises(litemq.SchemaError, match="float64, and float, decimal and uint64"):
+            q.add_index("price")
         assert q.indexes == {}
-
-
-def test_where_refuses_a_name_both_a_field_and_an_index(qpath: Path) -> None:
-    # A field added by an evolution can take the name of an index declared
-    # before: where() says so instead of answering for one of them.
-    with typed(qpath, indexes={"venue": "str"}) as q:
+        # A header index of another name is still a header index.
+        q.add_index("venue")
         q.appender().append(trade(0), headers={"venue": "X"})
         q.appender().flush()
+        assert [m.seq for m in q.where("venue", "=", "X")] == [0]
+
+
+def test_a_field_added_with_a_header_indexs_name_takes_the_index(qpath: Path) -> None:
+    # An evolution can add a field named like a header index declared
+    # before: the index then indexes the field (the header-built index
+    # files are refused by their source byte and rebuilt from the rows).
+    with typed(qpath, indexes={"venue": "str"}) as q:
+        app = q.appender()
+        app.append(trade(0), headers={"venue": "X"})
+        app.roll()
+        app.append(trade(1), headers={"venue": "X"})
+        app.flush()
     later = MARKET.append(pa.field("venue", pa.string()))
     with typed(qpath, later) as q:
-        with pytest.raises(litemq.SchemaError, match="'venue' names both"):
-            q.where("venue", "=", "X")
-        q.drop_index("venue")
-        assert q.where("venue", "=", "X") == []  # the field: null in the old row
+        app = q.appender()
+        app.append({**trade(2), "venue": "X"})
+        app.roll()
+        app.append({**trade(3), "venue": "Y"})
+        app.flush()
+        assert q.where("venue", "=", "X") == [q.get(2)]  # the old rows: null
+        q.add_index("venue")
+        assert {s["state"] for s in q._check_indexes()} == {"ok"}
+        assert [m.seq for m in q.where("venue", "in", ["X", "Y"])] == [2, 3]
+    # Dropping an indexed field is refused until the index is dropped.
+    without = later.remove(later.get_field_index("side"))
+    with typed(qpath, later) as q:
+        q.add_index("side")
+    with pytest.raises(litemq.SchemaError, match='drops the field "side", which has an index'):
+        typed(qpath, without)
+    with typed(qpath, later) as q:
+        q.drop_index("side")
+    with typed(qpath, without) as q:
+        assert "side" not in q.schema.names
+        assert [m.seq for m in q.where("venue", "=", "Y")] == [3]
+    wrong = MARKET.append(pa.field("venue", pa.int32()))
+    with typed(qpath.parent / "other", indexes={"venue": "str"}) as q:
+        q.appender().append(trade(0), headers={"venue": "X"})
+    with pytest.raises(litemq.SchemaError, match='"venue" is declared as "str"'):
+        typed(qpath.parent / "other", wrong)
 
 
 # -- evolution ------------------------------------------------------------------

@@ -360,7 +360,7 @@ def keyed_queue(path: Path, **options: Any) -> litemq.Queue:
 
 def test_compaction_keeps_the_latest_row_of_each_key(qpath: Path) -> None:
     n = KEYED
-    with keyed_queue(qpath) as q:
+    with keyed_queue(qpath, indexes={"n": "int"}) as q:
         fill_keyed(q)
         kept = survivors(q.data_files()[-1].first_seq)
         report = q.compact(grace=0)
@@ -369,10 +369,13 @@ def test_compaction_keeps_the_latest_row_of_each_key(qpath: Path) -> None:
         expect_all(q, kept)
         assert arrow_events(q, start=5, end=800) == events(s for s in kept if 5 <= s < 800)
         assert pa.table(q.tailer()).column("seq").to_pylist() == kept
-        # where over compacted files with holes.
-        assert [m.seq for m in q.where("n", "<", -400)] == [
-            s for s in kept if (v := ev(s)["n"]) is not None and v < -400
-        ]
+        # where over compacted files with holes, through an index on "n"
+        # (compaction rebuilds the index files of the files it rewrites).
+        low = [s for s in kept if (v := ev(s)["n"]) is not None and v < -400]
+        assert [m.seq for m in q.where("n", "<", -400)] == low
+        assert q.add_index("n") == len(q.data_files()) - 1
+        assert {s["state"] for s in q._check_indexes()} == {"ok"}
+        assert [m.seq for m in q.where("n", "<", -400)] == low
         assert arrow_events(q, where=("i", "between", (100, 700))) == events(
             s for s in kept if 100 <= s <= 700
         )
@@ -486,13 +489,16 @@ def test_a_work_queue_hands_out_typed_jobs(qpath: Path, shape: str) -> None:
         assert a.stats()["low"] == end
 
 
-@pytest.mark.parametrize("dlq_schema", [None, SCHEMA], ids=["new-dlq", "typed-dlq"])
+@pytest.mark.parametrize("dlq", ["new", "typed", "untyped"])
 def test_dead_letters_of_a_typed_queue_replay_as_events(
-    qpath: Path, tmp_path: Path, dlq_schema: pa.Schema | None
+    qpath: Path, tmp_path: Path, dlq: str
 ) -> None:
     dlq_path = tmp_path / "dlq"
-    if dlq_schema is not None:
-        litemq.Queue(dlq_path, schema=dlq_schema, multi_writer=True).close()
+    if dlq == "typed":
+        litemq.Queue(dlq_path, schema=SCHEMA, multi_writer=True).close()
+    if dlq == "untyped":  # made before dead-letter queues were typed: stays untyped
+        with litemq.Queue(dlq_path, multi_writer=True) as old:
+            old.appender().append(b"an older dead letter")
     with typed_queue(qpath, "rows") as q:
         app = q.appender()
         app.append(ev(0), key="k1", headers={"kind": "resize"})
@@ -507,24 +513,25 @@ def test_dead_letters_of_a_typed_queue_replay_as_events(
         assert wq.ack(fine)
         assert wq.stats()["dead_lettered"] == 1
         row = job.payload
-    with litemq.Queue(dlq_path, read_only=True) as dlq:
-        [msg] = list(dlq.tailer())
+    with litemq.Queue(dlq_path, read_only=True) as d:
+        msg = list(d.tailer())[-1]
         assert msg.payload == row
         assert msg.key == "k1"
         assert msg.headers["litemq.dlq.seq"] == "0"
-        # A dead-letter queue the work queue creates is untyped: the row as bytes.
-        assert msg.value == (None if dlq_schema is None else ev(0))
+        # A dead-letter queue the work queue creates is typed with the queue's schema.
+        assert msg.value == (None if dlq == "untyped" else ev(0))
+        assert (d.schema is None) == (dlq == "untyped")
     out = cli("wq", str(qpath), "replay", "dl", "--from", str(dlq_path), "--format", "json")
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == {"dead_letter_seq": 0, "source_seq": 0, "seq": 2}
+    assert json.loads(out.stdout) == {"dead_letter_seq": msg.seq, "source_seq": 0, "seq": 2}
     with litemq.Queue(qpath) as q:
         m = q.get(2)
         assert (m.value, m.key, m.headers) == (ev(0), "k1", {"kind": "resize"})
-    if dlq_schema is not None:
+    if dlq != "untyped":
         return
     # A dead letter whose job's row is no longer the one it holds: refused, nothing replayed.
-    with litemq.Queue(dlq_path) as dlq:
-        dlq.appender().append(
+    with litemq.Queue(dlq_path) as d:
+        d.appender().append(
             b"not the row",
             headers={
                 "litemq.dlq.group": "dl",
@@ -534,10 +541,46 @@ def test_dead_letters_of_a_typed_queue_replay_as_events(
         )
     refused = cli("wq", str(qpath), "replay", "dl", "--from", str(dlq_path))
     assert refused.returncode == 1
-    assert "dead letter 1" in refused.stderr
+    assert "dead letter 2" in refused.stderr
     assert "job 1 is no longer there to read its event: nothing replayed" in refused.stderr
     with litemq.Queue(qpath, read_only=True) as q:
         assert q.next_seq == 3
+
+
+def test_dead_letters_of_an_older_schema_version_go_in_the_current_one(
+    qpath: Path, tmp_path: Path
+) -> None:
+    # A job whose row was written in schema version 1 is dead-lettered after
+    # an evolution: the dead-letter queue holds it in the current version.
+    v1 = pa.schema([pa.field("n", pa.int32(), nullable=False), pa.field("s", pa.string())])
+    v2 = pa.schema(
+        [
+            pa.field("count", pa.int64(), nullable=False, metadata={b"aliases": b"n"}),
+            pa.field("s", pa.string()),
+            pa.field("extra", pa.float64()),
+        ]
+    )
+    with litemq.Queue(qpath, schema=v1, file_size=SMALL_FILE) as q:
+        q.appender().append({"n": 7, "s": "old"})
+        q.appender().flush()
+    dlq_path = tmp_path / "dlq"
+    with litemq.Queue(qpath, schema=v2, file_size=SMALL_FILE) as q:
+        q.appender().append({"count": 8, "s": "new", "extra": 1.5})
+        q.appender().flush()
+        wq = q.work_queue("dl", max_deliveries=1, dead_letter=str(dlq_path))
+        for _ in range(2):
+            job = wq.get(timeout=1)
+            assert job is not None
+            assert wq.nack(job)
+        assert wq.get(timeout=0.2) is None  # a get retires what was nacked
+        assert wq.stats()["dead_lettered"] == 2
+    with litemq.Queue(dlq_path, read_only=True) as d:
+        assert d.schema is not None
+        assert d.schema.names == ["count", "s", "extra"]
+        assert [m.value for m in d] == [
+            {"count": 7, "s": "old", "extra": None},
+            {"count": 8, "s": "new", "extra": 1.5},
+        ]
 
 
 # -- archives (test_archive.py) ---------------------------------------------------------
@@ -892,6 +935,17 @@ def test_cli_where_on_a_schema_field(qpath: Path) -> None:
     nope = cli("where", str(qpath), "nope", "=", "1")
     assert nope.returncode == 1
     assert '"nope" is not a field of the queue\'s schema (flag, small' in nope.stderr
+    # An index on a schema field, from the shell: its type is the field's.
+    with litemq.Queue(qpath) as q:
+        q.appender().roll()
+    added = cli("index", "add", str(qpath), "name")
+    assert added.returncode == 0, added.stderr
+    assert "index 'name' (str): 1 sealed files indexed" in added.stdout
+    assert cli("index", "list", str(qpath)).stdout == "name\tstr\t1 ok\n"
+    assert seqs("name", "in", "héllo", "b") == [0, 2]
+    wrong = cli("index", "add", str(qpath), "small", "--type", "str")
+    assert wrong.returncode == 1
+    assert 'the schema field "small" (int16) is indexed as "int"' in wrong.stderr
 
 
 def test_cli_append_takes_events_and_copies_a_typed_dump(qpath: Path, tmp_path: Path) -> None:

@@ -1,8 +1,10 @@
-"""``litemq index``: secondary indexes on header fields, from a shell.
+"""``litemq index``: secondary indexes on header fields (and a typed queue's
+schema fields), from a shell.
 
     litemq index add PATH NAME [--type str|int]
                                   declare an index and build it for every sealed
-                                  file, with a progress bar (opens as the writer)
+                                  file, with a progress bar (opens as the writer);
+                                  NAME a schema field: its index (type the field's)
     litemq index drop PATH NAME   forget an index and delete its files
     litemq index list PATH        declared indexes and the state of each file's
     litemq where PATH FIELD OP VALUE... [--limit N]
@@ -47,8 +49,9 @@ def _cmd_add(args: argparse.Namespace, out: IO[str]) -> int:
     step = _ProgressCallback(f"indexing {args.name}")
     with Queue(args.path, encryption_key_file=_key_file()) as q:
         indexed = q.add_index(args.name, args.type, progress=step)
+        kind = q.indexes[args.name]
     step.done()
-    out.write(f"OK: index {args.name!r} ({args.type}): {indexed} sealed files indexed\n")
+    out.write(f"OK: index {args.name!r} ({kind}): {indexed} sealed files indexed\n")
     return 0
 
 
@@ -144,12 +147,17 @@ def _cmd_where(args: argparse.Namespace, out: IO[str]) -> int:
 
 def register(sub: Any) -> None:
     """Adds ``index`` and ``where`` to the ``litemq`` parser's subparsers."""
-    p = sub.add_parser("index", help="secondary indexes on header fields")
+    p = sub.add_parser("index", help="secondary indexes on header (or schema) fields")
     isub = p.add_subparsers(dest="index_command", required=True)
     a = isub.add_parser("add", help="declare an index and build it for every sealed file")
     a.add_argument("path", metavar="PATH", help="the queue's directory")
-    a.add_argument("name", metavar="NAME", help="the header name")
-    a.add_argument("--type", choices=("str", "int"), default="str", help="default str")
+    a.add_argument("name", metavar="NAME", help="the header (or schema field) name")
+    a.add_argument(
+        "--type",
+        choices=("str", "int"),
+        default=None,
+        help="default str; a schema field's own on a typed queue",
+    )
     a.set_defaults(run=_cmd_add)
     d = isub.add_parser("drop", help="forget an index and delete its files")
     d.add_argument("path", metavar="PATH", help="the queue's directory")

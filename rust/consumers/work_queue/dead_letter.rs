@@ -96,6 +96,7 @@ impl WorkQueue {
         };
         if let Some(sink) = sink {
             let mut readers = lock(&self.readers);
+            let versions = readers.random.schema_versions();
             match readers.random.read_at(seq) {
                 Ok(Some(m)) => {
                     let seq_text = seq.to_string();
@@ -119,10 +120,24 @@ impl WorkQueue {
                         value_is_text: true,
                     }));
                     let tags: Vec<&str> = m.tags().collect();
+                    // A typed queue's row of an older schema version goes
+                    // in the current one (the dead-letter queue's).
+                    let converted = match versions {
+                        Some(vs) if m.schema_version() != 0 => {
+                            let current = vs.current().filter(|c| c.version != m.schema_version());
+                            match (vs.get(m.schema_version()), current) {
+                                (Some(from), Some(to)) => {
+                                    Some(crate::format::typed::convert_row(from, m.payload, to)?)
+                                }
+                                _ => None,
+                            }
+                        }
+                        _ => None,
+                    };
                     // Topic, tags and priority go along; an expiry would
                     // hide the dead letter from readers that skip expired ones.
                     let record = Record {
-                        payload: m.payload,
+                        payload: converted.as_deref().unwrap_or(m.payload),
                         key: m.key,
                         key_is_text: m.key_is_text(),
                         headers: &headers,

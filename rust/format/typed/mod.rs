@@ -10,7 +10,7 @@ pub mod schema;
 
 pub use arrow_in::{encode_columns, ColumnIn};
 pub use columns::{Projection, Room, RowDamage, TypedColumn, TypedColumns};
-pub use row::{decode_row, encode_row, RowLayout, Value};
+pub use row::{convert_row, decode_row, encode_row, RowLayout, Value};
 pub use schema::{Field, FieldType, Schema, SchemaError, SchemaVersions};
 
 pub use crate::format::record::{EXT_ROWS, EXT_ROW_BATCH};

@@ -350,6 +350,36 @@ pub fn decode_row(layout: &RowLayout, row: &[u8]) -> Result<Vec<Value>, &'static
     Ok(out)
 }
 
+/// `row`, a row of schema `from`, as a row of `to`, a later version of
+/// the same queue's schema: each field of `to` takes the value of the
+/// field of `from` with its name or one of its aliases (a rename), widened
+/// as `to` says, or null when `from` has none (a field added since). An
+/// error when the row does not check against `from` or a value does not
+/// fit `to` (not a valid evolution of `from`).
+pub fn convert_row(from: &Schema, row: &[u8], to: &Schema) -> Result<Vec<u8>, SchemaError> {
+    let values = decode_row(&RowLayout::of(from), row)
+        .map_err(|why| SchemaError(format!("a row of schema version {}: {why}", from.version)))?;
+    let moved: Vec<Value> = to
+        .fields
+        .iter()
+        .map(|f| {
+            std::iter::once(&f.name)
+                .chain(&f.aliases)
+                .find_map(|n| from.fields.iter().position(|g| &g.name == n))
+                .map_or(Value::Null, |i| match (&values[i], f.ty) {
+                    // An unsigned field widened to a signed one.
+                    (Value::UInt(n), FieldType::Int16 | FieldType::Int32 | FieldType::Int64) => {
+                        i64::try_from(*n).map_or(Value::UInt(*n), Value::Int)
+                    }
+                    (v, _) => v.clone(),
+                })
+        })
+        .collect();
+    let mut out = Vec::new();
+    encode_row(to, &RowLayout::of(to), &moved, &mut out)?;
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -373,6 +403,48 @@ mod tests {
                 f("note", FieldType::Binary, true),
             ],
         }
+    }
+
+    /// A row of one version in a later one: renamed through an alias,
+    /// widened (unsigned into signed too), a dropped field gone, an added
+    /// one null.
+    #[test]
+    fn a_row_converts_to_a_later_version() {
+        let f = |name: &str, ty, aliases: &[&str]| Field {
+            name: name.into(),
+            ty,
+            nullable: true,
+            aliases: aliases.iter().map(|a| a.to_string()).collect(),
+        };
+        let v1 = Schema {
+            version: 1,
+            fields: vec![
+                f("n", FieldType::UInt32, &[]),
+                f("gone", FieldType::String, &[]),
+                f("x", FieldType::Float32, &[]),
+            ],
+        };
+        let v2 = Schema {
+            version: 2,
+            fields: vec![
+                f("x", FieldType::Float64, &[]),
+                f("count", FieldType::Int64, &["n"]),
+                f("added", FieldType::String, &[]),
+            ],
+        };
+        let mut row = Vec::new();
+        let old = [
+            Value::UInt(4_000_000_000),
+            Value::Str("z".into()),
+            Value::Float(0.5),
+        ];
+        encode_row(&v1, &RowLayout::of(&v1), &old, &mut row).unwrap();
+        let new = convert_row(&v1, &row, &v2).unwrap();
+        assert_eq!(
+            decode_row(&RowLayout::of(&v2), &new).unwrap(),
+            [Value::Float(0.5), Value::Int(4_000_000_000), Value::Null]
+        );
+        assert!(convert_row(&v1, &row[..row.len() - 1], &v2).is_err());
     }
 
     #[test]

@@ -61,6 +61,32 @@ pub enum FieldType {
 }
 
 impl FieldType {
+    /// The kind of a secondary index on a field of this type
+    /// (`crate::format::fields`): `str` for string and binary, `int` for
+    /// bool, the signed integers, uint8 to uint32, timestamp and date;
+    /// `None` for floats, decimals and uint64 (no index: `where()` scans
+    /// them).
+    pub fn index_kind(&self) -> Option<crate::format::fields::FieldKind> {
+        use crate::format::fields::FieldKind;
+        match self {
+            FieldType::String | FieldType::Binary => Some(FieldKind::Str),
+            FieldType::Bool
+            | FieldType::Int8
+            | FieldType::Int16
+            | FieldType::Int32
+            | FieldType::Int64
+            | FieldType::UInt8
+            | FieldType::UInt16
+            | FieldType::UInt32
+            | FieldType::TimestampUs
+            | FieldType::Date32 => Some(FieldKind::Int),
+            FieldType::UInt64
+            | FieldType::Float32
+            | FieldType::Float64
+            | FieldType::Decimal128 { .. } => None,
+        }
+    }
+
     /// The name in the schema JSON (`int64`, `decimal128(10,2)`, ...).
     pub fn name(&self) -> String {
         match self {

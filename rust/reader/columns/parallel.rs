@@ -176,39 +176,18 @@ impl Columns {
             }
         }
         cuts.push(end);
-        let read = |lo: u64, hi: u64| -> Result<Columns> {
+        let read = |lo: u64, hi: u64, _first: bool| -> Result<Columns> {
             let mut t = Tailer::new(catalog.clone(), wait);
             t.seek(lo)?;
             Columns::read_fields(&mut t, hi, (hi - lo) as usize, cols, defs)
         };
         let ranges: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
-        let results: Vec<Result<Columns>> = std::thread::scope(|s| {
-            let handles: Vec<_> = ranges[1..]
-                .iter()
-                .map(|&(lo, hi)| s.spawn(move || read(lo, hi)))
-                .collect();
-            let mut out = vec![read(ranges[0].0, ranges[0].1)];
-            for h in handles {
-                out.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
-            }
-            out
-        });
-        let mut joined: Option<Columns> = None;
-        for (r, &(_, hi)) in results.into_iter().zip(&ranges) {
-            let mut part = r?;
-            let whole = part.next_seq >= hi;
-            match joined.as_mut() {
-                None => joined = Some(part),
-                Some(b) => {
-                    if !b.append(&mut part) {
-                        break;
-                    }
-                }
-            }
-            if !whole {
-                break;
-            }
-        }
+        let mut joined = crate::reader::parallel::read_ranges(
+            &ranges,
+            &read,
+            |b| b.next_seq,
+            &mut |b, mut part| b.append(&mut part),
+        )?;
         if let Some(b) = joined.as_mut() {
             // Holes left rows to read before `max_rows` or the end: read
             // them serially, as the serial read would have.

@@ -127,9 +127,23 @@ impl Cursor {
     /// one, its entry for `seq` is written and matches, and the frame there
     /// passes its CRC and decodes. A damaged entry must not send a reader to
     /// the wrong message: anything else is `None`, and the caller scans.
-    pub(super) fn dense_frame(&mut self, catalog: &Catalog, seq: u64) -> Option<usize> {
+    ///
+    /// `held`: the offset of a batch frame of this file whose block the
+    /// tailer holds, checked when it was loaded: a member of it is answered
+    /// from the block, so its frame (up to 1 MiB) is not checked again.
+    pub(super) fn dense_frame(
+        &mut self,
+        catalog: &Catalog,
+        seq: u64,
+        held: Option<usize>,
+    ) -> Option<usize> {
         let ix = self.dense_index(catalog)?.clone();
         let at = ix.offset(seq, self.map.mapped_len())?;
+        if held == Some(at) {
+            let len = FrameBytes::length_word(&*self.map, at)?;
+            self.checked_frame = Some((at, len));
+            return Some(at);
+        }
         match frame_at(&*self.map, at, Check::Crc) {
             Step::Frame(f) => {
                 let ok = record::decode(f.record).is_ok();
@@ -153,7 +167,7 @@ impl Cursor {
         let mut s = seq + 1;
         let mut misses = 0;
         while misses < LOOK && s - seq <= u64::from(u16::MAX) + 1 {
-            match self.dense_frame(catalog, s) {
+            match self.dense_frame(catalog, s, None) {
                 Some(at) if at > here => return Some((s, at)),
                 Some(_) => {}
                 None => misses += 1,

@@ -447,7 +447,11 @@ impl Tailer {
             },
         };
         // One probe of the dense index (format 5) when its entry checks out.
-        if let Some(at) = cursor.dense_frame(&self.catalog, seq) {
+        let held = match self.batch.of {
+            Some((file, at)) if file == cursor.info.header.file_number => Some(at),
+            _ => None,
+        };
+        if let Some(at) = cursor.dense_frame(&self.catalog, seq, held) {
             cursor.offset = at;
             self.cursor = Some(cursor);
             self.seq = seq;
