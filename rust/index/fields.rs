@@ -100,6 +100,20 @@ impl FieldIndexDef {
         }
     }
 
+    /// Refuses this index on a schema field of an encrypted queue: its
+    /// index files would hold the field's values in clear, which the
+    /// queue keeps sealed in its rows ([`Error::InvalidArgument`]).
+    pub fn check_encrypted(&self, encrypted: bool) -> Result<()> {
+        if self.schema_field && encrypted {
+            return Err(Error::InvalidArgument(format!(
+                "index {:?}: the queue is encrypted, and an index on a schema field would \
+                 store the field's values in clear (where() reads the field without one)",
+                self.name
+            )));
+        }
+        Ok(())
+    }
+
     /// The keys of the record's values for this field: one per header of
     /// this name holding a value of this kind (a record may repeat a header
     /// name: each value is indexed, and a query matches when any does).

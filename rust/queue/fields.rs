@@ -43,6 +43,7 @@ impl Queue {
         // field's (its kind must be the field's).
         let versions = self.schema_versions();
         let def = def.for_schema(versions.as_deref().and_then(|v| v.current()))?;
+        def.check_encrypted(self.encryption_key().is_some())?;
         self.start_lazy_writer()?;
         if self.inner().writer.is_none() {
             return Err(Error::ReadOnly);

@@ -157,7 +157,9 @@ impl Queue {
                 .unwrap_or_else(|e| e.into_inner())
                 .iter()
             {
-                d.clone().for_schema(Some(s))?;
+                d.clone()
+                    .for_schema(Some(s))?
+                    .check_encrypted(config.encryption_key.is_some())?;
             }
         }
         // Verifying at startup is a writer's open: asked for, it runs now.

@@ -322,7 +322,6 @@ pub(crate) fn next_file(catalog: &Catalog, at: u64) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::fields::{encode_groups, int_key, FieldKind, MAX_KEY_LEN};
     use crate::format::typed::{FieldType, Value};
     use crate::reader::typed::tests::pred;
 

@@ -509,6 +509,14 @@ def test_an_index_on_a_schema_field_takes_the_fields_type(qpath: Path) -> None:
         with pytest.raises(litemq.SchemaError, match="float64, and float, decimal and uint64"):
             q.add_index("price")
         assert q.indexes == {}
+        # An encrypted queue keeps its rows sealed: no index of their values.
+        key = bytes(range(32))
+        with pytest.raises(ValueError, match=r"encrypted.*in clear"):
+            typed(qpath.parent / "sealed", encryption_key=key, indexes={"symbol": "str"})
+        with typed(qpath.parent / "sealed", encryption_key=key) as sealed:
+            with pytest.raises(ValueError, match=r"encrypted.*in clear"):
+                sealed.add_index("symbol")
+            assert sealed.indexes == {}
         # A header index of another name is still a header index.
         q.add_index("venue")
         q.appender().append(trade(0), headers={"venue": "X"})
