@@ -442,9 +442,9 @@ class Queue(_litemq.Queue):
         decodes only that field of each row. With an index on the field
         (``add_index("symbol")``, or ``indexes=``: an index named like a
         schema field indexes that field), sealed files are answered by their
-        index files unread, the active file and files without a valid index
-        are read; "!=", and "<" / ">" on strings and binary, read every
-        file.
+        index files unread, the active file by an in-memory index this
+        handle extends at each query, files without a valid index are read;
+        "!=", and "<" / ">" on strings and binary, read every file.
 
         >>> [m.seq for m in q.where("customer", "=", "c7")]
         [0, 12]

@@ -125,14 +125,58 @@ impl Queue {
         };
         let limit = self.inner().catalog.max_decompressed();
         let query = self.field_index_query(&versions, pred);
+        let active = match &query {
+            Some(q) => self.active_field_seqs(&versions, q)?,
+            None => None,
+        };
         let catalog = &*self.inner().catalog;
         crate::reader::typed_where::typed_where(
             &mut t,
             &versions,
             pred,
             (end, limit),
-            query.as_ref().map(|q| (catalog, q)),
+            query.as_ref().map(|q| (catalog, q, active.as_ref())),
         )
+    }
+
+    /// Brings the handle's in-memory index of `query`'s schema field over
+    /// the active file up to what is published (reading only the rows
+    /// published since the last query on the field), and returns what it
+    /// lists for the query (see `Queue::where_field` for headers).
+    fn active_field_seqs(
+        &self,
+        versions: &SchemaVersions,
+        query: &crate::index::fields::FieldQuery,
+    ) -> Result<Option<crate::reader::field::ActiveSeqs>> {
+        let current = versions
+            .current()
+            .ok_or_else(|| Error::Schema("the queue has no schema".into()))?;
+        let Some(field) = current.find(&query.def.name) else {
+            return Ok(None);
+        };
+        self.inner().catalog.refresh()?;
+        let Some(last) = self.inner().catalog.snapshot().last().copied() else {
+            return Ok(None);
+        };
+        let end = self.next_seq();
+        let mut cache = self
+            .inner()
+            .active_fields
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let ix = cache.entry(query.def.clone()).or_default();
+        crate::reader::typed_where::extend_active(
+            &self.inner().catalog,
+            versions,
+            (field, query.def.kind),
+            (last.header.file_number, last.header.first_seq, end),
+            ix,
+        )?;
+        Ok(Some(crate::reader::field::ActiveSeqs {
+            file_number: ix.file_number,
+            upto: ix.upto,
+            seqs: query.seqs_in(&ix.values),
+        }))
     }
 
     /// `pred` as a query of the index declared on its field, when there is

@@ -18,6 +18,7 @@ use crate::format::typed::{SchemaVersions, TypedColumn};
 use crate::index::fields::{
     self as field_index, FieldIndex, FieldIndexDef, FieldQuery, KeyPredicate,
 };
+use crate::reader::field::ActiveSeqs;
 use crate::reader::tailer::Tailer;
 use crate::reader::typed::{
     cell, is_valid, prepare, satisfies, Operand, TypedBatch, TypedOp, TypedPredicate, WHERE_STEP,
@@ -26,27 +27,44 @@ use crate::reader::wait::WaitStrategy;
 
 /// The sequences in `[tailer's position, end)` whose field satisfies
 /// `pred`, ascending, decoding only that field. With `index` (the catalog,
-/// and `pred` as a query of a declared index on the field), a sealed file
-/// with a valid index file is answered by it, unread; the others are read.
+/// `pred` as a query of a declared index on the field, and what the
+/// handle's in-memory index of the active file lists for it), a sealed file
+/// with a valid index file is answered by it, unread, and the active file
+/// by the in-memory index as far as it goes; the rest is read.
 pub(crate) fn typed_where(
     tailer: &mut Tailer,
     versions: &SchemaVersions,
     pred: &TypedPredicate,
     (end, limit): (u64, usize),
-    index: Option<(&Catalog, &FieldQuery)>,
+    index: Option<(&Catalog, &FieldQuery, Option<&ActiveSeqs>)>,
 ) -> Result<Vec<u64>> {
     let (i, operands) = prepare(versions, pred)?;
     let mut out = Vec::new();
     while tailer.next_seq() < end {
         let at = tailer.next_seq();
         let mut stop = end;
-        if let Some((catalog, query)) = index {
+        if let Some((catalog, query, active)) = index {
             if let Some((seqs, next)) = sealed_seqs(catalog, at, query) {
                 out.extend(seqs.into_iter().filter(|s| (at..end).contains(s)));
                 if next >= end {
                     break;
                 }
                 tailer.seek(next)?;
+                continue;
+            }
+            // The active file, as far as the handle's index of it goes.
+            let in_file = |a: &&ActiveSeqs| {
+                at < a.upto
+                    && catalog
+                        .locate(at)
+                        .is_some_and(|f| f.header.file_number == a.file_number)
+            };
+            if let Some(a) = active.filter(in_file) {
+                out.extend(a.seqs.iter().filter(|&&s| at <= s && s < end.min(a.upto)));
+                if a.upto >= end {
+                    break;
+                }
+                tailer.seek(a.upto)?;
                 continue;
             }
             // This file only: the next may have its index.
@@ -147,6 +165,92 @@ fn build(
         .collect())
 }
 
+/// Calls `f(value, sequence)` for each non-null row of int-indexed column
+/// `c` (sequences `seq`).
+fn each_int(c: &TypedColumn, seq: &[i64], f: &mut dyn FnMut(i64, u64)) -> Result<(), String> {
+    for r in (0..seq.len()).filter(|&r| is_valid(c, r)) {
+        let Operand::Int(x) = cell(c, r) else {
+            return Err(format!("{:?} ({}) has no int index", c.name, c.ty.name()));
+        };
+        let x =
+            i64::try_from(x).map_err(|_| format!("{x} in {:?} is past an int index", c.name))?;
+        f(x, seq[r] as u64);
+    }
+    Ok(())
+}
+
+/// Calls `f(value, sequence)` for each non-null row of str-indexed column
+/// `c` (sequences `seq`); a value longer than an index lists is an error.
+fn each_str(c: &TypedColumn, seq: &[i64], f: &mut dyn FnMut(&[u8], u64)) -> Result<(), String> {
+    if !c.ty.is_var() {
+        return Err(format!("{:?} ({}) has no str index", c.name, c.ty.name()));
+    }
+    for r in (0..seq.len()).filter(|&r| is_valid(c, r)) {
+        let value = &c.data[c.offsets[r] as usize..c.offsets[r + 1] as usize];
+        if value.len() > MAX_KEY_LEN {
+            return Err(format!(
+                "a value of {:?} is {} bytes, more than an index lists ({MAX_KEY_LEN})",
+                c.name,
+                value.len()
+            ));
+        }
+        f(value, seq[r] as u64);
+    }
+    Ok(())
+}
+
+/// Adds the rows `[index.upto, end)` of the active file (`file_number`,
+/// first sequence `first_seq`) to `index`, the in-memory index of schema
+/// field `field` (its kind `kind`) over that file, starting it afresh when
+/// it is of another file: what `where()` asks for the active file, as the
+/// files of sealed ones. Reading stops at `end` or the end of what is
+/// published.
+pub(crate) fn extend_active(
+    catalog: &Arc<Catalog>,
+    versions: &SchemaVersions,
+    (field, kind): (usize, FieldKind),
+    (file_number, first_seq, end): (u64, u64, u64),
+    index: &mut crate::index::fields::ActiveIndex,
+) -> Result<()> {
+    if index.file_number != file_number || index.upto < first_seq {
+        *index = crate::index::fields::ActiveIndex {
+            file_number,
+            upto: first_seq,
+            values: Default::default(),
+        };
+    }
+    if index.upto >= end {
+        return Ok(());
+    }
+    let mut t = Tailer::new(catalog.clone(), WaitStrategy::default());
+    t.seek(index.upto)?;
+    let limit = catalog.max_decompressed();
+    while t.next_seq() < end {
+        let at = t.next_seq();
+        let b = TypedBatch::read(&mut t, versions, &[field], (end, WHERE_STEP), limit)?;
+        let c = &b.columns.columns[0];
+        let values = &mut index.values;
+        let bad = |why: String| crate::error::Error::Schema(why);
+        match kind {
+            FieldKind::Int => each_int(c, &b.seq, &mut |x, s| {
+                values.entry(int_key(x).to_vec()).or_default().push(s);
+            }),
+            FieldKind::Str => each_str(c, &b.seq, &mut |v, s| match values.get_mut(v) {
+                Some(seqs) => seqs.push(s),
+                None => {
+                    values.insert(v.to_vec(), vec![s]);
+                }
+            }),
+        }
+        .map_err(bad)?;
+        index.upto = t.next_seq();
+        if index.upto == at {
+            break;
+        }
+    }
+    Ok(())
+}
+
 /// One field's values and the sequences holding each, as a build collects
 /// them (sorted by value when encoded: a tree of millions of values costs
 /// a cache miss per level per row).
@@ -160,41 +264,15 @@ enum Pairs {
 impl Pairs {
     /// Adds the non-null rows of column `c` (sequences `seq`).
     fn add(&mut self, c: &TypedColumn, seq: &[i64]) -> Result<(), String> {
-        let rows = (0..seq.len()).filter(|&r| is_valid(c, r));
         match self {
-            Pairs::Int(v) => {
-                for r in rows {
-                    let Operand::Int(x) = cell(c, r) else {
-                        return Err(format!("{:?} ({}) has no int index", c.name, c.ty.name()));
-                    };
-                    let x = i64::try_from(x)
-                        .map_err(|_| format!("{x} in {:?} is past an int index", c.name))?;
-                    v.push((x, seq[r] as u64));
+            Pairs::Int(v) => each_int(c, seq, &mut |x, s| v.push((x, s))),
+            Pairs::Str(m) => each_str(c, seq, &mut |value, s| match m.get_mut(value) {
+                Some(seqs) => seqs.push(s),
+                None => {
+                    m.insert(value.to_vec(), vec![s]);
                 }
-            }
-            Pairs::Str(m) => {
-                if !c.ty.is_var() {
-                    return Err(format!("{:?} ({}) has no str index", c.name, c.ty.name()));
-                }
-                for r in rows {
-                    let value = &c.data[c.offsets[r] as usize..c.offsets[r + 1] as usize];
-                    if value.len() > MAX_KEY_LEN {
-                        return Err(format!(
-                            "a value of {:?} is {} bytes, more than an index lists ({MAX_KEY_LEN})",
-                            c.name,
-                            value.len()
-                        ));
-                    }
-                    match m.get_mut(value) {
-                        Some(seqs) => seqs.push(seq[r] as u64),
-                        None => {
-                            m.insert(value.to_vec(), vec![seq[r] as u64]);
-                        }
-                    }
-                }
-            }
+            }),
         }
-        Ok(())
     }
 
     /// The index file of `of` listing them.

@@ -473,9 +473,20 @@ def test_an_index_on_a_schema_field_answers_where(qpath: Path) -> None:
         assert {s["state"] for s in q._check_indexes()} == {"missing"}
         for field, op, value in WHERE_CASES[:3]:
             assert [m.seq for m in q.where(field, op, value)] == scan_where(rows, field, op, value)
+        # The active file is indexed in memory as rows come, and afresh
+        # once it is sealed and another one is active.
+        for more in (batch(700, start=8_000), batch(50, start=8_700)):
+            app.append_batch(more)
+            app.flush()
+            rows = [(m.seq, m.value) for m in q]
+            for field, op, value in WHERE_CASES:
+                got = [m.seq for m in q.where(field, op, value)]
+                assert got == scan_where(rows, field, op, value), (field, op, value)
+            app.roll()
     # Remembered; declaring one again builds what is missing.
     with typed(qpath) as q:
         assert q.indexes == {"symbol": "str", "size": "int", "side": "int", "time": "int"}
+        sealed = len(q.data_files()) - 1
         assert q.add_index("symbol") == sealed
     with typed(qpath, read_only=True) as q:
         assert [s["state"] for s in q._check_indexes() if s["field"] == "symbol"] == ["ok"] * sealed
