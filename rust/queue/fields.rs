@@ -229,6 +229,39 @@ impl Queue {
     /// the last query on the field: the first one reads the whole file, as
     /// a scan would), and returns what it lists for the query.
     fn active_seqs(&self, query: &FieldQuery) -> Result<Option<ActiveSeqs>> {
+        self.active_index(query, &mut |ix| {
+            let mut t = self.new_tailer();
+            match t.seek(ix.upto) {
+                Ok(()) => {}
+                // Nothing published past it yet.
+                Err(Error::NotFound { .. }) => t.seek_end()?,
+                Err(e) => return Err(e),
+            }
+            if t.next_seq() == ix.upto {
+                while let Some(m) = t.read_next()? {
+                    for k in query.def.keys(m.record()) {
+                        let seqs = ix.values.entry(k).or_default();
+                        if seqs.last() != Some(&m.seq) {
+                            seqs.push(m.seq);
+                        }
+                    }
+                    ix.upto = m.seq + 1;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// The handle's in-memory index of `query`'s field (a header's or a
+    /// schema field's) over the active file, started afresh when it is of
+    /// another file, brought up to what is published by `extend` (which
+    /// reads from its `upto` on), and what it lists for the query. `None`
+    /// when the queue has no data file.
+    pub(super) fn active_index(
+        &self,
+        query: &FieldQuery,
+        extend: &mut dyn FnMut(&mut ActiveIndex) -> Result<()>,
+    ) -> Result<Option<ActiveSeqs>> {
         self.inner().catalog.refresh()?;
         let Some(last) = self.inner().catalog.snapshot().last().copied() else {
             return Ok(None);
@@ -246,24 +279,7 @@ impl Queue {
                 values: Default::default(),
             };
         }
-        let mut t = self.new_tailer();
-        match t.seek(ix.upto) {
-            Ok(()) => {}
-            // Nothing published past it yet.
-            Err(Error::NotFound { .. }) => t.seek_end()?,
-            Err(e) => return Err(e),
-        }
-        if t.next_seq() == ix.upto {
-            while let Some(m) = t.read_next()? {
-                for k in query.def.keys(m.record()) {
-                    let seqs = ix.values.entry(k).or_default();
-                    if seqs.last() != Some(&m.seq) {
-                        seqs.push(m.seq);
-                    }
-                }
-                ix.upto = m.seq + 1;
-            }
-        }
+        extend(ix)?;
         Ok(Some(ActiveSeqs {
             file_number: ix.file_number,
             upto: ix.upto,

@@ -154,29 +154,16 @@ impl Queue {
         let Some(field) = current.find(&query.def.name) else {
             return Ok(None);
         };
-        self.inner().catalog.refresh()?;
-        let Some(last) = self.inner().catalog.snapshot().last().copied() else {
-            return Ok(None);
-        };
         let end = self.next_seq();
-        let mut cache = self
-            .inner()
-            .active_fields
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        let ix = cache.entry(query.def.clone()).or_default();
-        crate::reader::typed_where::extend_active(
-            &self.inner().catalog,
-            versions,
-            (field, query.def.kind),
-            (last.header.file_number, last.header.first_seq, end),
-            ix,
-        )?;
-        Ok(Some(crate::reader::field::ActiveSeqs {
-            file_number: ix.file_number,
-            upto: ix.upto,
-            seqs: query.seqs_in(&ix.values),
-        }))
+        self.active_index(query, &mut |ix| {
+            crate::reader::typed_where::extend_active(
+                &self.inner().catalog,
+                versions,
+                (field, query.def.kind),
+                end,
+                ix,
+            )
+        })
     }
 
     /// `pred` as a query of the index declared on its field, when there is

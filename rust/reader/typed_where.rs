@@ -199,26 +199,17 @@ fn each_str(c: &TypedColumn, seq: &[i64], f: &mut dyn FnMut(&[u8], u64)) -> Resu
     Ok(())
 }
 
-/// Adds the rows `[index.upto, end)` of the active file (`file_number`,
-/// first sequence `first_seq`) to `index`, the in-memory index of schema
-/// field `field` (its kind `kind`) over that file, starting it afresh when
-/// it is of another file: what `where()` asks for the active file, as the
-/// files of sealed ones. Reading stops at `end` or the end of what is
-/// published.
+/// Adds the rows `[index.upto, end)` of the active file to `index`, the
+/// in-memory index of schema field `field` (of kind `kind`) over that file:
+/// what `where()` asks for the active file, as the files of sealed ones.
+/// Reading stops at `end` or the end of what is published.
 pub(crate) fn extend_active(
     catalog: &Arc<Catalog>,
     versions: &SchemaVersions,
     (field, kind): (usize, FieldKind),
-    (file_number, first_seq, end): (u64, u64, u64),
+    end: u64,
     index: &mut crate::index::fields::ActiveIndex,
 ) -> Result<()> {
-    if index.file_number != file_number || index.upto < first_seq {
-        *index = crate::index::fields::ActiveIndex {
-            file_number,
-            upto: first_seq,
-            values: Default::default(),
-        };
-    }
     if index.upto >= end {
         return Ok(());
     }
