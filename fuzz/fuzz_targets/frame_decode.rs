@@ -84,6 +84,8 @@ fuzz_target!(|data: &[u8]| {
                 frames_crc: word(40),
                 name: name.to_string(),
                 kind,
+                // A header's index or a schema field's, as the bytes say.
+                schema_field: data[14] == 1,
             };
             if let Some(top) = fields::decode_top(data, &of) {
                 assert!(top.value_count == 0 || top.min <= top.max);
