@@ -214,7 +214,12 @@ pub(crate) fn extend_active(
         return Ok(());
     }
     let mut t = Tailer::new(catalog.clone(), WaitStrategy::default());
-    t.seek(index.upto)?;
+    match t.seek(index.upto) {
+        Ok(()) => {}
+        // Nothing published past it yet (appended, not yet written).
+        Err(crate::error::Error::NotFound { .. }) => return Ok(()),
+        Err(e) => return Err(e),
+    }
     let limit = catalog.max_decompressed();
     while t.next_seq() < end {
         let at = t.next_seq();
