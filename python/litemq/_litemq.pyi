@@ -545,6 +545,7 @@ class Queue:
     def _read_typed(
         self, start: int, end: int, max_rows: int, fields: list[str]
     ) -> dict[str, Any]: ...
+    def _read_typed_seqs(self, seqs: list[int], fields: list[str]) -> dict[str, Any]: ...
     def _read_batch(
         self,
         start: int,

@@ -882,6 +882,25 @@ impl Queue {
         super::typed::typed_columns(py, b)
     }
 
+    /// `_read_typed`'s columns of the rows of sequences `seqs` (ascending:
+    /// what `_typed_where` returned), for `litemq.Queue.read_arrow` with
+    /// `where` on an indexed field (`Queue::read_typed_seqs`).
+    fn _read_typed_seqs<'py>(
+        &self,
+        py: Python<'py>,
+        seqs: Vec<u64>,
+        fields: Vec<String>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        if seqs.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "seqs must be strictly ascending",
+            ));
+        }
+        let queue = self.queue()?;
+        let b = exit::detach(py, || queue.read_typed_seqs(&seqs, Some(&fields)))?;
+        super::typed::typed_columns(py, b)
+    }
+
     /// The sequences in `[start, end)` of a typed queue's messages whose
     /// schema field `field` satisfies `op` `value` (`Queue::typed_where`:
     /// only that field is decoded), for `litemq.Queue.where`.

@@ -56,25 +56,7 @@ impl Queue {
     ) -> Result<TypedBatch> {
         let versions = self.typed_versions()?;
         let current = versions.current().expect("a typed queue has a version");
-        let wanted: Vec<usize> = match fields {
-            None => (0..current.fields.len()).collect(),
-            Some(names) => names
-                .iter()
-                .map(|n| {
-                    current.find(n).ok_or_else(|| {
-                        Error::InvalidArgument(format!(
-                            "no field {n:?} in the queue's schema (fields: {})",
-                            current
-                                .fields
-                                .iter()
-                                .map(|f| f.name.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ))
-                    })
-                })
-                .collect::<Result<_>>()?,
-        };
+        let wanted = wanted_fields(current, fields)?;
         let limit = self.inner().catalog.max_decompressed();
         // `LITEMQ_READ_THREADS` when set; unset, the cores, each part at
         // least PARALLEL_MIN_ROWS rows (unlike an untyped read: measured
@@ -107,6 +89,47 @@ impl Queue {
             }
         }
         TypedBatch::read(&mut t, &versions, &wanted, (end, max_rows), limit)
+    }
+
+    /// The rows of sequences `seqs` (ascending) of a typed queue, as
+    /// [`Queue::read_typed`] reads ranges: each run of consecutive
+    /// sequences read in one go (a `where` answered by an index reads
+    /// only its rows). A sequence with no row (a tombstone, a hole) is
+    /// left out; one past the published end ends the batch.
+    pub fn read_typed_seqs(&self, seqs: &[u64], fields: Option<&[String]>) -> Result<TypedBatch> {
+        let versions = self.typed_versions()?;
+        let current = versions.current().expect("a typed queue has a version");
+        let wanted = wanted_fields(current, fields)?;
+        let limit = self.inner().catalog.max_decompressed();
+        let mut out = TypedBatch {
+            columns: crate::format::typed::TypedColumns::new(current, &wanted, seqs.len()),
+            ..TypedBatch::default()
+        };
+        let Some(&last) = seqs.last() else {
+            return Ok(out);
+        };
+        let Some(mut t) = self.typed_tailer(seqs[0], last + 1)? else {
+            return Ok(out);
+        };
+        let mut i = 0;
+        while i < seqs.len() {
+            let mut j = i + 1;
+            while j < seqs.len() && seqs[j] == seqs[j - 1] + 1 {
+                j += 1;
+            }
+            let (a, b) = (seqs[i], seqs[j - 1] + 1);
+            if t.next_seq() != a {
+                t.seek(a)?;
+            }
+            let part = TypedBatch::read(&mut t, &versions, &wanted, (b, j - i), limit)?;
+            let short = part.next_seq < b;
+            if !out.append(part) || short {
+                break;
+            }
+            i = j;
+        }
+        out.next_seq = t.next_seq();
+        Ok(out)
     }
 
     /// The sequences in `start..end` of a typed queue whose schema field
@@ -182,4 +205,32 @@ impl Queue {
         let any = crate::reader::typed_where::key_predicates(pred, current.fields[i].ty)?;
         Some(crate::index::fields::FieldQuery { def, any })
     }
+}
+
+/// The indexes in `current` of the fields named `fields` (names or
+/// aliases; every field, in schema order, when `None`); an unknown name is
+/// [`Error::InvalidArgument`] listing the fields.
+fn wanted_fields(
+    current: &crate::format::typed::Schema,
+    fields: Option<&[String]>,
+) -> Result<Vec<usize>> {
+    let Some(names) = fields else {
+        return Ok((0..current.fields.len()).collect());
+    };
+    names
+        .iter()
+        .map(|n| {
+            current.find(n).ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "no field {n:?} in the queue's schema (fields: {})",
+                    current
+                        .fields
+                        .iter()
+                        .map(|f| f.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })
+        })
+        .collect()
 }

@@ -235,7 +235,7 @@ impl TypedBatch {
 
     /// Appends a later part's rows (see [`TypedBatch::read_parallel`]);
     /// false, with nothing changed, when a column cannot take them.
-    fn append(&mut self, part: TypedBatch) -> bool {
+    pub(crate) fn append(&mut self, part: TypedBatch) -> bool {
         if !self.columns.append(
             part.columns,
             crate::reader::spare::give,

@@ -492,6 +492,44 @@ def test_an_index_on_a_schema_field_answers_where(qpath: Path) -> None:
         assert [s["state"] for s in q._check_indexes() if s["field"] == "symbol"] == ["ok"] * sealed
 
 
+def test_read_arrow_where_reads_only_the_rows_an_index_lists(
+    qpath: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With an index on the field, a selective `where` reads only the rows the
+    # index lists; the rows are those a read and filter of the range gives.
+    read_at: list[int] = []
+
+    def spy(q: litemq.Queue, seqs: list[int], fields: list[str]) -> dict[str, object]:
+        read_at.append(len(seqs))
+        return litemq._litemq.Queue._read_typed_seqs(q, seqs, fields)
+
+    monkeypatch.setattr(litemq.Queue, "_read_typed_seqs", spy)
+    cases: list[tuple[tuple[str, str, object], dict[str, object], bool]] = [
+        (("id", "in", [3, 4_000, 7_999]), {}, True),
+        (("size", "between", (100, 300)), {"columns": ["id", "symbol"]}, True),
+        (("symbol", "prefix", "MS"), {}, False),  # a third of the rows: read and filtered
+        (("id", ">=", 7_990), {"max_rows": 4}, True),
+        (("symbol", "<", "B"), {}, False),  # "<" on strings: not through the index
+        (("id", "=", -1), {"columns": ["seq"]}, True),
+    ]
+    with typed(qpath) as q:
+        app = q.appender()
+        for k in range(8):
+            app.append_batch(batch(1_000, start=1_000 * k))
+        app.flush()
+        want = [q.read_arrow(where=w, **kw) for w, kw, _ in cases]
+        assert read_at == []
+        q.add_index("id")
+        q.add_index("size")
+        q.add_index("symbol")
+        for (w, kw, indexed), expected in zip(cases, want, strict=True):
+            read_at.clear()
+            got = q.read_arrow(where=w, **kw)
+            assert got.equals(expected), w
+            assert bool(read_at) == (indexed and expected.num_rows > 0), w
+        assert want[0].column("id").to_pylist() == [3, 4_000, 7_999]
+
+
 def test_an_index_on_a_schema_field_reads_row_batches(qpath: Path) -> None:
     # Rows compressed together are indexed too (a header index refuses
     # them), by the writer's builder as files are sealed.
