@@ -92,44 +92,24 @@ impl Queue {
     }
 
     /// The rows of sequences `seqs` (ascending) of a typed queue, as
-    /// [`Queue::read_typed`] reads ranges: each run of consecutive
-    /// sequences read in one go (a `where` answered by an index reads
-    /// only its rows). A sequence with no row (a tombstone, a hole) is
-    /// left out; one past the published end ends the batch.
+    /// [`Queue::read_typed`] shows rows, read one at a time (a `where`
+    /// answered by an index reads only its rows). A sequence with no row
+    /// (a tombstone, a hole) is left out.
     pub fn read_typed_seqs(&self, seqs: &[u64], fields: Option<&[String]>) -> Result<TypedBatch> {
         let versions = self.typed_versions()?;
         let current = versions.current().expect("a typed queue has a version");
         let wanted = wanted_fields(current, fields)?;
-        let limit = self.inner().catalog.max_decompressed();
-        let mut out = TypedBatch {
-            columns: crate::format::typed::TypedColumns::new(current, &wanted, seqs.len()),
-            ..TypedBatch::default()
+        let tailer = match (seqs.first(), seqs.last()) {
+            (Some(&first), Some(&last)) => self.typed_tailer(first, last + 1)?,
+            _ => None,
         };
-        let Some(&last) = seqs.last() else {
-            return Ok(out);
+        let Some(mut t) = tailer else {
+            return Ok(TypedBatch {
+                columns: crate::format::typed::TypedColumns::new(current, &wanted, 0),
+                ..TypedBatch::default()
+            });
         };
-        let Some(mut t) = self.typed_tailer(seqs[0], last + 1)? else {
-            return Ok(out);
-        };
-        let mut i = 0;
-        while i < seqs.len() {
-            let mut j = i + 1;
-            while j < seqs.len() && seqs[j] == seqs[j - 1] + 1 {
-                j += 1;
-            }
-            let (a, b) = (seqs[i], seqs[j - 1] + 1);
-            if t.next_seq() != a {
-                t.seek(a)?;
-            }
-            let part = TypedBatch::read(&mut t, &versions, &wanted, (b, j - i), limit)?;
-            let short = part.next_seq < b;
-            if !out.append(part) || short {
-                break;
-            }
-            i = j;
-        }
-        out.next_seq = t.next_seq();
-        Ok(out)
+        TypedBatch::read_seqs(&mut t, &versions, &wanted, seqs)
     }
 
     /// The sequences in `start..end` of a typed queue whose schema field

@@ -235,7 +235,7 @@ impl TypedBatch {
 
     /// Appends a later part's rows (see [`TypedBatch::read_parallel`]);
     /// false, with nothing changed, when a column cannot take them.
-    pub(crate) fn append(&mut self, part: TypedBatch) -> bool {
+    fn append(&mut self, part: TypedBatch) -> bool {
         if !self.columns.append(
             part.columns,
             crate::reader::spare::give,
@@ -328,6 +328,40 @@ impl TypedBatch {
             })?;
         self.push_meta(f.seq, view.timestamp, taken);
         Ok(taken)
+    }
+
+    /// The rows of sequences `seqs` (ascending), read from `tailer` one
+    /// message at a time ([`TypedBatch::read_one`]): a few rows scattered
+    /// over row batches cost a seek and a row each, where a bulk read would
+    /// split each batch's whole block. A sequence without a row (a
+    /// tombstone, a hole) is left out; the batch ends at the end of what is
+    /// published or when a column is full (`next_seq` says where).
+    pub(crate) fn read_seqs(
+        tailer: &mut Tailer,
+        versions: &SchemaVersions,
+        wanted: &[usize],
+        seqs: &[u64],
+    ) -> Result<TypedBatch> {
+        let current = versions
+            .current()
+            .ok_or_else(|| Error::Schema("the queue has no schema".into()))?;
+        let mut b = TypedBatch {
+            columns: TypedColumns::new(current, wanted, seqs.len()),
+            ..TypedBatch::default()
+        };
+        let mut projs = Projections::new(versions, wanted);
+        for &s in seqs {
+            if tailer.next_seq() != s {
+                tailer.seek(s)?;
+            }
+            // False and still at `s`: nothing more, or a column full (a
+            // hole or tombstone at `s` moves the tailer past it).
+            if !b.read_one(tailer, &mut projs, s + 1)? && tailer.next_seq() <= s {
+                break;
+            }
+        }
+        b.next_seq = tailer.next_seq();
+        Ok(b)
     }
 
     /// One message through [`Tailer::read_next`]. False: the batch ends

@@ -376,6 +376,11 @@ def test_compaction_keeps_the_latest_row_of_each_key(qpath: Path) -> None:
         assert q.add_index("n") == len(q.data_files()) - 1
         assert {s["state"] for s in q._check_indexes()} == {"ok"}
         assert [m.seq for m in q.where("n", "<", -400)] == low
+        # read_arrow(where=) through an index on "i" (= the sequence): only
+        # the rows it lists, in kept single rows, batch members and holes.
+        q.add_index("i")
+        some = [*range(0, n, 37), n - 1]
+        assert arrow_events(q, where=("i", "in", some)) == events(s for s in kept if s in some)
         assert arrow_events(q, where=("i", "between", (100, 700))) == events(
             s for s in kept if 100 <= s <= 700
         )
