@@ -35,7 +35,7 @@ pub struct FieldIndexDef {
     /// How its values are read and compared.
     pub kind: FieldKind,
     /// True when `name` is a field of the queue's schema (or an alias of
-    /// one): the values are the rows' (see `reader::typed::build_indexes`),
+    /// one): the values are the rows' (see `reader::typed_where::ensure_indexes`),
     /// not headers'. Not remembered: an open derives it from the schema.
     pub schema_field: bool,
 }
@@ -247,16 +247,24 @@ pub fn encode_values(
     def: &FieldIndexDef,
     values: BTreeMap<Vec<u8>, Vec<u64>>,
 ) -> std::result::Result<Vec<u8>, String> {
-    if let Some(k) = values.keys().find(|k| k.len() > fields::MAX_KEY_LEN) {
-        return Err(format!(
-            "a value of {:?} is {} bytes, more than an index lists ({})",
-            def.name,
-            k.len(),
-            fields::MAX_KEY_LEN
-        ));
+    for k in values.keys() {
+        key_fits(&def.name, k)?;
     }
     let values: Vec<_> = values.into_iter().collect();
     Ok(fields::encode(&of(header, footer, def), &values))
+}
+
+/// An error unless `value` of field `name` fits an index file (at most
+/// [`fields::MAX_KEY_LEN`] bytes).
+pub fn key_fits(name: &str, value: &[u8]) -> std::result::Result<(), String> {
+    if value.len() > fields::MAX_KEY_LEN {
+        return Err(format!(
+            "a value of {name:?} is {} bytes, more than an index lists ({})",
+            value.len(),
+            fields::MAX_KEY_LEN
+        ));
+    }
+    Ok(())
 }
 
 /// Builds the index files of some declared fields over one sealed data

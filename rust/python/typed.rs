@@ -879,14 +879,9 @@ pub(crate) fn _typed_rows<'py>(
     let current = versions
         .current()
         .ok_or_else(|| schema_err("the archive's queue has no schema"))?;
-    let wanted = fields
-        .iter()
-        .map(|f| {
-            current
-                .find(f)
-                .ok_or_else(|| schema_err(format!("no field {f:?} in the schema")))
-        })
-        .collect::<PyResult<Vec<usize>>>()?;
+    let wanted = current
+        .field_indexes(&fields)
+        .map_err(|e| schema_err(e.0))?;
     let file = versions.get(file_version).ok_or_else(|| {
         Error::corrupted(
             Path::new(name),

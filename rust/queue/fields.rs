@@ -202,16 +202,18 @@ impl Queue {
     /// read whole. Every message returned is checked against the query. A
     /// field that is not declared is [`Error::InvalidArgument`].
     pub fn where_field(&self, query: FieldQuery) -> Result<Tailer> {
-        if let Some(d) = self.indexes().iter().find(|d| d.name == query.def.name) {
-            if d.schema_field {
-                return Err(Error::InvalidArgument(format!(
-                    "{:?} indexes a field of the queue's schema: query it with the typed \
-                     where (Queue::typed_where)",
-                    d.name
-                )));
-            }
+        let declared = self.indexes();
+        if declared
+            .iter()
+            .any(|d| d.schema_field && d.name == query.def.name)
+        {
+            return Err(Error::InvalidArgument(format!(
+                "{:?} indexes a field of the queue's schema: query it with the typed \
+                 where (Queue::typed_where)",
+                query.def.name
+            )));
         }
-        if !self.indexes().contains(&query.def) {
+        if !declared.contains(&query.def) {
             return Err(Error::InvalidArgument(format!(
                 "no {} index on {:?}: declare it with add_index (or indexes=) first",
                 query.def.kind.name(),

@@ -187,30 +187,17 @@ impl Queue {
     }
 }
 
-/// The indexes in `current` of the fields named `fields` (names or
-/// aliases; every field, in schema order, when `None`); an unknown name is
+/// The indexes in `current` of the fields named `fields` (every field, in
+/// schema order, when `None`); an unknown name is
 /// [`Error::InvalidArgument`] listing the fields.
 fn wanted_fields(
     current: &crate::format::typed::Schema,
     fields: Option<&[String]>,
 ) -> Result<Vec<usize>> {
-    let Some(names) = fields else {
-        return Ok((0..current.fields.len()).collect());
-    };
-    names
-        .iter()
-        .map(|n| {
-            current.find(n).ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "no field {n:?} in the queue's schema (fields: {})",
-                    current
-                        .fields
-                        .iter()
-                        .map(|f| f.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-            })
-        })
-        .collect()
+    match fields {
+        None => Ok((0..current.fields.len()).collect()),
+        Some(names) => current
+            .field_indexes(names)
+            .map_err(|e| Error::InvalidArgument(e.0)),
+    }
 }

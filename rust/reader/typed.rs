@@ -533,11 +533,6 @@ impl TypedPredicate {
     }
 }
 
-/// True when row `r` of `c` is not null.
-pub(crate) fn is_valid(c: &crate::format::typed::TypedColumn, r: usize) -> bool {
-    c.valid.is_empty() || c.valid[r / 8] & (1 << (r % 8)) != 0
-}
-
 /// Row `r` of `c` (not null) as an operand.
 pub(crate) fn cell(c: &crate::format::typed::TypedColumn, r: usize) -> Operand {
     use crate::format::typed::FieldType as T;

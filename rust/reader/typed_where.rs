@@ -6,12 +6,12 @@
 //! the fields (so rows in batches, compressed or not, are indexed too):
 //! [`ensure_indexes`].
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crate::catalog::{Catalog, FileInfo};
 use crate::error::Result;
-use crate::format::fields::{encode_groups, int_key, FieldKind, MAX_KEY_LEN};
+use crate::format::fields::{encode_groups, int_key, FieldKind};
 use crate::format::footer::Footer;
 use crate::format::header::DataHeader;
 use crate::format::typed::{SchemaVersions, TypedColumn};
@@ -21,7 +21,7 @@ use crate::index::fields::{
 use crate::reader::field::ActiveSeqs;
 use crate::reader::tailer::Tailer;
 use crate::reader::typed::{
-    cell, is_valid, prepare, satisfies, Operand, TypedBatch, TypedOp, TypedPredicate, WHERE_STEP,
+    cell, prepare, satisfies, Operand, TypedBatch, TypedOp, TypedPredicate, WHERE_STEP,
 };
 use crate::reader::wait::WaitStrategy;
 
@@ -73,7 +73,7 @@ pub(crate) fn typed_where(
         let b = TypedBatch::read(tailer, versions, &[i], (stop, WHERE_STEP), limit)?;
         let c = &b.columns.columns[0];
         for r in 0..b.rows {
-            if is_valid(c, r) && satisfies(pred.op, &cell(c, r), &operands) {
+            if c.is_valid(r) && satisfies(pred.op, &cell(c, r), &operands) {
                 out.push(b.seq[r] as u64);
             }
         }
@@ -120,21 +120,9 @@ fn build(
 ) -> Result<Vec<Vec<u8>>, String> {
     let versions = catalog.schema_versions().ok_or("the queue has no schema")?;
     let current = versions.current().ok_or("the queue has no schema")?;
-    let wanted = defs
-        .iter()
-        .map(|d| {
-            current
-                .find(&d.name)
-                .ok_or_else(|| format!("no field {:?} in the schema", d.name))
-        })
-        .collect::<Result<Vec<usize>, String>>()?;
-    let mut pairs: Vec<Pairs> = defs
-        .iter()
-        .map(|d| match d.kind {
-            FieldKind::Int => Pairs::Int(Vec::new()),
-            FieldKind::Str => Pairs::Str(HashMap::new()),
-        })
-        .collect();
+    let names: Vec<&str> = defs.iter().map(|d| d.name.as_str()).collect();
+    let wanted = current.field_indexes(&names).map_err(|e| e.0)?;
+    let mut pairs: Vec<Pairs> = defs.iter().map(|d| Pairs::new(d.kind)).collect();
     let mut t = Tailer::new(catalog.clone(), WaitStrategy::default());
     t.seek(header.first_seq).map_err(|e| e.to_string())?;
     let limit = catalog.max_decompressed();
@@ -168,7 +156,7 @@ fn build(
 /// Calls `f(value, sequence)` for each non-null row of int-indexed column
 /// `c` (sequences `seq`).
 fn each_int(c: &TypedColumn, seq: &[i64], f: &mut dyn FnMut(i64, u64)) -> Result<(), String> {
-    for r in (0..seq.len()).filter(|&r| is_valid(c, r)) {
+    for r in (0..seq.len()).filter(|&r| c.is_valid(r)) {
         let Operand::Int(x) = cell(c, r) else {
             return Err(format!("{:?} ({}) has no int index", c.name, c.ty.name()));
         };
@@ -185,15 +173,9 @@ fn each_str(c: &TypedColumn, seq: &[i64], f: &mut dyn FnMut(&[u8], u64)) -> Resu
     if !c.ty.is_var() {
         return Err(format!("{:?} ({}) has no str index", c.name, c.ty.name()));
     }
-    for r in (0..seq.len()).filter(|&r| is_valid(c, r)) {
+    for r in (0..seq.len()).filter(|&r| c.is_valid(r)) {
         let value = &c.data[c.offsets[r] as usize..c.offsets[r + 1] as usize];
-        if value.len() > MAX_KEY_LEN {
-            return Err(format!(
-                "a value of {:?} is {} bytes, more than an index lists ({MAX_KEY_LEN})",
-                c.name,
-                value.len()
-            ));
-        }
+        field_index::key_fits(&c.name, value)?;
         f(value, seq[r] as u64);
     }
     Ok(())
@@ -224,21 +206,11 @@ pub(crate) fn extend_active(
     while t.next_seq() < end {
         let at = t.next_seq();
         let b = TypedBatch::read(&mut t, versions, &[field], (end, WHERE_STEP), limit)?;
-        let c = &b.columns.columns[0];
-        let values = &mut index.values;
-        let bad = |why: String| crate::error::Error::Schema(why);
-        match kind {
-            FieldKind::Int => each_int(c, &b.seq, &mut |x, s| {
-                values.entry(int_key(x).to_vec()).or_default().push(s);
-            }),
-            FieldKind::Str => each_str(c, &b.seq, &mut |v, s| match values.get_mut(v) {
-                Some(seqs) => seqs.push(s),
-                None => {
-                    values.insert(v.to_vec(), vec![s]);
-                }
-            }),
-        }
-        .map_err(bad)?;
+        let mut delta = Pairs::new(kind);
+        delta
+            .add(&b.columns.columns[0], &b.seq)
+            .map_err(crate::error::Error::Schema)?;
+        delta.merge_into(&mut index.values);
         index.upto = t.next_seq();
         if index.upto == at {
             break;
@@ -258,6 +230,31 @@ enum Pairs {
 }
 
 impl Pairs {
+    /// None yet, for an index of kind `kind`.
+    fn new(kind: FieldKind) -> Pairs {
+        match kind {
+            FieldKind::Int => Pairs::Int(Vec::new()),
+            FieldKind::Str => Pairs::Str(HashMap::new()),
+        }
+    }
+
+    /// Adds them to `values` (key to ascending sequences), whose
+    /// sequences all come before these.
+    fn merge_into(self, values: &mut BTreeMap<Vec<u8>, Vec<u64>>) {
+        match self {
+            Pairs::Int(v) => {
+                for (x, s) in v {
+                    values.entry(int_key(x).to_vec()).or_default().push(s);
+                }
+            }
+            Pairs::Str(m) => {
+                for (k, seqs) in m {
+                    values.entry(k).or_default().extend(seqs);
+                }
+            }
+        }
+    }
+
     /// Adds the non-null rows of column `c` (sequences `seq`).
     fn add(&mut self, c: &TypedColumn, seq: &[i64]) -> Result<(), String> {
         match self {

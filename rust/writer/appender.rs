@@ -355,9 +355,9 @@ impl Appender {
     /// [`Error::Schema`], with nothing stored, when the queue has no schema
     /// or when a row does not check against the schema (naming the row's
     /// index and why), or the block holds more or fewer than `count` rows;
-    /// sealed: append events one by one there) and while header field indexes are
-    /// sealed: append events one by one there) and while field indexes are
-    /// declared (as for [`Appender::append_batch_together`]).
+    /// [`Error::InvalidArgument`] on an encrypted queue (row batches are not
+    /// sealed: append events one by one there) and while header field
+    /// indexes are declared (as for [`Appender::append_batch_together`]).
     pub fn append_rows(
         &self,
         block: &[u8],

@@ -58,6 +58,11 @@ pub struct TypedColumn {
 }
 
 impl TypedColumn {
+    /// True when row `r` is not null.
+    pub fn is_valid(&self, r: usize) -> bool {
+        self.valid.is_empty() || self.valid[r / 8] & (1 << (r % 8)) != 0
+    }
+
     fn new(name: &str, ty: FieldType, nullable: bool) -> TypedColumn {
         TypedColumn {
             name: name.to_string(),
@@ -949,7 +954,7 @@ mod tests {
     /// Row `r` of column `c` as a [`Value`], decoded from the Arrow layout
     /// (what pyarrow would see).
     fn cell(c: &TypedColumn, r: usize) -> Value {
-        if !c.valid.is_empty() && c.valid[r / 8] & (1 << (r % 8)) == 0 {
+        if !c.is_valid(r) {
             return Value::Null;
         }
         let w = c.ty.width();

@@ -378,6 +378,27 @@ impl Schema {
         Schema::from_json_value(&v)
     }
 
+    /// The indexes of the fields named `names` (names or aliases), in that
+    /// order; an unknown name is an error listing the fields.
+    pub fn field_indexes<S: AsRef<str>>(&self, names: &[S]) -> Result<Vec<usize>, SchemaError> {
+        names
+            .iter()
+            .map(|n| {
+                let n = n.as_ref();
+                self.find(n).ok_or_else(|| {
+                    SchemaError(format!(
+                        "no field {n:?} in the queue's schema (fields: {})",
+                        self.fields
+                            .iter()
+                            .map(|f| f.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))
+                })
+            })
+            .collect()
+    }
+
     /// The index of the field named `name`, or whose aliases hold it.
     pub fn find(&self, name: &str) -> Option<usize> {
         self.fields.iter().position(|f| f.name == name).or_else(|| {
