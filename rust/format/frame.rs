@@ -95,9 +95,49 @@ pub fn encode_into(out: &mut Vec<u8>, write_record: impl FnOnce(&mut Vec<u8>)) -
     record_len
 }
 
+/// Appends the frame of a record `flags | timestamp | body`, padded to
+/// [`FRAME_ALIGN`], to `out`: what the writer publishes
+/// (`ActiveFile::write_frame`) and what an appender builds ahead of it (a
+/// bundle of built frames). Returns the record's length.
+pub fn encode_record_into(out: &mut Vec<u8>, flags: u8, timestamp: u64, body: &[u8]) -> usize {
+    let start = out.len();
+    let record_len = encode_into(out, |o| {
+        o.push(flags);
+        o.extend_from_slice(&timestamp.to_le_bytes());
+        o.extend_from_slice(body);
+    });
+    out.resize(start + frame_size(record_len), 0);
+    record_len
+}
+
+/// Gives `frame` (as [`encode_record_into`] built it) another timestamp,
+/// and the CRC that goes with it.
+pub fn restamp(frame: &mut [u8], timestamp: u64) {
+    let record_len = le_u32(frame, 0).expect("a built frame") as usize;
+    frame[5..13].copy_from_slice(&timestamp.to_le_bytes());
+    let crc = crc64(&[&frame[..4 + record_len]]);
+    frame[4 + record_len..12 + record_len].copy_from_slice(&crc.to_le_bytes());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_restamped_frame_is_the_frame_built_with_that_timestamp() {
+        let mut a = Vec::new();
+        let len = encode_record_into(&mut a, 0, 7, b"payload");
+        assert_eq!(a.len(), frame_size(len));
+        let mut b = Vec::new();
+        encode_record_into(&mut b, 0, 1_000_000, b"payload");
+        assert_ne!(a, b);
+        restamp(&mut a, 1_000_000);
+        assert_eq!(a, b);
+        match decode(&a, 0, len as u32) {
+            Ok(FrameAt::Frame { record_len, .. }) => assert_eq!(record_len, len),
+            other => panic!("{other:?}"),
+        }
+    }
 
     fn encode(record: &[u8]) -> Vec<u8> {
         let mut v = Vec::new();

@@ -423,6 +423,10 @@ impl Queue {
             .and_then(|v| v.current().cloned())
             .map(|s| Arc::new(crate::format::header::TypedFile::new(s)));
         options.typed = typed.clone();
+        // Appenders build the frames of a batch themselves, but for an
+        // encrypted queue (sealing needs the sequence, known to the I/O
+        // thread only).
+        let frame_clock = options.key.is_none().then(|| options.clock.clone());
         let (for_add, for_has) = (catalog.clone(), catalog.clone());
         let key_data = KeyData {
             add_from: Box::new(move |writer, from| {
@@ -461,6 +465,7 @@ impl Queue {
             config.compression,
             config.max_decompressed,
             Batching {
+                frame_clock,
                 refusal: if config.encryption_key.is_some() {
                     Some("an encrypted queue (batches are not sealed)".into())
                 } else {

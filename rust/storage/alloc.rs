@@ -106,8 +106,7 @@ impl ChunkAllocator {
     }
 
     /// Bytes from the start of the file that exist (the file is at least
-    /// this long): what may be written, and what the prefault thread may
-    /// populate.
+    /// this long): what may be written.
     pub fn extended(&self) -> usize {
         self.extended.load(Ordering::Acquire)
     }
@@ -148,21 +147,9 @@ impl ChunkAllocator {
 
     /// No more allocation: the file is sealed and about to be trimmed, or
     /// closed and about to give back what lies past its data. Waits for an
-    /// allocation or a [`ChunkAllocator::while_open`] call in progress.
+    /// allocation in progress.
     pub fn close(&self) {
         *self.closed.lock().unwrap_or_else(|e| e.into_inner()) = true;
-    }
-
-    /// Runs `f` (the prefault thread populating allocated pages) unless the
-    /// file is closed, and keeps it closed-out meanwhile: populating a page
-    /// that `close` is about to punch out would allocate it again behind
-    /// the writer's back. `None` when closed.
-    pub fn while_open<T>(&self, f: impl FnOnce() -> T) -> Option<T> {
-        let closed = self.closed.lock().unwrap_or_else(|e| e.into_inner());
-        if *closed {
-            return None;
-        }
-        Some(f())
     }
 
     fn chunk(&self, have: usize) -> usize {
@@ -215,8 +202,7 @@ impl ChunkAllocator {
             allocate_range(&self.file, start as u64, (target - start) as u64).map_err(io)?;
         // A file system that cannot allocate ranges gets its blocks from
         // the zeros `grow_file` writes when the writer grows the file: no
-        // allocation ahead (what may be populated is bounded by
-        // `extended` all the same).
+        // allocation ahead.
         let now = if supported { target } else { self.len };
         self.allocated.store(now, Ordering::Release);
         Ok(supported)

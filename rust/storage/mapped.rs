@@ -506,13 +506,6 @@ impl WritableMapping {
         }
     }
 
-    /// A handle that can fault pages of this mapping in ahead of the writer.
-    pub fn prefaulter(&self) -> Prefaulter {
-        Prefaulter {
-            raw: self.raw.clone(),
-        }
-    }
-
     /// Forces `len` bytes at `offset` to disk (msync, MS_SYNC).
     pub fn sync_range(&self, offset: usize, len: usize) -> Result<()> {
         if len == 0 {
@@ -521,33 +514,6 @@ impl WritableMapping {
         self.raw
             .flush_range(offset, len)
             .map_err(|e| Error::io("msync", &self.path, e))
-    }
-}
-
-/// Faults pages of a writable mapping in ahead of the writer, so that the
-/// I/O thread does not take a page fault per 4 KiB it writes. Holding it
-/// keeps the mapping alive.
-#[derive(Debug, Clone)]
-pub struct Prefaulter {
-    raw: Arc<MmapRaw>,
-}
-
-impl Prefaulter {
-    /// Bytes of the mapping.
-    pub fn mapped_len(&self) -> usize {
-        self.raw.len()
-    }
-
-    /// Populates page tables for `len` bytes at `offset`, writable
-    /// (`MADV_POPULATE_WRITE`). Best effort: kernels before 5.14 refuse it,
-    /// and then pages fault in on first write as usual.
-    pub fn populate(&self, offset: usize, len: usize) -> bool {
-        let len = len.min(self.raw.len().saturating_sub(offset));
-        len > 0
-            && self
-                .raw
-                .advise_range(memmap2::Advice::PopulateWrite, offset, len)
-                .is_ok()
     }
 }
 

@@ -8,7 +8,7 @@ use super::options::RollStrategy;
 use crate::error::{Error, Result};
 use crate::format::crc::crc64;
 use crate::format::footer::{trimmed_len, Footer, CONTENT_TOPICS, FOOTER_LEN};
-use crate::format::frame::{frame_size, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
+use crate::format::frame::{self, frame_size, DATA_HEADER_LEN, END_OF_FILE, FRAME_ALIGN};
 use crate::format::header::{encode_header_schema, DataHeader, IndexHeader};
 use crate::format::record::{self, FLAG_TOPIC};
 use crate::format::typed::{Schema, HEADER_SCHEMA_LEN_AT};
@@ -47,7 +47,28 @@ pub struct ActiveFile {
     /// by another writer process) claims topics: the topic-index builder
     /// checks.
     pub content_flags: u64,
+    /// Frames built but not yet in the file (see [`ActiveFile::publish`]).
+    stage: Stage,
 }
+
+/// Frames built in memory, not yet in the file: [`ActiveFile::publish`]
+/// writes them with one `pwrite`, then publishes them.
+#[derive(Debug, Default)]
+struct Stage {
+    /// File offset of `bytes[0]` (the first frame's).
+    at: usize,
+    /// The frames, the first one's length word left 0.
+    bytes: Vec<u8>,
+    /// The first frame's length word, stored last.
+    first_len: u32,
+    /// `(count in the file, offset, timestamp)` of each staged message,
+    /// for its index entries.
+    entries: Vec<(u64, usize, u64)>,
+}
+
+/// Staged bytes past which the writer publishes before the bundle ends:
+/// a large bundle is not copied whole, and the buffer stays in cache.
+const STAGE_MAX: usize = 256 << 10;
 
 /// A file just sealed whose bytes may not be on disk yet (`Async` mode):
 /// the next flush fdatasyncs it.
@@ -127,6 +148,7 @@ impl ActiveFile {
             last_ts: 0,
             alloc,
             content_flags: 0,
+            stage: Stage::default(),
         })
     }
 
@@ -162,6 +184,7 @@ impl ActiveFile {
             } else {
                 0
             },
+            stage: Stage::default(),
         })
     }
 
@@ -254,64 +277,128 @@ impl ActiveFile {
         self.alloc.ensure(need.min(self.map.len()))
     }
 
-    /// Writes one frame: record fields and CRC first, then the length with
-    /// release ordering, which publishes it to readers. The caller has
-    /// called [`ActiveFile::allocate_for`].
-    /// Returns the frame's offset.
-    pub fn write_frame(&mut self, flags: u8, timestamp: u64, body: &[u8]) -> Result<usize> {
-        let at = self.write_pos;
-        // The frame `frame::encode_into` builds around
-        // `record::encode_into`, written straight into the mapping: the
-        // body is copied once (a 1,000-row batch was copied into a
-        // buffer first, then from it).
-        let record_len = record::RECORD_FIXED_LEN + body.len();
-        let len = u32::try_from(record_len).expect("a record is shorter than a file");
-        let mut head = [0u8; 4 + record::RECORD_FIXED_LEN];
-        head[..4].copy_from_slice(&len.to_le_bytes());
-        head[4] = flags;
-        head[5..].copy_from_slice(&timestamp.to_le_bytes());
-        let crc = crc64(&[&head, body]);
-        self.map.write(at + 4, &head[4..]);
-        self.map.write(at + head.len(), body);
-        self.map.write(at + 4 + record_len, &crc.to_le_bytes());
-        // The word after the frame must read 0 ("nothing yet") once the frame
-        // is published, whatever a writer process that died there left.
-        let next = at + frame_size(record_len);
-        if next + 4 <= self.map.len() {
-            self.map.store_u32(next, 0);
-        }
-        self.map.store_u32(at, len);
+    /// Builds one frame (length, record, CRC) into the stage; nothing of
+    /// it is in the file, or visible to a reader, before
+    /// [`ActiveFile::publish`]. The caller has called
+    /// [`ActiveFile::allocate_for`]. Returns the frame's offset.
+    pub fn write_frame(&mut self, flags: u8, timestamp: u64, body: &[u8]) -> usize {
+        let start = self.stage.bytes.len();
+        let record_len = frame::encode_record_into(&mut self.stage.bytes, flags, timestamp, body);
+        self.staged(start, record_len, flags, timestamp)
+    }
 
-        // After the frame's length: a reader that sees the entry sees the frame.
-        self.index_next(at, timestamp)?;
+    /// [`ActiveFile::write_frame`] for a frame an appender built
+    /// (`frame::encode_record_into`, a `record_len`-byte record with
+    /// `flags` and `timestamp`).
+    pub fn write_built(
+        &mut self,
+        frame: &[u8],
+        record_len: usize,
+        flags: u8,
+        timestamp: u64,
+    ) -> usize {
+        debug_assert_eq!(frame.len(), frame_size(record_len));
+        let start = self.stage.bytes.len();
+        self.stage.bytes.extend_from_slice(frame);
+        self.staged(start, record_len, flags, timestamp)
+    }
+
+    /// Counts the frame just staged at `start` of the stage (a
+    /// `record_len`-byte record) as the file's next message.
+    fn staged(&mut self, start: usize, record_len: usize, flags: u8, timestamp: u64) -> usize {
+        let at = self.write_pos;
+        let i = self.count();
+        let st = &mut self.stage;
+        if start == 0 {
+            // The first frame's length is stored last, by `publish`.
+            st.at = at;
+            st.first_len = u32::try_from(record_len).expect("a record is shorter than a file");
+            st.bytes[..4].fill(0);
+        }
+        st.entries.push((i, at, timestamp));
+        self.next_seq += 1;
         if flags & FLAG_TOPIC != 0 {
             self.content_flags |= CONTENT_TOPICS;
         }
         self.first_ts.get_or_insert(timestamp);
         self.last_ts = timestamp;
         self.synced_pos = self.synced_pos.min(at);
-        self.write_pos = next;
-        Ok(at)
+        self.write_pos = at + frame_size(record_len);
+        at
     }
 
-    /// Counts the next sequence as the message of the frame at `at`: its
+    /// True when the stage holds enough to be published before the bundle
+    /// ends ([`STAGE_MAX`]).
+    pub fn stage_full(&self) -> bool {
+        self.stage.bytes.len() >= STAGE_MAX
+    }
+
+    /// Writes the staged frames into the file with one `pwrite` (into the
+    /// page cache every mapping of the file shares), with the zero word
+    /// after the last (whatever a writer process that died there left),
+    /// then publishes them: the first frame's length word by a release
+    /// store into the mapping (a reader reaches the others only through
+    /// it, and every byte of the `pwrite` is ordered before it), then
+    /// their index entries (a reader that sees an entry sees its frame).
+    /// Returns how many messages it published.
+    ///
+    /// Why not stores into the mapping, as before 2026-12-02: a store to
+    /// a page of the file not yet in the page cache makes the kernel zero
+    /// a fresh page (or a large folio) first, and one to a page already
+    /// written to disk dirties its whole folio again; `pwrite` copies
+    /// into fresh pages without zeroing them and dirties only the blocks
+    /// it writes (PERFORMANCE.md, "Frames written with pwrite").
+    pub fn publish(&mut self) -> Result<u64> {
+        use std::os::unix::fs::FileExt;
+        if self.stage.bytes.is_empty() {
+            return Ok(0);
+        }
+        let mut st = std::mem::take(&mut self.stage);
+        if st.at + st.bytes.len() + 4 <= self.map.len() {
+            st.bytes.extend_from_slice(&[0; 4]);
+        }
+        self.map
+            .file()
+            .write_all_at(&st.bytes, st.at as u64)
+            .map_err(|e| Error::io("write", self.map.path(), e))?;
+        self.map.store_u32(st.at, st.first_len);
+        for &(i, at, ts) in &st.entries {
+            self.index_entry(i, at, ts)?;
+        }
+        let published = st.entries.len() as u64;
+        st.bytes.clear();
+        st.entries.clear();
+        self.stage = st; // its buffers are reused
+        Ok(published)
+    }
+
+    /// Forgets the staged frames (a bundle that failed part-way: none of
+    /// it reaches the file), back to the published end.
+    pub fn drop_staged(&mut self) {
+        if let Some(&(i, at, _)) = self.stage.entries.first() {
+            self.write_pos = at;
+            self.next_seq = self.header.first_seq + i;
+        }
+        self.stage.bytes.clear();
+        self.stage.entries.clear();
+    }
+
+    /// Indexes message `i` of the file (its frame at `at`, published): its
     /// dense-index entry, and its sparse-index entry when its slot falls
     /// on it.
-    fn index_next(&mut self, at: usize, timestamp: u64) -> Result<()> {
-        let i = self.count();
+    fn index_entry(&mut self, i: u64, at: usize, timestamp: u64) -> Result<()> {
         if let Some(d) = &mut self.dense {
             d.put(i, at)?;
         }
         if i.is_multiple_of(self.header.index_interval as u64) {
             let entry = Entry {
-                seq: self.next_seq,
+                seq: self.header.first_seq + i,
                 timestamp,
                 offset: at as u64,
             };
             self.index
                 .put(i / self.header.index_interval as u64, entry)?;
         }
-        self.next_seq += 1;
         Ok(())
     }
 
@@ -320,7 +407,9 @@ impl ActiveFile {
     /// counted): each member gets a dense-index entry pointing at the
     /// batch frame, and a sparse-index entry when its slot falls on it
     /// (sequence: the member's; offset: the batch frame's).
+    /// The batch frame is published first ([`ActiveFile::publish`]).
     pub fn add_batch_members(&mut self, at: usize, extra: u64, timestamp: u64) -> Result<()> {
+        debug_assert!(self.stage.bytes.is_empty(), "the batch frame is published");
         let first = self.count();
         if let Some(d) = &mut self.dense {
             d.put_run(first, extra, at)?;
@@ -360,7 +449,11 @@ impl ActiveFile {
     /// new length are on disk when this returns; otherwise the returned
     /// [`Sealed`] is for the next flush to fdatasync (`None`: a file another
     /// writer process created that this one never wrote to).
-    pub fn seal(self, durable: bool) -> Result<Option<Sealed>> {
+    pub fn seal(mut self, durable: bool) -> Result<Option<Sealed>> {
+        // The I/O thread publishes first (it counts what it publishes and
+        // adds the keys after); this only keeps a slip from losing frames.
+        debug_assert!(self.stage.bytes.is_empty(), "published before sealing");
+        self.publish()?;
         let ActiveFile {
             header,
             mut map,
@@ -441,6 +534,8 @@ impl ActiveFile {
 
     /// msyncs everything written since the last sync (and the marker after it).
     pub fn sync(&mut self) -> Result<()> {
+        debug_assert!(self.stage.bytes.is_empty(), "published before syncing");
+        self.publish()?; // as in `seal`
         let end = (self.write_pos + FRAME_ALIGN).min(self.map.len());
         if end > self.synced_pos {
             let start = self.synced_pos & !4095;

@@ -7,9 +7,10 @@ use super::command::{Bundle, BundleSlot};
 use super::handoff::{Handoff, Numbered, SendError};
 use super::options::FlushMode;
 use super::shared::WriterShared;
+use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::format::compression::{self, Compression};
-use crate::format::frame::frame_size;
+use crate::format::frame::{self, frame_size};
 use crate::format::header::TypedFile;
 use crate::format::record::{self, Compress, Record, BATCH_HEAD_LEN, RECORD_FIXED_LEN};
 use crate::index::fields::SharedDefs;
@@ -34,9 +35,13 @@ pub(crate) struct AppenderInner {
     batching: Batching,
 }
 
-/// What [`Appender::append_batch_together`] needs to know about the queue.
+/// What [`Appender::append_batch`] and
+/// [`Appender::append_batch_together`] need to know about the queue.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Batching {
+    /// The queue's clock when [`Appender::append_batch`] builds the frames
+    /// itself (`None`: an encrypted queue, whose I/O thread seals each).
+    pub frame_clock: Option<Arc<dyn Clock>>,
     /// Why the queue takes no batches (encryption), if it does not.
     pub refusal: Option<String>,
     /// The queue's declared field indexes: batches are refused while one
@@ -217,12 +222,27 @@ impl Appender {
         }
         let mut bundle = self.inner.handoff.spare_bundle();
         bundle.entries.reserve(payloads.size_hint().0);
+        let Some(clock) = &self.inner.batching.frame_clock else {
+            for p in payloads {
+                self.check_size(p.len())?;
+                self.check_event(p, false)?;
+                bundle.bodies.extend_from_slice(p);
+                bundle.entries.push((0, p.len() as u32));
+            }
+            return self.send_bundle(bundle);
+        };
+        // The frames, CRCs included, are built here, on the caller's
+        // thread, while the I/O thread writes the previous bundle; it only
+        // copies them into the file (PERFORMANCE.md, "Frames written with
+        // pwrite").
+        let ts = clock.now_micros();
         for p in payloads {
             self.check_size(p.len())?;
             self.check_event(p, false)?;
-            bundle.bodies.extend_from_slice(p);
+            frame::encode_record_into(&mut bundle.bodies, 0, ts, p);
             bundle.entries.push((0, p.len() as u32));
         }
+        bundle.built = Some(ts);
         self.send_bundle(bundle)
     }
 

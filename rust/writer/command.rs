@@ -24,6 +24,12 @@ pub struct Bundle {
     /// With several writer processes: where the I/O thread reports the
     /// sequences the bundle got (they are known only once it is written).
     pub slot: Option<Arc<BundleSlot>>,
+    /// `Some(timestamp)`: `bodies` holds the messages' whole frames, built
+    /// by the appender with this timestamp (`frame::encode_record_into`,
+    /// each padded: `entries` still gives each body's length), which the
+    /// I/O thread copies into the file as they are (and stamps again only
+    /// when the timestamp is older than the queue's last).
+    pub built: Option<u64>,
 }
 
 impl Bundle {

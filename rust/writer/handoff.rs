@@ -552,6 +552,7 @@ impl Handoff {
         }
         bundle.bodies.clear();
         bundle.entries.clear();
+        bundle.built = None;
         bundle.extra_seqs = 0;
         bundle.batch_keys.clear();
         bundle.slot = None;

@@ -32,7 +32,7 @@ use crate::catalog::{Catalog, FileInfo};
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::format::crypto::QueueKey;
-use crate::format::frame::frame_size;
+use crate::format::frame::{self, frame_size};
 use crate::format::header::DataHeader;
 use crate::format::position;
 use crate::format::record::{self, FLAG_KEY, RECORD_FIXED_LEN};
@@ -188,10 +188,14 @@ pub struct IoThread {
     /// Messages this process has written, counted as the appenders number
     /// them: equal to `next_seq` with one writer process, from 0 with several.
     tickets: u64,
-    /// Tickets whose frames are in the data file, counted frame by frame
-    /// (`tickets` moves per bundle): on a failure, every append below this
-    /// may be stored although it was not done (`Error::MaybeStored`).
+    /// Tickets whose frames are in the data file, counted as they are
+    /// published (`tickets` moves per bundle): on a failure, every append
+    /// below this may be stored although it was not done
+    /// (`Error::MaybeStored`).
     frames_out: u64,
+    /// Keys of staged frames, added to the key index once the frames are
+    /// published (see [`IoThread::publish`]).
+    pending_keys: PendingKeys,
     /// Several writer processes: the lock taken per bundle, and the key-index
     /// generation this process has seen (see `catch_up`).
     append_lock: Option<Arc<AppendLock>>,
@@ -273,6 +277,7 @@ impl IoThread {
             } else {
                 resume.next_seq
             },
+            pending_keys: PendingKeys::default(),
             append_lock,
             // Unlike any recorded generation: the first bundle reloads the index.
             key_gen_seen: u64::MAX,
@@ -622,27 +627,30 @@ impl IoThread {
                 )));
             }
         }
-        let ts = self.timestamp();
-        let mut at = 0usize;
-        let mut bytes = 0u64;
-        let mut keys = false;
-        // Once per bundle: cloning the key's `Arc` (two atomic
-        // read-modify-writes) per message cost as much as a copy.
-        let key = self.config.key.clone();
-        let mut batch_keys = BatchKeys::default();
-        for &(flags, len) in &bundle.entries {
-            let body = &mut bundle.bodies[at..at + len as usize];
-            at += len as usize;
-            if record::body_is_batch(flags, body) {
-                let members = batch_keys.next(&bundle.batch_keys);
-                keys |= !members.is_empty();
-                self.write_batch(ts, body, &members)?;
-            } else {
-                self.write(key.as_deref(), flags, ts, body)?;
+        let ts = match bundle.built {
+            // Built by the appender: its time, unless older than the last.
+            Some(t) => {
+                self.last_ts = self.last_ts.max(t);
+                self.last_ts
             }
-            keys |= flags & FLAG_KEY != 0;
-            bytes += (RECORD_FIXED_LEN + body.len()) as u64;
-        }
+            None => self.timestamp(),
+        };
+        // A bundle's frames are built into the active file's stage and
+        // published together (or in `ActiveFile::stage_full` steps); one
+        // that fails part-way leaves none of its staged frames behind.
+        let (bytes, keys) = match self
+            .write_entries(ts, &mut bundle)
+            .and_then(|done| self.publish().map(|()| done))
+        {
+            Ok(done) => done,
+            Err(e) => {
+                if let Some(a) = self.active.as_mut() {
+                    a.drop_staged();
+                }
+                self.pending_keys.clear();
+                return Err(e);
+            }
+        };
         if self.lease.is_some() {
             self.key_gen_seen = self.key_gen_seen.wrapping_add(u64::from(keys));
         }
@@ -665,6 +673,73 @@ impl IoThread {
         }
         self.handoff.recycle(bundle);
         Ok(())
+    }
+
+    /// Writes (stages) every message of `bundle`; returns the bytes of its
+    /// records and whether any had a key.
+    fn write_entries(&mut self, ts: u64, bundle: &mut Bundle) -> Result<(u64, bool)> {
+        if let Some(built) = bundle.built {
+            return self
+                .write_built(ts, built != ts, bundle)
+                .map(|b| (b, false));
+        }
+        let mut at = 0usize;
+        let mut bytes = 0u64;
+        let mut keys = false;
+        // Once per bundle: cloning the key's `Arc` (two atomic
+        // read-modify-writes) per message cost as much as a copy.
+        let key = self.config.key.clone();
+        let mut batch_keys = BatchKeys::default();
+        for &(flags, len) in &bundle.entries {
+            let body = &mut bundle.bodies[at..at + len as usize];
+            at += len as usize;
+            if record::body_is_batch(flags, body) {
+                let members = batch_keys.next(&bundle.batch_keys);
+                keys |= !members.is_empty();
+                self.write_batch(ts, body, &members)?;
+            } else {
+                self.write(key.as_deref(), flags, ts, body)?;
+            }
+            keys |= flags & FLAG_KEY != 0;
+            bytes += (RECORD_FIXED_LEN + body.len()) as u64;
+        }
+        Ok((bytes, keys))
+    }
+
+    /// Writes (stages) the frames an appender built (plain records, no
+    /// key: see `Appender::append_batch`), stamped again with `ts` first
+    /// when `restamp`; returns the bytes of their records.
+    fn write_built(&mut self, ts: u64, restamp: bool, bundle: &mut Bundle) -> Result<u64> {
+        let mut at = 0usize;
+        let mut bytes = 0u64;
+        for &(flags, len) in &bundle.entries {
+            let record_len = RECORD_FIXED_LEN + len as usize;
+            let built = &mut bundle.bodies[at..at + frame_size(record_len)];
+            at += built.len();
+            if restamp {
+                frame::restamp(built, ts);
+            }
+            self.roll_if_due(flags, 0, record_len, ts)?;
+            let active = self.active.as_mut().expect("roll leaves an active file");
+            active.allocate_for(record_len)?;
+            active.write_built(built, record_len, flags, ts);
+            self.next_seq += 1;
+            if active.stage_full() {
+                self.publish()?;
+            }
+            bytes += record_len as u64;
+        }
+        Ok(bytes)
+    }
+
+    /// Publishes the active file's staged frames
+    /// ([`ActiveFile::publish`]), counts them written, then adds their
+    /// keys to the key index: it never gets ahead of the data.
+    fn publish(&mut self) -> Result<()> {
+        if let Some(a) = self.active.as_mut() {
+            self.frames_out += a.publish()?;
+        }
+        self.pending_keys.add_to(&mut self.key_index)
     }
 
     /// Writes one message of a bundle; `key` is the queue's encryption key
@@ -714,6 +789,8 @@ impl IoThread {
         // A row batch's extension byte (format 12) asks for a version-12 file.
         let ext = body[0];
         self.write_record(record::FLAG_EXTENSION, ext, ts, body)?;
+        // Its members' index entries point at the frame: published first.
+        self.publish()?;
         let active = self
             .active
             .as_mut()
@@ -737,6 +814,39 @@ impl IoThread {
 
     fn write_record(&mut self, flags: u8, ext: u8, ts: u64, body: &[u8]) -> Result<()> {
         let record_len = RECORD_FIXED_LEN + body.len();
+        self.roll_if_due(flags, ext, record_len, ts)?;
+        let keyed = flags & FLAG_KEY != 0;
+        if keyed {
+            // Whatever can fail in the key index (creating or unsealing a
+            // file) happens before the frame is written: an append that
+            // fails here is not stored. (Keys staged before it that fill
+            // the current index file start the next one when they are
+            // added; if that fails, the writer is poisoned and the next
+            // open indexes those frames from the data, as for a batch.)
+            self.key_index.reserve(ts)?;
+        }
+        let active = self.active.as_mut().expect("roll leaves an active file");
+        active.allocate_for(record_len)?;
+        let offset = active.write_frame(flags, ts, body);
+        self.next_seq += 1;
+        if keyed {
+            let key = record::key_of_body(body).expect("appender encoded the key");
+            let pos = position::encode(active.header.file_number, offset as u64);
+            match &self.config.key {
+                // The index holds keyed hashes: it leaks no key hashes.
+                Some(k) => self.pending_keys.push(&k.index_key(key), pos, ts),
+                None => self.pending_keys.push(key, pos, ts),
+            }
+        }
+        if active.stage_full() {
+            self.publish()?;
+        }
+        Ok(())
+    }
+
+    /// Rolls when a frame with a `record_len`-byte record (`flags`, `ext`)
+    /// written at `ts` must go to a new file (or there is no active file).
+    fn roll_if_due(&mut self, flags: u8, ext: u8, record_len: usize, ts: u64) -> Result<()> {
         let roll = match &self.active {
             None => true,
             Some(a) => {
@@ -747,33 +857,12 @@ impl IoThread {
         if roll {
             self.roll(ts)?;
         }
-        let keyed = flags & FLAG_KEY != 0;
-        if keyed {
-            // Whatever can fail in the key index (creating or unsealing a
-            // file) happens before the frame is written: an append that
-            // fails here is not stored.
-            self.key_index.reserve(ts)?;
-        }
-        let active = self.active.as_mut().expect("roll leaves an active file");
-        active.allocate_for(record_len)?;
-        let offset = active.write_frame(flags, ts, body)?;
-        self.next_seq += 1;
-        self.frames_out += 1;
-        if keyed {
-            // Added after the frame: the key index never gets ahead of the data.
-            let key = record::key_of_body(body).expect("appender encoded the key");
-            let pos = position::encode(active.header.file_number, offset as u64);
-            match &self.config.key {
-                // The index holds keyed hashes: it leaks no key hashes.
-                Some(k) => self.key_index.add(&k.index_key(key), pos, ts)?,
-                None => self.key_index.add(key, pos, ts)?,
-            }
-        }
         Ok(())
     }
 
     /// Seals the active file (end-of-file marker first), then creates the next.
     fn roll(&mut self, ts: u64) -> Result<()> {
+        self.publish()?; // what the bundle staged so far goes in the old file
         let durable = self.config.flush != FlushMode::Async;
         if let Some(old) = self.active.take() {
             // The prefault thread lets go of the file before it is trimmed.
@@ -1063,4 +1152,33 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
 fn is_unlinked(f: &File) -> bool {
     use std::os::unix::fs::MetadataExt;
     f.metadata().is_ok_and(|m| m.nlink() == 0)
+}
+
+/// Keys of staged frames, waiting for them to be published: `(key bytes
+/// in `bytes`, position, timestamp)`, in frame order.
+#[derive(Debug, Default)]
+struct PendingKeys {
+    bytes: Vec<u8>,
+    items: Vec<(std::ops::Range<usize>, u64, u64)>,
+}
+
+impl PendingKeys {
+    fn push(&mut self, key: &[u8], position: u64, ts: u64) {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(key);
+        self.items.push((start..self.bytes.len(), position, ts));
+    }
+
+    fn add_to(&mut self, index: &mut KeyIndexWriter) -> Result<()> {
+        for (key, position, ts) in self.items.drain(..) {
+            index.add(&self.bytes[key], position, ts)?;
+        }
+        self.bytes.clear();
+        Ok(())
+    }
+
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.items.clear();
+    }
 }

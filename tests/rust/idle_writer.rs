@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{count_stored, payload, read_all, small, within_10s, PanicClock};
-use litemq::{Error, FlushMode, Queue, Start};
+use litemq::{Error, FlushMode, Queue, Record, Start};
 
 /// Long enough for the I/O thread to finish its idle spin and sleep.
 const IDLE: Duration = Duration::from_millis(5);
@@ -315,7 +315,10 @@ fn batches_flushed_in_turn_are_written_and_synced_by_their_appender_across_rolls
 }
 
 /// A bundle an appender writes while the I/O thread sleeps, and which
-/// fails, is reported by that `append_batch` and poisons the writer.
+/// fails, is reported by that call and poisons the writer. (Records: the
+/// writer asks the clock for their time as it writes them, where the armed
+/// clock makes the write fail; `append_batch` of plain payloads asks it on
+/// the caller's thread, before anything is handed over.)
 #[test]
 fn a_failed_appender_written_batch_is_reported_by_that_call_and_poisons_the_writer() {
     let dir = tempfile::tempdir().unwrap();
@@ -330,7 +333,8 @@ fn a_failed_appender_written_batch_is_reported_by_that_call_and_poisons_the_writ
     loop {
         std::thread::sleep(IDLE);
         let before = appender_writes(&q);
-        app.append_batch([&b"a"[..], b"b"]).unwrap();
+        app.append_records(&[Record::new(b"a"), Record::new(b"b")])
+            .unwrap();
         stored += 2;
         app.flush().unwrap();
         if appender_writes(&q) > before {
@@ -340,7 +344,7 @@ fn a_failed_appender_written_batch_is_reported_by_that_call_and_poisons_the_writ
     }
     clock.0.store(true, Ordering::SeqCst);
     std::thread::sleep(IDLE);
-    match app.append_batch([&b"boom"[..], b"boom"]) {
+    match app.append_records(&[Record::new(b"boom"), Record::new(b"boom")]) {
         Err(Error::Poisoned { cause }) => assert!(
             matches!(&*cause, Error::Internal(m) if m.contains("clock armed to panic")),
             "{cause:?}"

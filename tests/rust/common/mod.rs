@@ -29,7 +29,9 @@ pub fn clock_at(micros: u64) -> Arc<ManualClock> {
 }
 
 /// A clock that panics once armed (`.0` set): whoever writes (the I/O
-/// thread, or an appender writing its own batch) asks it for the time.
+/// thread, or an appender writing its own bundle) asks it for the time of
+/// each bundle but one of frames `append_batch` built, whose appender asked
+/// it before handing them over.
 #[derive(Debug, Default)]
 pub struct PanicClock(pub AtomicBool);
 
