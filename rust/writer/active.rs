@@ -340,7 +340,8 @@ impl ActiveFile {
     /// store into the mapping (a reader reaches the others only through
     /// it, and every byte of the `pwrite` is ordered before it), then
     /// their index entries (a reader that sees an entry sees its frame).
-    /// Returns how many messages it published.
+    /// Adds the messages it made visible to `published` as soon as they
+    /// are (an index entry that fails after does not hide them).
     ///
     /// Why not stores into the mapping, as before 2026-12-02: a store to
     /// a page of the file not yet in the page cache makes the kernel zero
@@ -348,28 +349,32 @@ impl ActiveFile {
     /// written to disk dirties its whole folio again; `pwrite` copies
     /// into fresh pages without zeroing them and dirties only the blocks
     /// it writes (PERFORMANCE.md, "Frames written with pwrite").
-    pub fn publish(&mut self) -> Result<u64> {
+    pub fn publish(&mut self, published: &mut u64) -> Result<()> {
         use std::os::unix::fs::FileExt;
         if self.stage.bytes.is_empty() {
-            return Ok(0);
+            return Ok(());
         }
         let mut st = std::mem::take(&mut self.stage);
-        if st.at + st.bytes.len() + 4 <= self.map.len() {
+        let frames_end = st.bytes.len();
+        if st.at + frames_end + 4 <= self.map.len() {
             st.bytes.extend_from_slice(&[0; 4]);
         }
-        self.map
-            .file()
-            .write_all_at(&st.bytes, st.at as u64)
-            .map_err(|e| Error::io("write", self.map.path(), e))?;
-        self.map.store_u32(st.at, st.first_len);
-        for &(i, at, ts) in &st.entries {
-            self.index_entry(i, at, ts)?;
+        let wrote = self.map.file().write_all_at(&st.bytes, st.at as u64);
+        if let Err(e) = wrote {
+            st.bytes.truncate(frames_end);
+            self.stage = st; // still staged: `drop_staged` forgets it
+            return Err(Error::io("write", self.map.path(), e));
         }
-        let published = st.entries.len() as u64;
+        self.map.store_u32(st.at, st.first_len);
+        *published += st.entries.len() as u64;
+        let indexed = st
+            .entries
+            .iter()
+            .try_for_each(|&(i, at, ts)| self.index_entry(i, at, ts));
         st.bytes.clear();
         st.entries.clear();
         self.stage = st; // its buffers are reused
-        Ok(published)
+        indexed
     }
 
     /// Forgets the staged frames (a bundle that failed part-way: none of
@@ -453,7 +458,7 @@ impl ActiveFile {
         // The I/O thread publishes first (it counts what it publishes and
         // adds the keys after); this only keeps a slip from losing frames.
         debug_assert!(self.stage.bytes.is_empty(), "published before sealing");
-        self.publish()?;
+        self.publish(&mut 0)?;
         let ActiveFile {
             header,
             mut map,
@@ -535,7 +540,7 @@ impl ActiveFile {
     /// msyncs everything written since the last sync (and the marker after it).
     pub fn sync(&mut self) -> Result<()> {
         debug_assert!(self.stage.bytes.is_empty(), "published before syncing");
-        self.publish()?; // as in `seal`
+        self.publish(&mut 0)?; // as in `seal`
         let end = (self.write_pos + FRAME_ALIGN).min(self.map.len());
         if end > self.synced_pos {
             let start = self.synced_pos & !4095;

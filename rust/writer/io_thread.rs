@@ -737,7 +737,7 @@ impl IoThread {
     /// keys to the key index: it never gets ahead of the data.
     fn publish(&mut self) -> Result<()> {
         if let Some(a) = self.active.as_mut() {
-            self.frames_out += a.publish()?;
+            a.publish(&mut self.frames_out)?;
         }
         self.pending_keys.add_to(&mut self.key_index)
     }
