@@ -66,6 +66,13 @@ struct Stage {
     entries: Vec<(u64, usize, u64)>,
 }
 
+/// True when `len` bytes at `at` lie inside one page that holds written
+/// bytes before `at` (so the page is in the page cache).
+fn within_written_page(at: usize, len: usize) -> bool {
+    const PAGE: usize = 4096;
+    !at.is_multiple_of(PAGE) && at / PAGE == (at + len - 1) / PAGE
+}
+
 /// Staged bytes past which the writer publishes before the bundle ends:
 /// a large bundle is not copied whole, and the buffer stays in cache.
 const STAGE_MAX: usize = 256 << 10;
@@ -359,11 +366,20 @@ impl ActiveFile {
         if st.at + frames_end + 4 <= self.map.len() {
             st.bytes.extend_from_slice(&[0; 4]);
         }
-        let wrote = self.map.file().write_all_at(&st.bytes, st.at as u64);
-        if let Err(e) = wrote {
-            st.bytes.truncate(frames_end);
-            self.stage = st; // still staged: `drop_staged` forgets it
-            return Err(Error::io("write", self.map.path(), e));
+        if within_written_page(st.at, st.bytes.len()) {
+            // A few frames inside the page the last write ended in (lone
+            // appends): that page is in the page cache, so stores into the
+            // mapping cost no zeroing and, the page's folio being the
+            // small one `pwrite` made, no folio written twice; they are
+            // cheaper than a system call (issue 34's latency).
+            self.map.write(st.at + 4, &st.bytes[4..]);
+        } else {
+            let wrote = self.map.file().write_all_at(&st.bytes, st.at as u64);
+            if let Err(e) = wrote {
+                st.bytes.truncate(frames_end);
+                self.stage = st; // still staged: `drop_staged` forgets it
+                return Err(Error::io("write", self.map.path(), e));
+            }
         }
         self.map.store_u32(st.at, st.first_len);
         *published += st.entries.len() as u64;
@@ -642,6 +658,27 @@ impl RollLimits {
 mod tests {
     use super::*;
     use crate::writer::options::RollPeriod;
+
+    #[test]
+    fn only_frames_inside_an_already_written_page_skip_the_pwrite() {
+        assert!(
+            within_written_page(4096 + 128, 132),
+            "a lone frame mid-page"
+        );
+        assert!(
+            within_written_page(8192 - 132, 132),
+            "up to the page's last byte"
+        );
+        assert!(
+            !within_written_page(8192 - 128, 132),
+            "its zero word in the next page"
+        );
+        assert!(
+            !within_written_page(8192, 132),
+            "a page nothing was written to yet"
+        );
+        assert!(!within_written_page(4096 + 128, 128 << 10), "a batch");
+    }
 
     #[test]
     fn combined_roll_strategy_keeps_the_tightest_limits() {
