@@ -759,14 +759,11 @@ class Queue(_litemq.Queue):
         comparison exactly and they are at most an eighth of the range (past
         that, reading the range and filtering it is cheaper); else None."""
         assert plan.where is not None
-        field, op, value = plan.where
-        exact = {"=", "==", "in", "between", "<=", ">=", "prefix"}
-        if plan.fields[field]["type"] not in ("string", "binary"):
-            exact |= {"<", ">"}
-        if field not in self.indexes or op not in exact or plan.remaining == 0:
+        if plan.remaining == 0:
             return None
-        seqs = self._typed_where(field, op, value, plan.lo, plan.hi)
-        if len(seqs) * 8 > plan.hi - plan.lo:
+        field, op, value = plan.where
+        seqs = self._typed_where_indexed(field, op, value, plan.lo, plan.hi)
+        if seqs is None or len(seqs) * 8 > plan.hi - plan.lo:
             return None
         return seqs[: plan.remaining]
 

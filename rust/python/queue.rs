@@ -921,6 +921,29 @@ impl Queue {
         Ok(exit::detach(py, || queue.typed_where(&pred, start, end))?)
     }
 
+    /// `_typed_where` when an index declared on the field answers the
+    /// comparison exactly, else `None` with nothing read
+    /// (`Queue::typed_where_indexed`), for `litemq.Queue.read_arrow` with
+    /// `where`.
+    fn _typed_where_indexed(
+        &self,
+        py: Python<'_>,
+        field: &str,
+        op: &str,
+        value: &Bound<'_, PyAny>,
+        start: u64,
+        end: u64,
+    ) -> PyResult<Option<Vec<u64>>> {
+        let queue = self.queue()?;
+        let d = self
+            .typed(py)?
+            .ok_or_else(|| crate::Error::Schema("the queue has no schema".into()))?;
+        let pred = super::typed::predicate(&d, field, op, value)?;
+        Ok(exit::detach(py, || {
+            queue.typed_where_indexed(&pred, start, end)
+        })?)
+    }
+
     /// Counters and sizes, a `litemq.Stats` (`litemq.Queue.stats`).
     fn _stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         results::stats(py, &self.open_queue()?.stats())

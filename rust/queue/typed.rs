@@ -121,13 +121,39 @@ impl Queue {
     /// the wrong kind is [`Error::InvalidArgument`]; an untyped queue
     /// [`Error::Schema`].
     pub fn typed_where(&self, pred: &TypedPredicate, start: u64, end: u64) -> Result<Vec<u64>> {
+        self.typed_where_with(pred, (start, end), false)
+            .map(Option::unwrap_or_default)
+    }
+
+    /// [`Queue::typed_where`] when an index declared on the field answers
+    /// `pred` exactly (its sealed files unread); `None`, with nothing read,
+    /// when none does. Lets a caller pick between the index's rows and a
+    /// scan without knowing which comparisons an index answers.
+    pub fn typed_where_indexed(
+        &self,
+        pred: &TypedPredicate,
+        start: u64,
+        end: u64,
+    ) -> Result<Option<Vec<u64>>> {
+        self.typed_where_with(pred, (start, end), true)
+    }
+
+    fn typed_where_with(
+        &self,
+        pred: &TypedPredicate,
+        (start, end): (u64, u64),
+        indexed_only: bool,
+    ) -> Result<Option<Vec<u64>>> {
         let versions = self.typed_versions()?;
         typed::check_predicate(&versions, pred)?;
+        let query = self.field_index_query(&versions, pred);
+        if indexed_only && query.is_none() {
+            return Ok(None);
+        }
         let Some(mut t) = self.typed_tailer(start, end)? else {
-            return Ok(Vec::new());
+            return Ok(Some(Vec::new()));
         };
         let limit = self.inner().catalog.max_decompressed();
-        let query = self.field_index_query(&versions, pred);
         let active = match &query {
             Some(q) => self.active_field_seqs(&versions, q)?,
             None => None,
@@ -140,6 +166,7 @@ impl Queue {
             (end, limit),
             query.as_ref().map(|q| (catalog, q, active.as_ref())),
         )
+        .map(Some)
     }
 
     /// Brings the handle's in-memory index of `query`'s schema field over
