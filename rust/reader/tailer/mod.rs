@@ -159,6 +159,10 @@ pub struct Tailer {
     topic_offset: Option<u64>,
     /// The schema of the typed file read last (see [`typed_of`]).
     typed: Option<(u64, Option<Arc<TypedFile>>)>,
+    /// Bytes per frame in the file the last dense-index seek landed in,
+    /// averaged from its start (0: none yet): where [`Tailer::seek`]
+    /// guesses the next frame is, to fetch it while the dense index is read.
+    stride: usize,
 }
 
 /// Iterating a tailer yields the messages published so far as owned copies
@@ -196,6 +200,7 @@ impl Tailer {
             skip_expired: None,
             topic_offset: None,
             typed: None,
+            stride: 0,
         }
     }
 
@@ -451,7 +456,22 @@ impl Tailer {
             Some((file, at)) if file == cursor.info.header.file_number => Some(at),
             _ => None,
         };
+        // The dense entry and the frame it points to are two loads from
+        // memory, the second waiting for the first. Where frames are all the
+        // same length (fixed-size records: the common case of a random
+        // `get`), the frame's place is known from the last seek, and is
+        // fetched while the entry is read: one wait instead of two. A wrong
+        // guess costs one fetch that nothing waits for.
+        let nth = seq.saturating_sub(info.header.first_seq);
+        if self.stride > 0 {
+            let guess = DATA_HEADER_LEN.saturating_add((nth as usize).saturating_mul(self.stride));
+            cursor.map.prefetch(guess);
+            cursor.map.prefetch(guess.saturating_add(self.stride - 1));
+        }
         if let Some(at) = cursor.dense_frame(&self.catalog, seq, held) {
+            if nth > 0 {
+                self.stride = at.saturating_sub(DATA_HEADER_LEN) / nth as usize;
+            }
             cursor.offset = at;
             self.cursor = Some(cursor);
             self.seq = seq;
