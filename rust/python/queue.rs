@@ -71,6 +71,21 @@ impl Queue {
         core.typed.get(py, &core.queue)
     }
 
+    /// `(field, op, value)` of a typed `where` as the engine's predicate;
+    /// SchemaError on an untyped queue.
+    fn typed_predicate(
+        &self,
+        py: Python<'_>,
+        field: &str,
+        op: &str,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<crate::TypedPredicate> {
+        let d = self
+            .typed(py)?
+            .ok_or_else(|| crate::Error::Schema("the queue has no schema".into()))?;
+        super::typed::predicate(&d, field, op, value)
+    }
+
     /// The queue, or `ClosedError` once closed (for the calls that would
     /// otherwise answer from the files as last seen).
     fn open_queue(&self) -> PyResult<&crate::Queue> {
@@ -914,10 +929,7 @@ impl Queue {
         end: u64,
     ) -> PyResult<Vec<u64>> {
         let queue = self.queue()?;
-        let d = self
-            .typed(py)?
-            .ok_or_else(|| crate::Error::Schema("the queue has no schema".into()))?;
-        let pred = super::typed::predicate(&d, field, op, value)?;
+        let pred = self.typed_predicate(py, field, op, value)?;
         Ok(exit::detach(py, || queue.typed_where(&pred, start, end))?)
     }
 
@@ -935,10 +947,7 @@ impl Queue {
         end: u64,
     ) -> PyResult<Option<Vec<u64>>> {
         let queue = self.queue()?;
-        let d = self
-            .typed(py)?
-            .ok_or_else(|| crate::Error::Schema("the queue has no schema".into()))?;
-        let pred = super::typed::predicate(&d, field, op, value)?;
+        let pred = self.typed_predicate(py, field, op, value)?;
         Ok(exit::detach(py, || {
             queue.typed_where_indexed(&pred, start, end)
         })?)
