@@ -595,8 +595,15 @@ def main(argv: list[str]) -> int:
     if args.docs:
         page = ROOT / "docs" / "PERFORMANCE.md"
         old = page.read_text() if page.exists() else None
-        page.write_text(report.performance_md(results, old, "img"))
+        text = report.performance_md(results, old, "img")
+        page.write_text(text)
         print(f"page:    {page}")
+        for heading in report.dropped_sections(old, text):
+            print(
+                f"warning: {page.name} no longer has {heading!r}: a section of this run's "
+                "kind left out (--no-...), or one written by hand before the criterion "
+                "block; put that back after <!-- criterion:end --> (git diff shows it)"
+            )
     print(f"took {results['seconds']:.0f} s")
     return 0
 

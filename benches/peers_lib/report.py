@@ -546,6 +546,21 @@ def _kept_sections(old: str | None) -> str:
     return f"{CRITERION_BEGIN}\n{CRITERION_PLACEHOLDER}\n{CRITERION_END}"
 
 
+def dropped_sections(old: str | None, new: str) -> list[str]:
+    """Headings (``## ...``) of the old page that the new one lacks. The page
+    before the criterion block is regenerated whole, so a section written by
+    hand there is lost by a run (the issue-30 section was, once): the run
+    names them so that they can be put back after the criterion block."""
+
+    def headings(text: str) -> list[str]:
+        return [line for line in text.splitlines() if line.startswith("## ")]
+
+    if not old:
+        return []
+    now = set(headings(new))
+    return [h for h in headings(old) if h not in now]
+
+
 def lookups_table(results: dict[str, Any]) -> str | None:
     look = results["runs"].get("litemq_lookups/default")
     if not look or "get" not in look:
