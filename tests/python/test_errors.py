@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 import stat
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -341,6 +343,81 @@ def test_maybe_stored_error_says_a_failed_append_may_be_in_the_queue(qpath: Path
     blocker.rmdir()
     with litemq.Queue(qpath, read_only=True) as r:
         assert r.next_seq > 1  # part of the batch is there, as it said
+
+
+def _make_writes_fail(file: Path) -> int:
+    """Points every descriptor of this process on `file` at a read-only open of
+    it: the writer's next write through its descriptor fails (EBADF), as a
+    write the kernel refuses (EIO) would; its mapping and readers go on.
+    Returns how many descriptors were swapped."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    target = file.resolve()
+    ro = os.open(target, os.O_RDONLY)
+    swapped = 0
+    try:
+        for name in os.listdir("/proc/self/fd"):
+            fd = int(name)
+            try:
+                same = fd != ro and Path(os.readlink(f"/proc/self/fd/{fd}")) == target
+            except OSError:
+                continue
+            if same:
+                assert libc.dup2(ro, fd) == fd, os.strerror(ctypes.get_errno())
+                swapped += 1
+    finally:
+        os.close(ro)
+    return swapped
+
+
+def _batch_then_flush(app: litemq.Appender) -> None:
+    app.append_batch([bytes([i]) * 1000 for i in range(100)])
+    app.flush()
+
+
+@pytest.mark.parametrize("flush", ["async", "sync"])
+def test_a_failed_write_of_frames_poisons_the_writer_and_publishes_none(
+    qpath: Path, flush: str
+) -> None:
+    # "async": the batch is written on the appending thread (the I/O thread
+    # asleep) or on the I/O thread; "sync": always on the I/O thread.
+    size = 1 << 20
+    q = litemq.Queue(qpath, file_size=size, flush=flush)
+    app = q.appender()
+    # Past half the file: the writer has grown it to its full size, so no
+    # allocation ahead is left to fail first, and the frames' write is the
+    # one call through the data file's descriptor that fails.
+    want = [b"message %d" % i for i in range(10)] + [bytes([i % 251]) * 1000 for i in range(540)]
+    app.append_batch(want)
+    app.flush()
+    data = sorted(qpath.rglob("*.data"))[-1]
+    deadline = time.monotonic() + 10
+    while data.stat().st_size < size:
+        assert time.monotonic() < deadline, data.stat().st_size
+        time.sleep(0.01)
+    assert _make_writes_fail(data) >= 1, "the writer holds its data file open"
+    # 100 KB, past the page the last write ended in: written with one write
+    # system call, which fails: on this thread (the I/O thread asleep: the
+    # batch itself raises) or on the I/O thread (the flush raises).
+    with pytest.raises(litemq.PoisonedError) as info:
+        _batch_then_flush(app)
+    assert isinstance(info.value.cause, OSError)
+    assert info.value.cause.errno == errno.EBADF
+    assert "write" in str(info.value), info.value
+    # Every later call reports it, and stores nothing.
+    with pytest.raises(litemq.PoisonedError):
+        app.append(b"later")
+    # Readers see the messages before it and none of the batch.
+    with litemq.Queue(qpath, read_only=True) as r:
+        assert [m.payload for m in r.tailer()] == want
+    with pytest.raises(litemq.PoisonedError):
+        q.close()
+    del app, q
+    # Reopened, the queue holds them and goes on after them.
+    with litemq.Queue(qpath, file_size=size, flush=flush) as q:
+        assert q.next_seq == len(want)
+        q.appender().append(b"after")
+        q.appender().flush()
+        assert [m.payload for m in q.tailer()] == [*want, b"after"]
 
 
 def _keyed_queue(qpath: Path) -> dict[str, list[int]]:
